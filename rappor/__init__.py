@@ -1,0 +1,28 @@
+"""rappor: string frequencies with local differential privacy, as Chrome collected them.
+
+Every client hides its string in a noisy Bloom filter (RAPPOR: Erlingsson, Pihur and
+Korolova 2014, arXiv:1407.6981); an analyst recovers how common each candidate string
+is from many such reports without learning any one client's value.
+
+Public modules
+--------------
+``rappor.params``      :class:`Params` and google/rappor's ``params.csv``
+``rappor.hashing``     per-cohort Bloom hashing (the only user of mmh3)
+``rappor.exceptions``  the error and warning hierarchy
+
+Every public name of those modules is re-exported here; ``__all__`` lists them.
+Importing :mod:`rappor` is light: no scikit-learn, matplotlib, pyarrow or engines.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import exceptions, hashing, params
+from .exceptions import *  # noqa: F403
+from .hashing import *  # noqa: F403
+from .params import *  # noqa: F403
+
+_PUBLIC_MODULES = [exceptions, hashing, params]
+
+__all__ = sorted({name for module in _PUBLIC_MODULES for name in module.__all__} | {"__version__"})

@@ -1,0 +1,7 @@
+"""``python -m rappor``: the same as the ``rappor`` command."""
+
+from __future__ import annotations
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""Small validators shared by the public classes (private).
+
+Messages follow one template, after scikit-learn's ``InvalidParameterError``::
+
+    The 'prob_f' parameter of Params must be a float in the range [0, 1]. Got 1.5 instead.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+from typing import Any
+
+import numpy as np
+
+from .exceptions import InvalidParameterError
+
+
+def _fail(name: str, owner: str, expected: str, value: Any) -> InvalidParameterError:
+    msg = f"The {name!r} parameter of {owner} must be {expected}. Got {value!r} instead."
+    return InvalidParameterError(msg)
+
+
+def check_int(value: Any, name: str, owner: str, *, low: int | None = None, high: int | None = None) -> int:
+    """Return ``value`` as an ``int`` in ``[low, high]`` or raise :class:`InvalidParameterError`."""
+    expected = "an int"
+    if low is not None and high is not None:
+        expected = f"an int in the range [{low}, {high}]"
+    elif low is not None:
+        expected = f"an int >= {low}"
+    elif high is not None:
+        expected = f"an int <= {high}"
+    if isinstance(value, (bool, np.bool_)):
+        raise _fail(name, owner, expected, value)
+    try:
+        ivalue = operator.index(value)
+    except TypeError:
+        raise _fail(name, owner, expected, value) from None
+    if (low is not None and ivalue < low) or (high is not None and ivalue > high):
+        raise _fail(name, owner, expected, value)
+    return int(ivalue)
+
+
+def check_probability(value: Any, name: str, owner: str, *, open_low: bool = False, open_high: bool = False) -> float:
+    """Return ``value`` as a finite ``float`` in ``[0, 1]`` (ends optionally open)."""
+    lo = "(" if open_low else "["
+    hi = ")" if open_high else "]"
+    expected = f"a float in the range {lo}0, 1{hi}"
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise _fail(name, owner, expected, value)
+    fvalue = float(value)
+    if not math.isfinite(fvalue) or fvalue < 0.0 or fvalue > 1.0:
+        raise _fail(name, owner, expected, value)
+    if (open_low and fvalue == 0.0) or (open_high and fvalue == 1.0):
+        raise _fail(name, owner, expected, value)
+    return fvalue
+
+
+def check_real(value: Any, name: str, owner: str, *, low: float | None = None, high: float | None = None,
+               low_open: bool = False, high_open: bool = False) -> float:
+    """Return ``value`` as a finite ``float`` within the given bounds."""
+    parts = []
+    if low is not None:
+        parts.append(f"{'>' if low_open else '>='} {low}")
+    if high is not None:
+        parts.append(f"{'<' if high_open else '<='} {high}")
+    expected = "a finite float" + (" " + " and ".join(parts) if parts else "")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise _fail(name, owner, expected, value)
+    fvalue = float(value)
+    if not math.isfinite(fvalue):
+        raise _fail(name, owner, expected, value)
+    if low is not None and (fvalue < low or (low_open and fvalue == low)):
+        raise _fail(name, owner, expected, value)
+    if high is not None and (fvalue > high or (high_open and fvalue == high)):
+        raise _fail(name, owner, expected, value)
+    return fvalue
+
+
+def check_options(value: Any, name: str, owner: str, options: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``options``."""
+    if not isinstance(value, str) or value not in options:
+        expected = "a str among {" + ", ".join(repr(o) for o in options) + "}"
+        raise _fail(name, owner, expected, value)
+    return value
+
+
+def check_rng(rng: Any) -> np.random.Generator:
+    """Normalize ``rng`` (Generator, int seed or None) to a :class:`numpy.random.Generator` (SPEC 7)."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or (isinstance(rng, numbers.Integral) and not isinstance(rng, bool)):
+        return np.random.default_rng(rng)
+    if isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)):
+        return np.random.default_rng(rng)
+    msg = f"rng must be a numpy.random.Generator, an int seed or None. Got {rng!r} instead."
+    raise InvalidParameterError(msg)

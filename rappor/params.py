@@ -1,0 +1,276 @@
+"""RAPPOR parameters: the immutable :class:`Params` and google/rappor's ``params.csv``.
+
+The file format (google/rappor ``doc/data-flow.md``) is a header line ``k,h,m,p,q,f``
+and one data row, e.g.::
+
+    k,h,m,p,q,f
+    16,2,8,0.5,0.75,0.5
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ._io import PathLike, atomic_output, display_name, iter_text_lines
+from ._validation import check_int, check_probability
+from .exceptions import IncompatibleParamsError, InvalidParameterError, ReportFormatError
+
+__all__ = ["MAX_COHORTS", "Params", "check_same_params", "read_params", "write_params"]
+
+#: Cohorts are hash seeds (unsigned 32-bit), so at most 2**32 of them.
+MAX_COHORTS = 2**32
+
+_HEADER = ("k", "h", "m", "p", "q", "f")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Params:
+    """Parameters of a RAPPOR collection (google/rappor names; CSV columns ``k,h,m,p,q,f``).
+
+    Parameters
+    ----------
+    num_bloombits : int
+        ``k``, the number of bits of each Bloom filter and report; ``k >= 1``.
+    num_hashes : int
+        ``h``, the number of hash functions, ``1 <= h <= k``.
+    num_cohorts : int
+        ``m``, the number of cohorts (each with its own hash functions), ``1 <= m <= 2**32``.
+    prob_p : float
+        ``p``, P(report bit = 1) where the permanent randomized response bit is 0.
+    prob_q : float
+        ``q``, P(report bit = 1) where the permanent randomized response bit is 1.
+    prob_f : float
+        ``f``, the permanent randomized response replaces each Bloom bit with a fair
+        coin with probability ``f`` (so it becomes 1 or 0 with probability ``f/2`` each).
+
+    Raises
+    ------
+    InvalidParameterError
+        If a value is out of range, or if ``(1 - f)(q - p) == 0``: such reports are
+        independent of the value and carry no information.
+
+    Notes
+    -----
+    Derived quantities follow Erlingsson, Pihur and Korolova (2014), "RAPPOR:
+    Randomized Aggregatable Privacy-Preserving Ordinal Response", arXiv:1407.6981,
+    Section 3 and Theorems 1-2, and google/rappor ``analysis/R/decode.R``:
+
+    * ``p11 = q (1 - f/2) + p f/2``, P(report 1 | Bloom bit 1);
+    * ``p01 = p (1 - f/2) + q f/2``, P(report 1 | Bloom bit 0);
+    * ``epsilon_one = h |ln(p11 (1 - p01) / (p01 (1 - p11)))|``, one report;
+    * ``epsilon_inf = 2 h ln((1 - f/2) / (f/2))``, the permanent response, i.e. the bound
+      over any number of reports of one value (infinite when ``f = 0``).
+
+    Examples
+    --------
+    >>> params = Params(num_bloombits=16, num_hashes=2, num_cohorts=8,
+    ...                 prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    >>> params.p11, params.p01
+    (0.6875, 0.5625)
+    >>> round(params.epsilon_inf, 4)
+    4.3944
+    """
+
+    num_bloombits: int
+    num_hashes: int
+    num_cohorts: int
+    prob_p: float
+    prob_q: float
+    prob_f: float
+
+    def __post_init__(self) -> None:
+        k = check_int(self.num_bloombits, "num_bloombits", "Params", low=1)
+        h = check_int(self.num_hashes, "num_hashes", "Params", low=1, high=k)
+        m = check_int(self.num_cohorts, "num_cohorts", "Params", low=1, high=MAX_COHORTS)
+        p = check_probability(self.prob_p, "prob_p", "Params")
+        q = check_probability(self.prob_q, "prob_q", "Params")
+        f = check_probability(self.prob_f, "prob_f", "Params")
+        for name, value in zip(
+            ("num_bloombits", "num_hashes", "num_cohorts", "prob_p", "prob_q", "prob_f"), (k, h, m, p, q, f)
+        ):
+            object.__setattr__(self, name, value)
+        if (1.0 - f) * (q - p) == 0.0:
+            msg = (
+                "These parameters carry no information: (1 - prob_f) * (prob_q - prob_p) == 0 "
+                f"(prob_f={f!r}, prob_p={p!r}, prob_q={q!r}). Information is lost. Cannot decode."
+            )
+            raise InvalidParameterError(msg)
+
+    # Short names mirroring the paper and the CSV header.
+    @property
+    def k(self) -> int:
+        """Alias of :attr:`num_bloombits`."""
+        return self.num_bloombits
+
+    @property
+    def h(self) -> int:
+        """Alias of :attr:`num_hashes`."""
+        return self.num_hashes
+
+    @property
+    def m(self) -> int:
+        """Alias of :attr:`num_cohorts`."""
+        return self.num_cohorts
+
+    @property
+    def p(self) -> float:
+        """Alias of :attr:`prob_p`."""
+        return self.prob_p
+
+    @property
+    def q(self) -> float:
+        """Alias of :attr:`prob_q`."""
+        return self.prob_q
+
+    @property
+    def f(self) -> float:
+        """Alias of :attr:`prob_f`."""
+        return self.prob_f
+
+    @property
+    def p11(self) -> float:
+        """P(report bit 1 | Bloom bit 1) ``= q (1 - f/2) + p f/2``."""
+        return self.prob_q * (1.0 - self.prob_f / 2.0) + self.prob_p * self.prob_f / 2.0
+
+    @property
+    def p01(self) -> float:
+        """P(report bit 1 | Bloom bit 0) ``= p (1 - f/2) + q f/2``."""
+        return self.prob_p * (1.0 - self.prob_f / 2.0) + self.prob_q * self.prob_f / 2.0
+
+    @property
+    def epsilon_one(self) -> float:
+        """Epsilon of a single report: ``h |ln(p11 (1 - p01) / (p01 (1 - p11)))|`` (RAPPOR, Thm. 2)."""
+        p11, p01 = self.p11, self.p01
+        if p11 in (0.0, 1.0) or p01 in (0.0, 1.0):
+            return math.inf
+        ratio = math.log(p11) + math.log1p(-p01) - math.log(p01) - math.log1p(-p11)
+        return self.num_hashes * abs(ratio)
+
+    @property
+    def epsilon_inf(self) -> float:
+        """Epsilon of the permanent response: ``2 h ln((1 - f/2) / (f/2))`` (RAPPOR, Thm. 1)."""
+        f = self.prob_f
+        if f == 0.0:
+            return math.inf
+        return 2.0 * self.num_hashes * (math.log1p(-f / 2.0) - math.log(f / 2.0))
+
+    @property
+    def num_words(self) -> int:
+        """Number of little-endian 64-bit words that hold one packed report."""
+        return (self.num_bloombits + 63) // 64
+
+    def as_dict(self) -> dict[str, Any]:
+        """The parameters keyed by the CSV header names ``k, h, m, p, q, f``."""
+        return {"k": self.k, "h": self.h, "m": self.m, "p": self.p, "q": self.q, "f": self.f}
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Params:
+        """Build from a mapping with keys ``k, h, m, p, q, f``."""
+        return cls(
+            num_bloombits=values["k"],
+            num_hashes=values["h"],
+            num_cohorts=values["m"],
+            prob_p=values["p"],
+            prob_q=values["q"],
+            prob_f=values["f"],
+        )
+
+    def to_csv(self) -> str:
+        """The ``params.csv`` text: header ``k,h,m,p,q,f`` and one row."""
+        d = self.as_dict()
+        return ",".join(_HEADER) + "\n" + ",".join(repr(d[key]) for key in _HEADER) + "\n"
+
+
+def check_same_params(expected: Params, found: Params, what: str) -> None:
+    """Raise :class:`IncompatibleParamsError` unless ``found == expected``."""
+    if expected != found:
+        diffs = ", ".join(
+            f"{key}={found.as_dict()[key]!r} (expected {expected.as_dict()[key]!r})"
+            for key in _HEADER
+            if expected.as_dict()[key] != found.as_dict()[key]
+        )
+        msg = f"{what} was made with different parameters: {diffs}"
+        raise IncompatibleParamsError(msg)
+
+
+def _parse_int(text: str, name: str, path: str, line: int) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ReportFormatError(f"expected an integer for {name!r}, found {text!r}", path=path, line=line) from None
+
+
+def _parse_float(text: str, name: str, path: str, line: int) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ReportFormatError(f"expected a number for {name!r}, found {text!r}", path=path, line=line) from None
+    if not math.isfinite(value):
+        raise ReportFormatError(f"expected a finite number for {name!r}, found {text!r}", path=path, line=line)
+    return value
+
+
+def _split(text: str) -> list[str]:
+    row = next(csv.reader(io.StringIO(text), skipinitialspace=True), [])
+    return [cell.strip() for cell in row]
+
+
+def read_params(path: PathLike) -> Params:
+    """Read a google/rappor ``params.csv`` (header ``k,h,m,p,q,f``, one data row).
+
+    Spaces after commas, quoted header names, a UTF-8 byte-order mark, CRLF line endings
+    and trailing blank lines are accepted.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file, or ``"-"`` for standard input.
+
+    Returns
+    -------
+    Params
+
+    Raises
+    ------
+    ReportFormatError
+        If the file does not have that form or holds invalid parameters; the message
+        names the file and the line.
+    """
+    name = display_name(path)
+    lines = [(n, t) for n, t in iter_text_lines(path) if t.strip()]
+    if not lines:
+        raise ReportFormatError("expected a header 'k,h,m,p,q,f' and one data row, found an empty file", path=name)
+    head_no, head_text = lines[0]
+    header = _split(head_text)
+    if sorted(header) != sorted(_HEADER) or len(header) != len(_HEADER):
+        msg = f"expected the header 'k,h,m,p,q,f', found {head_text!r}"
+        raise ReportFormatError(msg, path=name, line=head_no)
+    if len(lines) < 2:
+        raise ReportFormatError("expected one data row after the header, found none", path=name, line=head_no + 1)
+    if len(lines) > 2:
+        raise ReportFormatError("expected exactly one data row, found another", path=name, line=lines[2][0])
+    row_no, row_text = lines[1]
+    cells = _split(row_text)
+    if len(cells) != len(header):
+        msg = f"expected {len(header)} comma-separated values, found {len(cells)}"
+        raise ReportFormatError(msg, path=name, line=row_no)
+    raw = dict(zip(header, cells))
+    values: dict[str, Any] = {}
+    for key in ("k", "h", "m"):
+        values[key] = _parse_int(raw[key], key, name, row_no)
+    for key in ("p", "q", "f"):
+        values[key] = _parse_float(raw[key], key, name, row_no)
+    try:
+        return Params.from_dict(values)
+    except InvalidParameterError as exc:
+        raise ReportFormatError(str(exc), path=name, line=row_no) from None
+
+
+def write_params(params: Params, path: PathLike) -> None:
+    """Write ``params`` as a google/rappor ``params.csv`` (atomically; ``"-"`` for stdout)."""
+    with atomic_output(path) as fh:
+        fh.write(params.to_csv())
