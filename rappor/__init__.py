@@ -9,6 +9,8 @@ Public modules
 ``rappor.params``      :class:`Params` and google/rappor's ``params.csv``
 ``rappor.hashing``     per-cohort Bloom hashing (the only user of mmh3)
 ``rappor.exceptions``  the error and warning hierarchy
+``rappor.reports``     :class:`ReportBatch`, packed reports
+``rappor.aggregate``   :class:`Aggregate`, per-cohort bit counts (``counts.csv``)
 
 Every public name of those modules is re-exported here; ``__all__`` lists them.
 Importing :mod:`rappor` is light: no scikit-learn, matplotlib, pyarrow or engines.
@@ -18,11 +20,13 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import exceptions, hashing, params
+from . import aggregate, exceptions, hashing, params, reports
+from .aggregate import *  # noqa: F403
 from .exceptions import *  # noqa: F403
 from .hashing import *  # noqa: F403
 from .params import *  # noqa: F403
+from .reports import *  # noqa: F403
 
-_PUBLIC_MODULES = [exceptions, hashing, params]
+_PUBLIC_MODULES = [aggregate, exceptions, hashing, params, reports]
 
 __all__ = sorted({name for module in _PUBLIC_MODULES for name in module.__all__} | {"__version__"})

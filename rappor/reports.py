@@ -1,0 +1,99 @@
+"""Reports: one client's (cohort, IRR bits), and batches of them in packed form.
+
+Only the cohort and the instantaneous randomized response (IRR) ever leave a device.
+Bit order is defined in :mod:`rappor._bits` (google/rappor bit strings: character 0 is
+bit ``k - 1``; packed words: bit ``j`` is ``(w[j // 64] >> (j % 64)) & 1``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from ._bits import bits_to_bitstrings, bitstrings_to_bits, pack_bits, unpack_bits
+from .exceptions import InvalidParameterError
+from .params import Params
+
+__all__ = ["ReportBatch"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class ReportBatch:
+    """Many reports in packed form.
+
+    Parameters
+    ----------
+    params : Params
+        The parameters the reports were made with.
+    cohorts : array-like of int, shape (n,)
+        Cohort of each report, in ``[0, num_cohorts)``.
+    words : array-like of uint64, shape (n, ceil(k / 64))
+        IRR bits packed little-endian (bit ``j`` in word ``j // 64``, position ``j % 64``);
+        bits at or above ``k`` must be 0.
+
+    Attributes are read-only arrays (``cohorts`` int64, ``words`` uint64).
+    """
+
+    params: Params
+    cohorts: npt.NDArray[np.int64]
+    words: npt.NDArray[np.uint64]
+
+    def __post_init__(self) -> None:
+        k, m = self.params.num_bloombits, self.params.num_cohorts
+        cohorts = np.asarray(self.cohorts)
+        if cohorts.ndim != 1 or (cohorts.size and not np.issubdtype(cohorts.dtype, np.integer)):
+            msg = f"The 'cohorts' parameter of ReportBatch must be a 1-d integer array. Got dtype {cohorts.dtype} and shape {cohorts.shape} instead."
+            raise InvalidParameterError(msg)
+        cohorts = cohorts.astype(np.int64, copy=True)
+        if cohorts.size and (cohorts.min() < 0 or cohorts.max() >= m):
+            bad = cohorts[(cohorts < 0) | (cohorts >= m)][0]
+            msg = f"The 'cohorts' parameter of ReportBatch must hold ints in the range [0, {m - 1}]. Got {int(bad)} instead."
+            raise InvalidParameterError(msg)
+        words = np.asarray(self.words)
+        w = self.params.num_words
+        if words.ndim != 2 or words.shape != (cohorts.shape[0], w):
+            msg = f"The 'words' parameter of ReportBatch must have shape ({cohorts.shape[0]}, {w}). Got {words.shape} instead."
+            raise InvalidParameterError(msg)
+        words = words.astype(np.uint64, copy=True)
+        if k % 64 and words.size:
+            high = ~np.uint64((1 << (k % 64)) - 1)
+            if (words[:, -1] & high).any():
+                msg = f"The 'words' parameter of ReportBatch has bits set at or above bit {k} (k = {k})."
+                raise InvalidParameterError(msg)
+        cohorts.flags.writeable = False
+        words.flags.writeable = False
+        object.__setattr__(self, "cohorts", cohorts)
+        object.__setattr__(self, "words", words)
+
+    def __len__(self) -> int:
+        return int(self.cohorts.shape[0])
+
+    @classmethod
+    def from_bits(cls, params: Params, cohorts: npt.ArrayLike, bits: npt.ArrayLike) -> ReportBatch:
+        """Build from an ``(n, k)`` 0/1 array (column ``j`` = bit ``j``)."""
+        arr = np.asarray(bits)
+        if arr.ndim != 2 or arr.shape[1] != params.num_bloombits:
+            msg = f"The 'bits' parameter must have shape (n, {params.num_bloombits}). Got {arr.shape} instead."
+            raise InvalidParameterError(msg)
+        if arr.size and not np.isin(arr, (0, 1)).all():
+            raise InvalidParameterError("The 'bits' parameter must hold only 0 and 1.")
+        return cls(params=params, cohorts=np.asarray(cohorts), words=pack_bits(arr))
+
+    @classmethod
+    def from_bitstrings(cls, params: Params, cohorts: npt.ArrayLike, strings: Sequence[str]) -> ReportBatch:
+        """Build from google/rappor bit strings (character 0 = bit ``k - 1``)."""
+        return cls.from_bits(params, cohorts, bitstrings_to_bits(strings, params.num_bloombits))
+
+    def bits(self) -> npt.NDArray[np.uint8]:
+        """The reports as an ``(n, k)`` uint8 0/1 array (column ``j`` = bit ``j``)."""
+        return unpack_bits(self.words, self.params.num_bloombits)
+
+    def bitstrings(self) -> list[str]:
+        """The reports as google/rappor bit strings (character 0 = bit ``k - 1``)."""
+        return bits_to_bitstrings(self.bits())
+
+    def __repr__(self) -> str:
+        return f"ReportBatch(n={len(self)}, params={self.params!r})"
