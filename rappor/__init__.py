@@ -11,6 +11,7 @@ Public modules
 ``rappor.exceptions``  the error and warning hierarchy
 ``rappor.reports``     :class:`ReportBatch`, packed reports
 ``rappor.aggregate``   :class:`Aggregate`, per-cohort bit counts (``counts.csv``)
+``rappor.design``      :class:`CandidateMap`, the decoder's design matrix (``map.csv``)
 
 Every public name of those modules is re-exported here; ``__all__`` lists them.
 Importing :mod:`rappor` is light: no scikit-learn, matplotlib, pyarrow or engines.
@@ -20,13 +21,14 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import aggregate, exceptions, hashing, params, reports
+from . import aggregate, design, exceptions, hashing, params, reports
 from .aggregate import *  # noqa: F403
+from .design import *  # noqa: F403
 from .exceptions import *  # noqa: F403
 from .hashing import *  # noqa: F403
 from .params import *  # noqa: F403
 from .reports import *  # noqa: F403
 
-_PUBLIC_MODULES = [aggregate, exceptions, hashing, params, reports]
+_PUBLIC_MODULES = [aggregate, design, exceptions, hashing, params, reports]
 
 __all__ = sorted({name for module in _PUBLIC_MODULES for name in module.__all__} | {"__version__"})

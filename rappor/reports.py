@@ -13,11 +13,80 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._bits import bits_to_bitstrings, bitstrings_to_bits, pack_bits, unpack_bits
+from ._bits import bits_to_bitstrings, bitstrings_to_bits, pack_bits, pack_bytes, unpack_bits, unpack_bytes
 from .exceptions import InvalidParameterError
 from .params import Params
 
-__all__ = ["ReportBatch"]
+__all__ = ["Report", "ReportBatch"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Report:
+    """One report as it leaves a device: the client's cohort and its IRR bits.
+
+    Parameters
+    ----------
+    cohort : int
+        The client's cohort, ``>= 0``.
+    bits : array-like of 0/1, shape (k,)
+        The instantaneous randomized response; ``bits[j]`` is bit ``j``.  Stored as a
+        read-only uint8 array.
+    """
+
+    cohort: int
+    bits: npt.NDArray[np.uint8]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.cohort, bool) or not isinstance(self.cohort, (int, np.integer)) or self.cohort < 0:
+            msg = f"The 'cohort' parameter of Report must be an int >= 0. Got {self.cohort!r} instead."
+            raise InvalidParameterError(msg)
+        bits = np.asarray(self.bits)
+        if bits.ndim != 1 or bits.size == 0 or not np.isin(bits, (0, 1)).all():
+            msg = "The 'bits' parameter of Report must be a non-empty 1-d array of 0 and 1."
+            raise InvalidParameterError(msg)
+        bits = bits.astype(np.uint8, copy=True)
+        bits.flags.writeable = False
+        object.__setattr__(self, "cohort", int(self.cohort))
+        object.__setattr__(self, "bits", bits)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Report):
+            return NotImplemented
+        return self.cohort == other.cohort and np.array_equal(self.bits, other.bits)
+
+    def __hash__(self) -> int:
+        return hash((self.cohort, self.bits.tobytes()))
+
+    @property
+    def num_bloombits(self) -> int:
+        """``k``, the number of bits."""
+        return int(self.bits.shape[0])
+
+    def to_bitstring(self) -> str:
+        """google/rappor bit string: character 0 is bit ``k - 1``."""
+        return bits_to_bitstrings(self.bits)[0]
+
+    @classmethod
+    def from_bitstring(cls, cohort: int, text: str) -> Report:
+        """Inverse of :meth:`to_bitstring`."""
+        try:
+            bits = bitstrings_to_bits([text], len(text))[0]
+        except ValueError as exc:
+            raise InvalidParameterError(f"Invalid report bit string: {exc}") from None
+        return cls(cohort=cohort, bits=bits)
+
+    def to_bytes(self) -> bytes:
+        """Packed form: ``ceil(k / 8)`` bytes, bit ``j`` is ``(b[j // 8] >> (j % 8)) & 1``."""
+        return pack_bytes(self.bits)
+
+    @classmethod
+    def from_bytes(cls, cohort: int, data: bytes, num_bloombits: int) -> Report:
+        """Inverse of :meth:`to_bytes`."""
+        try:
+            bits = unpack_bytes(data, num_bloombits)
+        except ValueError as exc:
+            raise InvalidParameterError(f"Invalid packed report: {exc}") from None
+        return cls(cohort=cohort, bits=bits)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -97,3 +166,19 @@ class ReportBatch:
 
     def __repr__(self) -> str:
         return f"ReportBatch(n={len(self)}, params={self.params!r})"
+
+    @classmethod
+    def from_reports(cls, params: Params, reports: Sequence[Report]) -> ReportBatch:
+        """Stack single reports (each must have ``k`` bits)."""
+        k = params.num_bloombits
+        bits = np.zeros((len(reports), k), dtype=np.uint8)
+        for i, r in enumerate(reports):
+            if r.num_bloombits != k:
+                msg = f"Report {i} has {r.num_bloombits} bits, expected {k}."
+                raise InvalidParameterError(msg)
+            bits[i] = r.bits
+        return cls.from_bits(params, np.array([r.cohort for r in reports], dtype=np.int64), bits)
+
+    def __getitem__(self, index: int) -> Report:
+        bits = unpack_bits(self.words[index], self.params.num_bloombits)
+        return Report(cohort=int(self.cohorts[index]), bits=bits)
