@@ -30,6 +30,7 @@ import mmh3
 import numpy as np
 import numpy.typing as npt
 
+from ._murmur import murmur3_x64_128
 from .exceptions import InvalidParameterError
 from .params import Params
 
@@ -118,9 +119,10 @@ def bloom_bits_table(values: Sequence[str | bytes], params: Params) -> npt.NDArr
     words = np.empty((len(values), m, 2 * blocks), dtype=np.uint64)
     for b in range(blocks):
         prefix = _prefix(b)
-        keys = [prefix + d for d in encoded]
-        for c in range(m):
-            words[:, c, 2 * b : 2 * b + 2] = [_murmur(key, c) for key in keys]
+        # Vectorized MurmurHash3_x64_128 over all keys and all cohorts (seeds); bit-identical to mmh3.
+        h1, h2 = murmur3_x64_128([prefix + d for d in encoded], np.arange(m))
+        words[:, :, 2 * b] = h1
+        words[:, :, 2 * b + 1] = h2
     words = words[:, :, :h]
     # floor(w * k / 2**64) without overflow: split w into 32-bit halves.
     hi = words >> np.uint64(32)
