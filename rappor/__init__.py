@@ -11,7 +11,9 @@ Public modules
 ``rappor.exceptions``  the error and warning hierarchy
 ``rappor.reports``     :class:`ReportBatch`, packed reports
 ``rappor.aggregate``   :class:`Aggregate`, per-cohort bit counts (``counts.csv``)
-``rappor.design``      :class:`CandidateMap`, the decoder's design matrix (``map.csv``)
+``rappor.design``      :class:`CandidateMap`, the decoder's design matrix
+``rappor.map_file``    google/rappor ``map.csv`` files
+``rappor.candidates``  candidate list files
 
 Every public name of those modules is re-exported here; ``__all__`` lists them.
 Importing :mod:`rappor` is light: no scikit-learn, matplotlib, pyarrow or engines.
@@ -28,7 +30,10 @@ from .exceptions import *  # noqa: F403
 from .hashing import *  # noqa: F403
 from .params import *  # noqa: F403
 from .reports import *  # noqa: F403
+from . import candidates, map_file
+from .candidates import *  # noqa: F403
+from .map_file import *  # noqa: F403
 
-_PUBLIC_MODULES = [aggregate, design, exceptions, hashing, params, reports]
+_PUBLIC_MODULES = [aggregate, candidates, design, exceptions, hashing, map_file, params, reports]
 
 __all__ = sorted({name for module in _PUBLIC_MODULES for name in module.__all__} | {"__version__"})

@@ -8,17 +8,23 @@ reports of the cohort, column ``1 + j`` the number of reports with bit ``j`` set
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from ._bits import unpack_bits
-from .exceptions import IncompatibleParamsError, InvalidParameterError
-from .params import Params
+from ._io import PathLike, atomic_output, display_name, iter_text_lines
+from .exceptions import IncompatibleParamsError, InvalidParameterError, ReportFormatError, UnbalancedCohortsWarning
+from .params import Params, check_same_params
 from .reports import ReportBatch
 
-__all__ = ["Aggregate"]
+__all__ = ["Aggregate", "check_cohort_balance", "read_counts", "write_counts"]
+
+# _BYTE_BITS[v, i] is bit i of the byte value v, in the packed-byte order of rappor._bits.
+_BYTE_BITS = unpack_bits(np.arange(256, dtype=np.uint64)[:, None], 8).astype(np.int64)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -63,15 +69,65 @@ class Aggregate:
 
     @classmethod
     def from_reports(cls, reports: ReportBatch) -> Aggregate:
-        """Count a batch of reports."""
+        """Count a batch of reports.
+
+        Vectorized without a per-bit loop: for each byte position of the packed
+        reports, one :func:`numpy.bincount` over ``cohort * 256 + byte`` gives a
+        ``(cohorts, 256)`` histogram, and its product with the ``(256, 8)`` table of
+        the bits of every byte value gives the bit counts of those 8 bits.
+        """
         params = reports.params
         m, k = params.num_cohorts, params.num_bloombits
         counts = np.zeros((m, k + 1), dtype=np.int64)
-        counts[:, 0] = np.bincount(reports.cohorts, minlength=m)
-        bits = unpack_bits(reports.words, k)
-        for c in np.flatnonzero(counts[:, 0]):
-            counts[c, 1:] = bits[reports.cohorts == c].sum(axis=0, dtype=np.int64)
+        cohorts = reports.cohorts
+        n = cohorts.shape[0]
+        if n == 0:
+            return cls(params=params, counts=counts)
+        counts[:, 0] = np.bincount(cohorts, minlength=m)
+        present = np.flatnonzero(counts[:, 0])
+        if present.size * 256 > 4 * n + (1 << 20):
+            # Many cohorts, few reports each: sum unpacked bits over sorted runs instead.
+            order = np.argsort(cohorts, kind="stable")
+            bits = unpack_bits(reports.words[order], k).astype(np.int64)
+            starts = np.searchsorted(cohorts[order], present)
+            counts[present, 1:] = np.add.reduceat(bits, starts, axis=0)
+            return cls(params=params, counts=counts)
+        # Cohorts renumbered densely so the histogram has present.size * 256 bins.
+        dense = np.searchsorted(present, cohorts) if present.size < m else cohorts
+        base = dense.astype(np.int64) << 8
+        n_bytes = (k + 7) // 8
+        as_bytes = np.ascontiguousarray(reports.words.astype("<u8", copy=False)).view(np.uint8).reshape(n, -1)
+        table = _BYTE_BITS
+        for b in range(n_bytes):
+            hist = np.bincount(base | as_bytes[:, b], minlength=present.size * 256).reshape(present.size, 256)
+            lo, hi = 8 * b, min(8 * b + 8, k)
+            counts[present, 1 + lo : 1 + hi] = (hist @ table)[:, : hi - lo]
         return cls(params=params, counts=counts)
+
+    @classmethod
+    def from_report_chunks(cls, chunks: Iterable[ReportBatch], params: Params) -> Aggregate:
+        """Count reports arriving in chunks (e.g. from :func:`rappor.reports.iter_reports`).
+
+        Parameters
+        ----------
+        chunks : iterable of ReportBatch
+        params : Params
+            Every chunk must have been made with these parameters.
+
+        Returns
+        -------
+        Aggregate
+
+        Raises
+        ------
+        IncompatibleParamsError
+            If a chunk has other parameters.
+        """
+        total = np.zeros((params.num_cohorts, params.num_bloombits + 1), dtype=np.int64)
+        for chunk in chunks:
+            check_same_params(params, chunk.params, "A chunk of reports")
+            total += cls.from_reports(chunk).counts
+        return cls(params=params, counts=total)
 
     def merge(self, other: Aggregate) -> Aggregate:
         """Exact sum of two aggregates made with the same parameters."""
@@ -97,3 +153,122 @@ class Aggregate:
 
     def __repr__(self) -> str:
         return f"Aggregate(total_reports={self.total_reports}, params={self.params!r})"
+
+
+def check_cohort_balance(aggregate: Aggregate, *, stacklevel: int = 2) -> bool:
+    """Warn when the cohorts hold very different numbers of reports.
+
+    google/rappor's check: with ``N`` reports over ``m`` cohorts, the counts are
+    unbalanced when ``max - min > N / m``.  The decoder still works, but cohorts
+    with few reports add noise, and imbalance often means lost or duplicated data.
+
+    Parameters
+    ----------
+    aggregate : Aggregate
+    stacklevel : int, default=2
+        Passed to :func:`warnings.warn`.
+
+    Returns
+    -------
+    bool
+        ``True`` when balanced (no warning was issued).
+
+    Warns
+    -----
+    UnbalancedCohortsWarning
+        When ``max - min > N / m``.
+    """
+    n_per_cohort = aggregate.n_reports
+    total, m = int(n_per_cohort.sum()), aggregate.params.num_cohorts
+    spread = int(n_per_cohort.max() - n_per_cohort.min())
+    if spread * m <= total:
+        return True
+    lo, hi = int(np.argmin(n_per_cohort)), int(np.argmax(n_per_cohort))
+    msg = (f"cohorts are unbalanced: cohort {hi} has {int(n_per_cohort[hi])} reports and cohort {lo} has "
+           f"{int(n_per_cohort[lo])}, a spread of {spread} > N/m = {total / m:.6g}")
+    warnings.warn(msg, UnbalancedCohortsWarning, stacklevel=stacklevel)
+    return False
+
+
+_INT64_MAX = np.iinfo(np.int64).max
+
+
+def _parse_count(text: str, name: str, lineno: int, column: int) -> int:
+    cell = text.strip()
+    if not cell.isascii() or not cell.isdigit():
+        what = "a negative number" if cell.startswith("-") and cell[1:].isdigit() else repr(cell)
+        msg = f"expected a non-negative integer count in column {column}, found {what}"
+        raise ReportFormatError(msg, path=name, line=lineno)
+    value = int(cell)
+    if value > _INT64_MAX:
+        msg = f"expected a count of at most 2**63 - 1 in column {column}, found {cell}"
+        raise ReportFormatError(msg, path=name, line=lineno)
+    return value
+
+
+def read_counts(path: PathLike, params: Params) -> Aggregate:
+    """Read a google/rappor ``counts.csv``.
+
+    The file has no header and ``num_cohorts`` rows; row ``i`` is cohort ``i`` and holds
+    ``num_bloombits + 1`` integers: the number of reports of the cohort, then the
+    number of ones of bit 0, bit 1, ..., bit ``k - 1``.  Blank lines, a UTF-8
+    byte-order mark, CRLF line endings and spaces around numbers are accepted.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file, or ``"-"`` for standard input.
+    params : Params
+
+    Returns
+    -------
+    Aggregate
+
+    Raises
+    ------
+    ReportFormatError
+        For a row of the wrong width, the wrong number of rows, a count that is not a
+        non-negative integer, or a bit count larger than the cohort's report count; the
+        message names the file and line.
+    """
+    name = display_name(path)
+    m, k = params.num_cohorts, params.num_bloombits
+    counts = np.zeros((m, k + 1), dtype=np.int64)
+    row = 0
+    last_line = 0
+    for lineno, text in iter_text_lines(path):
+        last_line = lineno
+        if not text.strip():
+            continue
+        if row >= m:
+            msg = f"expected {m} rows (one per cohort, m = {m}), found more"
+            raise ReportFormatError(msg, path=name, line=lineno)
+        cells = text.split(",")
+        if len(cells) != k + 1:
+            msg = (f"expected {k + 1} comma-separated counts (reports, then bits 0..{k - 1} with k = {k}), "
+                   f"found {len(cells)}")
+            raise ReportFormatError(msg, path=name, line=lineno)
+        values = [_parse_count(cell, name, lineno, col) for col, cell in enumerate(cells, start=1)]
+        bad = next((j for j in range(k) if values[1 + j] > values[0]), None)
+        if bad is not None:
+            msg = (f"expected bit counts of at most the cohort's {values[0]} reports, found {values[1 + bad]} "
+                   f"for bit {bad}")
+            raise ReportFormatError(msg, path=name, line=lineno)
+        counts[row] = values
+        row += 1
+    if row == 0:
+        raise ReportFormatError(f"expected {m} rows of counts (one per cohort), found an empty file", path=name)
+    if row < m:
+        msg = f"expected {m} rows (one per cohort, m = {m}), found {row}"
+        raise ReportFormatError(msg, path=name, line=last_line)
+    return Aggregate(params=params, counts=counts)
+
+
+def write_counts(aggregate: Aggregate, path: PathLike) -> None:
+    """Write ``aggregate`` as a google/rappor ``counts.csv``, atomically (``"-"`` for stdout).
+
+    See :func:`read_counts` for the layout.
+    """
+    with atomic_output(path) as fh:
+        for row in aggregate.counts.tolist():
+            fh.write(",".join(map(str, row)) + "\n")
