@@ -11,6 +11,7 @@ Public modules
 ``rappor.exceptions``  the error and warning hierarchy
 ``rappor.reports``     :class:`ReportBatch`, packed reports
 ``rappor.aggregate``   :class:`Aggregate`, per-cohort bit counts (``counts.csv``)
+``rappor.encoder``     :class:`Encoder`, the client (cohorts, PRR, IRR, key files)
 ``rappor.design``      :class:`CandidateMap`, the decoder's design matrix
 ``rappor.map_file``    google/rappor ``map.csv`` files
 ``rappor.candidates``  candidate list files
@@ -26,6 +27,8 @@ __version__ = "0.1.0"
 from . import aggregate, design, exceptions, hashing, params, reports
 from .aggregate import *  # noqa: F403
 from .design import *  # noqa: F403
+from . import encoder
+from .encoder import *  # noqa: F403
 from .exceptions import *  # noqa: F403
 from .hashing import *  # noqa: F403
 from .params import *  # noqa: F403
@@ -33,7 +36,9 @@ from .reports import *  # noqa: F403
 from . import candidates, map_file
 from .candidates import *  # noqa: F403
 from .map_file import *  # noqa: F403
+from . import simulation
+from .simulation import *  # noqa: F403
 
-_PUBLIC_MODULES = [aggregate, candidates, design, exceptions, hashing, map_file, params, reports]
+_PUBLIC_MODULES = [aggregate, candidates, design, encoder, exceptions, hashing, map_file, params, reports, simulation]
 
 __all__ = sorted({name for module in _PUBLIC_MODULES for name in module.__all__} | {"__version__"})

@@ -1,0 +1,649 @@
+"""Simulated collections: populations, clients, fast batch encoding, and the truth.
+
+A simulation draws a population of clients, each with a cohort and one or several
+values, encodes their reports, and aggregates them, keeping the truth so that a
+decoder's output can be scored (:mod:`rappor.metrics`).  It follows google/rappor's
+regression suite (``tests/gen_sim_input.py``, ``tests/rappor_sim.py``):
+
+* :class:`Population`: a distribution over ``U`` strings ``"v1" .. "vU"`` (Zipf,
+  exponential, Gaussian, uniform) or read from a ``string,count`` file;
+* :func:`candidate_strings`: the analyst's candidate list, with decoys added and
+  every R-th true string removed (to exercise unexplained mass);
+* :func:`simulate`: clients, reports and the aggregate, as a :class:`Simulation`;
+* :func:`encode_batch`: vectorized encoding with a :class:`numpy.random.Generator`.
+
+Batch encoding and the real client
+----------------------------------
+:func:`encode_batch` draws exactly the distribution of :class:`rappor.Encoder`,
+including its 32-bit integer thresholds: the permanent response keeps each Bloom
+bit with probability ``1 - 2t / 2**32`` (``t = min(round(f 2**31), 2**31)``) and
+otherwise replaces it with a fair coin; the instantaneous response is 1 with
+probability ``round(q 2**32) / 2**32`` where the PRR bit is 1 and
+``round(p 2**32) / 2**32`` where it is 0 (``docs/client.md``).  What differs is only
+where the PRR's randomness comes from: the real client derives it from
+``HMAC-SHA256(secret, ...)`` so that it is memoized without storage; the simulation
+draws it from the generator once per (client, value) and reuses it for every report
+of that value.  Use ``method="client"`` in :func:`simulate` to run the real client
+(keyed PRR, one secret per client) instead; it is about 30 times slower.
+
+Bits are generated packed, 64 at a time: a Bernoulli(``T / 2**b``) word is the
+bit-sliced comparison ``U < T`` of uniform random words, one word per binary digit of
+``T`` (so ``p = 0.5`` costs one random word per 64 bits); for thresholds with many
+digits the comparison stops after 10 digits and resolves the rare ties (probability
+``2**-10`` per bit) recursively on the remaining digits, exactly.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+from scipy import special
+
+from ._io import PathLike, display_name, iter_text_lines
+from ._validation import check_int, check_options, check_real, check_rng
+from .aggregate import Aggregate
+from .exceptions import InvalidParameterError, ReportFormatError
+from .hashing import bloom_bit_indices, bloom_bits_table
+from .params import Params
+from .reports import ReportBatch
+
+__all__ = [
+    "DISTRIBUTIONS",
+    "Population",
+    "Simulation",
+    "candidate_strings",
+    "encode_batch",
+    "read_population",
+    "simulate",
+]
+
+#: Names accepted by :meth:`Population.make` (and ``rappor simulate --dist``).
+DISTRIBUTIONS = ("zipf", "exponential", "gaussian", "uniform")
+
+Distribution = Literal["zipf", "exponential", "gaussian", "uniform"]
+
+_TWO32 = 2**32
+_TIE_DIGITS = 10  # digits compared before ties are resolved recursively
+_ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+# --------------------------------------------------------------------------- populations
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Population:
+    """A distribution of client values over a finite set of strings.
+
+    Parameters
+    ----------
+    strings : sequence of str
+        The distinct values, most frequent first for the built-in distributions.
+    probabilities : array-like of float, shape (len(strings),)
+        Non-negative weights; normalized to sum to 1 and stored read-only.
+    name : str, default="custom"
+        A short description, e.g. ``"zipf(s=1)"``, shown in reports.
+
+    Examples
+    --------
+    >>> pop = Population.zipf(4, exponent=1.0)
+    >>> pop.strings
+    ('v1', 'v2', 'v3', 'v4')
+    >>> [round(float(p), 3) for p in pop.probabilities]
+    [0.48, 0.24, 0.16, 0.12]
+    """
+
+    strings: tuple[str, ...]
+    probabilities: npt.NDArray[np.float64]
+    name: str = "custom"
+
+    def __post_init__(self) -> None:
+        strings = tuple(self.strings)
+        if not strings:
+            raise InvalidParameterError("The 'strings' parameter of Population must not be empty.")
+        if not all(isinstance(s, str) for s in strings):
+            raise InvalidParameterError("The 'strings' parameter of Population must hold str values.")
+        if len(set(strings)) != len(strings):
+            raise InvalidParameterError("The 'strings' parameter of Population must hold distinct values.")
+        probs = np.asarray(self.probabilities, dtype=np.float64)
+        if probs.shape != (len(strings),):
+            msg = (f"The 'probabilities' parameter of Population must have shape ({len(strings)},). "
+                   f"Got {probs.shape} instead.")
+            raise InvalidParameterError(msg)
+        if not np.all(np.isfinite(probs)) or (probs < 0).any() or probs.sum() <= 0:
+            raise InvalidParameterError("The 'probabilities' parameter of Population must be finite, "
+                                        "non-negative and not all zero.")
+        probs = probs / probs.sum()
+        probs.flags.writeable = False
+        object.__setattr__(self, "strings", strings)
+        object.__setattr__(self, "probabilities", probs)
+
+    def __len__(self) -> int:
+        return len(self.strings)
+
+    def __repr__(self) -> str:
+        return f"Population(name={self.name!r}, num_unique={len(self)})"
+
+    # -- the reference's regression distributions (google/rappor tests/gen_sim_input.py)
+
+    @staticmethod
+    def _names(num_unique: int) -> tuple[str, ...]:
+        return tuple(f"v{i}" for i in range(1, num_unique + 1))
+
+    @classmethod
+    def zipf(cls, num_unique: int, *, exponent: float = 1.0) -> Population:
+        """Zipf's law: P(``v_i``) proportional to ``i ** -exponent``, ``i = 1 .. num_unique``."""
+        u = check_int(num_unique, "num_unique", "Population.zipf", low=1)
+        s = check_real(exponent, "exponent", "Population.zipf", low=0.0)
+        ranks = np.arange(1, u + 1, dtype=np.float64)
+        return cls(strings=cls._names(u), probabilities=ranks**-s, name=f"zipf(s={s:g})")
+
+    @classmethod
+    def exponential(cls, num_unique: int, *, rate: float | None = None) -> Population:
+        """An exponential on ``[0, 1]`` with rate ``rate``, cut into ``num_unique`` equal bins.
+
+        Notes
+        -----
+        google/rappor ``gen_sim_input.py`` draws ``x`` from the exponential with rate
+        ``lambda`` truncated to ``[0, 1]`` and reports ``v{floor(x U) + 1}``; its default
+        is ``lambda = U / 5``.  Here the bin probabilities are computed exactly:
+        ``P(v_i) = (exp(-lambda (i-1)/U) - exp(-lambda i/U)) / (1 - exp(-lambda))``, a
+        geometric law with ratio ``exp(-lambda / U)``.
+        """
+        u = check_int(num_unique, "num_unique", "Population.exponential", low=1)
+        lam = u / 5.0 if rate is None else check_real(rate, "rate", "Population.exponential", low=0.0, low_open=True)
+        edges = -np.expm1(-lam * np.arange(u + 1, dtype=np.float64) / u)  # 1 - exp(-lam x), increasing
+        return cls(strings=cls._names(u), probabilities=np.diff(edges), name=f"exponential(rate={lam:g})")
+
+    @classmethod
+    def gaussian(cls, num_unique: int, *, std: float | None = None) -> Population:
+        """A normal with mean ``(U + 1) / 2`` rounded to ``1 .. U`` (values outside are redrawn).
+
+        Notes
+        -----
+        As google/rappor ``gen_sim_input.py`` (default ``std = U / 6``):
+        ``P(v_i)`` is proportional to ``Phi((i + 1/2 - mu) / std) - Phi((i - 1/2 - mu) / std)``.
+        """
+        u = check_int(num_unique, "num_unique", "Population.gaussian", low=1)
+        sd = u / 6.0 if std is None else check_real(std, "std", "Population.gaussian", low=0.0, low_open=True)
+        mu = (u + 1) / 2.0
+        edges = special.ndtr((np.arange(u + 1, dtype=np.float64) + 0.5 - mu) / sd)
+        probs = np.diff(edges)
+        if probs.sum() <= 0:
+            probs = np.ones(u)
+        return cls(strings=cls._names(u), probabilities=probs, name=f"gaussian(std={sd:g})")
+
+    @classmethod
+    def uniform(cls, num_unique: int) -> Population:
+        """Every one of ``v1 .. vU`` equally likely."""
+        u = check_int(num_unique, "num_unique", "Population.uniform", low=1)
+        return cls(strings=cls._names(u), probabilities=np.ones(u), name="uniform")
+
+    @classmethod
+    def make(cls, distribution: str, num_unique: int, parameter: float | None = None) -> Population:
+        """Build one of :data:`DISTRIBUTIONS` by name.
+
+        ``parameter`` is the Zipf exponent (default 1), the exponential rate (default
+        ``U / 5``) or the Gaussian standard deviation (default ``U / 6``); the uniform
+        distribution takes none.
+        """
+        dist = check_options(distribution, "distribution", "Population.make", DISTRIBUTIONS)
+        if dist == "zipf":
+            return cls.zipf(num_unique, exponent=1.0 if parameter is None else parameter)
+        if dist == "exponential":
+            return cls.exponential(num_unique, rate=parameter)
+        if dist == "gaussian":
+            return cls.gaussian(num_unique, std=parameter)
+        return cls.uniform(num_unique)
+
+    @classmethod
+    def from_counts(cls, counts: Mapping[str, float], *, name: str = "counts") -> Population:
+        """A population proportional to ``counts`` (e.g. observed frequencies)."""
+        strings = tuple(counts)
+        return cls(strings=strings, probabilities=np.array([counts[s] for s in strings], dtype=np.float64),
+                   name=name)
+
+    def sample(self, size: int, *, rng: Any = None) -> npt.NDArray[np.int64]:
+        """Draw ``size`` values independently; returns indices into :attr:`strings`."""
+        n = check_int(size, "size", "Population.sample", low=0)
+        gen = check_rng(rng)
+        cdf = np.cumsum(self.probabilities)
+        cdf[-1] = 1.0
+        codes = np.searchsorted(cdf, gen.random(n), side="right")
+        return np.minimum(codes, len(self.strings) - 1).astype(np.int64)
+
+
+def read_population(path: PathLike) -> Population:
+    """Read a ``string,count`` CSV (an optional header ``string,count``; counts >= 0).
+
+    Fields may be quoted as in any CSV; an unquoted string may also contain commas
+    (everything before the last comma is the string).  A UTF-8 byte-order mark, CRLF endings and blank lines are accepted.
+
+    Raises
+    ------
+    ReportFormatError
+        Naming the file and line of a malformed row, a negative count or a repeated string.
+    """
+    name = display_name(path)
+    counts: dict[str, float] = {}
+    for lineno, text in iter_text_lines(path):
+        if not text.strip():
+            continue
+        cells = next(csv.reader([text]))
+        if len(cells) < 2:
+            raise ReportFormatError(f"expected 'string,count', found {text!r}", path=name, line=lineno)
+        value, count_text = ",".join(cells[:-1]), cells[-1]
+        if not counts and value.strip().lower() == "string" and count_text.strip().lower() == "count":
+            continue
+        try:
+            count = float(count_text)
+        except ValueError:
+            msg = f"expected a number after the last comma, found {count_text!r}"
+            raise ReportFormatError(msg, path=name, line=lineno) from None
+        if not math.isfinite(count) or count < 0:
+            raise ReportFormatError(f"expected a count >= 0, found {count_text!r}", path=name, line=lineno)
+        if value in counts:
+            raise ReportFormatError(f"the string {value!r} appears twice", path=name, line=lineno)
+        counts[value] = count
+    if not counts or sum(counts.values()) <= 0:
+        raise ReportFormatError("expected at least one row with a positive count", path=name)
+    return Population.from_counts(counts, name=f"file {name}")
+
+
+def candidate_strings(population: Population | Sequence[str], *, decoys: int = 0, remove_every: int = 0,
+                      ) -> list[str]:
+    """The analyst's candidate list: the true strings, minus some, plus decoys.
+
+    Parameters
+    ----------
+    population : Population or sequence of str
+        The true strings, in order.
+    decoys : int, default=0
+        Number of strings that no client holds, added at the end (``"decoy1"``,
+        ``"decoy2"``, ...; names already in the population are skipped).
+    remove_every : int, default=0
+        Drop strings ``R, 2R, 3R, ...`` (1-based, so ``R = 1`` drops them all) to leave
+        part of the mass unexplained; 0 keeps every string.
+
+    Returns
+    -------
+    list of str
+    """
+    strings = list(population.strings if isinstance(population, Population) else population)
+    d = check_int(decoys, "decoys", "candidate_strings", low=0)
+    r = check_int(remove_every, "remove_every", "candidate_strings", low=0)
+    kept = [s for i, s in enumerate(strings, start=1) if not (r and i % r == 0)]
+    taken = set(strings)
+    extra: list[str] = []
+    i = 0
+    while len(extra) < d:
+        i += 1
+        name = f"decoy{i}"
+        if name not in taken:
+            extra.append(name)
+    return kept + extra
+
+
+# --------------------------------------------------------------------------- packed randomness
+
+
+def _random_words(rng: np.random.Generator, n: int) -> npt.NDArray[np.uint64]:
+    return rng.integers(0, _ALL_ONES, size=n, dtype=np.uint64, endpoint=True)
+
+
+def _bernoulli_words(rng: np.random.Generator, threshold: int, digits: int, n: int) -> npt.NDArray[np.uint64]:
+    """``n`` words of independent bits, each 1 with probability ``threshold / 2**digits`` exactly.
+
+    Bit-sliced comparison ``U < T`` of a uniform ``digits``-bit ``U`` with ``T``, from the
+    least significant digit up: where ``T``'s digit is 1, ``less = R | less``, where it is
+    0, ``less = R & less``, with ``R`` (playing ``~U``'s digit) a fresh random word.  Long
+    thresholds compare their top :data:`_TIE_DIGITS` digits and resolve ties recursively.
+    """
+    if threshold <= 0 or n == 0:
+        return np.zeros(n, dtype=np.uint64)
+    if threshold >= 1 << digits:
+        return np.full(n, _ALL_ONES, dtype=np.uint64)
+    while not threshold & 1:  # strip trailing zero digits: same probability
+        threshold >>= 1
+        digits -= 1
+    if digits <= _TIE_DIGITS:
+        less = np.zeros(n, dtype=np.uint64)
+        for i in range(digits):  # least significant digit first
+            r = _random_words(rng, n)
+            if (threshold >> i) & 1:
+                less |= r
+            else:
+                less &= r
+        return less
+    low_digits = digits - _TIE_DIGITS
+    high, low = threshold >> low_digits, threshold & ((1 << low_digits) - 1)
+    less = np.zeros(n, dtype=np.uint64)
+    tie = np.full(n, _ALL_ONES, dtype=np.uint64)
+    for i in range(_TIE_DIGITS):
+        r = _random_words(rng, n)
+        if (high >> i) & 1:
+            less |= r
+            tie &= ~r  # U's digit (= ~r) equals T's digit 1
+        else:
+            less &= r
+            tie &= r
+    where = np.flatnonzero(tie)
+    if where.size:
+        less[where] |= tie[where] & _bernoulli_words(rng, low, low_digits, where.size)
+    return less
+
+
+def _prr_threshold(prob_f: float) -> int:
+    """``2t`` with ``t = min(round(f 2**31), 2**31)``: P(the Bloom bit is replaced) = ``2t / 2**32``."""
+    return 2 * min(round(prob_f * 2**31), 2**31)
+
+
+def _irr_threshold(prob: float) -> int:
+    return round(prob * _TWO32)
+
+
+def _bytes_to_words(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
+    """A flat uint8 array (length a multiple of 8) seen as little-endian uint64 words."""
+    return data.view("<u8").view(np.uint64)
+
+
+def _padded(num_bytes: int) -> int:
+    return -(-num_bytes // 8) * 8
+
+
+def _permanent_bytes(params: Params, bloom: npt.NDArray[np.uint8], rng: np.random.Generator) -> npt.NDArray[np.uint8]:
+    """PRR of ``(n, B)`` packed Bloom bytes: ``(B & ~F) | (C & F)`` (google/rappor ``get_prr_masks``)."""
+    n, nb = bloom.shape
+    flat = np.zeros(_padded(n * nb), dtype=np.uint8)
+    flat[: n * nb] = bloom.reshape(-1)
+    words = _bytes_to_words(flat)
+    replace = _bernoulli_words(rng, _prr_threshold(params.prob_f), 32, words.size)
+    coin = _random_words(rng, words.size)
+    prr = (words & ~replace) | (coin & replace)
+    return prr.view(np.uint8)[: n * nb].reshape(n, nb)
+
+
+def _instantaneous_words(params: Params, prr: npt.NDArray[np.uint8], rng: np.random.Generator,
+                         ) -> npt.NDArray[np.uint64]:
+    """IRR of ``(n, B)`` packed PRR bytes -> ``(n, W)`` report words (bits >= k cleared)."""
+    n, nb = prr.shape
+    k = params.num_bloombits
+    flat = np.zeros(_padded(n * nb), dtype=np.uint8)
+    flat[: n * nb] = prr.reshape(-1)
+    words = _bytes_to_words(flat)
+    p_bits = _bernoulli_words(rng, _irr_threshold(params.prob_p), 32, words.size)
+    q_bits = _bernoulli_words(rng, _irr_threshold(params.prob_q), 32, words.size)
+    irr = ((p_bits & ~words) | (q_bits & words)).view(np.uint8)[: n * nb].reshape(n, nb)
+    w = params.num_words
+    if nb == 8 * w and k % 8 == 0:
+        return np.ascontiguousarray(irr).view("<u8").view(np.uint64).reshape(n, w)
+    out = np.zeros((n, 8 * w), dtype=np.uint8)
+    out[:, :nb] = irr
+    if k % 8:
+        out[:, nb - 1] &= np.uint8((1 << (k % 8)) - 1)
+    return out.view("<u8").view(np.uint64).reshape(n, w)
+
+
+def _bloom_bytes(indices: npt.NDArray[np.integer[Any]], num_bloombits: int) -> npt.NDArray[np.uint8]:
+    """``(R, h)`` Bloom bit indices -> ``(R, ceil(k/8))`` packed bytes (bit ``j`` in byte ``j // 8``)."""
+    r = indices.shape[0]
+    bits = np.zeros((r, num_bloombits), dtype=np.uint8)
+    bits[np.arange(r)[:, None], indices] = 1
+    return np.packbits(bits, axis=1, bitorder="little")
+
+
+def _bloom_table(params: Params, strings: Sequence[str], values: npt.NDArray[np.int64],
+                 cohorts: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """Packed Bloom bytes for each (value, cohort) pair used, and each pair's row."""
+    m = params.num_cohorts
+    pair = values * m + cohorts
+    if len(strings) * m <= max(4 * pair.size, 1 << 16):
+        table = bloom_bits_table(list(strings), params).reshape(len(strings) * m, params.num_hashes)
+        return _bloom_bytes(table, params.num_bloombits), pair
+    used, rows = np.unique(pair, return_inverse=True)
+    k, h = params.num_bloombits, params.num_hashes
+    idx = np.array([bloom_bit_indices(strings[int(p // m)], int(p % m), num_bloombits=k, num_hashes=h)
+                    for p in used], dtype=np.int64).reshape(used.size, h)
+    return _bloom_bytes(idx, k), rows.reshape(-1).astype(np.int64)
+
+
+def encode_batch(params: Params, strings: Sequence[str], values: npt.ArrayLike, cohorts: npt.ArrayLike, *,
+                 prr_units: npt.ArrayLike | None = None, rng: Any = None) -> ReportBatch:
+    """Encode many reports at once with numpy's generator (simulation only).
+
+    Parameters
+    ----------
+    params : Params
+    strings : sequence of str
+        The distinct values; ``values`` indexes into it.
+    values : array-like of int, shape (n,)
+        The value of each report, as an index into ``strings``.
+    cohorts : array-like of int, shape (n,)
+        The cohort of each report's client, in ``[0, num_cohorts)``.
+    prr_units : array-like of int, shape (n,), optional
+        Reports with the same unit share one permanent response (one unit per
+        (client, value)); they must have the same value and cohort.  By default every
+        report has its own.
+    rng : numpy.random.Generator, int or None, default=None
+
+    Returns
+    -------
+    ReportBatch
+        The instantaneous responses, in input order.
+
+    Notes
+    -----
+    Same distribution as :class:`rappor.Encoder` (RAPPOR Sec. 3; 32-bit thresholds of
+    ``docs/client.md``): P(bit 1 | Bloom bit 1) = ``p11`` and P(bit 1 | Bloom bit 0) =
+    ``p01`` up to 2**-32, with the PRR drawn once per unit.  numpy's generator is not a
+    CSPRNG: never use this to protect real users.
+
+    Examples
+    --------
+    >>> from rappor import Params
+    >>> params = Params(num_bloombits=16, num_hashes=2, num_cohorts=4,
+    ...                 prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    >>> batch = encode_batch(params, ["a", "b"], [0, 1, 1], [0, 3, 3], rng=0)
+    >>> len(batch), batch.cohorts.tolist()
+    (3, [0, 3, 3])
+    """
+    gen = check_rng(rng)
+    codes = np.asarray(values, dtype=np.int64).reshape(-1)
+    coh = np.asarray(cohorts, dtype=np.int64).reshape(-1)
+    if codes.shape != coh.shape:
+        msg = f"The 'values' and 'cohorts' parameters of encode_batch must have the same length. Got {codes.size} and {coh.size}."
+        raise InvalidParameterError(msg)
+    if codes.size and (codes.min() < 0 or codes.max() >= len(strings)):
+        msg = f"The 'values' parameter of encode_batch must hold indices in [0, {len(strings) - 1}]."
+        raise InvalidParameterError(msg)
+    if coh.size and (coh.min() < 0 or coh.max() >= params.num_cohorts):
+        msg = f"The 'cohorts' parameter of encode_batch must hold ints in the range [0, {params.num_cohorts - 1}]."
+        raise InvalidParameterError(msg)
+    if prr_units is None:
+        first, inverse = None, None
+    else:
+        units = np.asarray(prr_units).reshape(-1)
+        if units.shape != codes.shape:
+            raise InvalidParameterError("The 'prr_units' parameter of encode_batch must have one entry per report.")
+        _, first, inverse = np.unique(units, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        if not (np.array_equal(codes[first][inverse], codes) and np.array_equal(coh[first][inverse], coh)):
+            raise InvalidParameterError("Reports sharing a PRR unit must have the same value and cohort.")
+    unit_codes = codes if first is None else codes[first]
+    unit_cohorts = coh if first is None else coh[first]
+    table, rows = _bloom_table(params, strings, unit_codes, unit_cohorts)
+    words = _encode_rows(params, table, rows, inverse, gen)
+    return ReportBatch(params=params, cohorts=coh, words=words)
+
+
+def _encode_rows(params: Params, table: npt.NDArray[np.uint8], rows: npt.NDArray[np.int64],
+                 report_unit: npt.NDArray[np.int64] | None, rng: np.random.Generator) -> npt.NDArray[np.uint64]:
+    """The fast core: Bloom bytes of each unit (``table[rows]``) -> PRR per unit -> IRR per report."""
+    prr = _permanent_bytes(params, table[rows], rng)
+    if report_unit is not None:
+        prr = prr[report_unit]
+    return _instantaneous_words(params, prr, rng)
+
+
+# --------------------------------------------------------------------------- simulation
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Simulation:
+    """A simulated collection and its truth (the result of :func:`simulate`).
+
+    Attributes
+    ----------
+    params : Params
+    population : Population
+    client_cohorts : ndarray of shape (n_clients,), dtype int64
+        Each client's cohort.
+    report_clients : ndarray of shape (n_reports,), dtype int64
+        The client of each report.
+    report_values : ndarray of shape (n_reports,), dtype int64
+        The true value of each report, as an index into ``population.strings``.
+    reports : ReportBatch
+        What the server receives.
+    aggregate : Aggregate
+        Per-cohort bit counts of ``reports`` (``counts.csv``).
+    method : str
+        ``"batch"`` or ``"client"`` (see :func:`simulate`).
+    """
+
+    params: Params
+    population: Population
+    client_cohorts: npt.NDArray[np.int64]
+    report_clients: npt.NDArray[np.int64]
+    report_values: npt.NDArray[np.int64]
+    reports: ReportBatch
+    aggregate: Aggregate
+    method: str = "batch"
+    _truth: npt.NDArray[np.int64] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("client_cohorts", "report_clients", "report_values"):
+            arr = np.asarray(getattr(self, name), dtype=np.int64).copy()
+            arr.flags.writeable = False
+            object.__setattr__(self, name, arr)
+        counts = np.bincount(self.report_values, minlength=len(self.population)).astype(np.int64)
+        counts.flags.writeable = False
+        object.__setattr__(self, "_truth", counts)
+
+    @property
+    def n_clients(self) -> int:
+        """Number of clients."""
+        return int(self.client_cohorts.shape[0])
+
+    @property
+    def n_reports(self) -> int:
+        """Number of reports."""
+        return int(self.report_values.shape[0])
+
+    @property
+    def truth_counts(self) -> npt.NDArray[np.int64]:
+        """Reports of each population string, shape ``(len(population),)``."""
+        return self._truth
+
+    @property
+    def truth(self) -> dict[str, int]:
+        """True number of reports of each string that was reported at least once."""
+        return {s: int(c) for s, c in zip(self.population.strings, self._truth) if c > 0}
+
+    def truth_csv(self) -> str:
+        """``string,count,proportion`` text, most frequent first (``truth.csv``)."""
+        order = np.argsort(-self._truth, kind="stable")
+        total = max(self.n_reports, 1)
+        lines = ["string,count,proportion"]
+        for i in order:
+            c = int(self._truth[i])
+            if c:
+                lines.append(f"{_csv_cell(self.population.strings[i])},{c},{c / total!r}")
+        return "\n".join(lines) + "\n"
+
+    def __repr__(self) -> str:
+        return (f"Simulation(n_clients={self.n_clients}, n_reports={self.n_reports}, "
+                f"population={self.population!r}, method={self.method!r})")
+
+
+def _csv_cell(text: str) -> str:
+    if any(ch in text for ch in ',"\r\n') or text != text.strip():
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def simulate(params: Params, population: Population, n_clients: int, *, reports_per_client: int = 1,
+             values_per_client: int = 1, method: Literal["batch", "client"] = "batch", rng: Any = None,
+             ) -> Simulation:
+    """Simulate a collection: clients, their values, their reports and the aggregate.
+
+    Parameters
+    ----------
+    params : Params
+    population : Population
+        The distribution of client values.
+    n_clients : int
+        Number of clients, ``>= 1``.
+    reports_per_client : int, default=1
+        Reports each client sends.
+    values_per_client : int, default=1
+        Values each client holds, drawn independently from ``population`` (google/rappor
+        ``gen_sim_input.py -c``); each report is of one of them, chosen uniformly.
+        Reports of the same (client, value) share one permanent response.
+    method : {"batch", "client"}, default="batch"
+        ``"batch"``: cohorts uniform, PRRs drawn from ``rng`` (:func:`encode_batch`).
+        ``"client"``: the real client, :func:`rappor.encoder.encode_clients`, with
+        a key drawn from ``rng``, secrets ``client_secret(key, "client<i>")`` and
+        cohorts derived from them (much slower; for cross-checks).
+    rng : numpy.random.Generator, int or None, default=None
+
+    Returns
+    -------
+    Simulation
+
+    Examples
+    --------
+    >>> from rappor import Params
+    >>> params = Params(num_bloombits=16, num_hashes=2, num_cohorts=8,
+    ...                 prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    >>> sim = simulate(params, Population.zipf(10), 1000, rng=0)
+    >>> sim.n_reports, sim.aggregate.total_reports
+    (1000, 1000)
+    """
+    if not isinstance(params, Params):
+        raise InvalidParameterError(f"The 'params' parameter of simulate must be a Params. Got {params!r} instead.")
+    if not isinstance(population, Population):
+        msg = f"The 'population' parameter of simulate must be a Population. Got {type(population).__name__} instead."
+        raise InvalidParameterError(msg)
+    n = check_int(n_clients, "n_clients", "simulate", low=1)
+    rpc = check_int(reports_per_client, "reports_per_client", "simulate", low=1)
+    vpc = check_int(values_per_client, "values_per_client", "simulate", low=1)
+    how = check_options(method, "method", "simulate", ("batch", "client"))
+    gen = check_rng(rng)
+    held = population.sample(n * vpc, rng=gen)  # unit u = client * vpc + slot
+    report_clients = np.repeat(np.arange(n, dtype=np.int64), rpc)
+    slots = gen.integers(0, vpc, size=n * rpc) if vpc > 1 else np.zeros(n * rpc, dtype=np.int64)
+    report_units = report_clients * vpc + slots
+    report_values = held[report_units]
+    if how == "batch":
+        cohorts = gen.integers(0, params.num_cohorts, size=n, dtype=np.int64)
+        unit_cohorts = np.repeat(cohorts, vpc)
+        table, rows = _bloom_table(params, population.strings, held, unit_cohorts)
+        words = _encode_rows(params, table, rows, None if vpc == 1 and rpc == 1 else report_units, gen)
+        reports = ReportBatch(params=params, cohorts=cohorts[report_clients], words=words)
+    else:
+        from .encoder import client_secret, derive_cohort, encode_clients
+
+        key = gen.bytes(32)
+        ids = [f"client{i}" for i in range(n)]
+        cohorts = np.array([derive_cohort(client_secret(key, cid), params.num_cohorts) for cid in ids],
+                           dtype=np.int64)
+        reports = encode_clients(params, key, [ids[c] for c in report_clients],
+                                 [population.strings[v] for v in report_values], rng=gen)
+    return Simulation(params=params, population=population, client_cohorts=cohorts, report_clients=report_clients,
+                      report_values=report_values, reports=reports, aggregate=Aggregate.from_reports(reports),
+                      method=how)
