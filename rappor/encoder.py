@@ -1,0 +1,618 @@
+"""The RAPPOR client: cohorts, the memoized permanent response and the instantaneous response.
+
+A client holds a secret (at least 16 bytes).  From it, and only from it, come
+
+* its **cohort** (unless the caller assigns one), fixed for the client's lifetime;
+* its **permanent randomized response** (PRR) for each value: a deterministic
+  function of ``(secret, cohort, value)``, so it is "memoized" without storing
+  anything (the paper's Section 3, step 2; google/rappor ``get_prr_masks``);
+
+and from fresh randomness, for every report,
+
+* its **instantaneous randomized response** (IRR), the only bits that leave the
+  device, together with the cohort.
+
+The exact derivations (byte strings, byte order, thresholds) are specified in
+``docs/client.md`` and checked by golden vectors in ``data/golden/``:
+
+``cohort``
+    ``c = floor(U64 * m / 2**64)`` with ``U64`` the first 8 bytes, big-endian, of
+    ``HMAC-SHA256(secret, b"rappor/cohort")``.
+``PRR``
+    block ``b = 0, 1, ...`` is ``HMAC-SHA256(secret, b"rappor/prr" || uint32_be(b) ||
+    uint32_be(c) || value)``; bit ``j`` uses the big-endian uint32 ``u`` at bytes
+    ``4 (j mod 8) .. 4 (j mod 8) + 3`` of block ``j // 8``.  With
+    ``t = min(round(f 2**31), 2**31)``: ``u < t`` gives 1, ``t <= u < 2t`` gives 0 and
+    otherwise the Bloom bit is kept.
+``IRR``
+    a fresh uniform uint32 ``v`` per bit: bit is 1 iff ``v < round(q 2**32)`` where the
+    PRR bit is 1 and iff ``v < round(p 2**32)`` where it is 0.  ``round`` is Python's
+    (half to even) applied to the exact product.
+``client secrets``
+    ``HMAC-SHA256(key, b"rappor/client/" || utf8(client_id))`` (32 bytes), so one key
+    file serves a whole simulated or server-side population.
+
+Security
+--------
+By default the IRR draws its randomness from the operating system's CSPRNG
+(:func:`os.urandom`).  Passing ``rng`` (a :class:`numpy.random.Generator` or a seed)
+replaces it with numpy's generator, which is *not* cryptographically secure: use it
+only for simulation and tests.  Secrets are never shown in a repr or a message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import stat
+import string
+import struct
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ._bits import pack_bits
+from ._io import PathLike, display_name, read_input_bytes
+from ._validation import check_rng
+from .exceptions import InsecureKeyFileWarning, InvalidParameterError, ReportFormatError
+from .hashing import bloom_bit_indices, value_bytes
+from .params import Params
+from .reports import Report, ReportBatch
+
+__all__ = [
+    "MIN_SECRET_BYTES",
+    "EncodeTrace",
+    "Encoder",
+    "client_secret",
+    "derive_cohort",
+    "encode_clients",
+    "generate_key",
+    "prr_uniforms",
+    "read_key_file",
+    "write_key_file",
+]
+
+#: Shortest accepted client secret or key, in bytes.
+MIN_SECRET_BYTES = 16
+
+_COHORT_LABEL = b"rappor/cohort"
+_PRR_LABEL = b"rappor/prr"
+_CLIENT_LABEL = b"rappor/client/"
+_WORDS_PER_BLOCK = 8  # one HMAC-SHA256 output = 8 big-endian uint32
+_IPAD = bytes(x ^ 0x36 for x in range(256))
+_OPAD = bytes(x ^ 0x5C for x in range(256))
+_TWO32 = 2**32
+_HEX = frozenset(string.hexdigits)
+
+
+class _HmacSha256:
+    """HMAC-SHA256 (RFC 2104) with the key schedule computed once.
+
+    ``digest(msg)`` equals ``hmac.digest(key, msg, "sha256")`` but reuses the hashed
+    inner and outer pads, which halves the cost per message.  The key itself is not
+    kept.
+    """
+
+    __slots__ = ("_inner", "_outer")
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) > 64:
+            key = hashlib.sha256(key).digest()
+        block = key.ljust(64, b"\0")
+        self._inner = hashlib.sha256(block.translate(_IPAD))
+        self._outer = hashlib.sha256(block.translate(_OPAD))
+
+    def digest(self, message: bytes) -> bytes:
+        inner = self._inner.copy()
+        inner.update(message)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return outer.digest()
+
+    def __repr__(self) -> str:
+        return "_HmacSha256(<key hidden>)"
+
+
+def _check_secret(secret: Any, name: str, owner: str) -> bytes:
+    """Return ``secret`` as bytes of length >= 16; the message never shows its value."""
+    if isinstance(secret, (bytes, bytearray, memoryview)):
+        data = bytes(secret)
+        if len(data) >= MIN_SECRET_BYTES:
+            return data
+        got = f"{len(data)} bytes"
+    else:
+        got = f"a {type(secret).__name__}"
+    msg = f"The {name!r} parameter of {owner} must be bytes of length >= {MIN_SECRET_BYTES}. Got {got} instead."
+    raise InvalidParameterError(msg)
+
+
+def _check_params(params: Any, owner: str) -> Params:
+    if not isinstance(params, Params):
+        msg = f"The 'params' parameter of {owner} must be a Params. Got a {type(params).__name__} instead."
+        raise InvalidParameterError(msg)
+    return params
+
+
+def _cohort_from_mac(mac: _HmacSha256, num_cohorts: int) -> int:
+    word = int.from_bytes(mac.digest(_COHORT_LABEL)[:8], "big")
+    return (word * num_cohorts) >> 64
+
+
+def derive_cohort(secret: bytes, num_cohorts: int) -> int:
+    """The cohort of the client holding ``secret``, uniform over ``[0, num_cohorts)``.
+
+    Parameters
+    ----------
+    secret : bytes
+        The client secret (at least 16 bytes).
+    num_cohorts : int
+        ``m``.
+
+    Returns
+    -------
+    int
+        ``floor(U * m / 2**64)`` where ``U`` is the first 8 bytes, read big-endian, of
+        ``HMAC-SHA256(secret, b"rappor/cohort")``.
+
+    Notes
+    -----
+    The multiply-shift reduction (Lemire 2019, "Fast random integer generation in an
+    interval", ACM TOMACS 29(1)) gives each cohort ``floor(2**64 / m)`` or
+    ``ceil(2**64 / m)`` of the ``2**64`` words, a relative bias below ``m / 2**64`` for
+    any ``m``, not only powers of two.
+    """
+    key = _check_secret(secret, "secret", "derive_cohort")
+    if isinstance(num_cohorts, bool) or not isinstance(num_cohorts, (int, np.integer)) or num_cohorts < 1:
+        msg = f"The 'num_cohorts' parameter of derive_cohort must be an int >= 1. Got {num_cohorts!r} instead."
+        raise InvalidParameterError(msg)
+    return _cohort_from_mac(_HmacSha256(key), int(num_cohorts))
+
+
+def _prr_blocks(mac: _HmacSha256, cohort: int, data: bytes, num_blocks: int) -> bytes:
+    suffix = struct.pack(">I", cohort) + data
+    return b"".join(mac.digest(_PRR_LABEL + struct.pack(">I", b) + suffix) for b in range(num_blocks))
+
+
+def _num_blocks(num_bloombits: int) -> int:
+    return -(-num_bloombits // _WORDS_PER_BLOCK)
+
+
+def _uniforms_from_blocks(raw: bytes, n: int, num_bloombits: int) -> npt.NDArray[np.uint32]:
+    """Concatenated HMAC blocks of ``n`` clients -> ``(n, k)`` uint32 (big-endian words)."""
+    words = np.frombuffer(raw, dtype=">u4").reshape(n, -1)[:, :num_bloombits]
+    return words.astype(np.uint32)
+
+
+def prr_uniforms(secret: bytes, cohort: int, value: str | bytes, num_bloombits: int) -> npt.NDArray[np.uint32]:
+    """The ``k`` uniform 32-bit words that decide the permanent response of ``value``.
+
+    Word ``j`` is the big-endian uint32 at bytes ``4 (j mod 8)`` to ``4 (j mod 8) + 3``
+    of ``HMAC-SHA256(secret, b"rappor/prr" || uint32_be(j // 8) || uint32_be(cohort) ||
+    value)``; ``value`` is UTF-8 for ``str``.  See ``docs/client.md``.
+
+    Returns
+    -------
+    ndarray of shape (num_bloombits,), dtype uint32
+    """
+    key = _check_secret(secret, "secret", "prr_uniforms")
+    raw = _prr_blocks(_HmacSha256(key), int(cohort), value_bytes(value), _num_blocks(num_bloombits))
+    return _uniforms_from_blocks(raw, 1, num_bloombits)[0]
+
+
+def _prr_threshold(prob_f: float) -> int:
+    # t / 2**32 is f/2 to 2**-32; at f = 1, t = 2**31 and 2t = 2**32 covers every u.
+    return min(round(prob_f * 2**31), 2**31)
+
+
+def _irr_thresholds(prob_p: float, prob_q: float) -> tuple[int, int]:
+    return round(prob_p * _TWO32), round(prob_q * _TWO32)
+
+
+def _permanent_response(bloom: npt.NDArray[np.uint8], u: npt.NDArray[np.uint32], prob_f: float) -> npt.NDArray[np.uint8]:
+    """PRR bits: ``u < t`` -> 1, ``t <= u < 2t`` -> 0, else the Bloom bit (RAPPOR Sec. 3, step 2)."""
+    t = np.int64(_prr_threshold(prob_f))
+    u64 = u.astype(np.int64)
+    return np.where(u64 < t, np.uint8(1), np.where(u64 < 2 * t, np.uint8(0), bloom)).astype(np.uint8)
+
+
+def _instantaneous_response(prr: npt.NDArray[np.uint8], v: npt.NDArray[np.uint32], prob_p: float,
+                            prob_q: float) -> npt.NDArray[np.uint8]:
+    """IRR bits: 1 iff ``v < round(q 2**32)`` where PRR is 1, ``v < round(p 2**32)`` where 0 (Sec. 3, step 3)."""
+    tp, tq = _irr_thresholds(prob_p, prob_q)
+    thresholds = np.where(prr.astype(bool), np.int64(tq), np.int64(tp))
+    return (v.astype(np.int64) < thresholds).astype(np.uint8)
+
+
+def _noise(shape: tuple[int, ...], rng: np.random.Generator | None) -> npt.NDArray[np.uint32]:
+    """Uniform uint32 words: from :func:`os.urandom` when ``rng`` is None, else from ``rng``."""
+    size = math.prod(shape)
+    if rng is None:
+        return np.frombuffer(os.urandom(4 * size), dtype="<u4").astype(np.uint32).reshape(shape)
+    return rng.integers(0, _TWO32, size=shape, dtype=np.uint32)
+
+
+def _normalize_rng(rng: Any) -> np.random.Generator | None:
+    return None if rng is None else check_rng(rng)
+
+
+def _bloom_matrix(indices: npt.NDArray[np.int64], num_bloombits: int) -> npt.NDArray[np.uint8]:
+    """``(n, h)`` Bloom bit indices -> ``(n, k)`` 0/1 Bloom filters."""
+    n = indices.shape[0]
+    bloom = np.zeros((n, num_bloombits), dtype=np.uint8)
+    bloom[np.arange(n)[:, np.newaxis], indices] = 1
+    return bloom
+
+
+def _readonly(arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    arr = np.array(arr, dtype=np.uint8, copy=True)
+    arr.flags.writeable = False
+    return arr
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class EncodeTrace:
+    """The three stages of encoding one value, for tests, debugging and simulation.
+
+    **Only the cohort and** :attr:`irr` **may leave the device.**  The Bloom filter
+    reveals the value outright and the PRR is the same for every report of the value,
+    so sending either loses the privacy guarantee (google/rappor ``_internal_encode``:
+    "The first two values should never be sent over the network").
+
+    Attributes
+    ----------
+    bloom : ndarray of shape (k,), dtype uint8
+        The Bloom filter of the value in the client's cohort.
+    prr : ndarray of shape (k,), dtype uint8
+        The permanent randomized response (identical on every call).
+    irr : ndarray of shape (k,), dtype uint8
+        The instantaneous randomized response (fresh on every call).
+    """
+
+    bloom: npt.NDArray[np.uint8]
+    prr: npt.NDArray[np.uint8]
+    irr: npt.NDArray[np.uint8]
+
+    def __post_init__(self) -> None:
+        for name in ("bloom", "prr", "irr"):
+            object.__setattr__(self, name, _readonly(getattr(self, name)))
+
+
+class Encoder:
+    """A RAPPOR client: turns values into reports that are safe to send.
+
+    Parameters
+    ----------
+    params : Params
+        The collection's parameters.
+    secret : bytes
+        The client's secret, at least 16 bytes (e.g. ``os.urandom(32)`` kept on the
+        device, or :func:`client_secret` of a key and a client id).  It fixes the cohort
+        (unless given) and every permanent response; it is never shown.
+    cohort : int or None, default=None
+        The client's cohort in ``[0, num_cohorts)``; by default derived from the secret
+        with :func:`derive_cohort`.
+    rng : numpy.random.Generator, int or None, default=None
+        Randomness of the instantaneous response.  ``None`` (the default) uses the
+        operating system's CSPRNG (:func:`os.urandom`) for every report.  A generator or
+        seed uses numpy's generator instead, which is **not** cryptographically secure:
+        for simulation and tests only.
+
+    Notes
+    -----
+    Encoding follows Erlingsson, Pihur and Korolova (2014), arXiv:1407.6981, Section 3:
+
+    1. Bloom filter ``B`` of the value in the cohort (:mod:`rappor.hashing`).
+    2. Permanent response ``B'``: bit ``j`` is 1 with probability ``f/2``, 0 with
+       probability ``f/2``, and ``B_j`` otherwise.  The coin is the keyed PRF of
+       :func:`prr_uniforms`, so it is memoized without storage; thresholds have 32-bit
+       resolution (google/rappor uses 1/128).
+    3. Instantaneous response ``S``: bit ``j`` is 1 with probability ``q`` if ``B'_j = 1``
+       and ``p`` if ``B'_j = 0``, fresh for every report.
+
+    Hence P(S_j = 1 | B_j = 1) = ``params.p11`` and P(S_j = 1 | B_j = 0) = ``params.p01``.
+    The derivations are specified byte by byte in ``docs/client.md``.
+
+    Examples
+    --------
+    >>> from rappor import Params
+    >>> params = Params(num_bloombits=16, num_hashes=2, num_cohorts=8,
+    ...                 prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    >>> enc = Encoder(params, b"0123456789abcdef", rng=0)
+    >>> enc
+    Encoder(params=Params(num_bloombits=16, ...), cohort=..., secret=<hidden>, rng=numpy)
+    >>> report = enc.encode("v1")
+    >>> report.num_bloombits
+    16
+    """
+
+    __slots__ = ("_params", "_cohort", "_mac", "_rng", "_num_blocks")
+
+    def __init__(self, params: Params, secret: bytes, *, cohort: int | None = None, rng: Any = None) -> None:
+        self._params = _check_params(params, "Encoder")
+        self._mac = _HmacSha256(_check_secret(secret, "secret", "Encoder"))
+        m = params.num_cohorts
+        if cohort is None:
+            self._cohort = _cohort_from_mac(self._mac, m)
+        else:
+            if isinstance(cohort, bool) or not isinstance(cohort, (int, np.integer)) or not 0 <= cohort < m:
+                msg = f"The 'cohort' parameter of Encoder must be an int in the range [0, {m - 1}]. Got {cohort!r} instead."
+                raise InvalidParameterError(msg)
+            self._cohort = int(cohort)
+        self._rng = _normalize_rng(rng)
+        self._num_blocks = _num_blocks(params.num_bloombits)
+
+    def __repr__(self) -> str:
+        source = "os.urandom" if self._rng is None else "numpy"
+        return f"Encoder(params={self._params!r}, cohort={self._cohort}, secret=<hidden>, rng={source})"
+
+    def __reduce__(self) -> Any:
+        msg = "Encoder objects hold a secret and cannot be pickled."
+        raise TypeError(msg)
+
+    @property
+    def params(self) -> Params:
+        """The collection's parameters."""
+        return self._params
+
+    @property
+    def cohort(self) -> int:
+        """The client's cohort (fixed)."""
+        return self._cohort
+
+    def _prr(self, values: Sequence[str | bytes]) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
+        """Bloom filters and PRRs of ``values``, each of shape ``(n, k)``."""
+        k, h = self._params.num_bloombits, self._params.num_hashes
+        data = [value_bytes(v) for v in values]
+        n = len(data)
+        indices = np.array([bloom_bit_indices(d, self._cohort, num_bloombits=k, num_hashes=h) for d in data],
+                           dtype=np.int64).reshape(n, h)
+        bloom = _bloom_matrix(indices, k)
+        raw = b"".join(_prr_blocks(self._mac, self._cohort, d, self._num_blocks) for d in data)
+        u = _uniforms_from_blocks(raw, n, k)
+        return bloom, _permanent_response(bloom, u, self._params.prob_f)
+
+    def _irr(self, prr: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+        return _instantaneous_response(prr, _noise(prr.shape, self._rng), self._params.prob_p, self._params.prob_q)
+
+    def trace(self, value: str | bytes) -> EncodeTrace:
+        """Encode ``value`` and return every stage: Bloom filter, PRR and IRR.
+
+        For tests and debugging: only the cohort and the IRR may leave the device.
+        """
+        bloom, prr = self._prr([value])
+        return EncodeTrace(bloom=bloom[0], prr=prr[0], irr=self._irr(prr)[0])
+
+    def encode(self, value: str | bytes) -> Report:
+        """One fresh report of ``value`` (``str`` is hashed as UTF-8, ``bytes`` as given).
+
+        Returns
+        -------
+        Report
+            The cohort and the IRR bits: the only things to send.
+        """
+        _, prr = self._prr([value])
+        return Report(cohort=self._cohort, bits=self._irr(prr)[0])
+
+    def encode_batch(self, values: Iterable[str | bytes]) -> ReportBatch:
+        """One fresh report per element of ``values`` (repeats give independent IRRs).
+
+        Returns
+        -------
+        ReportBatch
+            ``len(values)`` reports, all in this client's cohort.
+        """
+        items = list(values)
+        _, prr = self._prr(items)
+        irr = self._irr(prr)
+        cohorts = np.full(len(items), self._cohort, dtype=np.int64)
+        return ReportBatch(params=self._params, cohorts=cohorts, words=pack_bits(irr).reshape(len(items), -1))
+
+
+def client_secret(key: bytes, client_id: str) -> bytes:
+    """The secret of client ``client_id`` under ``key``: ``HMAC-SHA256(key, b"rappor/client/" || utf8(id))``.
+
+    Parameters
+    ----------
+    key : bytes
+        The key (at least 16 bytes; see :func:`read_key_file`).
+    client_id : str
+        Any client identifier; encoded as UTF-8.
+
+    Returns
+    -------
+    bytes
+        32 bytes.
+    """
+    k = _check_secret(key, "key", "client_secret")
+    if not isinstance(client_id, str):
+        msg = f"The 'client_id' parameter of client_secret must be a str. Got a {type(client_id).__name__} instead."
+        raise InvalidParameterError(msg)
+    return _HmacSha256(k).digest(_CLIENT_LABEL + client_id.encode("utf-8"))
+
+
+def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values: Sequence[str | bytes], *,
+                   rng: Any = None) -> ReportBatch:
+    """One report per ``(client_ids[i], values[i])``, each client's secret derived from ``key``.
+
+    Equivalent to ``Encoder(params, client_secret(key, client_ids[i])).encode(values[i])``
+    for every ``i`` (same cohorts and PRRs), but with the key schedule, Bloom filters
+    and cohorts cached and all IRR noise drawn in one call: the fast path of
+    ``rappor encode``.
+
+    Parameters
+    ----------
+    params : Params
+    key : bytes
+        At least 16 bytes.
+    client_ids : sequence of str
+        A client may appear several times (one report each time).
+    values : sequence of str or bytes
+        Same length as ``client_ids``.
+    rng : numpy.random.Generator, int or None, default=None
+        ``None`` uses :func:`os.urandom`; otherwise numpy's (non-cryptographic)
+        generator, for simulation and tests.
+
+    Returns
+    -------
+    ReportBatch
+        Reports in input order.
+    """
+    _check_params(params, "encode_clients")
+    key_mac = _HmacSha256(_check_secret(key, "key", "encode_clients"))
+    generator = _normalize_rng(rng)
+    n = len(client_ids)
+    if len(values) != n:
+        msg = f"The 'values' parameter of encode_clients must have the length of client_ids ({n}). Got {len(values)} instead."
+        raise InvalidParameterError(msg)
+    k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
+    num_blocks = _num_blocks(k)
+    clients: dict[str, tuple[_HmacSha256, int, bytes]] = {}
+    blooms: dict[tuple[bytes, int], tuple[int, ...]] = {}
+    cohorts = np.empty(n, dtype=np.int64)
+    indices: list[tuple[int, ...]] = []
+    chunks: list[bytes] = []
+    pack = struct.Struct(">I").pack
+    block_prefixes = [_PRR_LABEL + pack(b) for b in range(num_blocks)]
+    # The loop below is HMAC-bound; it inlines _HmacSha256.digest to save call overhead.
+    sha256, ipad, opad, zeros = hashlib.sha256, _IPAD, _OPAD, bytes(32)
+    key_inner, key_outer = key_mac._inner, key_mac._outer
+    for i in range(n):
+        cid = client_ids[i]
+        state = clients.get(cid)
+        if state is None:
+            if not isinstance(cid, str):
+                msg = f"The 'client_ids' parameter of encode_clients must hold str. Got a {type(cid).__name__} at index {i}."
+                raise InvalidParameterError(msg)
+            x = key_inner.copy()
+            x.update(_CLIENT_LABEL + cid.encode("utf-8"))
+            y = key_outer.copy()
+            y.update(x.digest())
+            block = y.digest() + zeros  # the 32-byte client secret, padded to SHA-256's block
+            inner, outer = sha256(block.translate(ipad)), sha256(block.translate(opad))
+            x = inner.copy()
+            x.update(_COHORT_LABEL)
+            y = outer.copy()
+            y.update(x.digest())
+            c = (int.from_bytes(y.digest()[:8], "big") * m) >> 64
+            state = clients[cid] = (inner, outer, c, pack(c))
+        inner, outer, c, c_bytes = state
+        value = values[i]
+        data = value if type(value) is bytes else value_bytes(value)
+        cohorts[i] = c
+        bits = blooms.get((data, c))
+        if bits is None:
+            bits = blooms[(data, c)] = bloom_bit_indices(data, c, num_bloombits=k, num_hashes=h)
+        indices.append(bits)
+        suffix = c_bytes + data
+        for prefix in block_prefixes:
+            x = inner.copy()
+            x.update(prefix + suffix)
+            y = outer.copy()
+            y.update(x.digest())
+            chunks.append(y.digest())
+    bloom = _bloom_matrix(np.array(indices, dtype=np.int64).reshape(n, h), k)
+    prr = _permanent_response(bloom, _uniforms_from_blocks(b"".join(chunks), n, k), params.prob_f)
+    irr = _instantaneous_response(prr, _noise(prr.shape, generator), params.prob_p, params.prob_q)
+    return ReportBatch(params=params, cohorts=cohorts, words=pack_bits(irr).reshape(n, -1))
+
+
+def generate_key() -> bytes:
+    """A new 32-byte key from the operating system's CSPRNG (:func:`os.urandom`)."""
+    return os.urandom(32)
+
+
+def read_key_file(path: PathLike) -> bytes:
+    """Read a key file: the key as hexadecimal text (at least 32 hex digits, i.e. 16 bytes).
+
+    Leading and trailing whitespace (such as the final newline) is ignored; nothing
+    else is allowed.  ``rappor keygen`` writes such files.  Messages never show the
+    file's content.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The key file (standard input is not accepted).
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    ReportFormatError
+        If the file is missing, unreadable, or not hexadecimal text of at least 16 bytes.
+
+    Warns
+    -----
+    InsecureKeyFileWarning
+        If every user of the machine may read the file (``st_mode & 0o004``).
+    """
+    name = display_name(path)
+    if str(path) == "-":
+        raise ReportFormatError("a key file must be a file path, not standard input", path=name)
+    raw = read_input_bytes(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:  # pragma: no cover - the file was just read
+        mode = 0
+    if mode & stat.S_IROTH:
+        warnings.warn(f"{name}: the key file can be read by every user of this machine; "
+                      f"restrict it with 'chmod 600 {name}'", InsecureKeyFileWarning, stacklevel=2)
+    try:
+        text = raw.decode("ascii").strip()
+    except UnicodeDecodeError:
+        text = None
+    if text is None or not text or len(text) % 2 or not _HEX.issuperset(text):
+        msg = "expected a key as hexadecimal text (e.g. from 'rappor keygen'), found other content"
+        raise ReportFormatError(msg, path=name)
+    key = bytes.fromhex(text)
+    if len(key) < MIN_SECRET_BYTES:
+        msg = f"expected a key of at least {MIN_SECRET_BYTES} bytes ({2 * MIN_SECRET_BYTES} hex digits), found {len(key)} bytes"
+        raise ReportFormatError(msg, path=name)
+    return key
+
+
+def write_key_file(path: PathLike, key: bytes, *, overwrite: bool = False) -> None:
+    """Write ``key`` as hexadecimal text plus a newline, readable by the owner only (mode 0600).
+
+    The file appears complete or not at all.  An existing file is kept (error) unless
+    ``overwrite`` is true, so a key is never replaced by accident.
+
+    Raises
+    ------
+    ReportFormatError
+        If the file exists (and ``overwrite`` is false) or cannot be written.
+    """
+    import tempfile
+
+    data = (_check_secret(key, "key", "write_key_file").hex() + "\n").encode("ascii")
+    target = os.fspath(path)
+    name = display_name(path)
+    directory = os.path.dirname(target) or "."
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".rappor-key.", dir=directory)  # created with mode 0600
+    except OSError as exc:
+        raise ReportFormatError(f"cannot write file: {exc.strerror or exc}", path=name) from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o600)
+        if overwrite:
+            os.replace(tmp, target)
+        else:
+            os.link(tmp, target)  # fails if target exists
+    except FileExistsError:
+        raise ReportFormatError("cannot write key file: it already exists (refusing to replace a key)",
+                                path=name) from None
+    except OSError as exc:
+        raise ReportFormatError(f"cannot write file: {exc.strerror or exc}", path=name) from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
