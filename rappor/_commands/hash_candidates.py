@@ -1,0 +1,40 @@
+"""Hash candidate strings into a google/rappor map.csv.
+
+CANDIDATES is UTF-8 text with one candidate per line (used exactly as written: no
+trimming).  Blank lines and repeated candidates are errors, naming the line; with
+``--allow-duplicates`` repeats are dropped with a warning instead.  Each output row is
+the candidate, then for cohort 0..m-1 and hash 0..h-1 the 1-based row
+``cohort*k + bit + 1`` of its Bloom bit.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .._io import STDIO
+from ..candidates import read_candidates
+from ..design import hash_candidates
+from ..map_file import write_map
+from ._common import add_output_argument, add_params_argument, load_params
+
+NAME = "hash-candidates"
+HELP = "hash candidate strings into map.csv"
+ORDER = 32
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Register the arguments of ``rappor hash-candidates``."""
+    parser.add_argument("candidates", nargs="?", default=STDIO, metavar="CANDIDATES",
+                        help="candidate file, one per line ('-' for stdin) [default: stdin]")
+    add_params_argument(parser)
+    parser.add_argument("--allow-duplicates", action="store_true",
+                        help="drop repeated candidates with a warning instead of failing")
+    add_output_argument(parser, help_text="output map.csv ('-' for stdout)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read the candidates, hash them, write map.csv."""
+    params = load_params(args)
+    strings = read_candidates(args.candidates, allow_duplicates=args.allow_duplicates)
+    write_map(hash_candidates(strings, params), args.output)
+    return 0

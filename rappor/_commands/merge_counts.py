@@ -1,0 +1,34 @@
+"""Add up several google/rappor counts.csv files (e.g. from different machines or days).
+
+Every COUNTS file must have been made with the same parameters (m rows of k+1
+counts); the sum is exact.  A warning is printed when the merged cohorts are
+unbalanced (max - min > N/m).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+
+from ..aggregate import Aggregate, check_cohort_balance, read_counts, write_counts
+from ._common import add_output_argument, add_params_argument, load_params
+
+NAME = "merge-counts"
+HELP = "add up counts.csv files made with the same parameters"
+ORDER = 31
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Register the arguments of ``rappor merge-counts``."""
+    parser.add_argument("counts", nargs="+", metavar="COUNTS", help="counts.csv files ('-' for stdin)")
+    add_params_argument(parser)
+    add_output_argument(parser, help_text="output counts.csv ('-' for stdout)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read every counts file, merge, write the sum."""
+    params = load_params(args)
+    merged = functools.reduce(Aggregate.merge, (read_counts(p, params) for p in args.counts), Aggregate.empty(params))
+    check_cohort_balance(merged)
+    write_counts(merged, args.output)
+    return 0

@@ -1,0 +1,147 @@
+"""Reports files: read_reports / iter_reports / write_reports."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rappor import Params, ReportBatch, ReportFormatError, iter_reports, read_reports, write_reports
+from rappor import reports as reports_module
+from rappor.exceptions import InvalidParameterError
+
+
+def _random_batch(params: Params, n: int, rng: np.random.Generator) -> ReportBatch:
+    bits = rng.integers(0, 2, size=(n, params.num_bloombits))
+    return ReportBatch.from_bits(params, rng.integers(0, params.num_cohorts, size=n), bits)
+
+
+def _same(a: ReportBatch, b: ReportBatch) -> bool:
+    return np.array_equal(a.cohorts, b.cohorts) and np.array_equal(a.words, b.words)
+
+
+@pytest.mark.parametrize("k", [1, 8, 16, 31, 32, 64, 70, 130])
+def test_write_read_round_trip(tmp_path: Path, rng: np.random.Generator, k: int) -> None:
+    params = Params(num_bloombits=k, num_hashes=1, num_cohorts=13, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    batch = _random_batch(params, 500, rng)
+    write_reports(tmp_path / "r.csv", batch)
+    assert _same(read_reports(tmp_path / "r.csv", params), batch)
+
+
+def test_write_reports_text_matches_bitstrings(tmp_path: Path, params: Params, rng: np.random.Generator) -> None:
+    batch = _random_batch(params, 20, rng)
+    write_reports(tmp_path / "r.csv", batch, [f"id{i}" for i in range(20)])
+    rows = list(csv.reader((tmp_path / "r.csv").read_text().splitlines()))
+    assert rows[0] == ["client", "cohort", "irr"]
+    assert rows[1:] == [[f"id{i}", str(c), s] for i, (c, s) in enumerate(zip(batch.cohorts, batch.bitstrings()))]
+
+
+def test_write_reports_quotes_awkward_client_ids(tmp_path: Path, params: Params, rng: np.random.Generator) -> None:
+    batch = _random_batch(params, 3, rng)
+    write_reports(tmp_path / "r.csv", batch, ['a,b', 'say "hi"', "plain"])
+    assert _same(read_reports(tmp_path / "r.csv", params), batch)
+
+
+def test_write_reports_fail_wrong_number_of_ids(tmp_path: Path, params: Params, rng: np.random.Generator) -> None:
+    with pytest.raises(InvalidParameterError, match="client_ids"):
+        write_reports(tmp_path / "r.csv", _random_batch(params, 3, rng), ["a"])
+    assert not (tmp_path / "r.csv").exists()
+
+
+def test_read_reports_google_format_matches_csv_module(interop_dir: Path) -> None:
+    from rappor import read_params
+
+    params = read_params(interop_dir / "params.csv")
+    batch = read_reports(interop_dir / "reports.csv", params)
+    rows = list(csv.DictReader((interop_dir / "reports.csv").read_text().splitlines()))
+    assert len(batch) == len(rows) == 20000
+    assert batch.cohorts.tolist() == [int(r["cohort"]) for r in rows]
+    assert batch.bitstrings() == [r["irr"] for r in rows]
+
+
+def test_iter_reports_chunks_concatenate_to_whole(tmp_path: Path, params: Params, rng: np.random.Generator) -> None:
+    batch = _random_batch(params, 103, rng)
+    write_reports(tmp_path / "r.csv", batch)
+    chunks = list(iter_reports(tmp_path / "r.csv", params, chunk_size=10))
+    assert [len(c) for c in chunks] == [10] * 10 + [3]
+    assert np.array_equal(np.concatenate([c.words for c in chunks]), batch.words)
+
+
+@pytest.mark.parametrize("block", [1, 7, 64, 1000])
+def test_read_reports_lines_across_block_boundaries(tmp_path: Path, params: Params, rng: np.random.Generator,
+                                                   monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    batch = _random_batch(params, 57, rng)
+    write_reports(tmp_path / "r.csv", batch)
+    monkeypatch.setattr(reports_module, "_BLOCK_BYTES", block)
+    assert _same(read_reports(tmp_path / "r.csv", params), batch)
+
+
+def test_read_reports_bom_crlf_blank_lines_no_final_newline(tmp_path: Path, params: Params) -> None:
+    text = "\ufeffclient,cohort,irr\r\nc1,3,10000001\r\n\r\nc2,0,00000011"
+    (tmp_path / "r.csv").write_bytes(text.encode("utf-8"))
+    batch = read_reports(tmp_path / "r.csv", params)
+    assert batch.cohorts.tolist() == [3, 0]
+    assert batch.bitstrings() == ["10000001", "00000011"]
+    assert batch.bits()[0].tolist() == [1, 0, 0, 0, 0, 0, 0, 1]  # character 0 is bit k - 1
+
+
+def test_read_reports_header_only_is_empty(tmp_path: Path, params: Params) -> None:
+    (tmp_path / "r.csv").write_text("client,cohort,irr\n")
+    assert len(read_reports(tmp_path / "r.csv", params)) == 0
+
+
+def test_iter_reports_progress_counts_every_byte(tmp_path: Path, params: Params, rng: np.random.Generator) -> None:
+    write_reports(tmp_path / "r.csv", _random_batch(params, 40, rng))
+    seen: list[int] = []
+    list(iter_reports(tmp_path / "r.csv", params, progress=seen.append))
+    assert sum(seen) == (tmp_path / "r.csv").stat().st_size
+
+
+BAD_REPORTS = [
+    # (file text, line, fragment of the message); params k=8, m=4
+    ("", None, "found an empty file"),
+    ("c1,0,00000001\n", 1, "expected the header"),
+    ("client,cohort,value\nc1,0,00000001\n", 1, "expected the header"),
+    ("client,cohort,irr\nc1,0\n", 2, "expected 3 comma-separated columns"),
+    ("client,cohort,irr\nc1,0,00000001,1\n", 2, "found 4"),
+    ("client,cohort,irr\nc1,0,00000001\nc2,1,0000000\n", 3, "k = 8 characters, found 7"),
+    ("client,cohort,irr\nc1,0,0000000100000001\n", 2, "found 16 characters"),
+    ("client,cohort,irr\nc1,0,0000000x\n", 2, "found 'x' at character 8"),
+    ("client,cohort,irr\nc1,0,0000 001\n", 2, "found ' ' at character 5"),
+    ("client,cohort,irr\nc1,4,00000001\n", 2, "integer in [0, 3], found '4'"),
+    ("client,cohort,irr\nc1,-1,00000001\n", 2, "found '-1'"),
+    ("client,cohort,irr\nc1,1.0,00000001\n", 2, "found '1.0'"),
+    ("client,cohort,irr\nc1,,00000001\n", 2, "found ''"),
+    ("client,cohort,irr\nc1,99999999999999999999,00000001\n", 2, "found '99999999999999999999'"),
+    ('client,cohort,irr\n"c,1",0,00000001\nc2,x,00000001\n', 3, "found 'x'"),
+    ("client,cohort,bloom,prr,irr\nc1,0,00000001,00000001\n", 2, "expected 5 comma-separated columns"),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "fragment"), BAD_REPORTS)
+def test_read_reports_fail_bad_input(tmp_path: Path, params: Params, text: str, line: int | None,
+                                     fragment: str) -> None:
+    path = tmp_path / "r.csv"
+    path.write_text(text)
+    with pytest.raises(ReportFormatError) as info:
+        read_reports(path, params)
+    assert info.value.path == str(path)
+    assert info.value.line == line
+    assert fragment in info.value.message
+
+
+def test_read_reports_fail_line_number_in_later_block(tmp_path: Path, params: Params,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = ["client,cohort,irr"] + ["c,1,01010101"] * 50 + ["c,1,0101010"] + ["c,1,01010101"] * 5
+    (tmp_path / "r.csv").write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(reports_module, "_BLOCK_BYTES", 40)
+    with pytest.raises(ReportFormatError) as info:
+        read_reports(tmp_path / "r.csv", params)
+    assert info.value.line == 52
+
+
+def test_read_reports_fail_missing_file(tmp_path: Path, params: Params) -> None:
+    with pytest.raises(ReportFormatError, match="no such file"):
+        read_reports(tmp_path / "missing.csv", params)
