@@ -36,9 +36,10 @@ from .reports import *  # noqa: F403
 from . import candidates, map_file
 from .candidates import *  # noqa: F403
 from .map_file import *  # noqa: F403
-from . import simulation
+from . import metrics, simulation
+from .metrics import *  # noqa: F403
 from .simulation import *  # noqa: F403
 
-_PUBLIC_MODULES = [aggregate, candidates, design, encoder, exceptions, hashing, map_file, params, reports, simulation]
+_PUBLIC_MODULES = [aggregate, candidates, design, encoder, exceptions, hashing, map_file, metrics, params, reports, simulation]
 
 __all__ = sorted({name for module in _PUBLIC_MODULES for name in module.__all__} | {"__version__"})

@@ -1,0 +1,263 @@
+"""Accuracy of a decoded collection against the truth (simulations and regression tests).
+
+The metrics are those of google/rappor's regression suite (``tests/compare_dist.R``,
+``tests/regtest.sh``), defined over proportions of reports:
+
+* **total variation distance** ``TV = 1/2 sum_s |e_s - t_s|`` over every true string and
+  every candidate, where ``t_s`` is the true share of string ``s`` (0 for decoys) and
+  ``e_s`` the estimated share if ``s`` was detected, else 0 ("missing = 0");
+* **detected**, **false positives** (detected, never reported) and **false negatives**
+  (reported, in the candidate list, not detected);
+* **allocated mass** ``sum`` of the detected estimated shares, and the **unexplained
+  mass**: ``1 - allocated`` as estimated, against the true share of reports whose
+  value is not a candidate at all;
+* **interval coverage**: the fraction of candidates whose confidence interval for the
+  share contains the true share;
+* the **smallest detected** and the **largest missed** true share (missed among the
+  candidates), which bracket the detection threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .aggregate import Aggregate
+from .design import CandidateMap
+from .exceptions import IncompatibleParamsError, InvalidParameterError
+
+__all__ = ["Metrics", "bit_residuals", "evaluate", "evaluate_result"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Metrics:
+    """How well a decode recovered the true distribution (see :func:`evaluate`).
+
+    Attributes
+    ----------
+    total_variation : float
+        ``1/2 sum |e_s - t_s|`` in ``[0, 1]``, undetected strings estimated as 0.
+    n_true : int
+        Distinct strings reported at least once.
+    n_candidates : int
+        Candidates decoded.
+    n_detected : int
+        Candidates the decoder flagged as detected (significant).
+    true_positives, false_positives, false_negatives : int
+        Detected and reported; detected but never reported; reported, a candidate, not detected.
+    missing_candidates : int
+        Reported strings absent from the candidate list (undetectable).
+    allocated_mass : float
+        Sum of the estimated shares of the detected strings.
+    unexplained_mass : float
+        ``1 - allocated_mass``.
+    true_unexplained_mass : float
+        True share of reports whose value is not a candidate.
+    coverage : float
+        Fraction of candidates whose interval contains the true share (nan without intervals).
+    smallest_detected : float
+        Smallest true share among detected strings (nan if none).
+    largest_missed : float
+        Largest true share among candidates that were reported but not detected (nan if none).
+    """
+
+    total_variation: float
+    n_true: int
+    n_candidates: int
+    n_detected: int
+    true_positives: int
+    false_positives: int
+    false_negatives: int
+    missing_candidates: int
+    allocated_mass: float
+    unexplained_mass: float
+    true_unexplained_mass: float
+    coverage: float
+    smallest_detected: float
+    largest_missed: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict (``nan`` becomes ``None``)."""
+        out: dict[str, Any] = {}
+        for key, value in asdict(self).items():
+            if isinstance(value, float) and math.isnan(value):
+                value = None
+            out[key] = value
+        return out
+
+
+def _float_array(values: npt.ArrayLike, name: str, size: int) -> npt.NDArray[np.float64]:
+    arr = np.asarray(values, dtype=np.float64).reshape(-1)
+    if arr.shape != (size,):
+        msg = f"The {name!r} parameter of evaluate must have one entry per candidate ({size}). Got {arr.shape[0]} instead."
+        raise InvalidParameterError(msg)
+    return arr
+
+
+def evaluate(truth: Mapping[str, int], strings: Sequence[str], proportion: npt.ArrayLike, *,
+             detected: npt.ArrayLike, low: npt.ArrayLike | None = None, high: npt.ArrayLike | None = None,
+             ) -> Metrics:
+    """Score estimated shares of candidate strings against the true report counts.
+
+    Parameters
+    ----------
+    truth : mapping of str to int
+        True number of reports of each string (strings with 0 may be left out).
+    strings : sequence of str
+        The decoded candidates.
+    proportion : array-like of float, shape (len(strings),)
+        Estimated share of reports of each candidate.
+    detected : array-like of bool, shape (len(strings),)
+        Which candidates the decoder reports as present.
+    low, high : array-like of float, shape (len(strings),), optional
+        Confidence interval for each share; without them ``coverage`` is nan.
+
+    Returns
+    -------
+    Metrics
+
+    Examples
+    --------
+    >>> m = evaluate({"a": 60, "b": 30, "c": 10}, ["a", "b", "x"], [0.58, 0.33, 0.02],
+    ...              detected=[True, True, False])
+    >>> round(m.total_variation, 3), m.false_negatives, m.missing_candidates
+    (0.075, 0, 1)
+    """
+    names = list(strings)
+    s = len(names)
+    est = _float_array(proportion, "proportion", s)
+    det = np.asarray(detected, dtype=bool).reshape(-1)
+    if det.shape != (s,):
+        msg = f"The 'detected' parameter of evaluate must have one entry per candidate ({s}). Got {det.shape[0]} instead."
+        raise InvalidParameterError(msg)
+    counts = {key: int(value) for key, value in truth.items()}
+    if any(value < 0 for value in counts.values()):
+        raise InvalidParameterError("The 'truth' parameter of evaluate must hold counts >= 0.")
+    total = sum(counts.values())
+    if total <= 0:
+        raise InvalidParameterError("The 'truth' parameter of evaluate must hold at least one report.")
+    true_share = np.array([counts.get(name, 0) / total for name in names], dtype=np.float64)
+    reported = true_share > 0
+    candidate_set = set(names)
+    missing = {key: c for key, c in counts.items() if c > 0 and key not in candidate_set}
+    missing_mass = sum(missing.values()) / total
+
+    estimate = np.where(det, est, 0.0)
+    tv = 0.5 * (float(np.abs(estimate - true_share).sum()) + missing_mass)
+    allocated = float(estimate.sum())
+
+    coverage = math.nan
+    if low is not None and high is not None:
+        lo, hi = _float_array(low, "low", s), _float_array(high, "high", s)
+        if s:
+            coverage = float(np.mean((lo <= true_share) & (true_share <= hi)))
+
+    hits = det & reported
+    misses = ~det & reported
+    return Metrics(
+        total_variation=tv,
+        n_true=sum(1 for c in counts.values() if c > 0),
+        n_candidates=s,
+        n_detected=int(det.sum()),
+        true_positives=int(hits.sum()),
+        false_positives=int((det & ~reported).sum()),
+        false_negatives=int(misses.sum()),
+        missing_candidates=len(missing),
+        allocated_mass=allocated,
+        unexplained_mass=1.0 - allocated,
+        true_unexplained_mass=missing_mass,
+        coverage=coverage,
+        smallest_detected=float(true_share[hits].min()) if hits.any() else math.nan,
+        largest_missed=float(true_share[misses].max()) if misses.any() else math.nan,
+    )
+
+
+def _detected_mask(result: Any) -> npt.NDArray[np.bool_]:
+    for name in ("detected", "significant"):
+        value = getattr(result, name, None)
+        if value is not None and not callable(value):
+            return np.asarray(value, dtype=bool)
+    msg = "The 'result' parameter of evaluate_result must have a 'detected' or 'significant' attribute."
+    raise InvalidParameterError(msg)
+
+
+def evaluate_result(result: Any, truth: Mapping[str, int], *, confidence_level: float = 0.95) -> Metrics:
+    """:func:`evaluate` a :class:`~rappor.decoder.DecodeResult` (or any object with its fields).
+
+    Uses ``result.strings``, ``result.proportion``, ``result.detected`` (or
+    ``result.significant``) and, when available, the share interval of
+    ``result.confidence_interval(confidence_level)``, scaled to shares when it is
+    given in reports (``result.n_reports``).
+    """
+    strings = list(result.strings)
+    proportion = np.asarray(result.proportion, dtype=np.float64)
+    low = high = None
+    interval = getattr(result, "confidence_interval", None)
+    if callable(interval):
+        ci = _share_interval(result, confidence_level)
+        if ci is not None:
+            low, high = ci
+    return evaluate(truth, strings, proportion, detected=_detected_mask(result), low=low, high=high)
+
+
+def _share_interval(result: Any, confidence_level: float) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
+    """The interval of each share: from ``prop_low``/``prop_high`` style fields or the count interval."""
+    try:
+        ci = result.confidence_interval(confidence_level=confidence_level, kind="proportion")
+    except TypeError:
+        ci = result.confidence_interval(confidence_level=confidence_level)
+        lo, hi = np.asarray(ci.low, dtype=np.float64), np.asarray(ci.high, dtype=np.float64)
+        n = float(np.sum(getattr(result, "n_reports", 0)))
+        estimate = np.asarray(getattr(result, "estimate", lo), dtype=np.float64)
+        proportion = np.asarray(result.proportion, dtype=np.float64)
+        # If the interval is on the count scale (it brackets `estimate`, not `proportion`), rescale.
+        if n > 0 and np.allclose(estimate, proportion * n) and np.nanmax(np.abs(hi)) > 1.0:
+            lo, hi = lo / n, hi / n
+        return lo, hi
+    return np.asarray(ci.low, dtype=np.float64), np.asarray(ci.high, dtype=np.float64)
+
+
+def bit_residuals(aggregate: Aggregate, candidate_map: CandidateMap, proportion: npt.ArrayLike,
+                  ) -> npt.NDArray[np.float64]:
+    """Standardized residuals of the bit counts under the fitted shares, per (cohort, bit).
+
+    Parameters
+    ----------
+    aggregate : Aggregate
+        The observed counts.
+    candidate_map : CandidateMap
+        The design matrix (rows ``cohort * k + bit``).
+    proportion : array-like of float, shape (len(candidate_map),)
+        Fitted share of each candidate (0 for those left out of the fit).
+
+    Returns
+    -------
+    ndarray of shape (num_cohorts, num_bloombits)
+        ``(y_cb - N_c r_cb) / sqrt(N_c r_cb (1 - r_cb))`` with the modelled report rate
+        ``r_cb = p01 + (p11 - p01) sum_s X[cb, s] pi_s`` clipped to ``[1e-9, 1 - 1e-9]``;
+        nan for empty cohorts.  Values far outside +-3 point at strings missing from the
+        candidate list or at a poor fit.
+
+    Notes
+    -----
+    The report model is RAPPOR's (Erlingsson, Pihur and Korolova 2014, Sec. 4;
+    google/rappor ``decode.R``): a report bit is 1 with probability ``p11`` where the
+    client's Bloom bit is 1 and ``p01`` where it is 0.
+    """
+    params = aggregate.params
+    if candidate_map.params != params:
+        raise IncompatibleParamsError("The candidate map was made with different parameters than the aggregate.")
+    pi = _float_array(proportion, "proportion", len(candidate_map))
+    m, k = params.num_cohorts, params.num_bloombits
+    true_ones = np.asarray(candidate_map.matrix @ pi, dtype=np.float64).reshape(m, k)
+    rate = np.clip(params.p01 + (params.p11 - params.p01) * true_ones, 1e-9, 1 - 1e-9)
+    n_c = aggregate.n_reports.astype(np.float64)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        res = (aggregate.bit_counts - n_c * rate) / np.sqrt(n_c * rate * (1 - rate))
+    res[aggregate.n_reports == 0, :] = np.nan
+    return res
