@@ -56,6 +56,9 @@ class Metrics:
         Sum of the estimated shares of the detected strings.
     unexplained_mass : float
         ``1 - allocated_mass``.
+    estimated_unexplained_mass : float
+        The decoder's own estimate of the share of reports outside the candidates
+        (``DecodeResult.diagnostics["unexplained_mass"]``; nan if not given).
     true_unexplained_mass : float
         True share of reports whose value is not a candidate.
     coverage : float
@@ -76,6 +79,7 @@ class Metrics:
     missing_candidates: int
     allocated_mass: float
     unexplained_mass: float
+    estimated_unexplained_mass: float
     true_unexplained_mass: float
     coverage: float
     smallest_detected: float
@@ -101,7 +105,7 @@ def _float_array(values: npt.ArrayLike, name: str, size: int) -> npt.NDArray[np.
 
 def evaluate(truth: Mapping[str, int], strings: Sequence[str], proportion: npt.ArrayLike, *,
              detected: npt.ArrayLike, low: npt.ArrayLike | None = None, high: npt.ArrayLike | None = None,
-             ) -> Metrics:
+             estimated_unexplained_mass: float = math.nan) -> Metrics:
     """Score estimated shares of candidate strings against the true report counts.
 
     Parameters
@@ -116,6 +120,8 @@ def evaluate(truth: Mapping[str, int], strings: Sequence[str], proportion: npt.A
         Which candidates the decoder reports as present.
     low, high : array-like of float, shape (len(strings),), optional
         Confidence interval for each share; without them ``coverage`` is nan.
+    estimated_unexplained_mass : float, default=nan
+        The decoder's estimate of the mass outside the candidates, reported alongside the truth.
 
     Returns
     -------
@@ -170,6 +176,7 @@ def evaluate(truth: Mapping[str, int], strings: Sequence[str], proportion: npt.A
         missing_candidates=len(missing),
         allocated_mass=allocated,
         unexplained_mass=1.0 - allocated,
+        estimated_unexplained_mass=float(estimated_unexplained_mass),
         true_unexplained_mass=missing_mass,
         coverage=coverage,
         smallest_detected=float(true_share[hits].min()) if hits.any() else math.nan,
@@ -202,7 +209,10 @@ def evaluate_result(result: Any, truth: Mapping[str, int], *, confidence_level: 
         ci = _share_interval(result, confidence_level)
         if ci is not None:
             low, high = ci
-    return evaluate(truth, strings, proportion, detected=_detected_mask(result), low=low, high=high)
+    diagnostics = getattr(result, "diagnostics", None) or {}
+    unexplained = diagnostics.get("unexplained_mass", math.nan) if isinstance(diagnostics, Mapping) else math.nan
+    return evaluate(truth, strings, proportion, detected=_detected_mask(result), low=low, high=high,
+                    estimated_unexplained_mass=math.nan if unexplained is None else float(unexplained))
 
 
 def _share_interval(result: Any, confidence_level: float) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:

@@ -48,6 +48,7 @@ from scipy import special
 from ._io import PathLike, display_name, iter_text_lines
 from ._validation import check_int, check_options, check_real, check_rng
 from .aggregate import Aggregate
+from .design import CandidateMap, hash_candidates
 from .exceptions import InvalidParameterError, ReportFormatError
 from .hashing import bloom_bit_indices, bloom_bits_table
 from .params import Params
@@ -564,6 +565,29 @@ class Simulation:
             if c:
                 lines.append(f"{_csv_cell(self.population.strings[i])},{c},{c / total!r}")
         return "\n".join(lines) + "\n"
+
+    def candidate_map(self, candidates: Sequence[str] | None = None) -> CandidateMap:
+        """Hash ``candidates`` (default: every population string) with :func:`rappor.hash_candidates`."""
+        return hash_candidates(list(self.population.strings if candidates is None else candidates), self.params)
+
+    def decode(self, candidates: Sequence[str] | CandidateMap | None = None, *, decoder: Any = None) -> Any:
+        """Decode :attr:`aggregate` against ``candidates`` through the public decoder.
+
+        Parameters
+        ----------
+        candidates : sequence of str or CandidateMap, optional
+            Default: every population string (see :func:`candidate_strings`).
+        decoder : rappor.decoder.Decoder, optional
+            Default ``Decoder()``.
+
+        Returns
+        -------
+        rappor.decoder.DecodeResult
+        """
+        from .decoder import Decoder
+
+        cmap = candidates if isinstance(candidates, CandidateMap) else self.candidate_map(candidates)
+        return (Decoder() if decoder is None else decoder).decode(self.aggregate, cmap)
 
     def __repr__(self) -> str:
         return (f"Simulation(n_clients={self.n_clients}, n_reports={self.n_reports}, "

@@ -1,0 +1,185 @@
+"""One self-contained ``report.html`` for a decoded (simulated or real) collection.
+
+The page holds the parameters and their privacy figures, the accuracy metrics (when the
+truth is known), the plots of :mod:`rappor.plots` embedded as base64 PNG images, and
+the results table.  It loads nothing from the network: no scripts, fonts or styles
+from elsewhere, so it can be mailed or archived as one file.  Plots need matplotlib;
+without it the page is written without them and says so.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ._io import PathLike, atomic_output
+from .metrics import Metrics, _detected_mask, _share_interval
+from .params import Params
+
+__all__ = ["render_report", "write_report"]
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; font-size: 0.9em; }
+td, th { padding: 0.2em 0.7em; border-bottom: 1px solid #eee; text-align: right; }
+td:first-child, th:first-child { text-align: left; }
+tr.detected td:first-child { font-weight: bold; }
+.figs img { max-width: 100%; margin: 0.5em 0; }
+.note { color: #666; font-size: 0.9em; }
+"""
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if math.isnan(v):
+            return "&ndash;"
+        if math.isinf(v):
+            return "&infin;" if v > 0 else "&minus;&infin;"
+        return f"{v:.4g}"
+    if value is None:
+        return "&ndash;"
+    return html.escape(str(value))
+
+
+def _table(rows: Sequence[Sequence[Any]], header: Sequence[str] | None = None, *,
+           row_classes: Sequence[str] | None = None) -> str:
+    out = ["<table>"]
+    if header:
+        out.append("<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>")
+    for i, row in enumerate(rows):
+        cls = f' class="{row_classes[i]}"' if row_classes and row_classes[i] else ""
+        out.append(f"<tr{cls}>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _png(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return f'<img alt="" src="data:image/png;base64,{data}">'
+
+
+def _figures(params: Params, result: Any, truth: Mapping[str, int] | None, aggregate: Any,
+             candidate_map: Any) -> list[str]:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        return ['<p class="note">Plots need matplotlib (<code>pip install rappor[plot]</code>).</p>']
+    from . import plots
+
+    images = []
+    if result is not None:
+        fig = Figure(figsize=(7, 5))
+        plots.plot_estimates(result, truth, ax=fig.add_subplot())
+        images.append(_png(fig))
+        if aggregate is not None and candidate_map is not None:
+            fig = Figure(figsize=(7, 4))
+            shares = np.where(_detected_mask(result), np.asarray(result.proportion, dtype=np.float64), 0.0)
+            plots.plot_residuals(aggregate, candidate_map, shares, ax=fig.add_subplot())
+            images.append(_png(fig))
+    fig = Figure(figsize=(7, 4))
+    plots.plot_epsilon(params, ax=fig.add_subplot())
+    images.append(_png(fig))
+    return images
+
+
+def _privacy_rows(params: Params) -> list[tuple[str, Any]]:
+    rows: list[tuple[str, Any]] = [("epsilon_one (one report)", params.epsilon_one),
+                                   ("epsilon_inf (permanent response)", params.epsilon_inf),
+                                   ("p11 = P(report 1 | Bloom 1)", params.p11),
+                                   ("p01 = P(report 1 | Bloom 0)", params.p01)]
+    try:
+        from .privacy import loss
+    except ImportError:  # pragma: no cover - privacy ships with the package
+        return rows
+    return [(f"{name}: {text}", value) for name, text, value in loss(params).table()] + rows[2:]
+
+
+def _result_rows(result: Any, truth: Mapping[str, int] | None, max_rows: int) -> tuple[list[str], list[list[Any]],
+                                                                                         list[str]]:
+    strings = list(result.strings)
+    est = np.asarray(result.proportion, dtype=np.float64)
+    detected = _detected_mask(result)
+    ci = _share_interval(result, 0.95) if callable(getattr(result, "confidence_interval", None)) else None
+    columns: list[tuple[str, Any]] = []
+    for name in ("estimate", "std_error"):
+        if getattr(result, name, None) is not None:
+            columns.append((name, np.asarray(getattr(result, name), dtype=np.float64)))
+    columns.append(("proportion", est))
+    if getattr(result, "prop_std_error", None) is not None:
+        columns.append(("prop_std_error", np.asarray(result.prop_std_error, dtype=np.float64)))
+    if ci is not None:
+        columns += [("prop_low_95", ci[0]), ("prop_high_95", ci[1])]
+    if getattr(result, "pvalue", None) is not None:
+        columns.append(("pvalue", np.asarray(result.pvalue, dtype=np.float64)))
+    header = ["string"] + [name for name, _ in columns] + ["detected"]
+    total = sum(truth.values()) if truth else 0
+    if truth:
+        header.append("true proportion")
+    order = np.lexsort((-est, ~detected))[:max_rows]
+    rows, classes = [], []
+    for i in order:
+        row: list[Any] = [strings[i]] + [col[i] for _, col in columns] + [bool(detected[i])]
+        if truth:
+            row.append(truth.get(strings[i], 0) / total)
+        rows.append(row)
+        classes.append("detected" if detected[i] else "")
+    return header, rows, classes
+
+
+def render_report(*, params: Params, result: Any = None, truth: Mapping[str, int] | None = None,
+                  metrics: Metrics | None = None, aggregate: Any = None, candidate_map: Any = None,
+                  title: str = "RAPPOR report", details: Mapping[str, Any] | None = None,
+                  max_rows: int = 500) -> str:
+    """The HTML text of a self-contained report (see :func:`write_report`)."""
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+    ]
+    if details:
+        parts += ["<h2>Collection</h2>", _table(list(details.items()))]
+    parts += ["<h2>Parameters</h2>",
+              _table([[params.k, params.h, params.m, params.p, params.q, params.f]], ["k", "h", "m", "p", "q", "f"]),
+              "<h2>Privacy</h2>", _table(_privacy_rows(params))]
+    if metrics is not None:
+        parts += ["<h2>Accuracy against the truth</h2>", _table(list(metrics.as_dict().items()))]
+    parts += ['<h2>Plots</h2><div class="figs">', *_figures(params, result, truth, aggregate, candidate_map), "</div>"]
+    if result is not None:
+        header, rows, classes = _result_rows(result, truth, max_rows)
+        parts += ["<h2>Results</h2>",
+                  f'<p class="note">{len(rows)} of {len(result.strings)} candidates, detected first.</p>',
+                  _table(rows, header, row_classes=classes)]
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def write_report(path: PathLike, **kwargs: Any) -> None:
+    """Write :func:`render_report` to ``path`` atomically.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    **kwargs
+        ``params`` (required), ``result`` (a DecodeResult), ``truth`` (true counts),
+        ``metrics``, ``aggregate`` and ``candidate_map`` (for the residual plot),
+        ``title``, ``details`` (extra rows describing the collection), ``max_rows``.
+    """
+    text = render_report(**kwargs)
+    with atomic_output(path) as fh:
+        fh.write(text)

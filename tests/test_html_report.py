@@ -1,0 +1,106 @@
+"""Tests for rappor.html_report: the page parses and every embedded image is a PNG."""
+
+from __future__ import annotations
+
+import base64
+import struct
+from html.parser import HTMLParser
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from rappor import hash_candidates
+from rappor.html_report import render_report, write_report
+from rappor.metrics import evaluate
+from rappor.simulation import Population, simulate
+
+
+class _Collector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.images: list[str] = []
+        self.links: list[str] = []
+        self.tables = 0
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "img":
+            self.images.append(attrs.get("src", ""))
+        if tag == "table":
+            self.tables += 1
+        for key in ("href", "src"):
+            if key in attrs and tag != "img":
+                self.links.append(attrs[key])
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def _check_png(src: str) -> tuple[int, int]:
+    prefix = "data:image/png;base64,"
+    assert src.startswith(prefix)
+    data = base64.b64decode(src[len(prefix):], validate=True)
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    length, chunk = struct.unpack(">I4s", data[8:16])
+    assert chunk == b"IHDR" and length == 13
+    width, height = struct.unpack(">II", data[16:24])
+    assert width > 0 and height > 0
+    return width, height
+
+
+def _scenario(params):
+    pop = Population.zipf(5)
+    sim = simulate(params, pop, 3_000, rng=0)
+    strings = ["v1", "v2", "v3", "v4", "decoy<1>&"]
+    prop = np.array([0.45, 0.2, 0.15, 0.1, 0.0])
+    ci = SimpleNamespace(low=prop - 0.05, high=prop + 0.05)
+    result = SimpleNamespace(strings=tuple(strings), proportion=prop, estimate=prop * 3000, std_error=np.full(5, 150.0),
+                             pvalue=np.array([1e-9, 1e-5, 1e-3, 0.2, 0.9]), significant=np.array([1, 1, 1, 0, 0], bool),
+                             confidence_interval=lambda confidence_level=0.95, kind="proportion": ci)
+    metrics = evaluate(sim.truth, strings, prop, detected=result.significant, low=ci.low, high=ci.high)
+    cmap = hash_candidates(strings, params)
+    return sim, result, metrics, cmap
+
+
+def test_report_parses_and_images_are_png(params, tmp_path):
+    pytest.importorskip("matplotlib")
+    sim, result, metrics, cmap = _scenario(params)
+    path = tmp_path / "report.html"
+    write_report(path, params=params, result=result, truth=sim.truth, metrics=metrics, aggregate=sim.aggregate,
+                 candidate_map=cmap, details={"clients": sim.n_clients})
+    text = path.read_text(encoding="utf-8")
+    parser = _Collector()
+    parser.feed(text)
+    parser.close()
+    assert len(parser.images) == 3  # estimates, residuals, epsilon
+    for src in parser.images:
+        _check_png(src)
+    assert parser.links == []  # nothing loaded from elsewhere
+    assert "http://" not in text and "https://" not in text
+    body = "".join(parser.text)
+    assert "total_variation" in body and "epsilon_inf" in body
+    assert "decoy<1>&" in body  # escaped in the source, intact once parsed
+    assert "decoy<1>&" not in text
+    assert parser.tables >= 4
+
+
+def test_report_without_result_has_privacy_section(params):
+    text = render_report(params=params)
+    assert "<h2>Privacy</h2>" in text and "<h2>Results</h2>" not in text
+
+
+def test_report_without_matplotlib_says_so(params, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def fake_import(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    text = render_report(params=params)
+    assert "Plots need matplotlib" in text and "<img" not in text
