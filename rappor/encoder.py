@@ -184,7 +184,8 @@ def _num_blocks(num_bloombits: int) -> int:
 
 def _uniforms_from_blocks(raw: bytes, n: int, num_bloombits: int) -> npt.NDArray[np.uint32]:
     """Concatenated HMAC blocks of ``n`` clients -> ``(n, k)`` uint32 (big-endian words)."""
-    words = np.frombuffer(raw, dtype=">u4").reshape(n, -1)[:, :num_bloombits]
+    width = _num_blocks(num_bloombits) * _WORDS_PER_BLOCK
+    words = np.frombuffer(raw, dtype=">u4").reshape(n, width)[:, :num_bloombits]
     return words.astype(np.uint32)
 
 
@@ -410,7 +411,7 @@ class Encoder:
         _, prr = self._prr(items)
         irr = self._irr(prr)
         cohorts = np.full(len(items), self._cohort, dtype=np.int64)
-        return ReportBatch(params=self._params, cohorts=cohorts, words=pack_bits(irr).reshape(len(items), -1))
+        return ReportBatch(params=self._params, cohorts=cohorts, words=pack_bits(irr))
 
 
 def client_secret(key: bytes, client_id: str) -> bytes:
@@ -518,7 +519,7 @@ def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values
     bloom = _bloom_matrix(np.array(indices, dtype=np.int64).reshape(n, h), k)
     prr = _permanent_response(bloom, _uniforms_from_blocks(b"".join(chunks), n, k), params.prob_f)
     irr = _instantaneous_response(prr, _noise(prr.shape, generator), params.prob_p, params.prob_q)
-    return ReportBatch(params=params, cohorts=cohorts, words=pack_bits(irr).reshape(n, -1))
+    return ReportBatch(params=params, cohorts=cohorts, words=pack_bits(irr))
 
 
 def generate_key() -> bytes:
