@@ -1,0 +1,189 @@
+"""``rappor encode`` and ``rappor keygen``."""
+
+from __future__ import annotations
+
+import csv
+import io
+import stat
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rappor._commands.encode as encode_command
+from rappor import Encoder, Params, client_secret, read_key_file, write_key_file
+from rappor.cli import build_parser, main
+
+KEY = bytes(range(100, 132))
+
+
+def _setup(tmp_path: Path, rows: list[tuple[str, str]], *, p: float = 0.25, q: float = 0.75,
+           f: float = 0.5, k: int = 16, m: int = 8) -> tuple[Path, Path, Path]:
+    params = tmp_path / "params.csv"
+    params.write_text(f"k,h,m,p,q,f\n{k},2,{m},{p},{q},{f}\n")
+    key = tmp_path / "key"
+    write_key_file(key, KEY)
+    inp = tmp_path / "input.csv"
+    with inp.open("w", newline="") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(["client", "value"])
+        writer.writerows(rows)
+    return params, key, inp
+
+
+def _run(params: Path, key: Path, inp: Path | str, out: Path, *extra: str) -> int:
+    return main(["encode", "--params", str(params), "--key-file", str(key), str(inp), "-o", str(out), *extra])
+
+
+def _read(path: Path) -> list[list[str]]:
+    with path.open(newline="") as fh:
+        return list(csv.reader(fh))
+
+
+ROWS = [(f"client-{i}", f"value-{i % 7}") for i in range(60)]
+
+
+def test_encode_writes_client_cohort_irr(tmp_path: Path) -> None:
+    params, key, inp = _setup(tmp_path, ROWS)
+    out = tmp_path / "reports.csv"
+    assert _run(params, key, inp, out) == 0
+    rows = _read(out)
+    assert rows[0] == ["client", "cohort", "irr"]
+    assert len(rows) == len(ROWS) + 1
+    p = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.25, prob_q=0.75, prob_f=0.5)
+    for (client, _), row in zip(ROWS, rows[1:]):
+        assert row[0] == client
+        assert int(row[1]) == Encoder(p, client_secret(KEY, client)).cohort
+        assert len(row[2]) == 16 and set(row[2]) <= {"0", "1"}
+
+
+def test_encode_irr_is_the_prr_bit_string_when_p0_q1(tmp_path: Path) -> None:
+    # With p=0 and q=1 the report is the PRR: the CLI output must equal the library's PRR in
+    # google/rappor order (character 0 = bit k-1), and re-running must give the same PRRs.
+    params, key, inp = _setup(tmp_path, ROWS, p=0.0, q=1.0, f=0.5)
+    out1, out2 = tmp_path / "a.csv", tmp_path / "b.csv"
+    assert _run(params, key, inp, out1) == 0
+    assert _run(params, key, inp, out2) == 0
+    assert out1.read_bytes() == out2.read_bytes()
+    p = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.0, prob_q=1.0, prob_f=0.5)
+    for (client, value), row in zip(ROWS, _read(out1)[1:]):
+        prr = Encoder(p, client_secret(KEY, client)).trace(value).prr
+        assert row[2] == "".join(str(b) for b in prr[::-1])
+
+
+def test_encode_irr_fresh_unless_seeded(tmp_path: Path) -> None:
+    params, key, inp = _setup(tmp_path, ROWS)
+    outs = [tmp_path / f"{i}.csv" for i in range(4)]
+    assert _run(params, key, inp, outs[0]) == 0
+    assert _run(params, key, inp, outs[1]) == 0
+    assert _run(params, key, inp, outs[2], "--seed", "5") == 0
+    assert _run(params, key, inp, outs[3], "--seed", "5") == 0
+    assert outs[0].read_bytes() != outs[1].read_bytes()  # 960 fresh bits: equal with prob ~ 2**-500
+    assert outs[2].read_bytes() == outs[3].read_bytes()
+    # Cohorts never change.
+    assert [r[:2] for r in _read(outs[0])] == [r[:2] for r in _read(outs[2])]
+
+
+def test_encode_parallel_equals_serial_with_seed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(encode_command, "CHUNK_ROWS", 7)  # several chunks, so workers are used
+    params, key, inp = _setup(tmp_path, ROWS)
+    serial, parallel = tmp_path / "s.csv", tmp_path / "p.csv"
+    assert _run(params, key, inp, serial, "--seed", "3", "--jobs", "1") == 0
+    assert _run(params, key, inp, parallel, "--seed", "3", "--jobs", "2") == 0
+    assert serial.read_bytes() == parallel.read_bytes()
+
+
+def test_encode_quoted_fields_bom_crlf_and_stdin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    params, key, _ = _setup(tmp_path, [], p=0.0, q=1.0)
+    data = '\ufeff"client", value\r\n"a,b","x, y"\r\n"say ""hi""",\r\n\r\n'.encode()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    assert main(["encode", "--params", str(params), "--key-file", str(key), "-"]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    assert [r[0] for r in rows] == ["client", "a,b", 'say "hi"']
+    p = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.0, prob_q=1.0, prob_f=0.5)
+    prr = Encoder(p, client_secret(KEY, "a,b")).trace("x, y").prr
+    assert rows[1][2] == "".join(str(b) for b in prr[::-1])
+    prr_empty = Encoder(p, client_secret(KEY, 'say "hi"')).trace("").prr
+    assert rows[2][2] == "".join(str(b) for b in prr_empty[::-1])
+
+
+@pytest.mark.parametrize(
+    ("content", "where", "message"),
+    [
+        (b"", "input.csv: ", "found an empty file"),
+        (b"id,value\nA,x\n", "input.csv:1:", "expected the header 'client,value'"),
+        (b"client,value\nA,x\nB\n", "input.csv:3:", "expected 2 comma-separated fields"),
+        (b"client,value\nA,x,y\n", "input.csv:2:", "found 3"),
+        (b"client,value\n,x\n", "input.csv:2:", "expected a client id"),
+        (b"client,value\nA,x\nB,\xff\n", "input.csv:3:", "expected UTF-8"),
+        (b'client,value\nA,"x\n', "input.csv:", "malformed CSV"),
+    ],
+)
+def test_encode_bad_input_names_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              content: bytes, where: str, message: str) -> None:
+    params, key, inp = _setup(tmp_path, [])
+    inp.write_bytes(content)
+    out = tmp_path / "reports.csv"
+    assert _run(params, key, inp, out) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rappor: error: ")
+    assert where in err and message in err
+    assert not out.exists()  # atomic: no partial output
+
+
+def test_encode_missing_key_file_is_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    params, _, inp = _setup(tmp_path, ROWS)
+    out = tmp_path / "reports.csv"
+    assert _run(params, tmp_path / "missing-key", inp, out) == 1
+    assert "missing-key: cannot read file: no such file" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_encode_key_file_is_required(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    params, _, inp = _setup(tmp_path, ROWS)
+    with pytest.raises(SystemExit) as exc:
+        main(["encode", "--params", str(params), str(inp)])
+    assert exc.value.code == 2
+    assert "--key-file" in capsys.readouterr().err
+
+
+def test_encode_world_readable_key_warns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    params, key, inp = _setup(tmp_path, ROWS[:2])
+    key.chmod(0o644)
+    assert _run(params, key, inp, tmp_path / "out.csv") == 0
+    assert "rappor: warning:" in capsys.readouterr().err
+
+
+def test_encode_seed_help_says_not_secure() -> None:
+    parser = build_parser()
+    text = next(a for a in parser._subparsers._group_actions[0].choices["encode"]._actions  # type: ignore[union-attr]
+                if "--seed" in a.option_strings).help
+    assert "NOT secure" in text and "simulation" in text
+
+
+def test_keygen_creates_private_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "key"
+    assert main(["keygen", "-o", str(path)]) == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    key = read_key_file(path)
+    assert len(key) == 32
+    assert main(["keygen", "-o", str(path)]) == 1
+    assert "already exists" in capsys.readouterr().err
+    assert read_key_file(path) == key
+    assert main(["keygen", "-o", str(path), "--force"]) == 0
+    assert read_key_file(path) != key
+
+
+def test_encode_output_has_one_row_per_input_row_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(encode_command, "CHUNK_ROWS", 4)
+    rows = [(f"c{i % 5}", f"v{i}") for i in range(23)]  # repeated clients
+    params, key, inp = _setup(tmp_path, rows)
+    out = tmp_path / "o.csv"
+    assert _run(params, key, inp, out, "--jobs", "1") == 0
+    got = _read(out)[1:]
+    assert [r[0] for r in got] == [c for c, _ in rows]
+    cohorts = {r[0]: r[1] for r in got}
+    assert all(cohorts[r[0]] == r[1] for r in got)  # a client's cohort is fixed
+    assert np.unique([r[1] for r in got]).size >= 1
