@@ -295,32 +295,30 @@ def _parse_block(data: npt.NDArray[np.uint8], params: Params, ncols: int, name: 
     cols = np.minimum(first_comma[:, None] + np.arange(ncols - 1), max(commas.size - 1, 0))
     comma_pos = commas[cols] if commas.size else np.zeros((starts.size, ncols - 1), dtype=np.int64)
 
-    # Cohort: right-aligned digits between the first two commas.
+    # Cohort: right-aligned digits between the first two commas (width = longest field).
     c_start, c_end = comma_pos[:, _COHORT_COLUMN - 1] + 1, comma_pos[:, _COHORT_COLUMN]
     c_len = c_end - c_start
     bad |= (c_len < 1) | (c_len > _MAX_COHORT_DIGITS)
-    width = _MAX_COHORT_DIGITS
+    width = int(np.clip(c_len.max(initial=1), 1, _MAX_COHORT_DIGITS))
     offsets = np.arange(-width, 0)
-    idx = c_end[:, None] + offsets
-    in_field = offsets >= -np.clip(c_len, 0, width)[:, None]
-    digits = data[np.clip(idx, 0, data.size - 1)].astype(np.int64) - 48
-    digits = np.where(in_field, digits, 0)
-    bad |= ((digits < 0) | (digits > 9)).any(axis=1)
-    cohorts = (np.clip(digits, 0, 9) * (10 ** np.arange(width - 1, -1, -1, dtype=np.int64))).sum(axis=1)
+    digits = np.take(data, c_end[:, None] + offsets, mode="clip") - np.uint8(48)
+    digits[offsets < -c_len[:, None]] = 0
+    bad |= (digits > 9).any(axis=1)
+    cohorts = digits.astype(np.int64) @ (10 ** np.arange(width - 1, -1, -1, dtype=np.int64))
     bad |= cohorts >= m
 
-    # IRR: the last column, exactly k characters of '0'/'1'.
+    # IRR: the last column, exactly k characters of '0'/'1', gathered straight into bit order.
     i_start = comma_pos[:, -1] + 1
     bad |= (ends - i_start) != k
-    chars = data[np.clip(i_start[:, None] + np.arange(k), 0, data.size - 1)] - np.uint8(48)
-    bad |= (chars > 1).any(axis=1)
+    bits = np.take(data, i_start[:, None] + _bit_of_char(k), mode="clip") - np.uint8(48)
+    bad |= (bits > 1).any(axis=1)
 
     if bad.any():
         i = int(np.argmax(bad))
         _parse_row(_line_text(data, int(starts[i]), int(ends[i])), params, ncols, name, first_lineno + int(keep[i]))
         msg = "expected a well-formed report row"  # pragma: no cover - _parse_row raises first
         raise ReportFormatError(msg, path=name, line=first_lineno + int(keep[i]))  # pragma: no cover
-    return cohorts, chars[:, _bit_of_char(k)], n_lines
+    return cohorts, bits, n_lines
 
 
 def iter_reports(path: PathLike, params: Params, *, chunk_size: int = DEFAULT_CHUNK_SIZE,

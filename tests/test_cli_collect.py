@@ -142,3 +142,18 @@ def test_sum_bits_fail_missing_input(tiny: Path, capsys: pytest.CaptureFixture[s
 def test_sum_bits_no_progress_bar_when_stderr_not_a_tty(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sum-bits", "--params", str(tiny / "params.csv"), str(tiny / "reports.csv")]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_sum_bits_progress_bar_on_a_terminal(tiny: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("tqdm")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["sum-bits", "--params", str(tiny / "params.csv"), str(tiny / "reports.csv")]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == TINY_COUNTS
+    assert "sum-bits" in captured.err  # the bar is drawn on stderr only
+
+
+def test_sum_bits_fail_directory_as_input(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sum-bits", "--params", str(tiny / "params.csv"), str(tiny)]) == 1
+    assert "is a directory" in capsys.readouterr().err

@@ -145,3 +145,10 @@ def test_read_reports_fail_line_number_in_later_block(tmp_path: Path, params: Pa
 def test_read_reports_fail_missing_file(tmp_path: Path, params: Params) -> None:
     with pytest.raises(ReportFormatError, match="no such file"):
         read_reports(tmp_path / "missing.csv", params)
+
+
+def test_read_reports_fail_non_utf8_bit(tmp_path: Path, params: Params) -> None:
+    (tmp_path / "r.csv").write_bytes(b"client,cohort,irr\n\xff\xfe,1,00000001\nc2,0,0000000\xff\n")
+    with pytest.raises(ReportFormatError, match="at character 8") as info:
+        read_reports(tmp_path / "r.csv", params)
+    assert info.value.line == 3  # the undecodable client id on line 2 is not used, so it is accepted
