@@ -573,3 +573,17 @@ def test_read_key_file_accepts_whitespace_and_uppercase(tmp_path: Path) -> None:
 def test_read_key_file_fail_stdin() -> None:
     with pytest.raises(ReportFormatError, match="not standard input"):
         read_key_file("-")
+
+
+def test_worked_example_in_docs_client_md() -> None:
+    # The numbers printed in docs/client.md, "Worked example".
+    secret = client_secret(bytes(range(32)), "alice")
+    assert secret.hex() == "68ddf4f5278b3969b2c24fe62ea45ea8022a1640c025ebee9b8898a29085d81f"
+    assert derive_cohort(secret, 8) == 2
+    params = _params(k=16, h=2, m=8, p=0.25, q=0.75, f=0.5)
+    trace = Encoder(params, secret, rng=0).trace("v1")
+    assert bits_to_bitstrings(trace.bloom)[0] == "0000010000000010"
+    assert bits_to_bitstrings(trace.prr)[0] == "1000011010000000"
+    assert prr_uniforms(secret, 2, "v1", 16)[[0, 7, 15]].tolist() == [0x8D8FF101, 0x02F5299E, 0x0A514D49]
+    text = (Path(__file__).parent.parent / "docs" / "client.md").read_text()
+    assert secret.hex() in text and "1000011010000000" in text

@@ -233,3 +233,11 @@ def test_value_bytes_exact_no_normalization() -> None:
     assert value_bytes("A ") == b"A "
     assert value_bytes("é") == b"\xc3\xa9"
     assert value_bytes(bytearray(b"\xff")) == b"\xff"
+
+
+def test_worked_example_in_docs_hashing_md() -> None:
+    # The numbers printed in docs/hashing.md, "Worked example".
+    assert mmh3.mmh3_x64_128_utupledigest(b"\x00\x00\x00\x00v1", 0) == (0x7E359E9DFBCFA484, 0x71CAF577223F8E54)
+    assert bloom_bit_indices("v1", 0, num_bloombits=16, num_hashes=2) == (7, 7)
+    assert bloom_bit_indices("v1", 1, num_bloombits=16, num_hashes=2) == (4, 15)
+    assert bloom_bit_indices("v1", 2, num_bloombits=16, num_hashes=2) == (1, 10)
