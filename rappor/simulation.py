@@ -29,8 +29,8 @@ of that value.  Use ``method="client"`` in :func:`simulate` to run the real clie
 Bits are generated packed, 64 at a time: a Bernoulli(``T / 2**b``) word is the
 bit-sliced comparison ``U < T`` of uniform random words, one word per binary digit of
 ``T`` (so ``p = 0.5`` costs one random word per 64 bits); for thresholds with many
-digits the comparison stops after 10 digits and resolves the rare ties (probability
-``2**-10`` per bit) recursively on the remaining digits, exactly.
+digits the comparison stops after 8 digits and resolves the rare ties (probability
+``2**-8`` per bit) recursively on the remaining digits, exactly.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ DISTRIBUTIONS = ("zipf", "exponential", "gaussian", "uniform")
 Distribution = Literal["zipf", "exponential", "gaussian", "uniform"]
 
 _TWO32 = 2**32
-_TIE_DIGITS = 10  # digits compared before ties are resolved recursively
+_TIE_DIGITS = 8  # digits compared before ties are resolved recursively
 _ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 

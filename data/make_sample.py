@@ -1,0 +1,36 @@
+"""Regenerate the example data in data/ (deterministic: fixed seeds).  See data/README.md.
+
+Run from the repository root:  python data/make_sample.py
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rappor import Params, write_params
+from rappor.aggregate import write_counts
+from rappor.candidates import write_candidates
+from rappor.reports import write_reports
+from rappor.simulation import Population, candidate_strings, simulate
+
+HERE = Path(__file__).parent
+
+
+def main() -> None:
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    population = Population.zipf(20, exponent=1.5)
+    sim = simulate(params, population, 8_000, method="client", rng=20240101)
+    sample = HERE / "sample"
+    sample.mkdir(exist_ok=True)
+    write_params(params, sample / "params.csv")
+    write_reports(sample / "reports.csv", sim.reports, [f"client{i}" for i in sim.report_clients])
+    write_counts(sim.aggregate, sample / "counts.csv")
+    (sample / "truth.csv").write_text(sim.truth_csv(), encoding="utf-8")
+    write_candidates(candidate_strings(population, decoys=10), sample / "candidates.txt")
+    write_candidates(candidate_strings(Population.zipf(100), decoys=20), HERE / "candidates_v100.txt")
+    write_candidates(candidate_strings(Population.zipf(100), decoys=20, remove_every=10),
+                     HERE / "candidates_v100_missing.txt")
+
+
+if __name__ == "__main__":
+    main()
