@@ -1,0 +1,228 @@
+"""Aggregation engines: count reports in one process (numpy) or on a Dask or Spark cluster.
+
+Every engine computes exactly the same table as the embedded path,
+:meth:`rappor.Aggregate.from_reports` applied chunk by chunk, because the per-partition
+function *is* that code (:mod:`rappor.engines._partition`); an engine only distributes
+it over partitions and adds up the ``(num_cohorts, num_bloombits + 1)`` partial tables
+with exact int64 arithmetic.  So ``counts.csv`` is byte-identical whichever engine
+made it.
+
+=========  =====================================================================
+``numpy``  one process, streamed in chunks (the default; no extra dependency)
+``dask``   :mod:`rappor.engines.dask`: ``dask.dataframe.read_parquet`` partitions,
+           a ``distributed.Client`` passed in, a scheduler address, or local threads
+``spark``  :mod:`rappor.engines.spark`: ``spark.read.parquet(...).mapInArrow``, a
+           ``SparkSession`` passed in (cluster, local or Spark Connect) or a local one
+=========  =====================================================================
+
+Engine packages are imported only inside their adapter modules, so ``import rappor``
+and the numpy engine never import Dask or Spark.  Reports may be CSV (``rappor encode``
+or google/rappor layout) or Parquet (:mod:`rappor.parquet`); Parquet is split into
+partitions by the engine, CSV files are counted one file per task.  See
+``docs/scaling.md`` for sizing a billion-report job.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+from .._io import STDIO, PathLike, display_name
+from .._validation import check_options
+from ..aggregate import Aggregate
+from ..exceptions import InvalidParameterError, ReportFormatError
+from ..params import Params
+from ..parquet import check_file_params, parquet_files, report_columns
+from ._partition import file_counts, sum_counts
+
+__all__ = [
+    "ENGINES",
+    "Engine",
+    "NumpyEngine",
+    "ReportSource",
+    "aggregate_files",
+    "get_engine",
+    "parquet_groups",
+    "report_sources",
+]
+
+ENGINES = ("numpy", "dask", "spark")
+EngineName = Literal["numpy", "dask", "spark"]
+_PARQUET_MAGIC = b"PAR1"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReportSource:
+    """One input of an aggregation: a file and its format.
+
+    Parameters
+    ----------
+    path : str
+        A file, ``"-"`` for standard input (CSV, numpy engine only), or for Parquet a
+        single file (directories are expanded by :func:`report_sources`).
+    kind : {"csv", "parquet"}
+    columns : tuple of str, default=()
+        For Parquet, the report columns to read (``cohort`` and ``w0..`` or ``bits``).
+    """
+
+    path: str
+    kind: Literal["csv", "parquet"]
+    columns: tuple[str, ...] = ()
+
+
+def parquet_groups(sources: Sequence[ReportSource]) -> list[tuple[tuple[str, ...], list[str]]]:
+    """Parquet sources grouped by the columns to read (``w0..`` or ``bits``), in input order."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for s in sources:
+        if s.kind == "parquet":
+            groups.setdefault(s.columns, []).append(s.path)
+    return list(groups.items())
+
+
+def _kind(path: PathLike) -> Literal["csv", "parquet"]:
+    if str(path) == STDIO:
+        return "csv"
+    p = Path(path)
+    if p.is_dir() or p.suffix.lower() in (".parquet", ".pq"):
+        return "parquet"
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return "csv"  # the CSV reader reports the error with the file's name
+    return "parquet" if head == _PARQUET_MAGIC else "csv"
+
+
+def report_sources(paths: Sequence[PathLike], params: Params) -> list[ReportSource]:
+    """Classify input paths as CSV or Parquet (by content) and check Parquet metadata.
+
+    A directory stands for the Parquet files under it.  Each Parquet file's stored
+    parameters and columns are checked here, on the driver, before any work is
+    distributed.
+
+    Raises
+    ------
+    IncompatibleParamsError
+        A Parquet file was written with other parameters.
+    ReportFormatError
+        A Parquet file cannot be read or lacks the report columns.
+    """
+    import pyarrow.parquet as pq
+
+    sources: list[ReportSource] = []
+    for path in paths:
+        if _kind(path) == "csv":
+            sources.append(ReportSource(path=os.fspath(path), kind="csv"))
+            continue
+        for file in parquet_files(path):
+            name = display_name(file)
+            try:
+                schema = pq.read_schema(file)
+            except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for bad files
+                raise ReportFormatError(f"not a readable Parquet file: {exc}", path=name) from None
+            check_file_params(schema.metadata, params, name)
+            columns = tuple(report_columns(schema.names, params, name))
+            sources.append(ReportSource(path=os.fspath(file), kind="parquet", columns=columns))
+    return sources
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """What an aggregation engine provides.
+
+    ``aggregate(sources, params)`` returns the exact :class:`~rappor.Aggregate` of every
+    report in ``sources``; partial tables are combined with exact int64 addition
+    (:meth:`Aggregate.merge` is associative and commutative, so any partitioning and
+    any order of combination gives the same table).
+    """
+
+    name: str
+
+    def aggregate(self, sources: Sequence[ReportSource], params: Params) -> Aggregate:
+        """Count the reports of ``sources``."""
+        ...
+
+
+class NumpyEngine:
+    """The embedded engine: one process, each file streamed in bounded-memory chunks."""
+
+    name = "numpy"
+
+    def aggregate(self, sources: Sequence[ReportSource], params: Params) -> Aggregate:
+        """Count the reports of ``sources`` one after the other."""
+        tables = [file_counts(s.path, s.kind, params) for s in sources]
+        counts = sum_counts(tables) if tables else np.zeros((params.m, params.k + 1), dtype=np.int64)
+        return Aggregate(params=params, counts=counts)
+
+
+def get_engine(name: EngineName = "numpy", **options: Any) -> Engine:
+    """Build the engine called ``name`` with adapter ``options``.
+
+    Parameters
+    ----------
+    name : {"numpy", "dask", "spark"}, default="numpy"
+    **options
+        ``dask``: ``client`` (a ``distributed.Client``) or ``scheduler`` (an address such
+        as ``"tcp://host:8786"``, or ``"threads"``/``"processes"``/``"synchronous"``).
+        ``spark``: ``spark`` (a ``SparkSession``) or ``master`` (a master URL such as
+        ``"local[2]"`` or ``"spark://host:7077"``), ``max_records_per_batch``.
+    """
+    check_options(name, "engine", "get_engine", ENGINES)
+    if name == "numpy":
+        if options:
+            msg = f"The numpy engine takes no options. Got {sorted(options)} instead."
+            raise InvalidParameterError(msg)
+        return NumpyEngine()
+    if name == "dask":
+        from .dask import DaskEngine
+
+        return DaskEngine(**options)
+    from .spark import SparkEngine
+
+    return SparkEngine(**options)
+
+
+def aggregate_files(
+    paths: Sequence[PathLike],
+    params: Params,
+    *,
+    engine: EngineName | Engine = "numpy",
+    **options: Any,
+) -> Aggregate:
+    """Aggregate report files (CSV or Parquet, mixed) with the chosen engine.
+
+    This is what ``rappor sum-bits --engine ...`` calls.
+
+    Parameters
+    ----------
+    paths : sequence of str or os.PathLike
+        Report files: CSV (``rappor encode`` or google/rappor layout; ``"-"`` is standard
+        input, numpy engine only), Parquet files, or directories of Parquet files.
+    params : Params
+        Parameters every report must have been made with.
+    engine : {"numpy", "dask", "spark"} or Engine, default="numpy"
+        The engine, by name or as an already built object.
+    **options
+        Passed to :func:`get_engine` (``client``/``scheduler`` for Dask,
+        ``spark``/``master`` for Spark).
+
+    Returns
+    -------
+    Aggregate
+        Identical, count for count, whichever engine computed it.
+
+    Examples
+    --------
+    >>> agg = aggregate_files(["reports.parquet"], params, engine="dask")  # doctest: +SKIP
+    """
+    built = get_engine(engine, **options) if isinstance(engine, str) else engine
+    sources = report_sources(paths, params)
+    if built.name != "numpy" and any(s.path == STDIO for s in sources):
+        msg = f"The {built.name} engine cannot read standard input; give report files."
+        raise ReportFormatError(msg, path="<stdin>")
+    return built.aggregate(sources, params)

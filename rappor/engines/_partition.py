@@ -1,0 +1,107 @@
+"""Per-partition counting functions shared by every engine (private; no engine imports).
+
+Every engine counts with exactly the code of the embedded path: a partition's Arrow
+data goes through :func:`rappor.parquet.arrow_to_batch` and
+:meth:`rappor.Aggregate.from_reports`, a CSV file through
+:func:`rappor.reports.iter_reports`.  Engines only distribute these functions and add
+up their ``(num_cohorts, num_bloombits + 1)`` partial tables, so their counts equal the
+embedded ones exactly.  The functions live in the installed package so that Spark and
+Dask workers import them by name instead of shipping pickled code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..aggregate import Aggregate
+from ..params import Params
+from ..parquet import aggregate_parquet, arrow_to_batch
+from ..reports import iter_reports
+
+__all__ = [
+    "arrow_counts",
+    "empty_counts",
+    "file_counts",
+    "pandas_counts",
+    "spark_arrow_partition",
+    "spark_file_partition",
+    "spark_schema",
+    "sum_counts",
+]
+
+
+def empty_counts(params: Params) -> npt.NDArray[np.int64]:
+    """A zero ``(num_cohorts, num_bloombits + 1)`` table."""
+    return np.zeros((params.num_cohorts, params.num_bloombits + 1), dtype=np.int64)
+
+
+def arrow_counts(table: Any, params: Params, *, source: str = "<partition>") -> npt.NDArray[np.int64]:
+    """Counts of an Arrow table or record batch in the columnar report layout."""
+    return Aggregate.from_reports(arrow_to_batch(table, params, source=source)).counts
+
+
+def file_counts(path: str, kind: str, params: Params) -> npt.NDArray[np.int64]:
+    """Counts of one reports file (``kind`` is ``"csv"`` or ``"parquet"``), streamed in chunks."""
+    if kind == "parquet":
+        return aggregate_parquet(path, params).counts
+    return Aggregate.from_report_chunks(iter_reports(path, params), params).counts
+
+
+def pandas_counts(frame: Any, params: Params, source: str = "<dask partition>") -> npt.NDArray[np.int64]:
+    """Counts of a pandas partition (Dask) holding the columnar layout."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    return arrow_counts(table, params, source=source)
+
+
+def sum_counts(tables: Iterable[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+    """Exact int64 sum of partial tables."""
+    total: npt.NDArray[np.int64] | None = None
+    for table in tables:
+        total = table.copy() if total is None else total + table
+    if total is None:
+        msg = "sum_counts needs at least one table"
+        raise ValueError(msg)
+    return total
+
+
+# ----------------------------------------------------------------------------- Spark
+
+
+def spark_schema(params: Params) -> str:
+    """DDL of the partial-count rows: one row per cohort, ``n`` reports and ``b0..b{k-1}`` ones."""
+    bits = ", ".join(f"b{j} LONG" for j in range(params.num_bloombits))
+    return f"cohort INT, n LONG, {bits}"
+
+
+def _counts_to_arrow(counts: npt.NDArray[np.int64], params: Params) -> Any:
+    import pyarrow as pa
+
+    rows = np.flatnonzero(counts[:, 0])
+    arrays = [pa.array(rows.astype(np.int32), type=pa.int32()), pa.array(counts[rows, 0], type=pa.int64())]
+    arrays += [pa.array(counts[rows, 1 + j], type=pa.int64()) for j in range(params.num_bloombits)]
+    names = ["cohort", "n", *(f"b{j}" for j in range(params.num_bloombits))]
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def spark_arrow_partition(batches: Iterator[Any], params: Params) -> Iterator[Any]:
+    """``mapInArrow`` function over report rows: yields the partition's partial counts."""
+    total = empty_counts(params)
+    for batch in batches:
+        if batch.num_rows:
+            total += arrow_counts(batch, params, source="<spark partition>")
+    yield _counts_to_arrow(total, params)
+
+
+def spark_file_partition(batches: Iterator[Any], params: Params) -> Iterator[Any]:
+    """``mapInArrow`` function over rows ``(path, kind)``: counts each file with the embedded path."""
+    total = empty_counts(params)
+    for batch in batches:
+        for path, kind in zip(batch.column("path").to_pylist(), batch.column("kind").to_pylist()):
+            total += file_counts(path, kind, params)
+    yield _counts_to_arrow(total, params)

@@ -1,0 +1,95 @@
+"""Dask adapter: count Parquet partitions with ``dask.dataframe.read_parquet``.
+
+Each partition (a pandas frame of ``cohort`` and ``w0..w{W-1}`` or ``bits``) is counted
+by :func:`rappor.engines._partition.pandas_counts`, which is the embedded counting
+code; the ``(num_cohorts, num_bloombits + 1)`` partial tables are then added in a tree
+(fan-in :attr:`DaskEngine.fan_in`), so no task ever holds more than a few dozen of them.
+CSV files are counted one file per task by the embedded reader.
+
+Needs ``pip install 'rappor[dask]'`` (``dask[dataframe,distributed]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .._validation import check_int
+from ..aggregate import Aggregate
+from ..exceptions import InvalidParameterError
+from ..params import Params
+from . import ReportSource, parquet_groups
+from ._partition import empty_counts, file_counts, pandas_counts, sum_counts
+
+__all__ = ["DaskEngine"]
+
+_LOCAL_SCHEDULERS = ("threads", "processes", "synchronous", "sync", "single-threaded")
+
+
+def _import_dask() -> Any:
+    try:
+        import dask
+        import dask.dataframe
+    except ImportError:
+        msg = "The dask engine needs Dask: pip install 'rappor[dask]'."
+        raise InvalidParameterError(msg) from None
+    return dask
+
+
+class DaskEngine:
+    """Aggregate with Dask.
+
+    Parameters
+    ----------
+    client : distributed.Client or None, default=None
+        A connected client; the computation runs on its cluster.  Not closed.
+    scheduler : str or None, default=None
+        Used when ``client`` is None: a scheduler address (``"tcp://host:8786"``), for
+        which a client is opened and closed again, or a local scheduler name
+        (``"threads"``, ``"processes"``, ``"synchronous"``).  None means local threads.
+    fan_in : int, default=32
+        How many partial tables one reduction task adds up.
+    """
+
+    name = "dask"
+
+    def __init__(self, *, client: Any = None, scheduler: str | None = None, fan_in: int = 32) -> None:
+        if client is not None and scheduler is not None:
+            raise InvalidParameterError("Give the dask engine a 'client' or a 'scheduler', not both.")
+        self.client = client
+        self.scheduler = scheduler
+        self.fan_in = check_int(fan_in, "fan_in", "DaskEngine", low=2)
+
+    def _graph(self, sources: Sequence[ReportSource], params: Params) -> Any:
+        dask = _import_dask()
+        delayed = dask.delayed
+        parts: list[Any] = []
+        count = delayed(pandas_counts, pure=True)
+        for columns, paths in parquet_groups(sources):
+            frame = dask.dataframe.read_parquet(paths, columns=list(columns), index=False)
+            parts += [count(part, params) for part in frame.to_delayed()]
+        count_file = delayed(file_counts, pure=True)
+        parts += [count_file(s.path, s.kind, params) for s in sources if s.kind == "csv"]
+        if not parts:
+            return delayed(empty_counts)(params)
+        add = delayed(sum_counts, pure=True)
+        while len(parts) > 1:
+            parts = [add(parts[i : i + self.fan_in]) for i in range(0, len(parts), self.fan_in)]
+        return parts[0]
+
+    def aggregate(self, sources: Sequence[ReportSource], params: Params) -> Aggregate:
+        """Count the reports of ``sources`` on the Dask scheduler."""
+        graph = self._graph(sources, params)
+        if self.client is not None:
+            counts = self.client.compute(graph).result()
+        elif self.scheduler is None or self.scheduler in _LOCAL_SCHEDULERS:
+            counts = graph.compute(scheduler=self.scheduler or "threads")
+        else:
+            try:
+                from distributed import Client
+            except ImportError:
+                msg = "A Dask scheduler address needs distributed: pip install 'rappor[dask]'."
+                raise InvalidParameterError(msg) from None
+            with Client(self.scheduler) as client:
+                counts = client.compute(graph).result()
+        return Aggregate(params=params, counts=counts)

@@ -1,0 +1,108 @@
+"""Spark adapter: count Parquet partitions with ``mapInArrow`` and sum them on the cluster.
+
+``spark.read.parquet(...)`` gives one Arrow stream per partition; the ``mapInArrow``
+function :func:`rappor.engines._partition.spark_arrow_partition` (the embedded counting
+code, importable on the workers from the installed package) turns each partition into at
+most ``num_cohorts`` rows ``(cohort, n, b0 .. b{k-1})``; ``groupBy("cohort").sum()``
+adds them up on the cluster and the driver collects ``num_cohorts`` rows.  CSV files
+are counted one file per task (they must be readable at the same path on the workers).
+
+Works with any ``SparkSession`` passed in: a cluster, local mode or Spark Connect.
+Needs ``pip install 'rappor[spark]'`` (``pyspark[sql]``) and Java 17+.  In local mode
+the workers must run this interpreter: when no session is passed, ``PYSPARK_PYTHON``
+is set to :data:`sys.executable` unless it is already set.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_int
+from ..aggregate import Aggregate
+from ..exceptions import InvalidParameterError
+from ..params import Params
+from . import ReportSource, parquet_groups
+from ._partition import empty_counts, spark_arrow_partition, spark_file_partition, spark_schema
+
+__all__ = ["SparkEngine"]
+
+
+def _import_pyspark() -> Any:
+    try:
+        import pyspark.sql
+    except ImportError:
+        msg = "The spark engine needs PySpark: pip install 'rappor[spark]' (and Java 17 or later)."
+        raise InvalidParameterError(msg) from None
+    return pyspark.sql
+
+
+class SparkEngine:
+    """Aggregate with Spark.
+
+    Parameters
+    ----------
+    spark : pyspark.sql.SparkSession or None, default=None
+        A session to run on (not stopped afterwards).
+    master : str or None, default=None
+        Used when ``spark`` is None: the master URL of a session created for this
+        aggregation and stopped afterwards (``"local[*]"`` when None).
+    max_records_per_batch : int, default=1048576
+        ``spark.sql.execution.arrow.maxRecordsPerBatch`` for a session created here (the
+        default of 10,000 makes many small Arrow batches).  A session passed in keeps its
+        own setting.
+    """
+
+    name = "spark"
+
+    def __init__(self, *, spark: Any = None, master: str | None = None, max_records_per_batch: int = 1 << 20) -> None:
+        if spark is not None and master is not None:
+            raise InvalidParameterError("Give the spark engine a 'spark' session or a 'master' URL, not both.")
+        self.spark = spark
+        self.master = master
+        self.max_records_per_batch = check_int(max_records_per_batch, "max_records_per_batch", "SparkEngine", low=1)
+
+    def _session(self) -> tuple[Any, bool]:
+        if self.spark is not None:
+            return self.spark, False
+        sql = _import_pyspark()
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        builder = (
+            sql.SparkSession.builder.master(self.master or "local[*]")
+            .appName("rappor sum-bits")
+            .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(self.max_records_per_batch))
+            .config("spark.ui.enabled", "false")
+        )
+        return builder.getOrCreate(), True
+
+    def aggregate(self, sources: Sequence[ReportSource], params: Params) -> Aggregate:
+        """Count the reports of ``sources`` on the Spark cluster."""
+        spark, owned = self._session()
+        try:
+            frames = []
+            schema = spark_schema(params)
+            count_partition = functools.partial(spark_arrow_partition, params=params)
+            for columns, paths in parquet_groups(sources):
+                reports = spark.read.parquet(*paths).select(*columns)
+                frames.append(reports.mapInArrow(count_partition, schema))
+            csv = [(s.path, s.kind) for s in sources if s.kind == "csv"]
+            if csv:
+                files = spark.createDataFrame(csv, "path STRING, kind STRING")
+                frames.append(files.mapInArrow(functools.partial(spark_file_partition, params=params), schema))
+            counts = empty_counts(params)
+            if frames:
+                partial = functools.reduce(lambda a, b: a.unionByName(b), frames)
+                names = ["n", *(f"b{j}" for j in range(params.num_bloombits))]
+                rows = partial.groupBy("cohort").sum(*names).collect()
+                for row in rows:
+                    counts[int(row[0])] = np.asarray(row[1:], dtype=np.int64)
+        finally:
+            if owned:
+                spark.stop()
+        return Aggregate(params=params, counts=counts)
