@@ -34,7 +34,7 @@ class Params:
     Parameters
     ----------
     num_bloombits : int
-        ``k``, the number of bits of each Bloom filter and report; ``k >= 1``.
+        ``k``, the number of bits of each Bloom filter and report; ``1 <= k <= 2**32``.
     num_hashes : int
         ``h``, the number of hash functions, ``1 <= h <= k``.
     num_cohorts : int
@@ -83,7 +83,8 @@ class Params:
     prob_f: float
 
     def __post_init__(self) -> None:
-        k = check_int(self.num_bloombits, "num_bloombits", "Params", low=1)
+        # Bit indices are 32-bit in the hashing spec; a larger k cannot even be allocated.
+        k = check_int(self.num_bloombits, "num_bloombits", "Params", low=1, high=2**32)
         h = check_int(self.num_hashes, "num_hashes", "Params", low=1, high=k)
         m = check_int(self.num_cohorts, "num_cohorts", "Params", low=1, high=MAX_COHORTS)
         p = check_probability(self.prob_p, "prob_p", "Params")
