@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .._io import PathLike, atomic_output, display_name, read_input_bytes
-from ..exceptions import ReportFormatError
+from ..exceptions import InvalidParameterError, ReportFormatError
 from ..params import Params
 from ._common import add_output_argument, add_params_argument, load_params
 
@@ -148,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
     params = load_params(args)
     key = read_key_file(args.key_file)
     jobs = _default_jobs() if args.jobs is None else args.jobs
+    if jobs < 1:
+        raise InvalidParameterError(f"The '--jobs' option of rappor encode must be an int >= 1. Got {jobs} instead.")
     chunks = enumerate(_chunks(_rows(args.input), CHUNK_ROWS))
     head = list(itertools.islice(chunks, 2))
     todo = itertools.chain(head, chunks)
