@@ -55,7 +55,7 @@ def unpack_bits(words: npt.ArrayLike, num_bloombits: int) -> npt.NDArray[np.uint
     if arr.ndim == 1:
         return unpack_bits(arr[np.newaxis, :], num_bloombits)[0]
     n = arr.shape[0]
-    as_bytes = np.ascontiguousarray(arr.astype("<u8", copy=False)).view(np.uint8).reshape(n, -1)
+    as_bytes = np.ascontiguousarray(arr.astype("<u8", copy=False)).view(np.uint8).reshape(n, 8 * arr.shape[1])
     return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :num_bloombits]
 
 
