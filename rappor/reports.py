@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ import numpy.typing as npt
 
 from ._bits import bits_to_bitstrings, bitstrings_to_bits, pack_bits, pack_bytes, unpack_bits, unpack_bytes
 from ._io import PathLike, atomic_output, decode_line, display_name, open_input_binary
+from ._rejects import OnError, RejectedRow, RejectSink, check_on_error
 from ._validation import check_int
 from .exceptions import InvalidParameterError, ReportFormatError
 from .params import Params
@@ -263,12 +265,26 @@ def _line_text(data: npt.NDArray[np.uint8], start: int, end: int) -> str:
     return data[start:end].tobytes().decode("utf-8", errors="replace")
 
 
+def _reject_or_raise(text: str, params: Params, ncols: int, name: str, lineno: int,
+                     rejects: RejectSink | None) -> tuple[int, str] | None:
+    """:func:`_parse_row`, except that with a ``rejects`` sink a bad row is recorded there (-> ``None``)."""
+    if rejects is None:
+        return _parse_row(text, params, ncols, name, lineno)
+    try:
+        return _parse_row(text, params, ncols, name, lineno)
+    except ReportFormatError as exc:
+        rejects.append(RejectedRow(path=name, line=lineno, reason=exc.message, text=text))
+        return None
+
+
 def _parse_block(data: npt.NDArray[np.uint8], params: Params, ncols: int, name: str,
-                 first_lineno: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8], int]:
+                 first_lineno: int, rejects: RejectSink | None = None,
+                 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8], int]:
     """Parse complete lines (``data`` ends with ``\\n``) into cohorts and ``(n, k)`` bits.
 
     Returns ``(cohorts, bits, lines_consumed)``.  Blank lines are skipped.  Any bad
-    line is re-parsed by :func:`_parse_row`, which raises the error for it.
+    line is re-parsed by :func:`_parse_row`, which raises the error for it; with a
+    ``rejects`` sink, bad lines are appended there instead and left out.
     """
     k, m = params.num_bloombits, params.num_cohorts
     newlines = np.flatnonzero(data == 10)
@@ -282,8 +298,9 @@ def _parse_block(data: npt.NDArray[np.uint8], params: Params, ncols: int, name: 
     starts, ends = starts[keep], ends[keep]
 
     if (data == 34).any():  # quoted fields: parse this block the slow way
-        rows = [_parse_row(_line_text(data, s, e), params, ncols, name, first_lineno + int(i))
-                for i, s, e in zip(keep, starts, ends)]
+        parsed = [_reject_or_raise(_line_text(data, s, e), params, ncols, name, first_lineno + int(i), rejects)
+                  for i, s, e in zip(keep, starts, ends)]
+        rows = [row for row in parsed if row is not None]
         cohorts = np.fromiter((c for c, _ in rows), dtype=np.int64, count=len(rows))
         bits = bitstrings_to_bits([irr for _, irr in rows], k)
         return cohorts, bits, n_lines
@@ -313,6 +330,11 @@ def _parse_block(data: npt.NDArray[np.uint8], params: Params, ncols: int, name: 
     bits = np.take(data, i_start[:, None] + _bit_of_char(k), mode="clip") - np.uint8(48)
     bad |= (bits > 1).any(axis=1)
 
+    if bad.any() and rejects is not None:
+        for i in np.flatnonzero(bad).tolist():
+            _reject_or_raise(_line_text(data, int(starts[i]), int(ends[i])), params, ncols, name,
+                             first_lineno + int(keep[i]), rejects)
+        return cohorts[~bad], bits[~bad], n_lines
     if bad.any():
         i = int(np.argmax(bad))
         _parse_row(_line_text(data, int(starts[i]), int(ends[i])), params, ncols, name, first_lineno + int(keep[i]))
@@ -322,7 +344,8 @@ def _parse_block(data: npt.NDArray[np.uint8], params: Params, ncols: int, name: 
 
 
 def iter_reports(path: PathLike, params: Params, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
-                 progress: Callable[[int], None] | None = None) -> Iterator[ReportBatch]:
+                 progress: Callable[[int], None] | None = None, on_error: OnError = "raise",
+                 rejects: RejectSink | None = None) -> Iterator[ReportBatch]:
     """Read a reports CSV in chunks of at most ``chunk_size`` reports.
 
     Memory stays bounded by the chunk (and a 16 MiB read buffer) however large the
@@ -338,6 +361,12 @@ def iter_reports(path: PathLike, params: Params, *, chunk_size: int = DEFAULT_CH
         Largest number of reports per yielded batch.
     progress : callable or None, default=None
         Called with the number of bytes consumed after each block (for progress bars).
+    on_error : {"raise", "skip"}, default="raise"
+        ``"raise"`` stops at the first bad data row.  ``"skip"`` leaves bad data rows
+        out and appends a :class:`rappor._rejects.RejectedRow` (file, line, reason,
+        text) for each to ``rejects``; a bad header still raises.
+    rejects : list or None, default=None
+        Where skipped rows go (anything with ``append``); required with ``"skip"``.
 
     Yields
     ------
@@ -346,9 +375,10 @@ def iter_reports(path: PathLike, params: Params, *, chunk_size: int = DEFAULT_CH
     Raises
     ------
     ReportFormatError
-        At the first bad line, naming the file and line.
+        At the first bad line (with ``on_error="raise"``), naming the file and line.
     """
     chunk_size = check_int(chunk_size, "chunk_size", "iter_reports", low=1)
+    sink = check_on_error(on_error, rejects, "iter_reports")
     name = display_name(path)
     k = params.num_bloombits
     with open_input_binary(path) as fh:
@@ -377,7 +407,7 @@ def iter_reports(path: PathLike, params: Params, *, chunk_size: int = DEFAULT_CH
                     continue
             carry = buf[cut:]
             data = np.frombuffer(buf, dtype=np.uint8, count=cut)
-            cohorts, bits, n_lines = _parse_block(data, params, ncols, name, lineno)
+            cohorts, bits, n_lines = _parse_block(data, params, ncols, name, lineno, sink)
             lineno += n_lines
             for lo in range(0, cohorts.size, chunk_size):
                 yield ReportBatch(params=params, cohorts=cohorts[lo : lo + chunk_size],
@@ -388,7 +418,8 @@ def iter_reports(path: PathLike, params: Params, *, chunk_size: int = DEFAULT_CH
                 break
 
 
-def read_reports(path: PathLike, params: Params, *, chunk_size: int = DEFAULT_CHUNK_SIZE) -> ReportBatch:
+def read_reports(path: PathLike, params: Params, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
+                 on_error: OnError = "raise", rejects: RejectSink | None = None) -> ReportBatch:
     """Read a whole reports CSV into one :class:`ReportBatch`.
 
     Two layouts are accepted; the header line decides which:
@@ -410,6 +441,10 @@ def read_reports(path: PathLike, params: Params, *, chunk_size: int = DEFAULT_CH
         length is an error (a client configured with another ``k`` is caught).
     chunk_size : int, default=1048576
         Reports parsed per step (see :func:`iter_reports`).
+    on_error : {"raise", "skip"}, default="raise"
+    rejects : list or None, default=None
+        See :func:`iter_reports`: with ``"skip"``, bad data rows are left out and
+        recorded in ``rejects``.
 
     Returns
     -------
@@ -423,7 +458,7 @@ def read_reports(path: PathLike, params: Params, *, chunk_size: int = DEFAULT_CH
         the wrong length or with characters other than ``0``/``1``; the message names
         the file and line and says what was expected and what was found.
     """
-    batches = list(iter_reports(path, params, chunk_size=chunk_size))
+    batches = list(iter_reports(path, params, chunk_size=chunk_size, on_error=on_error, rejects=rejects))
     if not batches:
         return ReportBatch(params=params, cohorts=np.zeros(0, dtype=np.int64),
                            words=np.zeros((0, params.num_words), dtype=np.uint64))
@@ -465,4 +500,12 @@ def write_reports(path: PathLike, batch: ReportBatch, client_ids: Sequence[str] 
         for lo in range(0, n, step):
             part = ReportBatch(params=batch.params, cohorts=batch.cohorts[lo : lo + step],
                                words=batch.words[lo : lo + step])
-            writer.writerows(zip(ids[lo : lo + step], part.cohorts.tolist(), part.bitstrings()))
+            rows = zip(ids[lo : lo + step], part.cohorts.tolist(), part.bitstrings())
+            part_ids = ids[lo : lo + step]
+            if _NEEDS_QUOTING.search("".join(part_ids)):
+                writer.writerows(rows)
+            else:  # plain ids: plain join is about twice as fast as csv.writer
+                fh.write("".join(f"{c},{h},{s}\n" for c, h, s in rows))
+
+
+_NEEDS_QUOTING = re.compile(r'[",\r\n]')
