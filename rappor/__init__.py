@@ -42,7 +42,9 @@ from .simulation import *  # noqa: F403
 from . import mechanisms, privacy
 from .mechanisms import *  # noqa: F403
 from .privacy import *  # noqa: F403
+from . import decoder
+from .decoder import *  # noqa: F403
 
-_PUBLIC_MODULES = [aggregate, candidates, design, encoder, exceptions, hashing, map_file, mechanisms, metrics, params, privacy, reports, simulation]
+_PUBLIC_MODULES = [aggregate, candidates, decoder, design, encoder, exceptions, hashing, map_file, mechanisms, metrics, params, privacy, reports, simulation]
 
 __all__ = sorted({name for module in _PUBLIC_MODULES for name in module.__all__} | {"__version__"})

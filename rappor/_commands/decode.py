@@ -1,0 +1,77 @@
+"""Estimate the frequency of candidate strings from aggregated counts.
+
+Reads google/rappor's ``params.csv`` and ``counts.csv`` and either a ``map.csv``
+(from ``rappor hash-candidates`` or google/rappor's ``hash_candidates.py``) or a
+candidate list (one string per line, hashed here).  Writes ``results.csv`` with
+google/rappor's columns ``string,estimate,std_error,proportion,prop_std_error,
+prop_low_95,prop_high_95`` plus ``pvalue`` (one-sided, unadjusted), sorted by
+estimate; by default only the detected strings, with ``--all`` every candidate and a
+``detected`` column.  ``--summary`` writes a JSON summary (detected, allocated and
+unexplained mass, residual diagnostics, epsilons, time).  See docs/decoder.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+from .._io import atomic_output
+from ._common import add_output_argument, add_params_argument, add_seed_argument, load_params
+
+NAME = "decode"
+HELP = "estimate candidate frequencies (counts.csv + map.csv -> results.csv)"
+ORDER = 50
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_params_argument(parser)
+    parser.add_argument("--counts", required=True, metavar="PATH", help="counts file (google/rappor counts.csv)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--map", metavar="PATH", help="candidate map (google/rappor map.csv)")
+    source.add_argument("--candidates", metavar="PATH", help="candidate strings, one per line (hashed here)")
+    add_output_argument(parser, help_text="results CSV")
+    parser.add_argument("--summary", metavar="PATH", help="also write a JSON summary")
+    parser.add_argument("--alpha", type=float, default=0.05, metavar="LEVEL",
+                        help="significance level of the detection tests [default: 0.05]")
+    parser.add_argument("--correction", choices=["fdr", "bonferroni", "none"], default="fdr",
+                        help="multiple-testing correction [default: fdr]")
+    add_seed_argument(parser)
+    parser.add_argument("--all", action="store_true", help="list every candidate, with a 'detected' column")
+
+
+def _clean(value: Any) -> Any:
+    """Make the summary JSON-safe (no NaN/inf, plain Python types)."""
+    if isinstance(value, dict):
+        return {key: _clean(val) for key, val in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(val) for val in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if hasattr(value, "item"):
+        return _clean(value.item())
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..aggregate import read_counts
+    from ..candidates import read_candidates
+    from ..decoder import Decoder
+    from ..design import hash_candidates
+    from ..map_file import read_map
+
+    params = load_params(args)
+    aggregate = read_counts(args.counts, params)
+    if args.map is not None:
+        cmap = read_map(args.map, params)
+    else:
+        cmap = hash_candidates(read_candidates(args.candidates), params)
+    decoder = Decoder(significance_level=args.alpha, correction=args.correction, rng=args.seed)
+    result = decoder.decode(aggregate, cmap)
+    result.to_csv(args.output, all=args.all)
+    if args.summary is not None:
+        with atomic_output(args.summary) as out:
+            json.dump(_clean(result.summary()), out, indent=2, sort_keys=False)
+            out.write("\n")
+    return 0

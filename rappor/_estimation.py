@@ -1,0 +1,285 @@
+"""Numerical core of the decoder (private): debiasing, selection, constrained fit, tests.
+
+Everything here works on whitened, sparse arrays; :mod:`rappor.decoder` wraps it in the
+public :class:`~rappor.decoder.Decoder` and :class:`~rappor.decoder.DecodeResult`.
+
+Model (Erlingsson, Pihur and Korolova 2014, arXiv:1407.6981, Section 4; google/rappor
+``analysis/R/decode.R``, ``EstimateBloomCounts``): with ``N_c`` reports in cohort ``c``
+and ``y_cb`` of them with bit ``b`` set,
+
+    t_cb = (y_cb - p01 N_c) / (p11 - p01)
+
+is an unbiased estimate of the number of clients of cohort ``c`` whose Bloom filter has
+bit ``b`` set, and ``E[t_cb / N_c] = sum_s X[cb, s] pi_s`` where ``X`` is the candidate
+map and ``pi_s`` the share of string ``s``.  Rows are weighted by the inverse of
+``Var(t_cb / N_c) = r (1 - r) / ((p11 - p01)^2 N_c)`` (``r`` the report rate; decode.R
+uses the same binomial variance).  The estimand is the share among the reports
+received, so the random spread of clients over cohorts is not counted as noise (it
+cancels when cohorts are pooled; adding it made the boolean SE 22% too large at f=0).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+from scipy import optimize, stats
+
+Array = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Debiased:
+    """Debiased per-(cohort, bit) shares of true ones for the cohorts with reports.
+
+    ``rows`` are the stacked row indices ``c * k + b`` kept; ``y`` the estimates
+    ``t_cb / N_c``; ``var`` their variances; ``n_c`` the reports of each row's cohort.
+    """
+
+    rows: npt.NDArray[np.int64]
+    y: Array
+    var: Array
+    n_c: Array
+
+
+def debias(counts: npt.NDArray[np.int64], p11: float, p01: float) -> Debiased:
+    """Debias ``counts`` (shape (m, k+1)) and give each (cohort, bit) its variance.
+
+    Empty cohorts are left out.  The plug-in rates are smoothed (``(y + 1/2) / (N + 1)``)
+    and clamped to ``[0, 1]`` so that no row gets an infinite weight.
+    """
+    m, k1 = counts.shape
+    k = k1 - 1
+    n = counts[:, 0].astype(np.float64)
+    keep = np.flatnonzero(n > 0)
+    rows = (keep[:, None] * k + np.arange(k)[None, :]).ravel()
+    n_c = np.repeat(n[keep], k)
+    ones = counts[keep, 1:].astype(np.float64).ravel()
+    gap = p11 - p01
+    y = (ones / n_c - p01) / gap
+    r = (ones + 0.5) / (n_c + 1.0)
+    var = r * (1.0 - r) / gap**2 / n_c
+    return Debiased(rows=rows.astype(np.int64), y=y, var=var, n_c=n_c)
+
+
+def column_groups(matrix: sp.csc_matrix) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Group identical columns.
+
+    Returns ``(representative, zero)``: ``representative[j]`` is the first column equal to
+    column ``j`` (``j`` itself when unique); ``zero`` lists the all-zero columns.
+    """
+    matrix = matrix.tocsc()
+    matrix.sort_indices()
+    indptr, indices = matrix.indptr, matrix.indices
+    s = matrix.shape[1]
+    rep = np.arange(s, dtype=np.int64)
+    first: dict[bytes, int] = {}
+    raw = indices.astype(np.int64).tobytes()
+    for j in range(s):
+        key = raw[8 * indptr[j]: 8 * indptr[j + 1]]
+        rep[j] = first.setdefault(key, j)
+    zero = np.flatnonzero(np.diff(indptr) == 0)
+    return rep, zero
+
+
+def lasso_screen(a: sp.csc_matrix, b: Array, *, significance: float, n_tests: int,
+                 lasso_alpha: float | None, free: Array | None = None) -> tuple[npt.NDArray[np.int64], float]:
+    """Non-negative Lasso screening on unit-norm columns; returns (selected, penalty).
+
+    The penalty (scikit-learn's ``alpha`` for the objective
+    ``||b - A w||^2 / (2 n) + alpha ||w||_1``) defaults to the one-sided Bonferroni
+    level ``z_{1 - significance / n_tests} / n``: with whitened unit-variance noise and
+    unit-norm columns, ``A_j' eps ~ N(0, 1)``, so when no candidate is present the
+    probability that any enters is at most ``significance`` (the "plug-in" penalty of
+    Belloni, Chen, Chernozhukov and Hansen 2012, Econometrica 80(6), eq. 2.14).
+    A float ``lasso_alpha`` is used on the same (whitened, unit-norm) scale.
+
+    ``free`` is an optional extra column (the non-candidate mass) that is practically
+    unpenalized: it enters scaled by ``1e4``, so its penalty is ``1e-4`` of the others'.
+    Only indices of ``a``'s columns are returned.
+    """
+    from sklearn.linear_model import Lasso
+
+    n = a.shape[0]
+    norms = np.sqrt(np.asarray(a.multiply(a).sum(axis=0)).ravel())
+    a_std = (a @ sp.diags(1.0 / norms)).tocsc()
+    if free is not None:
+        a_std = sp.hstack([a_std, sp.csc_matrix(1e4 * free[:, None] / np.linalg.norm(free))]).tocsc()
+    if lasso_alpha is None:
+        lasso_alpha = float(stats.norm.isf(significance / max(n_tests, 1))) / n
+    model = Lasso(alpha=lasso_alpha, fit_intercept=False, positive=True, precompute=False,
+                  max_iter=5000, tol=1e-6, selection="cyclic")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ConvergenceWarning: screening only needs the support
+        model.fit(a_std, b)
+    coef = model.coef_[: a.shape[1]]
+    return np.flatnonzero(coef > 0).astype(np.int64), float(lasso_alpha)
+
+
+def nonneg_fit(a: sp.csc_matrix | Array, b: Array, *, max_sum: float | None = None) -> Array:
+    """Least squares with ``w >= 0`` (and ``sum(w) <= max_sum``) via ``lsq_linear``.
+
+    ``scipy.optimize.nnls`` is avoided on purpose: in scipy 1.17 it aborts the process on
+    matrices without columns.  With no columns the answer is the empty vector.
+    """
+    s = a.shape[1]
+    if s == 0:
+        return np.zeros(0)
+    dense = a.toarray() if sp.issparse(a) else np.asarray(a)
+    reduced = _triangular(dense, b) if dense.shape[0] > s else None
+    if reduced is not None:
+        # Same objective up to a constant on the small triangular system ||R w - R^-T A'b||
+        # with A'A = R'R (a Cholesky factor: no n-by-s factorization is needed).
+        res = optimize.lsq_linear(reduced[0], reduced[1], bounds=(0.0, np.inf), method="bvls", tol=1e-12)
+    else:
+        res = optimize.lsq_linear(dense, b, bounds=(0.0, np.inf), method="bvls", tol=1e-12)
+    w = np.maximum(res.x, 0.0)
+    if max_sum is not None and w.sum() > max_sum:
+        # The cap only shrinks the fit: solve it on the uncapped support (small).
+        keep = np.flatnonzero(w > 0)
+        w = np.zeros(s)
+        w[keep] = _capped_fit(dense[:, keep], b, max_sum)
+    return w
+
+
+def _triangular(dense: Array, b: Array) -> tuple[Array, Array] | None:
+    """``(R, R^-T A'b)`` with ``A'A = R'R``, or None when the Gram matrix is singular."""
+    from scipy import linalg
+
+    gram = dense.T @ dense
+    try:
+        r = linalg.cholesky(gram, lower=False)
+    except linalg.LinAlgError:
+        return None
+    if np.min(np.abs(np.diag(r))) <= 1e-10 * np.max(np.abs(np.diag(r))):
+        return None
+    return r, linalg.solve_triangular(r, dense.T @ b, trans="T")
+
+
+def in_span(a: sp.csc_matrix, v: Array, *, rtol: float = 1e-6) -> bool:
+    """Whether ``v`` lies (numerically) in the column span of ``a`` (via the normal equations)."""
+    if a.shape[1] == 0:
+        return not np.any(v)
+    gram = (a.T @ a).toarray()
+    rhs = a.T @ v
+    coef, *_ = np.linalg.lstsq(gram, rhs, rcond=None)
+    resid2 = float(v @ v - 2.0 * coef @ rhs + coef @ gram @ coef)
+    return bool(resid2 <= (rtol * float(np.linalg.norm(v))) ** 2)
+
+
+def _capped_fit(a: Array, b: Array, total: float) -> Array:
+    """``min ||a w - b||`` with ``w >= 0`` and ``sum(w) = total`` (the cap is active).
+
+    Bisection on the multiplier ``mu`` of ``sum(w) <= total``: the solution of
+    ``min ||a w - b||^2 + 2 mu sum(w)`` is found as the bounded least squares of the
+    augmented system ``[a; sqrt(eps) I] w = [b - a (a'a)^+ mu 1; ...]``; its sum
+    decreases with ``mu``.
+    """
+    g = a.T @ a
+    c = a.T @ b
+    # Square-root of the Gram matrix (with a tiny ridge for rank deficiency).
+    evals, evecs = np.linalg.eigh(g + 1e-12 * np.trace(g) / max(len(g), 1) * np.eye(len(g)))
+    evals = np.maximum(evals, 1e-300)
+    root = (evecs * np.sqrt(evals)) @ evecs.T
+    inv_root = (evecs / np.sqrt(evals)) @ evecs.T
+
+    def solve(mu: float) -> Array:
+        rhs = inv_root @ (c - mu)
+        return np.maximum(optimize.lsq_linear(root, rhs, bounds=(0.0, np.inf), method="bvls", tol=1e-12).x, 0.0)
+
+    lo, hi = 0.0, 1.0
+    while solve(hi).sum() > total:
+        hi *= 4.0
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if solve(mid).sum() > total:
+            lo = mid
+        else:
+            hi = mid
+    w = solve(hi)
+    return w * (total / w.sum()) if w.sum() > 0 else w
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Fit:
+    """A fitted support: estimates, covariance, score statistics for every column."""
+
+    support: npt.NDArray[np.int64]      # columns with a positive estimate
+    coef: Array                         # (S,) estimates, zero off the support
+    cov: Array                          # (|support|, |support|) covariance
+    z: Array                            # (S,) z statistic: Wald on the support, score off it
+    se: Array                           # (S,) standard error (off support: if the column were added)
+    rss: float
+    dof: int
+    dispersion: float
+
+
+def fit_support(a: sp.csc_matrix, b: Array, selected: npt.NDArray[np.int64], *, max_sum: float | None,
+                use_dispersion: bool) -> Fit:
+    """Bounded least squares on ``selected``, covariance on its positive support, and tests.
+
+    On the positive support ``P`` the bounded solution solves the normal equations, so its
+    covariance is ``phi (A_P' A_P)^-1`` (``phi`` = 1 for known variances, or the Pearson
+    dispersion ``RSS / dof`` when larger and ``use_dispersion``).  A column ``j`` outside
+    ``P`` gets the score statistic of adding it to ``P``: with ``r`` the residual and
+    ``A_j^perp`` its part orthogonal to ``A_P`` (Frisch-Waugh-Lovell),
+    ``z_j = A_j' r / ||A_j^perp||``, which is exactly the Wald z it would have in the
+    enlarged model.
+    """
+    n, s = a.shape
+    w_sel = nonneg_fit(a[:, selected], b, max_sum=max_sum)
+    support = selected[w_sel > 0]
+    coef = np.zeros(s)
+    coef[support] = w_sel[w_sel > 0]
+    a_p = a[:, support].toarray()
+    resid = b - a_p @ coef[support]
+    rss = float(resid @ resid)
+    dof = max(n - len(support), 1)
+    dispersion = max(1.0, rss / dof) if use_dispersion else 1.0
+    gram = a_p.T @ a_p
+    gram_inv = np.linalg.pinv(gram) if len(support) else np.zeros((0, 0))
+    cov = dispersion * gram_inv
+    se = np.full(s, np.inf)
+    z = np.zeros(s)
+    if len(support):
+        se_p = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        se[support] = se_p
+        z[support] = np.divide(coef[support], se_p, out=np.full(len(support), np.inf), where=se_p > 0)
+    # Score statistics for every other column.
+    other = np.setdiff1d(np.arange(s), support)
+    if len(other):
+        a_o = a[:, other]
+        score = a_o.T @ resid
+        norm2 = np.asarray(a_o.multiply(a_o).sum(axis=0)).ravel()
+        if len(support):
+            cross = (a_o.T @ a_p)  # (|other|, |P|)
+            norm2 = norm2 - np.einsum("ij,jk,ik->i", cross, gram_inv, cross)
+        perp = np.sqrt(np.maximum(norm2, 0.0))
+        ok = perp > 1e-9 * np.sqrt(np.maximum(np.asarray(a_o.multiply(a_o).sum(axis=0)).ravel(), 1e-300))
+        se_o = np.full(len(other), np.inf)
+        se_o[ok] = math.sqrt(dispersion) / perp[ok]
+        z_o = np.zeros(len(other))
+        z_o[ok] = score[ok] / (perp[ok] * math.sqrt(dispersion))
+        se[other] = se_o
+        z[other] = z_o
+    return Fit(support=support, coef=coef, cov=cov, z=z, se=se, rss=rss, dof=dof, dispersion=dispersion)
+
+
+def adjust_pvalues(pvalues: Array, method: str) -> Array:
+    """Multiple-testing adjustment: ``"bonferroni"``, ``"fdr"`` (Benjamini-Hochberg 1995) or ``"none"``."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    n = p.size
+    if n == 0 or method == "none":
+        return p.copy()
+    if method == "bonferroni":
+        return np.minimum(p * n, 1.0)
+    order = np.argsort(p, kind="stable")
+    ranked = p[order] * n / np.arange(1, n + 1)
+    ranked = np.minimum.accumulate(ranked[::-1])[::-1]
+    out = np.empty(n)
+    out[order] = np.minimum(ranked, 1.0)
+    return out

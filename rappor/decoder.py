@@ -1,0 +1,584 @@
+"""The decoder: estimate how common each candidate string is from aggregated reports.
+
+:class:`Decoder` is configured once and applied with :meth:`Decoder.decode` to an
+:class:`~rappor.aggregate.Aggregate` and a :class:`~rappor.design.CandidateMap`; it
+returns a :class:`DecodeResult` with estimates, standard errors, p-values, confidence
+intervals, a table in google/rappor's ``results.csv`` layout and a summary.
+
+The method (details and measurements in ``docs/decoder.md``):
+
+1. debias every (cohort, bit) count and weight it by its inverse variance, leaving out
+   cohorts without reports;
+2. merge candidates that set the same bits in every cohort into one group (they cannot
+   be told apart; :class:`~rappor.exceptions.IndistinguishableCandidatesWarning`);
+3. add one column for the strings that are *not* candidates (their ones spread evenly
+   over the bits), whose coefficient is the unexplained mass;
+4. when there are more candidates than ``0.8`` times the (cohort, bit) rows, screen
+   them with a non-negative Lasso whose penalty is the Bonferroni level of the noise;
+5. fit non-negative least squares with the total share capped at 1, then test each
+   candidate's share > 0 (Wald on the fitted support, score test off it), adding
+   candidates that pass to the model until none is left out;
+6. adjust the one-sided p-values (Bonferroni or Benjamini-Hochberg) and flag the
+   candidates below the significance level.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+import scipy.sparse as sp
+from scipy import stats
+
+from . import _estimation as est
+from ._io import PathLike, atomic_output
+from ._validation import check_int, check_options, check_probability, check_real, check_rng
+from .aggregate import Aggregate
+from .design import CandidateMap
+from .exceptions import (
+    DecodeError,
+    IncompatibleParamsError,
+    IndistinguishableCandidatesWarning,
+    InvalidParameterError,
+)
+from .params import Params
+
+__all__ = ["ConfidenceInterval", "DecodeResult", "Decoder"]
+
+_CORRECTIONS = ("bonferroni", "fdr", "none")
+_SCREENING = ("auto", "lasso", "none")
+_TABLE_COLUMNS = ("string", "estimate", "std_error", "proportion", "prop_std_error", "prop_low_95",
+                  "prop_high_95", "pvalue")
+#: Screen with the Lasso when the distinct candidates exceed this share of the rows
+#: (google/rappor ``decode.R`` uses the same 0.8).
+_SCREEN_RATIO = 0.8
+
+
+class ConfidenceInterval(NamedTuple):
+    """Lower and upper bounds of a confidence interval (SciPy's field names)."""
+
+    low: npt.NDArray[np.float64]
+    high: npt.NDArray[np.float64]
+
+
+Array = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class DecodeResult:
+    """Estimated frequencies of the candidate strings (one entry per candidate, input order).
+
+    Attributes
+    ----------
+    strings : tuple of str
+        The candidates.
+    estimate, std_error : ndarray of shape (n_candidates,)
+        Estimated number of reports of each string and its standard error
+        (``proportion * n_reports``).
+    proportion, prop_std_error : ndarray of shape (n_candidates,)
+        Estimated share of reports and its standard error.  Candidates outside the
+        fitted support have share 0 and the standard error they would have if added.
+        ``nan`` for a candidate that sets no bit of any cohort with reports.
+    pvalue : ndarray of shape (n_candidates,)
+        One-sided p-value of "share > 0", before the multiple-testing adjustment.
+    adjusted_pvalue : ndarray of shape (n_candidates,)
+        After the adjustment named by ``correction``.
+    significant : ndarray of bool, shape (n_candidates,)
+        ``adjusted_pvalue <= significance_level`` (also available as :attr:`detected`).
+    group : ndarray of int, shape (n_candidates,)
+        Index of the first candidate with exactly the same bits in every cohort (its own
+        index when unique).  Members of a group share one estimate: that of the group.
+    n_reports : int
+        Reports decoded.
+    params : Params
+    significance_level, correction :
+        The test configuration used.
+    diagnostics : dict
+        Unexplained mass and its standard error, residual chi-square, dispersion, screening
+        and timing information (see :meth:`summary`).
+    """
+
+    strings: tuple[str, ...]
+    estimate: Array
+    std_error: Array
+    proportion: Array
+    prop_std_error: Array
+    pvalue: Array
+    adjusted_pvalue: Array
+    significant: npt.NDArray[np.bool_]
+    group: npt.NDArray[np.int64]
+    n_reports: int
+    params: Params
+    significance_level: float
+    correction: str
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("estimate", "std_error", "proportion", "prop_std_error", "pvalue", "adjusted_pvalue",
+                     "significant", "group"):
+            arr = np.array(getattr(self, name), copy=True)
+            arr.flags.writeable = False
+            object.__setattr__(self, name, arr)
+
+    def __len__(self) -> int:
+        return len(self.strings)
+
+    @property
+    def detected(self) -> npt.NDArray[np.bool_]:
+        """Alias of :attr:`significant`."""
+        return self.significant
+
+    @property
+    def groups(self) -> tuple[tuple[str, ...], ...]:
+        """Candidates that cannot be told apart (groups of two or more), in input order."""
+        out: dict[int, list[str]] = {}
+        for i, g in enumerate(self.group.tolist()):
+            out.setdefault(g, []).append(self.strings[i])
+        return tuple(tuple(v) for v in out.values() if len(v) > 1)
+
+    def confidence_interval(self, confidence_level: float = 0.95, *,
+                            kind: Literal["proportion", "count"] = "proportion") -> ConfidenceInterval:
+        """Two-sided Wald interval ``estimate ± z * std_error``, clipped to ``[0, 1]`` (or ``[0, N]``).
+
+        Parameters
+        ----------
+        confidence_level : float, default=0.95
+        kind : {"proportion", "count"}, default="proportion"
+            Scale of the interval: shares of reports or numbers of reports.
+
+        Returns
+        -------
+        ConfidenceInterval
+            ``low`` and ``high``, arrays of shape (n_candidates,).
+        """
+        level = check_probability(confidence_level, "confidence_level", "DecodeResult.confidence_interval",
+                                  open_low=True, open_high=True)
+        check_options(kind, "kind", "DecodeResult.confidence_interval", ("proportion", "count"))
+        z = float(stats.norm.isf((1.0 - level) / 2.0))
+        low = np.clip(self.proportion - z * self.prop_std_error, 0.0, 1.0)
+        high = np.clip(self.proportion + z * self.prop_std_error, 0.0, 1.0)
+        if kind == "count":
+            low, high = low * self.n_reports, high * self.n_reports
+        return ConfidenceInterval(low=low, high=high)
+
+    def _order(self, all: bool) -> npt.NDArray[np.int64]:  # noqa: A002
+        idx = np.arange(len(self.strings)) if all else np.flatnonzero(self.significant)
+        key = np.where(np.isnan(self.estimate[idx]), -np.inf, self.estimate[idx])
+        return idx[np.lexsort((idx, -key))]
+
+    def table(self, all: bool = False) -> np.ndarray:  # noqa: A002
+        """The results as a numpy structured array, sorted by estimate (descending).
+
+        Columns are google/rappor's ``string, estimate, std_error, proportion,
+        prop_std_error, prop_low_95, prop_high_95`` plus ``pvalue`` (unadjusted) and,
+        with ``all=True``, ``detected``.
+
+        Parameters
+        ----------
+        all : bool, default=False
+            Every candidate instead of only the detected ones.
+        """
+        idx = self._order(all)
+        ci = self.confidence_interval(0.95)
+        width = max((len(self.strings[i]) for i in idx), default=1)
+        dtype = [("string", f"U{max(width, 1)}")] + [(name, "f8") for name in _TABLE_COLUMNS[1:]]
+        if all:
+            dtype.append(("detected", "?"))
+        out = np.empty(len(idx), dtype=dtype)
+        out["string"] = [self.strings[i] for i in idx]
+        out["estimate"] = self.estimate[idx]
+        out["std_error"] = self.std_error[idx]
+        out["proportion"] = self.proportion[idx]
+        out["prop_std_error"] = self.prop_std_error[idx]
+        out["prop_low_95"] = ci.low[idx]
+        out["prop_high_95"] = ci.high[idx]
+        out["pvalue"] = self.pvalue[idx]
+        if all:
+            out["detected"] = self.significant[idx]
+        return out
+
+    def to_csv(self, path: PathLike | None, all: bool = False) -> None:  # noqa: A002
+        """Write :meth:`table` as ``results.csv`` (atomically; ``"-"`` for standard output)."""
+        rows = self.table(all=all)
+        names = rows.dtype.names or ()
+        with atomic_output(path) as out:
+            out.write(",".join(names) + "\n")
+            for row in rows:
+                cells = [_csv_string(str(row["string"]))]
+                for name in names[1:]:
+                    value = row[name]
+                    cells.append(("true" if value else "false") if name == "detected" else _csv_float(float(value)))
+                out.write(",".join(cells) + "\n")
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready summary: counts, masses, residual diagnostics, privacy and timing.
+
+        Keys: ``candidates``, ``detected``, ``reports``, ``allocated_mass`` (sum of the
+        detected shares), ``unexplained_mass`` and ``unexplained_std_error`` (share of
+        reports whose value the candidates do not explain, from the model's
+        non-candidate column), ``groups`` (indistinguishable candidates), ``residual``
+        (chi-square, degrees of freedom, p-value, dispersion, largest standardized
+        residual), ``epsilon_one``, ``epsilon_inf``, ``params``, ``significance_level``,
+        ``correction``, ``screening``, ``seconds``.
+        """
+        d = self.diagnostics
+        allocated = float(np.nansum(np.where(self.significant, self.proportion, 0.0)[_first_of_group(self.group)]))
+        return {
+            "candidates": len(self.strings),
+            "detected": int(self.significant.sum()),
+            "reports": int(self.n_reports),
+            "allocated_mass": allocated,
+            "unexplained_mass": d.get("unexplained_mass", math.nan),
+            "unexplained_std_error": d.get("unexplained_std_error", math.nan),
+            "groups": [list(g) for g in self.groups],
+            "residual": {key: d.get(key, math.nan) for key in
+                         ("chi2", "dof", "chi2_pvalue", "dispersion", "max_abs_std_residual")},
+            "cohorts_used": d.get("cohorts_used"),
+            "epsilon_one": _json_float(self.params.epsilon_one),
+            "epsilon_inf": _json_float(self.params.epsilon_inf),
+            "params": self.params.as_dict(),
+            "significance_level": self.significance_level,
+            "correction": self.correction,
+            "screening": {key: d.get(key) for key in ("screened", "lasso_alpha", "selected", "refits")},
+            "seconds": d.get("seconds", math.nan),
+        }
+
+
+def _json_float(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _first_of_group(group: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    return group == np.arange(len(group))
+
+
+def _csv_string(text: str) -> str:
+    if any(ch in text for ch in ',"\n\r') or text != text.strip():
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _csv_float(x: float) -> str:
+    if math.isnan(x):
+        return "NA"
+    return repr(x) if x != int(x) or abs(x) >= 1e16 else str(int(x)) if x == x else "NA"
+
+
+class Decoder:
+    """Estimate candidate frequencies from per-cohort bit counts.
+
+    Parameters
+    ----------
+    significance_level : float, default=0.05
+        Level of the one-sided tests of "share > 0", after the multiple-testing correction.
+    correction : {"fdr", "bonferroni", "none"}, default="fdr"
+        ``"fdr"``: Benjamini-Hochberg (expected share of false detections at most
+        ``significance_level``); ``"bonferroni"``: probability of any false detection at most
+        ``significance_level``; ``"none"``: per-candidate level.  The number of tests is the
+        number of distinguishable candidates.
+    lasso_alpha : float or None, default=None
+        Penalty of the screening Lasso on the whitened, unit-norm design (scikit-learn's
+        ``alpha``).  ``None`` uses ``z_{1 - significance_level / S} / n`` (S candidates,
+        n rows): the level at which pure noise lets no candidate in with probability
+        ``1 - significance_level``.
+    screening : {"auto", "lasso", "none"}, default="auto"
+        ``"auto"`` screens when the distinguishable candidates exceed 0.8 times the
+        (cohort, bit) rows (as ``decode.R``) and the design is not orthogonal.
+    model_unexplained : bool, default=True
+        Model the reports whose value is not a candidate with one column of evenly spread
+        ones (its coefficient is the unexplained mass).  Turning it off reproduces the
+        classical model, whose estimates absorb that mass.
+    max_refits : int, default=5
+        Rounds of adding significant left-out candidates to the model and refitting.
+    rng : numpy.random.Generator, int or None, default=None
+        Accepted for the package-wide randomness convention (SPEC 7).  The decoder is
+        deterministic: no step draws random numbers, so the result does not depend on it.
+
+    Examples
+    --------
+    >>> import numpy as np, rappor
+    >>> params = rappor.Params(num_bloombits=8, num_hashes=2, num_cohorts=4,
+    ...                        prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    >>> cmap = rappor.hash_candidates(["a", "b", "c"], params)
+    >>> rows = np.asarray(cmap.matrix[:, 0].todense()).reshape(4, 8)   # everybody says "a"
+    >>> n = 10_000
+    >>> ones = np.rint(n * (params.p01 + (params.p11 - params.p01) * rows)).astype(int)
+    >>> agg = rappor.Aggregate(params=params, counts=np.column_stack([np.full(4, n), ones]))
+    >>> res = rappor.Decoder().decode(agg, cmap)
+    >>> res.table()["string"].tolist(), round(float(res.proportion[0]), 2)
+    (['a'], 1.0)
+    """
+
+    _parameter_constraints: dict[str, str] = {
+        "significance_level": "probability_open",
+        "correction": "correction",
+        "lasso_alpha": "positive_or_none",
+        "screening": "screening",
+        "model_unexplained": "bool",
+        "max_refits": "nonnegative_int",
+        "rng": "rng",
+    }
+
+    def __init__(self, *, significance_level: float = 0.05,
+                 correction: Literal["fdr", "bonferroni", "none"] = "fdr",
+                 lasso_alpha: float | None = None, screening: Literal["auto", "lasso", "none"] = "auto",
+                 model_unexplained: bool = True, max_refits: int = 5,
+                 rng: np.random.Generator | int | None = None) -> None:
+        self.significance_level = significance_level
+        self.correction = correction
+        self.lasso_alpha = lasso_alpha
+        self.screening = screening
+        self.model_unexplained = model_unexplained
+        self.max_refits = max_refits
+        self.rng = rng
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._parameter_constraints)
+        return f"Decoder({args})"
+
+    def _validate(self) -> None:
+        owner = "Decoder"
+        for name, kind in self._parameter_constraints.items():
+            value = getattr(self, name)
+            if kind == "probability_open":
+                check_probability(value, name, owner, open_low=True, open_high=True)
+            elif kind == "correction":
+                check_options(value, name, owner, _CORRECTIONS)
+            elif kind == "screening":
+                check_options(value, name, owner, _SCREENING)
+            elif kind == "positive_or_none":
+                if value is not None:
+                    check_real(value, name, owner, low=0.0, low_open=True)
+            elif kind == "bool":
+                if not isinstance(value, (bool, np.bool_)):
+                    msg = f"The {name!r} parameter of {owner} must be a bool. Got {value!r} instead."
+                    raise InvalidParameterError(msg)
+            elif kind == "nonnegative_int":
+                check_int(value, name, owner, low=0)
+            elif kind == "rng":
+                try:
+                    check_rng(value)
+                except InvalidParameterError:
+                    msg = (f"The {name!r} parameter of {owner} must be a numpy.random.Generator, an int seed "
+                           f"or None. Got {value!r} instead.")
+                    raise InvalidParameterError(msg) from None
+
+    def decode(self, aggregate: Aggregate, candidate_map: CandidateMap) -> DecodeResult:
+        """Estimate the share of every candidate in ``aggregate``.
+
+        Parameters
+        ----------
+        aggregate : Aggregate
+            Per-cohort report and bit counts.
+        candidate_map : CandidateMap
+            The candidates and their bits (same parameters as ``aggregate``).
+
+        Returns
+        -------
+        DecodeResult
+
+        Raises
+        ------
+        InvalidParameterError
+            If a configuration value or an argument has the wrong type or value.
+        IncompatibleParamsError
+            If the aggregate and the map were made with different parameters.
+        DecodeError
+            If there are no reports, or the parameters carry no information.
+
+        Warns
+        -----
+        IndistinguishableCandidatesWarning
+            When candidates set the same bits in every cohort with reports.
+
+        Notes
+        -----
+        Debiasing follows google/rappor ``decode.R`` (``EstimateBloomCounts``) and
+        Erlingsson, Pihur and Korolova 2014, Section 4: ``t = (c - p01 N) / (p11 - p01)``.
+        Standard errors are those of the weighted least-squares fit on the final
+        support, ``(A_P' W A_P)^-1`` scaled by the Pearson dispersion when it exceeds 1.
+        P-values are one-sided normal tail probabilities.  See ``docs/decoder.md``.
+        """
+        start = time.perf_counter()
+        self._validate()
+        if not isinstance(aggregate, Aggregate):
+            msg = f"The 'aggregate' parameter of Decoder.decode must be an Aggregate. Got {type(aggregate).__name__} instead."
+            raise InvalidParameterError(msg)
+        if not isinstance(candidate_map, CandidateMap):
+            msg = ("The 'candidate_map' parameter of Decoder.decode must be a CandidateMap. "
+                   f"Got {type(candidate_map).__name__} instead.")
+            raise InvalidParameterError(msg)
+        params = aggregate.params
+        if candidate_map.params != params:
+            msg = (f"The candidate map was made with different parameters than the counts: "
+                   f"{candidate_map.params!r} and {params!r}.")
+            raise IncompatibleParamsError(msg)
+        gap = params.p11 - params.p01
+        if not math.isfinite(gap) or gap == 0.0:
+            raise DecodeError("Information is lost. Cannot decode.")
+        n_total = aggregate.total_reports
+        if n_total == 0:
+            raise DecodeError("The counts hold no reports. Cannot decode.")
+        fitted = _decode_arrays(self, aggregate.counts, candidate_map.matrix, params)
+        s = len(candidate_map)
+        adjusted = fitted.pop("adjusted")
+        prop = fitted.pop("proportion")
+        prop_se = fitted.pop("prop_std_error")
+        pvalue = fitted.pop("pvalue")
+        group = fitted.pop("group")
+        _warn_groups(group, candidate_map.strings)
+        fitted["seconds"] = time.perf_counter() - start
+        return DecodeResult(
+            strings=candidate_map.strings,
+            estimate=prop * n_total,
+            std_error=prop_se * n_total,
+            proportion=prop,
+            prop_std_error=prop_se,
+            pvalue=pvalue,
+            adjusted_pvalue=adjusted,
+            significant=np.nan_to_num(adjusted, nan=1.0) <= self.significance_level if s else np.zeros(0, bool),
+            group=group,
+            n_reports=n_total,
+            params=params,
+            significance_level=float(self.significance_level),
+            correction=self.correction,
+            diagnostics=fitted,
+        )
+
+
+def _warn_groups(group: npt.NDArray[np.int64], strings: Sequence[str]) -> None:
+    members: dict[int, list[str]] = {}
+    for i, g in enumerate(group.tolist()):
+        members.setdefault(g, []).append(strings[i])
+    groups = [v for v in members.values() if len(v) > 1]
+    if groups:
+        shown = "; ".join(", ".join(repr(s) for s in g[:4]) + (", ..." if len(g) > 4 else "") for g in groups[:5])
+        more = f" (and {len(groups) - 5} more groups)" if len(groups) > 5 else ""
+        msg = (f"{len(groups)} groups of candidates set the same bits in every cohort and cannot be told apart; "
+               f"each member is given the estimate of its whole group: {shown}{more}.")
+        warnings.warn(msg, IndistinguishableCandidatesWarning, stacklevel=3)
+
+
+def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_matrix,
+                   params: Params) -> dict[str, Any]:
+    """The estimation proper, on arrays; returns per-candidate arrays and diagnostics."""
+    k, h = params.num_bloombits, params.num_hashes
+    s = matrix.shape[1]
+    deb = est.debias(counts, params.p11, params.p01)
+    x = matrix.tocsr()[deb.rows].tocsc()
+    rep, zero = est.column_groups(x)
+    is_zero = np.zeros(s, dtype=bool)
+    is_zero[zero] = True
+    uniq = np.flatnonzero((rep == np.arange(s)) & ~is_zero)
+    xu = x[:, uniq]
+    n_rows, s_u = xu.shape
+    weight = 1.0 / np.sqrt(deb.var)
+    b = weight * deb.y
+    diag = {"cohorts_used": int(len(deb.rows) // k), "distinguishable": int(s_u)}
+
+    orthogonal = bool(s_u == 0 or np.asarray((xu != 0).sum(axis=1)).max() <= 1)
+    if orthogonal:
+        coef, se_u, z, unexplained, unexplained_se, rss, n_par = _orthogonal_fit(xu, b, weight)
+        diag.update(screened=False, lasso_alpha=None, selected=int(s_u), refits=0)
+    else:
+        hbar = k * (1.0 - (1.0 - 1.0 / k) ** h)  # expected distinct bits of a non-candidate
+        background = weight * (hbar / k)
+        a_u = (sp.diags(weight) @ xu).tocsc()
+        screen = dec.screening == "lasso" or (dec.screening == "auto" and s_u > _SCREEN_RATIO * n_rows)
+        if screen:
+            selected, lasso_alpha = est.lasso_screen(a_u, b, significance=float(dec.significance_level),
+                                                     n_tests=s_u, lasso_alpha=dec.lasso_alpha,
+                                                     free=background if dec.model_unexplained else None)
+        else:
+            selected, lasso_alpha = np.arange(s_u), None
+        use_bg = dec.model_unexplained and not est.in_span(a_u[:, selected], background)
+        a = sp.hstack([a_u, sp.csc_matrix(background[:, None])]).tocsc() if use_bg else a_u
+        extra = np.array([s_u], dtype=np.int64) if use_bg else np.zeros(0, np.int64)
+        refits = 0
+        while True:
+            fit = est.fit_support(a, b, np.union1d(selected, extra), max_sum=1.0, use_dispersion=True)
+            p_u = stats.norm.sf(fit.z[:s_u])
+            detected = est.adjust_pvalues(p_u, dec.correction) <= dec.significance_level
+            new = np.setdiff1d(np.flatnonzero(detected), fit.support)
+            if len(new) == 0 or refits >= dec.max_refits:
+                break
+            selected = np.union1d(fit.support[fit.support < s_u], new)
+            refits += 1
+        coef, se_u, z = fit.coef[:s_u], fit.se[:s_u], fit.z[:s_u]
+        if use_bg:
+            unexplained, unexplained_se = float(fit.coef[s_u]), float(fit.se[s_u])
+        else:
+            unexplained, unexplained_se = _one_minus_sum(fit)
+        rss, n_par = fit.rss, len(fit.support)
+        diag.update(screened=bool(screen), lasso_alpha=lasso_alpha, selected=int(len(selected)), refits=refits,
+                    dispersion=fit.dispersion, modelled_unexplained=bool(use_bg))
+    dof = max(n_rows - n_par, 1)
+    std_resid_max = _max_std_residual(xu, b, weight, coef, diag.get("modelled_unexplained", False), params, unexplained)
+    diag.update(
+        unexplained_mass=unexplained, unexplained_std_error=unexplained_se,
+        chi2=float(rss), dof=int(dof), chi2_pvalue=float(stats.chi2.sf(rss, dof)),
+        dispersion=float(diag.get("dispersion", max(1.0, rss / dof))), max_abs_std_residual=std_resid_max,
+    )
+    pvalue_u = stats.norm.sf(z)
+    adjusted_u = est.adjust_pvalues(pvalue_u, dec.correction)
+    # Spread back to every candidate: group members copy their representative.
+    pos = np.full(s, -1, dtype=np.int64)
+    pos[uniq] = np.arange(s_u)
+    idx = pos[rep]
+    valid = idx >= 0
+    take = np.where(valid, idx, 0)
+
+    def spread(values: Array, fill: float) -> Array:
+        out = np.full(s, fill, dtype=np.float64)
+        if s_u:
+            out[valid] = values[take[valid]]
+        return out
+
+    diag.update(
+        proportion=spread(coef, math.nan), prop_std_error=spread(se_u, math.nan),
+        pvalue=spread(pvalue_u, math.nan), adjusted=spread(adjusted_u, math.nan),
+        group=np.where(is_zero, np.arange(s), rep).astype(np.int64),
+    )
+    return diag
+
+
+def _orthogonal_fit(xu: sp.csc_matrix, b: Array, weight: Array) -> tuple[Array, Array, Array, float, float, float, int]:
+    """Closed form when every row holds at most one candidate (booleans, identity maps).
+
+    Each share is the inverse-variance weighted mean of its rows' debiased shares; it is
+    left unclamped (it may be negative, as decode.R's estimates), so it is unbiased.
+    The unexplained mass is ``1 - sum`` of the shares.  Standard errors use the known
+    binomial variances.
+    """
+    a = (sp.diags(weight) @ xu).tocsc()
+    norm2 = np.asarray(a.multiply(a).sum(axis=0)).ravel()
+    coef = (a.T @ b) / norm2
+    resid = b - a @ coef
+    rss = float(resid @ resid)
+    se = np.sqrt(1.0 / norm2)  # known binomial variance (no dispersion: few degrees of freedom)
+    z = coef / se
+    return coef, se, z, float(1.0 - coef.sum()), float(np.sqrt((se**2).sum())), rss, len(coef)
+
+
+def _one_minus_sum(fit: est.Fit) -> tuple[float, float]:
+    total = float(fit.coef.sum())
+    var = float(fit.cov.sum()) if fit.cov.size else 0.0
+    return 1.0 - total, math.sqrt(max(var, 0.0))
+
+
+def _max_std_residual(xu: sp.csc_matrix, b: Array, weight: Array, coef: Array, with_bg: bool, params: Params,
+                      unexplained: float) -> float:
+    """Largest absolute whitened residual of the final fit (about 3-4 when the model fits)."""
+    if len(b) == 0:
+        return math.nan
+    fitted = weight * (xu @ np.nan_to_num(coef))
+    if with_bg:
+        k, h = params.num_bloombits, params.num_hashes
+        fitted = fitted + weight * unexplained * k * (1.0 - (1.0 - 1.0 / k) ** h) / k
+    return float(np.max(np.abs(b - fitted)))

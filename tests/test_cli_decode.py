@@ -1,0 +1,53 @@
+"""Tests of ``rappor decode``."""
+
+from __future__ import annotations
+
+import json
+
+from rappor.cli import main
+
+
+def _args(interop_dir, tmp_path, *extra):
+    return ["decode", "--params", str(interop_dir / "params.csv"), "--counts", str(interop_dir / "counts.csv"),
+            "-o", str(tmp_path / "results.csv"), *extra]
+
+
+def test_cli_decode_map_writes_results_and_summary(interop_dir, tmp_path):
+    rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"),
+                    "--summary", str(tmp_path / "s.json")))
+    assert rc == 0
+    lines = (tmp_path / "results.csv").read_text().splitlines()
+    assert lines[0] == "string,estimate,std_error,proportion,prop_std_error,prop_low_95,prop_high_95,pvalue"
+    assert lines[1].startswith("v1,")
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["detected"] == len(lines) - 1
+    assert summary["candidates"] == 40 and summary["reports"] == 20000
+
+
+def test_cli_decode_all_lists_every_candidate(interop_dir, tmp_path):
+    rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--all", "--correction",
+                    "bonferroni", "--alpha", "0.01"))
+    assert rc == 0
+    lines = (tmp_path / "results.csv").read_text().splitlines()
+    assert lines[0].endswith(",pvalue,detected") and len(lines) == 41
+
+
+def test_cli_decode_candidates_file(interop_dir, tmp_path):
+    assert main(_args(interop_dir, tmp_path, "--candidates", str(interop_dir / "candidates.txt"))) == 0
+    assert (tmp_path / "results.csv").read_text().startswith("string,")
+
+
+def test_cli_decode_bad_counts_is_error(interop_dir, tmp_path, capsys):
+    bad = tmp_path / "counts.csv"
+    bad.write_text("1,2,3\n")
+    rc = main(["decode", "--params", str(interop_dir / "params.csv"), "--counts", str(bad),
+               "--map", str(interop_dir / "map.csv"), "-o", str(tmp_path / "r.csv")])
+    assert rc == 1
+    assert "rappor: error:" in capsys.readouterr().err
+    assert not (tmp_path / "r.csv").exists()
+
+
+def test_cli_decode_bad_alpha_is_error(interop_dir, tmp_path, capsys):
+    rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--alpha", "2"))
+    assert rc == 1
+    assert "significance_level" in capsys.readouterr().err
