@@ -39,12 +39,11 @@ from .map_file import *  # noqa: F403
 from . import metrics, simulation
 from .metrics import *  # noqa: F403
 from .simulation import *  # noqa: F403
-from . import mechanisms, privacy
+from . import mechanisms, planner, privacy
 from .mechanisms import *  # noqa: F403
+from .planner import *  # noqa: F403
 from .privacy import *  # noqa: F403
-from . import decoder
-from .decoder import *  # noqa: F403
 
-_PUBLIC_MODULES = [aggregate, candidates, decoder, design, encoder, exceptions, hashing, map_file, mechanisms, metrics, params, privacy, reports, simulation]
+_PUBLIC_MODULES = [aggregate, candidates, design, encoder, exceptions, hashing, map_file, mechanisms, metrics, params, planner, privacy, reports, simulation]
 
 __all__ = sorted({name for module in _PUBLIC_MODULES for name in module.__all__} | {"__version__"})

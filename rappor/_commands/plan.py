@@ -1,0 +1,68 @@
+"""Propose RAPPOR parameters (k, h, m, p, q, f) that meet privacy targets for N reports and
+S candidate strings, and predict the smallest candidate frequency that will be detected.
+
+The prediction is the generalized least squares z-statistic of a candidate's frequency
+given the Bloom design (the m*h bits that carry each string, and their collisions with
+the other candidates), Bonferroni-corrected over the candidates.  The one-bit reference
+formula z(1 - alpha) sd / N is shown alongside.  See rappor.planner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from ._common import add_output_argument, add_seed_argument
+
+NAME = "plan"
+HELP = "propose parameters for privacy targets and predict the detectable frequency"
+ORDER = 16
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--reports", type=int, required=True, metavar="N", help="number of reports expected")
+    parser.add_argument("--candidates", type=int, required=True, metavar="S", help="number of candidate strings")
+    parser.add_argument("--epsilon-inf", type=float, default=4.0, metavar="E",
+                        help="target epsilon of the permanent response [default: 4.0]")
+    parser.add_argument("--epsilon-one", type=float, default=None, metavar="E1",
+                        help="target epsilon of one report [default: none, i.e. p=0, q=1]")
+    parser.add_argument("--alpha", type=float, default=0.05, metavar="A",
+                        help="significance level of the detection test, Bonferroni over candidates [default: 0.05]")
+    parser.add_argument("--top", type=int, default=5, metavar="K", help="also list the K best designs [default: 5]")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument("--params-out", metavar="PATH", default=None,
+                        help="also write the recommended parameters as a params.csv")
+    add_seed_argument(parser)
+    add_output_argument(parser)
+
+
+def _fmt(row: dict) -> str:
+    return (f"k={row['k']:<4} h={row['h']} m={row['m']:<4} p={row['p']:.4f} q={row['q']:.4f} f={row['f']:.4f}  "
+            f"eps1={row['epsilon_one']:.3f} eps_inf={row['epsilon_inf']:.3f}  "
+            f"detect>={row['detection_frequency']:.4g} (reference {row['reference_detection_frequency']:.4g}, "
+            f"inflation {row['inflation']:.3f})")
+
+
+def run(args: argparse.Namespace) -> int:
+    from .._io import atomic_output
+    from ..params import write_params
+    from ..planner import plan
+
+    result = plan(args.reports, args.candidates, epsilon_inf=args.epsilon_inf, epsilon_one=args.epsilon_one,
+                  significance_level=args.alpha, rng=0 if args.seed is None else args.seed)
+    best = result.best.as_dict()
+    with atomic_output(args.output) as out:
+        if args.json:
+            clean = {key: (v if not isinstance(v, float) or math.isfinite(v) else str(v)) for key, v in best.items()}
+            out.write(json.dumps({"recommended": clean, "alternatives": result.table(max(args.top, 0)),
+                                  "n_reports": result.n_reports, "n_candidates": result.n_candidates},
+                                 indent=2) + "\n")
+        else:
+            out.write(f"# {result.n_reports} reports, {result.n_candidates} candidates, alpha={args.alpha:g}\n")
+            out.write("recommended: " + _fmt(best) + "\n")
+            for row in result.table(max(args.top, 0)):
+                out.write("  " + _fmt(row) + "\n")
+    if args.params_out:
+        write_params(result.best.params, args.params_out)
+    return 0

@@ -1,0 +1,343 @@
+"""Parameter planner: choose ``k, h, m, f, p, q`` for privacy targets and predict what can be detected.
+
+google/rappor's users asked for a guide to choosing parameters (its issue #9).  Given the
+number of reports ``N``, the number of candidate strings ``S`` and privacy targets
+(``epsilon_inf`` for the permanent response, optionally ``epsilon_one`` for one report),
+:func:`plan` searches a grid of Bloom filter sizes, hash counts and cohort counts, sets
+``f`` (and ``p, q``) to meet the targets exactly, and predicts for each design the
+smallest candidate frequency the decoder will detect (:func:`detection_frequency`).
+
+Model behind the prediction
+---------------------------
+Each client holds one string.  In cohort ``c`` the probability that Bloom bit ``b`` is set
+is ``t_cb = sum_j x_j X[cb, j]`` where ``X`` (``m k`` rows by ``S`` columns) marks the
+bits of candidate ``j`` in each cohort (``h`` hashes per cohort, so ``m h`` bits carry each
+string).  A reported bit is 1 with probability ``p01 + (p11 - p01) t_cb``; the debiased
+rate ``y_cb = (ones_cb / n_c - p01) / (p11 - p01)`` has variance
+``sigma^2 = lam (1 - lam) / (n_c (p11 - p01)^2)``, ``n_c = N / m``.  Taking ``lam`` at the
+typical bit rate ``lam = p01 + (p11 - p01) (1 - (1 - 1/k)^h)`` (every client's ``h`` hashes
+land somewhere), the generalized least squares estimate ``x_hat = (X'X)^-1 X' y`` of the
+candidates' frequencies has ``Var(x_hat_j) = sigma^2 [(X'X)^-1]_jj``.  If the ``m h`` bits of
+``j`` were shared with no other candidate this is ``sigma^2 / (m h)``; the *inflation*
+``m h [(X'X)^-1]_jj`` (>= 1) measures collisions and is computed on random designs.  A
+frequency ``x`` is detected at level ``significance_level`` (Bonferroni over the ``S``
+candidates) with probability ``power`` when
+``x = (z_{1 - significance_level / S} + z_{power}) sd(x_hat_j)``.
+
+The *reference* prediction, ``z_{1 - significance_level} sd / N`` with ``sd`` the standard
+deviation of one bit's estimated count under the null,
+``sd = sqrt(N p01 (1 - p01)) / (p11 - p01)`` (Erlingsson, Pihur and Korolova 2014, Sec. 4),
+ignores the ``m h`` bits, the collisions and the number of candidates; it is reported for
+comparison.  ``benchmarks/planner_check.py`` compares both with simulated detection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from ._validation import check_int, check_options, check_probability, check_real, check_rng
+from .exceptions import InvalidParameterError
+from .params import Params
+
+__all__ = ["DetectionPrediction", "Plan", "PlanResult", "design_inflation", "detection_frequency", "plan"]
+
+_MAX_EXACT_CANDIDATES = 400
+
+
+def design_inflation(num_bloombits: int, num_hashes: int, num_cohorts: int, num_candidates: int, *,
+                     n_designs: int = 2, rng: Any = 0) -> float:
+    """Mean variance inflation ``m h [(X'X)^-1]_jj`` of random Bloom designs (1 = no collisions).
+
+    Parameters
+    ----------
+    num_bloombits, num_hashes, num_cohorts : int
+        ``k``, ``h``, ``m``.
+    num_candidates : int
+        ``S``.
+    n_designs : int, default=2
+        Random designs averaged (hash functions are modelled as uniform).
+    rng : Generator, int or None, default=0
+
+    Returns
+    -------
+    float
+        ``inf`` if the candidates cannot be separated (``X'X`` singular, e.g. ``S > m k``).
+
+    Notes
+    -----
+    Cohorts are exchangeable, so for ``S > 400`` the design is computed for
+    ``m' = ceil(m 400 / S)`` cohorts and ``S' = round(S m' / m)`` candidates, which keeps
+    ``S / (m k)`` and ``k, h`` (and hence the inflation, to first order) unchanged.
+    """
+    k = check_int(num_bloombits, "num_bloombits", "design_inflation", low=1)
+    h = check_int(num_hashes, "num_hashes", "design_inflation", low=1, high=k)
+    m = check_int(num_cohorts, "num_cohorts", "design_inflation", low=1)
+    s = check_int(num_candidates, "num_candidates", "design_inflation", low=1)
+    gen = check_rng(rng)
+    if s > m * k:
+        return math.inf
+    if s > _MAX_EXACT_CANDIDATES:
+        m2 = math.ceil(m * _MAX_EXACT_CANDIDATES / s)
+        s, m = max(1, round(s * m2 / m)), m2
+    try:
+        from threadpoolctl import threadpool_limits  # installed with scikit-learn
+        limit: Any = threadpool_limits(1)  # small dense factorizations: threads only contend
+    except ImportError:  # pragma: no cover
+        limit = contextlib.nullcontext()
+    with limit:
+        return _inflation(k, h, m, s, check_int(n_designs, "n_designs", "design_inflation", low=1), gen)
+
+
+def _inflation(k: int, h: int, m: int, s: int, n_designs: int, gen: np.random.Generator) -> float:
+    from scipy import sparse
+    from scipy.linalg import lapack
+
+    values = []
+    cols = np.broadcast_to(np.arange(s), (m, h, s)).ravel()
+    offsets = np.broadcast_to((np.arange(m) * k)[:, None, None], (m, h, s)).ravel()
+    for _ in range(n_designs):
+        rows = offsets + gen.integers(0, k, size=m * h * s)
+        design = sparse.coo_matrix((np.ones(rows.size), (rows, cols)), shape=(m * k, s)).tocsr()
+        design.sum_duplicates()
+        design.data[:] = 1.0  # a bit hit by two hashes of one string is set once (Bloom OR)
+        gram = (design.T @ design).toarray()
+        try:
+            chol = np.linalg.cholesky(gram)
+        except np.linalg.LinAlgError:
+            return math.inf
+        inv_chol, info = lapack.dtrtri(chol, lower=1)
+        if info != 0:
+            return math.inf
+        diag_inv = np.einsum("ij,ij->j", inv_chol, inv_chol)  # diag((L L')^-1) = column norms of L^-1
+        if not np.all(np.isfinite(diag_inv)) or np.max(diag_inv * np.diag(gram)) > 1e8:
+            return math.inf
+        values.append(m * h * float(np.mean(diag_inv)))
+    return float(np.mean(values))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DetectionPrediction:
+    """Predicted detection for one design (see :func:`detection_frequency`).
+
+    Attributes
+    ----------
+    frequency : float
+        Smallest candidate frequency detected with probability ``power``.
+    reference_frequency : float
+        ``z_{1 - significance_level} sd / N``, the one-bit reference formula.
+    std_error : float
+        Predicted standard deviation of a candidate's estimated frequency near zero.
+    inflation : float
+        ``m h [(X'X)^-1]_jj`` (1 = the candidate's bits are shared with no other).
+    critical_z : float
+        The one-sided critical value used (Bonferroni-corrected when asked).
+    """
+
+    frequency: float
+    reference_frequency: float
+    std_error: float
+    inflation: float
+    critical_z: float
+
+
+def _bit_sigma(params: Params, n_reports: int) -> tuple[float, float]:
+    """(slope p11 - p01, typical lam (1 - lam))."""
+    c = params.p11 - params.p01
+    t_bar = 1.0 - (1.0 - 1.0 / params.k) ** params.h
+    lam = params.p01 + c * t_bar
+    return c, lam * (1.0 - lam)
+
+
+def detection_frequency(params: Params, n_reports: int, n_candidates: int, *, significance_level: float = 0.05,
+                        power: float = 0.5, correction: Literal["bonferroni", "none"] = "bonferroni",
+                        inflation: float | None = None, rng: Any = 0) -> DetectionPrediction:
+    """Predict the smallest frequency of a candidate that the decoder detects.
+
+    Parameters
+    ----------
+    params : Params
+    n_reports : int
+        ``N``, reports in the collection (spread evenly over the cohorts).
+    n_candidates : int
+        ``S``, candidate strings tested.
+    significance_level : float, default=0.05
+        Family-wise level of the test of each candidate's frequency > 0.
+    power : float, default=0.5
+        Detection probability at the predicted frequency (0.5: the estimate sits at the threshold).
+    correction : {"bonferroni", "none"}, default="bonferroni"
+        Multiple-testing correction over the ``S`` candidates.
+    inflation : float or None, default=None
+        Collision inflation; computed with :func:`design_inflation` when None.
+    rng : Generator, int or None, default=0
+        For the random designs.
+
+    Returns
+    -------
+    DetectionPrediction
+
+    Notes
+    -----
+    See the module docstring for the derivation (GLS of the candidate frequencies given
+    the Bloom design).  ``sd(x_hat) = sqrt(inflation lam (1 - lam) / (N h (p11 - p01)^2))``.
+    """
+    from scipy.stats import norm  # lazy: keeps `import rappor` fast
+
+    n = check_int(n_reports, "n_reports", "detection_frequency", low=1)
+    s = check_int(n_candidates, "n_candidates", "detection_frequency", low=1)
+    a = check_probability(significance_level, "significance_level", "detection_frequency", open_low=True, open_high=True)
+    pw = check_probability(power, "power", "detection_frequency", open_low=True, open_high=True)
+    corr = check_options(correction, "correction", "detection_frequency", ("bonferroni", "none"))
+    infl = (design_inflation(params.k, params.h, params.m, s, rng=rng) if inflation is None
+            else check_real(inflation, "inflation", "detection_frequency", low=1.0) if math.isfinite(inflation)
+            else math.inf)
+    c, var_bit = _bit_sigma(params, n)
+    z = float(norm.isf(a / s if corr == "bonferroni" else a))
+    sd = math.sqrt(infl * var_bit / (n * params.h)) / abs(c)
+    sd_ref = math.sqrt(n * params.p01 * (1.0 - params.p01)) / abs(c)
+    return DetectionPrediction(frequency=(z + float(norm.ppf(pw))) * sd,
+                               reference_frequency=float(norm.isf(a)) * sd_ref / n,
+                               std_error=sd, inflation=infl, critical_z=z)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
+    """One proposed design: its parameters, privacy and predicted detection."""
+
+    params: Params
+    epsilon_one: float
+    epsilon_inf: float
+    prediction: DetectionPrediction
+
+    def as_dict(self) -> dict[str, Any]:
+        """Flat ``dict`` (``k, h, m, p, q, f``, epsilons, predictions) for tables and JSON."""
+        d: dict[str, Any] = dict(self.params.as_dict())
+        d.update(epsilon_one=self.epsilon_one, epsilon_inf=self.epsilon_inf,
+                 detection_frequency=self.prediction.frequency,
+                 reference_detection_frequency=self.prediction.reference_frequency,
+                 std_error=self.prediction.std_error, inflation=self.prediction.inflation)
+        return d
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanResult:
+    """The planner's answer: the recommended :class:`Plan` and every feasible one, best first."""
+
+    best: Plan
+    plans: tuple[Plan, ...]
+    n_reports: int
+    n_candidates: int
+
+    def table(self, limit: int = 10) -> list[dict[str, Any]]:
+        """The first ``limit`` plans as dicts (see :meth:`Plan.as_dict`)."""
+        return [p.as_dict() for p in self.plans[:limit]]
+
+
+def _flip_for_epsilon_inf(epsilon_inf: float, h: int) -> float:
+    """``f`` with ``2 h ln((1 - f/2)/(f/2)) = epsilon_inf`` (RAPPOR Thm. 1 solved for f)."""
+    return 2.0 / (1.0 + math.exp(epsilon_inf / (2.0 * h)))
+
+
+def _irr_for_epsilon_one(epsilon_one: float, h: int, f: float) -> float:
+    """Symmetric IRR ``p = 1 - q`` with ``Params.epsilon_one == epsilon_one`` (bisection on p)."""
+    def eps(p: float) -> float:
+        return Params(num_bloombits=h, num_hashes=h, num_cohorts=1, prob_p=p, prob_q=1.0 - p, prob_f=f).epsilon_one
+    if eps(0.0) <= epsilon_one:
+        return 0.0
+    lo, hi = 0.0, 0.5 - 1e-12
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if eps(mid) > epsilon_one:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def plan(n_reports: int, n_candidates: int, *, epsilon_inf: float = 4.0, epsilon_one: float | None = None,
+         significance_level: float = 0.05, power: float = 0.5,
+         num_bloombits: tuple[int, ...] = (8, 16, 32, 64, 128, 256),
+         num_hashes: tuple[int, ...] = (1, 2, 4),
+         num_cohorts: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256),
+         min_reports_per_cohort: int = 100, tolerance: float = 1.05, rng: Any = 0) -> PlanResult:
+    """Propose RAPPOR parameters meeting privacy targets, with predicted detection.
+
+    Parameters
+    ----------
+    n_reports : int
+        ``N``, the number of reports expected.
+    n_candidates : int
+        ``S``, the number of candidate strings to test.
+    epsilon_inf : float, default=4.0
+        Target epsilon of the permanent response (google/rappor's demo parameters have 4.39).
+        ``f`` is set so that :attr:`Params.epsilon_inf` equals it.
+    epsilon_one : float or None, default=None
+        Target epsilon of one report.  None: no instantaneous noise (``p = 0, q = 1``), so
+        every report reveals the permanent response (``epsilon_one = epsilon_inf``) and
+        reports of one client can be linked; give a value to protect single reports.
+    significance_level, power : float
+        See :func:`detection_frequency`.
+    num_bloombits, num_hashes, num_cohorts : tuple of int
+        The grid searched.
+    min_reports_per_cohort : int, default=100
+        Designs with fewer expected reports per cohort are skipped (the normal
+        approximation of each cohort's bit counts needs them).
+    tolerance : float, default=1.05
+        The recommended plan is the cheapest (fewest bits ``k``, then fewest cohorts, then
+        fewest hashes) whose predicted detection frequency is within this factor of the best.
+    rng : Generator, int or None, default=0
+
+    Returns
+    -------
+    PlanResult
+
+    Raises
+    ------
+    InvalidParameterError
+        If no design in the grid can separate the candidates.
+
+    Notes
+    -----
+    ``f = 2 / (1 + exp(epsilon_inf / (2h)))`` inverts RAPPOR Theorem 1; ``p = 1 - q`` is found
+    by bisection so that Theorem 2's ``epsilon_one`` meets the target.  Predictions:
+    :func:`detection_frequency`.
+    """
+    n = check_int(n_reports, "n_reports", "plan", low=1)
+    s = check_int(n_candidates, "n_candidates", "plan", low=1)
+    e_inf = check_real(epsilon_inf, "epsilon_inf", "plan", low=0.0, low_open=True)
+    e_one = None if epsilon_one is None else check_real(epsilon_one, "epsilon_one", "plan", low=0.0, low_open=True)
+    tol = check_real(tolerance, "tolerance", "plan", low=1.0)
+    min_per = check_int(min_reports_per_cohort, "min_reports_per_cohort", "plan", low=1)
+    gen = check_rng(rng)
+    plans = []
+    for h in num_hashes:
+        f = _flip_for_epsilon_inf(e_inf, h)
+        p = 0.0 if e_one is None else _irr_for_epsilon_one(e_one, h, f)
+        for k in num_bloombits:
+            if h > k:
+                continue
+            for m in num_cohorts:
+                if m > 1 and n / m < min_per:
+                    continue
+                params = Params(num_bloombits=k, num_hashes=h, num_cohorts=m, prob_p=p, prob_q=1.0 - p, prob_f=f)
+                infl = design_inflation(k, h, m, s, n_designs=1, rng=gen)
+                if not math.isfinite(infl):
+                    continue
+                pred = detection_frequency(params, n, s, significance_level=significance_level, power=power,
+                                           inflation=infl)
+                plans.append(Plan(params=params, epsilon_one=params.epsilon_one, epsilon_inf=params.epsilon_inf,
+                                  prediction=pred))
+    if not plans:
+        msg = (f"No design in the grid separates {s} candidates with {n} reports: increase num_bloombits or "
+               f"num_cohorts (need num_bloombits * num_cohorts > num_candidates and "
+               f"{min_per} reports per cohort).")
+        raise InvalidParameterError(msg)
+    plans.sort(key=lambda pl: pl.prediction.frequency)
+    best_freq = plans[0].prediction.frequency
+    good = [pl for pl in plans if pl.prediction.frequency <= tol * best_freq]
+    best = min(good, key=lambda pl: (pl.params.k, pl.params.m, pl.params.h))
+    return PlanResult(best=best, plans=tuple(plans), n_reports=n, n_candidates=s)
