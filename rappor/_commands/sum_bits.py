@@ -17,8 +17,11 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from .._io import STDIO
+from .._io import STDIO, atomic_output, display_name
+from .._rejects import RejectsWriter
 from ..aggregate import Aggregate, check_cohort_balance, write_counts
+from ..exceptions import InvalidParameterError
+from ..params import Params
 from ..reports import iter_reports
 from ._common import add_output_argument, add_params_argument, load_params
 
@@ -33,6 +36,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="reports CSV files ('-' for stdin) [default: stdin]")
     add_params_argument(parser)
     add_output_argument(parser, help_text="output counts.csv ('-' for stdout)")
+    parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
+                        help="raise: stop at the first bad row (default); skip: leave bad rows out, write them "
+                             "with their line numbers and reasons to the rejects file and count them on stderr")
+    parser.add_argument("--rejects", metavar="PATH", default=None,
+                        help="rejects CSV (file,line,reason,row) for --on-error skip "
+                             "[default: OUTPUT.rejects.csv; required when OUTPUT is stdout]")
 
 
 @contextlib.contextmanager
@@ -58,6 +67,8 @@ def progress_bar(paths: Sequence[str]) -> Iterator[Callable[[int], None] | None]
 def run(args: argparse.Namespace) -> int:
     """Sum the reports of every input and write counts.csv."""
     params = load_params(args)
+    if args.on_error == "skip":
+        return _run_skipping(args, params)
     counts = np.zeros((params.num_cohorts, params.num_bloombits + 1), dtype=np.int64)
     with progress_bar(args.reports) as progress:
         for path in args.reports:
@@ -65,4 +76,28 @@ def run(args: argparse.Namespace) -> int:
     aggregate = Aggregate(params=params, counts=counts)
     check_cohort_balance(aggregate)
     write_counts(aggregate, args.output)
+    return 0
+
+
+def _run_skipping(args: argparse.Namespace, params: Params) -> int:
+    """``--on-error skip``: count the good rows, stream the bad ones to the rejects file."""
+    if args.rejects is not None:
+        rejects_path = args.rejects
+    elif args.output == STDIO:
+        raise InvalidParameterError("--on-error skip with the counts on stdout needs --rejects PATH.")
+    else:
+        rejects_path = f"{args.output}.rejects.csv"
+    counts = np.zeros((params.num_cohorts, params.num_bloombits + 1), dtype=np.int64)
+    # Both files are committed only if every input was read: a fatal error leaves neither.
+    with atomic_output(rejects_path) as fh, progress_bar(args.reports) as progress:
+        sink = RejectsWriter(fh)
+        for path in args.reports:
+            chunks = iter_reports(path, params, progress=progress, on_error="skip", rejects=sink)
+            counts += Aggregate.from_report_chunks(chunks, params).counts
+        aggregate = Aggregate(params=params, counts=counts)
+        check_cohort_balance(aggregate)
+        write_counts(aggregate, args.output)
+    where = display_name(rejects_path) if rejects_path != STDIO else "<stdout>"
+    sys.stderr.write(f"rappor: skipped {sink.count} bad row(s); {aggregate.total_reports} reports counted; "
+                     f"rejected rows are in {where}\n")
     return 0

@@ -1,0 +1,85 @@
+"""Rows rejected by a reader running with ``on_error="skip"`` (private).
+
+A reader given ``on_error="skip"`` does not stop at a bad data row: it leaves the row
+out and hands a :class:`RejectedRow` (file, line, reason, the row's text) to a sink,
+any object with an ``append`` method: a plain ``list`` or a :class:`RejectsWriter`,
+which streams them to a CSV file so that memory stays bounded however many rows are
+bad.  The header of a file is never skipped: without it nothing else can be read.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from typing import IO, Any, Literal, Protocol
+
+from ._validation import check_options
+from .exceptions import InvalidParameterError
+
+__all__ = ["ON_ERROR_OPTIONS", "OnError", "RejectSink", "RejectedRow", "RejectsWriter", "check_on_error"]
+
+OnError = Literal["raise", "skip"]
+ON_ERROR_OPTIONS: tuple[str, ...] = ("raise", "skip")
+
+#: Header of a rejects file.
+REJECTS_HEADER = ("file", "line", "reason", "row")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RejectedRow:
+    """One data row left out by a reader.
+
+    Attributes
+    ----------
+    path : str
+        The file, as named in error messages (``<stdin>`` for standard input).
+    line : int
+        1-based line number.
+    reason : str
+        What was expected and what was found (the message the reader would have raised).
+    text : str
+        The row as read (undecodable bytes replaced by U+FFFD).
+    """
+
+    path: str
+    line: int
+    reason: str
+    text: str
+
+
+class RejectSink(Protocol):
+    """Anything rejected rows can be appended to (``list`` qualifies)."""
+
+    def append(self, row: RejectedRow, /) -> None: ...  # pragma: no cover - protocol
+
+
+def check_on_error(on_error: Any, rejects: Any, owner: str) -> RejectSink | None:
+    """Validate ``on_error``/``rejects``; return the sink to use, or ``None`` for fail-fast."""
+    check_options(on_error, "on_error", owner, ON_ERROR_OPTIONS)
+    if on_error == "raise":
+        return None
+    if rejects is None or not callable(getattr(rejects, "append", None)):
+        msg = (f"The 'rejects' parameter of {owner} must be a list (or an object with an append method) "
+               f"when on_error='skip'. Got {rejects!r} instead.")
+        raise InvalidParameterError(msg)
+    return rejects  # type: ignore[no-any-return]
+
+
+class RejectsWriter:
+    """Streams rejected rows to a CSV file ``file,line,reason,row`` as they arrive.
+
+    Parameters
+    ----------
+    stream : file object
+        An open text stream (e.g. from :func:`rappor._io.atomic_output`).
+    """
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._writer = csv.writer(stream, lineterminator="\n")
+        self._writer.writerow(REJECTS_HEADER)
+        self.count = 0
+
+    def append(self, row: RejectedRow) -> None:
+        """Write one rejected row."""
+        self._writer.writerow((row.path, row.line, row.reason, row.text))
+        self.count += 1
