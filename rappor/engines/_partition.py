@@ -74,19 +74,27 @@ def sum_counts(tables: Iterable[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]
 
 
 def spark_schema(params: Params) -> str:
-    """DDL of the partial-count rows: one row per cohort, ``n`` reports and ``b0..b{k-1}`` ones."""
-    bits = ", ".join(f"b{j} LONG" for j in range(params.num_bloombits))
-    return f"cohort INT, n LONG, {bits}"
+    """DDL of the partial-count rows: ``(cohort, column, count)``, one row per non-zero table entry.
+
+    ``column`` 0 is the number of reports, ``1 + j`` the ones of bit ``j`` (the layout of
+    :class:`~rappor.Aggregate`).  A narrow long format keeps Spark's ``groupBy().sum()``
+    cheap whatever ``k`` is.
+    """
+    return "cohort INT, column INT, count LONG"
 
 
 def _counts_to_arrow(counts: npt.NDArray[np.int64], params: Params) -> Any:
     import pyarrow as pa
 
-    rows = np.flatnonzero(counts[:, 0])
-    arrays = [pa.array(rows.astype(np.int32), type=pa.int32()), pa.array(counts[rows, 0], type=pa.int64())]
-    arrays += [pa.array(counts[rows, 1 + j], type=pa.int64()) for j in range(params.num_bloombits)]
-    names = ["cohort", "n", *(f"b{j}" for j in range(params.num_bloombits))]
-    return pa.RecordBatch.from_arrays(arrays, names=names)
+    cohort, column = np.nonzero(counts)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(cohort.astype(np.int32), type=pa.int32()),
+            pa.array(column.astype(np.int32), type=pa.int32()),
+            pa.array(counts[cohort, column], type=pa.int64()),
+        ],
+        names=["cohort", "column", "count"],
+    )
 
 
 def spark_arrow_partition(batches: Iterator[Any], params: Params) -> Iterator[Any]:

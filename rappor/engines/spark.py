@@ -3,8 +3,9 @@
 ``spark.read.parquet(...)`` gives one Arrow stream per partition; the ``mapInArrow``
 function :func:`rappor.engines._partition.spark_arrow_partition` (the embedded counting
 code, importable on the workers from the installed package) turns each partition into at
-most ``num_cohorts`` rows ``(cohort, n, b0 .. b{k-1})``; ``groupBy("cohort").sum()``
-adds them up on the cluster and the driver collects ``num_cohorts`` rows.  CSV files
+most ``num_cohorts * (num_bloombits + 1)`` rows ``(cohort, column, count)`` (its partial
+table in long format); ``groupBy("cohort", "column").sum("count")`` adds them up on the
+cluster and the driver collects one table's worth of rows.  CSV files
 are counted one file per task (they must be readable at the same path on the workers).
 
 Works with any ``SparkSession`` passed in: a cluster, local mode or Spark Connect.
@@ -98,10 +99,9 @@ class SparkEngine:
             counts = empty_counts(params)
             if frames:
                 partial = functools.reduce(lambda a, b: a.unionByName(b), frames)
-                names = ["n", *(f"b{j}" for j in range(params.num_bloombits))]
-                rows = partial.groupBy("cohort").sum(*names).collect()
-                for row in rows:
-                    counts[int(row[0])] = np.asarray(row[1:], dtype=np.int64)
+                rows = partial.groupBy("cohort", "column").sum("count").collect()
+                for cohort, column, count in rows:
+                    counts[int(cohort), int(column)] = int(count)
         finally:
             if owned:
                 spark.stop()
