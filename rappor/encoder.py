@@ -60,7 +60,7 @@ from ._bits import pack_bits
 from ._io import PathLike, display_name, read_input_bytes
 from ._validation import check_rng
 from .exceptions import InsecureKeyFileWarning, InvalidParameterError, ReportFormatError
-from .hashing import bloom_bit_indices, value_bytes
+from .hashing import bloom_bit_indices, bloom_bits_table, value_bytes
 from .params import Params
 from .reports import Report, ReportBatch
 
@@ -367,12 +367,10 @@ class Encoder:
 
     def _prr(self, values: Sequence[str | bytes]) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.uint8]]:
         """Bloom filters and PRRs of ``values``, each of shape ``(n, k)``."""
-        k, h = self._params.num_bloombits, self._params.num_hashes
+        k = self._params.num_bloombits
         data = [value_bytes(v) for v in values]
         n = len(data)
-        indices = np.array([bloom_bit_indices(d, self._cohort, num_bloombits=k, num_hashes=h) for d in data],
-                           dtype=np.int64).reshape(n, h)
-        bloom = _bloom_matrix(indices, k)
+        bloom = _bloom_matrix(_bloom_indices_of_rows(data, np.full(n, self._cohort, dtype=np.int64), self._params), k)
         raw = b"".join(_prr_blocks(self._mac, self._cohort, d, self._num_blocks) for d in data)
         u = _uniforms_from_blocks(raw, n, k)
         return bloom, _permanent_response(bloom, u, self._params.prob_f)
@@ -472,10 +470,9 @@ def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values
         raise InvalidParameterError(msg)
     k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
     num_blocks = _num_blocks(k)
-    clients: dict[str, tuple[_HmacSha256, int, bytes]] = {}
-    blooms: dict[tuple[bytes, int], tuple[int, ...]] = {}
-    cohorts = np.empty(n, dtype=np.int64)
-    indices: list[tuple[int, ...]] = []
+    clients: dict[str, tuple[Any, Any, int, bytes]] = {}  # id -> (inner, outer, cohort, uint32_be(cohort))
+    cohort_list: list[int] = []
+    datas: list[bytes] = []
     chunks: list[bytes] = []
     pack = struct.Struct(">I").pack
     block_prefixes = [_PRR_LABEL + pack(b) for b in range(num_blocks)]
@@ -504,11 +501,8 @@ def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values
         inner, outer, c, c_bytes = state
         value = values[i]
         data = value if type(value) is bytes else value_bytes(value)
-        cohorts[i] = c
-        bits = blooms.get((data, c))
-        if bits is None:
-            bits = blooms[(data, c)] = bloom_bit_indices(data, c, num_bloombits=k, num_hashes=h)
-        indices.append(bits)
+        cohort_list.append(c)
+        datas.append(data)
         suffix = c_bytes + data
         for prefix in block_prefixes:
             x = inner.copy()
@@ -516,10 +510,35 @@ def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values
             y = outer.copy()
             y.update(x.digest())
             chunks.append(y.digest())
-    bloom = _bloom_matrix(np.array(indices, dtype=np.int64).reshape(n, h), k)
+    cohorts = np.array(cohort_list, dtype=np.int64)
+    bloom = _bloom_matrix(_bloom_indices_of_rows(datas, cohorts, params), k)
     prr = _permanent_response(bloom, _uniforms_from_blocks(b"".join(chunks), n, k), params.prob_f)
     irr = _instantaneous_response(prr, _noise(prr.shape, generator), params.prob_p, params.prob_q)
     return ReportBatch(params=params, cohorts=cohorts, words=pack_bits(irr))
+
+
+def _bloom_indices_of_rows(datas: list[bytes], cohorts: npt.NDArray[np.int64], params: Params) -> npt.NDArray[np.int64]:
+    """Bloom bit indices, shape ``(n, h)``, of ``datas[i]`` in cohort ``cohorts[i]``.
+
+    When the distinct values times the cohorts are few compared with the rows, one
+    vectorized :func:`~rappor.hashing.bloom_bits_table` call hashes every pair;
+    otherwise each distinct ``(value, cohort)`` pair is hashed once.
+    """
+    k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
+    n = len(datas)
+    unique: dict[bytes, int] = {}
+    rows = np.fromiter((unique.setdefault(d, len(unique)) for d in datas), dtype=np.int64, count=n)
+    if n and len(unique) * m <= 4 * n:
+        table = bloom_bits_table(list(unique), params)
+        return table[rows, cohorts].astype(np.int64)
+    cache: dict[tuple[bytes, int], tuple[int, ...]] = {}
+    out: list[tuple[int, ...]] = []
+    for key in zip(datas, cohorts.tolist()):
+        bits = cache.get(key)
+        if bits is None:
+            bits = cache[key] = bloom_bit_indices(key[0], key[1], num_bloombits=k, num_hashes=h)
+        out.append(bits)
+    return np.array(out, dtype=np.int64).reshape(n, h)
 
 
 def generate_key() -> bytes:

@@ -587,3 +587,14 @@ def test_worked_example_in_docs_client_md() -> None:
     assert prr_uniforms(secret, 2, "v1", 16)[[0, 7, 15]].tolist() == [0x8D8FF101, 0x02F5299E, 0x0A514D49]
     text = (Path(__file__).parent.parent / "docs" / "client.md").read_text()
     assert secret.hex() in text and "1000011010000000" in text
+
+
+@pytest.mark.parametrize("n_values", [3, 400])  # few values: one hashing table; many: per-pair hashing
+def test_encode_clients_bloom_paths_agree_with_hashing(n_values: int) -> None:
+    # With p=0, q=1, f=0 the report is the Bloom filter itself.
+    params = _params(k=24, h=3, m=8, p=0.0, q=1.0, f=0.0)
+    ids = [f"c{i}" for i in range(400)]
+    values = [f"v{i % n_values}" for i in range(400)]
+    batch = encode_clients(params, SECRET, ids, values)
+    want = np.array([bloom_filter(v, int(c), params) for v, c in zip(values, batch.cohorts)])
+    np.testing.assert_array_equal(batch.bits(), want)
