@@ -127,8 +127,28 @@ def run(args: argparse.Namespace) -> int:
     if page is not None:
         with atomic_output(out / "report.html") as fh:
             fh.write(page)
+    _print_results(result, sim)
     _print_summary(sim, metrics, out, time.perf_counter() - started, report=not args.no_report)
     return 0
+
+
+def _print_results(result: Any, sim: Any, *, limit: int = 20) -> None:
+    """The detected strings: true share, estimated share and its 95% interval."""
+    table = result.table()
+    truth = sim.truth
+    total = max(sum(truth.values()), 1)
+    header = f"{'string':<16}{'true':>9}{'estimate':>10}{'95% interval':>20}{'p-value':>11}"
+    lines = [header, "-" * len(header)]
+    for row in table[:limit]:
+        true_share = truth.get(str(row["string"]), 0) / total
+        interval = f"[{row['prop_low_95']:.4f}, {row['prop_high_95']:.4f}]"
+        lines.append(f"{str(row['string'])[:15]:<16}{true_share:>9.4f}{row['proportion']:>10.4f}"
+                     f"{interval:>20}{row['pvalue']:>11.2g}")
+    if len(table) > limit:
+        lines.append(f"... and {len(table) - limit} more detected strings (results.csv)")
+    if len(table) == 0:
+        lines.append("(no candidate detected)")
+    sys.stdout.write("\n".join(lines) + "\n\n")
 
 
 def _print_summary(sim: Any, metrics: Any, out: Path, seconds: float, *, report: bool) -> None:
