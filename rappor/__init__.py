@@ -15,6 +15,7 @@ Public modules
 ``rappor.design``      :class:`CandidateMap`, the decoder's design matrix
 ``rappor.map_file``    google/rappor ``map.csv`` files
 ``rappor.candidates``  candidate list files
+``rappor.audit``       empirical privacy audit of encoders
 
 Every public name of those modules is re-exported here; ``__all__`` lists them.
 Importing :mod:`rappor` is light: no scikit-learn, matplotlib, pyarrow or engines.
@@ -43,7 +44,9 @@ from . import mechanisms, planner, privacy
 from .mechanisms import *  # noqa: F403
 from .planner import *  # noqa: F403
 from .privacy import *  # noqa: F403
+from . import audit
+from .audit import *  # noqa: F403
 
-_PUBLIC_MODULES = [aggregate, candidates, design, encoder, exceptions, hashing, map_file, mechanisms, metrics, params, planner, privacy, reports, simulation]
+_PUBLIC_MODULES = [aggregate, audit, candidates, design, encoder, exceptions, hashing, map_file, mechanisms, metrics, params, planner, privacy, reports, simulation]
 
 __all__ = sorted({name for module in _PUBLIC_MODULES for name in module.__all__} | {"__version__"})
