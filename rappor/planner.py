@@ -44,7 +44,8 @@ from ._validation import check_int, check_options, check_probability, check_real
 from .exceptions import InvalidParameterError
 from .params import Params
 
-__all__ = ["DetectionPrediction", "Plan", "PlanResult", "design_inflation", "detection_frequency", "plan"]
+__all__ = ["DetectionPrediction", "Plan", "PlanResult", "design_inflation", "detection_frequency", "plan",
+           "simulate_detection"]
 
 _MAX_EXACT_CANDIDATES = 400
 
@@ -341,3 +342,47 @@ def plan(n_reports: int, n_candidates: int, *, epsilon_inf: float = 4.0, epsilon
     good = [pl for pl in plans if pl.prediction.frequency <= tol * best_freq]
     best = min(good, key=lambda pl: (pl.params.k, pl.params.m, pl.params.h))
     return PlanResult(best=best, plans=tuple(plans), n_reports=n, n_candidates=s)
+
+
+def simulate_detection(params: Params, n_reports: int, n_candidates: int, frequency: float, *, critical_z: float,
+                       reps: int = 100, rng: Any = None) -> int:
+    """Count how often candidate 0 at ``frequency`` is detected in a binomial-count simulation.
+
+    Each repetition draws a random Bloom design (uniform hashes), gives candidate 0 the
+    frequency and the other ``S - 1`` candidates a Dirichlet(1) share of the rest, draws each
+    cohort's bit counts ``Binomial(N/m, p01 + (p11 - p01) t_cb)``, fits the candidate
+    frequencies by least squares on the debiased bit rates and tests candidate 0 with the
+    plug-in (sandwich) standard error against ``critical_z``.  Used to check
+    :func:`detection_frequency` (``benchmarks/planner_check.py``, ``tests/test_planner.py``).
+
+    Returns
+    -------
+    int
+        Number of the ``reps`` repetitions in which candidate 0 was detected.
+    """
+    from scipy import sparse
+
+    gen = check_rng(rng)
+    k, h, m = params.k, params.h, params.m
+    s = check_int(n_candidates, "n_candidates", "simulate_detection", low=2)
+    x = check_probability(frequency, "frequency", "simulate_detection")
+    c, p01 = params.p11 - params.p01, params.p01
+    per = check_int(n_reports, "n_reports", "simulate_detection", low=1) // m
+    hits = 0
+    for _ in range(check_int(reps, "reps", "simulate_detection", low=1)):
+        rows = (np.arange(m) * k)[:, None, None] + gen.integers(0, k, size=(m, h, s))
+        cols = np.broadcast_to(np.arange(s), (m, h, s))
+        design = sparse.coo_matrix((np.ones(rows.size), (rows.ravel(), cols.ravel())), shape=(m * k, s)).tocsr()
+        design.sum_duplicates()
+        design.data[:] = 1.0
+        X = design.toarray()
+        freq = np.concatenate([[x], gen.dirichlet(np.ones(s - 1)) * (1.0 - x)])
+        ones = gen.binomial(per, p01 + c * (X @ freq))
+        y = (ones / per - p01) / c
+        gram_inv = np.linalg.pinv(X.T @ X)
+        est = gram_inv @ (X.T @ y)
+        lam = np.clip(ones / per, 0.0, 1.0)
+        row = gram_inv[0] @ X.T
+        var0 = float(np.sum(row * row * lam * (1.0 - lam) / (per * c * c)))
+        hits += bool(est[0] > critical_z * math.sqrt(var0))
+    return hits

@@ -10,7 +10,7 @@ from scipy.stats import binomtest
 
 from rappor import Params
 from rappor.exceptions import InvalidParameterError
-from rappor.planner import design_inflation, detection_frequency, plan
+from rappor.planner import design_inflation, detection_frequency, plan, simulate_detection
 
 
 def test_plan_meets_privacy_targets() -> None:
@@ -53,36 +53,6 @@ def test_detection_frequency_shrinks_like_one_over_sqrt_n() -> None:
     assert a.frequency / b.frequency == pytest.approx(2.0)
 
 
-def _simulate_detection(params: Params, n: int, s: int, x: float, reps: int, rng: np.random.Generator,
-                        z: float) -> int:
-    """Binomial-count simulation of GLS detection of candidate 0 at frequency x."""
-    from scipy import sparse
-
-    k, h, m = params.k, params.h, params.m
-    c, p01 = params.p11 - params.p01, params.p01
-    hits = 0
-    for _ in range(reps):
-        rows = (np.arange(m) * k)[:, None, None] + rng.integers(0, k, size=(m, h, s))
-        cols = np.broadcast_to(np.arange(s), (m, h, s))
-        X = sparse.coo_matrix((np.ones(rows.size), (rows.ravel(), cols.ravel())), shape=(m * k, s)).tocsr()
-        X.sum_duplicates()
-        X.data[:] = 1.0
-        X = X.toarray()
-        freq = rng.dirichlet(np.ones(s - 1)) * (1 - x)
-        freq = np.concatenate([[x], freq])
-        t = X @ freq
-        per = n // m
-        ones = rng.binomial(per, p01 + c * t)
-        y = (ones / per - p01) / c
-        gram_inv = np.linalg.inv(X.T @ X)
-        est = gram_inv @ (X.T @ y)
-        lam = np.clip(ones / per, 0, 1)
-        w = lam * (1 - lam) / (per * c * c)  # per-bit variance, plug-in
-        var0 = gram_inv[0] @ (X.T * w) @ X @ gram_inv[0]
-        hits += est[0] / math.sqrt(var0) > z
-    return hits
-
-
 @pytest.mark.slow
 def test_predicted_detection_matches_simulation() -> None:
     # At the predicted frequency for power 0.5 and 0.9 the simulated detection rates match
@@ -93,5 +63,5 @@ def test_predicted_detection_matches_simulation() -> None:
     rng = np.random.default_rng(5)
     for power in (0.5, 0.9):
         pred = detection_frequency(params, n, s, power=power, rng=1)
-        hits = _simulate_detection(params, n, s, pred.frequency, reps, rng, pred.critical_z)
+        hits = simulate_detection(params, n, s, pred.frequency, critical_z=pred.critical_z, reps=reps, rng=rng)
         assert binomtest(hits, reps, power).pvalue > 1e-6, (power, hits / reps)
