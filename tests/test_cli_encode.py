@@ -97,16 +97,18 @@ def test_encode_parallel_equals_serial_with_seed(tmp_path: Path, monkeypatch: py
 def test_encode_quoted_fields_bom_crlf_and_stdin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     params, key, _ = _setup(tmp_path, [], p=0.0, q=1.0)
-    data = '\ufeff"client", value\r\n"a,b","x, y"\r\n"say ""hi""",\r\n\r\n'.encode()
+    data = '\ufeff"client", "value"\r\n"a,b","x, y"\r\n"say ""hi""",\r\nc, x\r\n\r\n'.encode()
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
     assert main(["encode", "--params", str(params), "--key-file", str(key), "-"]) == 0
     rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
-    assert [r[0] for r in rows] == ["client", "a,b", 'say "hi"']
+    assert [r[0] for r in rows] == ["client", "a,b", 'say "hi"', "c"]
     p = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.0, prob_q=1.0, prob_f=0.5)
     prr = Encoder(p, client_secret(KEY, "a,b")).trace("x, y").prr
     assert rows[1][2] == "".join(str(b) for b in prr[::-1])
     prr_empty = Encoder(p, client_secret(KEY, 'say "hi"')).trace("").prr
     assert rows[2][2] == "".join(str(b) for b in prr_empty[::-1])
+    prr_space = Encoder(p, client_secret(KEY, "c")).trace(" x").prr  # the space is part of the value
+    assert rows[3][2] == "".join(str(b) for b in prr_space[::-1])
 
 
 @pytest.mark.parametrize(
@@ -187,3 +189,19 @@ def test_encode_output_has_one_row_per_input_row_in_order(tmp_path: Path, monkey
     cohorts = {r[0]: r[1] for r in got}
     assert all(cohorts[r[0]] == r[1] for r in got)  # a client's cohort is fixed
     assert np.unique([r[1] for r in got]).size >= 1
+
+
+def test_encode_output_reads_back_as_reports(tmp_path: Path) -> None:
+    # The output is the reports file every later stage reads (rappor.reports.read_reports).
+    from rappor import read_params
+    from rappor.reports import read_reports
+
+    rows = ROWS + [("with,comma", "v"), ('with "quote"', "w")]
+    params, key, inp = _setup(tmp_path, rows)
+    out = tmp_path / "reports.csv"
+    assert _run(params, key, inp, out, "--seed", "1") == 0
+    batch = read_reports(out, read_params(params))
+    assert len(batch) == len(rows)
+    written = _read(out)[1:]
+    assert batch.bitstrings() == [r[2] for r in written]
+    assert batch.cohorts.tolist() == [int(r[1]) for r in written]

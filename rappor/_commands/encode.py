@@ -1,7 +1,8 @@
 """Encode client values into RAPPOR reports.
 
 INPUT is a CSV file with the header ``client,value`` (one row per report; a client
-may appear several times).  Each client's secret is derived from the key file and
+may appear several times).  Fields are used exactly as written (a space after a comma
+is part of the value); quote fields that contain commas, quotes or newlines.  Each client's secret is derived from the key file and
 the client id (HMAC-SHA256, see docs/client.md), so re-running the command gives
 every client the same cohort and the same permanent randomized responses; only the
 instantaneous responses are fresh.  The output CSV has the header
@@ -69,7 +70,9 @@ def _rows(path: PathLike) -> Iterator[tuple[int, str, str]]:
         raise ReportFormatError(msg, path=name, line=line) from None
     if text.startswith("\ufeff"):
         text = text[1:]
-    reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True, strict=True)
+    # Fields are taken exactly (RFC 4180: spaces are part of a field), because values are
+    # hashed exactly; only the header tolerates spaces and quotes around its names.
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     header_seen = False
     line = 0
     try:
@@ -78,7 +81,7 @@ def _rows(path: PathLike) -> Iterator[tuple[int, str, str]]:
             if not row or row == [""]:
                 continue
             if not header_seen:
-                if [cell.strip() for cell in row] != _HEADER:
+                if [cell.strip().strip('"') for cell in row] != _HEADER:
                     raise ReportFormatError(f"expected the header 'client,value', found {','.join(row)!r}",
                                             path=name, line=start)
                 header_seen = True
