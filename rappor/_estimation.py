@@ -269,8 +269,19 @@ def fit_support(a: sp.csc_matrix, b: Array, selected: npt.NDArray[np.int64], *, 
     return Fit(support=support, coef=coef, cov=cov, z=z, se=se, rss=rss, dof=dof, dispersion=dispersion)
 
 
-def adjust_pvalues(pvalues: Array, method: str) -> Array:
-    """Multiple-testing adjustment: ``"bonferroni"``, ``"fdr"`` (Benjamini-Hochberg 1995) or ``"none"``."""
+def adjust_pvalues(pvalues: Array, method: str, level: float = 0.05) -> Array:
+    """Multiple-testing adjustment; a hypothesis is rejected when its adjusted p-value is ``<= level``.
+
+    ``"none"``; ``"bonferroni"``; ``"fdr"``: Benjamini-Hochberg 1995 (JRSS-B 57(1)),
+    ``p_(i) n / i`` made monotone; ``"storey"``: the BH adjustment times Storey's
+    estimate of the share of true nulls ``pi0 = (1 + #{p > 1/2}) / (n / 2)`` (capped at 1;
+    Storey, Taylor and Siegmund 2004, JRSS-B 66(1), Theorem 3: finite-sample FDR control
+    for independent p-values, rejecting only p <= 1/2); ``"adaptive-fdr"``: the two-stage
+    procedure of Benjamini, Krieger and Yekutieli 2006 (Biometrika 93(3), Definition 6):
+    BH at ``q' = level / (1 + level)`` gives ``r1`` rejections; ``m0 = n - r1``; then BH at
+    ``q' n / m0``.  Its adjusted p-values are ``BH(p) m0 / n * (1 + level)`` (they depend
+    on ``level`` through ``m0``; rejection is ``<= level`` as for the others).
+    """
     p = np.asarray(pvalues, dtype=np.float64)
     n = p.size
     if n == 0 or method == "none":
@@ -280,6 +291,17 @@ def adjust_pvalues(pvalues: Array, method: str) -> Array:
     order = np.argsort(p, kind="stable")
     ranked = p[order] * n / np.arange(1, n + 1)
     ranked = np.minimum.accumulate(ranked[::-1])[::-1]
-    out = np.empty(n)
-    out[order] = np.minimum(ranked, 1.0)
-    return out
+    bh = np.empty(n)
+    bh[order] = np.minimum(ranked, 1.0)
+    if method == "fdr":
+        return bh
+    if method == "storey":
+        pi0 = min(1.0, (1.0 + np.count_nonzero(p > 0.5)) / (0.5 * n))
+        return np.where(p <= 0.5, np.minimum(pi0 * bh, 1.0), 1.0)
+    if method == "adaptive-fdr":
+        r1 = int(np.count_nonzero(bh <= level / (1.0 + level)))
+        if r1 == n:
+            return np.minimum(bh, 1.0)  # every hypothesis rejected at stage 1
+        return np.minimum(bh * (n - r1) / n * (1.0 + level), 1.0)
+    msg = f"Unknown multiple-testing correction {method!r}."
+    raise ValueError(msg)

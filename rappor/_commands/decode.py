@@ -35,8 +35,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--summary", metavar="PATH", help="also write a JSON summary")
     parser.add_argument("--alpha", type=float, default=0.05, metavar="LEVEL",
                         help="significance level of the detection tests [default: 0.05]")
-    parser.add_argument("--correction", choices=["fdr", "bonferroni", "none"], default="fdr",
-                        help="multiple-testing correction [default: fdr]")
+    parser.add_argument("--correction", choices=["fdr", "adaptive-fdr", "storey", "bonferroni", "none"],
+                        default="fdr", help="multiple-testing correction: fdr (Benjamini-Hochberg), adaptive-fdr "
+                        "(Benjamini-Krieger-Yekutieli two-stage), storey (Storey's pi0), bonferroni, none "
+                        "[default: fdr]")
     add_seed_argument(parser)
     parser.add_argument("--all", action="store_true", help="list every candidate, with a 'detected' column")
 
@@ -69,9 +71,12 @@ def run(args: argparse.Namespace) -> int:
         cmap = hash_candidates(read_candidates(args.candidates), params)
     decoder = Decoder(significance_level=args.alpha, correction=args.correction, rng=args.seed)
     result = decoder.decode(aggregate, cmap)
-    result.to_csv(args.output, all=args.all)
-    if args.summary is not None:
-        with atomic_output(args.summary) as out:
-            json.dump(_clean(result.summary()), out, indent=2, sort_keys=False)
-            out.write("\n")
+    if args.summary is None:
+        result.to_csv(args.output, all=args.all)
+        return 0
+    # Open the summary first: a bad --summary path must not leave a results file behind.
+    with atomic_output(args.summary) as out:
+        result.to_csv(args.output, all=args.all)
+        json.dump(_clean(result.summary()), out, indent=2, sort_keys=False)
+        out.write("\n")
     return 0
