@@ -205,3 +205,29 @@ def test_encode_output_reads_back_as_reports(tmp_path: Path) -> None:
     written = _read(out)[1:]
     assert batch.bitstrings() == [r[2] for r in written]
     assert batch.cohorts.tolist() == [int(r[1]) for r in written]
+
+
+def test_encode_input_parser_fuzz(tmp_path: Path) -> None:
+    # Any bytes give either rows or a ReportFormatError naming the file: never another exception.
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import strategies as st
+
+    from rappor import ReportFormatError
+
+    alphabet = st.sampled_from([b"client,value\n", b"a,b\n", b",", b'"', b"\r\n", b"\n", b"x", b" ", b"\xff",
+                                b"\xef\xbb\xbf", b"\xc3\xa9", b"\x00"])
+    path = tmp_path / "fuzz.csv"
+
+    @hypothesis.settings(max_examples=300, deadline=None, database=None,
+                         suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
+    @hypothesis.given(st.lists(alphabet, max_size=12).map(b"".join))
+    def check(data: bytes) -> None:
+        path.write_bytes(data)
+        try:
+            rows = list(encode_command._rows(path))
+        except ReportFormatError as exc:
+            assert str(exc).startswith(str(path))
+        else:
+            assert all(client and isinstance(value, str) for _, client, value in rows)
+
+    check()

@@ -598,3 +598,22 @@ def test_encode_clients_bloom_paths_agree_with_hashing(n_values: int) -> None:
     batch = encode_clients(params, SECRET, ids, values)
     want = np.array([bloom_filter(v, int(c), params) for v, c in zip(values, batch.cohorts)])
     np.testing.assert_array_equal(batch.bits(), want)
+
+
+@pytest.mark.slow
+def test_combined_rates_per_bit_large() -> None:
+    # 100,000 clients, 200 values, k=128, h=4, m=32: the report rate of every bit, pooled over
+    # reports where its Bloom bit is 1 (resp. 0), is p11 (resp. p01).  Bonferroni over
+    # 2 * 128 binomial tests at 1e-6 in total.
+    params = _params(k=128, h=4, m=32, p=0.3, q=0.6, f=0.35)
+    n = 100_000
+    ids = [f"client-{i}" for i in range(n)]
+    values = [f"value-{i % 200}" for i in range(n)]
+    batch = encode_clients(params, b"slow test key 0123456789", ids, values, rng=2024)
+    bits = batch.bits().astype(bool)
+    table = {(v, c): bloom_filter(v, c, params).astype(bool) for v in set(values) for c in range(params.m)}
+    bloom = np.array([table[(v, int(c))] for v, c in zip(values, batch.cohorts)])
+    for j in range(params.k):
+        on = bloom[:, j]
+        assert stats.binomtest(int(bits[on, j].sum()), int(on.sum()), params.p11).pvalue > ALPHA / 256
+        assert stats.binomtest(int(bits[~on, j].sum()), int((~on).sum()), params.p01).pvalue > ALPHA / 256
