@@ -231,3 +231,12 @@ def test_encode_input_parser_fuzz(tmp_path: Path) -> None:
             assert all(client and isinstance(value, str) for _, client, value in rows)
 
     check()
+
+
+@pytest.mark.parametrize("jobs", ["0", "-2", "two"])
+def test_encode_fail_bad_jobs(tmp_path: Path, capsys: pytest.CaptureFixture[str], jobs: str) -> None:
+    params, key, inp = _setup(tmp_path, ROWS)
+    with pytest.raises(SystemExit) as exc:
+        _run(params, key, inp, tmp_path / "o.csv", "--jobs", jobs)
+    assert exc.value.code == 2
+    assert "expected an integer >= 1" in capsys.readouterr().err

@@ -1,12 +1,14 @@
 """Encode client values into RAPPOR reports.
 
-INPUT is a CSV file with the header ``client,value`` (one row per report; a client
-may appear several times).  Fields are used exactly as written (a space after a comma
-is part of the value); quote fields that contain commas, quotes or newlines.  Each client's secret is derived from the key file and
-the client id (HMAC-SHA256, see docs/client.md), so re-running the command gives
-every client the same cohort and the same permanent randomized responses; only the
-instantaneous responses are fresh.  The output CSV has the header
-``client,cohort,irr`` with ``irr`` a google/rappor bit string (character 0 = bit k-1).
+INPUT is a CSV file with the header ``client,value``, one row per report (a client
+may appear several times).  Fields are used exactly as written (a space after a
+comma is part of the value); quote fields that contain commas, quotes or newlines.
+
+Each client's secret is derived from the key file and the client id (HMAC-SHA256,
+see docs/client.md), so re-running the command gives every client the same cohort
+and the same permanent randomized responses; only the instantaneous responses are
+fresh.  The output CSV has the header ``client,cohort,irr``, with ``irr`` a
+google/rappor bit string (character 0 = bit k-1).
 
 Create a key with ``rappor keygen -o KEY``.
 """
@@ -42,6 +44,17 @@ _HEADER = ["client", "value"]
 _SPECIAL = frozenset(',"\r\n')
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        msg = f"expected an integer >= 1, found {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     """Register the arguments of ``rappor encode``."""
     parser.add_argument("input", nargs="?", default="-", metavar="INPUT",
@@ -54,7 +67,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="draw the instantaneous noise from numpy's generator with this seed instead of "
                              "the operating system's CSPRNG: reproducible, NOT secure; for tests and "
                              "simulation only")
-    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+    parser.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                         help="worker processes for large inputs [default: number of CPUs, at most 8]")
 
 
