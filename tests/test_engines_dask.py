@@ -85,3 +85,15 @@ def test_engines_report_sources_detects_format(inputs: tuple[list[Path], Aggrega
     kinds = [s.kind for s in report_sources([*paths, renamed], PARAMS)]
     assert kinds == ["parquet", "parquet", "csv", "parquet"]
     assert isinstance(get_engine("numpy"), NumpyEngine)
+
+
+def test_dask_engine_reads_url(inputs: tuple[list[Path], Aggregate]) -> None:
+    # A file:// URL goes to the engine's own reader (as s3a:// or gs:// would); the numpy engine refuses it.
+    paths, _ = inputs
+    url = paths[0].resolve().as_uri()
+    sources = report_sources([url], PARAMS)
+    assert [(s.kind, s.columns) for s in sources] == [("parquet", ())]
+    expected = aggregate_files([paths[0]], PARAMS)
+    np.testing.assert_array_equal(aggregate_files([url], PARAMS, engine="dask").counts, expected.counts)
+    with pytest.raises(InvalidParameterError, match="dask or spark engine"):
+        aggregate_files([url], PARAMS)

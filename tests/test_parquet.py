@@ -211,3 +211,19 @@ def test_parquet_writer_fail_other_params(tmp_path: Path, params: Params) -> Non
         writer.write(_batch(K130, 1))
     with pytest.raises(InvalidParameterError, match="'layout' parameter"):
         ParquetReportWriter(tmp_path / "r.parquet", params, layout="hex")  # type: ignore[arg-type]
+
+
+def test_parquet_streaming_memory_is_flat(tmp_path: Path) -> None:
+    # 12 row groups of 20,000 reports (320 kB of words each, 3.8 MB in all): Arrow memory
+    # held while streaming must stay near one row group, not grow with the file.
+    params = Params(num_bloombits=128, num_hashes=2, num_cohorts=8, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    rng = np.random.default_rng(5)
+    path = tmp_path / "big.parquet"
+    with ParquetReportWriter(path, params, row_group_size=20_000) as writer:
+        for _ in range(2):
+            words = rng.integers(0, 2**64, (120_000, 2), dtype=np.uint64, endpoint=False)
+            writer.write(ReportBatch(params=params, cohorts=rng.integers(0, 8, 120_000), words=words))
+    peak = 0
+    for _ in iter_parquet_reports(path, params, batch_size=20_000):
+        peak = max(peak, pa.total_allocated_bytes())
+    assert peak < 4 * 20_000 * 20  # a few row groups of 20 bytes per report

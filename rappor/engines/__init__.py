@@ -48,6 +48,7 @@ __all__ = [
     "aggregate_files",
     "get_engine",
     "parquet_groups",
+    "report_format",
     "report_sources",
 ]
 
@@ -63,11 +64,13 @@ class ReportSource:
     Parameters
     ----------
     path : str
-        A file, ``"-"`` for standard input (CSV, numpy engine only), or for Parquet a
-        single file (directories are expanded by :func:`report_sources`).
+        A file, ``"-"`` for standard input (CSV, numpy engine only), for Parquet a
+        single file (directories are expanded by :func:`report_sources`) or a URL the
+        engine reads itself (``s3a://...``; Dask and Spark only).
     kind : {"csv", "parquet"}
     columns : tuple of str, default=()
-        For Parquet, the report columns to read (``cohort`` and ``w0..`` or ``bits``).
+        For Parquet, the report columns to read (``cohort`` and ``w0..`` or ``bits``);
+        empty for a URL, whose columns the engine resolves when it opens the dataset.
     """
 
     path: str
@@ -84,9 +87,16 @@ def parquet_groups(sources: Sequence[ReportSource]) -> list[tuple[tuple[str, ...
     return list(groups.items())
 
 
-def _kind(path: PathLike) -> Literal["csv", "parquet"]:
+def _is_url(path: PathLike) -> bool:
+    return "://" in os.fspath(path)
+
+
+def report_format(path: PathLike) -> Literal["csv", "parquet"]:
+    """``"parquet"`` for a Parquet file (by its magic bytes or a ``.parquet``/``.pq`` name) or a directory, else ``"csv"``."""
     if str(path) == STDIO:
         return "csv"
+    if _is_url(path):
+        return "parquet"
     p = Path(path)
     if p.is_dir() or p.suffix.lower() in (".parquet", ".pq"):
         return "parquet"
@@ -116,7 +126,12 @@ def report_sources(paths: Sequence[PathLike], params: Params) -> list[ReportSour
 
     sources: list[ReportSource] = []
     for path in paths:
-        if _kind(path) == "csv":
+        if _is_url(path):
+            # A data-lake dataset (s3a://, hdfs://, gs:// ...): read by the engine itself;
+            # its columns are resolved and checked there, its metadata is not read here.
+            sources.append(ReportSource(path=os.fspath(path), kind="parquet"))
+            continue
+        if report_format(path) == "csv":
             sources.append(ReportSource(path=os.fspath(path), kind="csv"))
             continue
         for file in parquet_files(path):
@@ -155,6 +170,10 @@ class NumpyEngine:
 
     def aggregate(self, sources: Sequence[ReportSource], params: Params) -> Aggregate:
         """Count the reports of ``sources`` one after the other."""
+        for s in sources:
+            if _is_url(s.path):
+                msg = f"The numpy engine reads local files; use the dask or spark engine for {s.path!r}."
+                raise InvalidParameterError(msg)
         tables = [file_counts(s.path, s.kind, params) for s in sources]
         counts = sum_counts(tables) if tables else np.zeros((params.m, params.k + 1), dtype=np.int64)
         return Aggregate(params=params, counts=counts)

@@ -18,6 +18,7 @@ from .._validation import check_int
 from ..aggregate import Aggregate
 from ..exceptions import InvalidParameterError
 from ..params import Params
+from ..parquet import report_columns
 from . import ReportSource, parquet_groups
 from ._partition import empty_counts, file_counts, pandas_counts, sum_counts
 
@@ -66,7 +67,11 @@ class DaskEngine:
         parts: list[Any] = []
         count = delayed(pandas_counts, pure=True)
         for columns, paths in parquet_groups(sources):
-            frame = dask.dataframe.read_parquet(paths, columns=list(columns), index=False)
+            if columns:
+                frame = dask.dataframe.read_parquet(paths, columns=list(columns), index=False)
+            else:  # a URL: resolve the columns from the dataset's schema
+                frame = dask.dataframe.read_parquet(paths, index=False)
+                frame = frame[report_columns(list(frame.columns), params, paths[0])]
             parts += [count(part, params) for part in frame.to_delayed()]
         count_file = delayed(file_counts, pure=True)
         parts += [count_file(s.path, s.kind, params) for s in sources if s.kind == "csv"]

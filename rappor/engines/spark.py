@@ -28,6 +28,7 @@ from .._validation import check_int
 from ..aggregate import Aggregate
 from ..exceptions import InvalidParameterError
 from ..params import Params
+from ..parquet import report_columns
 from . import ReportSource, parquet_groups
 from ._partition import empty_counts, spark_arrow_partition, spark_file_partition, spark_schema
 
@@ -90,7 +91,8 @@ class SparkEngine:
             schema = spark_schema(params)
             count_partition = functools.partial(spark_arrow_partition, params=params)
             for columns, paths in parquet_groups(sources):
-                reports = spark.read.parquet(*paths).select(*columns)
+                reports = spark.read.parquet(*paths)
+                reports = reports.select(*(columns or report_columns(reports.columns, params, paths[0])))
                 frames.append(reports.mapInArrow(count_partition, schema))
             csv = [(s.path, s.kind) for s in sources if s.kind == "csv"]
             if csv:
