@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .._io import PathLike, atomic_output, display_name, read_input_bytes
+from .._validation import check_int
 from ..exceptions import InvalidParameterError, ReportFormatError
 from ..params import Params
 from ._common import add_output_argument, add_params_argument, load_params
@@ -44,17 +45,6 @@ _HEADER = ["client", "value"]
 _SPECIAL = frozenset(',"\r\n')
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        msg = f"expected an integer >= 1, found {text!r}"
-        raise argparse.ArgumentTypeError(msg)
-    return value
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     """Register the arguments of ``rappor encode``."""
     parser.add_argument("input", nargs="?", default="-", metavar="INPUT",
@@ -67,7 +57,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="draw the instantaneous noise from numpy's generator with this seed instead of "
                              "the operating system's CSPRNG: reproducible, NOT secure; for tests and "
                              "simulation only")
-    parser.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
                         help="worker processes for large inputs [default: number of CPUs, at most 8]")
 
 
@@ -163,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
 
     params = load_params(args)
     key = read_key_file(args.key_file)
-    jobs = _default_jobs() if args.jobs is None else args.jobs
+    jobs = _default_jobs() if args.jobs is None else check_int(args.jobs, "jobs", "rappor encode", low=1)
     if jobs < 1:
         raise InvalidParameterError(f"The '--jobs' option of rappor encode must be an int >= 1. Got {jobs} instead.")
     chunks = enumerate(_chunks(_rows(args.input), CHUNK_ROWS))
