@@ -143,7 +143,8 @@ class DecodeResult:
         return tuple(tuple(v) for v in out.values() if len(v) > 1)
 
     def confidence_interval(self, confidence_level: float = 0.95, *,
-                            kind: Literal["proportion", "count"] = "proportion") -> ConfidenceInterval:
+                            kind: Literal["proportion", "count"] = "proportion",
+                            adjust: Literal["none", "fcr"] = "none") -> ConfidenceInterval:
         """Two-sided Wald interval ``estimate ± z * std_error``, clipped to ``[0, 1]`` (or ``[0, N]``).
 
         Parameters
@@ -151,6 +152,15 @@ class DecodeResult:
         confidence_level : float, default=0.95
         kind : {"proportion", "count"}, default="proportion"
             Scale of the interval: shares of reports or numbers of reports.
+        adjust : {"none", "fcr"}, default="none"
+            ``"none"``: marginal intervals (each covers its share with probability
+            ``confidence_level`` when looked at regardless of the detections).  ``"fcr"``:
+            for the detected candidates, false-coverage-rate adjusted intervals of
+            Benjamini and Yekutieli 2005 (JASA 100(469), Definition 1): with ``R``
+            detected out of ``m`` tests, the level is ``1 - R (1 - confidence_level) / m``,
+            so that the expected share of non-covering intervals among the detected is at
+            most ``1 - confidence_level`` (the "winner's curse" of selected estimates).
+            Undetected candidates keep the marginal interval.
 
         Returns
         -------
@@ -160,7 +170,13 @@ class DecodeResult:
         level = check_probability(confidence_level, "confidence_level", "DecodeResult.confidence_interval",
                                   open_low=True, open_high=True)
         check_options(kind, "kind", "DecodeResult.confidence_interval", ("proportion", "count"))
-        z = float(stats.norm.isf((1.0 - level) / 2.0))
+        check_options(adjust, "adjust", "DecodeResult.confidence_interval", ("none", "fcr"))
+        z = np.full(len(self.strings), float(stats.norm.isf((1.0 - level) / 2.0)))
+        if adjust == "fcr":
+            n_tests = int(self.diagnostics.get("distinguishable", len(self.strings)))
+            n_sel = int(np.count_nonzero(self.significant[_first_of_group(self.group)]))
+            if n_sel and n_tests:
+                z[self.significant] = float(stats.norm.isf(n_sel * (1.0 - level) / n_tests / 2.0))
         low = np.clip(self.proportion - z * self.prop_std_error, 0.0, 1.0)
         high = np.clip(self.proportion + z * self.prop_std_error, 0.0, 1.0)
         if kind == "count":
@@ -172,20 +188,26 @@ class DecodeResult:
         key = np.where(np.isnan(self.estimate[idx]), -np.inf, self.estimate[idx])
         return idx[np.lexsort((idx, -key))]
 
-    def table(self, all: bool = False) -> np.ndarray:  # noqa: A002
+    def table(self, all: bool = False, *, adjust: Literal["fcr", "none"] = "fcr") -> np.ndarray:  # noqa: A002
         """The results as a numpy structured array, sorted by estimate (descending).
 
         Columns are google/rappor's ``string, estimate, std_error, proportion,
         prop_std_error, prop_low_95, prop_high_95`` plus ``pvalue`` (unadjusted) and,
-        with ``all=True``, ``detected``.
+        with ``all=True``, ``detected``.  ``proportion`` is the (unbiased, non-negative)
+        least-squares estimate.
 
         Parameters
         ----------
         all : bool, default=False
             Every candidate instead of only the detected ones.
+        adjust : {"fcr", "none"}, default="fcr"
+            Interval of the ``prop_*_95`` columns (see :meth:`confidence_interval`):
+            false-coverage-rate adjusted for the detected strings (wider; they cover the
+            truth about 95% of the time even though they were selected for being large)
+            or the plain marginal Wald interval.
         """
         idx = self._order(all)
-        ci = self.confidence_interval(0.95)
+        ci = self.confidence_interval(0.95, adjust=adjust)
         width = max((len(self.strings[i]) for i in idx), default=1)
         dtype = [("string", f"U{max(width, 1)}")] + [(name, "f8") for name in _TABLE_COLUMNS[1:]]
         if all:
@@ -203,9 +225,10 @@ class DecodeResult:
             out["detected"] = self.significant[idx]
         return out
 
-    def to_csv(self, path: PathLike | None, all: bool = False) -> None:  # noqa: A002
+    def to_csv(self, path: PathLike | None, all: bool = False, *,  # noqa: A002
+               adjust: Literal["fcr", "none"] = "fcr") -> None:
         """Write :meth:`table` as ``results.csv`` (atomically; ``"-"`` for standard output)."""
-        rows = self.table(all=all)
+        rows = self.table(all=all, adjust=adjust)
         names = rows.dtype.names or ()
         with atomic_output(path) as out:
             out.write(",".join(names) + "\n")

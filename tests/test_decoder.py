@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy import stats
 
 import rappor
 from rappor import (
@@ -167,6 +168,41 @@ def test_decode_interval_coverage():
         ci = Decoder().decode(agg, cmap).confidence_interval(0.95)
         covered.extend((ci.low[:5] <= truth) & (truth <= ci.high[:5]))
     assert np.mean(covered) >= 0.88
+
+
+def test_confidence_interval_fcr_level():
+    """FCR intervals: level 1 - R (1 - 0.95) / m for the R detected of m tests; others unchanged."""
+    (agg, _), cmap = planted(3)
+    res = Decoder().decode(agg, cmap)
+    wald = res.confidence_interval(0.95)
+    fcr = res.confidence_interval(0.95, adjust="fcr")
+    det = res.detected
+    r, m = int(det.sum()), res.diagnostics["distinguishable"]
+    z = stats.norm.isf(r * 0.05 / m / 2)
+    np.testing.assert_allclose(fcr.high[det], np.clip(res.proportion[det] + z * res.prop_std_error[det], 0, 1))
+    np.testing.assert_array_equal(fcr.low[~det], wald.low[~det])
+    assert np.all(fcr.high[det] - fcr.low[det] > wald.high[det] - wald.low[det])
+    tab = res.table(adjust="none")
+    np.testing.assert_allclose(np.sort(tab["prop_high_95"]), np.sort(wald.high[det]))
+
+
+@pytest.mark.slow
+def test_decode_fcr_coverage_of_detected_with_decoys():
+    """Detected strings among 5 true + 300 decoys: FCR intervals cover in >= 90% of cases.
+
+    About 25 seeds x 5 detected = 125 intervals; nominal FCR <= 5%.  Binomial(125, 0.95)
+    has sd 1.9%, so 90% is 2.6 sd below (false failure ~ 0.5%).
+    """
+    covered = []
+    for seed in range(25):
+        (agg, truth), _ = planted(300 + seed)
+        cmap = hash_candidates([f"v{i}" for i in range(1, 6)] + [f"decoy{i}" for i in range(300)], PARAMS)
+        res = Decoder().decode(agg, cmap)
+        ci = res.confidence_interval(0.95, adjust="fcr")
+        t = np.concatenate([truth, np.zeros(300)])
+        det = res.detected
+        covered.extend((ci.low[det] <= t[det]) & (t[det] <= ci.high[det]))
+    assert np.mean(covered) >= 0.90
 
 
 # --- edge cases ---------------------------------------------------------------------------

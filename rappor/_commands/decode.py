@@ -5,7 +5,8 @@ Reads google/rappor's ``params.csv`` and ``counts.csv`` and either a ``map.csv``
 candidate list (one string per line, hashed here).  Writes ``results.csv`` with
 google/rappor's columns ``string,estimate,std_error,proportion,prop_std_error,
 prop_low_95,prop_high_95`` plus ``pvalue`` (one-sided, unadjusted), sorted by
-estimate; by default only the detected strings, with ``--all`` every candidate and a
+estimate (intervals of detected strings false-coverage-rate adjusted unless
+``--intervals wald``); by default only the detected strings, with ``--all`` every candidate and a
 ``detected`` column.  ``--summary`` writes a JSON summary (detected, allocated and
 unexplained mass, residual diagnostics, epsilons, time).  See docs/decoder.md.
 """
@@ -39,6 +40,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         default="fdr", help="multiple-testing correction: fdr (Benjamini-Hochberg), adaptive-fdr "
                         "(Benjamini-Krieger-Yekutieli two-stage), storey (Storey's pi0), bonferroni, none "
                         "[default: fdr]")
+    parser.add_argument("--intervals", choices=["fcr", "wald"], default="fcr",
+                        help="prop_low_95/prop_high_95 of detected strings: false-coverage-rate adjusted "
+                        "(Benjamini-Yekutieli 2005) or plain Wald [default: fcr]")
     add_seed_argument(parser)
     parser.add_argument("--all", action="store_true", help="list every candidate, with a 'detected' column")
 
@@ -72,11 +76,11 @@ def run(args: argparse.Namespace) -> int:
     decoder = Decoder(significance_level=args.alpha, correction=args.correction, rng=args.seed)
     result = decoder.decode(aggregate, cmap)
     if args.summary is None:
-        result.to_csv(args.output, all=args.all)
+        result.to_csv(args.output, all=args.all, adjust="fcr" if args.intervals == "fcr" else "none")
         return 0
     # Open the summary first: a bad --summary path must not leave a results file behind.
     with atomic_output(args.summary) as out:
-        result.to_csv(args.output, all=args.all)
+        result.to_csv(args.output, all=args.all, adjust="fcr" if args.intervals == "fcr" else "none")
         json.dump(_clean(result.summary()), out, indent=2, sort_keys=False)
         out.write("\n")
     return 0
