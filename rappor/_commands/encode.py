@@ -30,7 +30,7 @@ import numpy as np
 
 from .._io import PathLike, atomic_output, display_name, read_input_bytes
 from .._validation import check_int
-from ..exceptions import InvalidParameterError, ReportFormatError
+from ..exceptions import ReportFormatError
 from ..params import Params
 from ._common import add_output_argument, add_params_argument, load_params
 
@@ -154,8 +154,6 @@ def run(args: argparse.Namespace) -> int:
     params = load_params(args)
     key = read_key_file(args.key_file)
     jobs = _default_jobs() if args.jobs is None else check_int(args.jobs, "jobs", "rappor encode", low=1)
-    if jobs < 1:
-        raise InvalidParameterError(f"The '--jobs' option of rappor encode must be an int >= 1. Got {jobs} instead.")
     chunks = enumerate(_chunks(_rows(args.input), CHUNK_ROWS))
     head = list(itertools.islice(chunks, 2))
     todo = itertools.chain(head, chunks)
