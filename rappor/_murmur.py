@@ -39,17 +39,20 @@ _S33 = np.uint64(33)
 _CHUNK_STATES = 1 << 16
 
 
-def _rotl(x: npt.NDArray[np.uint64], r: int) -> npt.NDArray[np.uint64]:
-    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+def _rotl(x: npt.NDArray[np.uint64], r: int, tmp: npt.NDArray[np.uint64]) -> None:
+    """Rotate ``x`` left by ``r`` bits in place (``tmp`` is scratch of the same shape)."""
+    np.right_shift(x, np.uint64(64 - r), out=tmp)
+    np.left_shift(x, np.uint64(r), out=x)
+    x |= tmp
 
 
-def _fmix(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    x ^= x >> _S33
-    x *= _F1
-    x ^= x >> _S33
-    x *= _F2
-    x ^= x >> _S33
-    return x
+def _fmix(x: npt.NDArray[np.uint64], tmp: npt.NDArray[np.uint64]) -> None:
+    """The finalization mix ``fmix64``, in place."""
+    for const in (_F1, _F2, None):
+        np.right_shift(x, _S33, out=tmp)
+        x ^= tmp
+        if const is not None:
+            x *= const
 
 
 def _padded_words(keys: Sequence[bytes], width: int) -> npt.NDArray[np.uint64]:
@@ -76,22 +79,24 @@ def _hash_group(
     k1 = words[:, 0::2].copy()
     k2 = words[:, 1::2].copy()
     k1 *= _C1
-    k1 = _rotl(k1, 31)
+    _rotl(k1, 31, np.empty_like(k1))
     k1 *= _C2
     k2 *= _C2
-    k2 = _rotl(k2, 33)
+    _rotl(k2, 33, np.empty_like(k2))
     k2 *= _C1
     n, s = words.shape[0], seeds.shape[0]
+    # Temporaries are allocated once: the chunk's arrays stay in the CPU cache.
     h1 = np.broadcast_to(seeds, (n, s)).copy()
     h2 = h1.copy()
+    tmp = np.empty_like(h1)
     for b in range(nblocks):
         h1 ^= k1[:, b : b + 1]
-        h1 = _rotl(h1, 27)
+        _rotl(h1, 27, tmp)
         h1 += h2
         h1 *= _FIVE
         h1 += _N1
         h2 ^= k2[:, b : b + 1]
-        h2 = _rotl(h2, 31)
+        _rotl(h2, 31, tmp)
         h2 += h1
         h2 *= _FIVE
         h2 += _N2
@@ -102,8 +107,8 @@ def _hash_group(
     h2 ^= lengths[:, np.newaxis]
     h1 += h2
     h2 += h1
-    h1 = _fmix(h1)
-    h2 = _fmix(h2)
+    _fmix(h1, tmp)
+    _fmix(h2, tmp)
     h1 += h2
     h2 += h1
     return h1, h2
