@@ -47,7 +47,7 @@ class Report:
             msg = f"The 'cohort' parameter of Report must be an int >= 0. Got {self.cohort!r} instead."
             raise InvalidParameterError(msg)
         bits = np.asarray(self.bits)
-        if bits.ndim != 1 or bits.size == 0 or not np.isin(bits, (0, 1)).all():
+        if bits.ndim != 1 or bits.size == 0 or not ((bits == 0) | (bits == 1)).all():
             msg = "The 'bits' parameter of Report must be a non-empty 1-d array of 0 and 1."
             raise InvalidParameterError(msg)
         bits = bits.astype(np.uint8, copy=True)
