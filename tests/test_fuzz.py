@@ -47,7 +47,7 @@ from rappor.encoder import read_key_file
 sys.path.insert(0, str(Path(__file__).parent))
 import strategies  # noqa: E402
 
-FUZZ = settings(max_examples=60, derandomize=True, deadline=None,
+FUZZ = settings(max_examples=60, derandomize=True, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 SMALL = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 
