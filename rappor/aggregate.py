@@ -134,7 +134,11 @@ class Aggregate:
         if self.params != other.params:
             msg = f"Cannot merge aggregates made with different parameters: {self.params!r} and {other.params!r}."
             raise IncompatibleParamsError(msg)
-        return Aggregate(params=self.params, counts=self.counts + other.counts)
+        total = self.counts + other.counts
+        if (total < self.counts).any():  # both are >= 0, so a smaller sum means int64 wrapped around
+            msg = "Cannot merge these aggregates exactly: a count would exceed 2**63 - 1."
+            raise InvalidParameterError(msg)
+        return Aggregate(params=self.params, counts=total)
 
     @property
     def n_reports(self) -> npt.NDArray[np.int64]:
