@@ -244,6 +244,10 @@ CASES: list[Case] = [
     _merge("non-utf8", b"0,0,0,0,0,0,0,0,\xe9\n", 1, "expected UTF-8 text"),
     _merge("empty", b"", None, "found an empty file"),
     _merge("missing", b"", None, "no such file"),  # file removed below
+    Case("merge-counts/sum-overflows-int64",
+         _base(**{"big.csv": b"4611686018427387904" + b",0" * 8 + b"\n" + b"0,0,0,0,0,0,0,0,0\n" * 3}),
+         ["merge-counts", "--params", "{d}/params.csv", "{d}/big.csv", "{d}/big.csv", "-o", "{out}"],
+         expected="a count would exceed 2**63 - 1"),
     # ---------------------------------------------------------------- candidates
     Case("hash-candidates/bom-crlf", _base(**{"c.txt": crlf_bom(GOOD_CANDIDATES)}),
          ["hash-candidates", "--params", "{d}/params.csv", "{d}/c.txt", "-o", "{out}"],
