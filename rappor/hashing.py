@@ -115,24 +115,26 @@ def bloom_bits_table(values: Sequence[str | bytes], params: Params) -> npt.NDArr
     k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
     out = np.empty((len(values), m, h), dtype=np.int64 if k > 2**31 - 1 else np.int32)
     encoded = [value_bytes(v) for v in values]
-    blocks = (h + 1) // 2
-    words = np.empty((len(values), m, 2 * blocks), dtype=np.uint64)
-    for b in range(blocks):
+    kk = np.uint64(k)
+    for b in range((h + 1) // 2):
         prefix = _prefix(b)
         # Vectorized MurmurHash3_x64_128 over all keys and all cohorts (seeds); bit-identical to mmh3.
         h1, h2 = murmur3_x64_128([prefix + d for d in encoded], np.arange(m))
-        words[:, :, 2 * b] = h1
-        words[:, :, 2 * b + 1] = h2
-    words = words[:, :, :h]
-    # floor(w * k / 2**64) without overflow: split w into 32-bit halves.
-    hi = words >> np.uint64(32)
-    lo = words & np.uint64(0xFFFFFFFF)
-    kk = np.uint64(k)
-    if k < 2**32:
-        # hi*k < 2**64 and (lo*k) >> 32 < 2**32, so the sum fits in 64 bits.
-        total = hi * kk + ((lo * kk) >> np.uint64(32))
-        out[...] = (total >> np.uint64(32)).astype(out.dtype)
-    else:  # pragma: no cover - k >= 2**32 bits is not a practical Bloom filter
-        for idx in np.ndindex(words.shape):
-            out[idx] = (int(words[idx]) * k) >> 64
+        for i, w in ((2 * b, h1), (2 * b + 1, h2)):
+            if i >= h:
+                break
+            if k < 2**32:
+                # floor(w * k / 2**64) without overflow, in place: split w into 32-bit halves;
+                # hi*k < 2**64 and (lo*k) >> 32 < 2**32, so the sum fits in 64 bits.
+                lo = w & np.uint64(0xFFFFFFFF)
+                lo *= kk
+                lo >>= np.uint64(32)
+                w >>= np.uint64(32)
+                w *= kk
+                w += lo
+                w >>= np.uint64(32)
+                out[:, :, i] = w
+            else:  # pragma: no cover - k >= 2**32 bits is not a practical Bloom filter
+                for idx in np.ndindex(w.shape):
+                    out[idx + (i,)] = (int(w[idx]) * k) >> 64
     return out

@@ -362,9 +362,12 @@ def arrow_to_batch(table: Any, params: Params, *, source: str = "<arrow>", first
     if columns[1] == "bits":
         nbytes = (params.num_bloombits + 7) // 8
         raw = _bytes_matrix(table.column("bits"), nbytes, source, first_row)
-        padded = np.zeros((n, 8 * w), dtype=np.uint8)
-        padded[:, :nbytes] = raw
-        words = padded.view("<u8").astype(np.uint64, copy=False)
+        if nbytes == 8 * w:  # k a multiple of 64: the bytes are the words, no padding
+            padded = np.ascontiguousarray(raw)
+        else:
+            padded = np.zeros((n, 8 * w), dtype=np.uint8)
+            padded[:, :nbytes] = raw
+        words = padded.view("<u8").reshape(n, w).astype(np.uint64, copy=False)
     else:
         words = np.empty((n, w), dtype=np.uint64)
         for j, name in enumerate(columns[1:]):
