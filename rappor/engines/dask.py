@@ -1,6 +1,6 @@
 """Dask adapter: count Parquet partitions with ``dask.dataframe.read_parquet``.
 
-Each partition (a pandas frame of ``cohort`` and ``w0..w{W-1}`` or ``bits``) is counted
+Each partition (one Parquet row group, as a pandas frame of ``cohort`` and ``w0..w{W-1}`` or ``bits``) is counted
 by :func:`rappor.engines._partition.pandas_counts`, which is the embedded counting
 code; the ``(num_cohorts, num_bloombits + 1)`` partial tables are then added in a tree
 (fan-in :attr:`DaskEngine.fan_in`), so no task ever holds more than a few dozen of them.
@@ -67,10 +67,12 @@ class DaskEngine:
         parts: list[Any] = []
         count = delayed(pandas_counts, pure=True)
         for columns, paths in parquet_groups(sources):
+            # One partition per row group: memory per task is one row group (about a
+            # million reports with ParquetReportWriter's default), not one whole file.
             if columns:
-                frame = dask.dataframe.read_parquet(paths, columns=list(columns), index=False)
+                frame = dask.dataframe.read_parquet(paths, columns=list(columns), index=False, split_row_groups=True)
             else:  # a URL: resolve the columns from the dataset's schema
-                frame = dask.dataframe.read_parquet(paths, index=False)
+                frame = dask.dataframe.read_parquet(paths, index=False, split_row_groups=True)
                 frame = frame[report_columns(list(frame.columns), params, paths[0])]
             parts += [count(part, params) for part in frame.to_delayed()]
         count_file = delayed(file_counts, pure=True)
