@@ -122,8 +122,6 @@ def report_sources(paths: Sequence[PathLike], params: Params) -> list[ReportSour
     ReportFormatError
         A Parquet file cannot be read or lacks the report columns.
     """
-    import pyarrow.parquet as pq
-
     sources: list[ReportSource] = []
     for path in paths:
         if _is_url(path):
@@ -134,6 +132,8 @@ def report_sources(paths: Sequence[PathLike], params: Params) -> list[ReportSour
         if report_format(path) == "csv":
             sources.append(ReportSource(path=os.fspath(path), kind="csv"))
             continue
+        import pyarrow.parquet as pq
+
         for file in parquet_files(path):
             name = display_name(file)
             try:
