@@ -175,7 +175,8 @@ class AuditRow:
     epsilon : float
         The claimed bound (``epsilon_one`` or ``epsilon_inf``).
     epsilon_estimate : float
-        ``ln`` of the largest estimated likelihood ratio over patterns seen under both values.
+        ``ln`` of the largest estimated likelihood ratio (``inf`` if a pattern was seen under
+        one value only).
     epsilon_lower_bound : float
         ``ln`` of the largest lower confidence bound of a ratio: with confidence
         ``1 - significance_level`` (jointly), the encoder's epsilon is at least this.
@@ -327,9 +328,10 @@ def _ratio_row(mechanism: str, values: tuple[str, str], positions: Array, a: Arr
         low = _cp_lower(cx, nx, level)
         high = _cp_upper(cy, ny, level)
         lower = max(lower, float(np.max(low / high)))
-        seen = (cx > 0) & (cy > 0)
-        if seen.any():
-            estimate = max(estimate, float(np.max((cx[seen] / nx) / (cy[seen] / ny))))
+        seen = cx > 0
+        if seen.any():  # a pattern seen under one value only has an infinite estimated ratio
+            with np.errstate(divide="ignore"):
+                estimate = max(estimate, float(np.max((cx[seen] / nx) / (cy[seen] / ny))))
     eps_low = math.log(lower) if lower > 0 else -math.inf
     eps_est = math.log(estimate) if estimate > 0 else -math.inf
     passed = eps_low <= epsilon * (1 + 1e-12) + 1e-12

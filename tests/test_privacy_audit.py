@@ -50,6 +50,7 @@ def test_audit_fails_on_never_clearing_encoder() -> None:
     assert report.epsilon < report.epsilon_lower_bound < true_eps
     permanent = next(r for r in result.rows if r.mechanism == "permanent")
     assert permanent.epsilon_lower_bound > PARAMS.epsilon_inf  # true value: infinite
+    assert permanent.epsilon_estimate == math.inf
     assert "VIOLATED" in result.table() and result.table().endswith("FAILED")
 
 
