@@ -2,7 +2,8 @@
 
 google/rappor's users asked for a guide to choosing parameters (its issue #9).  Given the
 number of reports ``N``, the number of candidate strings ``S`` and privacy targets
-(``epsilon_inf`` for the permanent response, optionally ``epsilon_one`` for one report),
+(``epsilon_inf`` for the permanent response, ``epsilon_one`` for one report, by default
+``epsilon_inf / 4``),
 :func:`plan` searches a grid of Bloom filter sizes, hash counts and cohort counts, sets
 ``f`` (and ``p, q``) to meet the targets exactly, and predicts for each design the
 smallest candidate frequency the decoder will detect (:func:`detection_frequency`).
@@ -44,7 +45,7 @@ from ._validation import check_int, check_options, check_probability, check_real
 from .exceptions import InvalidParameterError
 from .params import Params
 
-__all__ = ["DetectionPrediction", "Plan", "PlanResult", "design_inflation", "detection_frequency", "plan",
+__all__ = ["DEFAULT_EPSILON_RATIO", "DetectionPrediction", "Plan", "PlanResult", "design_inflation", "detection_frequency", "plan",
            "simulate_detection"]
 
 _MAX_EXACT_CANDIDATES = 400
@@ -118,7 +119,9 @@ def _inflation(k: int, h: int, m: int, s: int, n_designs: int, gen: np.random.Ge
         if not np.all(np.isfinite(diag_inv)) or np.max(diag_inv * np.diag(gram)) > 1e8:
             return math.inf
         values.append(m * h * float(np.mean(diag_inv)))
-    return float(np.mean(values))
+    # (X'X)^-1_jj >= 1 / (X'X)_jj >= 1 / (m h), so the inflation is >= 1; clamp the rounding
+    # (0.9999999999999998 for a collision-free design) that detection_frequency would refuse.
+    return max(1.0, float(np.mean(values)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -239,8 +242,18 @@ class PlanResult:
 
 
 def _flip_for_epsilon_inf(epsilon_inf: float, h: int) -> float:
-    """``f`` with ``2 h ln((1 - f/2)/(f/2)) = epsilon_inf`` (RAPPOR Thm. 1 solved for f)."""
-    return 2.0 / (1.0 + math.exp(epsilon_inf / (2.0 * h)))
+    """``f`` with ``2 h ln((1 - f/2)/(f/2)) = epsilon_inf`` (RAPPOR Thm. 1 solved for f).
+
+    Rounding can leave :attr:`Params.epsilon_inf` a few ulps above the target; ``f`` is then
+    nudged up (more noise) until the target holds exactly as ``Params`` computes it.
+    """
+    f = 2.0 / (1.0 + math.exp(epsilon_inf / (2.0 * h)))
+    for _ in range(64):
+        if Params(num_bloombits=h, num_hashes=h, num_cohorts=1, prob_p=0.0, prob_q=1.0,
+                  prob_f=f).epsilon_inf <= epsilon_inf:
+            break
+        f = math.nextafter(f, 1.0)
+    return f
 
 
 def _irr_for_epsilon_one(epsilon_one: float, h: int, f: float) -> float:
@@ -257,6 +270,11 @@ def _irr_for_epsilon_one(epsilon_one: float, h: int, f: float) -> float:
         else:
             hi = mid
     return hi
+
+
+#: Default ``epsilon_inf / epsilon_one`` when no ``epsilon_one`` is given: google/rappor's
+#: demo parameters (h=2, f=0.5, p=0.5, q=0.75) have epsilon_inf 4.39 and epsilon_one 1.07.
+DEFAULT_EPSILON_RATIO = 4.0
 
 
 def plan(n_reports: int, n_candidates: int, *, epsilon_inf: float = 4.0, epsilon_one: float | None = None,
@@ -277,9 +295,12 @@ def plan(n_reports: int, n_candidates: int, *, epsilon_inf: float = 4.0, epsilon
         Target epsilon of the permanent response (google/rappor's demo parameters have 4.39).
         ``f`` is set so that :attr:`Params.epsilon_inf` equals it.
     epsilon_one : float or None, default=None
-        Target epsilon of one report.  None: no instantaneous noise (``p = 0, q = 1``), so
-        every report reveals the permanent response (``epsilon_one = epsilon_inf``) and
-        reports of one client can be linked; give a value to protect single reports.
+        Target epsilon of one report, below ``epsilon_inf``.  None: ``epsilon_inf / 4``
+        (:data:`DEFAULT_EPSILON_RATIO`, the ratio of google/rappor's demo parameters).
+        ``math.inf`` asks explicitly for no instantaneous noise (``p = 0, q = 1``): every
+        report then reveals the permanent response (``epsilon_one = epsilon_inf``), so the
+        reports of one client can be linked over time, which defeats RAPPOR's longitudinal
+        protection.
     significance_level, power : float
         See :func:`detection_frequency`.
     num_bloombits, num_hashes, num_cohorts : tuple of int
@@ -299,7 +320,8 @@ def plan(n_reports: int, n_candidates: int, *, epsilon_inf: float = 4.0, epsilon
     Raises
     ------
     InvalidParameterError
-        If no design in the grid can separate the candidates.
+        If ``epsilon_one`` is finite and not below ``epsilon_inf``, or if no design in the
+        grid can separate the candidates.
 
     Notes
     -----
@@ -310,14 +332,24 @@ def plan(n_reports: int, n_candidates: int, *, epsilon_inf: float = 4.0, epsilon
     n = check_int(n_reports, "n_reports", "plan", low=1)
     s = check_int(n_candidates, "n_candidates", "plan", low=1)
     e_inf = check_real(epsilon_inf, "epsilon_inf", "plan", low=0.0, low_open=True)
-    e_one = None if epsilon_one is None else check_real(epsilon_one, "epsilon_one", "plan", low=0.0, low_open=True)
+    if epsilon_one is None:
+        e_one = e_inf / DEFAULT_EPSILON_RATIO
+    elif isinstance(epsilon_one, (int, float)) and epsilon_one == math.inf:
+        e_one = math.inf  # explicit: no instantaneous noise
+    else:
+        e_one = check_real(epsilon_one, "epsilon_one", "plan", low=0.0, low_open=True)
+        if e_one >= e_inf:
+            msg = (f"The 'epsilon_one' parameter of plan must be below epsilon_inf={e_inf!r} (one report "
+                   f"reveals at most the permanent response). Got {epsilon_one!r} instead; pass math.inf "
+                   f"(rappor plan --no-irr) to ask for no instantaneous noise.")
+            raise InvalidParameterError(msg)
     tol = check_real(tolerance, "tolerance", "plan", low=1.0)
     min_per = check_int(min_reports_per_cohort, "min_reports_per_cohort", "plan", low=1)
     gen = check_rng(rng)
     plans = []
     for h in num_hashes:
         f = _flip_for_epsilon_inf(e_inf, h)
-        p = 0.0 if e_one is None else _irr_for_epsilon_one(e_one, h, f)
+        p = 0.0 if e_one == math.inf else _irr_for_epsilon_one(e_one, h, f)
         for k in num_bloombits:
             if h > k:
                 continue

@@ -71,6 +71,32 @@ def test_plan_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(data["alternatives"]) == 2
 
 
+def test_plan_default_has_instantaneous_noise(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_params = tmp_path / "planned.csv"
+    assert main(["plan", "--reports", "2000", "--candidates", "10", "--epsilon-inf", "4",
+                 "--params-out", str(out_params)]) == 0
+    from rappor import read_params
+    planned = read_params(out_params)
+    assert 0.0 < planned.p < planned.q < 1.0
+    assert planned.epsilon_one == pytest.approx(1.0, rel=1e-6)  # epsilon_inf / 4
+
+
+def test_plan_no_irr_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_params = tmp_path / "planned.csv"
+    assert main(["plan", "--reports", "2000", "--candidates", "10", "--no-irr",
+                 "--params-out", str(out_params)]) == 0
+    from rappor import read_params
+    planned = read_params(out_params)
+    assert (planned.p, planned.q) == (0.0, 1.0)
+
+
+def test_plan_no_irr_with_epsilon_one_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["plan", "--reports", "20000", "--candidates", "30", "--no-irr", "--epsilon-one", "1"])
+    assert exc.value.code == 2
+    assert "not allowed with" in capsys.readouterr().err
+
+
 def test_plan_impossible_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--reports", "200", "--candidates", "100000"]) == 1
     assert "rappor: error:" in capsys.readouterr().err

@@ -1,5 +1,7 @@
 """Propose RAPPOR parameters (k, h, m, p, q, f) that meet privacy targets for N reports and
 S candidate strings, and predict the smallest candidate frequency that will be detected.
+Without --epsilon-one the target for one report is epsilon_inf / 4; --no-irr drops the
+instantaneous noise altogether (reports become linkable; not recommended).
 
 The prediction is the generalized least squares z-statistic of a candidate's frequency
 given the Bloom design (the m*h bits that carry each string, and their collisions with
@@ -25,8 +27,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--candidates", type=int, required=True, metavar="S", help="number of candidate strings")
     parser.add_argument("--epsilon-inf", type=float, default=4.0, metavar="E",
                         help="target epsilon of the permanent response [default: 4.0]")
-    parser.add_argument("--epsilon-one", type=float, default=None, metavar="E1",
-                        help="target epsilon of one report [default: none, i.e. p=0, q=1]")
+    irr = parser.add_mutually_exclusive_group()
+    irr.add_argument("--epsilon-one", type=float, default=None, metavar="E1",
+                     help="target epsilon of one report, below --epsilon-inf [default: epsilon_inf / 4, the "
+                          "ratio of google/rappor's demo parameters h=2 f=0.5 p=0.5 q=0.75 (4.39 / 1.07)]")
+    irr.add_argument("--no-irr", action="store_true",
+                     help="no instantaneous noise (p=0, q=1): every report reveals the permanent response, so "
+                          "one client's reports can be linked over time; not recommended")
     parser.add_argument("--alpha", type=float, default=0.05, metavar="A",
                         help="significance level of the detection test, Bonferroni over candidates [default: 0.05]")
     parser.add_argument("--top", type=int, default=5, metavar="K", help="also list the K best designs [default: 5]")
@@ -49,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     from ..params import write_params
     from ..planner import plan
 
-    result = plan(args.reports, args.candidates, epsilon_inf=args.epsilon_inf, epsilon_one=args.epsilon_one,
+    epsilon_one = math.inf if args.no_irr else args.epsilon_one
+    result = plan(args.reports, args.candidates, epsilon_inf=args.epsilon_inf, epsilon_one=epsilon_one,
                   significance_level=args.alpha, rng=0 if args.seed is None else args.seed)
     best = result.best.as_dict()
     with atomic_output(args.output) as out:
