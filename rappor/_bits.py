@@ -40,7 +40,8 @@ def pack_bits(bits: npt.ArrayLike) -> npt.NDArray[np.uint64]:
     """Pack an ``(n, k)`` array of 0/1 into ``(n, ceil(k/64))`` little-endian uint64 words."""
     arr = np.asarray(bits)
     if arr.ndim == 1:
-        return pack_bits(arr[np.newaxis, :])[0]
+        row: npt.NDArray[np.uint64] = pack_bits(arr[np.newaxis, :])[0]
+        return row
     n, k = arr.shape
     w = num_words(k)
     packed = np.packbits(arr.astype(np.uint8, copy=False), axis=1, bitorder="little")
@@ -53,7 +54,8 @@ def unpack_bits(words: npt.ArrayLike, num_bloombits: int) -> npt.NDArray[np.uint
     """Inverse of :func:`pack_bits`: ``(n, W)`` words to an ``(n, k)`` uint8 array of 0/1."""
     arr = np.asarray(words, dtype=np.uint64)
     if arr.ndim == 1:
-        return unpack_bits(arr[np.newaxis, :], num_bloombits)[0]
+        bits_row: npt.NDArray[np.uint8] = unpack_bits(arr[np.newaxis, :], num_bloombits)[0]
+        return bits_row
     n = arr.shape[0]
     as_bytes = np.ascontiguousarray(arr.astype("<u8", copy=False)).view(np.uint8).reshape(n, 8 * arr.shape[1])
     return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :num_bloombits]

@@ -66,22 +66,56 @@ def debias(counts: npt.NDArray[np.int64], p11: float, p01: float) -> Debiased:
     return Debiased(rows=rows.astype(np.int64), y=y, var=var, n_c=n_c)
 
 
+def scale_rows(matrix: sp.spmatrix, weight: Array) -> sp.csc_matrix:
+    """``diag(weight) @ matrix`` as CSC, by scaling the stored values (no sparse product)."""
+    out = sp.csc_matrix(matrix, copy=True)
+    out.data = out.data * weight[out.indices]
+    return out
+
+
+def column_sq_norms(matrix: sp.csc_matrix) -> Array:
+    """Squared Euclidean norm of every column of a CSC matrix, in O(nnz)."""
+    lengths = np.diff(matrix.indptr)
+    cols = np.repeat(np.arange(matrix.shape[1]), lengths)
+    return np.bincount(cols, weights=matrix.data.astype(np.float64) ** 2, minlength=matrix.shape[1])
+
+
+def select_rows(matrix: sp.spmatrix, rows: npt.NDArray[np.int64]) -> sp.csc_matrix:
+    """``matrix[rows]`` as CSC; a no-op copy-free path when every row is kept in order."""
+    if len(rows) == matrix.shape[0] and np.array_equal(rows, np.arange(matrix.shape[0])):
+        return sp.csc_matrix(matrix)
+    return sp.csc_matrix(matrix.tocsr()[rows])
+
+
 def column_groups(matrix: sp.csc_matrix) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Group identical columns.
 
     Returns ``(representative, zero)``: ``representative[j]`` is the first column equal to
     column ``j`` (``j`` itself when unique); ``zero`` lists the all-zero columns.
     """
-    matrix = matrix.tocsc()
+    matrix = sp.csc_matrix(matrix)
     matrix.sort_indices()
     indptr, indices = matrix.indptr, matrix.indices
     s = matrix.shape[1]
-    rep = np.arange(s, dtype=np.int64)
-    first: dict[bytes, int] = {}
-    raw = indices.astype(np.int64).tobytes()
-    for j in range(s):
-        key = raw[8 * indptr[j]: 8 * indptr[j + 1]]
-        rep[j] = first.setdefault(key, j)
+    lengths = np.diff(indptr)
+    width = int(lengths.max()) if s else 0
+    # Pad every column's sorted row indices to a common width (-1) and find equal rows.
+    padded = np.full((s, width + 1), -1, dtype=np.int64)
+    padded[:, 0] = lengths
+    if width:
+        cols = np.repeat(np.arange(s), lengths)
+        pos = np.arange(len(indices)) - np.repeat(indptr[:-1], lengths)
+        padded[cols, pos + 1] = indices
+    # One 64-bit key per column (a fixed random linear form, wrapping), unique on the keys,
+    # then an exact check; a (practically impossible) key collision falls back to rows.
+    mult = np.random.default_rng(0x5EED).integers(1, 2**63, size=width + 1, dtype=np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        keys = (padded.astype(np.uint64) * mult).sum(axis=1, dtype=np.uint64)
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    rep = first[inverse.ravel()].astype(np.int64)
+    if not np.array_equal(padded, padded[rep]):
+        _, first, inverse = np.unique(padded, axis=0, return_index=True, return_inverse=True)
+        rep = first[inverse.ravel()].astype(np.int64)
     zero = np.flatnonzero(np.diff(indptr) == 0)
     return rep, zero
 
@@ -105,8 +139,10 @@ def lasso_screen(a: sp.csc_matrix, b: Array, *, significance: float, n_tests: in
     from sklearn.linear_model import Lasso
 
     n = a.shape[0]
-    norms = np.sqrt(np.asarray(a.multiply(a).sum(axis=0)).ravel())
-    a_std = (a @ sp.diags(1.0 / norms)).tocsc()
+    a = sp.csc_matrix(a)
+    norms = np.sqrt(column_sq_norms(a))
+    a_std = a.copy()
+    a_std.data = a_std.data / np.repeat(norms, np.diff(a.indptr))
     if free is not None:
         a_std = sp.hstack([a_std, sp.csc_matrix(1e4 * free[:, None] / np.linalg.norm(free))]).tocsc()
     if lasso_alpha is None:
@@ -254,12 +290,13 @@ def fit_support(a: sp.csc_matrix, b: Array, selected: npt.NDArray[np.int64], *, 
     if len(other):
         a_o = a[:, other]
         score = a_o.T @ resid
-        norm2 = np.asarray(a_o.multiply(a_o).sum(axis=0)).ravel()
+        full2 = column_sq_norms(sp.csc_matrix(a_o))
+        norm2 = full2.copy()
         if len(support):
             cross = (a_o.T @ a_p)  # (|other|, |P|)
             norm2 = norm2 - np.einsum("ij,jk,ik->i", cross, gram_inv, cross)
         perp = np.sqrt(np.maximum(norm2, 0.0))
-        ok = perp > 1e-9 * np.sqrt(np.maximum(np.asarray(a_o.multiply(a_o).sum(axis=0)).ravel(), 1e-300))
+        ok = perp > 1e-9 * np.sqrt(np.maximum(full2, 1e-300))
         se_o = np.full(len(other), np.inf)
         se_o[ok] = math.sqrt(dispersion) / perp[ok]
         z_o = np.zeros(len(other))

@@ -90,8 +90,10 @@ def check_rng(rng: Any) -> np.random.Generator:
     """Normalize ``rng`` (Generator, int seed or None) to a :class:`numpy.random.Generator` (SPEC 7)."""
     if isinstance(rng, np.random.Generator):
         return rng
-    if rng is None or (isinstance(rng, numbers.Integral) and not isinstance(rng, bool)):
-        return np.random.default_rng(rng)
+    if rng is None:
+        return np.random.default_rng()
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+        return np.random.default_rng(int(rng))
     if isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)):
         return np.random.default_rng(rng)
     msg = f"rng must be a numpy.random.Generator, an int seed or None. Got {rng!r} instead."

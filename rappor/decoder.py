@@ -497,7 +497,7 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
     k, h = params.num_bloombits, params.num_hashes
     s = matrix.shape[1]
     deb = est.debias(counts, params.p11, params.p01)
-    x = matrix.tocsr()[deb.rows].tocsc()
+    x = est.select_rows(matrix, deb.rows)
     rep, zero = est.column_groups(x)
     is_zero = np.zeros(s, dtype=bool)
     is_zero[zero] = True
@@ -515,7 +515,7 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
     else:
         hbar = k * (1.0 - (1.0 - 1.0 / k) ** h)  # expected distinct bits of a non-candidate
         background = weight * (hbar / k)
-        a_u = (sp.diags(weight) @ xu).tocsc()
+        a_u = est.scale_rows(xu, weight)
         screen = dec.screening == "lasso" or (dec.screening == "auto" and s_u > _SCREEN_RATIO * n_rows)
         if screen:
             selected, lasso_alpha = est.lasso_screen(a_u, b, significance=float(dec.significance_level),
@@ -582,8 +582,8 @@ def _orthogonal_fit(xu: sp.csc_matrix, b: Array, weight: Array) -> tuple[Array, 
     The unexplained mass is ``1 - sum`` of the shares.  Standard errors use the known
     binomial variances.
     """
-    a = (sp.diags(weight) @ xu).tocsc()
-    norm2 = np.asarray(a.multiply(a).sum(axis=0)).ravel()
+    a = est.scale_rows(xu, weight)
+    norm2 = est.column_sq_norms(a)
     coef = (a.T @ b) / norm2
     resid = b - a @ coef
     rss = float(resid @ resid)

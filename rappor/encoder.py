@@ -202,7 +202,8 @@ def prr_uniforms(secret: bytes, cohort: int, value: str | bytes, num_bloombits: 
     """
     key = _check_secret(secret, "secret", "prr_uniforms")
     raw = _prr_blocks(_HmacSha256(key), int(cohort), value_bytes(value), _num_blocks(num_bloombits))
-    return _uniforms_from_blocks(raw, 1, num_bloombits)[0]
+    uniforms: npt.NDArray[np.uint32] = _uniforms_from_blocks(raw, 1, num_bloombits)[0]
+    return uniforms
 
 
 def _prr_threshold(prob_f: float) -> int:

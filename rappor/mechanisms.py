@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from collections import namedtuple
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -188,6 +188,12 @@ class _Measurement:
     """Shared privacy-map methods (private mixin): ``map``, ``check``, ``rho_zcdp``."""
 
     __slots__ = ()
+
+    if TYPE_CHECKING:  # provided by each mechanism (a field or a property)
+        @property
+        def epsilon(self) -> float: ...
+
+        def rdp(self, orders: npt.ArrayLike) -> npt.NDArray[np.float64]: ...
 
     def map(self, d_in: int = 1) -> float:
         """Epsilon for inputs at discrete distance ``d_in`` (0: same value, >= 1: any two values)."""
@@ -397,7 +403,8 @@ class KaryRandomizedResponse(_Measurement):
             raise InvalidParameterError(msg)
         k, p = self.num_categories, self.uniform_prob
         with np.errstate(divide="ignore", invalid="ignore"):
-            return (y - y.sum() * p / k) / (1.0 - p)
+            debiased: npt.NDArray[np.float64] = (y - y.sum() * p / k) / (1.0 - p)
+        return debiased
 
     def estimate(self, responses: npt.ArrayLike) -> FrequencyEstimate:
         """Debiased proportion (mean form ``(mean (k-1) + prob - 1) / (prob k - 1)``) of every category."""

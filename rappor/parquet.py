@@ -393,7 +393,7 @@ def parquet_files(path: PathLike) -> list[Path]:
     if p.is_dir():
         files = sorted(f for f in p.rglob("*.parquet") if f.is_file() and not f.name.startswith((".", "_")))
         if not files:
-            raise ReportFormatError("expected Parquet files in this directory, found none", path=os.fspath(path))
+            raise ReportFormatError("is a directory, expected a file (or a directory of Parquet files; found none)", path=os.fspath(path))
         return files
     if not p.exists():
         raise ReportFormatError("cannot read file: no such file", path=os.fspath(path))

@@ -63,7 +63,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -189,8 +189,8 @@ def binary_rr_rdp(keep_prob: float, orders: npt.ArrayLike) -> npt.NDArray[np.flo
     return renyi_divergence([r, 1.0 - r], [1.0 - r, r], orders)
 
 
-def _check_kind(kind: str, owner: str) -> str:
-    return check_options(kind, "kind", owner, ("report", "permanent"))
+def _check_kind(kind: str, owner: str) -> _Kind:
+    return cast(_Kind, check_options(kind, "kind", owner, ("report", "permanent")))
 
 
 def rdp(params: Params, orders: npt.ArrayLike = DEFAULT_ORDERS, *, kind: _Kind = "report",

@@ -298,7 +298,7 @@ def _parse_block(data: npt.NDArray[np.uint8], params: Params, ncols: int, name: 
     starts, ends = starts[keep], ends[keep]
 
     if (data == 34).any():  # quoted fields: parse this block the slow way
-        parsed = [_reject_or_raise(_line_text(data, s, e), params, ncols, name, first_lineno + int(i), rejects)
+        parsed = [_reject_or_raise(_line_text(data, int(s), int(e)), params, ncols, name, first_lineno + int(i), rejects)
                   for i, s, e in zip(keep, starts, ends)]
         rows = [row for row in parsed if row is not None]
         cohorts = np.fromiter((c for c, _ in rows), dtype=np.int64, count=len(rows))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from typing import Any
 
 from ._common import add_output_argument, add_seed_argument
 
@@ -44,7 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_output_argument(parser)
 
 
-def _fmt(row: dict) -> str:
+def _fmt(row: dict[str, Any]) -> str:
     return (f"k={row['k']:<4} h={row['h']} m={row['m']:<4} p={row['p']:.4f} q={row['q']:.4f} f={row['f']:.4f}  "
             f"eps1={row['epsilon_one']:.3f} eps_inf={row['epsilon_inf']:.3f}  "
             f"detect>={row['detection_frequency']:.4g} (reference {row['reference_detection_frequency']:.4g}, "

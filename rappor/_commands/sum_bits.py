@@ -20,6 +20,7 @@ import numpy as np
 from .._io import STDIO, atomic_output, display_name
 from .._rejects import RejectsWriter
 from ..aggregate import Aggregate, check_cohort_balance, write_counts
+from ..engines import report_format
 from ..exceptions import InvalidParameterError
 from ..params import Params
 from ..reports import iter_reports
@@ -42,6 +43,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rejects", metavar="PATH", default=None,
                         help="rejects CSV (file,line,reason,row) for --on-error skip "
                              "[default: OUTPUT.rejects.csv; required when OUTPUT is stdout]")
+    parser.add_argument("--engine", choices=("numpy", "dask", "spark"), default="numpy",
+                        help="numpy: this process (default); dask or spark: count partitions on a cluster "
+                             "(pip install 'rappor[dask]' or 'rappor[spark]'); the counts are identical")
+    parser.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                        help="Dask scheduler address, e.g. tcp://host:8786 (--engine dask) [default: local threads]")
+    parser.add_argument("--spark-master", metavar="URL", default=None,
+                        help="Spark master URL, e.g. spark://host:7077 (--engine spark) [default: local[*]]")
 
 
 @contextlib.contextmanager
@@ -69,11 +77,34 @@ def run(args: argparse.Namespace) -> int:
     params = load_params(args)
     if args.on_error == "skip":
         return _run_skipping(args, params)
+    if args.engine != "numpy" or args.scheduler or args.spark_master or any(
+        report_format(path) == "parquet" for path in args.reports
+    ):
+        return _run_engine(args, params)
     counts = np.zeros((params.num_cohorts, params.num_bloombits + 1), dtype=np.int64)
     with progress_bar(args.reports) as progress:
         for path in args.reports:
             counts += Aggregate.from_report_chunks(iter_reports(path, params, progress=progress), params).counts
     aggregate = Aggregate(params=params, counts=counts)
+    check_cohort_balance(aggregate)
+    write_counts(aggregate, args.output)
+    return 0
+
+
+def _run_engine(args: argparse.Namespace, params: Params) -> int:
+    """Parquet inputs or a distributed engine: :func:`rappor.engines.aggregate_files`."""
+    from ..engines import aggregate_files
+
+    options: dict[str, str] = {}
+    if args.scheduler is not None:
+        if args.engine != "dask":
+            raise InvalidParameterError("--scheduler needs --engine dask.")
+        options["scheduler"] = args.scheduler
+    if args.spark_master is not None:
+        if args.engine != "spark":
+            raise InvalidParameterError("--spark-master needs --engine spark.")
+        options["master"] = args.spark_master
+    aggregate = aggregate_files(args.reports, params, engine=args.engine, **options)
     check_cohort_balance(aggregate)
     write_counts(aggregate, args.output)
     return 0
