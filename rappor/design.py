@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp  # imported where used: keeps `import rappor` fast
 
 from .exceptions import InvalidParameterError
 from .hashing import bloom_bits_table
@@ -41,6 +44,8 @@ class CandidateMap:
     matrix: sp.csc_matrix
 
     def __post_init__(self) -> None:
+        import scipy.sparse as sp
+
         strings = tuple(self.strings)
         rows = self.params.num_cohorts * self.params.num_bloombits
         if not sp.issparse(self.matrix):
@@ -66,6 +71,8 @@ class CandidateMap:
     @classmethod
     def from_indices(cls, params: Params, strings: Sequence[str], rows: Sequence[Sequence[int]]) -> CandidateMap:
         """Build from 0-based stacked row indices (``cohort * k + bit``) per candidate."""
+        import scipy.sparse as sp
+
         n_rows = params.num_cohorts * params.num_bloombits
         lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
         flat = np.fromiter((i for r in rows for i in r), dtype=np.int64, count=int(lengths.sum()))
@@ -90,6 +97,8 @@ def hash_candidates(strings: Sequence[str], params: Params) -> CandidateMap:
     -------
     CandidateMap
     """
+    import scipy.sparse as sp
+
     k, m = params.num_bloombits, params.num_cohorts
     table = bloom_bits_table(list(strings), params).astype(np.int64)  # (S, m, h)
     s, _, h = table.shape

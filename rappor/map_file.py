@@ -17,7 +17,6 @@ import array
 import csv
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._io import PathLike, atomic_output, display_name, iter_text_lines
 from .design import CandidateMap
@@ -105,6 +104,8 @@ def read_map(path: PathLike, params: Params) -> CandidateMap:
             msg = (f"expected the indices of cohort {c} in [{c * k + 1}, {(c + 1) * k}] (cohort*k + bit + 1 with "
                    f"k = {k}), found {value} for hash {j}; was the map made with other parameters?")
         raise ReportFormatError(msg, path=name, line=int(line_numbers[s]))
+    import scipy.sparse as sp  # lazy: keeps `import rappor` fast
+
     rows = idx.reshape(-1) - 1
     cols = np.repeat(np.arange(len(strings)), width)
     matrix = sp.csc_matrix((np.ones(rows.size), (rows, cols)), shape=(m * k, len(strings)))
@@ -133,6 +134,8 @@ def write_map(cmap: CandidateMap, path: PathLike) -> None:
     params = cmap.params
     k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
     s = len(cmap)
+    import scipy.sparse as sp  # lazy: keeps `import rappor` fast
+
     matrix = sp.csc_matrix(cmap.matrix, copy=True)
     matrix.sort_indices()
     rows = matrix.indices.astype(np.int64)

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import logsumexp
 
 from ._validation import check_int, check_options, check_probability, check_real, check_rng
 from .exceptions import InvalidParameterError
@@ -365,6 +364,8 @@ class KaryRandomizedResponse(_Measurement):
         la, lb = math.log(a), math.log(b)
         terms = np.hstack([al * la + (1 - al) * lb, al * lb + (1 - al) * la,
                            np.full_like(al, math.log(k - 2) + lb)])
+        from scipy.special import logsumexp  # lazy: keeps `import rappor` fast
+
         out[mid] = logsumexp(terms, axis=1) / (alphas[mid] - 1.0)
         return out
 

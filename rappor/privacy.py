@@ -67,7 +67,6 @@ from typing import Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import logsumexp
 
 from ._validation import check_int, check_options, check_probability, check_real
 from .exceptions import InvalidParameterError
@@ -144,6 +143,8 @@ def renyi_divergence(p: npt.ArrayLike, q: npt.ArrayLike, orders: npt.ArrayLike) 
     out[one] = float(np.sum(pa_s * (lp - lq)))
     out[inf] = float(np.max(lp - lq))
     a = alphas[mid][:, None]
+    from scipy.special import logsumexp  # lazy: keeps `import rappor` fast
+
     out[mid] = logsumexp(a * lp + (1.0 - a) * lq, axis=1) / (alphas[mid] - 1.0)
     return out
 

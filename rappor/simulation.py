@@ -43,7 +43,6 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
 from ._io import PathLike, display_name, iter_text_lines
 from ._validation import check_int, check_options, check_real, check_rng
@@ -173,6 +172,8 @@ class Population:
         u = check_int(num_unique, "num_unique", "Population.gaussian", low=1)
         sd = u / 6.0 if std is None else check_real(std, "std", "Population.gaussian", low=0.0, low_open=True)
         mu = (u + 1) / 2.0
+        from scipy import special  # lazy: keeps `import rappor` fast
+
         edges = special.ndtr((np.arange(u + 1, dtype=np.float64) + 0.5 - mu) / sd)
         probs = np.diff(edges)
         if probs.sum() <= 0:

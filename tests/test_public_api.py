@@ -7,6 +7,8 @@ import inspect
 import subprocess
 import sys
 
+import pytest
+
 import rappor
 
 
@@ -46,6 +48,21 @@ def test_import_is_light() -> None:
     code = (
         "import sys, rappor\n"
         "heavy = [m for m in ('sklearn', 'matplotlib', 'pyarrow', 'pyspark', 'dask', 'tqdm') if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+@pytest.mark.xfail(strict=True, reason="rappor/decoder.py and rappor/_estimation.py still import scipy.sparse, "
+                                       "scipy.stats and scipy.optimize at module level; remove this marker "
+                                       "once those imports are lazy")
+def test_import_does_not_load_scipy_submodules() -> None:
+    # scipy.stats alone costs ~0.8 s, paid by `rappor --help` and every subcommand.
+    code = (
+        "import sys, rappor\n"
+        "heavy = [m for m in ('scipy.stats', 'scipy.sparse', 'scipy.special', 'scipy.optimize', 'scipy.linalg')\n"
+        "         if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
