@@ -107,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads (threadpoolctl) [default: 1]")
     parser.add_argument("--no-unexplained", action="store_true", help="classical model without the non-candidate column")
     parser.add_argument("--quick", action="store_true", help="skip the 100,000-candidate timing")
+    parser.add_argument("--null", default="random-strings", choices=["random-strings", "normal"],
+                        help="null law of the test statistics [default: random-strings]")
+    parser.add_argument("--null-decodes", type=int, default=60, help="decodes of the null scenario [default: 60]")
     args = parser.parse_args(argv)
     try:
         from threadpoolctl import threadpool_limits
@@ -115,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         threadpool_limits(args.threads, user_api="blas")
         threads = str(args.threads)
-    decoder = rappor.Decoder(correction=args.correction, model_unexplained=not args.no_unexplained)
+    decoder = rappor.Decoder(correction=args.correction, model_unexplained=not args.no_unexplained, null=args.null)
     seeds = range(args.seeds)
     print(f"decoder: {decoder!r}; {args.seeds} seeds; BLAS threads {threads}; targets: TV <= 0.23 (100) / 0.27 (10,000), FP <= 1")
     print(f"{'candidates':>12} {'TV':>6} {'(sd)':>6} {'TV_all':>7} {'detected':>9} {'FP':>5} {'cover95':>8} "
@@ -125,9 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         label = f"{100 + decoys:,}" + (" sim" if encoder else "")
         print(f"{label:>12} {r['TV']:6.3f} {r['TV_sd']:6.3f} {r['TV_all']:7.3f} {r['detected']:9.1f} "
               f"{r['FP']:5.2f} {r['coverage']:8.3f} {r['unexplained']:7.3f} {r['seconds']:8.3f}", flush=True)
-    rate, any_rate = run_null(range(max(args.seeds, 5) * 2), decoder)
-    print(f"null (1,000 decoys only): false-positive rate per candidate {rate:.5f}, decodes with any FP {any_rate:.2f}"
-          f" (alpha {decoder.significance_level})")
+    rate, any_rate = run_null(range(args.null_decodes), decoder)
+    print(f"null (1,000 decoys only, {args.null_decodes} decodes): false-positive rate per candidate {rate:.5f}, "
+          f"decodes with any FP {any_rate:.3f} (alpha {decoder.significance_level})")
     if not args.quick:
         for params in (PARAMS, rappor.Params(num_bloombits=128, num_hashes=2, num_cohorts=128, prob_p=0.5,
                                              prob_q=0.75, prob_f=0.5)):

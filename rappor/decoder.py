@@ -53,6 +53,9 @@ __all__ = ["ConfidenceInterval", "DecodeResult", "Decoder"]
 
 _CORRECTIONS = ("adaptive-fdr", "bonferroni", "fdr", "none", "storey")
 _SCREENING = ("auto", "lasso", "none")
+_NULLS = ("random-strings", "normal")
+#: Seed of the random-string null when ``rng`` is None (decoding stays deterministic).
+_DEFAULT_NULL_SEED = 0
 _TABLE_COLUMNS = ("string", "estimate", "std_error", "proportion", "prop_std_error", "prop_low_95",
                   "prop_high_95", "pvalue")
 #: Screen with the Lasso when the distinct candidates exceed this share of the rows
@@ -322,9 +325,18 @@ class Decoder:
         classical model, whose estimates absorb that mass.
     max_refits : int, default=5
         Rounds of adding significant left-out candidates to the model and refitting.
+    null : {"random-strings", "normal"}, default="random-strings"
+        Law of a candidate's test statistic when it is absent.  ``"random-strings"``:
+        the law of the score of a random string (``h`` uniform bits per cohort, which
+        is what any candidate outside the data looks like under a uniform hash)
+        against the fitted residuals, by exact enumeration and a saddlepoint tail
+        (:func:`rappor._estimation.random_string_null`); it keeps the false-positive
+        rate at the nominal level when heavy non-candidate strings leave structure in
+        the residuals.  ``"normal"``: the standard normal of the Wald/score z.
     rng : numpy.random.Generator, int or None, default=None
-        Accepted for the package-wide randomness convention (SPEC 7).  The decoder is
-        deterministic: no step draws random numbers, so the result does not depend on it.
+        Draws the random-string patterns when ``k**h`` exceeds 4096 (otherwise every
+        pattern is enumerated and nothing random is drawn).  ``None`` uses a fixed
+        seed, so decoding is deterministic either way.
 
     Examples
     --------
@@ -348,6 +360,7 @@ class Decoder:
         "screening": "screening",
         "model_unexplained": "bool",
         "max_refits": "nonnegative_int",
+        "null": "null",
         "rng": "rng",
     }
 
@@ -355,6 +368,7 @@ class Decoder:
                  correction: Literal["fdr", "adaptive-fdr", "storey", "bonferroni", "none"] = "fdr",
                  lasso_alpha: float | None = None, screening: Literal["auto", "lasso", "none"] = "auto",
                  model_unexplained: bool = True, max_refits: int = 5,
+                 null: Literal["random-strings", "normal"] = "random-strings",
                  rng: np.random.Generator | int | None = None) -> None:
         self.significance_level = significance_level
         self.correction = correction
@@ -362,6 +376,7 @@ class Decoder:
         self.screening = screening
         self.model_unexplained = model_unexplained
         self.max_refits = max_refits
+        self.null = null
         self.rng = rng
 
     def __repr__(self) -> str:
@@ -378,6 +393,8 @@ class Decoder:
                 check_options(value, name, owner, _CORRECTIONS)
             elif kind == "screening":
                 check_options(value, name, owner, _SCREENING)
+            elif kind == "null":
+                check_options(value, name, owner, _NULLS)
             elif kind == "positive_or_none":
                 if value is not None:
                     check_real(value, name, owner, low=0.0, low_open=True)
@@ -527,9 +544,10 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
         a = sp.hstack([a_u, sp.csc_matrix(background[:, None])]).tocsc() if use_bg else a_u
         extra = np.array([s_u], dtype=np.int64) if use_bg else np.zeros(0, np.int64)
         refits = 0
+        rng = check_rng(_DEFAULT_NULL_SEED if dec.rng is None else dec.rng)
         while True:
             fit = est.fit_support(a, b, np.union1d(selected, extra), max_sum=1.0, use_dispersion=True)
-            p_u = stats.norm.sf(fit.z[:s_u])
+            p_u, null = _pvalues(dec, fit, a, b, s_u, weight, params, rng)
             detected = est.adjust_pvalues(p_u, dec.correction, dec.significance_level) <= dec.significance_level
             new = np.setdiff1d(np.flatnonzero(detected), fit.support)
             if len(new) == 0 or refits >= dec.max_refits:
@@ -537,6 +555,8 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
             selected = np.union1d(fit.support[fit.support < s_u], new)
             refits += 1
         coef, se_u, z = fit.coef[:s_u], fit.se[:s_u], fit.z[:s_u]
+        if null is not None:
+            diag.update(null_mean=null.mean, null_sd=null.sd, null_skewness=null.skewness, null_exact=null.exact)
         if use_bg:
             unexplained, unexplained_se = float(fit.coef[s_u]), float(fit.se[s_u])
         else:
@@ -551,7 +571,7 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
         chi2=float(rss), dof=int(dof), chi2_pvalue=float(stats.chi2.sf(rss, dof)),
         dispersion=float(diag.get("dispersion", max(1.0, rss / dof))), max_abs_std_residual=std_resid_max,
     )
-    pvalue_u = stats.norm.sf(z)
+    pvalue_u = p_u if not orthogonal else stats.norm.sf(z)
     adjusted_u = est.adjust_pvalues(pvalue_u, dec.correction, dec.significance_level)
     # Spread back to every candidate: group members copy their representative.
     pos = np.full(s, -1, dtype=np.int64)
@@ -572,6 +592,29 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
         group=np.where(is_zero, np.arange(s), rep).astype(np.int64),
     )
     return diag
+
+
+def _pvalues(dec: Decoder, fit: est.Fit, a: sp.csc_matrix, b: Array, s_u: int, weight: Array, params: Params,
+             rng: np.random.Generator) -> tuple[Array, est.RandomStringNull | None]:
+    """One-sided p-values of the ``s_u`` candidates' shares under the configured null.
+
+    ``"random-strings"``: each candidate's statistic on the score scale,
+    ``x_j = z_j phi / se_j`` -- the score ``a_j' r`` against the fitted residual off
+    the support and, on it, ``a_j^perp' r_(-j)`` (Frisch-Waugh-Lovell: the score
+    against the residual without ``j``) -- is compared with the law of a random
+    string's score ``a_v' r`` (see :func:`rappor._estimation.random_string_null`).
+    """
+    z = fit.z[:s_u]
+    if dec.null == "normal":
+        return stats.norm.sf(z), None
+    resid = b - a @ fit.coef
+    null = est.random_string_null(weight * resid, params.num_bloombits, params.num_hashes, rng)
+    se = fit.se[:s_u]
+    finite = np.isfinite(se) & (se > 0)
+    x = np.zeros(s_u)
+    x[finite] = z[finite] * fit.dispersion / se[finite]
+    x[np.isinf(z)] = np.inf
+    return null.sf(x), null
 
 
 def _orthogonal_fit(xu: sp.csc_matrix, b: Array, weight: Array) -> tuple[Array, Array, Array, float, float, float, int]:

@@ -57,6 +57,7 @@ BAD_VALUES = {
     "screening": ["always"],
     "model_unexplained": ["yes", 1],
     "max_refits": [-1, 1.5],
+    "null": ["empirical", None],
     "rng": ["seed"],
 }
 
