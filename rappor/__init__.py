@@ -16,6 +16,7 @@ Collection
     ``rappor.candidates``  candidate list files
     ``rappor.design``      :class:`CandidateMap`: the decoder's design matrix
     ``rappor.map_file``    google/rappor ``map.csv`` files
+    ``rappor.compat``      google/rappor's own MD5 hashing and PRR, for its collections
 Analysis
     ``rappor.decoder``     :class:`Decoder` and :class:`DecodeResult`
     ``rappor.privacy``     privacy accounting: pure epsilon, RDP, zCDP, (epsilon, delta)
@@ -40,6 +41,7 @@ from . import (
     aggregate,
     audit,
     candidates,
+    compat,
     decoder,
     design,
     encoder,
@@ -57,6 +59,7 @@ from . import (
 from .aggregate import *  # noqa: F403
 from .audit import *  # noqa: F403
 from .candidates import *  # noqa: F403
+from .compat import *  # noqa: F403
 from .decoder import *  # noqa: F403
 from .design import *  # noqa: F403
 from .encoder import *  # noqa: F403
@@ -75,6 +78,7 @@ _PUBLIC_MODULES = [
     aggregate,
     audit,
     candidates,
+    compat,
     decoder,
     design,
     encoder,

@@ -5,6 +5,9 @@ trimming).  Blank lines and repeated candidates are errors, naming the line; wit
 ``--allow-duplicates`` repeats are dropped with a warning instead.  Each output row is
 the candidate, then for cohort 0..m-1 and hash 0..h-1 the 1-based row
 ``cohort*k + bit + 1`` of its Bloom bit.
+
+``--hashing google`` hashes as google/rappor's client does (MD5; see
+:mod:`rappor.compat`), for collections that client encoded.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import argparse
 
 from .._io import STDIO
 from ..candidates import read_candidates
+from ..compat import hash_candidates_google
 from ..design import hash_candidates
 from ..map_file import write_map
 from ._common import add_output_argument, add_params_argument, load_params
@@ -29,6 +33,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_params_argument(parser)
     parser.add_argument("--allow-duplicates", action="store_true",
                         help="drop repeated candidates with a warning instead of failing")
+    parser.add_argument("--hashing", choices=("rappor", "google"), default="rappor",
+                        help="Bloom hashing of the clients: 'rappor' (this package, MurmurHash3) or "
+                             "'google' (google/rappor's client, MD5) [default: rappor]")
     add_output_argument(parser, help_text="output map.csv ('-' for stdout)")
 
 
@@ -36,5 +43,6 @@ def run(args: argparse.Namespace) -> int:
     """Read the candidates, hash them, write map.csv."""
     params = load_params(args)
     strings = read_candidates(args.candidates, allow_duplicates=args.allow_duplicates)
-    write_map(hash_candidates(strings, params), args.output)
+    hasher = hash_candidates_google if args.hashing == "google" else hash_candidates
+    write_map(hasher(strings, params), args.output)
     return 0
