@@ -25,13 +25,17 @@ from .params import Params
 __all__ = ["render_report", "write_report"]
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; padding: 0 1em; max-width: 72em; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
-table { border-collapse: collapse; font-size: 0.9em; }
-td, th { padding: 0.2em 0.7em; border-bottom: 1px solid #eee; text-align: right; }
+table { border-collapse: collapse; font-size: 0.9em; font-variant-numeric: tabular-nums; }
+td, th { padding: 0.2em 0.7em; border-bottom: 1px solid #eee; text-align: right; vertical-align: top; }
+th { border-bottom: 1px solid #999; white-space: nowrap; }
 td:first-child, th:first-child { text-align: left; }
-tr.detected td:first-child { font-weight: bold; }
-.figs img { max-width: 100%; margin: 0.5em 0; }
+td.text, th.text { text-align: left; color: #555; }
+tr.detected { background: #eef5fb; } tr.detected td:first-child { font-weight: bold; }
+code { font-size: 0.95em; }
+.figs { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 1em 2em; }
+.figs img { max-width: 100%; height: auto; }
 .note { color: #666; font-size: 0.9em; }
 """
 
@@ -47,6 +51,8 @@ def _fmt(value: Any) -> str:
             return "&ndash;"
         if math.isinf(v):
             return "&infin;" if v > 0 else "&minus;&infin;"
+        if 1e4 <= abs(v) < 1e15:  # counts: 20,750 rather than 2.075e+04
+            return f"{v:,.0f}"
         return f"{v:.4g}"
     if value is None:
         return "&ndash;"
@@ -54,13 +60,17 @@ def _fmt(value: Any) -> str:
 
 
 def _table(rows: Sequence[Sequence[Any]], header: Sequence[str] | None = None, *,
-           row_classes: Sequence[str] | None = None) -> str:
+           row_classes: Sequence[str] | None = None, text_columns: Sequence[int] = ()) -> str:
+    """An HTML table; columns in ``text_columns`` (after the first) are left-aligned prose."""
+    def cell(tag: str, j: int, content: str) -> str:
+        return f'<{tag} class="text">{content}</{tag}>' if j in text_columns else f"<{tag}>{content}</{tag}>"
+
     out = ["<table>"]
     if header:
-        out.append("<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>")
+        out.append("<tr>" + "".join(cell("th", j, html.escape(h)) for j, h in enumerate(header)) + "</tr>")
     for i, row in enumerate(rows):
         cls = f' class="{row_classes[i]}"' if row_classes and row_classes[i] else ""
-        out.append(f"<tr{cls}>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>")
+        out.append(f"<tr{cls}>" + "".join(cell("td", j, _fmt(v)) for j, v in enumerate(row)) + "</tr>")
     out.append("</table>")
     return "\n".join(out)
 
@@ -96,16 +106,12 @@ def _figures(params: Params, result: Any, truth: Mapping[str, int] | None, aggre
     return images
 
 
-def _privacy_rows(params: Params) -> list[tuple[str, Any]]:
-    rows: list[tuple[str, Any]] = [("epsilon_one (one report)", params.epsilon_one),
-                                   ("epsilon_inf (permanent response)", params.epsilon_inf),
-                                   ("p11 = P(report 1 | Bloom 1)", params.p11),
-                                   ("p01 = P(report 1 | Bloom 0)", params.p01)]
-    try:
-        from .privacy import loss
-    except ImportError:  # pragma: no cover - privacy ships with the package
-        return rows
-    return [(f"{name}: {text}", value) for name, text, value in loss(params).table()] + rows[2:]
+def _privacy_rows(params: Params) -> list[tuple[str, str, Any]]:
+    """Rows ``(measure, meaning, value)``: :meth:`PrivacyLoss.table` and the bit probabilities."""
+    from .privacy import loss
+
+    return [*loss(params).table(), ("p11", "P(report bit 1 | Bloom bit 1)", params.p11),
+            ("p01", "P(report bit 1 | Bloom bit 0)", params.p01)]
 
 
 def _result_rows(result: Any, truth: Mapping[str, int] | None, max_rows: int) -> tuple[list[str], list[list[Any]],
@@ -156,7 +162,7 @@ def render_report(*, params: Params, result: Any = None, truth: Mapping[str, int
         parts += ["<h2>Collection</h2>", _table(list(details.items()))]
     parts += ["<h2>Parameters</h2>",
               _table([[params.k, params.h, params.m, params.p, params.q, params.f]], ["k", "h", "m", "p", "q", "f"]),
-              "<h2>Privacy</h2>", _table(_privacy_rows(params))]
+              "<h2>Privacy</h2>", _table(_privacy_rows(params), ["measure", "meaning", "value"], text_columns=(1,))]
     if metrics is not None:
         parts += ["<h2>Accuracy against the truth</h2>", _table(list(metrics.as_dict().items()))]
     parts += ['<h2>Plots</h2><div class="figs">', *_figures(params, result, truth, aggregate, candidate_map), "</div>"]

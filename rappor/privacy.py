@@ -488,7 +488,8 @@ class PrivacyLoss:
 
     def table(self) -> list[tuple[str, str, float]]:
         """Rows ``(name, description, value)`` for display."""
-        t, d = self.reports, self.delta
+        d = self.delta
+        t = f"{self.reports} report{'' if self.reports == 1 else 's'}"
         return [
             ("epsilon_one", "pure epsilon, one report", self.epsilon_one),
             ("epsilon_inf", "pure epsilon, permanent response (any number of reports of one value)",
@@ -496,12 +497,12 @@ class PrivacyLoss:
             ("rho_zcdp_prr", "tight zCDP rho, permanent response", self.rho_zcdp_prr),
             ("rho_zcdp_prr_classic", "epsilon_inf^2/2 (Bun-Steinke Prop. 1.4)", self.rho_zcdp_prr_classic),
             ("rho_zcdp_report", "tight zCDP rho, one report", self.rho_zcdp_report),
-            ("epsilon_basic", f"{t} reports of changing values, basic composition (delta=0)", self.epsilon_basic),
-            ("epsilon_advanced", f"{t} reports, advanced composition (delta={d:g})", self.epsilon_advanced),
-            ("epsilon_zcdp", f"{t} reports, zCDP rho+2sqrt(rho ln(1/delta)) (delta={d:g})", self.epsilon_zcdp),
-            ("epsilon_rdp", f"{t} reports, optimal RDP conversion at alpha={self.rdp_order:.3g} (delta={d:g})",
+            ("epsilon_basic", f"{t} of changing values, basic composition (delta=0)", self.epsilon_basic),
+            ("epsilon_advanced", f"{t}, advanced composition (delta={d:g})", self.epsilon_advanced),
+            ("epsilon_zcdp", f"{t}, zCDP rho+2sqrt(rho ln(1/delta)) (delta={d:g})", self.epsilon_zcdp),
+            ("epsilon_rdp", f"{t}, optimal RDP conversion at alpha={self.rdp_order:.3g} (delta={d:g})",
              self.epsilon_rdp),
-            ("epsilon_delta", f"{t} reports, best of the above (delta={d:g})", self.epsilon_delta),
+            ("epsilon_delta", f"{t}, best of the above (delta={d:g})", self.epsilon_delta),
         ]
 
 

@@ -1,10 +1,13 @@
-"""Tests for rappor.html_report: the page parses and every embedded image is a PNG."""
+"""Tests for rappor.html_report: the page parses, every embedded image is a PNG, and headless
+Chromium renders it (where Debian's chromium is installed)."""
 
 from __future__ import annotations
 
 import base64
 import struct
+import subprocess
 from html.parser import HTMLParser
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -104,3 +107,34 @@ def test_report_without_matplotlib_says_so(params, monkeypatch):
     monkeypatch.setattr(builtins, "__import__", fake_import)
     text = render_report(params=params)
     assert "Plots need matplotlib" in text and "<img" not in text
+
+
+_CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.mark.skipif(not _CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium")
+def test_report_renders_in_headless_chromium(params, tmp_path):
+    # A real browser lays the page out and decodes the embedded PNGs: the screenshot must
+    # be a PNG of the window size, mostly white page with dark text, and hold the plots'
+    # saturated colours (only the decoded images have them; the page itself is grey).
+    image = pytest.importorskip("matplotlib.image")
+    sim, result, metrics, cmap = _scenario(params)
+    page = tmp_path / "report.html"
+    write_report(page, params=params, result=result, truth=sim.truth, metrics=metrics, aggregate=sim.aggregate,
+                 candidate_map=cmap, details={"clients": sim.n_clients})
+    shot = tmp_path / "shot.png"
+    cmd = [str(_CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
+           f"--screenshot={shot}", "--window-size=1200,2000", page.as_uri()]
+    try:
+        subprocess.run(cmd, capture_output=True, timeout=90, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail("headless chromium did not finish within 90 s")
+    assert shot.exists(), "chromium wrote no screenshot"
+    assert _check_png("data:image/png;base64," + base64.b64encode(shot.read_bytes()).decode()) == (1200, 2000)
+    rgb = image.imread(shot)[..., :3]
+    grey = rgb.mean(axis=2)
+    assert (grey > 0.95).mean() > 0.5  # a white page ...
+    assert (grey < 0.3).mean() > 0.005  # ... with text on it
+    saturation = rgb.max(axis=2) - rgb.min(axis=2)
+    assert (saturation > 0.4).sum() > 500  # the plots were decoded and drawn
