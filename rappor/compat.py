@@ -326,7 +326,8 @@ def google_prr(secret: bytes, bloom: int | npt.ArrayLike, params: Params) -> npt
         blooms: Any = np.array([int(bloom)], dtype=np.int64)
     else:
         blooms = np.asarray(bloom)[np.newaxis, :] if np.ndim(bloom) == 1 else np.asarray(bloom)
-    return _prr_rows([secret], blooms, params, "google_prr")[0]
+    row: npt.NDArray[np.uint8] = _prr_rows([secret], blooms, params, "google_prr")[0]
+    return row
 
 
 def google_prr_batch(secrets: Sequence[bytes], blooms: npt.ArrayLike, params: Params) -> npt.NDArray[np.uint8]:
