@@ -534,7 +534,7 @@ def loss(params: Params, *, reports: int = 1, delta: float = 1e-6) -> PrivacyLos
     ...                 prob_p=0.5, prob_q=0.75, prob_f=0.5)
     >>> pl = loss(params, reports=10, delta=1e-6)
     >>> round(pl.epsilon_inf, 4), round(pl.epsilon_one, 4)
-    (4.3944, 1.0745)
+    (4.3944, 1.0743)
     """
     if not isinstance(params, Params):
         raise InvalidParameterError(f"The 'params' parameter of loss must be a Params. Got {params!r} instead.")
