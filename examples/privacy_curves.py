@@ -1,11 +1,23 @@
 """Privacy curves: epsilon vs lying probability, Renyi/zCDP bounds, and composition over T reports.
 
-Prints tables always; saves PNGs (privacy_*.png in the current directory) if matplotlib is installed.
+Prints tables always; saves three PNGs (privacy_*.png) if matplotlib is installed, into OUTDIR
+(default: examples/output/ next to this script, which git ignores).  Nothing is written into the
+current directory unless it is given as OUTDIR.
+
+    python examples/privacy_curves.py [OUTDIR]
 """
+
+import argparse
+from pathlib import Path
 
 import numpy as np
 
 from rappor import Params, epsilon_from_lying_probability, loss, rdp, rho_zcdp
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("outdir", nargs="?", type=Path, default=Path(__file__).resolve().parent / "output",
+                    help="directory for the PNGs [default: examples/output/]")
+args = parser.parse_args()
 
 params = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 
@@ -29,31 +41,35 @@ for t, r in zip(reports, rows):
     print(f" T={t:4d}  {r.epsilon_basic:8.3f}  {r.epsilon_advanced:8.3f}  {r.epsilon_zcdp:8.3f}  {r.epsilon_rdp:8.3f}")
 
 try:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: no GUI backend, no global state
 except ImportError:
     print("\nmatplotlib not installed: no figures")
 else:
-    fig, ax = plt.subplots()
+    args.outdir.mkdir(parents=True, exist_ok=True)
+    names = ("privacy_epsilon_vs_lying.png", "privacy_zcdp.png", "privacy_composition.png")
+    fig = Figure()
+    ax = fig.add_subplot()
     ql = np.linspace(0.005, 0.5, 200)
     ax.plot(ql, [epsilon_from_lying_probability(x) for x in ql])
     ax.set(xlabel="lying probability q", ylabel="epsilon = ln((1-q)/q)", title="Binary randomized response")
-    fig.savefig("privacy_epsilon_vs_lying.png", dpi=120)
-    fig, ax = plt.subplots()
+    fig.savefig(args.outdir / names[0], dpi=120)
+    fig = Figure()
+    ax = fig.add_subplot()
     ax.plot(orders, prr, label="RDP, permanent response")
     ax.plot(orders, rho_p * orders, "--", label=f"tight zCDP rho={rho_p:.2f}")
     ax.plot(orders, params.epsilon_inf ** 2 / 2 * orders, ":", label="classic eps^2/2 zCDP")
     ax.plot(orders, rep, label="RDP, one report")
     ax.axhline(params.epsilon_inf, color="grey", lw=0.5)
-    ax.set(xscale="log", ylim=(0, 2 * params.epsilon_inf), xlabel="Renyi order alpha", ylabel="epsilon(alpha)")
+    ax.set(xscale="log", ylim=(0, 1.5 * params.epsilon_inf ** 2 / 2), xlabel="Renyi order alpha", ylabel="epsilon(alpha)",
+           title="Renyi DP and zCDP bounds")  # ylim shows the classic bound (it starts at eps^2/2)
     ax.legend()
-    fig.savefig("privacy_zcdp.png", dpi=120)
-    fig, ax = plt.subplots()
+    fig.savefig(args.outdir / names[1], dpi=120)
+    fig = Figure()
+    ax = fig.add_subplot()
     for name in ("epsilon_basic", "epsilon_advanced", "epsilon_zcdp", "epsilon_rdp"):
         ax.plot(reports, [getattr(r, name) for r in rows], marker="o", label=name)
     ax.set(xscale="log", yscale="log", xlabel="reports T", ylabel="epsilon (delta=1e-6)", title="Composition")
     ax.legend()
-    fig.savefig("privacy_composition.png", dpi=120)
-    print("\nsaved privacy_epsilon_vs_lying.png, privacy_zcdp.png, privacy_composition.png")
+    fig.savefig(args.outdir / names[2], dpi=120)
+    print(f"\nsaved {', '.join(names)} in {args.outdir}")
 

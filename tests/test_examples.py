@@ -15,11 +15,31 @@ def test_examples_exist():
     assert {p.name for p in EXAMPLES} >= {"encode_on_device.py", "decode_collection.py"}
 
 
+# Scripts that write files take the output directory as their only argument.
+_WRITES_FILES = {"privacy_curves.py"}
+
+
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
-def test_example_runs(script):
+def test_example_runs_from_any_directory_and_writes_nothing_there(script, tmp_path):
     if script.name == "decode_collection.py":
         pytest.importorskip("rappor.decoder")
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
-                          cwd=script.parent.parent)
+    cwd, out = tmp_path / "cwd", tmp_path / "out"
+    cwd.mkdir()
+    args = [str(out)] if script.name in _WRITES_FILES else []
+    done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=60, cwd=cwd)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip(), f"{script.name} printed nothing"
+    assert list(cwd.iterdir()) == [], f"{script.name} wrote into the current directory"
+
+
+def test_privacy_curves_writes_its_figures_into_the_given_directory(tmp_path):
+    pytest.importorskip("matplotlib")
+    script = next(p for p in EXAMPLES if p.name == "privacy_curves.py")
+    out = tmp_path / "figs" / "nested"
+    done = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["privacy_composition.png", "privacy_epsilon_vs_lying.png", "privacy_zcdp.png"]
+    assert all((out / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in names)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["figs"]
