@@ -157,6 +157,58 @@ def test_decode_null_false_positive_rate():
     assert hits <= 80
 
 
+def _heavy_null_scenario(seed: int, null: str) -> bool:
+    """Data v1..v50 Zipf(1) (v1 = 22% of 300,000 reports, on <= 2 bits per cohort), 500 decoys only."""
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=32, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    sc = scenario.zipf_scenario(params, n_reports=300_000, n_values=50, rng=seed)
+    cmap = hash_candidates([f"decoy{i}" for i in range(500)], params)
+    return bool(Decoder(null=null).decode(sc.aggregate, cmap).detected.any())
+
+
+def test_decode_null_calibrated_with_heavy_non_candidates():
+    """Only decoys as candidates, a heavy string outside the list: P(any false positive) <= alpha.
+
+    FDR at 0.05 with every candidate absent controls the probability of any detection at
+    0.05; over 20 collections a valid decoder has at most Binomial(20, 0.05) decodes with
+    a detection, and P(X >= 4) = 0.016 (false-failure probability).  The normal null fails
+    this (measured 30 of 40 decodes with a false positive; random-strings 1 of 40).
+    """
+    hits = sum(_heavy_null_scenario(seed, "random-strings") for seed in range(20))
+    assert hits <= 3
+
+
+@pytest.mark.slow
+def test_decode_normal_null_is_anticonservative_with_heavy_non_candidates():
+    """The check above has power: with the normal null most of those decodes have a false positive."""
+    hits = sum(_heavy_null_scenario(seed, "normal") for seed in range(20))
+    assert hits >= 8  # measured 30/40; P(X <= 7 | 20, 0.75) < 1e-4
+
+
+def test_random_string_null_matches_monte_carlo():
+    """Saddlepoint tail of a random string's score vs direct simulation of random strings.
+
+    A residual with a heavy string on bits 0 and 1 of every cohort (skewed law).  With
+    200,000 simulated strings the Monte Carlo tail ``q`` has relative sd
+    ``sqrt((1 - q) / (q n))`` (7% at q = 1e-3); we allow 25% (3.5 sd, false failure < 1e-3)
+    for q in {0.1, 0.01, 0.001}.
+    """
+    rng = np.random.default_rng(7)
+    k, h, m = 16, 2, 64
+    resid = rng.normal(size=(m, k))
+    resid[:, :2] += 3.0
+    resid = (resid - resid.mean()).ravel()
+    null = _estimation.random_string_null(resid, k, h, rng)
+    assert null.exact and null.skewness > 0.03  # right-skewed (measured 0.07)
+    bits = rng.integers(0, k, size=(200_000, m, h))
+    fresh = bits[:, :, 1] != bits[:, :, 0]
+    v = resid.reshape(m, k)
+    score = v[np.arange(m), bits[:, :, 0]].sum(axis=1) + (v[np.arange(m), bits[:, :, 1]] * fresh).sum(axis=1)
+    for q in (0.1, 0.01, 0.001):
+        x = np.quantile(score, 1.0 - q)
+        assert abs(float(null.sf(x)) / float(np.mean(score >= x)) - 1.0) < 0.25
+    assert float(null.sf(np.inf)) < 1e-12
+
+
 @pytest.mark.slow
 def test_decode_interval_coverage():
     """95% intervals of the planted strings cover the truth in 88-100% of 40x5 cases.
