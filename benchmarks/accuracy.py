@@ -103,7 +103,7 @@ def run_interop(decoder: rappor.Decoder) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--correction", default="fdr", choices=["fdr", "adaptive-fdr", "storey", "bonferroni", "none"])
+    parser.add_argument("--correction", default="fdr", choices=["fdr", "lfdr", "adaptive-fdr", "storey", "bonferroni", "none"])
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads (threadpoolctl) [default: 1]")
     parser.add_argument("--no-unexplained", action="store_true", help="classical model without the non-candidate column")
     parser.add_argument("--quick", action="store_true", help="skip the 100,000-candidate timing")

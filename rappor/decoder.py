@@ -51,7 +51,7 @@ from .params import Params
 
 __all__ = ["ConfidenceInterval", "DecodeResult", "Decoder"]
 
-_CORRECTIONS = ("adaptive-fdr", "bonferroni", "fdr", "none", "storey")
+_CORRECTIONS = ("adaptive-fdr", "bonferroni", "fdr", "lfdr", "none", "storey")
 _SCREENING = ("auto", "lasso", "none")
 _NULLS = ("random-strings", "normal")
 #: Seed of the random-string null when ``rng`` is None (decoding stays deterministic).
@@ -303,14 +303,18 @@ class Decoder:
     ----------
     significance_level : float, default=0.05
         Level of the one-sided tests of "share > 0", after the multiple-testing correction.
-    correction : {"fdr", "adaptive-fdr", "storey", "bonferroni", "none"}, default="fdr"
+    correction : {"fdr", "lfdr", "adaptive-fdr", "storey", "bonferroni", "none"}, default="fdr"
         ``"fdr"``: Benjamini-Hochberg (expected share of false detections at most
         ``significance_level``); ``"adaptive-fdr"``: the two-stage Benjamini-Krieger-Yekutieli
         procedure and ``"storey"``: BH scaled by Storey's estimate of the share of absent
         candidates -- both control the FDR too and detect more when many candidates are
         present (measured in ``docs/decoder.md``); ``"bonferroni"``: probability of any false
-        detection at most ``significance_level``; ``"none"``: per-candidate level.  The
-        number of tests is the number of distinguishable candidates.
+        detection at most ``significance_level``; ``"none"``: per-candidate level;
+        ``"lfdr"``: empirical Bayes -- a nonparametric prior of the effects fitted to the
+        calibrated z-scores, each candidate's local fdr (posterior probability of being
+        absent), and the largest set whose estimated FDR (mean local fdr) is at most
+        ``significance_level`` (``adjusted_pvalue`` is then that estimated FDR, a
+        q-value).  The number of tests is the number of distinguishable candidates.
     lasso_alpha : float or None, default=None
         Penalty of the screening Lasso on the whitened, unit-norm design (scikit-learn's
         ``alpha``).  ``None`` uses ``z_{1 - significance_level / S} / n`` (S candidates,
@@ -365,7 +369,7 @@ class Decoder:
     }
 
     def __init__(self, *, significance_level: float = 0.05,
-                 correction: Literal["fdr", "adaptive-fdr", "storey", "bonferroni", "none"] = "fdr",
+                 correction: Literal["fdr", "adaptive-fdr", "storey", "lfdr", "bonferroni", "none"] = "fdr",
                  lasso_alpha: float | None = None, screening: Literal["auto", "lasso", "none"] = "auto",
                  model_unexplained: bool = True, max_refits: int = 5,
                  null: Literal["random-strings", "normal"] = "random-strings",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rappor.cli import main
 
 
@@ -24,9 +26,10 @@ def test_cli_decode_map_writes_results_and_summary(interop_dir, tmp_path):
     assert summary["candidates"] == 40 and summary["reports"] == 20000
 
 
-def test_cli_decode_all_lists_every_candidate(interop_dir, tmp_path):
-    rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--all", "--correction",
-                    "bonferroni", "--alpha", "0.01"))
+@pytest.mark.parametrize("options", [("--correction", "bonferroni", "--alpha", "0.01"),
+                                     ("--null", "normal", "--correction", "lfdr")])
+def test_cli_decode_all_lists_every_candidate(interop_dir, tmp_path, options):
+    rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--all", *options))
     assert rc == 0
     lines = (tmp_path / "results.csv").read_text().splitlines()
     assert lines[0].endswith(",pvalue,detected") and len(lines) == 41
@@ -51,3 +54,4 @@ def test_cli_decode_bad_alpha_is_error(interop_dir, tmp_path, capsys):
     rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--alpha", "2"))
     assert rc == 1
     assert "significance_level" in capsys.readouterr().err
+

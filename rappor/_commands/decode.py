@@ -36,10 +36,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--summary", metavar="PATH", help="also write a JSON summary")
     parser.add_argument("--alpha", type=float, default=0.05, metavar="LEVEL",
                         help="significance level of the detection tests [default: 0.05]")
-    parser.add_argument("--correction", choices=["fdr", "adaptive-fdr", "storey", "bonferroni", "none"],
+    parser.add_argument("--correction", choices=["fdr", "lfdr", "adaptive-fdr", "storey", "bonferroni", "none"],
                         default="fdr", help="multiple-testing correction: fdr (Benjamini-Hochberg), adaptive-fdr "
-                        "(Benjamini-Krieger-Yekutieli two-stage), storey (Storey's pi0), bonferroni, none "
-                        "[default: fdr]")
+                        "(Benjamini-Krieger-Yekutieli two-stage), storey (Storey's pi0), lfdr (empirical-Bayes local fdr), "
+                        "bonferroni, none [default: fdr]")
+    parser.add_argument("--null", choices=["random-strings", "normal"], default="random-strings",
+                        help="null law of the test statistics: that of random strings given the residuals, or "
+                        "the standard normal [default: random-strings]")
     parser.add_argument("--intervals", choices=["fcr", "wald"], default="fcr",
                         help="prop_low_95/prop_high_95 of detected strings: false-coverage-rate adjusted "
                         "(Benjamini-Yekutieli 2005) or plain Wald [default: fcr]")
@@ -73,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         cmap = read_map(args.map, params)
     else:
         cmap = hash_candidates(read_candidates(args.candidates), params)
-    decoder = Decoder(significance_level=args.alpha, correction=args.correction, rng=args.seed)
+    decoder = Decoder(significance_level=args.alpha, correction=args.correction, null=args.null, rng=args.seed)
     result = decoder.decode(aggregate, cmap)
     if args.summary is None:
         result.to_csv(args.output, all=args.all, adjust="fcr" if args.intervals == "fcr" else "none")
