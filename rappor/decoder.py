@@ -554,7 +554,9 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
             p_u, null = _pvalues(dec, fit, a, b, s_u, extra, weight, params, rng, screened=bool(screen))
             detected = est.adjust_pvalues(p_u, dec.correction, dec.significance_level) <= dec.significance_level
             new = np.setdiff1d(np.flatnonzero(detected), fit.support)
-            if len(new) == 0 or refits >= dec.max_refits:
+            # Stop when nothing new is detected, or every new one was in this fit already (its
+            # constrained estimate is 0: refitting would give the same answer).
+            if len(new) == 0 or refits >= dec.max_refits or np.all(np.isin(new, selected)):
                 break
             selected = np.union1d(fit.support[fit.support < s_u], new)
             refits += 1
@@ -631,13 +633,14 @@ def _pvalues(dec: Decoder, fit: est.Fit, a: sp.csc_matrix, b: Array, s_u: int, e
     x[finite] = z[finite] * fit.dispersion / se[finite]
     x[np.isinf(z)] = np.inf
     null_fit, used = fit, np.union1d(fit.support, extra)
-    for _ in range(4 if screened else 1):
+    rounds = 4 if screened else 1
+    for i in range(rounds):
         resid = (b - a @ null_fit.coef) * math.sqrt(len(b) / null_fit.dof)
         null = est.random_string_null(weight * resid, params.num_bloombits, params.num_hashes, rng)
         pvalue = null.sf(x)
         detected = est.adjust_pvalues(pvalue, dec.correction, dec.significance_level) <= dec.significance_level
         keep = np.union1d(np.flatnonzero(detected), extra)
-        if np.array_equal(keep, used):
+        if i == rounds - 1 or np.array_equal(keep, used):
             break
         null_fit, used = est.fit_support(a, b, keep, max_sum=1.0, use_dispersion=False), keep
     return pvalue, null
