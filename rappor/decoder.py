@@ -18,8 +18,11 @@ The method (details and measurements in ``docs/decoder.md``):
 5. fit non-negative least squares with the total share capped at 1, then test each
    candidate's share > 0 (Wald on the fitted support, score test off it), adding
    candidates that pass to the model until none is left out;
-6. adjust the one-sided p-values (Bonferroni or Benjamini-Hochberg) and flag the
-   candidates below the significance level.
+6. compute one-sided p-values against the law of a random string's score given the
+   residuals (a randomization null that stays valid when heavy non-candidate strings
+   leave structure in them), adjust them (Benjamini-Hochberg by default; Bonferroni,
+   adaptive FDR or empirical-Bayes local fdr as options) and flag the candidates below
+   the significance level.
 """
 
 from __future__ import annotations
@@ -89,7 +92,8 @@ class DecodeResult:
         fitted support have share 0 and the standard error they would have if added.
         ``nan`` for a candidate that sets no bit of any cohort with reports.
     pvalue : ndarray of shape (n_candidates,)
-        One-sided p-value of "share > 0", before the multiple-testing adjustment.
+        One-sided p-value of "share > 0", before the multiple-testing adjustment, under
+        the decoder's ``null`` (by default the random-string null).
     adjusted_pvalue : ndarray of shape (n_candidates,)
         After the adjustment named by ``correction``.
     significant : ndarray of bool, shape (n_candidates,)

@@ -139,7 +139,21 @@ def test_decode_is_deterministic():
     a = Decoder(rng=1).decode(agg, cmap)
     b = Decoder(rng=2).decode(agg, cmap)
     np.testing.assert_array_equal(a.proportion, b.proportion)
+    np.testing.assert_array_equal(a.pvalue, b.pvalue)  # k**h = 256 patterns: enumerated, no draws
+
+
+def test_decode_sampled_null_is_deterministic_by_default():
+    """k**h > 4096: the null's patterns are drawn, from a fixed seed unless ``rng`` is given."""
+    params = Params(num_bloombits=128, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    sc = scenario.zipf_scenario(params, n_reports=50_000, n_values=10, rng=0)
+    cmap = hash_candidates([f"v{i}" for i in range(1, 11)] + [f"decoy{i}" for i in range(50)], params)
+    a, b = Decoder().decode(sc.aggregate, cmap), Decoder().decode(sc.aggregate, cmap)
+    c = Decoder(rng=5).decode(sc.aggregate, cmap)
+    assert a.diagnostics["null_exact"] is False
     np.testing.assert_array_equal(a.pvalue, b.pvalue)
+    # Another seed draws other patterns: p-values move, but only by sampling error.
+    assert not np.array_equal(a.pvalue, c.pvalue)
+    np.testing.assert_allclose(stats.norm.isf(a.pvalue), stats.norm.isf(c.pvalue), atol=0.5)
 
 
 def test_decode_null_false_positive_rate():
