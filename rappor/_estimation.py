@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
-from scipy import optimize, stats
+from scipy import linalg, stats
 
 Array = npt.NDArray[np.float64]
 
@@ -157,43 +157,133 @@ def lasso_screen(a: sp.csc_matrix, b: Array, *, significance: float, n_tests: in
 
 
 def nonneg_fit(a: sp.csc_matrix | Array, b: Array, *, max_sum: float | None = None) -> Array:
-    """Least squares with ``w >= 0`` (and ``sum(w) <= max_sum``) via ``lsq_linear``.
+    """Least squares with ``w >= 0`` (and ``sum(w) <= max_sum``) on the Gram system.
 
-    ``scipy.optimize.nnls`` is avoided on purpose: in scipy 1.17 it aborts the process on
-    matrices without columns.  With no columns the answer is the empty vector.
+    Solves ``min ||a w - b||^2`` subject to ``w >= 0`` and, when ``max_sum`` is given,
+    ``sum(w) <= max_sum``.  The objective equals ``w' G w - 2 c' w + b'b`` with
+    ``G = a'a`` and ``c = a'b``, so only the ``s``-by-``s`` Gram matrix is formed (from the
+    sparse ``a`` directly) and the tall ``n``-by-``s`` matrix is never densified; the
+    quadratic program is solved exactly by :func:`_active_set_qp`.  With no columns the
+    answer is the empty vector (``scipy.optimize.nnls`` is avoided: in scipy 1.17 it aborts
+    the process on matrices without columns).
     """
     s = a.shape[1]
     if s == 0:
         return np.zeros(0)
-    dense = a.toarray() if sp.issparse(a) else np.asarray(a)
-    reduced = _triangular(dense, b) if dense.shape[0] > s else None
-    if reduced is not None:
-        # Same objective up to a constant on the small triangular system ||R w - R^-T A'b||
-        # with A'A = R'R (a Cholesky factor: no n-by-s factorization is needed).
-        res = optimize.lsq_linear(reduced[0], reduced[1], bounds=(0.0, np.inf), method="bvls", tol=1e-12)
+    if sp.issparse(a):
+        a = sp.csc_matrix(a)
+        gram = (a.T @ a).toarray()
     else:
-        res = optimize.lsq_linear(dense, b, bounds=(0.0, np.inf), method="bvls", tol=1e-12)
-    w = np.maximum(res.x, 0.0)
-    if max_sum is not None and w.sum() > max_sum:
-        # The cap only shrinks the fit: solve it on the uncapped support (small).
-        keep = np.flatnonzero(w > 0)
-        w = np.zeros(s)
-        w[keep] = _capped_fit(dense[:, keep], b, max_sum)
-    return w
+        a = np.asarray(a, dtype=float)
+        gram = a.T @ a
+    c = np.asarray(a.T @ b, dtype=float).ravel()
+    total = math.inf if max_sum is None else float(max_sum)
+    return _active_set_qp(gram, c, total)
 
 
-def _triangular(dense: Array, b: Array) -> tuple[Array, Array] | None:
-    """``(R, R^-T A'b)`` with ``A'A = R'R``, or None when the Gram matrix is singular."""
-    from scipy import linalg
+def _active_set_qp(gram: Array, c: Array, total: float) -> Array:
+    """``min w'Gw/2 - c'w`` subject to ``w >= 0`` and ``sum(w) <= total`` (exact).
 
-    gram = dense.T @ dense
+    A primal active-set method (Lawson and Hanson 1974, *Solving Least Squares Problems*,
+    Ch. 23, the NNLS algorithm, run on the normal equations as in Bro and De Jong 1997,
+    J. Chemometrics 11:393) extended by the one constraint ``sum(w) <= total`` (Nocedal and
+    Wright 2006, *Numerical Optimization*, Algorithm 16.3).  From ``w = 0`` it frees the
+    variable with the most negative multiplier ``lambda_j = (G w - c)_j + mu``, solves the
+    equality-constrained subproblem on the free set ``P`` (with ``sum(w_P) = total`` while
+    the cap is in the working set, ``mu`` its multiplier), and steps back to the first
+    constraint the step would violate.  It stops when the KKT conditions hold:
+    ``w >= 0``, ``sum(w) <= total``, ``lambda >= 0`` off ``P``, ``lambda = 0`` on ``P``,
+    ``mu >= 0``.  Every linear solve is at most ``|P| + 1`` square.
+    """
+    s = len(c)
+    w = np.zeros(s)
+    if total <= 0 or not np.any(c > 0):
+        return w  # w = 0 satisfies the KKT conditions: lambda = -c + mu >= 0 with mu = max(c)+ >= 0
+    scale = max(float(np.max(np.abs(c))), float(np.max(np.abs(np.diag(gram)))) * (1.0 if math.isinf(total) else total))
+    tol = 1e-11 * scale
+    free = np.zeros(s, dtype=bool)
+    capped = False
+    entered = blocked = -1  # ``blocked``: a variable that could not enter (no numerical descent)
+    for _ in range(10 * s + 100):
+        mu = 0.0
+        # Inner loop: step toward the subproblem's optimum until that optimum is feasible.
+        while free.any():
+            idx = np.flatnonzero(free)
+            z_p, mu = _equality_qp(gram[np.ix_(idx, idx)], c[idx], total if capped else None)
+            w_p = w[idx]
+            alpha, first, cap_hit = 1.0, -1, False
+            hit = np.flatnonzero(z_p <= 0)
+            if len(hit):
+                ratios = w_p[hit] / (w_p[hit] - z_p[hit])
+                first = int(hit[np.argmin(ratios)])
+                alpha = float(ratios.min())
+            if not capped and z_p.sum() > total:
+                alpha_cap = (total - w_p.sum()) / (z_p.sum() - w_p.sum())
+                if alpha_cap < alpha:
+                    alpha, cap_hit = alpha_cap, True
+            if alpha >= 1.0 and not cap_hit:
+                w[idx] = z_p
+                break
+            w_p = w_p + alpha * (z_p - w_p)
+            gone = w_p <= 0
+            if not cap_hit:
+                gone[first] = True
+                gone |= w_p <= 1e-14 * w_p.max(initial=0.0)
+            capped = capped or cap_hit
+            w_p[gone] = 0.0
+            w[idx] = w_p
+            free[idx[gone]] = False
+            if entered >= 0 and not free[entered] and alpha <= 0:
+                blocked = entered
+        # Optimality: multipliers of the bounds off the free set, and of the cap.
+        if capped and mu < -tol:
+            capped = False
+            continue
+        lam = gram @ w - c + (mu if capped else 0.0)
+        lam[free] = np.inf
+        if blocked >= 0:
+            lam[blocked] = np.inf
+        entered = int(np.argmin(lam))
+        if lam[entered] >= -tol:
+            break
+        free[entered] = True
+        if entered != blocked:
+            blocked = -1
+    return np.maximum(w, 0.0)
+
+
+def _equality_qp(g: Array, c: Array, total: float | None) -> tuple[Array, float]:
+    """``argmin z'gz/2 - c'z`` (subject to ``sum(z) = total`` when given) and its multiplier.
+
+    The KKT system is ``g z + mu 1 = c``, ``1'z = total``.  With a numerically positive
+    definite ``g`` it is solved through the Cholesky factor: ``z = u - mu v`` with
+    ``u = g^-1 c``, ``v = g^-1 1`` and ``mu = (1'u - total) / 1'v``; otherwise (a
+    rank-deficient free set) by minimum-norm least squares on the bordered system.
+    """
+    p = len(c)
+    if p == 0:
+        return np.zeros(0), 0.0
     try:
-        r = linalg.cholesky(gram, lower=False)
+        factor = linalg.cho_factor(g, lower=False, check_finite=False)
+        diag = np.abs(np.diag(factor[0]))
+        ok = diag.min() > 1e-7 * diag.max()
     except linalg.LinAlgError:
-        return None
-    if np.min(np.abs(np.diag(r))) <= 1e-10 * np.max(np.abs(np.diag(r))):
-        return None
-    return r, linalg.solve_triangular(r, dense.T @ b, trans="T")
+        ok = False
+    if ok:
+        u = linalg.cho_solve(factor, c, check_finite=False)
+        if total is None:
+            return u, 0.0
+        v = linalg.cho_solve(factor, np.ones(p), check_finite=False)
+        mu = (u.sum() - total) / v.sum()
+        return u - mu * v, float(mu)
+    if total is None:
+        z, *_ = np.linalg.lstsq(g, c, rcond=None)
+        return z, 0.0
+    kkt = np.zeros((p + 1, p + 1))
+    kkt[:p, :p] = g
+    kkt[:p, p] = kkt[p, :p] = 1.0
+    sol, *_ = np.linalg.lstsq(kkt, np.append(c, total), rcond=None)
+    return sol[:p], float(sol[p])
 
 
 def in_span(a: sp.csc_matrix, v: Array, *, rtol: float = 1e-6) -> bool:
@@ -205,39 +295,6 @@ def in_span(a: sp.csc_matrix, v: Array, *, rtol: float = 1e-6) -> bool:
     coef, *_ = np.linalg.lstsq(gram, rhs, rcond=None)
     resid2 = float(v @ v - 2.0 * coef @ rhs + coef @ gram @ coef)
     return bool(resid2 <= (rtol * float(np.linalg.norm(v))) ** 2)
-
-
-def _capped_fit(a: Array, b: Array, total: float) -> Array:
-    """``min ||a w - b||`` with ``w >= 0`` and ``sum(w) = total`` (the cap is active).
-
-    Bisection on the multiplier ``mu`` of ``sum(w) <= total``: the solution of
-    ``min ||a w - b||^2 + 2 mu sum(w)`` is found as the bounded least squares of the
-    augmented system ``[a; sqrt(eps) I] w = [b - a (a'a)^+ mu 1; ...]``; its sum
-    decreases with ``mu``.
-    """
-    g = a.T @ a
-    c = a.T @ b
-    # Square-root of the Gram matrix (with a tiny ridge for rank deficiency).
-    evals, evecs = np.linalg.eigh(g + 1e-12 * np.trace(g) / max(len(g), 1) * np.eye(len(g)))
-    evals = np.maximum(evals, 1e-300)
-    root = (evecs * np.sqrt(evals)) @ evecs.T
-    inv_root = (evecs / np.sqrt(evals)) @ evecs.T
-
-    def solve(mu: float) -> Array:
-        rhs = inv_root @ (c - mu)
-        return np.maximum(optimize.lsq_linear(root, rhs, bounds=(0.0, np.inf), method="bvls", tol=1e-12).x, 0.0)
-
-    lo, hi = 0.0, 1.0
-    while solve(hi).sum() > total:
-        hi *= 4.0
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
-        if solve(mid).sum() > total:
-            lo = mid
-        else:
-            hi = mid
-    w = solve(hi)
-    return w * (total / w.sum()) if w.sum() > 0 else w
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -439,6 +496,11 @@ def random_string_null(weighted_resid: Array, k: int, h: int, rng: np.random.Gen
         ratio = np.exp(stats.norm.logpdf(w) - stats.norm.logsf(w))
         log_sf = stats.norm.logsf(w) + np.log(np.clip(1.0 + ratio * (1.0 / uu - 1.0 / w), 1e-300, None))
     ok = np.isfinite(log_sf) & np.isfinite(x_c) & (k2 > 1e-12 * var)
+    if not np.any(ok):
+        # Degenerate residual (e.g. an exact fit): every random string scores ``mean``.
+        eps = 1e-9 * (1.0 + abs(mean))
+        return RandomStringNull(x=np.array([mean, mean + eps]), log_sf=np.array([0.0, -745.0]), mean=mean,
+                                sd=0.0, skewness=0.0, exact=bool(exact))
     x_c, log_sf = x_c[ok], log_sf[ok]
     # Monotone in x (numerical noise at the extremes): keep increasing x, non-increasing log sf.
     order = np.argsort(x_c, kind="stable")

@@ -469,3 +469,10 @@ def test_local_fdr_detects_clear_effects():
     z[:200] += 5.0
     rejected = _estimation.adjust_pvalues(stats.norm.sf(z), "lfdr") <= 0.05
     assert rejected[:200].sum() >= 180 and rejected[200:].sum() <= 20
+
+
+def test_random_string_null_degenerate_residual():
+    """A zero residual (exact fit): every random string scores 0, so P(score >= x) is a step."""
+    null = _estimation.random_string_null(np.zeros(4 * 8), 8, 2, np.random.default_rng(0))
+    assert null.sd == 0.0
+    np.testing.assert_allclose(null.sf(np.array([-1.0, 0.0, 1e-3])), [1.0, 1.0, 0.0], atol=1e-300)
