@@ -255,7 +255,9 @@ class DecodeResult:
         non-candidate column), ``groups`` (indistinguishable candidates), ``residual``
         (chi-square, degrees of freedom, p-value, dispersion, largest standardized
         residual), ``epsilon_one``, ``epsilon_inf``, ``params``, ``significance_level``,
-        ``correction``, ``screening``, ``seconds``.
+        ``correction``, ``null`` (law of the test statistics and, for the random-string
+        null, the mean, sd and skewness of a random string's score, and whether its
+        patterns were enumerated exactly), ``screening``, ``seconds``.
         """
         d = self.diagnostics
         allocated = float(np.nansum(np.where(self.significant, self.proportion, 0.0)[_first_of_group(self.group)]))
@@ -275,6 +277,7 @@ class DecodeResult:
             "params": self.params.as_dict(),
             "significance_level": self.significance_level,
             "correction": self.correction,
+            "null": {key: d.get(f"null_{key}") for key in ("law", "mean", "sd", "skewness", "exact")},
             "screening": {key: d.get(key) for key in ("screened", "lasso_alpha", "selected", "refits")},
             "seconds": d.get("seconds", math.nan),
         }
@@ -536,7 +539,8 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
     orthogonal = bool(s_u == 0 or np.asarray((xu != 0).sum(axis=1)).max() <= 1)
     if orthogonal:
         coef, se_u, z, unexplained, unexplained_se, rss, n_par = _orthogonal_fit(xu, b, weight)
-        diag.update(screened=False, lasso_alpha=None, selected=int(s_u), refits=0)
+        diag.update(screened=False, lasso_alpha=None, selected=int(s_u), refits=0,
+                    null_law="normal")  # closed form: independent normal estimates, no residual structure
     else:
         hbar = k * (1.0 - (1.0 - 1.0 / k) ** h)  # expected distinct bits of a non-candidate
         background = weight * (hbar / k)
@@ -565,6 +569,7 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
             selected = np.union1d(fit.support[fit.support < s_u], new)
             refits += 1
         coef, se_u, z = fit.coef[:s_u], fit.se[:s_u], fit.z[:s_u]
+        diag.update(null_law=dec.null)
         if null is not None:
             diag.update(null_mean=null.mean, null_sd=null.sd, null_skewness=null.skewness, null_exact=null.exact)
         if use_bg:

@@ -24,6 +24,7 @@ def test_cli_decode_map_writes_results_and_summary(interop_dir, tmp_path):
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["detected"] == len(lines) - 1
     assert summary["candidates"] == 40 and summary["reports"] == 20000
+    assert summary["null"]["law"] == "random-strings" and summary["null"]["sd"] > 0
 
 
 @pytest.mark.parametrize("options", [("--correction", "bonferroni", "--alpha", "0.01"),
