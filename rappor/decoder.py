@@ -32,14 +32,13 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
-from scipy import stats
 
 from . import _estimation as est
+from ._lazy import lazy_module
 from ._io import PathLike, atomic_output
 from ._validation import check_int, check_options, check_probability, check_real, check_rng
 from .aggregate import Aggregate
@@ -51,6 +50,13 @@ from .exceptions import (
     InvalidParameterError,
 )
 from .params import Params
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+    from scipy import stats
+else:  # imported on first use: keeps `import rappor` and CLI start-up light
+    sp = lazy_module("scipy.sparse")
+    stats = lazy_module("scipy.stats")
 
 __all__ = ["ConfidenceInterval", "DecodeResult", "Decoder"]
 
