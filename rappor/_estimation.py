@@ -23,11 +23,20 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import scipy.sparse as sp
-from scipy import linalg, stats
+
+from ._lazy import lazy_module
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+    from scipy import linalg, stats
+else:  # imported on first use: keeps `import rappor` and CLI start-up light
+    sp = lazy_module("scipy.sparse")
+    linalg = lazy_module("scipy.linalg")
+    stats = lazy_module("scipy.stats")
 
 Array = npt.NDArray[np.float64]
 

@@ -54,9 +54,6 @@ def test_import_is_light() -> None:
     assert out.stdout.strip() == ""
 
 
-@pytest.mark.xfail(strict=True, reason="rappor/decoder.py and rappor/_estimation.py still import scipy.sparse, "
-                                       "scipy.stats and scipy.optimize at module level; remove this marker "
-                                       "once those imports are lazy")
 def test_import_does_not_load_scipy_submodules() -> None:
     # scipy.stats alone costs ~0.8 s, paid by `rappor --help` and every subcommand.
     code = (
