@@ -32,13 +32,14 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _estimation as est
 from ._lazy import lazy_module
+from ._results import ConfidenceInterval
 from ._io import PathLike, atomic_output
 from ._validation import check_int, check_options, check_probability, check_real, check_rng
 from .aggregate import Aggregate
@@ -70,13 +71,6 @@ _TABLE_COLUMNS = ("string", "estimate", "std_error", "proportion", "prop_std_err
 #: Screen with the Lasso when the distinct candidates exceed this share of the rows
 #: (google/rappor ``decode.R`` uses the same 0.8).
 _SCREEN_RATIO = 0.8
-
-
-class ConfidenceInterval(NamedTuple):
-    """Lower and upper bounds of a confidence interval (SciPy's field names)."""
-
-    low: npt.NDArray[np.float64]
-    high: npt.NDArray[np.float64]
 
 
 Array = npt.NDArray[np.float64]

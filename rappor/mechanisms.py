@@ -28,13 +28,13 @@ left unclamped (they can be negative or exceed 1), as google/rappor's ``decode.R
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from ._results import ConfidenceInterval
 from ._validation import check_int, check_options, check_probability, check_real, check_rng
 from .exceptions import InvalidParameterError
 from .params import Params
@@ -53,7 +53,6 @@ __all__ = [
 ]
 
 #: ``(low, high)`` as returned by ``confidence_interval`` (field names as SciPy's).
-ConfidenceInterval = namedtuple("ConfidenceInterval", ["low", "high"])
 
 
 # --------------------------------------------------------------------------- results
