@@ -423,13 +423,14 @@ def audit_encoder(params: Params, *, encoder: Literal["client", "batch", "never-
                f"Got h = {params.num_hashes}, k = {params.num_bloombits} instead.")
         raise InvalidParameterError(msg)
     gen = check_rng(rng)
+    name: str
     if isinstance(encoder, str):
         if encoder not in _SAMPLERS:
             msg = f"The 'encoder' parameter of audit_encoder must be one of {sorted(_SAMPLERS)} or a callable. Got {encoder!r} instead."
             raise InvalidParameterError(msg)
         name, sampler = encoder, _SAMPLERS[encoder](params)
     else:
-        name, sampler = getattr(encoder, "__name__", "custom"), encoder
+        name, sampler = str(getattr(encoder, "__name__", "custom")), encoder
     pairs = _disjoint_pairs(params, n_pairs)
     d = 2 * params.num_hashes
     n_tests = len(pairs) * 2 * 2 * (1 << d)

@@ -288,7 +288,8 @@ def _json_float(x: float) -> float | None:
 
 
 def _first_of_group(group: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
-    return group == np.arange(len(group))
+    first: npt.NDArray[np.bool_] = group == np.arange(len(group))
+    return first
 
 
 def _csv_string(text: str) -> str:
@@ -534,7 +535,7 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
     n_rows, s_u = xu.shape
     weight = 1.0 / np.sqrt(deb.var)
     b = weight * deb.y
-    diag = {"cohorts_used": int(len(deb.rows) // k), "distinguishable": int(s_u)}
+    diag: dict[str, Any] = {"cohorts_used": int(len(deb.rows) // k), "distinguishable": int(s_u)}
 
     orthogonal = bool(s_u == 0 or np.asarray((xu != 0).sum(axis=1)).max() <= 1)
     if orthogonal:
@@ -580,7 +581,7 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
         diag.update(screened=bool(screen), lasso_alpha=lasso_alpha, selected=int(len(selected)), refits=refits,
                     dispersion=fit.dispersion, modelled_unexplained=bool(use_bg))
     dof = max(n_rows - n_par, 1)
-    std_resid_max = _max_std_residual(xu, b, weight, coef, diag.get("modelled_unexplained", False), params, unexplained)
+    std_resid_max = _max_std_residual(xu, b, weight, coef, bool(diag.get("modelled_unexplained", False)), params, unexplained)
     diag.update(
         unexplained_mass=unexplained, unexplained_std_error=unexplained_se,
         chi2=float(rss), dof=int(dof), chi2_pvalue=float(stats.chi2.sf(rss, dof)),

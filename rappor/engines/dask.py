@@ -97,6 +97,6 @@ class DaskEngine:
             except ImportError:
                 msg = "A Dask scheduler address needs distributed: pip install 'rappor[dask]'."
                 raise InvalidParameterError(msg) from None
-            with Client(self.scheduler) as client:
+            with Client(self.scheduler) as client:  # type: ignore[no-untyped-call]
                 counts = client.compute(graph).result()
         return Aggregate(params=params, counts=counts)
