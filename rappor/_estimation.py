@@ -211,15 +211,19 @@ def _active_set_qp(gram: Array, c: Array, total: float) -> Array:
     scale = max(float(np.max(np.abs(c))), float(np.max(np.abs(np.diag(gram)))) * (1.0 if math.isinf(total) else total))
     tol = 1e-11 * scale
     free = np.zeros(s, dtype=bool)
+    order = np.zeros(0, dtype=np.int64)  # the free set in the order it entered
+    chol: Array | None = np.zeros((0, 0))  # upper Cholesky factor of G[order, order] (None: singular)
+    fresh = True                         # whether ``chol`` belongs to the current ``order``
     capped = False
     entered = blocked = -1  # ``blocked``: a variable that could not enter (no numerical descent)
     for _ in range(10 * s + 100):
         mu = 0.0
         # Inner loop: step toward the subproblem's optimum until that optimum is feasible.
-        while free.any():
-            idx = np.flatnonzero(free)
-            z_p, mu = _equality_qp(gram[np.ix_(idx, idx)], c[idx], total if capped else None)
-            w_p = w[idx]
+        while len(order):
+            if not fresh:
+                chol, fresh = _cholesky(gram[np.ix_(order, order)]), True
+            z_p, mu = _equality_qp(chol, gram, order, c[order], total if capped else None)
+            w_p = w[order]
             alpha, first, cap_hit = 1.0, -1, False
             hit = np.flatnonzero(z_p <= 0)
             if len(hit):
@@ -231,7 +235,7 @@ def _active_set_qp(gram: Array, c: Array, total: float) -> Array:
                 if alpha_cap < alpha:
                     alpha, cap_hit = alpha_cap, True
             if alpha >= 1.0 and not cap_hit:
-                w[idx] = z_p
+                w[order] = z_p
                 break
             w_p = w_p + alpha * (z_p - w_p)
             gone = w_p <= 0
@@ -240,51 +244,85 @@ def _active_set_qp(gram: Array, c: Array, total: float) -> Array:
                 gone |= w_p <= 1e-14 * w_p.max(initial=0.0)
             capped = capped or cap_hit
             w_p[gone] = 0.0
-            w[idx] = w_p
-            free[idx[gone]] = False
+            w[order] = w_p
+            if gone.any():
+                free[order[gone]] = False
+                order, fresh = order[~gone], False
             if entered >= 0 and not free[entered] and alpha <= 0:
                 blocked = entered
         # Optimality: multipliers of the bounds off the free set, and of the cap.
         if capped and mu < -tol:
             capped = False
             continue
-        lam = gram @ w - c + (mu if capped else 0.0)
+        lam = w[order] @ gram[order] - c + (mu if capped else 0.0)  # w is zero off the free set
         lam[free] = np.inf
         if blocked >= 0:
             lam[blocked] = np.inf
         entered = int(np.argmin(lam))
         if lam[entered] >= -tol:
             break
+        if fresh and chol is not None:
+            chol = _cholesky_append(chol, gram[order, entered], gram[entered, entered])
         free[entered] = True
+        order = np.append(order, entered)
         if entered != blocked:
             blocked = -1
     return np.maximum(w, 0.0)
 
 
-def _equality_qp(g: Array, c: Array, total: float | None) -> tuple[Array, float]:
+def _cholesky(g: Array) -> Array | None:
+    """Upper Cholesky factor of ``g``, or None when ``g`` is numerically singular."""
+    if len(g) == 0:
+        return np.zeros((0, 0))
+    try:
+        r = linalg.cholesky(g, lower=False, check_finite=False)
+    except linalg.LinAlgError:
+        return None
+    diag = np.abs(np.diag(r))
+    return r if diag.min() > 1e-7 * diag.max() else None
+
+
+def _cholesky_append(r: Array, col: Array, corner: float) -> Array | None:
+    """Factor of ``[[G, col], [col', corner]]`` from the factor ``r`` of ``G`` in O(p^2).
+
+    With ``R'R = G`` the new column is ``x = R^-T col`` and the new diagonal entry
+    ``sqrt(corner - x'x)`` (Golub and Van Loan 2013, *Matrix Computations*, Sec. 6.5.4).
+    None when the enlarged matrix is numerically singular (same test as :func:`_cholesky`).
+    """
+    p = len(r)
+    x = linalg.solve_triangular(r, col, trans="T", check_finite=False) if p else np.zeros(0)
+    d2 = corner - float(x @ x)
+    diag = np.append(np.abs(np.diag(r)), math.sqrt(max(d2, 0.0)))
+    if d2 <= 0 or diag.min() <= 1e-7 * diag.max():
+        return None
+    out = np.zeros((p + 1, p + 1))
+    out[:p, :p] = r
+    out[:p, p] = x
+    out[p, p] = diag[p]
+    return out
+
+
+def _equality_qp(chol: Array | None, gram: Array, idx: npt.NDArray[np.int64], c: Array,
+                 total: float | None) -> tuple[Array, float]:
     """``argmin z'gz/2 - c'z`` (subject to ``sum(z) = total`` when given) and its multiplier.
 
-    The KKT system is ``g z + mu 1 = c``, ``1'z = total``.  With a numerically positive
-    definite ``g`` it is solved through the Cholesky factor: ``z = u - mu v`` with
-    ``u = g^-1 c``, ``v = g^-1 1`` and ``mu = (1'u - total) / 1'v``; otherwise (a
-    rank-deficient free set) by minimum-norm least squares on the bordered system.
+    Here ``g = gram[idx, idx]`` and ``chol`` its upper Cholesky factor (None if singular).
+    The KKT system is ``g z + mu 1 = c``, ``1'z = total``.  With the factor it is solved as
+    ``z = u - mu v`` with ``u = g^-1 c``, ``v = g^-1 1`` and ``mu = (1'u - total) / 1'v``;
+    otherwise (a rank-deficient free set) by minimum-norm least squares on the bordered
+    system.
     """
     p = len(c)
     if p == 0:
         return np.zeros(0), 0.0
-    try:
-        factor = linalg.cho_factor(g, lower=False, check_finite=False)
-        diag = np.abs(np.diag(factor[0]))
-        ok = diag.min() > 1e-7 * diag.max()
-    except linalg.LinAlgError:
-        ok = False
-    if ok:
-        u = linalg.cho_solve(factor, c, check_finite=False)
+    if chol is not None:
+        u = linalg.cho_solve((chol, False), c, check_finite=False)
         if total is None:
             return u, 0.0
-        v = linalg.cho_solve(factor, np.ones(p), check_finite=False)
+        v = linalg.cho_solve((chol, False), np.ones(p), check_finite=False)
         mu = (u.sum() - total) / v.sum()
         return u - mu * v, float(mu)
+    g = gram[np.ix_(idx, idx)]
     if total is None:
         z, *_ = np.linalg.lstsq(g, c, rcond=None)
         return z, 0.0
