@@ -6,7 +6,7 @@ encoder, decodes against a candidate list (with decoys, some with true strings r
 and prints accuracy metrics and times, so accuracy and speed can be tracked from
 change to change.  Seeds are fixed: two runs of the same code print the same metrics.
 
-    python benchmarks/regression.py [--quick] [--only NAME]
+    python benchmarks/regression.py [--quick] [--only NAME] [--correction fdr|lfdr|...]
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import argparse
 import time
 from dataclasses import dataclass
 
-from rappor import Params
+from rappor import Decoder, Params
 from rappor.metrics import evaluate_result
 from rappor.simulation import Population, candidate_strings, simulate
 
@@ -53,6 +53,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of the clients")
     parser.add_argument("--only", default=None, help="run only the case with this name")
+    parser.add_argument("--correction", default=None,
+                        help="Decoder correction (fdr, lfdr, bonferroni, ...) [default: the Decoder's]")
     args = parser.parse_args()
     header = (f"{'case':<22}{'clients':>10}{'cands':>7}{'det':>5}{'FP':>4}{'FN':>5}{'TV':>8}{'alloc':>7}"
               f"{'unexpl':>8}{'true_un':>8}{'cover':>7}{'min_det':>8}{'max_mis':>8}{'sim_s':>7}{'dec_s':>7}{'met_s':>7}")
@@ -69,7 +71,8 @@ def main() -> None:
         candidates = candidate_strings(population, decoys=case.decoys, remove_every=case.remove_every)
         cmap = sim.candidate_map(candidates)  # hashing the candidates counts as simulation
         t1 = time.perf_counter()
-        result = sim.decode(cmap)
+        decoder = Decoder() if args.correction is None else Decoder(correction=args.correction)
+        result = sim.decode(cmap, decoder=decoder)
         t2 = time.perf_counter()
         m = evaluate_result(result, sim.truth)
         t3 = time.perf_counter()
