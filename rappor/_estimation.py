@@ -339,8 +339,18 @@ def in_span(a: sp.csc_matrix, v: Array, *, rtol: float = 1e-6) -> bool:
         return not np.any(v)
     gram = (a.T @ a).toarray()
     rhs = a.T @ v
-    coef, *_ = np.linalg.lstsq(gram, rhs, rcond=None)
-    resid2 = float(v @ v - 2.0 * coef @ rhs + coef @ gram @ coef)
+    coef = None
+    try:  # Cholesky when the Gram matrix is well conditioned (the usual case): fast
+        factor = linalg.cho_factor(gram, check_finite=False)
+        diag = np.abs(np.diag(factor[0]))
+        if diag.min() > 1e-6 * diag.max():  # condition number of the Gram matrix below ~1e12
+            coef = linalg.cho_solve(factor, rhs, check_finite=False)
+    except linalg.LinAlgError:
+        pass
+    if coef is None:  # rank deficient or ill conditioned: a complete orthogonal factorization
+        coef = linalg.lstsq(gram, rhs, lapack_driver="gelsy", check_finite=False)[0]
+    resid = a @ coef - v  # the residual itself, not the expanded normal-equation form
+    resid2 = float(resid @ resid)
     return bool(resid2 <= (rtol * float(np.linalg.norm(v))) ** 2)
 
 
