@@ -86,7 +86,8 @@ def column_sq_norms(matrix: sp.csc_matrix) -> Array:
     """Squared Euclidean norm of every column of a CSC matrix, in O(nnz)."""
     lengths = np.diff(matrix.indptr)
     cols = np.repeat(np.arange(matrix.shape[1]), lengths)
-    return np.bincount(cols, weights=matrix.data.astype(np.float64) ** 2, minlength=matrix.shape[1])
+    norms = np.bincount(cols, weights=matrix.data.astype(np.float64) ** 2, minlength=matrix.shape[1])
+    return np.asarray(norms, dtype=np.float64)
 
 
 def select_rows(matrix: sp.spmatrix, rows: npt.NDArray[np.int64]) -> sp.csc_matrix:
@@ -324,7 +325,7 @@ def _equality_qp(chol: Array | None, gram: Array, idx: npt.NDArray[np.int64], c:
         return u - mu * v, float(mu)
     g = gram[np.ix_(idx, idx)]
     if total is None:
-        z, *_ = np.linalg.lstsq(g, c, rcond=None)
+        z = np.asarray(np.linalg.lstsq(g, c, rcond=None)[0], dtype=np.float64)
         return z, 0.0
     kkt = np.zeros((p + 1, p + 1))
     kkt[:p, :p] = g
