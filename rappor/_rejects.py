@@ -13,10 +13,12 @@ import csv
 from dataclasses import dataclass
 from typing import IO, Any, Literal, Protocol
 
+from ._io import STDIO
 from ._validation import check_options
 from .exceptions import InvalidParameterError
 
-__all__ = ["ON_ERROR_OPTIONS", "OnError", "RejectSink", "RejectedRow", "RejectsWriter", "check_on_error"]
+__all__ = ["ON_ERROR_OPTIONS", "OnError", "RejectSink", "RejectedRow", "RejectsWriter", "check_on_error",
+           "resolve_rejects_path"]
 
 OnError = Literal["raise", "skip"]
 ON_ERROR_OPTIONS: tuple[str, ...] = ("raise", "skip")
@@ -63,6 +65,19 @@ def check_on_error(on_error: Any, rejects: Any, owner: str) -> RejectSink | None
                f"when on_error='skip'. Got {rejects!r} instead.")
         raise InvalidParameterError(msg)
     return rejects  # type: ignore[no-any-return]
+
+
+def resolve_rejects_path(output: str, rejects: str | None, what: str) -> str:
+    """The rejects file of a command run with ``--on-error skip``.
+
+    ``--rejects PATH`` if given, else ``OUTPUT.rejects.csv``; when OUTPUT is standard
+    output, ``--rejects`` is required (``what`` names the output in the message).
+    """
+    if rejects is not None:
+        return rejects
+    if output == STDIO:
+        raise InvalidParameterError(f"--on-error skip with the {what} on stdout needs --rejects PATH.")
+    return f"{output}.rejects.csv"
 
 
 class RejectsWriter:

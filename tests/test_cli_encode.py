@@ -246,3 +246,102 @@ def test_encode_fail_jobs_not_int(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exc:
         _run(params, key, inp, tmp_path / "o.csv", "--jobs", "two")
     assert exc.value.code == 2
+
+
+# ------------------------------------------------------------------ --on-error skip
+
+MIXED = (b'client,value\n'
+         b'a,x\n'                      # 2 good
+         b'b,y,z\n'                    # 3 three fields
+         b',v\n'                       # 4 empty client id
+         b'c,\xff\n'                   # 5 invalid UTF-8
+         b'd,"two\nlines"\n'           # 6-7 good (quoted newline)
+         b'e,"x"y\n'                   # 8 bad quoting
+         b'f,z\n'                      # 9 good
+         b'g,"x\ny",extra\n'           # 10-11 three fields over two lines
+         b'h,w\n'                      # 12 good
+         b'i,"never closed\n')         # 13 unterminated quote
+MIXED_GOOD = ["a", "d", "f", "h"]
+
+
+def _mixed(tmp_path: Path) -> tuple[Path, Path, Path]:
+    params, key, inp = _setup(tmp_path, [])
+    inp.write_bytes(MIXED)
+    return params, key, inp
+
+
+def test_encode_skip_writes_good_rows_and_rejects(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rappor import read_params
+    from rappor.reports import read_reports
+
+    params, key, inp = _mixed(tmp_path)
+    out = tmp_path / "reports.csv"
+    assert _run(params, key, inp, out, "--on-error", "skip") == 0
+    assert "rappor: skipped 6 bad row(s); 4 reports written" in capsys.readouterr().err
+    assert len(read_reports(out, read_params(params))) == len(MIXED_GOOD)
+    assert [r[0] for r in _read(out)[1:]] == MIXED_GOOD
+    rejects = _read(tmp_path / "reports.csv.rejects.csv")
+    assert rejects[0] == ["file", "line", "reason", "row"]
+    assert all(r[0] == str(inp) for r in rejects[1:])
+    assert [(r[1], r[3]) for r in rejects[1:]] == [
+        ("3", "b,y,z"), ("4", ",v"), ("5", "c,\ufffd"), ("8", 'e,"x"y'), ("10", 'g,"x\ny",extra'),
+        ("13", 'i,"never closed')]
+    reasons = [r[2] for r in rejects[1:]]
+    assert reasons[:3] == ["expected 2 comma-separated fields (client,value), found 3",
+                           "expected a client id, found an empty field",
+                           "expected UTF-8 text, found the byte 0xff"]
+    assert reasons[3].startswith("malformed CSV: ") and reasons[5].startswith("malformed CSV: ")
+    assert reasons[4] == reasons[0]
+
+
+def test_encode_skip_reasons_match_fail_fast_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Each rejected row, alone after the header, fails the default mode with the same line and reason.
+    params, key, inp = _mixed(tmp_path)
+    assert _run(params, key, inp, tmp_path / "o.csv", "--on-error", "skip", "--rejects", str(tmp_path / "r.csv")) == 0
+    capsys.readouterr()
+    for _, line, reason, row in _read(tmp_path / "r.csv")[1:]:
+        padding = "\n" * (int(line) - 2)  # blank lines keep the row at its line number
+        inp.write_bytes(b"client,value\n" + padding.encode() + row.replace("\ufffd", "\udcff").encode(
+            "utf-8", errors="surrogateescape") + b"\n")
+        assert _run(params, key, inp, tmp_path / "o2.csv") == 1
+        assert capsys.readouterr().err == f"rappor: error: {inp}:{line}: {reason}\n"
+
+
+def test_encode_skip_parallel_equals_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(encode_command, "CHUNK_ROWS", 1)  # several chunks, so workers are used
+    params, key, inp = _mixed(tmp_path)
+    serial, parallel = tmp_path / "s.csv", tmp_path / "p.csv"
+    assert _run(params, key, inp, serial, "--seed", "3", "--jobs", "1", "--on-error", "skip") == 0
+    assert _run(params, key, inp, parallel, "--seed", "3", "--jobs", "2", "--on-error", "skip") == 0
+    assert serial.read_bytes() == parallel.read_bytes()
+    assert Path(f"{serial}.rejects.csv").read_bytes() == Path(f"{parallel}.rejects.csv").read_bytes()
+
+
+def test_encode_default_fails_at_first_bad_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    params, key, inp = _mixed(tmp_path)
+    out = tmp_path / "reports.csv"
+    assert _run(params, key, inp, out) == 1
+    assert capsys.readouterr().err.startswith(f"rappor: error: {inp}:3: expected 2 comma-separated fields")
+    assert list(tmp_path.glob("reports.csv*")) == []
+
+
+@pytest.mark.parametrize("header", [b"client,val\n", b"client,\xff\n", b'client,"va"lue\n'])
+def test_encode_skip_bad_header_is_fatal_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            header: bytes) -> None:
+    params, key, inp = _setup(tmp_path, [])
+    inp.write_bytes(header + b"a,x\nb,y,z\n")
+    (tmp_path / "out").mkdir()
+    assert _run(params, key, inp, tmp_path / "out" / "r.csv", "--on-error", "skip") == 1
+    assert capsys.readouterr().err.startswith(f"rappor: error: {inp}:1: ")
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_encode_skip_stdout_needs_rejects(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    params, key, inp = _mixed(tmp_path)
+    argv = ["encode", "--params", str(params), "--key-file", str(key), str(inp), "--on-error", "skip"]
+    assert main(argv) == 1
+    assert "needs --rejects PATH" in capsys.readouterr().err
+    assert main([*argv, "--rejects", str(tmp_path / "bad.csv")]) == 0
+    out = capsys.readouterr().out
+    assert [r[0] for r in csv.reader(io.StringIO(out))][1:] == MIXED_GOOD
+    assert len(_read(tmp_path / "bad.csv")) == 7

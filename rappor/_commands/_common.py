@@ -18,6 +18,17 @@ def add_output_argument(parser: argparse.ArgumentParser, *, help_text: str = "ou
     parser.add_argument("-o", "--output", default="-", metavar="PATH", help=help_text + " [default: stdout]")
 
 
+def add_on_error_arguments(parser: argparse.ArgumentParser, *, kept: str) -> None:
+    """``--on-error raise|skip`` and ``--rejects PATH`` (see :mod:`rappor._rejects`)."""
+    parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
+                        help=f"raise: stop at the first bad row (default); skip: leave bad rows out, write them "
+                             f"with their line numbers and reasons to the rejects file and count them on stderr "
+                             f"({kept})")
+    parser.add_argument("--rejects", metavar="PATH", default=None,
+                        help="rejects CSV (file,line,reason,row) for --on-error skip "
+                             "[default: OUTPUT.rejects.csv; required when OUTPUT is stdout]")
+
+
 def add_seed_argument(parser: argparse.ArgumentParser) -> None:
     """``--seed INT`` for commands with randomness used in analysis or simulation."""
     parser.add_argument("--seed", type=int, default=None, metavar="INT", help="random seed (reproducible output)")

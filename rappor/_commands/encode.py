@@ -10,6 +10,9 @@ and the same permanent randomized responses; only the instantaneous responses ar
 fresh.  The output CSV has the header ``client,cohort,irr``, with ``irr`` a
 google/rappor bit string (character 0 = bit k-1).
 
+With ``--on-error skip`` bad data rows are left out and written, with their line
+numbers and reasons, to a rejects file (see docs/reliability.md).
+
 Create a key with ``rappor keygen -o KEY``.
 """
 
@@ -22,17 +25,20 @@ import io
 import itertools
 import multiprocessing
 import os
+import re
+import sys
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from .._io import PathLike, atomic_output, display_name, read_input_bytes
+from .._io import STDIO, PathLike, atomic_output, display_name, read_input_bytes
+from .._rejects import RejectedRow, RejectSink, RejectsWriter, resolve_rejects_path
 from .._validation import check_int
 from ..exceptions import ReportFormatError
 from ..params import Params
-from ._common import add_output_argument, add_params_argument, load_params
+from ._common import add_on_error_arguments, add_output_argument, add_params_argument, load_params
 
 NAME = "encode"
 HELP = "encode client values into reports (client,value -> client,cohort,irr)"
@@ -43,6 +49,7 @@ CHUNK_ROWS = 65536
 
 _HEADER = ["client", "value"]
 _SPECIAL = frozenset(',"\r\n')
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -57,46 +64,74 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="draw the instantaneous noise from numpy's generator with this seed instead of "
                              "the operating system's CSPRNG: reproducible, NOT secure; for tests and "
                              "simulation only")
+    add_on_error_arguments(parser, kept="the good rows are encoded")
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
                         help="worker processes for large inputs [default: number of CPUs, at most 8]")
 
 
-def _rows(path: PathLike) -> Iterator[tuple[int, str, str]]:
-    """Yield ``(line, client, value)`` for each data row; errors name the file and line."""
+def _rows(path: PathLike, rejects: RejectSink | None = None) -> Iterator[tuple[int, str, str]]:
+    """Yield ``(line, client, value)`` for each data row; errors name the file and line.
+
+    With a ``rejects`` sink (``--on-error skip``) a bad data row is appended there as a
+    :class:`rappor._rejects.RejectedRow` and left out; a bad header is always fatal.
+    """
     name = display_name(path)
     raw = read_input_bytes(path)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        msg = f"expected UTF-8 text, found the byte 0x{raw[exc.start]:02x}"
-        raise ReportFormatError(msg, path=name, line=line) from None
+    # Undecodable bytes become lone surrogates (U+DC80..U+DCFF), checked row by row, so
+    # that the first bad row is reported (or rejected) whatever is wrong with it.
+    text = raw.decode("utf-8", errors="surrogateescape")
     if text.startswith("\ufeff"):
         text = text[1:]
+    consumed: list[str] = []
+
+    def lines() -> Iterator[str]:
+        for physical in io.StringIO(text, newline=""):
+            consumed.append(physical)
+            yield physical
+
+    def bad(exc: ReportFormatError, line: int) -> None:
+        # Rejected when skipping (and not the header), raised otherwise.
+        if rejects is None or not header_seen:
+            raise exc
+        row_text = _UNDECODABLE.sub("\ufffd", "".join(consumed)).rstrip("\r\n")
+        rejects.append(RejectedRow(path=name, line=line, reason=exc.message, text=row_text))
+
     # Fields are taken exactly (RFC 4180: spaces are part of a field), because values are
     # hashed exactly; only the header tolerates spaces and quotes around its names.
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    reader = csv.reader(lines(), strict=True)
     header_seen = False
     line = 0
-    try:
-        for row in reader:
-            start, line = line + 1, reader.line_num
-            if not row or row == [""]:
-                continue
-            if not header_seen:
-                if [cell.strip().strip('"') for cell in row] != _HEADER:
-                    raise ReportFormatError(f"expected the header 'client,value', found {','.join(row)!r}",
-                                            path=name, line=start)
-                header_seen = True
-                continue
-            if len(row) != 2:
-                raise ReportFormatError(f"expected 2 comma-separated fields (client,value), found {len(row)}",
+    while True:
+        consumed.clear()
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            # The reader resumes at the next line after an error.
+            bad(ReportFormatError(f"malformed CSV: {exc}", path=name, line=reader.line_num), reader.line_num)
+            line = reader.line_num
+            continue
+        start, line = line + 1, reader.line_num
+        if not row or row == [""]:
+            continue
+        undecodable = _UNDECODABLE.search("".join(consumed))
+        if undecodable is not None:
+            offset = "".join(consumed)[:undecodable.start()].count("\n")
+            message = f"expected UTF-8 text, found the byte 0x{ord(undecodable.group()) - 0xDC00:02x}"
+            bad(ReportFormatError(message, path=name, line=start + offset), start + offset)
+        elif not header_seen:
+            if [cell.strip().strip('"') for cell in row] != _HEADER:
+                raise ReportFormatError(f"expected the header 'client,value', found {','.join(row)!r}",
                                         path=name, line=start)
-            if not row[0]:
-                raise ReportFormatError("expected a client id, found an empty field", path=name, line=start)
+            header_seen = True
+        elif len(row) != 2:
+            bad(ReportFormatError(f"expected 2 comma-separated fields (client,value), found {len(row)}",
+                                  path=name, line=start), start)
+        elif not row[0]:
+            bad(ReportFormatError("expected a client id, found an empty field", path=name, line=start), start)
+        else:
             yield start, row[0], row[1]
-    except csv.Error as exc:
-        raise ReportFormatError(f"malformed CSV: {exc}", path=name, line=reader.line_num) from None
     if not header_seen:
         raise ReportFormatError("expected the header 'client,value', found an empty file", path=name)
 
@@ -154,10 +189,32 @@ def run(args: argparse.Namespace) -> int:
     params = load_params(args)
     key = read_key_file(args.key_file)
     jobs = _default_jobs() if args.jobs is None else check_int(args.jobs, "jobs", "rappor encode", low=1)
-    chunks = enumerate(_chunks(_rows(args.input), CHUNK_ROWS))
-    head = list(itertools.islice(chunks, 2))
-    todo = itertools.chain(head, chunks)
+    if args.on_error == "raise":
+        _encode_file(args, params, key, jobs, None)
+        return 0
+    rejects_path = resolve_rejects_path(args.output, args.rejects, "reports")
+    # Both files are committed only if the whole input was read: a fatal error leaves neither.
+    with atomic_output(rejects_path) as fh:
+        sink = RejectsWriter(fh)
+        written = _encode_file(args, params, key, jobs, sink)
+    where = display_name(rejects_path) if rejects_path != STDIO else "<stdout>"
+    sys.stderr.write(f"rappor: skipped {sink.count} bad row(s); {written} reports written; "
+                     f"rejected rows are in {where}\n")
+    return 0
+
+
+def _encode_file(args: argparse.Namespace, params: Params, key: bytes, jobs: int,
+                 rejects: RejectSink | None) -> int:
+    """Encode INPUT into OUTPUT (atomically); return the number of reports written.
+
+    Rows are parsed (and rejected) in this process, in input order, so the output and
+    the rejects do not depend on ``jobs``.
+    """
+    chunks = enumerate(_chunks(_rows(args.input, rejects), CHUNK_ROWS))
+    written = 0
     with atomic_output(args.output) as out:
+        head = list(itertools.islice(chunks, 2))
+        todo = itertools.chain(head, chunks)
         out.write("client,cohort,irr\n")
         if len(head) < 2 or jobs == 1:
             # One chunk or one job: no worker processes.
@@ -165,18 +222,23 @@ def run(args: argparse.Namespace) -> int:
             try:
                 for index, (clients, values) in todo:
                     out.write(_encode_chunk(index, clients, values))
+                    written += len(clients)
             finally:
                 _WORKER.clear()
-            return 0
+            return written
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
         with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker,
                                  initargs=(params, key, args.seed)) as pool:
-            pending: collections.deque[Future[str]] = collections.deque()
+            pending: collections.deque[tuple[int, Future[str]]] = collections.deque()
             for index, (clients, values) in todo:
-                pending.append(pool.submit(_encode_chunk, index, clients, values))
+                pending.append((len(clients), pool.submit(_encode_chunk, index, clients, values)))
                 if len(pending) >= 2 * jobs:
-                    out.write(pending.popleft().result())
+                    size, future = pending.popleft()
+                    out.write(future.result())
+                    written += size
             while pending:
-                out.write(pending.popleft().result())
-    return 0
+                size, future = pending.popleft()
+                out.write(future.result())
+                written += size
+    return written

@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from .._io import STDIO, atomic_output, display_name
-from .._rejects import RejectsWriter
+from .._rejects import RejectsWriter, resolve_rejects_path
 from ..aggregate import Aggregate, check_cohort_balance, write_counts
 from ..engines import report_format
 from ..exceptions import InvalidParameterError
 from ..params import Params
 from ..reports import iter_reports
-from ._common import add_output_argument, add_params_argument, load_params
+from ._common import add_on_error_arguments, add_output_argument, add_params_argument, load_params
 
 NAME = "sum-bits"
 HELP = "sum report bits per cohort (reports CSV -> counts.csv)"
@@ -37,12 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="reports CSV files ('-' for stdin) [default: stdin]")
     add_params_argument(parser)
     add_output_argument(parser, help_text="output counts.csv ('-' for stdout)")
-    parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
-                        help="raise: stop at the first bad row (default); skip: leave bad rows out, write them "
-                             "with their line numbers and reasons to the rejects file and count them on stderr")
-    parser.add_argument("--rejects", metavar="PATH", default=None,
-                        help="rejects CSV (file,line,reason,row) for --on-error skip "
-                             "[default: OUTPUT.rejects.csv; required when OUTPUT is stdout]")
+    add_on_error_arguments(parser, kept="the good rows are counted")
     parser.add_argument("--engine", choices=("numpy", "dask", "spark"), default="numpy",
                         help="numpy: this process (default); dask or spark: count partitions on a cluster "
                              "(pip install 'rappor[dask]' or 'rappor[spark]'); the counts are identical")
@@ -112,12 +107,7 @@ def _run_engine(args: argparse.Namespace, params: Params) -> int:
 
 def _run_skipping(args: argparse.Namespace, params: Params) -> int:
     """``--on-error skip``: count the good rows, stream the bad ones to the rejects file."""
-    if args.rejects is not None:
-        rejects_path = args.rejects
-    elif args.output == STDIO:
-        raise InvalidParameterError("--on-error skip with the counts on stdout needs --rejects PATH.")
-    else:
-        rejects_path = f"{args.output}.rejects.csv"
+    rejects_path = resolve_rejects_path(args.output, args.rejects, "counts")
     counts = np.zeros((params.num_cohorts, params.num_bloombits + 1), dtype=np.int64)
     # Both files are committed only if every input was read: a fatal error leaves neither.
     with atomic_output(rejects_path) as fh, progress_bar(args.reports) as progress:
