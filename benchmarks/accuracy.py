@@ -12,7 +12,7 @@ threadpoolctl when available (``--threads``).
 
 Usage::
 
-    python benchmarks/accuracy.py [--seeds 5] [--correction fdr] [--quick]
+    python benchmarks/accuracy.py [--seeds 5] [--correction fdr] [--estimator least-squares] [--quick]
 """
 
 from __future__ import annotations
@@ -109,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="skip the 100,000-candidate timing")
     parser.add_argument("--null", default="random-strings", choices=["random-strings", "normal"],
                         help="null law of the test statistics [default: random-strings]")
+    parser.add_argument("--estimator", default="least-squares", choices=["least-squares", "posterior-median"],
+                        help="decoder estimator [default: least-squares]")
     parser.add_argument("--null-decodes", type=int, default=60, help="decodes of the null scenario [default: 60]")
     args = parser.parse_args(argv)
     try:
@@ -118,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         threadpool_limits(args.threads, user_api="blas")
         threads = str(args.threads)
-    decoder = rappor.Decoder(correction=args.correction, model_unexplained=not args.no_unexplained, null=args.null)
+    decoder = rappor.Decoder(correction=args.correction, model_unexplained=not args.no_unexplained, null=args.null,
+                             estimator=args.estimator)
     seeds = range(args.seeds)
     print(f"decoder: {decoder!r}; {args.seeds} seeds; BLAS threads {threads}; targets: TV <= 0.23 (100) / 0.27 (10,000), FP <= 1")
     print(f"{'candidates':>12} {'TV':>6} {'(sd)':>6} {'TV_all':>7} {'detected':>9} {'FP':>5} {'cover95':>8} "
