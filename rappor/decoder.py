@@ -648,7 +648,9 @@ def _posterior_median_shares(coef: Array, se: Array, pvalue: Array) -> tuple[Arr
     The calibrated z-score ``Phi^-1(1 - p)`` of each candidate is N(0, 1) when it is
     absent; :func:`rappor._estimation.posterior_median_effects` gives its posterior
     median effect ``mu`` under the NPMLE prior.  On the fitted support the share is the
-    least-squares share shrunk by ``mu / z``; off it (share 0) it is ``mu x SE``.
+    least-squares share shrunk by ``mu / z``; off it (share 0) it is ``mu x SE``.  If
+    the shares add up to more than 1 they are scaled to sum to 1 (a posterior median
+    can exceed the least-squares share where the prior's atoms pull upwards).
     """
     z = stats.norm.isf(np.clip(np.nan_to_num(pvalue, nan=1.0), 1e-300, 1.0))
     _, mu = est.posterior_median_effects(z)
@@ -656,6 +658,9 @@ def _posterior_median_shares(coef: Array, se: Array, pvalue: Array) -> tuple[Arr
     shrink = np.divide(mu, z, out=np.zeros_like(mu), where=z > 0)
     share = np.where(coef > 0, coef * shrink, mu * np.nan_to_num(se))
     share = np.where(finite, np.maximum(share, 0.0), coef)
+    total = float(np.sum(share[finite]))
+    if total > 1.0:  # shares of distinct reports: keep the model's sum <= 1 by scaling
+        share = np.where(finite, share / total, share)
     return share, (share > 0) & finite
 
 
