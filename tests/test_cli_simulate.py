@@ -74,3 +74,12 @@ def test_simulate_bad_clients_is_a_clean_error(tmp_path, capsys):
     status = main(["simulate", "--clients", "0", "--out", str(tmp_path / "o")])
     assert status == 1
     assert "n_clients" in capsys.readouterr().err
+
+
+def test_simulate_posterior_median_estimator(tmp_path):
+    status, out = _run(tmp_path, "--dist", "uniform", "--estimator", "posterior-median", "--no-report")
+    assert status == 0
+    saved = json.loads((out / "metrics.json").read_text())
+    assert saved["simulation"]["estimator"] == "posterior-median"
+    rows = (out / "results.csv").read_text().splitlines()[1:]
+    assert saved["metrics"]["n_detected"] == len(rows)

@@ -56,6 +56,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="distinct values per client; reports of one value share its PRR [1]")
     parser.add_argument("--method", choices=("batch", "client"), default="batch",
                         help="batch: fast numpy encoder; client: the real keyed client (slow) [batch]")
+    parser.add_argument("--estimator", choices=("least-squares", "posterior-median"), default="least-squares",
+                        help="decoder estimator (see rappor decode --help) [least-squares]")
     parser.add_argument("--seed", type=int, default=0, metavar="INT", help="random seed [0]")
     parser.add_argument("--no-report", action="store_true", help="skip report.html (no matplotlib needed)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
@@ -85,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
     t_sim = time.perf_counter()
     candidates = candidate_strings(population, decoys=args.decoys, remove_every=args.remove_every)
     cmap = sim.candidate_map(candidates)
-    result = sim.decode(cmap)
+    from ..decoder import Decoder
+
+    result = sim.decode(cmap, decoder=Decoder(estimator=args.estimator))
     t_dec = time.perf_counter()
     metrics = evaluate_result(result, sim.truth)
 
@@ -100,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         "decoys": args.decoys,
         "remove every": args.remove_every,
         "encoder": args.method,
+        "estimator": args.estimator,
         "seed": args.seed,
         "simulate seconds": round(t_sim - started, 3),
         "decode seconds": round(t_dec - t_sim, 3),
