@@ -1,0 +1,155 @@
+"""The screening Lasso's penalty: plug-in default vs cross-validation (CV-min, CV-1se).
+
+Issue 4's scenario (``benchmarks/accuracy.py``): 100,000 reports, values v1..v100 with
+Zipf(1) frequencies, k=16 h=2 m=64 p=0.5 q=0.75 f=0.5; candidates v1..v100 plus 900 or
+9,900 decoys (both screened: more candidates than 0.8 x 1,024 rows), 5 seeds; and the
+null scenario (data v1..v100, candidates 1,000 decoys only).  For each penalty the
+decoder's TV (undetected = 0), detections, false positives, candidates let through the
+screen, null decodes with any false positive and time (CV included) are printed.
+
+The CV penalty is computed with :func:`rappor._penalty.cv_lasso_alpha` on the same
+whitened design the decoder screens (rebuilt here with the decoder's private helpers,
+as ``rappor.decoder._decode_arrays`` does) and passed as ``Decoder(lasso_alpha=...)``.
+
+Usage::
+
+    python benchmarks/penalty.py [--seeds 5] [--null-decodes 20] [--folds 5] [--curve]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import rappor  # noqa: E402
+from rappor import _estimation as est  # noqa: E402
+from rappor._penalty import cv_lasso  # noqa: E402
+from _scenario import zipf_scenario  # noqa: E402
+from accuracy import PARAMS, candidates  # noqa: E402
+
+METHODS = ("plug-in", "cv-min", "cv-1se")
+
+
+def whitened_problem(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap) -> dict[str, Any]:
+    """The screening Lasso's inputs, rebuilt as ``rappor.decoder._decode_arrays`` builds them.
+
+    Returns ``a`` (whitened distinguishable candidate columns), ``b``, ``free`` (the
+    whitened non-candidate column) and ``cohort_of_row``.
+    """
+    params = aggregate.params
+    k, h = params.num_bloombits, params.num_hashes
+    deb = est.debias(aggregate.counts, params.p11, params.p01)
+    x = est.select_rows(cmap.matrix, deb.rows)
+    rep, zero = est.column_groups(x)
+    s = x.shape[1]
+    is_zero = np.zeros(s, dtype=bool)
+    is_zero[zero] = True
+    uniq = np.flatnonzero((rep == np.arange(s)) & ~is_zero)
+    weight = 1.0 / np.sqrt(deb.var)
+    hbar = k * (1.0 - (1.0 - 1.0 / k) ** h)
+    return {"a": est.scale_rows(x[:, uniq], weight), "b": weight * deb.y, "free": weight * (hbar / k),
+            "cohort_of_row": deb.rows // k}
+
+
+def penalties(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, folds: int,
+              curve: bool = False) -> tuple[dict[str, float | None], float]:
+    """``{method: lasso_alpha}`` and the seconds the cross-validation took."""
+    t0 = time.perf_counter()
+    prob = whitened_problem(aggregate, cmap)
+    cv = cv_lasso(prob["a"], prob["b"], prob["cohort_of_row"], free=prob["free"], n_folds=folds, rng=0)
+    seconds = time.perf_counter() - t0
+    if curve:
+        n = len(prob["b"])
+        print("    alpha*n   cv_mean   cv_se  selected")
+        for al, mu, se, sel in zip(cv.alphas, cv.cv_mean, cv.cv_se, cv.n_selected):
+            mark = (" <min" if al == cv.alpha_min else "") + (" <1se" if al == cv.alpha_1se else "")
+            print(f"    {al * n:7.3f} {mu:9.4f} {se:7.4f} {sel:9d}{mark}")
+    return {"plug-in": None, "cv-min": cv.alpha_min, "cv-1se": cv.alpha_1se}, seconds
+
+
+def decode(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, alpha: float | None) -> tuple[rappor.DecodeResult, float]:
+    t0 = time.perf_counter()
+    res = rappor.Decoder(lasso_alpha=alpha).decode(aggregate, cmap)
+    return res, time.perf_counter() - t0
+
+
+def run_scenario(n_decoys: int, seeds: range, folds: int, curve: bool) -> dict[str, np.ndarray]:
+    """Per method, rows (TV, detected, FP, screened-in, alpha*n, seconds) per seed."""
+    cmap = rappor.hash_candidates(candidates(100, n_decoys), PARAMS)
+    out: dict[str, list[tuple[float, ...]]] = {m: [] for m in METHODS}
+    for seed in seeds:
+        sc = zipf_scenario(PARAMS, n_reports=100_000, n_values=100, rng=seed)
+        truth = sc.truth()
+        alphas, cv_seconds = penalties(sc.aggregate, cmap, folds, curve and seed == seeds[0])
+        for method, alpha in alphas.items():
+            res, seconds = decode(sc.aggregate, cmap, alpha)
+            m = rappor.evaluate(truth, res.strings, res.proportion, detected=res.detected)
+            n_rows = 64 * 16
+            out[method].append((m.total_variation, m.n_detected, m.false_positives, res.diagnostics["selected"],
+                                res.diagnostics["lasso_alpha"] * n_rows,
+                                seconds + (cv_seconds if alpha is not None else 0.0)))
+    return {m: np.array(v, dtype=float) for m, v in out.items()}
+
+
+def run_null(decodes: range, folds: int, n_decoys: int = 1000) -> dict[str, np.ndarray]:
+    """Per method, rows (false positives, screened-in, seconds) per decode (data v1..v100, decoys only)."""
+    cmap = rappor.hash_candidates(candidates(0, n_decoys), PARAMS)
+    out: dict[str, list[tuple[float, ...]]] = {m: [] for m in METHODS}
+    for seed in decodes:
+        sc = zipf_scenario(PARAMS, n_reports=100_000, n_values=100, rng=1000 + seed)
+        alphas, cv_seconds = penalties(sc.aggregate, cmap, folds)
+        for method, alpha in alphas.items():
+            res, seconds = decode(sc.aggregate, cmap, alpha)
+            out[method].append((float(res.detected.sum()), res.diagnostics["selected"],
+                                seconds + (cv_seconds if alpha is not None else 0.0)))
+    return {m: np.array(v, dtype=float) for m, v in out.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--null-decodes", type=int, default=20)
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1, help="BLAS threads (threadpoolctl) [default: 1]")
+    parser.add_argument("--curve", action="store_true", help="print the CV curve of the first seed")
+    args = parser.parse_args(argv)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - optional
+        pass
+    else:
+        threadpool_limits(args.threads, user_api="blas")
+    seeds = range(args.seeds)
+    print(f"{args.seeds} seeds, {args.folds} cohort folds; TV counts undetected strings as 0; "
+          "'screened' = candidates let in by the Lasso; alpha*n on the whitened unit-norm scale")
+    print(f"{'candidates':>10} {'penalty':>8} {'alpha*n':>8} {'screened':>9} {'TV':>6} {'(sd)':>6} "
+          f"{'detected':>9} {'FP':>5} {'seconds':>8}")
+    for decoys in (900, 9900):
+        res = run_scenario(decoys, seeds, args.folds, args.curve)
+        for method in METHODS:
+            r = res[method]
+            print(f"{100 + decoys:>10,} {method:>8} {r[:, 4].mean():8.2f} {r[:, 3].mean():9.1f} {r[:, 0].mean():6.3f} "
+                  f"{r[:, 0].std(ddof=1) if len(r) > 1 else 0.0:6.3f} {r[:, 1].mean():9.1f} {r[:, 2].mean():5.2f} "
+                  f"{r[:, 5].mean():8.3f}", flush=True)
+    null = run_null(range(args.null_decodes), args.folds)
+    print(f"null: data v1..v100, candidates 1,000 decoys only, {args.null_decodes} decodes")
+    print(f"{'penalty':>8} {'screened':>9} {'FP/decode':>10} {'any FP':>7} {'(se)':>6} {'seconds':>8}")
+    for method in METHODS:
+        r = null[method]
+        anyfp = float((r[:, 0] > 0).mean())
+        se = (anyfp * (1 - anyfp) / len(r)) ** 0.5
+        print(f"{method:>8} {r[:, 1].mean():9.1f} {r[:, 0].mean():10.2f} {anyfp:7.3f} {se:6.3f} {r[:, 2].mean():8.3f}",
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
