@@ -257,10 +257,11 @@ class DecodeResult:
         Keys: ``candidates``, ``detected``, ``reports``, ``allocated_mass`` (sum of the
         detected shares), ``unexplained_mass`` and ``unexplained_std_error`` (share of
         reports whose value the candidates do not explain, from the model's
-        non-candidate column), ``groups`` (indistinguishable candidates), ``residual``
-        (chi-square, degrees of freedom, p-value, dispersion, largest standardized
-        residual), ``epsilon_one``, ``epsilon_inf``, ``params``, ``significance_level``,
-        ``correction``, ``null`` (law of the test statistics and, for the random-string
+        non-candidate column; after Lasso screening it also holds the candidates too
+        rare to be selected, which cannot be told from non-candidates), ``groups``
+        (indistinguishable candidates), ``residual`` (chi-square, degrees of freedom,
+        p-value, dispersion, largest standardized residual), ``epsilon_one``,
+        ``epsilon_inf``, ``params``, ``significance_level``, ``correction``, ``estimator``, ``null`` (law of the test statistics and, for the random-string
         null, the mean, sd and skewness of a random string's score, and whether its
         patterns were enumerated exactly), ``screening``, ``seconds``.
         """
