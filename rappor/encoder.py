@@ -19,9 +19,9 @@ The exact derivations (byte strings, byte order, thresholds) are specified in
     ``c = floor(U64 * m / 2**64)`` with ``U64`` the first 8 bytes, big-endian, of
     ``HMAC-SHA256(secret, b"rappor/cohort")``.
 ``PRR``
-    block ``b = 0, 1, ...`` is ``HMAC-SHA256(secret, b"rappor/prr" || uint32_be(b) ||
-    uint32_be(c) || value)``; bit ``j`` uses the big-endian uint32 ``u`` at bytes
-    ``4 (j mod 8) .. 4 (j mod 8) + 3`` of block ``j // 8``.  With
+    ``X = SHAKE256(b"rappor/prr/v2" || uint32_be(len(secret)) || secret || uint32_be(c)
+    || value)`` (FIPS 202, a keyed sponge used as a PRF), read ``4k`` bytes; bit ``j``
+    uses the big-endian uint32 ``u`` at bytes ``4j .. 4j + 3`` of ``X``.  With
     ``t = min(round(f 2**31), 2**31)``: ``u < t`` gives 1, ``t <= u < 2t`` gives 0 and
     otherwise the Bloom bit is kept.
 ``IRR``
@@ -81,9 +81,8 @@ __all__ = [
 MIN_SECRET_BYTES = 16
 
 _COHORT_LABEL = b"rappor/cohort"
-_PRR_LABEL = b"rappor/prr"
+_PRR_LABEL = b"rappor/prr/v2"
 _CLIENT_LABEL = b"rappor/client/"
-_WORDS_PER_BLOCK = 8  # one HMAC-SHA256 output = 8 big-endian uint32
 _IPAD = bytes(x ^ 0x36 for x in range(256))
 _OPAD = bytes(x ^ 0x5C for x in range(256))
 _TWO32 = 2**32
@@ -173,36 +172,44 @@ def derive_cohort(secret: bytes, num_cohorts: int) -> int:
     return _cohort_from_mac(_HmacSha256(key), int(num_cohorts))
 
 
-def _prr_blocks(mac: _HmacSha256, cohort: int, data: bytes, num_blocks: int) -> bytes:
-    suffix = struct.pack(">I", cohort) + data
-    return b"".join(mac.digest(_PRR_LABEL + struct.pack(">I", b) + suffix) for b in range(num_blocks))
+def _prr_key_prefix(secret: bytes) -> bytes:
+    """``b"rappor/prr/v2" || uint32_be(len(secret)) || secret``: the keyed part of the PRR's SHAKE-256 input."""
+    return _PRR_LABEL + struct.pack(">I", len(secret)) + secret
 
 
-def _num_blocks(num_bloombits: int) -> int:
-    return -(-num_bloombits // _WORDS_PER_BLOCK)
+def _prr_message(cohort: int, data: bytes) -> bytes:
+    """``uint32_be(cohort) || value``: the part of the PRR's SHAKE-256 input after the key."""
+    return struct.pack(">I", cohort) + data
 
 
-def _uniforms_from_blocks(raw: bytes, n: int, num_bloombits: int) -> npt.NDArray[np.uint32]:
-    """Concatenated HMAC blocks of ``n`` clients -> ``(n, k)`` uint32 (big-endian words)."""
-    width = _num_blocks(num_bloombits) * _WORDS_PER_BLOCK
-    words = np.frombuffer(raw, dtype=">u4").reshape(n, width)[:, :num_bloombits]
-    return words.astype(np.uint32)
+def _uniforms_from_stream(raw: bytes, n: int, num_bloombits: int) -> npt.NDArray[np.uint32]:
+    """Concatenated ``4k``-byte SHAKE-256 outputs of ``n`` reports -> ``(n, k)`` uint32 (big-endian words)."""
+    return np.frombuffer(raw, dtype=">u4").reshape(n, num_bloombits).astype(np.uint32)
 
 
 def prr_uniforms(secret: bytes, cohort: int, value: str | bytes, num_bloombits: int) -> npt.NDArray[np.uint32]:
     """The ``k`` uniform 32-bit words that decide the permanent response of ``value``.
 
-    Word ``j`` is the big-endian uint32 at bytes ``4 (j mod 8)`` to ``4 (j mod 8) + 3``
-    of ``HMAC-SHA256(secret, b"rappor/prr" || uint32_be(j // 8) || uint32_be(cohort) ||
-    value)``; ``value`` is UTF-8 for ``str``.  See ``docs/client.md``.
+    Word ``j`` is the big-endian uint32 at bytes ``4j`` to ``4j + 3`` of the SHAKE-256
+    output of ``b"rappor/prr/v2" || uint32_be(len(secret)) || secret ||
+    uint32_be(cohort) || value``; ``value`` is UTF-8 for ``str``.  See ``docs/client.md``.
 
     Returns
     -------
     ndarray of shape (num_bloombits,), dtype uint32
+
+    Notes
+    -----
+    SHAKE-256 (NIST FIPS 202) with the key absorbed first is a keyed sponge, a PRF as
+    long as the key has enough entropy (Bertoni, Daemen, Peeters and Van Assche, "On the
+    security of the keyed sponge construction", SKEW 2011); KMAC (NIST SP 800-185)
+    rests on the same argument.  The length prefix makes the input an injective
+    encoding of ``(secret, cohort, value)``.
     """
     key = _check_secret(secret, "secret", "prr_uniforms")
-    raw = _prr_blocks(_HmacSha256(key), int(cohort), value_bytes(value), _num_blocks(num_bloombits))
-    uniforms: npt.NDArray[np.uint32] = _uniforms_from_blocks(raw, 1, num_bloombits)[0]
+    message = _prr_key_prefix(key) + _prr_message(int(cohort), value_bytes(value))
+    uniforms: npt.NDArray[np.uint32] = _uniforms_from_stream(
+        hashlib.shake_256(message).digest(4 * num_bloombits), 1, num_bloombits)[0]
     return uniforms
 
 
@@ -217,17 +224,19 @@ def _irr_thresholds(prob_p: float, prob_q: float) -> tuple[int, int]:
 
 def _permanent_response(bloom: npt.NDArray[np.uint8], u: npt.NDArray[np.uint32], prob_f: float) -> npt.NDArray[np.uint8]:
     """PRR bits: ``u < t`` -> 1, ``t <= u < 2t`` -> 0, else the Bloom bit (RAPPOR Sec. 3, step 2)."""
-    t = np.int64(_prr_threshold(prob_f))
-    u64 = u.astype(np.int64)
-    return np.where(u64 < t, np.uint8(1), np.where(u64 < 2 * t, np.uint8(0), bloom)).astype(np.uint8)
+    t = _prr_threshold(prob_f)
+    # Python-int thresholds compare exactly with uint32 (2t = 2**32 at f = 1 is above every u).
+    prr = u < t
+    prr |= (u >= 2 * t) & bloom.astype(bool)
+    return prr.view(np.uint8)
 
 
 def _instantaneous_response(prr: npt.NDArray[np.uint8], v: npt.NDArray[np.uint32], prob_p: float,
                             prob_q: float) -> npt.NDArray[np.uint8]:
     """IRR bits: 1 iff ``v < round(q 2**32)`` where PRR is 1, ``v < round(p 2**32)`` where 0 (Sec. 3, step 3)."""
     tp, tq = _irr_thresholds(prob_p, prob_q)
-    thresholds = np.where(prr.astype(bool), np.int64(tq), np.int64(tp))
-    return (v.astype(np.int64) < thresholds).astype(np.uint8)
+    irr: npt.NDArray[np.bool_] = np.where(prr.astype(bool), v < tq, v < tp)
+    return irr.view(np.uint8)
 
 
 def _noise(shape: tuple[int, ...], rng: np.random.Generator | None) -> npt.NDArray[np.uint32]:
@@ -332,21 +341,22 @@ class Encoder:
     16
     """
 
-    __slots__ = ("_params", "_cohort", "_mac", "_rng", "_num_blocks")
+    __slots__ = ("_params", "_cohort", "_prr_xof", "_rng")
 
     def __init__(self, params: Params, secret: bytes, *, cohort: int | None = None, rng: Any = None) -> None:
         self._params = _check_params(params, "Encoder")
-        self._mac = _HmacSha256(_check_secret(secret, "secret", "Encoder"))
+        key = _check_secret(secret, "secret", "Encoder")
+        # The PRR's SHAKE-256 with the key already absorbed; copied for each value.
+        self._prr_xof = hashlib.shake_256(_prr_key_prefix(key))
         m = params.num_cohorts
         if cohort is None:
-            self._cohort = _cohort_from_mac(self._mac, m)
+            self._cohort = _cohort_from_mac(_HmacSha256(key), m)
         else:
             if isinstance(cohort, bool) or not isinstance(cohort, (int, np.integer)) or not 0 <= cohort < m:
                 msg = f"The 'cohort' parameter of Encoder must be an int in the range [0, {m - 1}]. Got {cohort!r} instead."
                 raise InvalidParameterError(msg)
             self._cohort = int(cohort)
         self._rng = _normalize_rng(rng)
-        self._num_blocks = _num_blocks(params.num_bloombits)
 
     def __repr__(self) -> str:
         source = "os.urandom" if self._rng is None else "numpy"
@@ -372,8 +382,12 @@ class Encoder:
         data = [value_bytes(v) for v in values]
         n = len(data)
         bloom = _bloom_matrix(_bloom_indices_of_rows(data, np.full(n, self._cohort, dtype=np.int64), self._params), k)
-        raw = b"".join(_prr_blocks(self._mac, self._cohort, d, self._num_blocks) for d in data)
-        u = _uniforms_from_blocks(raw, n, k)
+        chunks = []
+        for d in data:
+            xof = self._prr_xof.copy()
+            xof.update(_prr_message(self._cohort, d))
+            chunks.append(xof.digest(4 * k))
+        u = _uniforms_from_stream(b"".join(chunks), n, k)
         return bloom, _permanent_response(bloom, u, self._params.prob_f)
 
     def _irr(self, prr: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
@@ -469,51 +483,44 @@ def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values
     if len(values) != n:
         msg = f"The 'values' parameter of encode_clients must have the length of client_ids ({n}). Got {len(values)} instead."
         raise InvalidParameterError(msg)
-    k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
-    num_blocks = _num_blocks(k)
-    clients: dict[str, tuple[Any, Any, int, bytes]] = {}  # id -> (inner, outer, cohort, uint32_be(cohort))
-    cohort_list: list[int] = []
-    datas: list[bytes] = []
-    chunks: list[bytes] = []
+    k, m = params.num_bloombits, params.num_cohorts
+    # Hash-bound: each distinct client costs one HMAC for its secret and one for its
+    # cohort, each report one SHAKE-256 call.  The passes below are list comprehensions
+    # over C hash calls, with the derivations of client_secret, derive_cohort and
+    # prr_uniforms inlined (about 20% faster than one loop with the same calls).
+    index: dict[str, int] = {}
+    rows = [index.setdefault(cid, len(index)) for cid in client_ids]
+    for cid in index:
+        if not isinstance(cid, str):
+            msg = (f"The 'client_ids' parameter of encode_clients must hold str. "
+                   f"Got a {type(cid).__name__} at index {rows.index(index[cid])}.")
+            raise InvalidParameterError(msg)
+    key_inner, key_outer, label = key_mac._inner, key_mac._outer, _CLIENT_LABEL
+
+    def secret_of(cid: str) -> bytes:
+        inner = key_inner.copy()
+        inner.update(label + cid.encode("utf-8"))
+        outer = key_outer.copy()
+        outer.update(inner.digest())
+        return outer.digest()
+
+    secrets = list(map(secret_of, index))
+    # HMAC(secret, b"rappor/cohort") for a 32-byte secret: the key block is the secret
+    # followed by 32 zero bytes, i.e. 32 bytes of 0x36 (inner) or 0x5c (outer) after the pads.
+    sha256, ipad, opad = hashlib.sha256, _IPAD, _OPAD
+    inner_tail, outer_tail = b"\x36" * 32 + _COHORT_LABEL, b"\x5c" * 32
+    macs = [sha256(s.translate(opad) + outer_tail + sha256(s.translate(ipad) + inner_tail).digest()).digest()
+            for s in secrets]
+    client_cohorts = [(int.from_bytes(mac[:8], "big") * m) >> 64 for mac in macs]
     pack = struct.Struct(">I").pack
-    block_prefixes = [_PRR_LABEL + pack(b) for b in range(num_blocks)]
-    # The loop below is HMAC-bound; it inlines _HmacSha256.digest to save call overhead.
-    sha256, ipad, opad, zeros = hashlib.sha256, _IPAD, _OPAD, bytes(32)
-    key_inner, key_outer = key_mac._inner, key_mac._outer
-    for i in range(n):
-        cid = client_ids[i]
-        state = clients.get(cid)
-        if state is None:
-            if not isinstance(cid, str):
-                msg = f"The 'client_ids' parameter of encode_clients must hold str. Got a {type(cid).__name__} at index {i}."
-                raise InvalidParameterError(msg)
-            x = key_inner.copy()
-            x.update(_CLIENT_LABEL + cid.encode("utf-8"))
-            y = key_outer.copy()
-            y.update(x.digest())
-            block = y.digest() + zeros  # the 32-byte client secret, padded to SHA-256's block
-            inner, outer = sha256(block.translate(ipad)), sha256(block.translate(opad))
-            x = inner.copy()
-            x.update(_COHORT_LABEL)
-            y = outer.copy()
-            y.update(x.digest())
-            c = (int.from_bytes(y.digest()[:8], "big") * m) >> 64
-            state = clients[cid] = (inner, outer, c, pack(c))
-        inner, outer, c, c_bytes = state
-        value = values[i]
-        data = value if type(value) is bytes else value_bytes(value)
-        cohort_list.append(c)
-        datas.append(data)
-        suffix = c_bytes + data
-        for prefix in block_prefixes:
-            x = inner.copy()
-            x.update(prefix + suffix)
-            y = outer.copy()
-            y.update(x.digest())
-            chunks.append(y.digest())
-    cohorts = np.array(cohort_list, dtype=np.int64)
+    head = _PRR_LABEL + pack(32)  # _prr_key_prefix of a 32-byte secret is head || secret
+    prefixes = [head + s + pack(c) for s, c in zip(secrets, client_cohorts)]
+    datas = [v.encode("utf-8") if type(v) is str else value_bytes(v) for v in values]
+    shake_256, out_bytes = hashlib.shake_256, 4 * k
+    stream = b"".join([shake_256(prefixes[r] + d).digest(out_bytes) for r, d in zip(rows, datas)])
+    cohorts = np.array(client_cohorts, dtype=np.int64)[np.array(rows, dtype=np.intp)]
     bloom = _bloom_matrix(_bloom_indices_of_rows(datas, cohorts, params), k)
-    prr = _permanent_response(bloom, _uniforms_from_blocks(b"".join(chunks), n, k), params.prob_f)
+    prr = _permanent_response(bloom, _uniforms_from_stream(stream, n, k), params.prob_f)
     irr = _instantaneous_response(prr, _noise(prr.shape, generator), params.prob_p, params.prob_q)
     return ReportBatch(params=params, cohorts=cohorts, words=pack_bits(irr))
 

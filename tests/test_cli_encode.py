@@ -233,6 +233,79 @@ def test_encode_input_parser_fuzz(tmp_path: Path) -> None:
     check()
 
 
+def _parse_both(text: str) -> list[tuple[str, object]]:
+    """Rows, rejects and the error (if any) of each parser on ``text``, with and without a rejects sink."""
+    from rappor import ReportFormatError
+
+    results: list[tuple[str, object]] = []
+    for parser in (encode_command._plain_rows, encode_command._csv_rows):
+        for skip in (False, True):
+            rejects: list[object] = []
+            try:
+                rows = list(parser(text, "in.csv", rejects if skip else None))  # type: ignore[arg-type]
+            except ReportFormatError as exc:
+                results.append(("error", (str(exc), rejects)))
+            else:
+                results.append(("rows", (rows, rejects)))
+    return results
+
+
+def test_encode_plain_parser_equals_csv_parser() -> None:
+    # The fast parser for quote-free text (_plain_rows) gives exactly the csv module's rows,
+    # line numbers, rejects and errors, on any text it is used for.
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import strategies as st
+
+    alphabet = st.sampled_from(["client,value\n", "client , value\r\n", "a,b\n", "a,b", ",", "\r\n", "\n", "\r",
+                                "x", " ", "é", "\t", "\u2028", "\x85", "\x0c"])
+
+    @hypothesis.settings(max_examples=400, deadline=None, database=None)
+    @hypothesis.given(st.lists(alphabet, max_size=14).map("".join))
+    def check(text: str) -> None:
+        assert encode_command._is_plain(text)
+        results = _parse_both(text)
+        assert results[0] == results[2] and results[1] == results[3]
+
+    check()
+
+
+def test_encode_columns_fast_path_equals_rows() -> None:
+    # When _columns takes a file at C speed, it gives exactly the rows of the line-by-line
+    # parser, which has nothing to reject; the generated texts exercise both outcomes.
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import strategies as st
+
+    line = st.tuples(st.sampled_from(["a", "", "b c", "é", ",", "x,y", '"q"', "\x00", "\udcff"]),
+                     st.sampled_from([",", ""]), st.sampled_from(["v", "", "w,", "\t"]),
+                     st.sampled_from(["\n", "\r\n", "\r", "\n\n"])).map("".join)
+    taken: list[bool] = []
+
+    @hypothesis.settings(max_examples=400, deadline=None, database=None)
+    @hypothesis.given(st.sampled_from(["client,value\n", "client,value\r\n", "client, value\n"]),
+                      st.lists(line, max_size=8), st.booleans())
+    def check(header: str, lines: list[str], strip_end: bool) -> None:
+        text = header + "".join(lines)
+        if strip_end:
+            text = text.rstrip("\r\n")
+        columns = encode_command._columns(text)
+        taken.append(columns is not None)
+        if columns is not None:
+            rejects: list[object] = []
+            rows = list(encode_command._text_rows(text, "in.csv", rejects))  # type: ignore[arg-type]
+            assert rejects == []
+            assert columns == ([c for _, c, _ in rows], [v for _, _, v in rows])
+
+    check()
+    assert any(taken) and not all(taken)
+
+
+def test_encode_rows_uses_plain_parser_only_without_quotes_nul_or_bad_bytes(tmp_path: Path) -> None:
+    assert encode_command._is_plain("client,value\na,b\r\n")
+    for text in ('client,value\n"a",b\n', "client,value\na,b\0\n", "client,value\na,\udcff\n",
+                 "client,value\na," + "x" * (csv.field_size_limit() + 1) + "\n"):
+        assert not encode_command._is_plain(text)
+
+
 @pytest.mark.parametrize("jobs", ["0", "-2"])
 def test_encode_fail_bad_jobs(tmp_path: Path, capsys: pytest.CaptureFixture[str], jobs: str) -> None:
     params, key, inp = _setup(tmp_path, ROWS)

@@ -55,7 +55,7 @@ def _secrets(n: int, tag: bytes = b"client") -> list[bytes]:
     return [hashlib.sha256(tag + i.to_bytes(4, "big")).digest() for i in range(n)]
 
 
-# --- Independent implementations of docs/client.md (plain hmac/struct, one bit at a time) --------
+# --- Independent implementations of docs/client.md (plain hmac/hashlib/struct, one bit at a time)
 
 
 def ref_cohort(secret: bytes, m: int) -> int:
@@ -65,11 +65,11 @@ def ref_cohort(secret: bytes, m: int) -> int:
 
 def ref_prr(secret: bytes, cohort: int, value: bytes, bloom: list[int], f: float) -> list[int]:
     t = min(round(f * 2**31), 2**31)
+    msg = b"rappor/prr/v2" + struct.pack(">I", len(secret)) + secret + struct.pack(">I", cohort) + value
     out = []
     for j, b in enumerate(bloom):
-        msg = b"rappor/prr" + struct.pack(">I", j // 8) + struct.pack(">I", cohort) + value
-        block = hmac.new(secret, msg, hashlib.sha256).digest()
-        u = struct.unpack(">I", block[4 * (j % 8) : 4 * (j % 8) + 4])[0]
+        stream = hashlib.shake_256(msg).digest(4 * (j + 1))  # an XOF: shorter outputs are prefixes
+        u = struct.unpack(">I", stream[4 * j : 4 * j + 4])[0]
         out.append(1 if u < t else 0 if u < 2 * t else b)
     return out
 
@@ -463,6 +463,29 @@ def test_encode_clients_prr_matches_encoder() -> None:
         assert batch.cohorts[i] == Encoder(params, client_secret(key, cid)).cohort
 
 
+@pytest.mark.parametrize("m", [1, 7, 64, 2**32])
+def test_encode_clients_matches_reference(m: int) -> None:
+    # The inlined derivations of the fast path against the plain hmac/hashlib reference,
+    # for 120 reports of 50 clients (repeats included) and values of every kind.
+    params = _params(k=33, h=2, m=m, p=0.0, q=1.0, f=0.7)
+    key = b"reference key 0123456789"
+    ids = [f"c{(i * 7) % 50}" for i in range(120)]
+    values: list[str | bytes] = [f"v{i % 9}" if i % 4 else bytes([i]) * (i % 5) for i in range(120)]
+    batch = encode_clients(params, key, ids, values)
+    for i, (cid, value) in enumerate(zip(ids, values)):
+        secret = hmac.new(key, b"rappor/client/" + cid.encode(), hashlib.sha256).digest()
+        cohort = ref_cohort(secret, m)
+        assert batch.cohorts[i] == cohort
+        data = value.encode() if isinstance(value, str) else value
+        bloom = bloom_filter(data, cohort, params).tolist()
+        assert batch.bits()[i].tolist() == ref_prr(secret, cohort, data, bloom, params.f)
+
+
+def test_encode_clients_fail_client_id_names_index() -> None:
+    with pytest.raises(InvalidParameterError, match="Got a bytes at index 2"):
+        encode_clients(_params(), SECRET, ["a", "b", b"c", "a"], ["x"] * 4)  # type: ignore[list-item]
+
+
 def test_encode_clients_fail_length_mismatch() -> None:
     with pytest.raises(InvalidParameterError, match="'values' parameter of encode_clients"):
         encode_clients(_params(), SECRET, ["a", "b"], ["x"])
@@ -583,10 +606,12 @@ def test_worked_example_in_docs_client_md() -> None:
     params = _params(k=16, h=2, m=8, p=0.25, q=0.75, f=0.5)
     trace = Encoder(params, secret, rng=0).trace("v1")
     assert bits_to_bitstrings(trace.bloom)[0] == "0000010000000010"
-    assert bits_to_bitstrings(trace.prr)[0] == "1000011010000000"
-    assert prr_uniforms(secret, 2, "v1", 16)[[0, 7, 15]].tolist() == [0x8D8FF101, 0x02F5299E, 0x0A514D49]
+    assert bits_to_bitstrings(trace.prr)[0] == "0100010000100010"
+    assert prr_uniforms(secret, 2, "v1", 16)[[0, 7, 15]].tolist() == [0x9CDE5BA9, 0x5A90F25F, 0x92BC7297]
     text = (Path(__file__).parent.parent / "docs" / "client.md").read_text()
-    assert secret.hex() in text and "1000011010000000" in text
+    assert secret.hex() in text and "0100010000100010" in text
+    for word in ("9cde5ba9", "5a90f25f", "92bc7297"):
+        assert word in text
 
 
 @pytest.mark.parametrize("n_values", [3, 400])  # few values: one hashing table; many: per-pair hashing
