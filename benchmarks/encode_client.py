@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/encode_client.py [--rows 200000] [--k 16 32] [--repeat 3]
+    python benchmarks/encode_client.py [--rows 200000] [--k 16 32 128] [--jobs 1 2] [--repeat 3]
 
 For each k it writes a params file (h=2, m=64, p=0.5, q=0.75, f=0.5), a key and an
 input CSV of ``--rows`` distinct clients (values drawn from 1,000 strings) to a
@@ -27,7 +27,7 @@ from pathlib import Path
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
-    parser.add_argument("--k", type=int, nargs="+", default=[16, 32])
+    parser.add_argument("--k", type=int, nargs="+", default=[16, 32, 128])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2], help="values of rappor encode --jobs")
     args = parser.parse_args()

@@ -254,15 +254,17 @@ def test_prr_depends_on_secret_value_and_cohort() -> None:
 
 
 def test_prr_uniforms_uniform_and_independent_across_clients() -> None:
-    # u of bit 0 for 4000 clients (same value, same cohort): uniform (KS) and independent of
-    # another client's u (2x2 "replaced" contingency).  Combined false failure <= 3e-6.
+    # u of 8000 clients (same value, same cohort), k=40: the SHAKE-256 output spans two
+    # squeezes (rate 136 bytes; word 34 starts the second).  Words 0, 7, 34 and 39 are
+    # uniform (KS); word 0 is independent of another client's word 0 and of the same
+    # client's word 34 (2x2 "below 1/2" contingency).  Combined false failure <= 6e-6.
     secrets = _secrets(8000)
-    u = np.array([prr_uniforms(s, 0, "v", 8) for s in secrets], dtype=np.float64) / 2**32
-    assert stats.kstest(u[:, 0], "uniform").pvalue > ALPHA
-    assert stats.kstest(u[:, 7], "uniform").pvalue > ALPHA
-    a, b = u[:4000, 0] < 0.5, u[4000:, 0] < 0.5
-    table = np.array([[np.sum(a & b), np.sum(a & ~b)], [np.sum(~a & b), np.sum(~a & ~b)]])
-    assert stats.chi2_contingency(table).pvalue > ALPHA
+    u = np.array([prr_uniforms(s, 0, "v", 40) for s in secrets], dtype=np.float64) / 2**32
+    for j in (0, 7, 34, 39):
+        assert stats.kstest(u[:, j], "uniform").pvalue > ALPHA
+    for a, b in ((u[:4000, 0] < 0.5, u[4000:, 0] < 0.5), (u[:, 0] < 0.5, u[:, 34] < 0.5)):
+        table = np.array([[np.sum(a & b), np.sum(a & ~b)], [np.sum(~a & b), np.sum(~a & ~b)]])
+        assert stats.chi2_contingency(table).pvalue > ALPHA
 
 
 # --- PRR, IRR and combined rates (many clients) --------------------------------------------------
