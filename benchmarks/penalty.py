@@ -5,7 +5,10 @@ Zipf(1) frequencies, k=16 h=2 m=64 p=0.5 q=0.75 f=0.5; candidates v1..v100 plus 
 9,900 decoys (both screened: more candidates than 0.8 x 1,024 rows), 5 seeds; and the
 null scenario (data v1..v100, candidates 1,000 decoys only).  For each penalty the
 decoder's TV (undetected = 0), detections, false positives, candidates let through the
-screen, null decodes with any false positive and time (CV included) are printed.
+screen, null decodes with any false positive and time (CV included) are printed, with
+the per-seed (paired) TV difference against the plug-in penalty.  A fourth row scales the
+plug-in penalty by the square root of the Pearson dispersion of a first decode (the
+plug-in assumes unit noise variance on the whitened scale).
 
 The CV penalty is computed with :func:`rappor._penalty.cv_lasso_alpha` on the same
 whitened design the decoder screens (rebuilt here with the decoder's private helpers,
@@ -35,7 +38,7 @@ from rappor._penalty import cv_lasso  # noqa: E402
 from _scenario import zipf_scenario  # noqa: E402
 from accuracy import PARAMS, candidates  # noqa: E402
 
-METHODS = ("plug-in", "cv-min", "cv-1se")
+METHODS = ("plug-in", "cv-min", "cv-1se", "plug-in*sqrt(phi)")
 
 
 def whitened_problem(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap) -> dict[str, Any]:
@@ -72,12 +75,18 @@ def penalties(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, folds: int
         for al, mu, se, sel in zip(cv.alphas, cv.cv_mean, cv.cv_se, cv.n_selected):
             mark = (" <min" if al == cv.alpha_min else "") + (" <1se" if al == cv.alpha_1se else "")
             print(f"    {al * n:7.3f} {mu:9.4f} {se:7.4f} {sel:9d}{mark}")
-    return {"plug-in": None, "cv-min": cv.alpha_min, "cv-1se": cv.alpha_1se}, seconds
+    return {"plug-in": None, "cv-min": cv.alpha_min, "cv-1se": cv.alpha_1se, "plug-in*sqrt(phi)": None}, seconds
 
 
-def decode(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, alpha: float | None) -> tuple[rappor.DecodeResult, float]:
+def decode(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, alpha: float | None,
+           method: str = "") -> tuple[rappor.DecodeResult, float]:
+    """Decode with ``lasso_alpha=alpha``; ``plug-in*sqrt(phi)`` decodes twice: the plug-in penalty
+    scaled by the square root of the first fit's Pearson dispersion (the noise scale it estimates)."""
     t0 = time.perf_counter()
     res = rappor.Decoder(lasso_alpha=alpha).decode(aggregate, cmap)
+    if method == "plug-in*sqrt(phi)":
+        scaled = res.diagnostics["lasso_alpha"] * np.sqrt(res.diagnostics["dispersion"])
+        res = rappor.Decoder(lasso_alpha=scaled).decode(aggregate, cmap)
     return res, time.perf_counter() - t0
 
 
@@ -90,12 +99,12 @@ def run_scenario(n_decoys: int, seeds: range, folds: int, curve: bool) -> dict[s
         truth = sc.truth()
         alphas, cv_seconds = penalties(sc.aggregate, cmap, folds, curve and seed == seeds[0])
         for method, alpha in alphas.items():
-            res, seconds = decode(sc.aggregate, cmap, alpha)
+            res, seconds = decode(sc.aggregate, cmap, alpha, method)
             m = rappor.evaluate(truth, res.strings, res.proportion, detected=res.detected)
             n_rows = 64 * 16
             out[method].append((m.total_variation, m.n_detected, m.false_positives, res.diagnostics["selected"],
                                 res.diagnostics["lasso_alpha"] * n_rows,
-                                seconds + (cv_seconds if alpha is not None else 0.0)))
+                                seconds + (cv_seconds if method.startswith("cv") else 0.0)))
     return {m: np.array(v, dtype=float) for m, v in out.items()}
 
 
@@ -107,9 +116,9 @@ def run_null(decodes: range, folds: int, n_decoys: int = 1000) -> dict[str, np.n
         sc = zipf_scenario(PARAMS, n_reports=100_000, n_values=100, rng=1000 + seed)
         alphas, cv_seconds = penalties(sc.aggregate, cmap, folds)
         for method, alpha in alphas.items():
-            res, seconds = decode(sc.aggregate, cmap, alpha)
+            res, seconds = decode(sc.aggregate, cmap, alpha, method)
             out[method].append((float(res.detected.sum()), res.diagnostics["selected"],
-                                seconds + (cv_seconds if alpha is not None else 0.0)))
+                                seconds + (cv_seconds if method.startswith("cv") else 0.0)))
     return {m: np.array(v, dtype=float) for m, v in out.items()}
 
 
@@ -129,24 +138,27 @@ def main(argv: list[str] | None = None) -> int:
         threadpool_limits(args.threads, user_api="blas")
     seeds = range(args.seeds)
     print(f"{args.seeds} seeds, {args.folds} cohort folds; TV counts undetected strings as 0; "
-          "'screened' = candidates let in by the Lasso; alpha*n on the whitened unit-norm scale")
-    print(f"{'candidates':>10} {'penalty':>8} {'alpha*n':>8} {'screened':>9} {'TV':>6} {'(sd)':>6} "
-          f"{'detected':>9} {'FP':>5} {'seconds':>8}")
+          "'model' = candidates in the model after screening and refits; alpha*n on the whitened unit-norm scale")
+    print(f"{'candidates':>10} {'penalty':>18} {'alpha*n':>8} {'model':>9} {'TV':>6} {'(sd)':>6} "
+          f"{'detected':>9} {'true':>5} {'FP':>5} {'seconds':>8} {'dTV vs plug-in (se)':>20}")
     for decoys in (900, 9900):
         res = run_scenario(decoys, seeds, args.folds, args.curve)
         for method in METHODS:
             r = res[method]
-            print(f"{100 + decoys:>10,} {method:>8} {r[:, 4].mean():8.2f} {r[:, 3].mean():9.1f} {r[:, 0].mean():6.3f} "
-                  f"{r[:, 0].std(ddof=1) if len(r) > 1 else 0.0:6.3f} {r[:, 1].mean():9.1f} {r[:, 2].mean():5.2f} "
-                  f"{r[:, 5].mean():8.3f}", flush=True)
+            d = r[:, 0] - res["plug-in"][:, 0]  # paired by seed
+            d_se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
+            print(f"{100 + decoys:>10,} {method:>18} {r[:, 4].mean():8.2f} {r[:, 3].mean():9.1f} {r[:, 0].mean():6.3f} "
+                  f"{r[:, 0].std(ddof=1) if len(r) > 1 else 0.0:6.3f} {r[:, 1].mean():9.1f} {(r[:, 1] - r[:, 2]).mean():5.1f} "
+                  f"{r[:, 2].mean():5.2f} "
+                  f"{r[:, 5].mean():8.3f} {d.mean():+13.4f} ({d_se:.4f})", flush=True)
     null = run_null(range(args.null_decodes), args.folds)
     print(f"null: data v1..v100, candidates 1,000 decoys only, {args.null_decodes} decodes")
-    print(f"{'penalty':>8} {'screened':>9} {'FP/decode':>10} {'any FP':>7} {'(se)':>6} {'seconds':>8}")
+    print(f"{'penalty':>18} {'model':>9} {'FP/decode':>10} {'any FP':>7} {'(se)':>6} {'seconds':>8}")
     for method in METHODS:
         r = null[method]
         anyfp = float((r[:, 0] > 0).mean())
         se = (anyfp * (1 - anyfp) / len(r)) ** 0.5
-        print(f"{method:>8} {r[:, 1].mean():9.1f} {r[:, 0].mean():10.2f} {anyfp:7.3f} {se:6.3f} {r[:, 2].mean():8.3f}",
+        print(f"{method:>18} {r[:, 1].mean():9.1f} {r[:, 0].mean():10.2f} {anyfp:7.3f} {se:6.3f} {r[:, 2].mean():8.3f}",
               flush=True)
     return 0
 

@@ -318,13 +318,13 @@ def cv_lasso(a: sp.spmatrix | Array, b: npt.ArrayLike, cohort_of_row: npt.ArrayL
 
 def cv_lasso_alpha(a: sp.spmatrix | Array, b: npt.ArrayLike, cohort_of_row: npt.ArrayLike, *,
                    free: Array | None = None, n_folds: int = 5, alphas: npt.ArrayLike | None = None,
-                   rule: Literal["min", "1se"] = "min",
+                   rule: Literal["min", "1se"] = "min", n_alphas: int = 30, eps: float = 1e-2,
                    rng: np.random.Generator | int | None = None) -> float:
     """The screening Lasso's penalty chosen by cross-validation over whole cohorts.
 
     Parameters
     ----------
-    a, b, cohort_of_row, free, n_folds, alphas, rng :
+    a, b, cohort_of_row, free, n_folds, alphas, n_alphas, eps, rng :
         As in :func:`cv_lasso`.
     rule : {"min", "1se"}, default="min"
         ``"min"``: the penalty with the smallest cross-validated error; ``"1se"``: the
@@ -358,6 +358,7 @@ def cv_lasso_alpha(a: sp.spmatrix | Array, b: npt.ArrayLike, cohort_of_row: npt.
     True
     """
     rule = check_options(rule, "rule", "cv_lasso_alpha", _RULES)  # type: ignore[assignment]
-    result = cv_lasso(a, b, cohort_of_row, free=free, n_folds=n_folds, alphas=alphas, rng=rng)
+    result = cv_lasso(a, b, cohort_of_row, free=free, n_folds=n_folds, alphas=alphas, n_alphas=n_alphas, eps=eps,
+                      rng=rng)
     return result.alpha(rule)
 
