@@ -243,7 +243,7 @@ def _noise(shape: tuple[int, ...], rng: np.random.Generator | None) -> npt.NDArr
     """Uniform uint32 words: from :func:`os.urandom` when ``rng`` is None, else from ``rng``."""
     size = math.prod(shape)
     if rng is None:
-        return np.frombuffer(os.urandom(4 * size), dtype="<u4").astype(np.uint32).reshape(shape)
+        return np.frombuffer(os.urandom(4 * size), dtype="<u4").astype(np.uint32, copy=False).reshape(shape)
     return rng.integers(0, _TWO32, size=shape, dtype=np.uint32)
 
 
@@ -535,7 +535,7 @@ def _bloom_indices_of_rows(datas: list[bytes], cohorts: npt.NDArray[np.int64], p
     k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
     n = len(datas)
     unique: dict[bytes, int] = {}
-    rows = np.fromiter((unique.setdefault(d, len(unique)) for d in datas), dtype=np.int64, count=n)
+    rows = np.array([unique.setdefault(d, len(unique)) for d in datas], dtype=np.int64)
     if n and len(unique) * m <= 4 * n:
         table = bloom_bits_table(list(unique), params)
         return table[rows, cohorts].astype(np.int64)
