@@ -21,10 +21,11 @@ otherwise replaces it with a fair coin; the instantaneous response is 1 with
 probability ``round(q 2**32) / 2**32`` where the PRR bit is 1 and
 ``round(p 2**32) / 2**32`` where it is 0 (``docs/client.md``).  What differs is only
 where the PRR's randomness comes from: the real client derives it from
-``HMAC-SHA256(secret, ...)`` so that it is memoized without storage; the simulation
-draws it from the generator once per (client, value) and reuses it for every report
-of that value.  Use ``method="client"`` in :func:`simulate` to run the real client
-(keyed PRR, one secret per client) instead; it is about 30 times slower.
+a SHAKE-256 stream keyed by the client secret so that it is memoized without storage;
+the simulation draws it from the generator once per (client, value) and reuses it for
+every report of that value.  Use ``method="client"`` in :func:`simulate` to run the
+real client (keyed PRR, one secret per client) instead; it is about 100 times slower
+(measured at k = 32: 84,000 against 9 million reports per second).
 
 Bits are generated packed, 64 at a time: a Bernoulli(``T / 2**b``) word is the
 bit-sliced comparison ``U < T`` of uniform random words, one word per binary digit of
