@@ -67,3 +67,17 @@ def test_cli_decode_posterior_median_estimator(interop_dir, tmp_path):
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["estimator"] == "posterior-median" and summary["detected"] == len(lines) - 1 > 0
     assert all(float(line.split(",")[3]) > 0 for line in lines[1:])
+
+
+@pytest.mark.parametrize("value", ["cv", "0.01"])
+def test_cli_decode_lasso_alpha(interop_dir, tmp_path, value):
+    rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--lasso-alpha", value))
+    assert rc == 0
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "abc"])
+def test_cli_decode_bad_lasso_alpha_is_usage_error(interop_dir, tmp_path, value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--lasso-alpha", value))
+    assert exc.value.code == 2 and "--lasso-alpha" in capsys.readouterr().err
+    assert not (tmp_path / "results.csv").exists()

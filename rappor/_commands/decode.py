@@ -43,6 +43,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--null", choices=["random-strings", "normal"], default="random-strings",
                         help="null law of the test statistics: that of random strings given the residuals, or "
                         "the standard normal [default: random-strings]")
+    parser.add_argument("--lasso-alpha", type=_penalty, default=None, metavar="ALPHA|cv",
+                        help="penalty of the screening Lasso: a number > 0, or 'cv' (cross-validation over "
+                        "cohorts, one-standard-error rule) [default: the plug-in z_(1-alpha/S)/n]")
     parser.add_argument("--estimator", choices=["least-squares", "posterior-median"], default="least-squares",
                         help="least-squares: report the significant candidates with least-squares shares; "
                         "posterior-median: empirical-Bayes posterior-median shares, reporting every candidate "
@@ -53,6 +56,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "(Benjamini-Yekutieli 2005) or plain Wald [default: fcr]")
     add_seed_argument(parser)
     parser.add_argument("--all", action="store_true", help="list every candidate, with a 'detected' column")
+
+
+def _penalty(text: str) -> float | str:
+    if text == "cv":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or 'cv', got {text!r}")
+    return value
 
 
 def _clean(value: Any) -> Any:
@@ -82,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         cmap = hash_candidates(read_candidates(args.candidates), params)
     decoder = Decoder(significance_level=args.alpha, correction=args.correction, null=args.null,
-                      estimator=args.estimator, rng=args.seed)
+                      estimator=args.estimator, lasso_alpha=args.lasso_alpha, rng=args.seed)
     result = decoder.decode(aggregate, cmap)
     if args.summary is None:
         result.to_csv(args.output, all=args.all, adjust="fcr" if args.intervals == "fcr" else "none")
