@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="skip the 100,000-candidate timing")
     parser.add_argument("--null", default="random-strings", choices=["random-strings", "normal"],
                         help="null law of the test statistics [default: random-strings]")
-    parser.add_argument("--estimator", default="least-squares", choices=["least-squares", "posterior-median"],
+    parser.add_argument("--estimator", default="least-squares", choices=["least-squares", "empirical-bayes"],
                         help="decoder estimator [default: least-squares]")
     parser.add_argument("--null-decodes", type=int, default=60, help="decodes of the null scenario [default: 60]")
     args = parser.parse_args(argv)

@@ -625,27 +625,27 @@ def local_fdr_qvalues(pvalues: Array) -> Array:
     return out
 
 
-def posterior_median_effects(z: Array) -> tuple[Array, Array]:
-    """Posterior probability of absence and posterior median effect of one-sided z-scores.
+def posterior_effects(z: Array) -> tuple[Array, Array, Array]:
+    """Posterior probability of absence, posterior median and posterior mean of one-sided z-scores' effects.
 
     Same model and prior as :func:`local_fdr`: ``z_i ~ N(mu_i, 1)``, ``mu_i ~ G`` with
     ``G`` the Kiefer-Wolfowitz NPMLE on ``{0} U geomspace(0.5, max z + 1)``.  The
-    posterior median minimizes the expected absolute error of each estimate (the Bayes
-    rule for L1 loss, e.g. Lehmann and Casella 1998, "Theory of Point Estimation",
-    Sec. 4.1), hence of the total variation distance, which is half the summed absolute
-    errors.  It is 0 exactly when the posterior probability of ``mu = 0`` (the local
-    fdr) is at least ½.  To avoid the steps of a discrete prior, the mass of grid point
+    posterior median minimizes the expected absolute error (e.g. Lehmann and Casella
+    1998, "Theory of Point Estimation", Sec. 4.1) and is 0 exactly when the local fdr
+    (the posterior probability of ``mu = 0``) is at least ½; the posterior mean
+    minimizes the squared error (Robbins 1956, "An empirical Bayes approach to
+    statistics").  To avoid the steps of a discrete prior, the mass of grid point
     ``j >= 1`` is read as spread evenly over ``(grid[j-1], grid[j]]`` when locating the
     median (linear interpolation of the posterior CDF).
 
     Returns
     -------
-    lfdr, median : ndarray
-        Shape ``z.shape`` each; ``median >= 0``.
+    lfdr, median, mean : ndarray
+        Shape ``z.shape`` each; ``median >= 0`` and ``mean >= 0``.
     """
     z = np.asarray(z, dtype=np.float64)
     if z.size == 0:
-        return z.copy(), z.copy()
+        return z.copy(), z.copy(), z.copy()
     lfdr, grid, weights = local_fdr(z)
     lik = np.exp(stats.norm.logpdf(z[:, None] - grid[None, :]) - stats.norm.logpdf(0.0)) * weights
     total = lik.sum(axis=1, keepdims=True)
@@ -657,4 +657,4 @@ def posterior_median_effects(z: Array) -> tuple[Array, Array]:
     mass = np.maximum(post[rows, j], 1e-300)
     low = grid[np.maximum(j - 1, 0)]
     median = np.where(j > 0, low + np.clip((0.5 - before) / mass, 0.0, 1.0) * (grid[j] - low), 0.0)
-    return lfdr, median
+    return lfdr, median, post @ grid

@@ -76,10 +76,10 @@ def test_simulate_bad_clients_is_a_clean_error(tmp_path, capsys):
     assert "n_clients" in capsys.readouterr().err
 
 
-def test_simulate_posterior_median_estimator(tmp_path):
-    status, out = _run(tmp_path, "--dist", "uniform", "--estimator", "posterior-median", "--no-report")
+def test_simulate_empirical_bayes_estimator(tmp_path):
+    status, out = _run(tmp_path, "--dist", "uniform", "--estimator", "empirical-bayes", "--no-report")
     assert status == 0
     saved = json.loads((out / "metrics.json").read_text())
-    assert saved["simulation"]["estimator"] == "posterior-median"
+    assert saved["simulation"]["estimator"] == "empirical-bayes"
     rows = (out / "results.csv").read_text().splitlines()[1:]
     assert saved["metrics"]["n_detected"] == len(rows)

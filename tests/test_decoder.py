@@ -479,12 +479,12 @@ def test_random_string_null_degenerate_residual():
     np.testing.assert_allclose(null.sf(np.array([-1.0, 0.0, 1e-3])), [1.0, 1.0, 0.0], atol=1e-300)
 
 
-def test_posterior_median_effects_properties():
+def test_posterior_effects_properties():
     """Median is 0 exactly when the local fdr is >= 1/2, nondecreasing in z, near z for clear effects."""
     rng = np.random.default_rng(5)
     z = rng.normal(size=3000)
     z[:300] += rng.uniform(0.0, 8.0, size=300)
-    lfdr, median = _estimation.posterior_median_effects(z)
+    lfdr, median, mean = _estimation.posterior_effects(z)
     assert np.all(median >= 0)
     np.testing.assert_array_equal(median > 0, lfdr < 0.5)
     order = np.argsort(z)
@@ -496,8 +496,8 @@ def test_posterior_median_effects_properties():
     clear = z > 6
     assert clear.any() and np.all((median[clear] > z[clear] - 3.0) & (median[clear] < z[clear] + 1.0))
     assert np.mean(np.abs(median[clear] - z[clear])) < 0.7
-    empty_lfdr, empty_median = _estimation.posterior_median_effects(np.zeros(0))
-    assert empty_lfdr.size == 0 and empty_median.size == 0
+    assert np.all(mean >= 0) and np.all(np.diff(mean[order]) >= -1e-9)
+    assert all(x.size == 0 for x in _estimation.posterior_effects(np.zeros(0)))
 
 
 def _zipf100(seed: int) -> tuple[rappor.Aggregate, dict[str, int]]:
@@ -506,12 +506,12 @@ def _zipf100(seed: int) -> tuple[rappor.Aggregate, dict[str, int]]:
     return sc.aggregate, sc.truth()
 
 
-def test_posterior_median_estimator_lowers_total_variation():
-    """Issue 4's scenario (100 true candidates): posterior medians beat least squares on TV.
+def test_empirical_bayes_estimator_lowers_total_variation():
+    """Issue 4's scenario (100 true candidates): empirical Bayes beats least squares on TV.
 
-    Measured over seeds 10-19: LS 0.300 vs posterior median 0.236 on average, a per-seed
-    gain of 0.063 with sd 0.045 (the mean of 6 seeds is about 3.4 SE above 0). The
-    estimator reports more strings, every one of them true here.
+    Measured over seeds 10-19: LS 0.299 vs empirical Bayes 0.218 on average, a per-seed
+    gain of 0.081 with sd 0.050 (the mean of 6 seeds is about 4 SE above 0; we ask for
+    0.02). The estimator reports more strings, every one of them true here.
     """
     cands = [f"v{i}" for i in range(1, 101)]
     gains, reported = [], []
@@ -519,18 +519,18 @@ def test_posterior_median_estimator_lowers_total_variation():
         agg, truth = _zipf100(seed)
         cmap = hash_candidates(cands, agg.params)
         ls = Decoder().decode(agg, cmap)
-        pm = Decoder(estimator="posterior-median").decode(agg, cmap)
+        pm = Decoder(estimator="empirical-bayes").decode(agg, cmap)
         gains.append(rappor.evaluate_result(ls, truth).total_variation
                      - rappor.evaluate_result(pm, truth).total_variation)
         reported.append(int(pm.detected.sum()) - int(ls.detected.sum()))
         np.testing.assert_array_equal(pm.significant, ls.significant)  # the test's answer is unchanged
-        assert pm.summary()["estimator"] == "posterior-median" and pm.summary()["detected"] == pm.detected.sum()
+        assert pm.summary()["estimator"] == "empirical-bayes" and pm.summary()["detected"] == pm.detected.sum()
         assert np.all(pm.proportion[pm.detected] > 0) and np.all(pm.proportion[~pm.detected] == 0)
     assert np.mean(gains) > 0.02
     assert min(reported) > 0
 
 
-def test_posterior_median_estimator_null_reports_little():
+def test_empirical_bayes_estimator_null_reports_little():
     """Only absent candidates (1,000 decoys, data v1..v100): the fitted prior is ~all at 0.
 
     Measured over seeds 10-19: 2 reported in 10 decodes (one decode with 2). We allow 5 in
@@ -538,7 +538,7 @@ def test_posterior_median_estimator_null_reports_little():
     """
     cmap = hash_candidates([f"decoy{i}" for i in range(1000)],
                            Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5))
-    hits = sum(int(Decoder(estimator="posterior-median").decode(_zipf100(seed)[0], cmap).detected.sum())
+    hits = sum(int(Decoder(estimator="empirical-bayes").decode(_zipf100(seed)[0], cmap).detected.sum())
                for seed in range(10, 15))
     assert hits <= 5
 
@@ -550,15 +550,15 @@ def test_least_squares_detected_is_significant(params):
     assert res.estimator == "least-squares" and res.summary()["estimator"] == "least-squares"
 
 
-def test_posterior_median_estimator_uniform_shares_sum_at_most_one():
+def test_empirical_bayes_estimator_uniform_shares_sum_at_most_one():
     """50 equally frequent strings (exponent 0): medians may exceed the LS shares, the total stays <= 1.
 
-    Measured (seed 0): every string reported, TV 0.09 against 0.37 for least squares.
+    Measured (seed 0): every string reported, TV 0.066 against 0.37 for least squares.
     """
     params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     sc = scenario.zipf_scenario(params, n_reports=100_000, n_values=50, rng=0, exponent=0.0)
     cmap = hash_candidates([f"v{i}" for i in range(1, 51)], params)
-    pm = Decoder(estimator="posterior-median").decode(sc.aggregate, cmap)
+    pm = Decoder(estimator="empirical-bayes").decode(sc.aggregate, cmap)
     ls = Decoder().decode(sc.aggregate, cmap)
     assert float(np.sum(pm.proportion)) <= 1.0 + 1e-12
     tv_pm = rappor.evaluate_result(pm, sc.truth()).total_variation
@@ -581,3 +581,39 @@ def test_decode_cross_validated_penalty():
     assert cv.diagnostics["lasso_alpha"] == again.diagnostics["lasso_alpha"]  # seeded: deterministic
     assert 0.25 < cv.diagnostics["lasso_alpha"] / plug.diagnostics["lasso_alpha"] < 4.0
     assert cv.detected[:5].all() and not cv.detected[5:].any()
+
+
+def test_empirical_bayes_shares_stay_near_least_squares():
+    """No share is pulled far from the data: |EB - LS| <= 4 SE for every candidate.
+
+    Regression: a candidate with calibrated z near 0 but a tiny positive LS share once got
+    ``LS x mean / z`` = 0.455 (LS 0.0012, truth 0.0047) on this collection (regression
+    suite's zipf1-small), and the sum cap then shrank every other share.
+    """
+    from rappor.simulation import Population, simulate
+
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    sim = simulate(params, Population.make("zipf", 100, None), 100_000, rng=1000)
+    cmap = hash_candidates([f"v{i}" for i in range(1, 101)], params)
+    ls = Decoder().decode(sim.aggregate, cmap)
+    eb = Decoder(estimator="empirical-bayes").decode(sim.aggregate, cmap)
+    assert np.all(np.abs(eb.proportion - ls.proportion) <= 4 * ls.prop_std_error)
+    assert float(np.sum(eb.proportion)) <= 1.0 + 1e-12
+    assert rappor.evaluate_result(eb, sim.truth).total_variation < rappor.evaluate_result(ls, sim.truth).total_variation
+
+
+def test_project_capped_simplex():
+    from rappor.decoder import _project_capped_simplex
+
+    rng = np.random.default_rng(6)
+    for _ in range(20):
+        w = rng.exponential(size=rng.integers(1, 30)) * rng.uniform(0.01, 0.2)
+        cap = rng.uniform(0.0, 1.0)
+        x = _project_capped_simplex(w, cap)
+        assert np.all(x >= 0) and x.sum() <= cap + 1e-12
+        if w.sum() <= cap:
+            np.testing.assert_array_equal(x, w)
+        else:  # KKT: x = max(w - tau, 0) with one tau >= 0 and the cap active
+            tau = (w - x)[x > 0]
+            assert np.isclose(x.sum(), cap) and (tau.size == 0 or np.ptp(tau) < 1e-12)
+            assert np.all(w[x == 0] <= (tau[0] if tau.size else np.inf) + 1e-12)

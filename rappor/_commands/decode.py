@@ -46,11 +46,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lasso-alpha", type=_penalty, default=None, metavar="ALPHA|cv",
                         help="penalty of the screening Lasso: a number > 0, or 'cv' (cross-validation over "
                         "cohorts, one-standard-error rule) [default: the plug-in z_(1-alpha/S)/n]")
-    parser.add_argument("--estimator", choices=["least-squares", "posterior-median"], default="least-squares",
+    parser.add_argument("--estimator", choices=["least-squares", "empirical-bayes"], default="least-squares",
                         help="least-squares: report the significant candidates with least-squares shares; "
-                        "posterior-median: empirical-Bayes posterior-median shares, reporting every candidate "
-                        "more likely present than absent (best total variation when most candidates are present, "
-                        "more false detections among decoys) [default: least-squares]")
+                        "empirical-bayes: report every candidate more likely present than absent, with its "
+                        "posterior-mean share (best total variation when most candidates are present, more "
+                        "false detections among decoys) [default: least-squares]")
     parser.add_argument("--intervals", choices=["fcr", "wald"], default="fcr",
                         help="prop_low_95/prop_high_95 of detected strings: false-coverage-rate adjusted "
                         "(Benjamini-Yekutieli 2005) or plain Wald [default: fcr]")

@@ -56,7 +56,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="distinct values per client; reports of one value share its PRR [1]")
     parser.add_argument("--method", choices=("batch", "client"), default="batch",
                         help="batch: fast numpy encoder; client: the real keyed client (slow) [batch]")
-    parser.add_argument("--estimator", choices=("least-squares", "posterior-median"), default="least-squares",
+    parser.add_argument("--estimator", choices=("least-squares", "empirical-bayes"), default="least-squares",
                         help="decoder estimator (see rappor decode --help) [least-squares]")
     parser.add_argument("--seed", type=int, default=0, metavar="INT", help="random seed [0]")
     parser.add_argument("--no-report", action="store_true", help="skip report.html (no matplotlib needed)")
