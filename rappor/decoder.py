@@ -65,6 +65,9 @@ _CORRECTIONS = ("adaptive-fdr", "bonferroni", "fdr", "lfdr", "none", "storey")
 _SCREENING = ("auto", "lasso", "none")
 _NULLS = ("random-strings", "normal")
 _ESTIMATORS = ("least-squares", "empirical-bayes")
+#: Smallest usable |p11 - p01|: a bit's debiased share has standard error at least
+#: 0.5 / (|p11 - p01| sqrt(N)), above 1 for every int64 number of reports N below this.
+_MIN_SIGNAL = 0.5 / math.sqrt(2.0**63)
 #: Seed of the random-string null when ``rng`` is None (decoding stays deterministic).
 _DEFAULT_NULL_SEED = 0
 _TABLE_COLUMNS = ("string", "estimate", "std_error", "proportion", "prop_std_error", "prop_low_95",
@@ -507,8 +510,9 @@ class Decoder:
                    f"{candidate_map.params!r} and {params!r}.")
             raise IncompatibleParamsError(msg)
         gap = params.p11 - params.p01
-        if not math.isfinite(gap) or gap == 0.0:
-            raise DecodeError("Information is lost. Cannot decode.")
+        if not math.isfinite(gap) or abs(gap) < _MIN_SIGNAL:
+            raise DecodeError(f"Information is lost (p11 - p01 = {gap:.3g}: below {_MIN_SIGNAL:.2g}, a share's "
+                              "standard error exceeds 1 even with 2**63 reports). Cannot decode.")
         n_total = aggregate.total_reports
         if n_total == 0:
             raise DecodeError("The counts hold no reports. Cannot decode.")
@@ -695,14 +699,15 @@ def _empirical_bayes_shares(coef: Array, se: Array, pvalue: Array,
 
 def _project_capped_simplex(w: Array, cap: float) -> Array:
     """Euclidean projection of ``w >= 0`` onto ``{x >= 0, sum x <= cap}``: ``max(w - tau, 0)``."""
-    if float(np.sum(w)) <= cap:
-        return w
+    if w.size == 0 or not math.isfinite(cap) or not np.all(np.isfinite(w)) or float(np.sum(w)) <= cap:
+        return w  # nothing to project, or no finite bound to project onto (degenerate counts)
     if cap <= 0.0:
         return np.zeros_like(w)
     u = np.sort(w)[::-1]
     css = np.cumsum(u) - cap
     ranks = np.arange(1, len(u) + 1)
-    rho = int(np.flatnonzero(u - css / ranks > 0)[-1])
+    positive = np.flatnonzero(u - css / ranks > 0)
+    rho = int(positive[-1]) if positive.size else 0  # empty only by rounding, when max(w) >> cap
     tau = float(css[rho]) / (rho + 1)
     out: Array = np.maximum(w - tau, 0.0)
     return out
