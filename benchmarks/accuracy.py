@@ -40,7 +40,7 @@ def candidates(n_values: int, n_decoys: int) -> list[str]:
 def detected_coverage(result: rappor.DecodeResult, truth: dict[str, int]) -> tuple[int, int]:
     """(covered, detected): detected strings whose 95% interval holds the true share."""
     n = sum(truth.values())
-    ci = result.confidence_interval(0.95, adjust="fcr")  # the interval results.csv reports
+    ci = result.confidence_interval(0.95, adjust=result.table_interval)  # the interval results.csv reports
     det = np.flatnonzero(result.detected)
     true_share = np.array([truth.get(result.strings[i], 0) / n for i in det])
     return int(np.sum((ci.low[det] <= true_share) & (true_share <= ci.high[det]))), len(det)

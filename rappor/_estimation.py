@@ -658,3 +658,47 @@ def posterior_effects(z: Array) -> tuple[Array, Array, Array]:
     low = grid[np.maximum(j - 1, 0)]
     median = np.where(j > 0, low + np.clip((0.5 - before) / mass, 0.0, 1.0) * (grid[j] - low), 0.0)
     return lfdr, median, post @ grid
+
+
+def truncated_normal_interval(z: Array, cutoff: Array | float, confidence_level: float) -> tuple[Array, Array]:
+    """Confidence interval for ``mu`` from ``z ~ N(mu, 1)`` observed *given* ``z > cutoff``.
+
+    The selection-adjusted ("conditional") interval of Zhong and Prentice 2008
+    (Biostatistics 9(4)) and Weinstein, Fithian and Benjamini 2013 (JASA 108(501)):
+    with ``F(z; mu) = P(Z <= z | Z > cutoff) = 1 - Q(z - mu) / Q(cutoff - mu)`` (``Q``
+    the normal survival function), which decreases in ``mu``, the interval is
+    ``{mu : (1 - level) / 2 <= F(z; mu) <= (1 + level) / 2}``.  Far above the cutoff it
+    is the Wald interval ``z ± z_(1+level)/2``; just above it, it stretches down (the
+    observation may be a small effect that was lucky to be selected).  Solved by
+    bisection on log survival functions, vectorized.
+
+    Parameters
+    ----------
+    z : ndarray
+        Observed statistics, each ``> cutoff``.
+    cutoff : float or ndarray
+        The selection threshold (one, or one per statistic).
+    confidence_level : float
+
+    Returns
+    -------
+    low, high : ndarray
+    """
+    z = np.asarray(z, dtype=np.float64)
+    c = np.broadcast_to(np.asarray(cutoff, dtype=np.float64), z.shape)
+    tail = (1.0 - confidence_level) / 2.0
+
+    def solve(ratio: float) -> Array:
+        # Q(z - mu) / Q(cutoff - mu) increases from 0 to 1 in mu: find where it equals ``ratio``.
+        lo = np.minimum(c, z) - 1000.0  # just above the cutoff the bounds run far down; 0 in shares
+        hi = z + 10.0
+        target = math.log(ratio)
+        for _ in range(90):
+            mid = 0.5 * (lo + hi)
+            below = stats.norm.logsf(z - mid) - stats.norm.logsf(c - mid) < target
+            lo = np.where(below, mid, lo)
+            hi = np.where(below, hi, mid)
+        out: Array = 0.5 * (lo + hi)
+        return out
+
+    return solve(tail), solve(1.0 - tail)

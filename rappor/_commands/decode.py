@@ -5,8 +5,8 @@ Reads google/rappor's ``params.csv`` and ``counts.csv`` and either a ``map.csv``
 candidate list (one string per line, hashed here).  Writes ``results.csv`` with
 google/rappor's columns ``string,estimate,std_error,proportion,prop_std_error,
 prop_low_95,prop_high_95`` plus ``pvalue`` (one-sided, unadjusted), sorted by
-estimate (intervals of detected strings false-coverage-rate adjusted unless
-``--intervals wald``); by default only the detected strings, with ``--all`` every candidate and a
+estimate (intervals of detected strings adjusted for their selection: conditional
+on detection by default, ``--intervals fcr`` or ``wald`` otherwise); by default only the detected strings, with ``--all`` every candidate and a
 ``detected`` column.  ``--summary`` writes a JSON summary (detected, allocated and
 unexplained mass, residual diagnostics, epsilons, time).  See docs/decoder.md.
 """
@@ -51,11 +51,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "empirical-bayes: report every candidate more likely present than absent, with its "
                         "posterior-mean share (best total variation when most candidates are present, more "
                         "false detections among decoys) [default: least-squares]")
-    parser.add_argument("--intervals", choices=["fcr", "wald"], default="fcr",
-                        help="prop_low_95/prop_high_95 of detected strings: false-coverage-rate adjusted "
-                        "(Benjamini-Yekutieli 2005) or plain Wald [default: fcr]")
+    parser.add_argument("--intervals", choices=["auto", "selective", "fcr", "wald"], default="auto",
+                        help="prop_low_95/prop_high_95 of detected strings: conditional on detection (selective), "
+                        "false-coverage-rate adjusted (Benjamini-Yekutieli 2005) or plain Wald; auto: selective "
+                        "with least squares, fcr with empirical Bayes [default: auto]")
     add_seed_argument(parser)
     parser.add_argument("--all", action="store_true", help="list every candidate, with a 'detected' column")
+
+
+_ADJUST: dict[str, Any] = {"auto": None, "selective": "selective", "fcr": "fcr", "wald": "none"}
 
 
 def _penalty(text: str) -> float | str:
@@ -100,11 +104,11 @@ def run(args: argparse.Namespace) -> int:
                       estimator=args.estimator, lasso_alpha=args.lasso_alpha, rng=args.seed)
     result = decoder.decode(aggregate, cmap)
     if args.summary is None:
-        result.to_csv(args.output, all=args.all, adjust="fcr" if args.intervals == "fcr" else "none")
+        result.to_csv(args.output, all=args.all, adjust=_ADJUST[args.intervals])
         return 0
     # Open the summary first: a bad --summary path must not leave a results file behind.
     with atomic_output(args.summary) as out:
-        result.to_csv(args.output, all=args.all, adjust="fcr" if args.intervals == "fcr" else "none")
+        result.to_csv(args.output, all=args.all, adjust=_ADJUST[args.intervals])
         json.dump(_clean(result.summary()), out, indent=2, sort_keys=False)
         out.write("\n")
     return 0
