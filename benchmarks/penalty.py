@@ -34,11 +34,11 @@ sys.path.insert(0, str(HERE))
 
 import rappor  # noqa: E402
 from rappor import _estimation as est  # noqa: E402
-from rappor._penalty import cv_lasso  # noqa: E402
+from rappor._penalty import bic_lasso_alpha, cv_lasso  # noqa: E402
 from _scenario import zipf_scenario  # noqa: E402
 from accuracy import PARAMS, candidates  # noqa: E402
 
-METHODS = ("plug-in", "cv-min", "cv-1se", "plug-in*sqrt(phi)")
+METHODS = ("plug-in", "cv-min", "cv-1se", "bic", "plug-in*sqrt(phi)")
 
 
 def whitened_problem(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap) -> dict[str, Any]:
@@ -75,7 +75,9 @@ def penalties(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, folds: int
         for al, mu, se, sel in zip(cv.alphas, cv.cv_mean, cv.cv_se, cv.n_selected):
             mark = (" <min" if al == cv.alpha_min else "") + (" <1se" if al == cv.alpha_1se else "")
             print(f"    {al * n:7.3f} {mu:9.4f} {se:7.4f} {sel:9d}{mark}")
-    return {"plug-in": None, "cv-min": cv.alpha_min, "cv-1se": cv.alpha_1se, "plug-in*sqrt(phi)": None}, seconds
+    bic = bic_lasso_alpha(prob["a"], prob["b"], free=prob["free"])
+    return {"plug-in": None, "cv-min": cv.alpha_min, "cv-1se": cv.alpha_1se, "bic": bic,
+            "plug-in*sqrt(phi)": None}, seconds
 
 
 def decode(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, alpha: float | None,

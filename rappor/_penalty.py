@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 else:  # imported on first use: keeps `import rappor` light
     sp = lazy_module("scipy.sparse")
 
-__all__ = ["LassoCV", "cv_lasso", "cv_lasso_alpha", "cohort_folds", "standardize_design"]
+__all__ = ["LassoCV", "bic_lasso_alpha", "cv_lasso", "cv_lasso_alpha", "cohort_folds", "standardize_design"]
 
 Array = npt.NDArray[np.float64]
 
@@ -362,3 +362,50 @@ def cv_lasso_alpha(a: sp.spmatrix | Array, b: npt.ArrayLike, cohort_of_row: npt.
                       rng=rng)
     return result.alpha(rule)
 
+
+
+def bic_lasso_alpha(a: sp.spmatrix | Array, b: npt.ArrayLike, *, free: Array | None = None,
+                    n_alphas: int = 30, eps: float = 1e-2, noise_variance: float = 1.0) -> float:
+    """The screening Lasso's penalty minimizing the Bayesian information criterion.
+
+    Along the positive-Lasso path on all rows (same grid and standardization as
+    :func:`cv_lasso`), ``BIC(alpha) = RSS(alpha) / sigma^2 + log(n) df(alpha)`` with
+    ``df`` the number of non-zero coefficients, an unbiased estimate of the Lasso's
+    degrees of freedom (Zou, Hastie and Tibshirani 2007, Ann. Stat. 35(5), Theorem 1),
+    and ``sigma^2`` the noise variance -- known here: the rows are whitened by their
+    binomial standard deviations, so ``sigma^2 = 1`` (pass the Pearson dispersion to
+    allow for overdispersion).  Unlike cross-validation it needs one path, not one per
+    fold, and no random fold assignment.
+
+    Parameters
+    ----------
+    a, b, free, n_alphas, eps :
+        As in :func:`cv_lasso`.
+    noise_variance : float, default=1.0
+
+    Returns
+    -------
+    float
+        The penalty, on the scale of :func:`rappor._estimation.lasso_screen`.
+    """
+    owner = "bic_lasso_alpha"
+    b = np.asarray(b, dtype=np.float64).ravel()
+    n = len(b)
+    if a.shape[0] != n or (free is not None and np.shape(free) != (n,)):
+        msg = (f"The design, 'b' and 'free' of {owner} must have one entry per row. "
+               f"Got {a.shape[0]}, {n} and {None if free is None else np.shape(free)} instead.")
+        raise InvalidParameterError(msg)
+    n_alphas = check_int(n_alphas, "n_alphas", owner, low=1)
+    eps = check_real(eps, "eps", owner, low=0.0, high=1.0, low_open=True)
+    sigma2 = check_real(noise_variance, "noise_variance", owner, low=0.0, low_open=True)
+    s = a.shape[1]
+    a_std = standardize_design(a if sp.issparse(a) else sp.csc_matrix(np.asarray(a, dtype=np.float64)), free)
+    top = _alpha_max(a_std, b, s, free is not None)
+    if not top > 0:
+        return 1.0 / max(n, 1)  # no candidate correlates positively: every penalty selects nothing
+    grid = np.geomspace(top, top * eps, n_alphas)
+    coefs = _path(a_std, b, grid, keep=s if free is not None else None)
+    resid = b[:, None] - np.asarray(a_std @ coefs)
+    df = (coefs > 0).sum(axis=0)
+    bic = (resid**2).sum(axis=0) / sigma2 + np.log(n) * df
+    return float(grid[int(np.argmin(bic))])

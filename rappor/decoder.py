@@ -383,14 +383,16 @@ class Decoder:
         absent), and the largest set whose estimated FDR (mean local fdr) is at most
         ``significance_level`` (``adjusted_pvalue`` is then that estimated FDR, a
         q-value).  The number of tests is the number of distinguishable candidates.
-    lasso_alpha : float, "cv" or None, default=None
+    lasso_alpha : float, "cv", "bic" or None, default=None
         Penalty of the screening Lasso on the whitened, unit-norm design (scikit-learn's
         ``alpha``).  ``None`` uses ``z_{1 - significance_level / S} / n`` (S candidates,
         n rows): the level at which pure noise lets no candidate in with probability
         ``1 - significance_level``.  ``"cv"``: 5-fold cross-validation over whole
         cohorts with the one-standard-error rule (:func:`rappor._penalty.cv_lasso_alpha`;
         seeded by ``rng``); measured, it picks about the plug-in value at 5-10 times the
-        cost (``docs/penalty.md``).
+        cost (``docs/penalty.md``).  ``"bic"``: the Bayesian information criterion
+        along the path, with the known unit noise of the whitened rows
+        (:func:`rappor._penalty.bic_lasso_alpha`).
     screening : {"auto", "lasso", "none"}, default="auto"
         ``"auto"`` screens when the distinguishable candidates exceed 0.8 times the
         (cohort, bit) rows (as ``decode.R``) and the design is not orthogonal.
@@ -456,7 +458,7 @@ class Decoder:
 
     def __init__(self, *, significance_level: float = 0.05,
                  correction: Literal["fdr", "adaptive-fdr", "storey", "lfdr", "bonferroni", "none"] = "fdr",
-                 lasso_alpha: float | Literal["cv"] | None = None, screening: Literal["auto", "lasso", "none"] = "auto",
+                 lasso_alpha: float | Literal["cv", "bic"] | None = None, screening: Literal["auto", "lasso", "none"] = "auto",
                  model_unexplained: bool = True, max_refits: int = 5,
                  null: Literal["random-strings", "normal"] = "random-strings",
                  estimator: Literal["least-squares", "empirical-bayes"] = "least-squares",
@@ -490,9 +492,10 @@ class Decoder:
             elif kind == "estimator":
                 check_options(value, name, owner, _ESTIMATORS)
             elif kind == "penalty":
-                if value is not None and not (isinstance(value, str) and value == "cv"):
+                if value is not None and not (isinstance(value, str) and value in ("cv", "bic")):
                     if isinstance(value, str):
-                        msg = f"The {name!r} parameter of {owner} must be a float > 0, 'cv' or None. Got {value!r} instead."
+                        msg = (f"The {name!r} parameter of {owner} must be a float > 0, 'cv', 'bic' or None. "
+                               f"Got {value!r} instead.")
                         raise InvalidParameterError(msg)
                     check_real(value, name, owner, low=0.0, low_open=True)
             elif kind == "bool":
@@ -640,11 +643,15 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
         if screen:
             free = background if dec.model_unexplained else None
             penalty = dec.lasso_alpha
-            if isinstance(penalty, str):  # "cv"
+            if penalty == "cv":
                 from ._penalty import cv_lasso_alpha
 
                 penalty = cv_lasso_alpha(a_u, b, deb.rows // k, free=free, rule="1se",
                                          rng=check_rng(_DEFAULT_NULL_SEED if dec.rng is None else dec.rng))
+            elif penalty == "bic":
+                from ._penalty import bic_lasso_alpha
+
+                penalty = bic_lasso_alpha(a_u, b, free=free)
             selected, lasso_alpha = est.lasso_screen(a_u, b, significance=float(dec.significance_level),
                                                      n_tests=s_u, lasso_alpha=penalty, free=free)
         else:

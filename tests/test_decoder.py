@@ -581,6 +581,9 @@ def test_decode_cross_validated_penalty():
     assert cv.diagnostics["lasso_alpha"] == again.diagnostics["lasso_alpha"]  # seeded: deterministic
     assert 0.25 < cv.diagnostics["lasso_alpha"] / plug.diagnostics["lasso_alpha"] < 4.0
     assert cv.detected[:5].all() and not cv.detected[5:].any()
+    bic = Decoder(lasso_alpha="bic").decode(agg, cmap)
+    assert 0.25 < bic.diagnostics["lasso_alpha"] / plug.diagnostics["lasso_alpha"] < 4.0
+    assert bic.detected[:5].all() and not bic.detected[5:].any()
 
 
 def test_empirical_bayes_shares_stay_near_least_squares():

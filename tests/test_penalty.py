@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 
 from rappor import _estimation as est
-from rappor._penalty import cohort_folds, cv_lasso, cv_lasso_alpha, standardize_design
+from rappor._penalty import bic_lasso_alpha, cohort_folds, cv_lasso, cv_lasso_alpha, standardize_design
 from rappor.exceptions import InvalidParameterError
 
 PLANTED = np.array([0, 1, 2])
@@ -152,3 +152,29 @@ def test_strong_rule_path_matches_lasso_path(with_free: bool) -> None:
     for i, alpha in enumerate(grid):
         assert np.all(ours[:, i] >= 0)
         assert objective(ours[:, i], alpha) <= objective(ref[:, i], alpha) * (1 + 1e-5)
+
+
+@pytest.mark.parametrize(("seed", "with_free"), [(20, False), (21, True)])
+def test_bic_alpha_keeps_planted_support_and_is_deterministic(seed: int, with_free: bool) -> None:
+    """BIC = RSS + log(n) df along the path (known unit noise): the planted columns stay in.
+
+    The planted effects are about 6-8 noise units, far above the log(n) = 5.5 price of a
+    column, so the BIC penalty keeps them; the criterion has no randomness.
+    """
+    a, b, cohorts, free = planted_problem(seed, with_free=with_free)
+    alpha = bic_lasso_alpha(a, b, free=free, n_alphas=GRID)
+    assert alpha == bic_lasso_alpha(a, b, free=free, n_alphas=GRID)
+    grid = cv_lasso(a, b, cohorts, free=free, n_alphas=GRID, rng=0).alphas
+    assert np.isclose(grid, alpha).any()  # same grid as the cross-validation
+    selected, _ = est.lasso_screen(a, b, significance=0.05, n_tests=a.shape[1], lasso_alpha=alpha, free=free)
+    assert set(PLANTED.tolist()) <= set(selected.tolist())
+    # A larger noise variance makes every column dearer: the penalty cannot go down.
+    assert bic_lasso_alpha(a, b, free=free, n_alphas=GRID, noise_variance=4.0) >= alpha
+
+
+def test_bic_bad_input() -> None:
+    a, b, _, _ = planted_problem(0)
+    with pytest.raises(InvalidParameterError, match="one entry per row"):
+        bic_lasso_alpha(a, b[:-1])
+    with pytest.raises(InvalidParameterError, match="noise_variance"):
+        bic_lasso_alpha(a, b, noise_variance=0.0)
