@@ -215,8 +215,11 @@ def _parse_float(text: str, name: str, path: str, line: int) -> float:
     return value
 
 
-def _split(text: str) -> list[str]:
-    row = next(csv.reader(io.StringIO(text), skipinitialspace=True), [])
+def _split(text: str, path: str, line: int) -> list[str]:
+    try:
+        row = next(csv.reader(io.StringIO(text), skipinitialspace=True), [])
+    except csv.Error as exc:  # e.g. a stray carriage return inside the line
+        raise ReportFormatError(f"expected a CSV row, found {text!r} ({exc})", path=path, line=line) from None
     return [cell.strip() for cell in row]
 
 
@@ -246,7 +249,7 @@ def read_params(path: PathLike) -> Params:
     if not lines:
         raise ReportFormatError("expected a header 'k,h,m,p,q,f' and one data row, found an empty file", path=name)
     head_no, head_text = lines[0]
-    header = _split(head_text)
+    header = _split(head_text, name, head_no)
     if sorted(header) != sorted(_HEADER) or len(header) != len(_HEADER):
         msg = f"expected the header 'k,h,m,p,q,f', found {head_text!r}"
         raise ReportFormatError(msg, path=name, line=head_no)
@@ -255,7 +258,7 @@ def read_params(path: PathLike) -> Params:
     if len(lines) > 2:
         raise ReportFormatError("expected exactly one data row, found another", path=name, line=lines[2][0])
     row_no, row_text = lines[1]
-    cells = _split(row_text)
+    cells = _split(row_text, name, row_no)
     if len(cells) != len(header):
         msg = f"expected {len(header)} comma-separated values, found {len(cells)}"
         raise ReportFormatError(msg, path=name, line=row_no)

@@ -237,7 +237,10 @@ def read_population(path: PathLike) -> Population:
     for lineno, text in iter_text_lines(path):
         if not text.strip():
             continue
-        cells = next(csv.reader([text]))
+        try:
+            cells = next(csv.reader([text]))
+        except (csv.Error, StopIteration) as exc:
+            raise ReportFormatError(f"expected 'string,count', found {text!r} ({exc})", path=name, line=lineno) from None
         if len(cells) < 2:
             raise ReportFormatError(f"expected 'string,count', found {text!r}", path=name, line=lineno)
         value, count_text = ",".join(cells[:-1]), cells[-1]

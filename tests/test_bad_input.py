@@ -183,6 +183,7 @@ def _expect_same_encoding(out: Path, stdout: str) -> None:
 NAN_PARAMS = b"k,h,m,p,q,f\n8,2,4,nan,0.75,0.5\n"
 CASES: list[Case] = [
     # ---------------------------------------------------------------- params.csv
+    _params("stray-cr", b"\r,h,m,p,q,f\n8,2,4,0.5,0.75,0.5\n", 1, "expected a CSV row"),  # fuzzing: was a csv.Error
     _params("empty", b"", None, "found an empty file"),
     _params("header-only", b"k,h,m,p,q,f\n", 2, "expected one data row"),
     _params("semicolons", b"k;h;m;p;q;f\n8;2;4;0.5;0.75;0.5\n", 1, "expected the header 'k,h,m,p,q,f'"),
@@ -296,6 +297,9 @@ CASES: list[Case] = [
     # ---------------------------------------------------------------- simulate and keygen
     Case("simulate/params-nan", {"p.csv": NAN_PARAMS}, ["simulate", "--params", "{d}/p.csv", "--out", "{d}/out",
                                                        "--no-report"], bad="p.csv", line=2, expected="finite"),
+    Case("simulate/population-stray-cr", {"pop.csv": b"string,count\na\rb,1\n"},
+         ["simulate", "--population", "{d}/pop.csv", "--out", "{d}/out", "--no-report", "--clients", "100"],
+         bad="pop.csv", line=2, expected="expected 'string,count'"),  # found by fuzzing: was a csv.Error
     Case("simulate/population-bad", {"pop.csv": b"string,count\na,1\nb,many\n"},
          ["simulate", "--population", "{d}/pop.csv", "--out", "{d}/out", "--no-report", "--clients", "100"],
          bad="pop.csv", line=3, expected="expected"),

@@ -2,7 +2,7 @@
 
 * Arbitrary bytes, and valid files with a few corrupted bytes, never raise anything but
   a :class:`~rappor.RapporError` (with the file named) from the params, reports,
-  counts, map, candidates and key-file readers.
+  counts, map, candidates, key-file and population readers.
 * Valid generated files round-trip exactly.
 * ``Aggregate.merge`` is associative, commutative, has ``Aggregate.empty`` as identity
   and is exact (equal to the sum in Python integers).
@@ -43,6 +43,7 @@ from rappor import (
     write_reports,
 )
 from rappor.encoder import read_key_file
+from rappor.simulation import read_population
 
 sys.path.insert(0, str(Path(__file__).parent))
 import strategies  # noqa: E402
@@ -81,6 +82,7 @@ _VALID_FILES = {
     "counts": b"2,1,0,0,0,0,0,0,2\n0,0,0,0,0,0,0,0,0\n5,5,5,5,5,5,5,5,5\n1,0,0,0,0,0,0,0,1\n",
     "candidates": b"apple\nbanana split\n\"quoted\",x\n",
     "key": b"00112233445566778899aabbccddeeff\n",
+    "population": b"string,count\napple,70\n\"b,c\",30\n",
 }
 _READERS: dict[str, Callable[[Path], Any]] = {
     "params": read_params,
@@ -89,6 +91,7 @@ _READERS: dict[str, Callable[[Path], Any]] = {
     "counts": lambda p: read_counts(p, SMALL),
     "candidates": read_candidates,
     "key": read_key_file,
+    "population": read_population,
 }
 
 
