@@ -2,7 +2,7 @@
 
 * Arbitrary bytes, and valid files with a few corrupted bytes, never raise anything but
   a :class:`~rappor.RapporError` (with the file named) from the params, reports,
-  counts, map, candidates, key-file and population readers.
+  counts, map, candidates, key-file, population and ``rappor encode`` input readers.
 * Valid generated files round-trip exactly.
 * ``Aggregate.merge`` is associative, commutative, has ``Aggregate.empty`` as identity
   and is exact (equal to the sum in Python integers).
@@ -43,6 +43,7 @@ from rappor import (
     write_reports,
 )
 from rappor.encoder import read_key_file
+from rappor._commands.encode import _rows as _encode_rows
 from rappor.simulation import read_population
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -83,6 +84,7 @@ _VALID_FILES = {
     "candidates": b"apple\nbanana split\n\"quoted\",x\n",
     "key": b"00112233445566778899aabbccddeeff\n",
     "population": b"string,count\napple,70\n\"b,c\",30\n",
+    "encode-input": b"client,value\nc1,apple\nc2,\"b,c\"\nc3,x\r\n",
 }
 _READERS: dict[str, Callable[[Path], Any]] = {
     "params": read_params,
@@ -92,6 +94,7 @@ _READERS: dict[str, Callable[[Path], Any]] = {
     "candidates": read_candidates,
     "key": read_key_file,
     "population": read_population,
+    "encode-input": lambda p: list(_encode_rows(p)),  # rappor encode's client,value reader
 }
 
 
