@@ -43,7 +43,7 @@ import numpy.typing as npt
 from ._io import PathLike, atomic_output, display_name
 from ._validation import check_int, check_options
 from .aggregate import Aggregate
-from .exceptions import IncompatibleParamsError, InvalidParameterError, ReportFormatError
+from .exceptions import IncompatibleParamsError, InvalidParameterError, RapporError, ReportFormatError
 from .params import Params, check_same_params
 from .reports import ReportBatch
 
@@ -400,15 +400,16 @@ def parquet_files(path: PathLike) -> list[Path]:
     return [p]
 
 
-def _open(path: Path) -> Any:
+def _open(path: Path) -> tuple[Any, Any]:
+    """The ``ParquetFile`` and its Arrow schema; a corrupt file is a :class:`ReportFormatError`."""
     pa = _pyarrow()
     try:
         # pre_buffer=False: with pre-buffering, iter_batches keeps every column chunk it has
         # read (memory grows with the file: 1.9 GB for 100 million reports); without, it is flat.
-        return pa.parquet.ParquetFile(path, pre_buffer=False)
-    except OSError as exc:
-        raise ReportFormatError(f"not a readable Parquet file: {exc}", path=display_name(path)) from None
-    except pa.ArrowException as exc:
+        pf = pa.parquet.ParquetFile(path, pre_buffer=False)
+        return pf, pf.schema_arrow
+    # pyarrow reports corruption as OSError, ArrowException or (bad UTF-8 in the footer) ValueError.
+    except (OSError, ValueError, pa.ArrowException) as exc:
         raise ReportFormatError(f"not a readable Parquet file: {exc}", path=display_name(path)) from None
 
 
@@ -441,8 +442,7 @@ def iter_parquet_reports(
     pa = _pyarrow()
     for file in parquet_files(path):
         source = display_name(file)
-        pf = _open(file)
-        schema = pf.schema_arrow
+        pf, schema = _open(file)
         check_file_params(schema.metadata, params, source)
         columns = report_columns(schema.names, params, source)
         first_row = 0
@@ -450,7 +450,9 @@ def iter_parquet_reports(
             for record_batch in pf.iter_batches(batch_size=int(batch_size), columns=columns):
                 yield arrow_to_batch(record_batch, params, source=source, first_row=first_row)
                 first_row += record_batch.num_rows
-        except pa.ArrowException as exc:
+        except RapporError:
+            raise  # our own, precise errors (bad bits, cohorts) pass through unchanged
+        except (pa.ArrowException, OSError, ValueError) as exc:  # corrupt pages: OSError or ValueError
             raise ReportFormatError(f"cannot read Parquet data: {exc}", path=source) from None
 
 

@@ -29,6 +29,7 @@ from rappor import (
     IncompatibleParamsError,
     Params,
     RapporError,
+    ReportBatch,
     ReportFormatError,
     hash_candidates,
     read_candidates,
@@ -251,3 +252,31 @@ def test_fuzz_decoder_never_crashes(data: st.DataObject) -> None:
         first = res.group == np.arange(len(res))
         assert np.all(share[res.detected] > 0)
         assert np.all(share >= 0) and float(share[first].sum()) <= 1.0 + 1e-9
+
+
+@FUZZ
+@given(data=st.data())
+def test_fuzz_corrupted_parquet(data: st.DataObject, scratch: Path) -> None:
+    """A Parquet report file with a few bytes changed or cut short: only RapporError, file named.
+
+    (Fuzzing found pyarrow's OSError for corrupt pages and a UnicodeDecodeError for a bad
+    footer escaping as tracebacks.)
+    """
+    pytest.importorskip("pyarrow")
+    from rappor.parquet import aggregate_parquet, read_parquet_reports, write_parquet_reports
+
+    valid = scratch / "valid.parquet"
+    if not valid.exists():
+        rng = np.random.default_rng(0)
+        batch = ReportBatch.from_bits(SMALL, rng.integers(0, 4, 50), rng.integers(0, 2, (50, 8)))
+        write_parquet_reports(valid, batch)
+    raw = bytearray(valid.read_bytes())
+    if data.draw(st.booleans()):
+        for _ in range(data.draw(st.integers(1, 4))):
+            raw[data.draw(st.integers(0, len(raw) - 1))] = data.draw(st.integers(0, 255))
+    else:
+        raw = raw[: data.draw(st.integers(0, len(raw) - 1))]
+    path = scratch / "input.parquet"
+    path.write_bytes(bytes(raw))
+    for read in (lambda p: read_parquet_reports(p, SMALL), lambda p: aggregate_parquet(p, SMALL)):
+        _only_rappor_errors(read, path)
