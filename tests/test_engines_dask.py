@@ -119,3 +119,19 @@ def test_sum_bits_cli_engines_byte_identical(inputs: tuple[list[Path], Aggregate
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1]
     assert outputs[0].count(b"\n") == PARAMS.num_cohorts
+
+
+@pytest.mark.parametrize("engine", ["numpy", "dask"])
+def test_corrupt_parquet_page_is_a_clean_error(tmp_path: Path, engine: str) -> None:
+    """A damaged data page (footer intact): pyarrow raises OSError; both engines name the file."""
+    from rappor.exceptions import ReportFormatError
+
+    path = tmp_path / "bad.parquet"
+    write_parquet_reports(path, _batch(200, 4))
+    raw = bytearray(path.read_bytes())
+    raw[4] ^= 0xFF  # the first page header, just after the 4-byte magic
+    raw[10] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ReportFormatError, match="Parquet") as info:
+        aggregate_files([path], PARAMS, engine=engine)
+    assert info.value.path is not None and "bad.parquet" in info.value.path

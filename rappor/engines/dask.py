@@ -16,7 +16,7 @@ from typing import Any
 
 from .._validation import check_int
 from ..aggregate import Aggregate
-from ..exceptions import InvalidParameterError
+from ..exceptions import InvalidParameterError, RapporError, ReportFormatError
 from ..params import Params
 from ..parquet import report_columns
 from . import ReportSource, parquet_groups
@@ -86,6 +86,19 @@ class DaskEngine:
 
     def aggregate(self, sources: Sequence[ReportSource], params: Params) -> Aggregate:
         """Count the reports of ``sources`` on the Dask scheduler."""
+        try:
+            counts = self._compute(sources, params)
+        except RapporError:
+            raise
+        except (OSError, ValueError) as exc:  # pyarrow: corrupt Parquet pages or footers
+            parquet = [s.path for s in sources if s.kind == "parquet"]
+            if not parquet:
+                raise
+            where = parquet[0] if len(parquet) == 1 else f"one of {len(parquet)} Parquet inputs ({parquet[0]}, ...)"
+            raise ReportFormatError(f"cannot read Parquet data: {exc}", path=where) from None
+        return Aggregate(params=params, counts=counts)
+
+    def _compute(self, sources: Sequence[ReportSource], params: Params) -> Any:
         graph = self._graph(sources, params)
         if self.client is not None:
             counts = self.client.compute(graph).result()
@@ -99,4 +112,4 @@ class DaskEngine:
                 raise InvalidParameterError(msg) from None
             with Client(self.scheduler) as client:  # type: ignore[no-untyped-call]
                 counts = client.compute(graph).result()
-        return Aggregate(params=params, counts=counts)
+        return counts
