@@ -74,3 +74,36 @@ def test_spark_engine_fail_params_mismatch(spark: Any, tmp_path: Path) -> None:
     other = Params(num_bloombits=130, num_hashes=2, num_cohorts=7, prob_p=0.5, prob_q=0.8, prob_f=0.5)
     with pytest.raises(IncompatibleParamsError, match="q=0.75 \\(expected 0.8\\)"):
         aggregate_files([tmp_path / "a.parquet"], other, engine="spark", spark=spark)
+
+
+def test_spark_engine_corrupt_parquet_is_a_clean_error(spark: Any, tmp_path: Path) -> None:
+    """A damaged data page: a short ReportFormatError naming the file, not a Py4J stack trace."""
+    from rappor.exceptions import ReportFormatError
+
+    path = tmp_path / "bad.parquet"
+    write_parquet_reports(path, _batch(200, 5))
+    raw = bytearray(path.read_bytes())
+    raw[4] ^= 0xFF
+    raw[10] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ReportFormatError, match="Spark could not read the input") as info:
+        aggregate_files([path], PARAMS, engine="spark", spark=spark)
+    assert info.value.path is not None and info.value.path.endswith("bad.parquet")
+    assert "\n\tat " not in str(info.value)  # no Java stack frames
+
+
+def test_spark_engine_bad_csv_row_gives_the_embedded_message(spark: Any, tmp_path: Path) -> None:
+    from rappor.exceptions import ReportFormatError
+
+    path = tmp_path / "bad.csv"
+    write_reports(path, _batch(5, 6))
+    lines = path.read_text().splitlines()
+    client, _, irr = lines[3].split(",")
+    lines[3] = f"{client},99,{irr}"  # cohort 99 of 7
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ReportFormatError) as embedded:
+        aggregate_files([path], PARAMS)
+    with pytest.raises(ReportFormatError) as distributed:
+        aggregate_files([path], PARAMS, engine="spark", spark=spark)
+    assert str(distributed.value) == str(embedded.value)
+    assert ":4:" in str(embedded.value)

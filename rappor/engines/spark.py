@@ -26,7 +26,7 @@ import numpy as np
 
 from .._validation import check_int
 from ..aggregate import Aggregate
-from ..exceptions import InvalidParameterError
+from ..exceptions import InvalidParameterError, RapporError, ReportFormatError
 from ..params import Params
 from ..parquet import report_columns
 from . import ReportSource, parquet_groups
@@ -80,11 +80,31 @@ class SparkEngine:
             .appName("rappor sum-bits")
             .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(self.max_records_per_batch))
             .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
         )
-        return builder.getOrCreate(), True
+        session = builder.getOrCreate()
+        # Our own errors carry the message; Spark's executor stack traces would only bury it.
+        session.sparkContext.setLogLevel("OFF")
+        return session, True
 
     def aggregate(self, sources: Sequence[ReportSource], params: Params) -> Aggregate:
-        """Count the reports of ``sources`` on the Spark cluster."""
+        """Count the reports of ``sources`` on the Spark cluster.
+
+        A failure inside Spark (an unreadable file, a bad row found by a worker) is raised
+        as a :class:`~rappor.exceptions.ReportFormatError` carrying the worker's
+        ``rappor`` message, or the first line of the Java cause, instead of a Py4J
+        stack trace.
+        """
+        try:
+            return self._aggregate(sources, params)
+        except RapporError:
+            raise
+        except Exception as exc:
+            if not _is_spark_error(exc):
+                raise
+            raise _report_error(exc, sources) from None
+
+    def _aggregate(self, sources: Sequence[ReportSource], params: Params) -> Aggregate:
         spark, owned = self._session()
         try:
             frames = []
@@ -108,3 +128,28 @@ class SparkEngine:
             if owned:
                 spark.stop()
         return Aggregate(params=params, counts=counts)
+
+
+def _is_spark_error(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from PySpark or the JVM (Py4J), by its class's module."""
+    return any(cls.__module__.split(".")[0] in ("pyspark", "py4j") for cls in type(exc).__mro__)
+
+
+def _report_error(exc: BaseException, sources: Sequence[ReportSource]) -> ReportFormatError:
+    """A short :class:`ReportFormatError` from a Spark failure: the worker's own message if any."""
+    text = str(exc)
+    message = ""
+    for line in text.splitlines():
+        for marker in ("ReportFormatError: ", "IncompatibleParamsError: ", "RapporError: "):
+            if marker in line:
+                message = line.split(marker, 1)[1].strip()
+                break
+        if message:
+            return ReportFormatError(message[:2000])  # already "FILE:LINE: ..." from the worker
+    if not message:
+        causes = [line.strip() for line in text.splitlines() if line.strip().startswith("Caused by:")]
+        first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
+        message = "Spark could not read the input: " + (causes[-1][len("Caused by:"):].strip() if causes else first)
+    paths = [s.path for s in sources]
+    where = paths[0] if len(paths) == 1 else None
+    return ReportFormatError(message[:2000], path=where)
