@@ -314,7 +314,8 @@ class DecodeResult:
         rare to be selected, which cannot be told from non-candidates), ``groups``
         (indistinguishable candidates), ``residual`` (chi-square, degrees of freedom,
         p-value, dispersion, largest standardized residual), ``epsilon_one``,
-        ``epsilon_inf``, ``params``, ``significance_level``, ``correction``, ``estimator``, ``null`` (law of the test statistics and, for the random-string
+        ``epsilon_inf``, ``params``, ``significance_level``, ``correction``,
+        ``estimator``, ``null`` (law of the test statistics and, for the random-string
         null, the mean, sd and skewness of a random string's score, and whether its
         patterns were enumerated exactly), ``screening``, ``seconds``.
         """
@@ -458,7 +459,8 @@ class Decoder:
 
     def __init__(self, *, significance_level: float = 0.05,
                  correction: Literal["fdr", "adaptive-fdr", "storey", "lfdr", "bonferroni", "none"] = "fdr",
-                 lasso_alpha: float | Literal["cv", "bic"] | None = None, screening: Literal["auto", "lasso", "none"] = "auto",
+                 lasso_alpha: float | Literal["cv", "bic"] | None = None,
+                 screening: Literal["auto", "lasso", "none"] = "auto",
                  model_unexplained: bool = True, max_refits: int = 5,
                  null: Literal["random-strings", "normal"] = "random-strings",
                  estimator: Literal["least-squares", "empirical-bayes"] = "least-squares",
@@ -729,8 +731,9 @@ def _empirical_bayes_shares(coef: Array, se: Array, pvalue: Array,
     an estimated discrete prior jumps between its atoms).  The share is ``mu`` times the
     share per unit of z: ``coef / z`` where ``z >= 1`` and the least-squares share is
     positive, elsewhere ``kappa x SE`` with ``kappa`` the median ratio of the two over
-    the former (the calibrated z and the Wald z differ by the null's scale).  If the shares add up to more than ``total_cap`` (1 minus the fitted
-    unexplained mass) they are projected onto ``{w >= 0, sum w <= total_cap}`` in the
+    the former (the calibrated z and the Wald z differ by the null's scale).  If the
+    shares add up to more than ``total_cap`` (1 minus the fitted unexplained mass)
+    they are projected onto ``{w >= 0, sum w <= total_cap}`` in the
     Euclidean norm, which subtracts the same amount from each and drops those that
     reach 0 (Duchi et al. 2008, "Efficient projections onto the l1-ball", ICML): the
     excess comes from the many weak candidates that the prior pulls up towards its
