@@ -586,22 +586,47 @@ def local_fdr(z: Array, *, n_iter: int = 500) -> tuple[Array, Array, Array]:
     eq. 2.3).  The z-scores are rounded to 0.01 for the EM (weighted by counts), which
     makes it cost O(distinct values x grid), not O(candidates x grid).
 
+    Likelihoods are formed in log space and scaled per row before exponentiating, so a
+    z-score far below 0 (a p-value of 1 gives ``-inf``; z is clipped to +-``Z_CLIP``)
+    has its posterior on ``mu = 0``, not an underflow.
+
     Returns ``(lfdr, grid, weights)``.
     """
-    z = np.asarray(z, dtype=np.float64)
+    z = np.clip(np.asarray(z, dtype=np.float64), -Z_CLIP, Z_CLIP)
     top = float(np.max(z)) if z.size else 0.0
     grid = np.concatenate([[0.0], np.geomspace(LFDR_GRID_LOW, max(top, 2.0 * LFDR_GRID_LOW) + 1.0, 60)])
     zb, counts = np.unique(np.round(z, 2), return_counts=True)
-    lik = np.exp(stats.norm.logpdf(zb[:, None] - grid[None, :]) - stats.norm.logpdf(0.0))
+    lik = _row_scaled_likelihood(zb, grid)  # a constant per row does not change the EM
     w = np.full(len(grid), 1.0 / len(grid))
     share = counts / counts.sum()
     for _ in range(n_iter):
         post = lik * w
         post /= np.maximum(post.sum(axis=1, keepdims=True), 1e-300)
         w = share @ post
-    lik_all = np.exp(stats.norm.logpdf(z[:, None] - grid[None, :]) - stats.norm.logpdf(0.0)) * w
-    lfdr = lik_all[:, 0] / np.maximum(lik_all.sum(axis=1), 1e-300)
-    return np.where(lik_all.sum(axis=1) > 0, lfdr, 0.0), grid, w
+    return _grid_posterior(z, grid, w)[:, 0], grid, w
+
+
+#: Largest |z| used by the empirical-Bayes fits (p-values are clipped to 1e-300: z <= 37).
+Z_CLIP = 40.0
+
+
+def _row_scaled_likelihood(z: Array, grid: Array) -> Array:
+    """``phi(z_i - grid_j)`` divided by its row maximum (computed in log space)."""
+    loglik = stats.norm.logpdf(z[:, None] - grid[None, :])
+    out: Array = np.exp(loglik - loglik.max(axis=1, keepdims=True))
+    return out
+
+
+def _grid_posterior(z: Array, grid: Array, weights: Array) -> Array:
+    """Posterior probabilities of the grid points for each (clipped) z, rows summing to 1."""
+    post = _row_scaled_likelihood(z, grid) * weights
+    total = post.sum(axis=1, keepdims=True)
+    # A row with no prior mass where its likelihood lives (weights 0 there): fall back to the
+    # likelihood alone, i.e. the grid point nearest to z.
+    fallback = _row_scaled_likelihood(z, grid)
+    out: Array = np.where(total > 0, post / np.where(total > 0, total, 1.0),
+                          fallback / fallback.sum(axis=1, keepdims=True))
+    return out
 
 
 def local_fdr_qvalues(pvalues: Array) -> Array:
@@ -643,13 +668,11 @@ def posterior_effects(z: Array) -> tuple[Array, Array, Array]:
     lfdr, median, mean : ndarray
         Shape ``z.shape`` each; ``median >= 0`` and ``mean >= 0``.
     """
-    z = np.asarray(z, dtype=np.float64)
+    z = np.clip(np.asarray(z, dtype=np.float64), -Z_CLIP, Z_CLIP)
     if z.size == 0:
         return z.copy(), z.copy(), z.copy()
     lfdr, grid, weights = local_fdr(z)
-    lik = np.exp(stats.norm.logpdf(z[:, None] - grid[None, :]) - stats.norm.logpdf(0.0)) * weights
-    total = lik.sum(axis=1, keepdims=True)
-    post = np.where(total > 0, lik / np.maximum(total, 1e-300), np.eye(1, len(grid), len(grid) - 1))
+    post = _grid_posterior(z, grid, weights)
     cdf = np.cumsum(post, axis=1)
     j = np.minimum(np.argmax(cdf >= 0.5, axis=1), len(grid) - 1)  # first grid point reaching 1/2
     rows = np.arange(len(z))
@@ -657,7 +680,8 @@ def posterior_effects(z: Array) -> tuple[Array, Array, Array]:
     mass = np.maximum(post[rows, j], 1e-300)
     low = grid[np.maximum(j - 1, 0)]
     median = np.where(j > 0, low + np.clip((0.5 - before) / mass, 0.0, 1.0) * (grid[j] - low), 0.0)
-    return lfdr, median, post @ grid
+    mean: Array = post @ grid
+    return lfdr, median, mean
 
 
 def truncated_normal_interval(z: Array, cutoff: Array | float, confidence_level: float) -> tuple[Array, Array]:

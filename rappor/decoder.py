@@ -65,6 +65,9 @@ _CORRECTIONS = ("adaptive-fdr", "bonferroni", "fdr", "lfdr", "none", "storey")
 _SCREENING = ("auto", "lasso", "none")
 _NULLS = ("random-strings", "normal")
 _ESTIMATORS = ("least-squares", "empirical-bayes")
+#: Selective intervals use the truncated-normal pivot only for Wald z this far (in SE) above
+#: the detection cutoff; closer ones get the FCR interval (the pivot degenerates at the cutoff).
+_SELECTIVE_MARGIN = 0.1
 #: Smallest usable |p11 - p01|: a bit's debiased share has standard error at least
 #: 0.5 / (|p11 - p01| sqrt(N)), above 1 for every int64 number of reports N below this.
 _MIN_SIGNAL = 0.5 / math.sqrt(2.0**63)
@@ -181,7 +184,9 @@ class DecodeResult:
             geometric mean of the largest detected and the smallest undetected
             p-value, carried to each candidate's Wald scale by the ratio of its Wald
             and calibrated z-scores): about the Wald width for strong strings, much
-            wider only near the detection threshold; least-squares estimates only.  Undetected
+            wider only near the detection threshold; a detected string within 0.1 SE
+            of the threshold, or with share 0, gets the FCR interval; least-squares
+            estimates only.  Undetected
             candidates keep the marginal interval.
 
         Returns
@@ -200,15 +205,20 @@ class DecodeResult:
                 low, high = low * self.n_reports, high * self.n_reports
             return ConfidenceInterval(low=low, high=high)
         if adjust == "fcr":
-            n_tests = int(self.diagnostics.get("distinguishable", len(self.strings)))
-            n_sel = int(np.count_nonzero(self.detected[_first_of_group(self.group)]))
-            if n_sel and n_tests:
-                z[self.detected] = float(stats.norm.isf(n_sel * (1.0 - level) / n_tests / 2.0))
+            z[self.detected] = self._fcr_critical_value(level)
         low = np.clip(self.proportion - z * self.prop_std_error, 0.0, 1.0)
         high = np.clip(self.proportion + z * self.prop_std_error, 0.0, 1.0)
         if kind == "count":
             low, high = low * self.n_reports, high * self.n_reports
         return ConfidenceInterval(low=low, high=high)
+
+    def _fcr_critical_value(self, level: float) -> float:
+        """``z`` of Benjamini and Yekutieli's FCR-adjusted interval: level ``1 - R (1 - level) / m``."""
+        n_tests = int(self.diagnostics.get("distinguishable", len(self.strings)))
+        n_sel = int(np.count_nonzero(self.detected[_first_of_group(self.group)]))
+        if not (n_sel and n_tests):
+            return float(stats.norm.isf((1.0 - level) / 2.0))
+        return float(stats.norm.isf(min(n_sel / n_tests, 1.0) * (1.0 - level) / 2.0))
 
     def _selective_interval(self, level: float, z_wald: Array) -> tuple[Array, Array]:
         if self.estimator != "least-squares":
@@ -231,12 +241,23 @@ class DecodeResult:
             cut_cal = float(stats.norm.isf(math.sqrt(p_in * max(p_out, p_in))))
             zw = self.proportion[sel] / se[sel]
             zc = stats.norm.isf(pv[sel])
-            cutoff = np.minimum(np.where(zc > 0, zw * cut_cal / np.maximum(zc, 1e-300), cut_cal), zw)
-            mu_low, mu_high = est.truncated_normal_interval(zw, cutoff, level)
-            # Just above the threshold the conditional interval can lie wholly below the estimate
-            # (any small effect explains a z at the threshold); keep the estimate inside.
-            low[sel] = np.clip(np.minimum(mu_low * se[sel], self.proportion[sel]), 0.0, 1.0)
-            high[sel] = np.clip(np.maximum(mu_high * se[sel], self.proportion[sel]), 0.0, 1.0)
+            cutoff = np.where(zc > 0, zw * cut_cal / np.maximum(zc, 1e-300), cut_cal)
+            # The pivot needs z clearly above its cutoff: at or just above it, it says only that
+            # the effect may be anything below (and a detected share of 0 has no Wald z at all).
+            # Those few get the FCR interval instead.
+            pivot = (zw > cutoff + _SELECTIVE_MARGIN) & (self.proportion[sel] > 0)
+            idx = np.flatnonzero(sel)
+            if pivot.any():
+                mu_low, mu_high = est.truncated_normal_interval(zw[pivot], cutoff[pivot], level)
+                at = idx[pivot]
+                # Near the threshold the conditional interval can lie below the estimate; keep it inside.
+                low[at] = np.clip(np.minimum(mu_low * se[at], self.proportion[at]), 0.0, 1.0)
+                high[at] = np.clip(np.maximum(mu_high * se[at], self.proportion[at]), 0.0, 1.0)
+            if not pivot.all():
+                at = idx[~pivot]
+                z_fcr = self._fcr_critical_value(level)
+                low[at] = np.clip(self.proportion[at] - z_fcr * se[at], 0.0, 1.0)
+                high[at] = np.clip(self.proportion[at] + z_fcr * se[at], 0.0, 1.0)
         return low, high
 
     def _order(self, all: bool) -> npt.NDArray[np.int64]:  # noqa: A002

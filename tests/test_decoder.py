@@ -26,6 +26,7 @@ from rappor import (
     hash_candidates,
 )
 from rappor import _estimation
+from rappor.decoder import DecodeResult
 
 _SPEC = importlib.util.spec_from_file_location(
     "_rappor_scenario", Path(__file__).parent.parent / "benchmarks" / "_scenario.py")
@@ -498,6 +499,48 @@ def test_posterior_effects_properties():
     assert np.mean(np.abs(median[clear] - z[clear])) < 0.7
     assert np.all(mean >= 0) and np.all(np.diff(mean[order]) >= -1e-9)
     assert all(x.size == 0 for x in _estimation.posterior_effects(np.zeros(0)))
+
+
+def test_posterior_effects_far_below_zero_is_absent():
+    """A p-value of 1 is z = -inf: its posterior sits on mu = 0, not on the prior's top atom.
+
+    Regression: the likelihoods underflowed to 0 for the whole row and the fallback put the
+    posterior on the largest grid point, so a candidate with p = 1 got the largest effect.
+    """
+    rng = np.random.default_rng(6)
+    z = np.concatenate([rng.normal(size=200), [6.0, 7.0, -np.inf, -60.0, np.inf]])
+    lfdr, median, mean = _estimation.posterior_effects(z)
+    assert np.all(np.isfinite(lfdr)) and np.all(np.isfinite(median)) and np.all(np.isfinite(mean))
+    np.testing.assert_array_equal(median[-3:-1], [0.0, 0.0])
+    np.testing.assert_allclose(lfdr[-3:-1], 1.0)
+    assert np.all(mean[-3:-1] < 1e-6)
+    assert median[-1] > 6.0 and median[-1] >= median[-4]  # +inf: clipped, the largest effect
+
+
+def test_selective_interval_of_detected_zero_share_is_not_degenerate():
+    """A detected candidate whose least-squares share is 0 has no Wald z for the pivot.
+
+    Regression: its selective interval was [0, 0] (a point, covering nothing but 0); it now
+    gets the FCR interval, as does a string barely above the detection cutoff.  Strong
+    strings keep the Wald interval (far above the cutoff the pivot is the Wald interval).
+    """
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    prop = np.array([0.2, 0.0, 0.031, 0.0, 0.001])
+    se = np.full(5, 0.01)
+    pv = np.array([1e-80, 1e-5, 1e-4, 0.3, 0.5])
+    sig = np.array([True, True, True, False, False])
+    res = DecodeResult(strings=tuple("abcde"), estimate=prop * 1e5, std_error=se * 1e5, proportion=prop,
+                       prop_std_error=se, pvalue=pv, adjusted_pvalue=np.minimum(pv * 5, 1.0), significant=sig,
+                       group=np.arange(5), n_reports=100_000, params=params, significance_level=0.05,
+                       correction="fdr")
+    sel = res.confidence_interval(0.95, adjust="selective")
+    fcr = res.confidence_interval(0.95, adjust="fcr")
+    z_fcr = stats.norm.isf(3 / 5 * 0.05 / 2)  # 3 detected of 5 tests (Benjamini-Yekutieli)
+    assert sel.low[1] == 0.0 and sel.high[1] == pytest.approx(z_fcr * 0.01)
+    assert (sel.low[1], sel.high[1]) == (fcr.low[1], fcr.high[1])
+    np.testing.assert_allclose([sel.low[0], sel.high[0]], [0.2 - 1.959964 * 0.01, 0.2 + 1.959964 * 0.01],
+                               atol=1e-6)
+    assert sel.low[2] <= 0.031 <= sel.high[2] and sel.high[2] > sel.low[2]
 
 
 def _zipf100(seed: int) -> tuple[rappor.Aggregate, dict[str, int]]:
