@@ -82,12 +82,81 @@ def scale_rows(matrix: sp.spmatrix, weight: Array) -> sp.csc_matrix:
     return out
 
 
+def weighted_design(matrix: sp.csc_matrix, weight: Array, column: Array) -> sp.csc_matrix:
+    """``[diag(weight) @ matrix | column]`` as one new CSC matrix, built in a single pass.
+
+    The dense ``column`` (the decoder's non-candidate column) is stored last, so that the
+    weighted candidate columns are :func:`leading_columns` of the result without a copy.
+    """
+    matrix = sp.csc_matrix(matrix)
+    n, s = matrix.shape
+    nnz = matrix.nnz
+    index_dtype = np.int32 if nnz + n < 2**31 else np.int64
+    data = np.empty(nnz + n)
+    np.take(weight, matrix.indices, out=data[:nnz], mode="clip")  # valid indices; "raise" buffers (10x slower)
+    data[:nnz] *= matrix.data
+    data[nnz:] = column
+    indices = np.empty(nnz + n, dtype=index_dtype)
+    indices[:nnz] = matrix.indices
+    indices[nnz:] = np.arange(n)
+    indptr = np.empty(s + 2, dtype=index_dtype)
+    indptr[: s + 1] = matrix.indptr
+    indptr[s + 1] = nnz + n
+    out = sp.csc_matrix((data, indices, indptr), shape=(n, s + 1), copy=False)
+    out.has_sorted_indices = matrix.has_sorted_indices
+    return out
+
+
+def leading_columns(matrix: sp.csc_matrix, n_columns: int) -> sp.csc_matrix:
+    """The first ``n_columns`` columns of a CSC matrix, sharing its arrays (no copy)."""
+    end = int(matrix.indptr[n_columns])
+    out = sp.csc_matrix((matrix.data[:end], matrix.indices[:end], matrix.indptr[: n_columns + 1]),
+                        shape=(matrix.shape[0], n_columns), copy=False)
+    out.has_sorted_indices = matrix.has_sorted_indices
+    return out
+
+
+#: Stored entries per block in :func:`column_sq_norms` (bounds its temporary arrays).
+_NORM_BLOCK_NNZ = 1 << 22
+
+
 def column_sq_norms(matrix: sp.csc_matrix) -> Array:
-    """Squared Euclidean norm of every column of a CSC matrix, in O(nnz)."""
-    lengths = np.diff(matrix.indptr)
-    cols = np.repeat(np.arange(matrix.shape[1]), lengths)
-    norms = np.bincount(cols, weights=matrix.data.astype(np.float64) ** 2, minlength=matrix.shape[1])
-    return np.asarray(norms, dtype=np.float64)
+    """Squared Euclidean norm of every column of a CSC matrix, in O(nnz) time.
+
+    Blocks of columns at a time, so the temporaries stay small on large designs.
+    """
+    matrix = sp.csc_matrix(matrix)
+    indptr, data = matrix.indptr, matrix.data
+    s = matrix.shape[1]
+    lengths = np.diff(indptr)
+    norms = np.zeros(s)
+    block = max(1, _NORM_BLOCK_NNZ // max(int(lengths.max(initial=1)), 1))
+    for lo in range(0, s, block):
+        hi = min(lo + block, s)
+        a, b = int(indptr[lo]), int(indptr[hi])
+        values = np.asarray(data[a:b], dtype=np.float64)
+        cols = np.repeat(np.arange(hi - lo), lengths[lo:hi])
+        norms[lo:hi] = np.bincount(cols, weights=values * values, minlength=hi - lo)
+    return norms
+
+
+def standardize_columns(a: sp.csc_matrix, *, free_last: bool, free_scale: float,
+                        col_sq_norms: Array | None = None) -> sp.csc_matrix:
+    """Columns of ``a`` scaled to unit norm (the last to norm ``free_scale`` when ``free_last``).
+
+    Only a new value array is allocated; the index arrays are shared with ``a``.
+    All-zero columns stay zero.  ``col_sq_norms``: :func:`column_sq_norms` of ``a``, if known.
+    """
+    a = sp.csc_matrix(a)
+    norms = np.sqrt(column_sq_norms(a) if col_sq_norms is None else np.asarray(col_sq_norms, dtype=np.float64))
+    scale = np.divide(1.0, norms, out=np.ones_like(norms), where=norms > 0)
+    if free_last and len(scale):
+        scale[-1] *= free_scale
+    data = np.repeat(scale, np.diff(a.indptr))
+    data *= a.data
+    out = sp.csc_matrix((data, a.indices, a.indptr), shape=a.shape, copy=False)
+    out.has_sorted_indices = a.has_sorted_indices
+    return out
 
 
 def select_rows(matrix: sp.spmatrix, rows: npt.NDArray[np.int64]) -> sp.csc_matrix:
@@ -102,36 +171,77 @@ def column_groups(matrix: sp.csc_matrix) -> tuple[npt.NDArray[np.int64], npt.NDA
 
     Returns ``(representative, zero)``: ``representative[j]`` is the first column equal to
     column ``j`` (``j`` itself when unique); ``zero`` lists the all-zero columns.
+
+    Each column gets a 64-bit key, the wrapping sum of a fixed random word per stored
+    (row, value) pair; equal columns have equal keys, so the groups are read off the
+    keys in O(nnz) time and memory proportional to a block of columns.  Columns that
+    share a key are then compared entry by entry (a key collision of different
+    columns, probability about ``s^2 / 2^64``, only splits the group exactly).
     """
     matrix = sp.csc_matrix(matrix)
-    matrix.sort_indices()
-    indptr, indices = matrix.indptr, matrix.indices
-    s = matrix.shape[1]
-    lengths = np.diff(indptr)
-    width = int(lengths.max()) if s else 0
-    # Pad every column's sorted row indices to a common width (-1) and find equal rows.
-    padded = np.full((s, width + 1), -1, dtype=np.int64)
-    padded[:, 0] = lengths
-    if width:
-        cols = np.repeat(np.arange(s), lengths)
-        pos = np.arange(len(indices)) - np.repeat(indptr[:-1], lengths)
-        padded[cols, pos + 1] = indices
-    # One 64-bit key per column (a fixed random linear form, wrapping), unique on the keys,
-    # then an exact check; a (practically impossible) key collision falls back to rows.
-    mult = np.random.default_rng(0x5EED).integers(1, 2**63, size=width + 1, dtype=np.uint64) | np.uint64(1)
+    matrix.sum_duplicates()  # canonical: sorted, unique row indices (no-op when already so)
+    indptr, indices, data = matrix.indptr, matrix.indices, matrix.data
+    n_rows, s = matrix.shape
+    lengths = np.diff(indptr).astype(np.int64)
+    row_word = np.random.default_rng(0x5EED).integers(0, 2**64, size=n_rows, dtype=np.uint64, endpoint=False)
+    value_mult = np.random.default_rng(0x5EEE).integers(1, 2**63, dtype=np.uint64) | np.uint64(1)
+    keys = np.zeros(s, dtype=np.uint64)
+    block = max(1, _GROUP_BLOCK_NNZ // max(int(lengths.max(initial=1)), 1))
     with np.errstate(over="ignore"):
-        keys = (padded.astype(np.uint64) * mult).sum(axis=1, dtype=np.uint64)
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    rep = first[inverse.ravel()].astype(np.int64)
-    if not np.array_equal(padded, padded[rep]):
-        _, first, inverse = np.unique(padded, axis=0, return_index=True, return_inverse=True)
-        rep = first[inverse.ravel()].astype(np.int64)
-    zero = np.flatnonzero(np.diff(indptr) == 0)
+        for lo in range(0, s, block):
+            hi = min(lo + block, s)
+            a, b = int(indptr[lo]), int(indptr[hi])
+            if a == b:
+                continue
+            words = row_word[indices[a:b]]
+            # The value enters through its bit pattern, so 0/1 maps and weighted columns both work.
+            words ^= data[a:b].astype(np.float64).view(np.uint64) * value_mult
+            cols = np.repeat(np.arange(hi - lo), lengths[lo:hi])
+            keys[lo:hi] = _wrapping_sums(words, cols, hi - lo)
+        keys += lengths.astype(np.uint64) * value_mult  # the length too (cheap extra separation)
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    rep = np.arange(s, dtype=np.int64)
+    sizes = np.diff(np.r_[starts, s])
+    for g in np.flatnonzero(sizes > 1):
+        members = order[starts[g]:starts[g] + sizes[g]]  # ascending (stable sort), first is smallest
+        _split_equal_columns(members, indptr, indices, data, rep)
+    zero = np.flatnonzero(lengths == 0)
     return rep, zero
 
 
+#: Stored entries hashed per block by :func:`column_groups`.
+_GROUP_BLOCK_NNZ = 1 << 22
+
+
+def _wrapping_sums(words: npt.NDArray[np.uint64], cols: npt.NDArray[np.int64], n: int) -> npt.NDArray[np.uint64]:
+    """``out[c] = sum(words[cols == c]) mod 2**64`` for sorted ``cols``."""
+    csum = np.cumsum(words, dtype=np.uint64)  # wraps modulo 2**64, as intended
+    ends = np.searchsorted(cols, np.arange(n), side="right") - 1
+    out = np.where(ends >= 0, csum[np.maximum(ends, 0)], np.uint64(0)).astype(np.uint64)
+    out[1:] -= out[:-1].copy()
+    return out
+
+
+def _split_equal_columns(members: npt.NDArray[np.int64], indptr: npt.NDArray[np.integer],
+                         indices: npt.NDArray[np.integer], data: Array, rep: npt.NDArray[np.int64]) -> None:
+    """Set ``rep`` for columns with one key: each to the first member exactly equal to it."""
+    heads: list[int] = []
+    for j in members.tolist():
+        rows_j, vals_j = indices[indptr[j]:indptr[j + 1]], data[indptr[j]:indptr[j + 1]]
+        for head in heads:
+            if (np.array_equal(rows_j, indices[indptr[head]:indptr[head + 1]])
+                    and np.array_equal(vals_j, data[indptr[head]:indptr[head + 1]])):
+                rep[j] = head
+                break
+        else:
+            heads.append(j)
+
+
 def lasso_screen(a: sp.csc_matrix, b: Array, *, significance: float, n_tests: int,
-                 lasso_alpha: float | None, free: Array | None = None) -> tuple[npt.NDArray[np.int64], float]:
+                 lasso_alpha: float | None, free: Array | None = None,
+                 free_last: bool = False, col_sq_norms: Array | None = None) -> tuple[npt.NDArray[np.int64], float]:
     """Non-negative Lasso screening on unit-norm columns; returns (selected, penalty).
 
     The penalty (scikit-learn's ``alpha`` for the objective
@@ -144,17 +254,22 @@ def lasso_screen(a: sp.csc_matrix, b: Array, *, significance: float, n_tests: in
 
     ``free`` is an optional extra column (the non-candidate mass) that is practically
     unpenalized: it enters scaled by ``1e4``, so its penalty is ``1e-4`` of the others'.
-    Only indices of ``a``'s columns are returned.
+    ``free_last=True`` says that column is already ``a``'s last one (built by
+    :func:`weighted_design`: no copy of the design is made; ``col_sq_norms`` may then
+    give its :func:`column_sq_norms`).  Only indices of the candidate columns are returned.
     """
     from sklearn.linear_model import Lasso
 
     n = a.shape[0]
     a = sp.csc_matrix(a)
-    norms = np.sqrt(column_sq_norms(a))
-    a_std = a.copy()
-    a_std.data = a_std.data / np.repeat(norms, np.diff(a.indptr))
+    s = a.shape[1] - (1 if free_last else 0)
     if free is not None:
-        a_std = sp.hstack([a_std, sp.csc_matrix(1e4 * free[:, None] / np.linalg.norm(free))]).tocsc()
+        if free_last:
+            raise ValueError("lasso_screen: pass 'free' or 'free_last', not both")
+        a = sp.hstack([a, sp.csc_matrix(np.asarray(free, dtype=np.float64)[:, None])]).tocsc()
+        col_sq_norms = None
+    a_std = standardize_columns(a, free_last=free is not None or free_last, free_scale=FREE_SCALE,
+                                col_sq_norms=col_sq_norms)
     if lasso_alpha is None:
         lasso_alpha = float(stats.norm.isf(significance / max(n_tests, 1))) / n
     model = Lasso(alpha=lasso_alpha, fit_intercept=False, positive=True, precompute=False,
@@ -162,8 +277,13 @@ def lasso_screen(a: sp.csc_matrix, b: Array, *, significance: float, n_tests: in
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ConvergenceWarning: screening only needs the support
         model.fit(a_std, b)
-    coef = model.coef_[: a.shape[1]]
+    coef = model.coef_[:s]
     return np.flatnonzero(coef > 0).astype(np.int64), float(lasso_alpha)
+
+
+#: Norm of the free (non-candidate) column in the screening Lasso: its coefficient is
+#: penalized ``1 / FREE_SCALE`` as much as a unit-norm candidate's.
+FREE_SCALE = 1e4
 
 
 def nonneg_fit(a: sp.csc_matrix | Array, b: Array, *, max_sum: float | None = None) -> Array:
@@ -370,7 +490,7 @@ class Fit:
 
 
 def fit_support(a: sp.csc_matrix, b: Array, selected: npt.NDArray[np.int64], *, max_sum: float | None,
-                use_dispersion: bool) -> Fit:
+                use_dispersion: bool, col_sq_norms: Array | None = None) -> Fit:
     """Bounded least squares on ``selected``, covariance on its positive support, and tests.
 
     On the positive support ``P`` the bounded solution solves the normal equations, so its
@@ -379,7 +499,9 @@ def fit_support(a: sp.csc_matrix, b: Array, selected: npt.NDArray[np.int64], *, 
     ``P`` gets the score statistic of adding it to ``P``: with ``r`` the residual and
     ``A_j^perp`` its part orthogonal to ``A_P`` (Frisch-Waugh-Lovell),
     ``z_j = A_j' r / ||A_j^perp||``, which is exactly the Wald z it would have in the
-    enlarged model.
+    enlarged model.  ``col_sq_norms`` (:func:`column_sq_norms` of ``a``) may be passed
+    when ``a`` is fitted repeatedly.  No column subset of ``a`` beyond the support is
+    copied: the statistics are computed for all columns and the support's overwritten.
     """
     n, s = a.shape
     w_sel = nonneg_fit(a[:, selected], b, max_sum=max_sum)
@@ -403,12 +525,11 @@ def fit_support(a: sp.csc_matrix, b: Array, selected: npt.NDArray[np.int64], *, 
     # Score statistics for every other column.
     other = np.setdiff1d(np.arange(s), support)
     if len(other):
-        a_o = a[:, other]
-        score = a_o.T @ resid
-        full2 = column_sq_norms(sp.csc_matrix(a_o))
+        score = (a.T @ resid)[other]
+        full2 = (column_sq_norms(a) if col_sq_norms is None else np.asarray(col_sq_norms))[other]
         norm2 = full2.copy()
         if len(support):
-            cross = (a_o.T @ a_p)  # (|other|, |P|)
+            cross = np.asarray(a.T @ a_p)[other]  # (|other|, |P|)
             norm2 = norm2 - np.einsum("ij,jk,ik->i", cross, gram_inv, cross)
         perp = np.sqrt(np.maximum(norm2, 0.0))
         ok = perp > 1e-9 * np.sqrt(np.maximum(full2, 1e-300))

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ._estimation import column_sq_norms
+from ._estimation import FREE_SCALE, standardize_columns
 from ._lazy import lazy_module
 from ._validation import check_int, check_options, check_real, check_rng
 from .exceptions import InvalidParameterError
@@ -40,9 +40,6 @@ __all__ = ["LassoCV", "bic_lasso_alpha", "cv_lasso", "cv_lasso_alpha", "cohort_f
 
 Array = npt.NDArray[np.float64]
 
-#: Scale of the non-candidate column relative to the unit-norm candidate columns: its
-#: coefficient is penalized ``1 / FREE_SCALE`` as much (as in ``lasso_screen``).
-FREE_SCALE = 1e4
 #: Seed of the fold assignment when ``rng`` is None (the decoder stays deterministic).
 DEFAULT_SEED = 0
 _RULES = ("min", "1se")
@@ -100,16 +97,10 @@ def standardize_design(a: sp.spmatrix, free: Array | None = None) -> sp.csc_matr
     non-candidate column scaled up so that its penalty is negligible.  All-zero columns
     stay zero.
     """
-    out = sp.csc_matrix(a, dtype=np.float64, copy=True)
-    norms = np.sqrt(column_sq_norms(out))
-    norms[norms == 0] = 1.0
-    out.data = out.data / np.repeat(norms, np.diff(out.indptr))
-    if free is None:
-        return out
-    free = np.asarray(free, dtype=np.float64)
-    scale = float(np.linalg.norm(free))
-    column = FREE_SCALE * free / (scale if scale > 0 else 1.0)
-    return sp.hstack([out, sp.csc_matrix(column[:, None])]).tocsc()
+    a = sp.csc_matrix(a, dtype=np.float64)
+    if free is not None:
+        a = sp.hstack([a, sp.csc_matrix(np.asarray(free, dtype=np.float64)[:, None])]).tocsc()
+    return standardize_columns(a, free_last=free is not None, free_scale=FREE_SCALE)
 
 
 def cohort_folds(cohort_of_row: npt.ArrayLike, n_folds: int,

@@ -647,7 +647,7 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
     is_zero = np.zeros(s, dtype=bool)
     is_zero[zero] = True
     uniq = np.flatnonzero((rep == np.arange(s)) & ~is_zero)
-    xu = x[:, uniq]
+    xu = x if len(uniq) == s else x[:, uniq]  # usually every column: no copy
     n_rows, s_u = xu.shape
     weight = 1.0 / np.sqrt(deb.var)
     b = weight * deb.y
@@ -661,7 +661,11 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
     else:
         hbar = k * (1.0 - (1.0 - 1.0 / k) ** h)  # expected distinct bits of a non-candidate
         background = weight * (hbar / k)
-        a_u = est.scale_rows(xu, weight)
+        # One weighted copy of the design, with the non-candidate column last; the candidates'
+        # columns are a view of it (large maps: one copy instead of three).
+        a_full = est.weighted_design(xu, weight, background)
+        a_u = est.leading_columns(a_full, s_u)
+        norms2 = est.column_sq_norms(a_full)
         screen = dec.screening == "lasso" or (dec.screening == "auto" and s_u > _SCREEN_RATIO * n_rows)
         if screen:
             free = background if dec.model_unexplained else None
@@ -675,18 +679,23 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
                 from ._penalty import bic_lasso_alpha
 
                 penalty = bic_lasso_alpha(a_u, b, free=free)
-            selected, lasso_alpha = est.lasso_screen(a_u, b, significance=float(dec.significance_level),
-                                                     n_tests=s_u, lasso_alpha=penalty, free=free)
+            selected, lasso_alpha = est.lasso_screen(
+                a_full if dec.model_unexplained else a_u, b, significance=float(dec.significance_level),
+                n_tests=s_u, lasso_alpha=penalty, free_last=dec.model_unexplained,
+                col_sq_norms=norms2 if dec.model_unexplained else norms2[:s_u])
         else:
             selected, lasso_alpha = np.arange(s_u), None
         use_bg = dec.model_unexplained and not est.in_span(a_u[:, selected], background)
-        a = sp.hstack([a_u, sp.csc_matrix(background[:, None])]).tocsc() if use_bg else a_u
+        # Without the non-candidate column its coefficient is never fitted (not in any support).
+        a = a_full
         extra = np.array([s_u], dtype=np.int64) if use_bg else np.zeros(0, np.int64)
         refits = 0
         rng = check_rng(_DEFAULT_NULL_SEED if dec.rng is None else dec.rng)
         while True:
-            fit = est.fit_support(a, b, np.union1d(selected, extra), max_sum=1.0, use_dispersion=True)
-            p_u, null = _pvalues(dec, fit, a, b, s_u, extra, weight, params, rng, screened=bool(screen))
+            fit = est.fit_support(a, b, np.union1d(selected, extra), max_sum=1.0, use_dispersion=True,
+                                  col_sq_norms=norms2)
+            p_u, null = _pvalues(dec, fit, a, b, s_u, extra, weight, params, rng, screened=bool(screen),
+                                 col_sq_norms=norms2)
             detected = est.adjust_pvalues(p_u, dec.correction, dec.significance_level) <= dec.significance_level
             new = np.setdiff1d(np.flatnonzero(detected), fit.support)
             # Stop when nothing new is detected, or every new one was in this fit already (its
@@ -796,7 +805,7 @@ def _project_capped_simplex(w: Array, cap: float) -> Array:
 
 def _pvalues(dec: Decoder, fit: est.Fit, a: sp.csc_matrix, b: Array, s_u: int, extra: npt.NDArray[np.int64],
              weight: Array, params: Params, rng: np.random.Generator,
-             screened: bool) -> tuple[Array, est.RandomStringNull | None]:
+             screened: bool, col_sq_norms: Array | None = None) -> tuple[Array, est.RandomStringNull | None]:
     """One-sided p-values of the ``s_u`` candidates' shares under the configured null.
 
     ``"random-strings"``: each candidate's statistic on the score scale,
@@ -836,7 +845,8 @@ def _pvalues(dec: Decoder, fit: est.Fit, a: sp.csc_matrix, b: Array, s_u: int, e
         keep = np.union1d(np.flatnonzero(detected), extra)
         if i == rounds - 1 or np.array_equal(keep, used):
             break
-        null_fit, used = est.fit_support(a, b, keep, max_sum=1.0, use_dispersion=False), keep
+        null_fit = est.fit_support(a, b, keep, max_sum=1.0, use_dispersion=False, col_sq_norms=col_sq_norms)
+        used = keep
     return pvalue, null
 
 

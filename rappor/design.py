@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 if TYPE_CHECKING:
     import scipy.sparse as sp  # imported where used: keeps `import rappor` fast
@@ -50,20 +51,31 @@ class CandidateMap:
         rows = self.params.num_cohorts * self.params.num_bloombits
         if not sp.issparse(self.matrix):
             raise InvalidParameterError("The 'matrix' parameter of CandidateMap must be a scipy.sparse matrix.")
-        matrix = sp.csc_matrix(self.matrix, dtype=np.float64, copy=True)
-        if matrix.shape != (rows, len(strings)):
-            msg = f"The 'matrix' parameter of CandidateMap must have shape ({rows}, {len(strings)}). Got {matrix.shape} instead."
+        if self.matrix.shape != (rows, len(strings)):
+            msg = (f"The 'matrix' parameter of CandidateMap must have shape ({rows}, {len(strings)}). "
+                   f"Got {self.matrix.shape} instead.")
             raise InvalidParameterError(msg)
+        _check_distinct(strings)
+        matrix = sp.csc_matrix(self.matrix, dtype=np.float64, copy=True)
         matrix.sum_duplicates()
         matrix.data[:] = 1.0
         matrix.eliminate_zeros()
-        if len(set(strings)) != len(strings):
-            seen: set[str] = set()
-            dup = next(s for s in strings if s in seen or seen.add(s))  # type: ignore[func-returns-value]
-            msg = f"The 'strings' parameter of CandidateMap must hold distinct candidates; {dup!r} is repeated."
-            raise InvalidParameterError(msg)
         object.__setattr__(self, "strings", strings)
         object.__setattr__(self, "matrix", matrix)
+
+    @classmethod
+    def _from_canonical(cls, params: Params, strings: tuple[str, ...], matrix: sp.csc_matrix) -> CandidateMap:
+        """Wrap a matrix this package built in canonical form (CSC, float64, sorted unique
+        indices, all values 1) without the defensive copy: half the peak memory of
+        :func:`hash_candidates` on large lists."""
+        if matrix.shape != (params.num_cohorts * params.num_bloombits, len(strings)):  # pragma: no cover
+            raise AssertionError("internal error: candidate matrix of the wrong shape")
+        _check_distinct(strings)
+        out = cls.__new__(cls)
+        object.__setattr__(out, "params", params)
+        object.__setattr__(out, "strings", strings)
+        object.__setattr__(out, "matrix", matrix)
+        return out
 
     def __len__(self) -> int:
         return len(self.strings)
@@ -84,6 +96,18 @@ class CandidateMap:
         return cls(params=params, strings=tuple(strings), matrix=matrix)
 
 
+def _check_distinct(strings: tuple[str, ...]) -> None:
+    if len(set(strings)) != len(strings):
+        seen: set[str] = set()
+        dup = next(s for s in strings if s in seen or seen.add(s))  # type: ignore[func-returns-value]
+        msg = f"The 'strings' parameter of CandidateMap must hold distinct candidates; {dup!r} is repeated."
+        raise InvalidParameterError(msg)
+
+
+#: Candidates hashed per block by :func:`hash_candidates` (bounds its temporary arrays).
+_HASH_BLOCK = 8192
+
+
 def hash_candidates(strings: Sequence[str], params: Params) -> CandidateMap:
     """Hash candidate strings into a :class:`CandidateMap` with :mod:`rappor.hashing`.
 
@@ -96,13 +120,37 @@ def hash_candidates(strings: Sequence[str], params: Params) -> CandidateMap:
     Returns
     -------
     CandidateMap
+
+    Notes
+    -----
+    The CSC arrays are written directly, a block of candidates at a time: within a
+    column the rows ``cohort * k + bit`` come out sorted by cohort, and sorting each
+    cohort's ``h`` bits and dropping repeats (two hashes on one bit) makes them sorted and
+    unique, so no COO triplets or format conversions are needed.
     """
     import scipy.sparse as sp
 
+    strings = tuple(strings)
     k, m = params.num_bloombits, params.num_cohorts
-    table = bloom_bits_table(list(strings), params).astype(np.int64)  # (S, m, h)
-    s, _, h = table.shape
-    rows = (np.arange(m, dtype=np.int64)[None, :, None] * k + table).reshape(-1)
-    cols = np.repeat(np.arange(s), m * h)
-    matrix = sp.csc_matrix((np.ones(rows.size), (rows, cols)), shape=(m * k, s))
-    return CandidateMap(params=params, strings=tuple(strings), matrix=matrix)
+    index_dtype: type[np.int32] | type[np.int64] = np.int32 if m * k < 2**31 else np.int64
+    offsets = np.arange(0, m * k, k, dtype=np.int64)[None, :, None]
+    indices: list[npt.NDArray[np.integer]] = []
+    lengths: list[npt.NDArray[np.int64]] = []
+    for start in range(0, len(strings), _HASH_BLOCK):
+        table = bloom_bits_table(strings[start:start + _HASH_BLOCK], params)  # (block, m, h)
+        table.sort(axis=2)
+        keep = np.ones(table.shape, dtype=bool)
+        keep[:, :, 1:] = table[:, :, 1:] != table[:, :, :-1]
+        rows: npt.NDArray[np.integer] = np.add(table, offsets, dtype=index_dtype)
+        indices.append(rows[keep])
+        lengths.append(keep.reshape(len(table), -1).sum(axis=1, dtype=np.int64))
+    flat = np.concatenate(indices) if indices else np.zeros(0, dtype=index_dtype)
+    indptr = np.zeros(len(strings) + 1, dtype=np.int64)
+    if lengths:
+        np.cumsum(np.concatenate(lengths), out=indptr[1:])
+    if indptr[-1] < 2**31:
+        indptr = indptr.astype(np.int32)
+        flat = flat.astype(np.int32, copy=False)
+    matrix = sp.csc_matrix((np.ones(flat.size), flat, indptr), shape=(m * k, len(strings)), copy=False)
+    matrix.has_sorted_indices = True
+    return CandidateMap._from_canonical(params, strings, matrix)

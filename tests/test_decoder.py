@@ -445,6 +445,27 @@ def test_column_groups_matches_brute_force():
     assert 9 in zero.tolist() and rep[17] == 2
 
 
+@pytest.mark.parametrize("collide", [False, True])
+def test_column_groups_weighted_blocks_and_key_collisions(monkeypatch: pytest.MonkeyPatch, collide: bool) -> None:
+    """Values count (not only the pattern), blocks of columns, and keys that all collide.
+
+    With every key forced equal the exact comparison alone must give the right groups.
+    """
+    rng = np.random.default_rng(12)
+    dense = (rng.random((25, 60)) < 0.3) * rng.choice([1.0, 2.5], size=(25, 60))
+    dense[:, 7] = dense[:, 3]
+    dense[:, 40] = dense[:, 3]
+    dense[:, 8] = 2.0 * (dense[:, 3] != 0)  # same pattern as column 3, other values: not equal
+    dense[:, [11, 12]] = 0.0
+    monkeypatch.setattr(_estimation, "_GROUP_BLOCK_NNZ", 16)  # a few columns per block
+    if collide:
+        monkeypatch.setattr(_estimation, "_wrapping_sums", lambda words, cols, n: np.zeros(n, dtype=np.uint64))
+    rep, zero = _estimation.column_groups(sp.csc_matrix(dense))
+    expected = [next(i for i in range(60) if np.array_equal(dense[:, i], dense[:, j])) for j in range(60)]
+    assert rep.tolist() == expected and rep[40] == 3 and rep[8] == 8
+    assert zero.tolist() == [11, 12]
+
+
 def test_local_fdr_all_null_puts_prior_mass_at_zero():
     """Pure N(0, 1) z-scores: the NPMLE puts most prior mass at 0 and no q-value passes 0.05.
 
