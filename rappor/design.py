@@ -9,7 +9,7 @@ hashing) decode the same way as maps hashed here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -120,24 +120,30 @@ def hash_candidates(strings: Sequence[str], params: Params) -> CandidateMap:
     Returns
     -------
     CandidateMap
+    """
+    strings = tuple(strings)
+    blocks = (bloom_bits_table(strings[i:i + _HASH_BLOCK], params) for i in range(0, len(strings), _HASH_BLOCK))
+    return _map_from_bit_tables(params, strings, blocks)
 
-    Notes
-    -----
-    The CSC arrays are written directly, a block of candidates at a time: within a
-    column the rows ``cohort * k + bit`` come out sorted by cohort, and sorting each
+
+def _map_from_bit_tables(params: Params, strings: tuple[str, ...],
+                         tables: Iterable[npt.NDArray[np.integer]]) -> CandidateMap:
+    """The :class:`CandidateMap` of consecutive blocks of a ``(S, m, h)`` table of bit indices.
+
+    ``table[s, c, i]`` is the bit (in ``[0, k)``) that hash ``i`` of candidate ``s`` sets in
+    cohort ``c``; each block is sorted in place.  The CSC arrays are written directly:
+    within a column the rows ``c * k + bit`` come out sorted by cohort, and sorting each
     cohort's ``h`` bits and dropping repeats (two hashes on one bit) makes them sorted and
-    unique, so no COO triplets or format conversions are needed.
+    unique, so no COO triplets, format conversions or defensive copies are needed.
     """
     import scipy.sparse as sp
 
-    strings = tuple(strings)
     k, m = params.num_bloombits, params.num_cohorts
     index_dtype: type[np.int32] | type[np.int64] = np.int32 if m * k < 2**31 else np.int64
     offsets = np.arange(0, m * k, k, dtype=np.int64)[None, :, None]
     indices: list[npt.NDArray[np.integer]] = []
     lengths: list[npt.NDArray[np.int64]] = []
-    for start in range(0, len(strings), _HASH_BLOCK):
-        table = bloom_bits_table(strings[start:start + _HASH_BLOCK], params)  # (block, m, h)
+    for table in tables:
         table.sort(axis=2)
         keep = np.ones(table.shape, dtype=bool)
         keep[:, :, 1:] = table[:, :, 1:] != table[:, :, :-1]

@@ -80,6 +80,12 @@ BAD_MAPS = [
     ("a,1,2.0,5,6\n", 1, "found '2.0'"),
     ("a,1,,5,6\n", 1, "found ''"),
     ("a,1,2,5,6\nb,1,2,5,6\na,3,4,7,8\n", 3, "found 'a' again (first on line 1)"),
+    # An index too large for int64 was an OverflowError traceback; now a range error.
+    ("a,1,2,5,6\nb,1,99999999999999999999999,5,6\n", 2, "[1, 8], found 99999999999999999999999"),
+    ("a,1,²,5,6\n", 1, "found '²'"),  # a Unicode digit: str.isdigit() accepts it, we do not
+    ("a,1,2,5,6,\n", 1, "found 5 indices"),  # trailing comma
+    ('a"b,1,2,5,6,7\n', 1, "found 5 indices"),  # a quote sends the row to the csv module
+    ("a\rb,1,2,5,6\n", 1, "expected a CSV row"),  # a stray carriage return inside the row
 ]
 
 
@@ -92,6 +98,34 @@ def test_read_map_fail_bad_input(tmp_path: Path, text: str, line: int | None, fr
         read_map(path, params)
     assert (info.value.path, info.value.line) == (str(path), line)
     assert fragment in info.value.message
+
+
+def test_read_map_zero_padded_and_quoted_rows(tmp_path: Path) -> None:
+    """Zero-padded indices (many digits, small value) and a quoted row mixed with plain ones."""
+    params = Params(num_bloombits=4, num_hashes=2, num_cohorts=2, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    (tmp_path / "map.csv").write_text('a,0000000000001,4,7,7\n"b,""c""",2,3,5,8\nd,1,2,5,6\n')
+    cmap = read_map(tmp_path / "map.csv", params)
+    assert cmap.strings == ("a", 'b,"c"', "d")
+    assert cmap.matrix.toarray().T.tolist() == [[1, 0, 0, 1, 0, 0, 1, 0], [0, 1, 1, 0, 1, 0, 0, 1],
+                                                [1, 1, 0, 0, 1, 1, 0, 0]]
+
+
+def test_write_map_matches_csv_module(tmp_path: Path, params: Params) -> None:
+    """The hand-formatted rows are byte for byte what csv.writer writes (QUOTE_MINIMAL, LF)."""
+    strings = ["a,b", 'say "hi"', " padded ", "ünï", "", "tab\there", '"', "multi\nline"]
+    cmap = hash_candidates(strings, params)
+    write_map(cmap, tmp_path / "map.csv")
+    dense = cmap.matrix.toarray()
+    k, h, m = params.k, params.h, params.m
+    with (tmp_path / "expected.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        for j, string in enumerate(strings):
+            cells: list[int] = []
+            for c in range(m):
+                rows = [int(r) + 1 for r in np.flatnonzero(dense[c * k:(c + 1) * k, j]) + c * k]
+                cells += rows + [rows[-1]] * (h - len(rows))  # coinciding hashes repeat the last
+            writer.writerow([string, *cells])
+    assert (tmp_path / "map.csv").read_bytes() == (tmp_path / "expected.csv").read_bytes()
 
 
 def test_read_map_fail_map_made_with_other_k(tmp_path: Path, interop_dir: Path) -> None:
