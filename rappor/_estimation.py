@@ -740,13 +740,12 @@ def _row_scaled_likelihood(z: Array, grid: Array) -> Array:
 
 def _grid_posterior(z: Array, grid: Array, weights: Array) -> Array:
     """Posterior probabilities of the grid points for each (clipped) z, rows summing to 1."""
-    post = _row_scaled_likelihood(z, grid) * weights
+    lik = _row_scaled_likelihood(z, grid)
+    post = lik * weights
     total = post.sum(axis=1, keepdims=True)
     # A row with no prior mass where its likelihood lives (weights 0 there): fall back to the
     # likelihood alone, i.e. the grid point nearest to z.
-    fallback = _row_scaled_likelihood(z, grid)
-    out: Array = np.where(total > 0, post / np.where(total > 0, total, 1.0),
-                          fallback / fallback.sum(axis=1, keepdims=True))
+    out: Array = np.where(total > 0, post / np.where(total > 0, total, 1.0), lik / lik.sum(axis=1, keepdims=True))
     return out
 
 

@@ -686,8 +686,7 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
         else:
             selected, lasso_alpha = np.arange(s_u), None
         use_bg = dec.model_unexplained and not est.in_span(a_u[:, selected], background)
-        # Without the non-candidate column its coefficient is never fitted (not in any support).
-        a = a_full
+        a = a_full  # when not use_bg, the non-candidate column is in no support: its coefficient stays 0
         extra = np.array([s_u], dtype=np.int64) if use_bg else np.zeros(0, np.int64)
         refits = 0
         rng = check_rng(_DEFAULT_NULL_SEED if dec.rng is None else dec.rng)

@@ -176,7 +176,6 @@ def write_map(cmap: CandidateMap, path: PathLike) -> None:
         format cannot express.
     """
     params = cmap.params
-    k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
     import scipy.sparse as sp  # lazy: keeps `import rappor` fast
 
     matrix = sp.csc_matrix(cmap.matrix)
@@ -186,7 +185,7 @@ def write_map(cmap: CandidateMap, path: PathLike) -> None:
     # Rows are formatted by hand (the csv module costs a call per cell): numbers through a
     # lookup table; the candidate quoted as csv.writer's QUOTE_MINIMAL would quote it.
     # A block of candidates at a time, so memory stays small on large maps.
-    text_of = [str(i) for i in range(m * k + 1)].__getitem__
+    text_of = [str(i) for i in range(params.num_cohorts * params.num_bloombits + 1)].__getitem__
     with atomic_output(path) as fh:
         for start in range(0, len(cmap), _WRITE_BLOCK):
             stop = min(start + _WRITE_BLOCK, len(cmap))
