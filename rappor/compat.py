@@ -46,7 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._bits import pack_bits
-from .design import CandidateMap
+from .design import CandidateMap, _map_from_bit_tables
 from .exceptions import InvalidParameterError
 from .hashing import _check_cohort, value_bytes
 from .params import Params
@@ -196,18 +196,8 @@ def hash_candidates_google(strings: Sequence[str], params: Params) -> CandidateM
     --------
     rappor.design.hash_candidates : the same with this package's MurmurHash3 hashing.
     """
-    import scipy.sparse as sp
-
     strings = tuple(strings)
-    table = google_bloom_bits_table(strings, params).astype(np.int64)  # (S, m, h)
-    k, m = params.num_bloombits, params.num_cohorts
-    per_column = table.shape[1] * table.shape[2]
-    # Column s of the CSC matrix holds its m*h stacked rows c*k + bit directly;
-    # CandidateMap collapses coinciding hashes.
-    indices = (table + (np.arange(m, dtype=np.int64) * k)[None, :, None]).reshape(-1)
-    indptr = np.arange(len(strings) + 1, dtype=np.int64) * per_column
-    matrix = sp.csc_matrix((np.ones(indices.size), indices, indptr), shape=(m * k, len(strings)))
-    return CandidateMap(params=params, strings=strings, matrix=matrix)
+    return _map_from_bit_tables(params, strings, [google_bloom_bits_table(strings, params)])  # (S, m, h)
 
 
 def google_effective_prob_f(prob_f: float) -> float:
