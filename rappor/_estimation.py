@@ -523,7 +523,9 @@ def fit_support(a: sp.csc_matrix, b: Array, selected: npt.NDArray[np.int64], *, 
         se[support] = se_p
         z[support] = np.divide(coef[support], se_p, out=np.full(len(support), np.inf), where=se_p > 0)
     # Score statistics for every other column.
-    other = np.setdiff1d(np.arange(s), support)
+    off_support = np.ones(s, dtype=bool)
+    off_support[support] = False
+    other = np.flatnonzero(off_support)  # (a mask: np.setdiff1d sorts all s columns)
     if len(other):
         score = (a.T @ resid)[other]
         full2 = (column_sq_norms(a) if col_sq_norms is None else np.asarray(col_sq_norms))[other]

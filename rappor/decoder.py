@@ -624,9 +624,12 @@ class Decoder:
 
 
 def _warn_groups(group: npt.NDArray[np.int64], strings: Sequence[str]) -> None:
+    shared = np.flatnonzero(group != np.arange(len(group)))  # members that are not their group's first
+    if not len(shared):
+        return
     members: dict[int, list[str]] = {}
-    for i, g in enumerate(group.tolist()):
-        members.setdefault(g, []).append(strings[i])
+    for i in np.unique(np.concatenate([shared, group[shared]])).tolist():  # every member of a group
+        members.setdefault(int(group[i]), []).append(strings[i])
     groups = [v for v in members.values() if len(v) > 1]
     if groups:
         shown = "; ".join(", ".join(repr(s) for s in g[:4]) + (", ..." if len(g) > 4 else "") for g in groups[:5])
