@@ -48,6 +48,7 @@ class Case:
     size: int  # items at --scale 1
     run: Callable[[Path, int], dict[str, Any]]
     prepare: Callable[[Path, int], None] | None = None
+    on_request: bool = False  # long or memory-hungry: runs only when named in --only
 
 
 def _params(k: int, m: int, h: int = 2, p: float = 0.5, q: float = 0.75, f: float = 0.5) -> Any:
@@ -303,6 +304,8 @@ def _cases() -> list[Case]:
         Case("hash-candidates", "bloom_bits_table, 128 cohorts, h=2", "part of decode-100k", 100_000, _run_hashing),
         Case("decode-10k", "hash + Decoder.decode, k=16 m=64 h=2", "< 0.5 s", 10_000, _decode(16, 64)),
         Case("decode-100k", "hash + Decoder.decode, k=128 m=128 h=2", "< 60 s, < 4 GB", 100_000, _decode(128, 128)),
+        Case("decode-1m", "hash + Decoder.decode, k=16 m=64 h=2 (needs ~5 GB)", "works (google/rappor: no)",
+             1_000_000, _decode(16, 64), on_request=True),
         Case("engine-numpy", "aggregate_files engine=numpy, k=128", "~1 s / 10M (issue)", 10_000_000,
              _engine("numpy"), _prepare_engines),
         Case("engine-dask-threads", "engine=dask, local threads, 2 cores", "~0.9 s / 10M (issue)", 10_000_000,
@@ -376,13 +379,15 @@ def main() -> None:
     cases = _cases()
     if args.list:
         for case in cases:
-            print(f"{case.name:<26} {case.what}  (target {case.target})")
+            print(f"{case.name:<26} {case.what}  (target {case.target})" + ("  [--only]" if case.on_request else ""))
         return
     if args.only:
         unknown = set(args.only) - {c.name for c in cases}
         if unknown:
             parser.error(f"unknown cases: {', '.join(sorted(unknown))}")
         cases = [c for c in cases if c.name in args.only]
+    else:
+        cases = [c for c in cases if not c.on_request]
     print(f"{'case':<26} {'items':>11} {'seconds':>8} {'items/s':>13} {'unit':<10} {'peak MB':>8} "
           f"{'x naive':>8}  target")
     results = {}
