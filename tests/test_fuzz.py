@@ -129,6 +129,38 @@ def test_fuzz_corrupted_valid_files(kind: str, data: st.DataObject, scratch: Pat
     _only_rappor_errors(_READERS[kind], _write(scratch, corrupted))
 
 
+def _read_map_outcome(path: Path) -> tuple[Any, ...]:
+    try:
+        cmap = read_map(path, SMALL)
+    except ReportFormatError as exc:
+        return ("error", exc.line, exc.message)
+    return ("map", cmap.strings, cmap.matrix.toarray().tolist())
+
+
+_MAP_CELLS = st.one_of(st.integers(1, 32).map(str), st.integers(0, 40).map(str),
+                       st.sampled_from(["", "x", "-3", "2.0", "²", "007", "99999999999999999999999", " 5", '"5"']))
+
+
+@FUZZ
+@given(rows=st.lists(st.tuples(st.text(alphabet='ab,"\r \t²é', max_size=6),
+                               st.lists(_MAP_CELLS, min_size=6, max_size=10)), max_size=5))
+def test_fuzz_map_fast_path_equals_csv_path(rows: list[tuple[str, list[str]]], scratch: Path) -> None:
+    """read_map's string-method fast path gives exactly what the csv module path gives.
+
+    Same map, or the same error on the same line with the same message, on rows that are
+    valid, nearly valid (cells off by one, odd strings) or not at all.
+    """
+    import rappor.map_file
+
+    text = "".join(f"{name},{','.join(cells)}\n" for name, cells in rows).encode()
+    path = _write(scratch, text)
+    fast = _read_map_outcome(path)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rappor.map_file, "_split_row", lambda text, width: None)
+        slow = _read_map_outcome(path)
+    assert fast == slow
+
+
 @FUZZ
 @given(params=strategies.params())
 def test_fuzz_params_round_trip(params: Params, scratch: Path) -> None:
