@@ -454,6 +454,31 @@ def _equality_qp(chol: Array | None, gram: Array, idx: npt.NDArray[np.int64], c:
     return sol[:p], float(sol[p])
 
 
+def free_column_coefficient(a: sp.csc_matrix, column: Array, b: Array, *,
+                            dispersion: float = 1.0) -> tuple[float, float] | None:
+    """Unconstrained least-squares coefficient of ``column`` in ``b ~ [a | column]``, and its SE.
+
+    By Frisch-Waugh-Lovell the coefficient is ``c' b / c' c`` with ``c`` the part of
+    ``column`` orthogonal to the span of ``a`` (found by LSQR, Paige and Saunders 1982,
+    ACM TOMS 8(1), on the sparse ``a``: O(nnz) per iteration, no Gram matrix), and its
+    variance ``dispersion / c' c``.  Unlike a fit with ``coef >= 0`` it is unbiased when
+    many columns of ``a`` are absent (their non-negative estimates would soak up mass).
+    None when ``column`` lies (numerically) in the span of ``a``.
+    """
+    from scipy.sparse.linalg import lsqr
+
+    column = np.asarray(column, dtype=np.float64)
+    if a.shape[1]:
+        beta = lsqr(a, column, atol=1e-12, btol=1e-12, iter_lim=max(1000, 4 * a.shape[1]))[0]
+        perp = column - a @ beta
+    else:
+        perp = column
+    norm2 = float(perp @ perp)
+    if not norm2 > 1e-10 * float(column @ column):
+        return None
+    return float(perp @ b) / norm2, math.sqrt(dispersion / norm2)
+
+
 def in_span(a: sp.csc_matrix, v: Array, *, rtol: float = 1e-6) -> bool:
     """Whether ``v`` lies (numerically) in the column span of ``a`` (via the normal equations)."""
     if a.shape[1] == 0:

@@ -331,8 +331,11 @@ class DecodeResult:
         Keys: ``candidates``, ``detected``, ``reports``, ``allocated_mass`` (sum of the
         detected shares), ``unexplained_mass`` and ``unexplained_std_error`` (share of
         reports whose value the candidates do not explain, from the model's
-        non-candidate column; after Lasso screening it also holds the candidates too
-        rare to be selected, which cannot be told from non-candidates), ``groups``
+        non-candidate column: without screening its unconstrained least-squares
+        coefficient with every candidate in the model, unbiased however many candidates
+        are absent, clipped to [0, 1] -- ``unexplained_mass_unclipped`` is the raw value;
+        after Lasso screening the coefficient in the final model, which also holds the
+        candidates too rare to be selected, as they cannot be told from non-candidates), ``groups``
         (indistinguishable candidates), ``residual`` (chi-square, degrees of freedom,
         p-value, dispersion, largest standardized residual), ``epsilon_one``,
         ``epsilon_inf``, ``params``, ``significance_level``, ``correction``,
@@ -349,6 +352,7 @@ class DecodeResult:
             "allocated_mass": allocated,
             "unexplained_mass": d.get("unexplained_mass", math.nan),
             "unexplained_std_error": d.get("unexplained_std_error", math.nan),
+            "unexplained_mass_unclipped": d.get("unexplained_mass_unclipped", math.nan),
             "groups": [list(g) for g in self.groups],
             "residual": {key: d.get(key, math.nan) for key in
                          ("chi2", "dof", "chi2_pvalue", "dispersion", "max_abs_std_residual")},
@@ -655,6 +659,7 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
     weight = 1.0 / np.sqrt(deb.var)
     b = weight * deb.y
     diag: dict[str, Any] = {"cohorts_used": int(len(deb.rows) // k), "distinguishable": int(s_u)}
+    reported_unexplained: tuple[float, float] | None = None  # when it differs from the fit's own
 
     orthogonal = bool(s_u == 0 or np.asarray((xu != 0).sum(axis=1)).max() <= 1)
     if orthogonal:
@@ -714,13 +719,19 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
             unexplained, unexplained_se = float(fit.coef[s_u]), float(fit.se[s_u])
         else:
             unexplained, unexplained_se = _one_minus_sum(fit)
+        if use_bg and not screen:
+            # What is reported is the *unconstrained* coefficient of the non-candidate column
+            # with every candidate in the model: unbiased, where the fit's (shares >= 0) lets
+            # absent candidates soak up the mass (500 absent candidates: 0.00 for a truth of 1).
+            reported_unexplained = est.free_column_coefficient(a_u, background, b, dispersion=fit.dispersion)
         rss, n_par = fit.rss, len(fit.support)
         diag.update(screened=bool(screen), lasso_alpha=lasso_alpha, selected=int(len(selected)), refits=refits,
                     dispersion=fit.dispersion, modelled_unexplained=bool(use_bg))
     dof = max(n_rows - n_par, 1)
     std_resid_max = _max_std_residual(xu, b, weight, coef, bool(diag.get("modelled_unexplained", False)), params, unexplained)
+    raw, raw_se = reported_unexplained or (unexplained, unexplained_se)
     diag.update(
-        unexplained_mass=unexplained, unexplained_std_error=unexplained_se,
+        unexplained_mass=min(max(raw, 0.0), 1.0), unexplained_std_error=raw_se, unexplained_mass_unclipped=raw,
         chi2=float(rss), dof=int(dof), chi2_pvalue=float(stats.chi2.sf(rss, dof)),
         dispersion=float(diag.get("dispersion", max(1.0, rss / dof))), max_abs_std_residual=std_resid_max,
     )
