@@ -334,8 +334,9 @@ class DecodeResult:
         non-candidate column: without screening its unconstrained least-squares
         coefficient with every candidate in the model, unbiased however many candidates
         are absent, clipped to [0, 1] -- ``unexplained_mass_unclipped`` is the raw value;
-        after Lasso screening the coefficient in the final model, which also holds the
-        candidates too rare to be selected, as they cannot be told from non-candidates), ``groups``
+        after Lasso screening the same with the detected candidates in the model: the
+        mass the detected strings do not explain, as the others cannot be told from
+        non-candidates), ``groups``
         (indistinguishable candidates), ``residual`` (chi-square, degrees of freedom,
         p-value, dispersion, largest standardized residual), ``epsilon_one``,
         ``epsilon_inf``, ``params``, ``significance_level``, ``correction``,
@@ -719,11 +720,13 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
             unexplained, unexplained_se = float(fit.coef[s_u]), float(fit.se[s_u])
         else:
             unexplained, unexplained_se = _one_minus_sum(fit)
-        if use_bg and not screen:
+        if use_bg:
             # What is reported is the *unconstrained* coefficient of the non-candidate column
-            # with every candidate in the model: unbiased, where the fit's (shares >= 0) lets
-            # absent candidates soak up the mass (500 absent candidates: 0.00 for a truth of 1).
-            reported_unexplained = est.free_column_coefficient(a_u, background, b, dispersion=fit.dispersion)
+            # with every candidate in the model (after screening: every detected one): unbiased,
+            # where the fit's (shares >= 0) lets absent candidates soak up the mass (500 absent
+            # candidates: 0.00 for a truth of 1).
+            in_model = a_u[:, np.flatnonzero(detected)] if screen else a_u
+            reported_unexplained = est.free_column_coefficient(in_model, background, b, dispersion=fit.dispersion)
         rss, n_par = fit.rss, len(fit.support)
         diag.update(screened=bool(screen), lasso_alpha=lasso_alpha, selected=int(len(selected)), refits=refits,
                     dispersion=fit.dispersion, modelled_unexplained=bool(use_bg))
