@@ -133,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
         with atomic_output(out / "report.html") as fh:
             fh.write(page)
     _print_results(result, sim)
-    _print_summary(sim, metrics, out, time.perf_counter() - started, report=not args.no_report)
+    _print_summary(sim, metrics, out, time.perf_counter() - started, report=not args.no_report,
+                   unexplained_se=float(result.diagnostics.get("unexplained_std_error", float("nan"))))
     return 0
 
 
@@ -156,7 +157,8 @@ def _print_results(result: Any, sim: Any, *, limit: int = 20) -> None:
     sys.stdout.write("\n".join(lines) + "\n\n")
 
 
-def _print_summary(sim: Any, metrics: Any, out: Path, seconds: float, *, report: bool) -> None:
+def _print_summary(sim: Any, metrics: Any, out: Path, seconds: float, *, report: bool,
+                   unexplained_se: float = float("nan")) -> None:
     m = metrics
     lines = [
         f"simulated {sim.n_reports:,} reports from {sim.n_clients:,} clients ({sim.population.name}, "
@@ -168,7 +170,7 @@ def _print_summary(sim: Any, metrics: Any, out: Path, seconds: float, *, report:
         f"{'total variation':<24}{m.total_variation:>10.4f}",
         f"{'allocated mass':<24}{m.allocated_mass:>10.4f}",
         f"{'true unexplained mass':<24}{m.true_unexplained_mass:>10.4f}",
-        f"{'estimated unexplained':<24}{m.estimated_unexplained_mass:>10.4f}",
+        f"{'estimated unexplained':<24}{m.estimated_unexplained_mass:>10.4f} ± {unexplained_se:.4f} (SE)",
         f"{'interval coverage':<24}{m.coverage:>10.3f}",
         f"{'smallest detected':<24}{m.smallest_detected:>10.4f}",
         f"{'largest missed':<24}{m.largest_missed:>10.4f}",
