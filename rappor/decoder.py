@@ -694,7 +694,9 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
                 col_sq_norms=norms2 if dec.model_unexplained else norms2[:s_u])
         else:
             selected, lasso_alpha = np.arange(s_u), None
-        use_bg = dec.model_unexplained and not est.in_span(a_u[:, selected], background)
+        in_model = a_u[:, selected] if screen else a_u  # (not screened: every column, no copy)
+        bg_perp = est.orthogonal_part(in_model, background) if dec.model_unexplained else None
+        use_bg = dec.model_unexplained and not est.in_span(in_model, background, perp=bg_perp)
         a = a_full  # when not use_bg, the non-candidate column is in no support: its coefficient stays 0
         extra = np.array([s_u], dtype=np.int64) if use_bg else np.zeros(0, np.int64)
         refits = 0
@@ -725,8 +727,12 @@ def _decode_arrays(dec: Decoder, counts: npt.NDArray[np.int64], matrix: sp.csc_m
             # with every candidate in the model (after screening: every detected one): unbiased,
             # where the fit's (shares >= 0) lets absent candidates soak up the mass (500 absent
             # candidates: 0.00 for a truth of 1).
-            in_model = a_u[:, np.flatnonzero(detected)] if screen else a_u
-            reported_unexplained = est.free_column_coefficient(in_model, background, b, dispersion=fit.dispersion)
+            if screen:
+                reported_unexplained = est.free_column_coefficient(a_u[:, np.flatnonzero(detected)], background, b,
+                                                                   dispersion=fit.dispersion)
+            else:
+                reported_unexplained = est.free_column_coefficient(a_u, background, b, dispersion=fit.dispersion,
+                                                                   perp=bg_perp)
         rss, n_par = fit.rss, len(fit.support)
         diag.update(screened=bool(screen), lasso_alpha=lasso_alpha, selected=int(len(selected)), refits=refits,
                     dispersion=fit.dispersion, modelled_unexplained=bool(use_bg))

@@ -11,6 +11,7 @@ import pytest
 import scipy.sparse as sp
 from scipy import optimize
 
+from rappor import _estimation
 from rappor._estimation import nonneg_fit
 
 
@@ -64,13 +65,21 @@ def _random_problem(rng, n, s, kind):
 
 @pytest.mark.parametrize("kind", ["full", "zero", "sum", "double", "wide"])
 @pytest.mark.parametrize("cap", ["none", "active", "inactive"])
-def test_matches_reference_and_kkt(kind, cap):
+@pytest.mark.parametrize("gram", ["dense", "sparse-lazy"])
+def test_matches_reference_and_kkt(kind, cap, gram, monkeypatch):
+    """Both Gram representations: stored, and formed lazily from a sparse design (large maps)."""
+    if gram == "sparse-lazy":
+        monkeypatch.setattr(_estimation, "_DENSE_GRAM_MAX", 0)
+
+    def fit(a, b, max_sum=None):
+        return nonneg_fit(sp.csc_matrix(a) if gram == "sparse-lazy" else a, b, max_sum=max_sum)
+
     rng = np.random.default_rng([sum(map(ord, kind)), sum(map(ord, cap))])
     for _ in range(15):
         a, b = _random_problem(rng, int(rng.integers(4, 25)), int(rng.integers(1, 12)), kind)
-        uncapped = nonneg_fit(a, b)
+        uncapped = fit(a, b)
         total = {"none": None, "active": 0.5 * uncapped.sum(), "inactive": 2.0 * uncapped.sum() + 1.0}[cap]
-        w = nonneg_fit(a, b, max_sum=total)
+        w = fit(a, b, max_sum=total)
         _check_kkt(a, b, w, total)
         ref = _reference(a, b, total)
         # Same optimum value (the minimiser itself is not unique for rank-deficient a).
@@ -101,7 +110,9 @@ def test_capped_uses_columns_outside_uncapped_support():
     np.testing.assert_allclose(w, [0.0, 1.0, 0.0], atol=1e-10)
 
 
-def test_sparse_input_same_as_dense():
+@pytest.mark.parametrize("dense_gram_max", [2048, 0])
+def test_sparse_input_same_as_dense(dense_gram_max, monkeypatch):
+    monkeypatch.setattr(_estimation, "_DENSE_GRAM_MAX", dense_gram_max)  # 0: the lazy Gram
     rng = np.random.default_rng(11)
     a = rng.normal(size=(40, 15)) * (rng.random((40, 15)) < 0.3)
     b = a @ rng.exponential(size=15) + 0.1 * rng.normal(size=40)
