@@ -303,6 +303,8 @@ def _cases() -> list[Case]:
              _run_csv, _prepare_csv),
         Case("hash-candidates", "bloom_bits_table, 128 cohorts, h=2", "part of decode-100k", 100_000, _run_hashing),
         Case("decode-10k", "hash + Decoder.decode, k=16 m=64 h=2", "< 0.5 s", 10_000, _decode(16, 64)),
+        Case("decode-10k-k128", "hash + Decoder.decode, k=128 m=128 h=2 (joint fit, no screening)", "< 10 s",
+             10_000, _decode(128, 128)),
         Case("decode-100k", "hash + Decoder.decode, k=128 m=128 h=2", "< 60 s, < 4 GB", 100_000, _decode(128, 128)),
         Case("decode-1m", "hash + Decoder.decode, k=16 m=64 h=2 (needs ~5 GB)", "works (google/rappor: no)",
              1_000_000, _decode(16, 64), on_request=True),
