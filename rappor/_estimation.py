@@ -502,6 +502,11 @@ def _equality_qp(chol: Array | None, gram: _DenseGram | _SparseGram, idx: npt.ND
     return sol[:p], float(sol[p])
 
 
+#: LSQR iterations before :func:`orthogonal_part` falls back to the normal equations (the
+#: decoder's designs converge in about 20-250).
+_LSQR_ITERATIONS = 2000
+
+
 def orthogonal_part(a: sp.csc_matrix, v: Array) -> Array:
     """``v`` minus its least-squares projection on the column span of ``a``.
 
@@ -515,7 +520,7 @@ def orthogonal_part(a: sp.csc_matrix, v: Array) -> Array:
     v = np.asarray(v, dtype=np.float64)
     if a.shape[1] == 0:
         return v.copy()
-    beta, istop = lsqr(a, v, atol=1e-12, btol=1e-12, iter_lim=max(1000, 4 * a.shape[1]))[:2]
+    beta, istop = lsqr(a, v, atol=1e-12, btol=1e-12, iter_lim=_LSQR_ITERATIONS)[:2]
     if istop in (3, 6, 7):  # not converged: fall back to the (exact, slower) normal equations
         gram = (a.T @ a).toarray()
         rhs = a.T @ v

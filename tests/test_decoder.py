@@ -445,6 +445,28 @@ def test_column_groups_matches_brute_force():
     assert 9 in zero.tolist() and rep[17] == 2
 
 
+@pytest.mark.parametrize("iterations", [2000, 1])
+def test_orthogonal_part_in_span_and_free_coefficient(monkeypatch: pytest.MonkeyPatch, iterations: int) -> None:
+    """LSQR (and, when it stops early, the normal-equation fallback) against a dense reference."""
+    monkeypatch.setattr(_estimation, "_LSQR_ITERATIONS", iterations)
+    rng = np.random.default_rng(13)
+    dense = (rng.random((60, 25)) < 0.2) * rng.uniform(0.5, 2.0, size=(60, 25))
+    a = sp.csc_matrix(dense)
+    v = rng.normal(size=60)
+    beta = np.linalg.lstsq(dense, v, rcond=None)[0]
+    np.testing.assert_allclose(_estimation.orthogonal_part(a, v), v - dense @ beta, atol=1e-8)
+    assert _estimation.in_span(a, dense @ rng.normal(size=25)) and not _estimation.in_span(a, v)
+    # The free column's coefficient is the last unconstrained least-squares coefficient.
+    b = dense @ rng.normal(size=25) + 0.7 * v + 0.1 * rng.normal(size=60)
+    full = np.column_stack([dense, v])
+    coef = np.linalg.lstsq(full, b, rcond=None)[0]
+    se = math.sqrt(2.0 * np.linalg.inv(full.T @ full)[-1, -1])
+    got = _estimation.free_column_coefficient(a, v, b, dispersion=2.0)
+    assert got is not None
+    np.testing.assert_allclose(got, [coef[-1], se], rtol=1e-8)
+    assert _estimation.free_column_coefficient(a, dense[:, 3] + dense[:, 7], b) is None  # in the span
+
+
 @pytest.mark.parametrize("collide", [False, True])
 def test_column_groups_weighted_blocks_and_key_collisions(monkeypatch: pytest.MonkeyPatch, collide: bool) -> None:
     """Values count (not only the pattern), blocks of columns, and keys that all collide.
