@@ -809,6 +809,12 @@ def local_fdr(z: Array, *, n_iter: int = 500) -> tuple[Array, Array, Array]:
     Returns ``(lfdr, grid, weights)``.
     """
     z = np.clip(np.asarray(z, dtype=np.float64), -Z_CLIP, Z_CLIP)
+    grid, w = _npmle_prior(z, n_iter=n_iter)
+    return _posterior_summaries(z, grid, w, lfdr_only=True)[0], grid, w
+
+
+def _npmle_prior(z: Array, *, n_iter: int = 500) -> tuple[Array, Array]:
+    """The grid and weights of the NPMLE prior of :func:`local_fdr` (EM on rounded z-scores)."""
     top = float(np.max(z)) if z.size else 0.0
     grid = np.concatenate([[0.0], np.geomspace(LFDR_GRID_LOW, max(top, 2.0 * LFDR_GRID_LOW) + 1.0, 60)])
     zb, counts = np.unique(np.round(z, 2), return_counts=True)
@@ -819,18 +825,50 @@ def local_fdr(z: Array, *, n_iter: int = 500) -> tuple[Array, Array, Array]:
         post = lik * w
         post /= np.maximum(post.sum(axis=1, keepdims=True), 1e-300)
         w = share @ post
-    return _grid_posterior(z, grid, w)[:, 0], grid, w
+    return grid, w
 
 
 #: Largest |z| used by the empirical-Bayes fits (p-values are clipped to 1e-300: z <= 37).
 Z_CLIP = 40.0
+#: z-scores per block when posteriors are summarized (bounds the (block x grid) temporaries).
+_POSTERIOR_BLOCK = 1 << 16
 
 
 def _row_scaled_likelihood(z: Array, grid: Array) -> Array:
-    """``phi(z_i - grid_j)`` divided by its row maximum (computed in log space)."""
-    loglik = stats.norm.logpdf(z[:, None] - grid[None, :])
+    """``phi(z_i - grid_j)`` divided by its row maximum (in log space: ``-(z - g)^2 / 2``
+    less its row maximum; the normal constant cancels)."""
+    loglik = -0.5 * np.square(z[:, None] - grid[None, :])
     out: Array = np.exp(loglik - loglik.max(axis=1, keepdims=True))
     return out
+
+
+def _posterior_summaries(z: Array, grid: Array, weights: Array, *,
+                         lfdr_only: bool = False) -> tuple[Array, Array, Array]:
+    """``(lfdr, median, mean)`` of each (clipped) z's posterior on the grid, a block of rows at a time.
+
+    The median reads grid point ``j >= 1``'s mass as spread evenly over
+    ``(grid[j-1], grid[j]]`` (see :func:`posterior_effects`).  With ``lfdr_only`` the
+    other two are left empty.
+    """
+    n = len(z)
+    lfdr = np.empty(n)
+    median = np.empty(0 if lfdr_only else n)
+    mean = np.empty(0 if lfdr_only else n)
+    for lo in range(0, n, _POSTERIOR_BLOCK):
+        hi = min(lo + _POSTERIOR_BLOCK, n)
+        post = _grid_posterior(z[lo:hi], grid, weights)
+        lfdr[lo:hi] = post[:, 0]
+        if lfdr_only:
+            continue
+        cdf = np.cumsum(post, axis=1)
+        j = np.minimum(np.argmax(cdf >= 0.5, axis=1), len(grid) - 1)  # first grid point reaching 1/2
+        rows = np.arange(hi - lo)
+        before = np.where(j > 0, cdf[rows, np.maximum(j - 1, 0)], 0.0)
+        mass = np.maximum(post[rows, j], 1e-300)
+        low = grid[np.maximum(j - 1, 0)]
+        median[lo:hi] = np.where(j > 0, low + np.clip((0.5 - before) / mass, 0.0, 1.0) * (grid[j] - low), 0.0)
+        mean[lo:hi] = post @ grid
+    return lfdr, median, mean
 
 
 def _grid_posterior(z: Array, grid: Array, weights: Array) -> Array:
@@ -886,17 +924,8 @@ def posterior_effects(z: Array) -> tuple[Array, Array, Array]:
     z = np.clip(np.asarray(z, dtype=np.float64), -Z_CLIP, Z_CLIP)
     if z.size == 0:
         return z.copy(), z.copy(), z.copy()
-    lfdr, grid, weights = local_fdr(z)
-    post = _grid_posterior(z, grid, weights)
-    cdf = np.cumsum(post, axis=1)
-    j = np.minimum(np.argmax(cdf >= 0.5, axis=1), len(grid) - 1)  # first grid point reaching 1/2
-    rows = np.arange(len(z))
-    before = np.where(j > 0, cdf[rows, np.maximum(j - 1, 0)], 0.0)
-    mass = np.maximum(post[rows, j], 1e-300)
-    low = grid[np.maximum(j - 1, 0)]
-    median = np.where(j > 0, low + np.clip((0.5 - before) / mass, 0.0, 1.0) * (grid[j] - low), 0.0)
-    mean: Array = post @ grid
-    return lfdr, median, mean
+    grid, weights = _npmle_prior(z)
+    return _posterior_summaries(z, grid, weights)
 
 
 def truncated_normal_interval(z: Array, cutoff: Array | float, confidence_level: float) -> tuple[Array, Array]:

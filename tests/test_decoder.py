@@ -544,6 +544,17 @@ def test_posterior_effects_properties():
     assert all(x.size == 0 for x in _estimation.posterior_effects(np.zeros(0)))
 
 
+def test_posterior_effects_blockwise_equals_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Posteriors summarized a block of rows at a time (large lists) equal the one-block result."""
+    rng = np.random.default_rng(8)
+    z = np.concatenate([rng.normal(size=500), rng.normal(size=40) + 4.0])
+    whole = _estimation.posterior_effects(z)
+    monkeypatch.setattr(_estimation, "_POSTERIOR_BLOCK", 7)
+    for got, want in zip(_estimation.posterior_effects(z), whole):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)  # (BLAS rounding differs by block)
+    np.testing.assert_allclose(_estimation.local_fdr(z)[0], whole[0], rtol=1e-12, atol=1e-15)
+
+
 def test_posterior_effects_far_below_zero_is_absent():
     """A p-value of 1 is z = -inf: its posterior sits on mu = 0, not on the prior's top atom.
 
