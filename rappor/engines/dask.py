@@ -110,6 +110,6 @@ class DaskEngine:
             except ImportError:
                 msg = "A Dask scheduler address needs distributed: pip install 'rappor[dask]'."
                 raise InvalidParameterError(msg) from None
-            with Client(self.scheduler) as client:  # type: ignore[no-untyped-call]
+            with Client(self.scheduler) as client:
                 counts = client.compute(graph).result()
         return counts
