@@ -11,7 +11,8 @@ The hierarchy::
     RapporWarning(UserWarning)
     ├── UnbalancedCohortsWarning
     ├── IndistinguishableCandidatesWarning
-    └── InsecureKeyFileWarning
+    ├── InsecureKeyFileWarning
+    └── ConvergenceWarning                              # an iterative fit stopped before converging
 
 Every error a user can cause by passing bad data or bad parameters is a
 :class:`RapporError`; the command-line tool prints it as ``rappor: error: <msg>``
@@ -21,6 +22,7 @@ and exits with status 1, without a traceback.
 from __future__ import annotations
 
 __all__ = [
+    "ConvergenceWarning",
     "DecodeError",
     "IncompatibleParamsError",
     "IndistinguishableCandidatesWarning",
@@ -103,3 +105,7 @@ class IndistinguishableCandidatesWarning(RapporWarning):
 
 class InsecureKeyFileWarning(RapporWarning):
     """A client key file can be read by other users of the machine."""
+
+
+class ConvergenceWarning(RapporWarning):
+    """An iterative fit (e.g. the association EM) stopped at its iteration cap before converging."""
