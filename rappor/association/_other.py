@@ -7,9 +7,12 @@ the candidates' Bloom bits, the candidates are expected to give
 ``N_c (1 - sum_x s_x)`` reports of other strings.
 
 ``"reference"``
-    google/rappor ``association.R`` ``GetOtherProbs``: known counts
-    ``ceiling(s_x N / m)`` per cohort (every cohort assumed of size ``N / m``), the rest
-    clipped at 0, divided, then clipped to ``[0, 1]`` (``NaN`` -> 0).  At realistic noise
+    google/rappor ``association.R`` ``GetOtherProbs``, reproduced exactly (checked
+    against R): known counts ``ceiling(s_x N / m)`` per cohort (every cohort assumed of
+    size ``N / m``); their expected ones per (cohort, bit) in the order R's
+    ``dim(known_counts_by_cohort) <- c(m, k)`` leaves them, which is not the (cohort,
+    bit) order (``sapply`` returned a ``k x m`` matrix): a bug of the reference; the rest
+    clipped at 0, divided, then clipped to ``[0, 1]`` (``x / 0`` -> 1, ``0 / 0`` -> 0, in R's order).  At realistic noise
     most cells are pure noise, and a probability of exactly 0 or 1 makes every report
     with the opposite bit impossible for "other".
 ``"shrunk"`` (default)
@@ -76,13 +79,17 @@ def other_bit_probabilities(aggregate: Aggregate, cmap: CandidateMap, columns: n
         known = np.ceil(shares * total / params.num_cohorts)
         sum_known = known.sum()
         known_bits = _known_bits(cmap, columns, known)
+        # GetOtherProbs builds this (cohort, bit) table with sapply (k x m) and then sets
+        # dim(.) <- c(m, k), which reorders the cells unless m = 1: reproduced here.
+        m, k = known_bits.shape
+        known_bits = known_bits.reshape(-1).reshape(k, m).T
         expected = (sum_known - known_bits) * p01 + known_bits * p11
         reduced_n = np.maximum(n_c - sum_known, 0.0)
         reduced = np.maximum(ones - expected, 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             probs = reduced / reduced_n[:, None]
-        probs = np.where(np.isfinite(probs), probs, 0.0)
-        return np.clip(probs, 0.0, 1.0)
+        # R clips at 1 before replacing NaN and Inf by 0: x / 0 is 1 for x > 0, and 0 / 0 is 0.
+        return np.where(np.isnan(probs), 0.0, np.minimum(probs, 1.0))
     if shares.sum() > 1.0:
         shares = shares / shares.sum()
     other_share = 1.0 - float(shares.sum())
