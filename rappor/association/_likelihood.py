@@ -25,8 +25,10 @@ Identical reports are grouped first: every function here works on distinct
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -36,7 +38,8 @@ from ..design import CandidateMap
 from ..params import Params
 from ..reports import ReportBatch
 
-__all__ = ["Patterns", "bit_index_table", "group_reports", "log_likelihoods", "normalized_likelihoods"]
+__all__ = ["CodedLikelihood", "Factor", "Patterns", "bit_index_table", "group_reports", "likelihoods", "log_likelihoods",
+           "normalized_likelihoods"]
 
 #: Rows processed at once (bounds the temporaries: about ``CHUNK_ROWS * X * h`` bytes).
 CHUNK_ROWS = 1 << 15
@@ -161,7 +164,7 @@ def _safe_log(p: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 def log_likelihoods(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArray[np.uint64],
                     index: npt.NDArray[np.int64], num_bits: npt.NDArray[np.int64],
                     other: npt.NDArray[np.float64] | None) -> npt.NDArray[np.float64]:
-    """``log P(report | category)`` for each pattern (rows) and category (columns).
+    """``log P(report | category)`` for each pattern (rows) and category (columns), up to a row constant.
 
     Parameters
     ----------
@@ -180,16 +183,46 @@ def log_likelihoods(params: Params, cohorts: npt.NDArray[np.int64], words: npt.N
     -------
     ndarray of float64, shape (G, X) or (G, X + 1)
         Candidates in ``index`` order, then "other".  ``-inf`` (or below ``-1e29``) where
-        the report is impossible for the category.
+        the report is impossible for the category.  With ``0 < p01, p11 < 1`` every entry
+        is relative to ``log P(report | a Bloom filter of zeros)`` (a constant per row,
+        which changes no estimate), so a candidate's entry depends on ``(t, h_x)`` only.
+    """
+    codes, table = _codes(params, cohorts, words, index, num_bits)
+    columns = [table[codes]]
+    if other is not None:
+        columns.append(_other_log(params, cohorts, words, other)[None, :])
+    out: npt.NDArray[np.float64] = np.concatenate(columns).T
+    return out
+
+
+def _relative(params: Params) -> bool:
+    return 0.0 < params.p01 < 1.0 and 0.0 < params.p11 < 1.0
+
+
+def _codes(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArray[np.uint64],
+           index: npt.NDArray[np.int64], num_bits: npt.NDArray[np.int64],
+           ) -> tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.float64]]:
+    """Each (candidate, pattern)'s row in a table of log-likelihoods: ``(codes (X, G), table)``.
+
+    With ``0 < p01, p11 < 1`` the code is ``t (h + 1) + h_x`` (uint8 for ``h <= 15``) and the
+    table holds the log-likelihood relative to an all-zero Bloom filter; otherwise the
+    code also holds ``n1`` and the table the absolute log-likelihood (``-inf`` where 0).
     """
     k = params.num_bloombits
     g_count = cohorts.shape[0]
     x_count, width = index.shape[1], index.shape[2]
-    out = np.empty((g_count, x_count + (other is not None)), dtype=np.float64)
-    table = _candidate_table(params, width).reshape(-1)
+    relative = _relative(params)
     stride_t, stride_n = width + 1, (width + 1) ** 2
-    if other is not None:
-        log1, log0 = _safe_log(other), _safe_log(1.0 - other)
+    if relative:
+        p11, p01 = params.p11, params.p01
+        # log P(r | x) - log P(r | zeros) = t log(p11 (1 - p01) / (p01 (1 - p11))) + h_x log((1 - p11) / (1 - p01))
+        a = math.log(p11 / p01) - math.log((1.0 - p11) / (1.0 - p01))
+        b = math.log((1.0 - p11) / (1.0 - p01))
+        table = (a * np.arange(width + 1)[:, None] + b * np.arange(width + 1)[None, :]).reshape(-1)
+    else:
+        table = _candidate_table(params, width).reshape(-1)
+    small = relative and width <= 8 and stride_t * stride_t <= 256
+    codes = np.empty((x_count, g_count), dtype=np.uint8 if small else np.int32)
     bounds = np.flatnonzero(np.diff(cohorts)) + 1
     starts = np.concatenate(([0], bounds)).tolist()
     stops = np.concatenate((bounds, [g_count])).tolist()
@@ -197,26 +230,133 @@ def log_likelihoods(params: Params, cohorts: npt.NDArray[np.int64], words: npt.N
         if start == stop:
             continue
         c = int(cohorts[start])
-        idx, hx = index[c], num_bits[c]
+        idx = index[c]
+        hx_code = num_bits[c].astype(codes.dtype)[:, None]
         for lo in range(start, stop, CHUNK_ROWS):
             hi = min(lo + CHUNK_ROWS, stop)
-            bits = np.zeros((hi - lo, k + 1), dtype=np.uint8)
-            bits[:, :k] = unpack_bits(words[lo:hi], k)
-            n1 = bits.sum(axis=1, dtype=np.int64)
+            # Bit-major layout: gathering a candidate's bits copies contiguous rows.
+            bits_t = np.zeros((k + 1, hi - lo), dtype=np.uint8)
+            bits_t[:k] = unpack_bits(words[lo:hi], k).T
             if width <= 8:
-                t = np.take(bits, idx, axis=1).sum(axis=2, dtype=np.int64)
+                t = bits_t[idx[:, 0]].astype(codes.dtype)
+                for s in range(1, width):
+                    t += bits_t[idx[:, s]]
             else:
-                dense = np.zeros((k + 1, x_count), dtype=np.float32)
-                np.add.at(dense, (idx, np.arange(x_count)[:, None]), 1.0)
-                dense[k] = 0.0
-                dense = np.minimum(dense, 1.0)
-                t = (bits.astype(np.float32) @ dense).astype(np.int64)
-            code = (n1[:, None] * stride_n) + t * stride_t + hx[None, :]
-            out[lo:hi, :x_count] = table[code]
-            if other is not None:
-                fbits = bits[:, :k].astype(np.float64)
-                out[lo:hi, x_count] = fbits @ log1[c] + (1.0 - fbits) @ log0[c]
+                dense = np.zeros((x_count, k + 1), dtype=np.float32)
+                np.add.at(dense, (np.arange(x_count)[:, None], idx), 1.0)
+                dense[:, k] = 0.0
+                t = (np.minimum(dense, 1.0) @ bits_t.astype(np.float32)).astype(codes.dtype)
+            t *= codes.dtype.type(stride_t)
+            t += hx_code
+            if not relative:
+                t += bits_t.sum(axis=0, dtype=np.int32)[None, :] * stride_n
+            codes[:, lo:hi] = t
+    return codes, table
+
+
+def _other_log(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArray[np.uint64],
+               other: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """``log P(report | other)`` per pattern (relative to an all-zero Bloom filter when the candidates' are)."""
+    k = params.num_bloombits
+    log1, log0 = _safe_log(other), _safe_log(1.0 - other)
+    if _relative(params):
+        log1 = log1 - math.log(params.p01)
+        log0 = log0 - math.log(1.0 - params.p01)
+    out = np.empty(cohorts.shape[0])
+    for lo in range(0, cohorts.shape[0], CHUNK_ROWS):
+        hi = min(lo + CHUNK_ROWS, cohorts.shape[0])
+        ones = unpack_bits(words[lo:hi], k).astype(np.float64)
+        c = cohorts[lo:hi]
+        # Two products, not bits @ (log1 - log0) + sum(log0): a probability of exactly 0
+        # or 1 (clamped to exp(-1e30)) would cancel the finite terms.
+        out[lo:hi] = np.einsum("ij,ij->i", ones, log1[c]) + np.einsum("ij,ij->i", 1.0 - ones, log0[c])
     return out
+
+
+class CodedLikelihood:
+    """``P(report | category)`` up to a factor per row, stored as one small code per (candidate, pattern).
+
+    The candidates' values are ``values[codes]`` (``values`` = exp of the log-likelihood
+    table); "other", when modelled, is one float per pattern.  Blocks of rows are
+    expanded on demand into a reusable buffer, so memory is 1 byte per cell instead of 8
+    and no pass writes a matrix of the full size.
+
+    Attributes
+    ----------
+    shape : tuple (G, C)
+    """
+
+    def __init__(self, codes: npt.NDArray[np.integer[Any]], values: npt.NDArray[np.float64],
+                 other: npt.NDArray[np.float64] | None, scale: npt.NDArray[np.float64] | None) -> None:
+        self.codes = codes
+        self.values = values
+        self.other = other
+        self.scale = scale
+        self.n_candidates = codes.shape[0]
+        self.shape = (codes.shape[1], self.n_candidates + (other is not None))
+        self._buffer = np.empty((0, 0))
+
+    def _fill(self, out: npt.NDArray[np.float64], codes: npt.NDArray[np.integer[Any]],
+              other: npt.NDArray[np.float64] | None, scale: npt.NDArray[np.float64] | None) -> None:
+        x = self.n_candidates
+        np.take(self.values, codes, out=out[:x], mode="clip")
+        if other is not None:
+            out[x] = other
+        if scale is not None:
+            out[:x] *= scale
+
+    def block(self, lo: int, hi: int) -> npt.NDArray[np.float64]:
+        """Rows ``lo:hi`` as a (hi - lo, C) array (a view of a buffer reused by the next call)."""
+        n = hi - lo
+        if self._buffer.shape[1] < n:
+            self._buffer = np.empty((self.shape[1], n))
+        out = self._buffer[:, :n]
+        self._fill(out, self.codes[:, lo:hi], None if self.other is None else self.other[lo:hi],
+                   None if self.scale is None else self.scale[lo:hi])
+        return out.T
+
+    def take(self, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+        """The given rows as a new (len(rows), C) array."""
+        out = np.empty((self.shape[1], rows.size))
+        self._fill(out, self.codes[:, rows], None if self.other is None else self.other[rows],
+                   None if self.scale is None else self.scale[rows])
+        return out.T
+
+    def select(self, keep: npt.NDArray[np.bool_]) -> CodedLikelihood:
+        """The rows where ``keep`` is true."""
+        return CodedLikelihood(self.codes[:, keep], self.values, None if self.other is None else self.other[keep],
+                               None if self.scale is None else self.scale[keep])
+
+    def dense(self) -> npt.NDArray[np.float64]:
+        """The whole (G, C) matrix."""
+        return self.take(np.arange(self.shape[0]))
+
+
+Factor = Union[npt.NDArray[np.float64], CodedLikelihood]
+
+
+def likelihoods(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArray[np.uint64],
+                index: npt.NDArray[np.int64], num_bits: npt.NDArray[np.int64],
+                other: npt.NDArray[np.float64] | None) -> tuple[Factor, npt.NDArray[np.bool_]]:
+    """``P(report | category)`` up to a positive factor per row, and the impossible rows.
+
+    Equal to ``normalized_likelihoods(log_likelihoods(...))`` up to row scaling.  When
+    ``0 < p01, p11 < 1`` (every report possible for every candidate) the result is a
+    :class:`CodedLikelihood`; rows whose "other" value would exceed ``exp(600)`` are
+    scaled down.  Otherwise a dense array, normalized by its row maxima.
+    """
+    if not _relative(params):
+        return normalized_likelihoods(log_likelihoods(params, cohorts, words, index, num_bits, other))
+    codes, table = _codes(params, cohorts, words, index, num_bits)
+    impossible = np.zeros(cohorts.shape[0], dtype=bool)
+    if other is None:
+        return CodedLikelihood(codes, np.exp(table), None, None), impossible
+    log_other = _other_log(params, cohorts, words, other)
+    shift = np.where(log_other > 600.0, log_other, 0.0)
+    with np.errstate(under="ignore"):
+        other_values = np.exp(log_other - shift)
+    scale = np.exp(-shift) if shift.any() else None
+    return CodedLikelihood(codes, np.exp(table), other_values, scale), impossible
 
 
 def normalized_likelihoods(log_lik: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
