@@ -36,8 +36,9 @@ True
 from __future__ import annotations
 
 from ._decoder import AssociationDecoder
+from ._privacy import MultiVariablePrivacy, multi_variable_privacy
 from ._result import AssociationResult, Distribution, IndependenceTest
-from ._simulation import AssociationSimulation, simulate_association, total_variation
+from ._simulation import AssociationSimulation, example_joint, simulate_association, total_variation
 from ._variables import BOOLEAN_CATEGORIES, OTHER, Variable, boolean_params
 
 __all__ = [
@@ -48,8 +49,11 @@ __all__ = [
     "AssociationSimulation",
     "Distribution",
     "IndependenceTest",
+    "MultiVariablePrivacy",
     "Variable",
     "boolean_params",
+    "example_joint",
+    "multi_variable_privacy",
     "simulate_association",
     "total_variation",
 ]

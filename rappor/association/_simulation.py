@@ -17,7 +17,7 @@ from ..reports import ReportBatch
 from ..simulation import _encode_rows, encode_batch
 from ._variables import BOOLEAN_CATEGORIES, OTHER, Variable, boolean_params
 
-__all__ = ["AssociationSimulation", "simulate_association", "total_variation"]
+__all__ = ["AssociationSimulation", "example_joint", "simulate_association", "total_variation"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -136,3 +136,53 @@ def simulate_association(params: Params, joint: npt.ArrayLike, values: Sequence[
             variables.append(Variable.string(names[j], hash_candidates(cand, params)))
     return AssociationSimulation(variables=tuple(variables), reports=tuple(batches), values=tuple(labels),
                                  joint=probs, held=held)
+
+
+def example_joint(kind: str, num_unique: int = 100, num_unique2: int = 10, *, remove_every: int = 0,
+                  ) -> tuple[npt.NDArray[np.float64], list[list[str] | None], list[list[str] | None]]:
+    """The joint distributions of ``rappor simulate-assoc`` and ``benchmarks/association.py``.
+
+    Parameters
+    ----------
+    kind : {"string-bool", "string-string"}
+        ``"string-bool"``: ``v1 .. vU`` with Zipf(1) frequencies and
+        ``P(TRUE | v_i) = 0.2 + 0.1 (i mod 7)``.  ``"string-string"``: ``a1 .. aU`` with
+        Zipf(1) frequencies and ``b`` given ``a_i`` a Poisson(1) law over ``b1 .. bU2``
+        shifted by ``i mod U2`` (wrapping around).
+    num_unique, num_unique2 : int
+    remove_every : int, default=0
+        Leave every ``R``-th value of each string variable out of its candidate list
+        (0: keep all).
+
+    Returns
+    -------
+    joint, values, candidates
+        Arguments for :func:`simulate_association`.
+    """
+    from ..simulation import Population
+
+    u = check_int(num_unique, "num_unique", "example_joint", low=1)
+    step = check_int(remove_every, "remove_every", "example_joint", low=0)
+
+    def kept(vals: list[str]) -> list[str]:
+        return [v for i, v in enumerate(vals) if not (step and i % step == step - 1)]
+
+    first = Population.zipf(u)
+    if kind == "string-bool":
+        p_true = 0.2 + 0.1 * (np.arange(u) % 7)
+        joint = np.column_stack([first.probabilities * p_true, first.probabilities * (1.0 - p_true)])
+        vals = list(first.strings)
+        return joint, [vals, None], [kept(vals), None]
+    if kind == "string-string":
+        from scipy.stats import poisson
+
+        u2 = check_int(num_unique2, "num_unique2", "example_joint", low=1)
+        base = poisson.pmf(np.arange(u2), 1.0)
+        cond = np.array([np.roll(base, i % u2) for i in range(u)])
+        cond /= cond.sum(axis=1, keepdims=True)
+        joint = first.probabilities[:, None] * cond
+        a = [f"a{i + 1}" for i in range(u)]
+        b = [f"b{j + 1}" for j in range(u2)]
+        return joint, [a, b], [kept(a), kept(b)]
+    msg = f"The 'kind' parameter of example_joint must be 'string-bool' or 'string-string'. Got {kind!r} instead."
+    raise InvalidParameterError(msg)
