@@ -42,39 +42,18 @@ import warnings
 import numpy as np
 
 import rappor
-from rappor.association import AssociationDecoder, simulate_association, total_variation
+from rappor.association import AssociationDecoder, example_joint, simulate_association, total_variation
 from rappor.association._reference import reference_conditional_probabilities, reference_em
-from rappor.simulation import Population
 
 PARAMS = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 
 
-def _string_bool(outside: bool) -> tuple[np.ndarray, list, list]:
-    """Zipf(1) over v1..v100; P(TRUE | v_i) = 0.2 + 0.1 (i mod 7); outside: every 5th string not a candidate."""
-    pop = Population.zipf(100)
-    p_true = 0.2 + 0.1 * (np.arange(100) % 7)
-    joint = np.column_stack([pop.probabilities * p_true, pop.probabilities * (1 - p_true)])
-    vals = list(pop.strings)
-    cands = [v for i, v in enumerate(vals) if not (outside and i % 5 == 4)]
-    return joint, [vals, None], [cands, None]
-
-
-def _string_string(outside: bool) -> tuple[np.ndarray, list, list]:
-    """Zipf(1) over a1..a30; b given a_i: Poisson(1)-shifted around (i mod 10) over b1..b10; outside: every 5th."""
-    from scipy.stats import poisson
-
-    pa = Population.zipf(30).probabilities
-    cond = np.array([np.roll(poisson.pmf(np.arange(10), 1.0), i % 10) for i in range(30)])
-    cond /= cond.sum(axis=1, keepdims=True)
-    joint = pa[:, None] * cond
-    a = [f"a{i + 1}" for i in range(30)]
-    b = [f"b{j + 1}" for j in range(10)]
-    ca = [v for i, v in enumerate(a) if not (outside and i % 5 == 4)]
-    cb = [v for j, v in enumerate(b) if not (outside and j % 5 == 4)]
-    return joint, [a, b], [ca, cb]
-
-
-SCENARIOS = {"sb": _string_bool, "ss": _string_string}
+def _scenario(pair: str, outside: bool) -> tuple[np.ndarray, list, list]:
+    """string x bool: v1..v100, Zipf(1), P(TRUE | v_i) = 0.2 + 0.1 (i mod 7); string x string: a1..a30 x b1..b10
+    (rappor.association.example_joint); outside: every 5th value of each string variable is not a candidate."""
+    if pair == "sb":
+        return example_joint("string-bool", 100, remove_every=5 if outside else 0)
+    return example_joint("string-string", 30, 10, remove_every=5 if outside else 0)
 
 
 def _coverage(low: np.ndarray, high: np.ndarray, truth: np.ndarray) -> tuple[int, int]:
@@ -123,7 +102,7 @@ def accuracy(args: argparse.Namespace) -> None:
     rows = []
     for pair in args.pairs.split(","):
         for outside in (False, True):
-            joint, values, cands = SCENARIOS[pair](outside)
+            joint, values, cands = _scenario(pair, outside)
             for seed in range(args.seeds):
                 sim = simulate_association(PARAMS, joint, values, args.n, candidates=cands, rng=1000 + seed)
                 out = {"pair": pair, "outside": outside, "seed": seed, "n": args.n}
@@ -158,11 +137,9 @@ def _peak_mb() -> float:
 
 
 def speed(args: argparse.Namespace) -> None:
-    pop = Population.zipf(args.candidates)
-    p_true = 0.2 + 0.1 * (np.arange(args.candidates) % 7)
-    joint = np.column_stack([pop.probabilities * p_true, pop.probabilities * (1 - p_true)])
+    joint, values, _ = example_joint("string-bool", args.candidates)
     t0 = time.perf_counter()
-    sim = simulate_association(PARAMS, joint, [list(pop.strings), None], args.n, rng=0)
+    sim = simulate_association(PARAMS, joint, values, args.n, rng=0)
     t1 = time.perf_counter()
     c1 = time.process_time()
     base_mb = _peak_mb()

@@ -15,7 +15,7 @@ from .._validation import check_int, check_options, check_real, check_rng
 from ..aggregate import Aggregate
 from ..exceptions import ConvergenceWarning, DecodeError, IncompatibleParamsError, InvalidParameterError, RapporWarning
 from ..reports import ReportBatch
-from ._inference import constrained_covariance
+from ._inference import constrained_covariance, projected_covariance
 from ._likelihood import CodedLikelihood, Factor, Patterns, bit_index_table, group_reports, likelihoods
 from ._mixture import FitResult, ProductLikelihood, _single_thread, fit_mixture
 from ._other import other_bit_probabilities
@@ -27,6 +27,11 @@ __all__ = ["AssociationDecoder"]
 #: Largest table (cells) for which standard errors are computed by default (the
 #: information matrix is cells x cells and costs patterns x cells^2 to form).
 MAX_COVARIANCE_CELLS = 2048
+#: Largest table whose standard errors account for the boundary (projected normal); larger
+#: tables get the inverse information, which overstates them near the boundary.
+MAX_PROJECTED_CELLS = 512
+#: Monte Carlo draws of the projected normal (relative error of a variance about 2%).
+PROJECTION_DRAWS = 1000
 
 
 class AssociationDecoder:
@@ -181,6 +186,7 @@ class AssociationDecoder:
         shape = lik.shape
         cov = None
         se = np.full(shape, np.nan)
+        se_method = "none"
         if self.std_errors and lik.size <= MAX_COVARIANCE_CELLS:
             d = lik.forward(fit.table)
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -188,12 +194,18 @@ class AssociationDecoder:
             information = lik.hessian(curvature)
             with _single_thread():
                 cov = constrained_covariance(information)
+                if lik.size <= MAX_PROJECTED_CELLS:
+                    cov = projected_covariance(fit.table, cov, gen, draws=PROJECTION_DRAWS)
+                    se_method = f"projected normal ({PROJECTION_DRAWS} draws)"
+                else:
+                    se_method = "inverse information"
             se = np.sqrt(np.maximum(np.diag(cov), 0.0)).reshape(shape)
         t_cov = time.perf_counter()
         test, test_iterations = self._independence(lik, factors, fit, gen) if self.independence_test else (None, [])
         t_test = time.perf_counter()
         diagnostics: dict[str, Any] = {
             "other_method": self.other,
+            "std_error_method": se_method,
             "reports_dropped": dropped,
             "marginal_seconds": round(t_marginal - started, 4),
             "likelihood_seconds": round(t_lik - t_marginal, 4),

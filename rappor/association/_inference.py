@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["conditional_distribution", "constrained_covariance", "marginal_distribution"]
+__all__ = ["conditional_distribution", "constrained_covariance", "marginal_distribution", "projected_covariance"]
 
 Array = npt.NDArray[np.float64]
 
@@ -74,6 +74,49 @@ def constrained_covariance(information: Array, *, rcond: float = 1e-10) -> Array
         cov[loading, :] = np.inf
         cov[:, loading] = np.inf
     return cov
+
+
+def projected_covariance(table: Array, cov: Array, rng: np.random.Generator, *, draws: int = 1000) -> Array:
+    """Covariance of the estimate's law on the simplex: a normal projected onto ``pi >= 0``.
+
+    When cells lie on or near the boundary, the maximum-likelihood estimate is not normal:
+    its local asymptotic law is the projection, in the metric of the information, of the
+    normal ``N(pi, V)`` onto the feasible set (Andrews 1999, "Estimation when a parameter
+    is on a boundary", Econometrica 67(6), Theorem 2; Self and Liang 1987, JASA 82(398)).
+    Drawn here ``draws`` times around the estimate: each draw ``z`` is projected by the
+    non-negative least-squares problem ``min ||R (y - z)||`` over ``y >= 0`` with
+    ``R'R = V^+ + rho 1 1'`` (``rho`` large keeps ``sum y = 1``).  Far from the boundary
+    the projection is the identity and this is ``V``; near it the spread is smaller --
+    measured, up to 2.5 times for cells of a few percent whose Wald standard error is
+    larger than their share (``docs/association.md``).
+
+    Returns
+    -------
+    ndarray of shape (n, n)
+        The draws' covariance (Monte Carlo error about ``1 / sqrt(2 draws)`` relative);
+        ``cov`` itself if it has infinite entries.
+    """
+    from scipy.optimize import nnls
+
+    n = table.size
+    if n == 1 or not np.isfinite(cov).all():
+        return cov
+    values, vectors = np.linalg.eigh(0.5 * (cov + cov.T))
+    keep = values > 1e-12 * max(float(values.max()), 1e-300)
+    root = vectors[:, keep] * np.sqrt(values[keep])
+    metric = (vectors[:, keep] / values[keep]) @ vectors[:, keep].T
+    scale = float(np.trace(metric)) / n
+    metric += 1e6 * scale / n * np.ones((n, n))
+    metric[np.diag_indices(n)] += 1e-12 * scale
+    chol = np.linalg.cholesky(0.5 * (metric + metric.T)).T
+    centre = table.reshape(-1)
+    samples = np.empty((draws, n))
+    noise = rng.standard_normal((draws, int(keep.sum())))
+    for b in range(draws):
+        z = centre + root @ noise[b]
+        samples[b], _ = nnls(chol, chol @ z, maxiter=max(30 * n, 300))
+    out: Array = np.cov(samples, rowvar=False)
+    return out
 
 
 def marginal_distribution(table: Array, cov: Array | None, axis: int) -> tuple[Array, Array]:
