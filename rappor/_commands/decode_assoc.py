@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import InvalidParameterError, ReportFormatError
+from .decode import _clean
 
 NAME = "decode-assoc"
 HELP = "joint distribution of two or three variables (reports with one column per variable)"
@@ -231,18 +231,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     result.to_csv(args.output, layout=args.layout)
     return 0
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "item"):
-        return _clean(value.item())
-    return value
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

@@ -100,8 +100,8 @@ class AssociationDecoder:
         self.rng = rng
 
     def __repr__(self) -> str:
-        return (f"AssociationDecoder(candidates={self.candidates!r}, other={self.other!r}, method={self.method!r}, "
-                f"max_iterations={self.max_iterations!r}, tolerance={self.tolerance!r})")
+        args = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._parameter_constraints)
+        return f"AssociationDecoder({args})"
 
     def _validate(self) -> None:
         owner = "AssociationDecoder"

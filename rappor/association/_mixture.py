@@ -16,7 +16,7 @@ Two solvers reach the same maximum:
     ``f(x) = -l(x) / W + sum(x)`` over ``x >= 0`` (its minimum has ``sum(x) = 1``), each
     step a non-negative quadratic program with the Hessian (solved as a non-negative
     least-squares problem on its Cholesky factor), then a backtracking line search.
-    Beyond :data:`HESSIAN_ROWS` patterns the step's Hessian comes from a fixed random
+    Beyond a subsample size (:meth:`ProductLikelihood.hessian_rows`) the step's Hessian comes from a fixed random
     subsample of them (the gradient and the line search always use every pattern):
     a slightly worse step, far cheaper.
 ``"em"``
@@ -78,7 +78,11 @@ class ProductLikelihood:
     """
 
     def __init__(self, factors: Sequence[Factor], weights: Array) -> None:
-        self.factors = [f if isinstance(f, CodedLikelihood) else np.asarray(f, dtype=np.float64) for f in factors]
+        # Narrow factors (a boolean) are expanded: they are small, and dense ones let the
+        # Hessian be assembled per distinct row (see hessian).
+        self.factors = [f if isinstance(f, CodedLikelihood) and f.shape[1] > 8
+                        else np.asarray(f.dense() if isinstance(f, CodedLikelihood) else f, dtype=np.float64)
+                        for f in factors]
         self.weights = np.asarray(weights, dtype=np.float64)
         self.shape = tuple(int(f.shape[1]) for f in self.factors)
         self.size = int(np.prod(self.shape))
@@ -177,6 +181,17 @@ class ProductLikelihood:
             return out4.reshape(n_cells, n_cells) * scale
         return out * scale
 
+    def hessian_rows(self) -> int:
+        """Patterns of an SQP step's Hessian: about the work of two passes over the data.
+
+        A pattern costs ``C_1^2`` in the Hessian when the other variables have few
+        distinct rows (a boolean), ``cells^2`` otherwise, against ``cells`` in a pass;
+        clipped to ``[4096, HESSIAN_ROWS]`` (the step's Hessian only steers it; the
+        gradient and the certificate use every pattern).
+        """
+        per_row = self.shape[0] ** 2 if (len(self.factors) == 1 or self._pattern_ids is not None) else self.size ** 2
+        return int(min(HESSIAN_ROWS, max(1 << 12, 2 * self.rows * self.size // max(per_row, 1))))
+
     def log_likelihood(self, d: Array) -> float:
         """``sum_i w_i log d_i`` (up to the constant of the row scaling)."""
         with np.errstate(divide="ignore"):
@@ -251,8 +266,9 @@ def fit_mixture(lik: ProductLikelihood, *, method: Method = "sqp", tolerance: fl
         gen = rng if rng is not None else np.random.default_rng(0)
         sample: npt.NDArray[np.intp] | None = None
         scale = 1.0
-        if lik.rows > HESSIAN_ROWS:
-            sample = np.sort(gen.choice(lik.rows, HESSIAN_ROWS, replace=False))
+        rows = lik.hessian_rows()
+        if lik.rows > rows:
+            sample = np.sort(gen.choice(lik.rows, rows, replace=False))
             scale = lik.total / float(lik.weights[sample].sum())
         while gap > tolerance and iterations < max_iterations:
             step = _sqp_step(lik, x, d, grad, sample, scale)
