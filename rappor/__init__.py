@@ -27,7 +27,8 @@ Analysis
     ``rappor.audit``       empirical privacy audit of an encoder
     ``rappor.exceptions``  the error and warning hierarchy
 
-Not imported here (optional dependencies): ``rappor.parquet`` (pyarrow),
+Not imported here: ``rappor.association`` (joint distributions of several variables,
+docs/association.md); and, for their optional dependencies, ``rappor.parquet`` (pyarrow),
 ``rappor.engines`` (Dask, Spark), ``rappor.plots`` and ``rappor.html_report``
 (matplotlib).  Every public name of the modules above is re-exported; ``__all__``
 lists them.

@@ -64,28 +64,53 @@ class ReferenceFit:
 
 def reference_em(cond_probs: Sequence[Array], *, max_em_iters: int = 1000, epsilon: float = 1e-6,
                  estimate_var: bool = False) -> ReferenceFit:
-    """``EM`` on the joint conditionals ``L_i = outer(cond_probs[0][i], cond_probs[1][i], ...)``."""
+    """``EM`` on the joint conditionals ``L_i = outer(cond_probs[0][i], cond_probs[1][i], ...)``.
+
+    Each step is ``UpdatePij``: ``pij <- mean_i(pij * L_i / (pij . L_i))`` (a report with
+    ``pij . L_i = 0`` adds zeros), written as ``pij * sum_i (L_i / d_i) / n`` with
+    ``d_i = L_i . pij`` and computed from the per-variable factors (``L_i`` never formed):
+    the same numbers as R's, without its ``n x cells`` temporaries.
+    """
     n = cond_probs[0].shape[0]
     shape = tuple(c.shape[1] for c in cond_probs)
-    joint = cond_probs[0]
-    for c in cond_probs[1:]:
-        joint = (joint[:, :, None] * c[:, None, :]).reshape(n, -1)
-    pij = np.full(joint.shape[1], 1.0 / joint.shape[1])
+    first = cond_probs[0]
+
+    def rest(lo: int, hi: int) -> Array:
+        out = cond_probs[1][lo:hi] if len(cond_probs) > 1 else np.ones((hi - lo, 1))
+        for c in cond_probs[2:]:
+            out = (out[:, :, None] * c[lo:hi, None, :]).reshape(hi - lo, -1)
+        return out
+
+    blocks = [(lo, min(lo + (1 << 15), n)) for lo in range(0, n, 1 << 15)]
+
+    def d_of(pij: Array) -> Array:
+        tab = pij.reshape(shape[0], -1)
+        return np.concatenate([np.einsum("ij,ij->i", first[lo:hi] @ tab, rest(lo, hi)) for lo, hi in blocks])
+
+    def sum_over_reports(v: Array) -> Array:
+        acc = np.zeros((shape[0], int(np.prod(shape)) // shape[0]))
+        for lo, hi in blocks:
+            acc += first[lo:hi].T @ (rest(lo, hi) * v[lo:hi, None])
+        return acc.reshape(-1)
+
+    pij = np.full(int(np.prod(shape)), 1.0 / int(np.prod(shape)))
     iterations = 0
     for iterations in range(1, max_em_iters + 1):
-        z = joint * pij
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = z / z.sum(axis=1, keepdims=True)
-        z[np.isnan(z)] = 0.0
-        new = z.sum(axis=0) / n
+        d = d_of(pij)
+        with np.errstate(divide="ignore"):
+            inv = np.where(d > 0, 1.0 / d, 0.0)
+        new = pij * sum_over_reports(inv) / n
         dif = float(np.abs(new - pij).max())
         pij = new
         if dif < epsilon:
             break
     se = None
     if estimate_var:
-        d = joint @ pij
-        inform = (joint / d[:, None]).T @ (joint / d[:, None])
+        d = d_of(pij)
+        inform = np.zeros((pij.size, pij.size))
+        for lo, hi in blocks:
+            z = (first[lo:hi][:, :, None] * rest(lo, hi)[:, None, :]).reshape(hi - lo, -1) / d[lo:hi, None]
+            inform += z.T @ z
         var_cov = np.linalg.solve(inform, np.eye(inform.shape[0]))
         se = np.sqrt(np.maximum(np.diag(var_cov), 0.0)).reshape(shape)
     return ReferenceFit(table=pij.reshape(shape), std_error=se, iterations=iterations)
