@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -34,3 +35,36 @@ def test_readme_test_command_is_what_ci_runs() -> None:
     ci_lines = (Path(__file__).parent.parent / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert commands[0] in ci_lines
     assert sum("pip install" in line for line in ci_lines) == 1
+
+
+def _cli_quick_start() -> str:
+    (block,) = [block for block in _sh_blocks() if "rappor keygen" in block]
+    return block
+
+
+def test_readme_cli_quick_start_runs_line_by_line_from_a_clone(tmp_path: Path) -> None:
+    """The `rappor` quick start as written, in a directory laid out like a fresh clone after the README's two
+    commands: `.venv/bin/activate` puts a `rappor` that runs this interpreter on the PATH, and data/quickstart/
+    holds the files the lines use (copied from the repository, as a clone has them)."""
+    import shutil
+    import subprocess
+    import sys
+
+    block = _cli_quick_start()
+    repo = Path(__file__).parent.parent
+    shutil.copytree(repo / "data" / "quickstart", tmp_path / "data" / "quickstart")
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "rappor").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m rappor "$@"\n')
+    (bin_dir / "rappor").chmod(0o755)
+    (bin_dir / "activate").write_text(f'PATH="{bin_dir}:$PATH"\nexport PATH\n')
+    env = {key: value for key, value in os.environ.items() if key not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = "/usr/bin:/bin"  # no other rappor to find
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    work = tmp_path / "try"
+    results = (work / "results.csv").read_text().splitlines()
+    assert results[0].startswith("string,estimate,") and {"v1", "v2", "v3"} <= {r.split(",")[0] for r in results}
+    assert "recommended:" in done.stdout and "epsilon_inf" in done.stdout
+    assert (work / "summary.json").is_file() and (work / "demo" / "report.html").is_file()
