@@ -22,6 +22,13 @@ def test_readme_python_quick_start_runs() -> None:
         result = namespace["result"]
         # The quick start decodes a Zipf population: the top string must be found.
         assert "v1" in set(result.table()["string"])  # type: ignore[attr-defined]
+        # The figures its comments quote are what it computes.
+        import rappor
+
+        truth = namespace["sim"].truth  # type: ignore[attr-defined]
+        (quoted,) = re.findall(r"total_variation +# ([0-9.]+) here \(least squares: ([0-9.]+)\)", code)
+        computed = [rappor.evaluate_result(namespace[name], truth).total_variation for name in ("eb", "result")]
+        assert [float(q) for q in quoted] == [round(tv, len(q) - 2) for q, tv in zip(quoted, computed)]
 
 
 def _sh_blocks() -> list[str]:
