@@ -117,9 +117,13 @@ def _residual_caption(result: Any, aggregate: Any, candidate_map: Any) -> str:
     """What the heat map shows: whose residuals, their chi-square and its test, their balance."""
     fit = fit_residuals(result, aggregate, candidate_map)
     res = fit.residuals[np.isfinite(fit.residuals)]
-    text = (f"Residual heat map: standardized residuals per (cohort, bit) of {html.escape(fit.model)} "
-            f"(unexplained mass in the model {fit.unexplained_mass:.3f}). Sum of squares {fit.chi2:.1f}")
     summary = _summary(result)
+    text = (f"Residual heat map: standardized residuals per (cohort, bit) of {html.escape(fit.model)}; the "
+            f"non-candidate column's coefficient in this model is {fit.unexplained_mass:.3f}")
+    if summary.get("unexplained_mass") is not None:
+        text += (f" (the summary's unexplained_mass, {_fmt(summary['unexplained_mass'])}, is a separate, "
+                 "unconstrained estimate: docs/decoder.md, Method 3)")
+    text += f". Sum of squares {fit.chi2:.1f}"
     residual = summary.get("residual") or {}
     if fit.tested and residual.get("dof"):
         text += f" on {residual['dof']} degrees of freedom, p = {_fmt(residual.get('chi2_pvalue'))}"

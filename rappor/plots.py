@@ -114,9 +114,15 @@ def plot_fit_residuals(result: Any, aggregate: Aggregate, candidate_map: Candida
     matplotlib.axes.Axes
     """
     fit = fit_residuals(result, aggregate, candidate_map)
-    title = ("Residuals of the tested fit (all shares + unexplained)" if fit.tested
-             else "Residuals of the empirical-Bayes shares + unexplained")
-    return _heat_map(fit.residuals, f"{title}\nsum of squares {fit.chi2:.1f}", ax)
+    summary = result.summary() if callable(getattr(result, "summary", None)) else {}
+    residual = summary.get("residual") or {}
+    if fit.tested:
+        title = "Residuals of the tested fit (all shares + unexplained)\n"
+        title += (f"chi-square {fit.chi2:.1f} on {residual['dof']} dof, p = {residual['chi2_pvalue']:.2g}"
+                  if residual.get("dof") else f"sum of squares {fit.chi2:.1f}")
+    else:
+        title = f"Residuals of the empirical-Bayes shares + unexplained\nsum of squares {fit.chi2:.1f}"
+    return _heat_map(fit.residuals, title, ax)
 
 
 def _heat_map(res: npt.NDArray[np.float64], title: str, ax: Axes | None) -> Axes:
