@@ -6,9 +6,11 @@ with decoys and with every R-th true string removed) and compares with the truth
 Writes into DIR: params.csv, counts.csv, map.csv, candidates.txt, truth.csv,
 results.csv, metrics.json and report.html (each file atomically), and prints the
 detected strings and a summary: accuracy against the truth, the masses (allocated: the
-detected shares; unallocated: 1 - allocated; unexplained: the decoder's estimate of the
+detected shares; unallocated: one minus allocated; unexplained: the decoder's estimate of the
 share the candidates do not explain, as in metrics.json and summary.json) and the time
-of the simulation, of the decode and of the whole command.
+of the simulation, of the decode and of the whole command.  With few cohorts the top
+strings' p-values can tie at the floor of the random-string null; a note says so (see
+'rappor decode --help').
 
 Without --params the parameters are k=16 h=2 m=64 p=0.5 q=0.75 f=0.5; without other
 options: 100,000 clients, Zipf (s=1) over 100 strings, seed 0.
