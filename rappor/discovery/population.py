@@ -116,7 +116,7 @@ def realistic_population(num_unique: int = 20_000, *, exponent: float = 1.1, min
     --------
     >>> pop = realistic_population(1000, rng=0)
     >>> len(pop), round(float(pop.probabilities.max()), 3)
-    (1000, 0.155)
+    (1000, 0.179)
     """
     s = check_real(exponent, "exponent", "realistic_population", low=0.0)
     gen = check_rng(rng)

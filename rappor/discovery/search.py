@@ -19,7 +19,8 @@ The search walks the slots in order (:mod:`rappor.discovery.spec`).  It keeps a
    al. 2017), which pads every value to the longest length and keeps a fixed top-k.
 4. The result lists the pooled values with their share of the slots' reports, its
    standard error, the pooled z and a one-sided p-value; ``significant`` marks those
-   passing Bonferroni at ``significance_level`` over every complete candidate tried.
+   passing Bonferroni at ``significance_level`` over every complete candidate tried
+   and seen in at least two slots.
 
 The full-string reports then confirm and estimate the list (``rappor decode
 --candidates``), which controls the false discoveries a second time.
@@ -70,7 +71,11 @@ class DiscoveryResult:
     first_slot, slots : ndarray of int, shape (n,)
         Slot where the value was found and the number of slots pooled.
     significant : ndarray of bool, shape (n,)
-        Bonferroni at ``significance_level`` over ``n_tested`` complete candidates.
+        Bonferroni at ``significance_level`` over ``n_tested`` complete candidates, and
+        seen in at least two slots: a value first found in the last slot has no second,
+        independent group of clients to confirm it, and the null law of one slot's
+        z-scores has heavier tails than the normal (collisions with heavy values), so
+        such values are left to the full-string decoder to confirm.
     n_tested : int
         Complete candidates scored (the Bonferroni count).
     n_reports : int
@@ -236,19 +241,26 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000, fal
         est = np.concatenate([est_x.reshape(-1), est_k])
         se = np.concatenate([se_x.reshape(-1), se_k])
         z = np.divide(est, se, out=np.zeros_like(est), where=se > 0)
-        if explain > 0:
-            # Second pass: fit the strongest fragments jointly, subtract them, score again.
-            strong = np.flatnonzero(z >= threshold)
-            strong = strong[np.argsort(-z[strong], kind="stable")[:explain]]
+        explained = np.zeros(0, dtype=np.int64)
+        fitted = np.zeros(0)
+        # Fit the clearly present fragments first, then the rest above the threshold: fitting
+        # a heavy value together with the absent ones that collide with it would split its
+        # count between them (they share its bits), so the heavy values go alone.
+        for cut in ((max(4.0 * threshold, 20.0), threshold) if explain > 0 else ()):
+            strong = np.setdiff1d(np.flatnonzero(z >= cut), explained)
+            strong = strong[np.argsort(-z[strong], kind="stable")[:max(explain - explained.size, 0)]]
+            if strong.size == 0:
+                continue
             width_x = len(tail_list)
             pairs = [(frontier[i // width_x], tail_list[i % width_x]) if i < n_x else known_pairs[i - n_x]
                      for i in strong.tolist()]
-            coef = oracle.explain(pairs)
+            explained = np.concatenate([explained, strong])
+            fitted = np.concatenate([fitted, oracle.explain(pairs)])
             est_x, se_x = oracle.score_extensions(frontier, tail_list)
             est_k, se_k = oracle.score_values(known)
             est = np.concatenate([est_x.reshape(-1), est_k])
             se = np.concatenate([se_x.reshape(-1), se_k])
-            est[strong] += coef
+            est[explained] += fitted
             z = np.divide(est, se, out=np.zeros_like(est), where=se > 0)
         share, share_se = est / oracle.n_reports, se / oracle.n_reports
         zx = z[:n_x].reshape(len(frontier), len(tail_list))
@@ -281,12 +293,13 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000, fal
     order = np.argsort(-prop, kind="stable")
     pval = _normal_sf(zs)
     cutoff = alpha / max(n_tested, 1)
+    slots_arr = np.array([pool[v].slots for v in values], dtype=np.int64)
     return DiscoveryResult(
         values=tuple(values[i] for i in order), proportion=prop[order], prop_std_error=prop_se[order],
         zscore=zs[order], pvalue=pval[order],
         first_slot=np.array([pool[values[i]].first_slot for i in order], dtype=np.int64),
         slots=np.array([pool[values[i]].slots for i in order], dtype=np.int64),
-        significant=pval[order] <= cutoff, n_tested=n_tested, n_reports=n_reports, spec=spec,
+        significant=(pval[order] <= cutoff) & (slots_arr[order] >= min(2, spec.levels)), n_tested=n_tested, n_reports=n_reports, spec=spec,
         significance_level=alpha,
         diagnostics={"z_extend": threshold, "beam": width, "slots": per_slot,
                      "seconds": time.perf_counter() - started})
