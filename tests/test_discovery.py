@@ -94,6 +94,7 @@ def _easy_population() -> Population:
     return Population(strings=tuple(strings + rare), probabilities=np.array(probs))
 
 
+@pytest.mark.slow
 def test_oracle_estimates_are_unbiased_and_null_z_standard() -> None:
     spec = DiscoverySpec(params=_params(k=128, m=16), max_length=20, segment=2)
     pop = _easy_population()
@@ -122,6 +123,7 @@ def test_oracle_rejects_other_params() -> None:
         SlotOracle(sim.discovery, other, 0)
 
 
+@pytest.mark.slow
 def test_simulation_methods_agree_in_law() -> None:
     # The exact-aggregate draw and report-by-report encoding give the same law of the counts:
     # per (cohort, bit) the difference over 2 independent runs is within 5 SD (two-sided).
@@ -139,6 +141,7 @@ def test_simulation_methods_agree_in_law() -> None:
         assert abs(agg_a.total_reports - agg_b.total_reports) < 5 * math.sqrt(60_000)
 
 
+@pytest.mark.slow
 def test_discover_finds_the_frequent_strings_without_false_ones() -> None:
     spec = DiscoverySpec(params=_params(k=128, m=16), max_length=20, segment=2)
     pop = _easy_population()
@@ -156,6 +159,7 @@ def test_discover_finds_the_frequent_strings_without_false_ones() -> None:
         assert abs(share[s] - truth) < 0.25 * truth
 
 
+@pytest.mark.slow
 def test_discover_on_noise_finds_nothing_significant() -> None:
     spec = DiscoverySpec(params=_params(k=128, m=16), max_length=8, segment=2)
     uniform = Population(strings=tuple(f"u{i:05d}" for i in range(20_000)), probabilities=np.ones(20_000))
@@ -239,6 +243,7 @@ def test_privacy_split_clients_is_max_budget_is_sum() -> None:
     assert _params(f=f_full).epsilon_inf + _params(f=f_disc).epsilon_inf == pytest.approx(4.0)
 
 
+@pytest.mark.slow
 def test_pem_baseline_finds_the_top_string() -> None:
     spec = DiscoverySpec(params=_params(k=128, m=16), max_length=20, segment=2)
     padded = pem_population(_easy_population(), 20)

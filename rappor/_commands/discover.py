@@ -20,8 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING, Any
 
 from ._common import add_output_argument, add_params_argument, load_params
+
+if TYPE_CHECKING:
+    from ..discovery.spec import DiscoverySpec
 
 NAME = "discover"
 HELP = "find frequent strings outside any candidate list (discovery counts -> found.csv)"
@@ -54,7 +58,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--summary", metavar="PATH", help="also write a JSON summary (per-slot diagnostics)")
 
 
-def spec_from_args(args: argparse.Namespace) -> object:
+def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
+    """The :class:`DiscoverySpec` of ``--params``, ``--max-length``, ``--segment``, ``--alphabet``."""
     from ..discovery.spec import DiscoverySpec
 
     return DiscoverySpec(params=load_params(args), max_length=args.max_length, segment=args.segment,
@@ -64,19 +69,19 @@ def spec_from_args(args: argparse.Namespace) -> object:
 def run(args: argparse.Namespace) -> int:
     from .._io import atomic_output
     from ..aggregate import read_counts
-    from ..candidates import write_candidates
-    from ..discovery import DiscoverySpec, discover
+    from ..discovery import discover
 
     spec = spec_from_args(args)
-    assert isinstance(spec, DiscoverySpec)
     aggregate = read_counts(args.counts, spec.wire_params)
     result = discover(aggregate, spec, beam=args.beam, significance_level=args.alpha)
     listed = [s for s in result.candidates() if s.strip() and "\n" not in s and "\r" not in s]
     # Open every extra output first: a bad path must not leave a partial set behind.
-    with atomic_output(args.summary) if args.summary else _nothing() as summary:
+    with atomic_output(args.list) if args.list else _nothing() as list_out, \
+            atomic_output(args.summary) if args.summary else _nothing() as summary:
         result.to_csv(args.output)
-        if args.list:
-            write_candidates(listed, args.list)
+        if list_out is not None:
+            for s in listed:
+                list_out.write(s + "\n")
         if summary is not None:
             data = {"spec": spec.as_dict(), "found": len(result), "significant": int(result.significant.sum()),
                     "listed": len(listed), "tested": result.n_tested, "reports": result.n_reports,
@@ -90,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 class _nothing:
-    def __enter__(self) -> None:
+    """A context manager yielding None (an output that was not asked for)."""
+
+    def __enter__(self) -> Any:
         return None
 
     def __exit__(self, *exc: object) -> None:

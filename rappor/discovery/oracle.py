@@ -125,7 +125,7 @@ class SlotOracle:
         self.t = self.t - fitted.reshape(md, k)
         self.background = self.background - share * float(coef.sum())
         self._set_null()
-        out: Array = coef
+        out: Array = np.asarray(coef, dtype=np.float64)
         return out
 
     def _gather(self, idx: npt.NDArray[np.integer], t: Array) -> tuple[Array, Array]:

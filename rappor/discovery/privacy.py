@@ -90,7 +90,10 @@ def discovery_privacy(params: Params, discovery: Params, *, split: Literal["clie
         if not isinstance(value, Params):
             raise InvalidParameterError(f"The {name!r} parameter of discovery_privacy must be a Params. Got {value!r}.")
     how = check_options(split, "split", "discovery_privacy", ("clients", "budget"))
-    combine = max if how == "clients" else (lambda a, b: a + b)
+
+    def combine(a: float, b: float) -> float:
+        return max(a, b) if how == "clients" else a + b
+
     return DiscoveryPrivacy(split=how, epsilon_inf_full=params.epsilon_inf, epsilon_one_full=params.epsilon_one,
                             epsilon_inf_discovery=discovery.epsilon_inf, epsilon_one_discovery=discovery.epsilon_one,
                             epsilon_inf=combine(params.epsilon_inf, discovery.epsilon_inf),
