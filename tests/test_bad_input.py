@@ -297,6 +297,13 @@ CASES: list[Case] = [
     Case("plan/epsilon-one-not-below-inf", {}, ["plan", "--reports", "1000", "--candidates", "10", "--epsilon-inf",
                                                  "4", "--epsilon-one", "5", "-o", "{out}"],
          expected="--epsilon-one 5 must be below --epsilon-inf 4"),
+    # ---------------------------------------------------------------- discover (2 slots x 4 cohorts)
+    Case("discover/counts-wrong-rows", _base(), ["discover", "--params", "{d}/params.csv", "--counts",
+                                                 "{d}/counts.csv", "--max-length", "4", "-o", "{out}"],
+         bad="counts.csv", line=4, expected="expected 8 rows"),
+    Case("discover/list-is-a-directory", _base(**{"dc.csv": b"10,1,2,3,4,5,6,7,8\n" * 8, "listdir": None}),
+         ["discover", "--params", "{d}/params.csv", "--counts", "{d}/dc.csv", "--max-length", "4", "-o", "{out}",
+          "--list", "{d}/listdir"], bad="listdir", expected="cannot write file: is a directory"),
     # ---------------------------------------------------------------- simulate and keygen
     Case("simulate/params-nan", {"p.csv": NAN_PARAMS}, ["simulate", "--params", "{d}/p.csv", "--out", "{d}/out",
                                                        "--no-report"], bad="p.csv", line=2, expected="finite"),

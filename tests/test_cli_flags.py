@@ -27,6 +27,8 @@ BASE = {
     "privacy": ["privacy", "--params", str(SAMPLE / "params.csv")],
     "plan": ["plan", "--reports", "100000", "--candidates", "10"],
     "simulate": ["simulate", "--clients", "2000", "--unique", "10", "--no-report", "--out", "{tmp}/out"],
+    "discover": ["discover", "--params", str(SAMPLE / "params.csv"), "--counts", str(SAMPLE / "counts.csv"),
+                 "-o", "{tmp}/r.csv"],
 }
 
 #: (command, flag, bad values): every numeric option of every command.
@@ -55,6 +57,14 @@ BAD = [
     ("simulate", "--reports-per-client", ["0"]),
     ("simulate", "--values-per-client", ["0"]),
     ("simulate", "--seed", ["-1"]),
+    ("simulate", "--discovery-share", ["-0.1", "1.5", "nan"]),
+    ("simulate", "--max-length", ["0"]),
+    ("simulate", "--segment", ["0", "4"]),
+    ("discover", "--max-length", ["0", "x"]),
+    ("discover", "--segment", ["0", "4"]),
+    ("discover", "--level", ["0", "1.5"]),
+    ("discover", "--alpha", ["7"]),
+    ("discover", "--beam", ["0"]),
 ]
 
 #: Values that are fine alone but conflict with another option: (argv after BASE, flags the message names).
@@ -80,7 +90,8 @@ def test_bad_option_value_names_its_flag(command: str, flag: str, value: str, tm
         main(_argv(command, tmp_path, [flag, value]))
     err = capsys.readouterr().err
     assert exc.value.code == 2, err
-    assert f"rappor {command}: error: argument {flag}: expected " in err and repr(value) in err, err
+    assert f"rappor {command}: error: argument {flag}: " in err, err
+    assert ("expected " in err and repr(value) in err) or f"invalid choice: {value}" in err, err
     assert "parameter of" not in err and "Traceback" not in err
     assert not (tmp_path / "r.csv").exists() and not (tmp_path / "out").exists()
 

@@ -75,3 +75,21 @@ def test_readme_cli_quick_start_runs_line_by_line_from_a_clone(tmp_path: Path) -
     assert results[0].startswith("string,estimate,") and {"v1", "v2", "v3"} <= {r.split(",")[0] for r in results}
     assert "recommended:" in done.stdout and "epsilon_inf" in done.stdout
     assert (work / "summary.json").is_file() and (work / "demo" / "report.html").is_file()
+
+
+def test_readme_every_measured_figure_names_its_command() -> None:
+    """Each row of 'What you get, measured' with a figure names the script that reproduces it, and the script
+    exists under benchmarks/."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## What you get, measured"):]
+    section = section[:section.index("\n## ", 4)]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("|---")][1:]
+    assert len(rows) >= 10
+    benchmarks = Path(__file__).parent.parent / "benchmarks"
+    for row in rows:
+        label, ours = row.split(" | ")[:2]
+        if not re.search(r"\d", ours):
+            continue  # a yes/no row
+        scripts = re.findall(r"([a-z_0-9]+\.py)", label + ours)
+        assert scripts, row
+        assert all((benchmarks / script).is_file() for script in scripts), scripts

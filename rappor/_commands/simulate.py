@@ -76,6 +76,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_seed_argument(parser, default=0, help_text="random seed of the simulation")
     parser.add_argument("--no-report", action="store_true", help="skip report.html (no matplotlib needed)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
+    from ._discover_simulate import configure as configure_discovery
+
+    configure_discovery(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,6 +91,10 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()  # the command's own work (imports and start-up before run() excluded)
     params = DEFAULT_PARAMS if args.params is None else read_params(args.params)
+    if args.discover:
+        from ._discover_simulate import run as run_discovery
+
+        return run_discovery(args, params)
     if args.dist_param is not None and args.population is None:
         if args.dist == "uniform":
             raise InvalidParameterError("--dist-param has no meaning with --dist uniform")
