@@ -246,8 +246,9 @@ CASES: list[Case] = [
     _merge("empty", b"", None, "found an empty file"),
     _merge("missing", b"", None, "no such file"),  # file removed below
     Case("merge-counts/sum-overflows-int64",
-         _base(**{"big.csv": b"4611686018427387904" + b",0" * 8 + b"\n" + b"0,0,0,0,0,0,0,0,0\n" * 3}),
-         ["merge-counts", "--params", "{d}/params.csv", "{d}/big.csv", "{d}/big.csv", "-o", "{out}"],
+         _base(**{"big.csv": b"4611686018427387904" + b",0" * 8 + b"\n" + b"0,0,0,0,0,0,0,0,0\n" * 3,
+                  "big2.csv": b"4611686018427387904" + b",0" * 8 + b"\n" + b"0,0,0,0,0,0,0,0,0\n" * 3}),
+         ["merge-counts", "--params", "{d}/params.csv", "{d}/big.csv", "{d}/big2.csv", "-o", "{out}"],
          expected="a count would exceed 2**63 - 1"),
     # ---------------------------------------------------------------- candidates
     Case("hash-candidates/bom-crlf", _base(**{"c.txt": crlf_bom(GOOD_CANDIDATES)}),

@@ -27,18 +27,21 @@ import multiprocessing
 import os
 import re
 import sys
+import warnings
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from .._interrupt import exit_with_parent, signals_deferred, terminate_pool
 from .._io import STDIO, PathLike, atomic_output, display_name, read_input_bytes
 from .._rejects import RejectedRow, RejectSink, RejectsWriter, resolve_rejects_path
 from .._validation import check_int
-from ..exceptions import ReportFormatError
+from ..exceptions import InsecureRandomnessWarning, ReportFormatError
 from ..params import Params
-from ._common import add_on_error_arguments, add_output_argument, add_params_argument, load_params
+from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
+                      load_params)
 
 NAME = "encode"
 HELP = "encode client values into reports (client,value -> client,cohort,irr)"
@@ -68,6 +71,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_on_error_arguments(parser, kept="the good rows are encoded")
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
                         help="worker processes for large inputs [default: number of CPUs, at most 8]")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """INPUT, ``--params`` and ``--key-file`` in; ``-o`` (and the rejects file with ``--on-error skip``) out."""
+    outputs = [("-o", args.output)]
+    if args.on_error == "skip":
+        outputs.append(("--rejects", resolve_rejects_path(args.output, args.rejects, "reports")))
+    return CommandFiles(inputs=[("INPUT", args.input), ("--params", args.params), ("--key-file", args.key_file)],
+                        outputs=outputs)
 
 
 def _rows(path: PathLike, rejects: RejectSink | None = None) -> Iterator[tuple[int, str, str]]:
@@ -263,7 +275,9 @@ def _default_jobs() -> int:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(params: Params, key: bytes, seed: int | None) -> None:
+def _init_worker(params: Params, key: bytes, seed: int | None, parent_pid: int | None = None) -> None:
+    if parent_pid is not None:  # a worker process: it must not outlive the command
+        exit_with_parent(parent_pid)
     _WORKER.update(params=params, key=key, seed=seed)
 
 
@@ -287,13 +301,19 @@ def run(args: argparse.Namespace) -> int:
 
     params = load_params(args)
     key = read_key_file(args.key_file)
+    if args.seed is not None:
+        warnings.warn("--seed: the instantaneous noise comes from numpy's generator seeded with "
+                      f"{args.seed}, not from the operating system's CSPRNG; these reports are NOT private "
+                      "against anyone who knows or guesses the seed (use --seed for tests and simulation only)",
+                      InsecureRandomnessWarning, stacklevel=2)
     jobs = _default_jobs() if args.jobs is None else check_int(args.jobs, "jobs", "rappor encode", low=1)
     if args.on_error == "raise":
         _encode_file(args, params, key, jobs, None)
         return 0
     rejects_path = resolve_rejects_path(args.output, args.rejects, "reports")
     # Both files are committed only if the whole input was read: a fatal error leaves neither.
-    with atomic_output(rejects_path) as fh:
+    # The rejects hold raw client values: readable by their owner only.
+    with atomic_output(rejects_path, private=True) as fh:
         sink = RejectsWriter(fh)
         written = _encode_file(args, params, key, jobs, sink)
     where = display_name(rejects_path) if rejects_path != STDIO else "<stdout>"
@@ -327,11 +347,14 @@ def _encode_file(args: argparse.Namespace, params: Params, key: bytes, jobs: int
             return written
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-        with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker,
-                                 initargs=(params, key, args.seed)) as pool:
+        pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker,
+                                   initargs=(params, key, args.seed, os.getpid()))
+        try:
             pending: collections.deque[tuple[int, Future[str]]] = collections.deque()
             for index, (clients, values) in todo:
-                pending.append((len(clients), pool.submit(_encode_chunk, index, clients, values)))
+                # The first submit forks the workers: they start with the signals held back.
+                with signals_deferred():
+                    pending.append((len(clients), pool.submit(_encode_chunk, index, clients, values)))
                 if len(pending) >= 2 * jobs:
                     size, future = pending.popleft()
                     out.write(future.result())
@@ -340,4 +363,9 @@ def _encode_file(args: argparse.Namespace, params: Params, key: bytes, jobs: int
                 size, future = pending.popleft()
                 out.write(future.result())
                 written += size
+        except BaseException:
+            # An error or a signal: no worker (they hold the key) may outlive this run.
+            terminate_pool(pool)
+            raise
+        pool.shutdown()
     return written

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..exceptions import ReportFormatError
 from ..params import Params, read_params, write_params
-from ._common import add_params_argument
+from ._common import CommandFiles, add_params_argument
 
 NAME = "simulate"
 HELP = "simulate a collection, decode it and write a report"
@@ -35,6 +35,18 @@ ORDER = 60
 
 #: The parameters used without --params (a small, readable configuration).
 DEFAULT_PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+
+
+#: The files written into --out DIR.
+OUTPUT_NAMES = ("params.csv", "counts.csv", "map.csv", "candidates.txt", "truth.csv", "results.csv", "metrics.json",
+                "report.html")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """``--params`` and ``--population`` in; the files of DIR out (an input inside DIR must not be replaced)."""
+    inputs = [(option, path) for option, path in (("--params", args.params), ("--population", args.population))
+              if path is not None]
+    return CommandFiles(inputs=inputs, outputs=[("--out", os.path.join(args.out, name)) for name in OUTPUT_NAMES])
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
