@@ -78,7 +78,7 @@ def open_input_binary(path: PathLike) -> Iterator[IO[bytes]]:
         fh = open(p, "rb")
     except OSError as exc:
         raise _os_error(path, exc) from None
-    with fh:
+    with _naming_write_errors(os.fspath(path)), fh:
         yield fh
 
 
@@ -236,6 +236,20 @@ def output_target(path: PathLike) -> tuple[str, Path, os.stat_result | None]:
     return "replace", Path(os.path.realpath(path)), st
 
 
+@contextlib.contextmanager
+def _naming_write_errors(name: str) -> Iterator[None]:
+    """Turn a failed flush or close of a stream (full disk, stream opened for reading) into an error naming it.
+
+    A reader that went away (:class:`BrokenPipeError`) passes through: the CLI stops quietly.
+    """
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise ReportFormatError(f"cannot write: {exc.strerror or exc}", path=name) from None
+
+
 def _stdout(binary: bool) -> IO[Any]:
     stream: Any = sys.stdout
     if stream is None:  # the process was started with its standard output closed (`>&-`)
@@ -281,7 +295,8 @@ def atomic_output(path: PathLike | None, *, binary: bool = False, newline: str |
     if how == "stdout":
         stream = _stdout(binary)
         yield stream
-        stream.flush()
+        with _naming_write_errors("<stdout>"):
+            stream.flush()
         return
     if how == "straight":
         yield from _write_straight(path, target, binary, newline)
@@ -323,7 +338,7 @@ def _write_straight(path: PathLike, target: Path, binary: bool, newline: str | N
         fh: IO[Any] = os.fdopen(fd, "wb")
     else:
         fh = os.fdopen(fd, "w", encoding="utf-8", newline=newline)
-    with fh:
+    with _naming_write_errors(os.fspath(path)), fh:
         yield fh
 
 

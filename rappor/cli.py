@@ -107,9 +107,25 @@ def _standard_streams() -> Iterator[None]:
     try:
         yield
     finally:
+        _settle_stdout()
         if saved[1] is None:
             sys.stderr.close()
         sys.stdout, sys.stderr = saved
+
+
+def _settle_stdout() -> None:
+    """Flush standard output; if it cannot take the output, point it at /dev/null.
+
+    Otherwise the interpreter's own final flush fails again and prints "Exception
+    ignored" (exit status 120) after the command's one-line error.
+    """
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -142,10 +158,8 @@ def _run(args: argparse.Namespace, run: Any) -> int:
         _say(f"rappor: error: {exc}")
         return 1
     except BrokenPipeError:
-        # The reader went away (e.g. `| head`): stop quietly, as json.tool does.
-        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+        # The reader went away (e.g. `| head`): stop quietly, as json.tool does
+        # (_settle_stdout then keeps the interpreter's last flush quiet).
         return 1
     except KeyboardInterrupt:
         # A signal can land between creating a temporary output and the ``try`` that deletes it.

@@ -103,7 +103,8 @@ def test_cli_files_output_to_a_fifo(files: Path, capsys: pytest.CaptureFixture[s
     fifo = files / "pipe"
     os.mkfifo(fifo)
     received: list[bytes] = []
-    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    # A daemon: if the FIFO is never opened for writing, the blocked reader must not hang pytest.
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
     reader.start()
     assert main(["hash-candidates", "--params", str(files / "params.csv"), str(files / "cand.txt"),
                  "-o", str(fifo)]) == 0
@@ -189,3 +190,30 @@ def test_cli_files_closed_stdout_in_a_real_process(files: Path, close: str) -> N
         assert run.stderr == "rappor: error: <stdout>: cannot write: standard output is closed\n"
     else:
         assert run.stderr == ""
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+def test_cli_files_full_stdout_is_one_line_error(files: Path, buffered: bool) -> None:
+    """``rappor privacy ... > /dev/full``: one error line, exit 1 (not the interpreter's "Exception ignored", 120)."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"}
+    if not buffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    with open("/dev/full", "w") as full:
+        run = subprocess.run([sys.executable, "-m", "rappor", "privacy", "--params", str(files / "params.csv")],
+                             stdout=full, stderr=subprocess.PIPE, text=True, env={**env, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 1
+    assert len(run.stderr.splitlines()) == 1 and run.stderr.startswith("rappor: error: "), run.stderr
+    assert "No space left on device" in run.stderr
+
+
+def test_cli_files_default_rejects_need_a_regular_output(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """OUTPUT.rejects.csv beside a FIFO or a device makes no sense (``/dev/null.rejects.csv``): --rejects is needed."""
+    fifo = files / "pipe"
+    os.mkfifo(fifo)
+    before = sorted(p.name for p in files.iterdir())
+    assert main(["sum-bits", "--params", str(files / "params.csv"), str(files / "reports.csv"), "-o", str(fifo),
+                 "--on-error", "skip"]) == 1
+    assert capsys.readouterr().err == (f"rappor: error: --on-error skip with the counts written to {fifo}, not a "
+                                       f"regular file, needs --rejects PATH.\n")
+    assert sorted(p.name for p in files.iterdir()) == before

@@ -165,7 +165,8 @@ def test_atomic_output_fifo_is_written_not_replaced(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     received: list[bytes] = []
-    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    # A daemon: if the FIFO is never opened for writing, the blocked reader must not hang pytest.
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
     reader.start()
     with atomic_output(fifo) as fh:
         fh.write("through the pipe\n")
