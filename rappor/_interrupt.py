@@ -2,11 +2,12 @@
 
 * :func:`raise_on_termination` (used by :func:`rappor.cli.main`) turns SIGTERM and SIGHUP
   into :class:`Interrupted` and SIGINT into :class:`KeyboardInterrupt`, so that every
-  ``with`` block unwinds: temporary outputs are deleted and worker pools terminated.
+  ``with`` block unwinds: temporary outputs are deleted and worker processes
+  (:class:`rappor._workers.WorkerPool`) terminated.
 * :func:`exit_with_parent` runs first in every worker process: the worker dies with its
   parent, even one killed by SIGKILL (Linux ``PR_SET_PDEATHSIG``, plus a watchdog
   thread that polls the parent's pid elsewhere and as a fallback).
-* :func:`terminate_pool` stops a :class:`~concurrent.futures.ProcessPoolExecutor` at once.
+* :func:`signals_deferred` holds those signals back while worker processes are forked.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from types import FrameType
 from typing import Any
 
-__all__ = ["Interrupted", "exit_with_parent", "raise_on_termination", "signals_deferred", "terminate_pool"]
+__all__ = ["Interrupted", "exit_with_parent", "raise_on_termination", "signals_deferred"]
 
 #: Signals that end a command with cleanup (SIGINT raises KeyboardInterrupt, as Python's default does).
 TERMINATING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -109,7 +109,7 @@ def exit_with_parent(parent_pid: int) -> None:
     """Make this worker process end with ``parent_pid`` (call it first thing in the worker).
 
     SIGINT and SIGHUP are ignored (a terminal sends them to the whole process group: the
-    parent decides), SIGTERM kills at once (the parent's :func:`terminate_pool`), and the
+    parent decides), SIGTERM kills at once (the parent's ``WorkerPool.terminate``), and the
     process exits as soon as its parent is gone, whatever killed it.  Signals held back
     by :func:`rappor._io.signals_deferred` while the worker was forked are released.
     """
@@ -122,26 +122,6 @@ def exit_with_parent(parent_pid: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent_pid,), name="rappor-parent-watchdog", daemon=True).start()
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, TERMINATING)
-
-
-def terminate_pool(pool: ProcessPoolExecutor, *, timeout: float = 5.0) -> None:
-    """Stop ``pool`` now: cancel pending work, SIGTERM the workers (then SIGKILL) and reap them."""
-    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14+
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    if terminate is not None:  # pragma: no cover - Python 3.14+
-        terminate()
-    else:
-        for process in processes:
-            with contextlib.suppress(OSError, ValueError):
-                process.terminate()
-    pool.shutdown(wait=False, cancel_futures=True)
-    deadline = time.monotonic() + timeout
-    for process in processes:
-        with contextlib.suppress(OSError, ValueError, AssertionError):
-            process.join(max(0.0, deadline - time.monotonic()))
-            if process.is_alive():
-                process.kill()
-                process.join()
 
 
 @contextlib.contextmanager

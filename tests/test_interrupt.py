@@ -97,7 +97,12 @@ def test_interrupt_encode_jobs_leaves_nothing(workload: Path, tmp_path: Path, si
     out_dir.mkdir()
     proc, workers = _start_encode(workload, out_dir)
     proc.send_signal(signum)
-    _, err = proc.communicate(timeout=60)
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:  # a hung run (the old ProcessPoolExecutor could hang at exit) must not outlive the test
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     stray = _wait_gone(workers)
     assert proc.returncode == 128 + signum, (proc.returncode, err)
     assert err.decode().strip().endswith("interrupted" if signum == signal.SIGINT else f"interrupted by {signum.name}")
@@ -125,3 +130,23 @@ def test_interrupt_watchdog_without_parent_death_signal(workload: Path, tmp_path
     proc.kill()
     proc.communicate(timeout=60)
     assert not _wait_gone(workers, timeout=5.0)
+
+
+def test_interrupt_killed_worker_is_a_clean_error(workload: Path, tmp_path: Path) -> None:
+    """A worker killed from outside (the OOM killer, say): one error line, exit 1, nothing left behind."""
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    proc, workers = _start_encode(workload, out_dir)
+    victim, *others = sorted(workers)
+    os.kill(victim, signal.SIGKILL)
+    try:
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 1, err
+    assert err.decode().startswith("rappor: error: a worker process ended without returning its result "
+                                   "(exit status -9"), err
+    assert sorted(p.name for p in out_dir.iterdir()) == []
+    assert not _wait_gone(set(others))

@@ -19,25 +19,22 @@ Create a key with ``rappor keygen -o KEY``.
 from __future__ import annotations
 
 import argparse
-import collections
 import csv
 import io
 import itertools
-import multiprocessing
 import os
 import re
 import sys
 import warnings
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from .._interrupt import exit_with_parent, signals_deferred, terminate_pool
 from .._io import STDIO, PathLike, atomic_output, display_name, read_input_bytes
 from .._rejects import RejectedRow, RejectSink, RejectsWriter, resolve_rejects_path
 from .._validation import check_int
+from .._workers import WorkerPool
 from ..exceptions import InsecureRandomnessWarning, ReportFormatError
 from ..params import Params
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
@@ -275,14 +272,12 @@ def _default_jobs() -> int:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(params: Params, key: bytes, seed: int | None, parent_pid: int | None = None) -> None:
-    if parent_pid is not None:  # a worker process: it must not outlive the command
-        exit_with_parent(parent_pid)
+def _init_worker(params: Params, key: bytes, seed: int | None) -> None:
     _WORKER.update(params=params, key=key, seed=seed)
 
 
-def _encode_chunk(index: int, clients: list[str], values: list[str]) -> str:
-    """Encode one chunk and render its output rows (runs in a worker or inline)."""
+def _encode_chunk(index: int, clients: list[str], values: list[str]) -> tuple[int, str]:
+    """Encode one chunk; its number of rows and its rendered output rows (runs in a worker or inline)."""
     from ..encoder import encode_clients
 
     seed = _WORKER["seed"]
@@ -292,7 +287,7 @@ def _encode_chunk(index: int, clients: list[str], values: list[str]) -> str:
     batch = encode_clients(_WORKER["params"], _WORKER["key"], clients, values, rng=rng)
     # Client ids need quoting only if one holds a comma, quote or line break: checked once.
     names = clients if _SPECIAL.isdisjoint("".join(clients)) else [_quote(c) for c in clients]
-    return "".join(map("{},{},{}\n".format, names, batch.cohorts.tolist(), batch.bitstrings()))
+    return len(clients), "".join(map("{},{},{}\n".format, names, batch.cohorts.tolist(), batch.bitstrings()))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -340,32 +335,14 @@ def _encode_file(args: argparse.Namespace, params: Params, key: bytes, jobs: int
             _init_worker(params, key, args.seed)
             try:
                 for index, (clients, values) in todo:
-                    out.write(_encode_chunk(index, clients, values))
-                    written += len(clients)
+                    size, text = _encode_chunk(index, clients, values)
+                    out.write(text)
+                    written += size
             finally:
                 _WORKER.clear()
             return written
-        methods = multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-        pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker,
-                                   initargs=(params, key, args.seed, os.getpid()))
-        try:
-            pending: collections.deque[tuple[int, Future[str]]] = collections.deque()
-            for index, (clients, values) in todo:
-                # The first submit forks the workers: they start with the signals held back.
-                with signals_deferred():
-                    pending.append((len(clients), pool.submit(_encode_chunk, index, clients, values)))
-                if len(pending) >= 2 * jobs:
-                    size, future = pending.popleft()
-                    out.write(future.result())
-                    written += size
-            while pending:
-                size, future = pending.popleft()
-                out.write(future.result())
+        with WorkerPool(jobs, _encode_chunk, setup=_init_worker, setup_args=(params, key, args.seed)) as pool:
+            for size, text in pool.imap((index, clients, values) for index, (clients, values) in todo):
+                out.write(text)
                 written += size
-        except BaseException:
-            # An error or a signal: no worker (they hold the key) may outlive this run.
-            terminate_pool(pool)
-            raise
-        pool.shutdown()
     return written
