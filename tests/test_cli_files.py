@@ -113,20 +113,6 @@ def test_cli_files_output_to_a_fifo(files: Path, capsys: pytest.CaptureFixture[s
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 
-def test_cli_files_output_through_a_symlink(files: Path) -> None:
-    """A symbolic link is written through: the file it names is replaced, keeping its mode; the link stays."""
-    target = files / "kept" / "counts.csv"
-    target.parent.mkdir()
-    target.write_text("old\n")
-    os.chmod(target, 0o640)
-    link = files / "link.csv"
-    link.symlink_to(target)
-    assert main(["sum-bits", "--params", str(files / "params.csv"), str(files / "reports.csv"), "-o", str(link)]) == 0
-    assert link.is_symlink()
-    assert target.read_bytes() == (files / "counts.csv").read_bytes()
-    assert stat.S_IMODE(target.stat().st_mode) == 0o640
-
-
 def test_cli_files_keygen_writes_through_a_symlink_and_refuses_special_files(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "secret.key"

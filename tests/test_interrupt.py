@@ -111,21 +111,13 @@ def test_interrupt_encode_jobs_leaves_nothing(workload: Path, tmp_path: Path, si
     assert not stray, f"worker processes {stray} outlived rappor encode"
 
 
-def test_interrupt_workers_die_with_a_killed_parent(workload: Path, tmp_path: Path) -> None:
-    """SIGKILL cannot be caught: the workers notice (PR_SET_PDEATHSIG) and exit too."""
+@pytest.mark.parametrize("death_signal", [True, False], ids=["pdeathsig", "watchdog-only"])
+def test_interrupt_workers_die_with_a_killed_parent(workload: Path, tmp_path: Path, death_signal: bool) -> None:
+    """SIGKILL cannot be caught: the workers notice and exit too, through PR_SET_PDEATHSIG or,
+    where that is not available, their watchdog thread alone."""
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    proc, workers = _start_encode(workload, out_dir)
-    proc.kill()
-    proc.communicate(timeout=60)
-    assert not _wait_gone(workers, timeout=5.0)
-
-
-def test_interrupt_watchdog_without_parent_death_signal(workload: Path, tmp_path: Path) -> None:
-    """Where PR_SET_PDEATHSIG is not available, the workers' watchdog thread ends them."""
-    out_dir = tmp_path / "out"
-    out_dir.mkdir()
-    prelude = "import rappor._interrupt as i\ni.set_parent_death_signal = lambda: False"
+    prelude = "" if death_signal else "import rappor._interrupt as i\ni.set_parent_death_signal = lambda: False"
     proc, workers = _start_encode(workload, out_dir, prelude=prelude)
     proc.kill()
     proc.communicate(timeout=60)
