@@ -246,9 +246,10 @@ CASES: list[Case] = [
     _merge("empty", b"", None, "found an empty file"),
     _merge("missing", b"", None, "no such file"),  # file removed below
     Case("merge-counts/sum-overflows-int64",
-         _base(**{"big.csv": b"4611686018427387904" + b",0" * 8 + b"\n" + b"0,0,0,0,0,0,0,0,0\n" * 3}),
-         ["merge-counts", "--params", "{d}/params.csv", "{d}/big.csv", "{d}/big.csv", "-o", "{out}"],
-         expected="a count would exceed 2**63 - 1"),
+         _base(**{"big.csv": b"4611686018427387904" + b",0" * 8 + b"\n" + b"0,0,0,0,0,0,0,0,0\n" * 3,
+                  "big2.csv": b"4611686018427387904" + b",0" * 8 + b"\n" + b"0,0,0,0,0,0,0,0,0\n" * 3}),
+         ["merge-counts", "--params", "{d}/params.csv", "{d}/big.csv", "{d}/big2.csv", "-o", "{out}"],
+         bad="big2.csv", expected="a total number of reports above 2**63 - 1"),
     # ---------------------------------------------------------------- candidates
     Case("hash-candidates/bom-crlf", _base(**{"c.txt": crlf_bom(GOOD_CANDIDATES)}),
          ["hash-candidates", "--params", "{d}/params.csv", "{d}/c.txt", "-o", "{out}"],
@@ -415,7 +416,8 @@ def test_bad_input_map_file(tmp_path: Path) -> None:
         (text + text.split(b"\n")[0] + b"\n", 3, "expected distinct candidates"),
         (text.replace(b",", b",x", 1), 1, "expected a positive integer row index"),
         (b"a" + b",99" * 8 + b"\n", 1, "expected row indices in [1, m * k] = [1, 32]"),
-        (b"a" + b",1" * 8 + b"\n", 1, "expected the indices of cohort 1 in [9, 16]"),
+        (b"a" + b",1" * 8 + b"\n", 1, "distinct indices of cohort 1 in [9, 16] (cohort*k + bit + 1 with k = 8), "
+                                       "found none"),
         (b"a,1,2,9,10,17,18,25,\xff\n", 1, "expected UTF-8 text"),
     ]
     for content, line, expected in cases:

@@ -74,7 +74,8 @@ BAD_MAPS = [
     ("a,1,2,5,6,7\n", 1, "found 5 indices"),
     ("a,1,2,5,6\nb,1,2,5,9\n", 2, "expected row indices in [1, m * k] = [1, 8], found 9"),
     ("a,0,2,5,6\n", 1, "found 0"),
-    ("a,1,2,3,6\n", 1, "cohort 1 in [5, 8]"),
+    ("a,1,2,3,6\n", 1, "expected 1 to h = 2 distinct indices of cohort 0 in [1, 4] (cohort*k + bit + 1 with k = 4), "
+                       "found 3 (1, 2, 3...)"),
     ("a,1,x,5,6\n", 1, "column 3, found 'x'"),
     ("a,1,-2,5,6\n", 1, "found '-2'"),
     ("a,1,2.0,5,6\n", 1, "found '2.0'"),
