@@ -114,7 +114,7 @@ def _csv_row(reader: Iterator[list[str]], lines: _Lines, lineno: int, text: str,
     while digits and not digits[-1]:  # empty fields close rows where hashes coincide
         digits.pop()
     joined = "".join(digits)
-    if not (joined.isascii() and joined.isdigit() and all(digits)):
+    if digits and not (joined.isascii() and joined.isdigit() and all(digits)):
         raise ReportFormatError(_bad_index_message(digits, params), path=name, line=lineno)
     return cells[0], digits
 
