@@ -27,6 +27,7 @@ import argparse
 import csv
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -35,12 +36,16 @@ import time
 from pathlib import Path
 
 
-def _timed(argv: list[str], env: dict[str, str] | None = None, before: Path | None = None) -> float:
+def _timed(argv: list[str], env: dict[str, str] | None = None, before: Path | None = None) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of one run of ``argv``."""
     if before is not None:
         before.unlink(missing_ok=True)
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
 
 
 def _proportions(path: Path) -> dict[str, float]:
@@ -62,13 +67,14 @@ def main() -> None:
                  "--map", str(work / "map.csv")]
         ours_argv = [sys.executable, "-m", "rappor", "decode", *files, "-o", str(work / "ours.csv"),
                      "--summary", str(work / "ours.json")]
-        ours_time, inside = float("inf"), float("inf")
+        ours_wall, ours_cpu, inside = float("inf"), float("inf"), float("inf")
         for _ in range(args.repeat):
-            ours_time = min(ours_time, _timed(ours_argv))
+            wall, cpu = _timed(ours_argv)
+            ours_wall, ours_cpu = min(ours_wall, wall), min(ours_cpu, cpu)
             inside = min(inside, json.loads((work / "ours.json").read_text())["seconds"])
         ours = _proportions(work / "ours.csv")
-        print(f"rappor decode:        {len(ours)} detected, best of {args.repeat}: {ours_time:.2f} s "
-              f"({inside:.2f} s in Decoder.decode, the rest start-up, imports and files)")
+        print(f"rappor decode:        {len(ours)} detected; best of {args.repeat}: {ours_wall:.2f} s wall, "
+              f"{ours_cpu:.2f} s CPU ({inside:.2f} s in Decoder.decode, the rest start-up, imports and files)")
         if args.r_repo is None:
             return
         (work / "r").mkdir()
@@ -76,7 +82,8 @@ def main() -> None:
         r_argv = ["Rscript", str(args.r_repo / "bin" / "decode_dist.R"), *files, "--output-dir", str(work / "r")]
         # Its Decode() refits on 4 resamples of the counts (R's RNG, unseeded), so its
         # detections vary from run to run: every run is compared.
-        r_times, detected, overlap, only_ours, tvs = [], [], [], [], []
+        r_times: list[tuple[float, float]] = []
+        detected, overlap, only_ours, tvs = [], [], [], []
         for _ in range(args.repeat):
             r_times.append(_timed(r_argv, env, before=work / "map.rda"))
             ref = _proportions(work / "r" / "results.csv")
@@ -89,7 +96,8 @@ def main() -> None:
             lo, hi = min(values), max(values)
             return f"{lo:{fmt}}" if lo == hi else f"{lo:{fmt}}-{hi:{fmt}}"
 
-        print(f"google/rappor (R):    {span(detected)} detected over {args.repeat} runs, best time {min(r_times):.2f} s")
+        print(f"google/rappor (R):    {span(detected)} detected over {args.repeat} runs; best "
+              f"{min(t[0] for t in r_times):.2f} s wall, {min(t[1] for t in r_times):.2f} s CPU")
         print(f"overlap:              {span(overlap)} of ours also detected by R ({span(only_ours)} only ours)")
         print(f"total variation:      {span(tvs, '.4f')} between the estimated proportions "
               f"(a string one side does not detect counts as 0)")
