@@ -37,16 +37,23 @@ ORDER = 60
 DEFAULT_PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 
 
-#: The files written into --out DIR.
+#: The files written into --out DIR (with --discover: ``_discover_simulate.OUTPUT_NAMES``).
 OUTPUT_NAMES = ("params.csv", "counts.csv", "map.csv", "candidates.txt", "truth.csv", "results.csv", "metrics.json",
                 "report.html")
 
 
 def files(args: argparse.Namespace) -> CommandFiles:
-    """``--params`` and ``--population`` in; the files of DIR out (an input inside DIR must not be replaced)."""
-    inputs = [(option, path) for option, path in (("--params", args.params), ("--population", args.population))
-              if path is not None]
-    return CommandFiles(inputs=inputs, outputs=[("--out", os.path.join(args.out, name)) for name in OUTPUT_NAMES])
+    """``--params``, ``--population`` (and ``--discovery-params``) in; the files of DIR out.
+
+    An input inside DIR must not be one of the files the run replaces there.
+    """
+    from ._discover_simulate import OUTPUT_NAMES as DISCOVERY_OUTPUT_NAMES
+
+    named = (("--params", args.params), ("--population", args.population),
+             ("--discovery-params", getattr(args, "discovery_params", None)))
+    names = DISCOVERY_OUTPUT_NAMES if getattr(args, "discover", False) else OUTPUT_NAMES
+    return CommandFiles(inputs=[(option, path) for option, path in named if path is not None],
+                        outputs=[("--out", os.path.join(args.out, name)) for name in names])
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -73,6 +80,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, metavar="INT", help="random seed [0]")
     parser.add_argument("--no-report", action="store_true", help="skip report.html (no matplotlib needed)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
+    from ._discover_simulate import configure as configure_discovery
+
+    configure_discovery(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,6 +95,10 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     params = DEFAULT_PARAMS if args.params is None else read_params(args.params)
+    if args.discover:
+        from ._discover_simulate import run as run_discovery
+
+        return run_discovery(args, params)
     if args.population is not None:
         population = read_population(args.population)
     else:
