@@ -69,13 +69,13 @@ def test_cli_decode_empirical_bayes_estimator(interop_dir, tmp_path):
     assert all(float(line.split(",")[3]) > 0 for line in lines[1:])
 
 
-@pytest.mark.parametrize("value", ["cv", "bic", "0.01"])
+@pytest.mark.parametrize("value", ["cv", "0.01"])
 def test_cli_decode_lasso_alpha(interop_dir, tmp_path, value):
     rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--lasso-alpha", value))
     assert rc == 0
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "nan", "abc"])
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "abc", "bic"])
 def test_cli_decode_bad_lasso_alpha_is_usage_error(interop_dir, tmp_path, value, capsys):
     with pytest.raises(SystemExit) as exc:
         main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--lasso-alpha", value))
