@@ -5,12 +5,12 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import math
+import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from scipy import stats
 
 import rappor
@@ -26,7 +26,6 @@ from rappor import (
     hash_candidates,
 )
 from rappor.decoder import _problem
-from rappor.decoder import DecodeResult
 
 _SPEC = importlib.util.spec_from_file_location(
     "_rappor_scenario", Path(__file__).parent.parent / "benchmarks" / "_scenario.py")
@@ -584,3 +583,23 @@ def test_selective_intervals_refused_for_empirical_bayes():
     assert res.table_interval == "fcr"
     with pytest.raises(InvalidParameterError, match="least-squares"):
         res.confidence_interval(0.95, adjust="selective")
+
+
+def test_decode_imports_scikit_learn_only_when_it_screens():
+    """scikit-learn (1-2 s to import) is loaded by the screening Lasso only, not by ``import rappor.decoder``
+    nor by a decode of few candidates; scipy.stats only once a decode runs."""
+    code = (
+        "import sys, numpy as np\n"
+        "import rappor.decoder\n"
+        "from rappor import Aggregate, Decoder, Params, hash_candidates\n"
+        "loaded = lambda: ','.join(m for m in ('sklearn', 'scipy.stats') if m in sys.modules) or '-'\n"
+        "print(loaded())\n"
+        "p = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)\n"
+        "agg = Aggregate(params=p, counts=np.column_stack([np.full(4, 1000), np.full((4, 8), 560)]))\n"
+        "Decoder().decode(agg, hash_candidates(['a', 'b', 'c'], p))\n"
+        "print(loaded())\n"
+        "Decoder().decode(agg, hash_candidates([f'c{i}' for i in range(40)], p))\n"  # 40 > 0.8 x 32 rows
+        "print(loaded())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["-", "scipy.stats", "sklearn,scipy.stats"]

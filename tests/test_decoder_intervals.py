@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from rappor.decoder._intervals import truncated_normal_interval
 

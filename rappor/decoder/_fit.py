@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._lazy import lazy_module
-from ._problem import Array, IntArray, WeightedProblem, column_sq_norms, scale_rows
+from ._problem import Array, WeightedProblem, column_sq_norms, scale_rows
 
 if TYPE_CHECKING:
     import scipy.sparse as sp

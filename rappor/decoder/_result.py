@@ -144,9 +144,10 @@ class DecodeResult:
         to sum to at most one minus the unexplained mass.  For the total variation
         distance that rule is optimal (it minimizes the expected absolute error of
         each share), but it does not control false detections: it usually reports
-        more strings than :attr:`significant` holds (issue 4's 100 strings, seed 0:
-        12 against 7), and in principle a significant string whose posterior median
-        is 0 is not reported.  Use :attr:`significant` for a list you can vouch for.
+        more strings than :attr:`significant` holds (the README's example, 100 Zipf
+        strings, ``rng=0``: 12 against 7), and in principle a significant string whose
+        posterior median is 0 is not reported.  Use :attr:`significant` for a list you
+        can vouch for.
     group : ndarray of int, shape (n_candidates,)
         Index of the first candidate with exactly the same bits in every cohort (its own
         index when unique).  Members of a group share one estimate: that of the group.

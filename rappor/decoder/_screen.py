@@ -30,7 +30,7 @@ import numpy.typing as npt
 from .._lazy import lazy_module
 from .._validation import check_int, check_options, check_real, check_rng
 from ..exceptions import InvalidParameterError
-from ._problem import Array, IntArray, column_sq_norms
+from ._problem import Array, column_sq_norms
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
