@@ -44,36 +44,28 @@ def test_selective_interval_of_detected_zero_share_is_not_degenerate():
 
 # --- a decode whose standard errors are infinite ------------------------------------------
 
-SAMPLE = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
-#: One report in all (cohort 0), and 24 candidates: more than the 16 rows, so some shares cannot
-#: be told apart from the others' and get an infinite standard error (issue 13, item 6).
-ONE_REPORT = [[1, 1, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 1]] + [[0] * 17] * 3
-ONE_REPORT_CANDIDATES = ["v10", "v9", "v2", "decoy4", "v17", "v14", "v1", "v20", "decoy7", "decoy2", "decoy1",
-                         "decoy3", "v4", "v12", "v11", "v8", "decoy10", "v19", "decoy9", "v7", "v15", "v16", "v18",
-                         "decoy8"]
-
-
-def _one_report_result() -> DecodeResult:
-    agg = Aggregate(params=SAMPLE, counts=np.array(ONE_REPORT))
+def _one_report_result(one_report) -> DecodeResult:
+    params, counts, candidates = one_report
+    agg = Aggregate(params=params, counts=np.array(counts))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IndistinguishableCandidatesWarning)
         warnings.simplefilter("ignore", RuntimeWarning)  # 0/0 in the solver's step on a degenerate problem
-        return Decoder().decode(agg, hash_candidates(ONE_REPORT_CANDIDATES, SAMPLE))
+        return Decoder().decode(agg, hash_candidates(candidates, params))
 
 
-def test_results_csv_writes_infinite_and_missing_values(tmp_path):
+def test_results_csv_writes_infinite_and_missing_values(tmp_path, one_report):
     """Regression: an infinite standard error raised OverflowError in the float formatter.
 
     results.csv now writes R's spellings ``Inf`` / ``-Inf`` / ``NA`` (what google/rappor's
     ``write.csv`` writes and ``read.csv`` reads), which Python's ``float`` reads back too.
     """
-    res = _one_report_result()
+    res = _one_report_result(one_report)
     assert np.isinf(res.prop_std_error).any()  # the case of the issue
     path = tmp_path / "results.csv"
     res.to_csv(path, all=True)
     with path.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == len(ONE_REPORT_CANDIDATES)
+    assert len(rows) == len(one_report[2])
     by_string = {row["string"]: row for row in rows}
     for i, s in enumerate(res.strings):
         for column in ("estimate", "std_error", "proportion", "prop_std_error", "prop_low_95", "prop_high_95",
@@ -87,13 +79,13 @@ def test_results_csv_writes_infinite_and_missing_values(tmp_path):
                        std_error=np.array([math.inf, -math.inf, 0.0]), proportion=np.array([math.nan, 0.1, 0.25]),
                        prop_std_error=np.array([math.inf, -math.inf, 0.0]), pvalue=np.array([1.0, 0.5, 1e-300]),
                        adjusted_pvalue=np.ones(3), significant=np.array([True, True, True]), group=np.arange(3),
-                       n_reports=10, params=SAMPLE, significance_level=0.05, correction="fdr")
+                       n_reports=10, params=one_report[0], significance_level=0.05, correction="fdr")
     res.to_csv(path, adjust="none")
     lines = path.read_text().splitlines()
     assert lines[1:] == ["c,2.5,0,0.25,0,0.25,0.25,1e-300", "b,1,-Inf,0.1,-Inf,1,0,0.5", "a,NA,Inf,NA,Inf,NA,NA,1"]
 
 
-def test_repr_is_short_whatever_the_number_of_candidates():
+def test_repr_is_short_whatever_the_number_of_candidates(params):
     """Regression: the dataclass repr printed every array (14,000 characters at 100 candidates)."""
     n = 10_000
     rng = np.random.default_rng(0)
@@ -101,7 +93,7 @@ def test_repr_is_short_whatever_the_number_of_candidates():
     res = DecodeResult(strings=tuple(f"https://example.com/a/rather/long/candidate/string/{i}" for i in range(n)),
                        estimate=prop * 1e6, std_error=np.full(n, 1.0), proportion=prop,
                        prop_std_error=np.full(n, 1e-6), pvalue=rng.random(n), adjusted_pvalue=rng.random(n),
-                       significant=rng.random(n) < 0.5, group=np.arange(n), n_reports=10**6, params=SAMPLE,
+                       significant=rng.random(n) < 0.5, group=np.arange(n), n_reports=10**6, params=params,
                        significance_level=0.05, correction="fdr")
     text = repr(res)
     assert len(text.splitlines()) <= 4 and len(text) < 400
@@ -110,8 +102,8 @@ def test_repr_is_short_whatever_the_number_of_candidates():
     assert repr(res.strings[top][:29] + "...") in text  # the largest detected share, shortened
 
 
-def test_diagnostics_are_typed_and_frozen():
-    res = _one_report_result()
+def test_diagnostics_are_typed_and_frozen(one_report):
+    res = _one_report_result(one_report)
     assert isinstance(res.diagnostics, DecodeDiagnostics)
     with pytest.raises(dataclasses.FrozenInstanceError):
         res.diagnostics.unexplained_mass = 0.5  # type: ignore[misc]
@@ -122,9 +114,9 @@ def test_diagnostics_are_typed_and_frozen():
     assert math.isnan(blank.unexplained_mass) and blank.screened is None and blank.dof is None
 
 
-def test_to_pandas_is_the_table():
+def test_to_pandas_is_the_table(one_report):
     pd = pytest.importorskip("pandas")
-    res = _one_report_result()
+    res = _one_report_result(one_report)
     frame = res.to_pandas()
     assert isinstance(frame, pd.DataFrame)
     table = res.table()
