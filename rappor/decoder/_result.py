@@ -14,7 +14,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .._io import PathLike, atomic_output
+from .._io import PathLike, atomic_output, csv_field
 from .._results import ConfidenceInterval
 from .._validation import check_options, check_probability
 from ..exceptions import InvalidParameterError
@@ -348,7 +348,7 @@ class DecodeResult:
         with atomic_output(path) as out:
             out.write(",".join(names) + "\n")
             for row in rows:
-                cells = [_csv_string(str(row["string"]))]
+                cells = [csv_field(str(row["string"]))]
                 cells += [_csv_float(float(row[name])) for name in _CSV_COLUMNS[1:]]
                 if all:
                     cells.append("true" if row["detected"] else "false")
@@ -413,12 +413,6 @@ def _json_float(x: float) -> float | None:
 def _first_of_group(group: IntArray) -> npt.NDArray[np.bool_]:
     first: npt.NDArray[np.bool_] = group == np.arange(len(group))
     return first
-
-
-def _csv_string(text: str) -> str:
-    if any(ch in text for ch in ',"\n\r') or text != text.strip():
-        return '"' + text.replace('"', '""') + '"'
-    return text
 
 
 def _csv_float(x: float) -> str:
