@@ -17,8 +17,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import stat
 import secrets
+import stat
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -30,8 +30,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 STDIO = "-"
 
-__all__ = ["PathLike", "atomic_output", "check_distinct_files", "display_name", "file_identity", "iter_text_lines",
-           "output_target", "read_input_bytes", "remove_temporary_files"]
+__all__ = ["PathLike", "atomic_output", "check_distinct_files", "csv_field", "display_name", "file_identity",
+           "iter_text_lines", "output_target", "read_input_bytes", "remove_temporary_files"]
 
 
 def display_name(path: PathLike | None) -> str:
@@ -425,3 +425,15 @@ def check_distinct_files(inputs: Sequence[tuple[str, PathLike]], outputs: Sequen
                 msg = (f"{_shown(role, path, False)} is the same file as {_shown(other_role, other, False)}: "
                        f"it would be counted twice")
                 raise InvalidParameterError(msg)
+
+
+def csv_field(text: str) -> str:
+    """``text`` as one field of a written CSV row (``results.csv``, ``truth.csv``).
+
+    Quoted, with quotes doubled, when it holds a comma, a quote or a line break (``\r``
+    or ``\n``), or starts or ends with white space (which some readers strip); bare
+    otherwise.  The csv module and R's ``read.csv`` read it back exactly.
+    """
+    if any(ch in text for ch in ',"\n\r') or text != text.strip():
+        return '"' + text.replace('"', '""') + '"'
+    return text

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rappor import InvalidParameterError, ReportFormatError
-from rappor._io import atomic_output, display_name, iter_text_lines, read_input_bytes
+from rappor._io import atomic_output, csv_field, display_name, iter_text_lines, read_input_bytes
 
 
 class Boom(Exception):
@@ -309,3 +309,14 @@ def test_check_distinct_files_standard_streams(tmp_path: Path, monkeypatch: pyte
         monkeypatch.setattr(sys, "stdout", redirected)
         with pytest.raises(InvalidParameterError, match=f"-o <stdout> is the same file as --params {data}"):
             check_distinct_files([("--params", data)], [("-o", "-")])
+
+
+@pytest.mark.parametrize("text", ["plain", "a,b", 'say "hi"', "two\nlines", "lone\rcr", " padded ", "\ttab", "",
+                                  "https://example.com/?q=1,2", "é ünïcode"])
+def test_csv_field_round_trips_through_the_csv_module(text):
+    import csv
+
+    row = f"{csv_field(text)},1\n"
+    assert next(csv.reader(io.StringIO(row, newline=""))) == [text, "1"]
+    quoted = csv_field(text).startswith('"')
+    assert quoted == (any(ch in text for ch in ',"\r\n') or text != text.strip())
