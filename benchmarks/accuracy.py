@@ -79,7 +79,7 @@ def run_scenario(n_decoys: int, seeds: range, decoder: rappor.Decoder, encoder: 
         covered, det, width = detected_coverage(res, truth)
         widths.extend(width)
         rows.append((m.total_variation, tv_all, m.n_detected, m.false_positives, covered, det, seconds,
-                     res.diagnostics["unexplained_mass"]))
+                     res.diagnostics.unexplained_mass))
     r = np.array(rows, dtype=float)
     out = dict(zip(("TV", "TV_all", "detected", "FP", "covered", "n_intervals", "seconds", "unexplained"), r.T))
     out["coverage"] = np.array([r[:, 4].sum() / max(r[:, 5].sum(), 1)])

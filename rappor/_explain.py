@@ -14,7 +14,8 @@ Two things a reader of a results table cannot see from the numbers alone:
 
 Only public fields of the result are read (``pvalue``, ``adjusted_pvalue``,
 ``significant``, ``detected``, ``group``, ``significance_level``, ``correction``,
-``estimator``, ``diagnostics``), so duck-typed results work too.
+``estimator``, ``diagnostics``: a DecodeDiagnostics or a mapping), so duck-typed results
+work too.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from .metrics import _diagnostic
 
 __all__ = ["CORRECTION_NAMES", "DetectionRule", "FloorTie", "detection_rule", "floor_tie"]
 
@@ -90,7 +93,7 @@ def detection_rule(result: Any) -> DetectionRule:
     pvalue = np.asarray(result.pvalue, dtype=np.float64)
     significant = np.asarray(result.significant, dtype=bool)
     tested = distinct & np.isfinite(pvalue)
-    n_tests = int((getattr(result, "diagnostics", None) or {}).get("distinguishable", int(tested.sum())))
+    n_tests = int(_diagnostic(result, "distinguishable") or tested.sum())
     passed, failed = pvalue[tested & significant], pvalue[tested & ~significant]
     threshold = float(passed.max()) if passed.size else math.nan
     next_p = float(failed.min()) if failed.size else math.nan
@@ -133,8 +136,7 @@ def floor_tie(result: Any) -> FloorTie | None:
     tie is the floor of the null (module docstring): it says those strings score beyond
     any random string, not that the evidence for them is equal.
     """
-    diagnostics = getattr(result, "diagnostics", None) or {}
-    if diagnostics.get("null_law", "random-strings") != "random-strings":
+    if (_diagnostic(result, "null_law") or "random-strings") != "random-strings":
         return None
     pvalue = np.asarray(result.pvalue, dtype=np.float64)
     candidates = np.flatnonzero(_distinct(result) & np.isfinite(pvalue))
@@ -145,7 +147,7 @@ def floor_tie(result: Any) -> FloorTie | None:
     if tied.size < 2:
         return None
     strings = tuple(result.strings[i] for i in tied)
-    cohorts = int(diagnostics.get("cohorts_used", getattr(getattr(result, "params", None), "num_cohorts", 0)))
+    cohorts = int(_diagnostic(result, "cohorts_used") or getattr(getattr(result, "params", None), "num_cohorts", 0))
     shown = ", ".join(strings[:5]) + (f" and {len(strings) - 5} more" if len(strings) > 5 else "")
     text = (f"{shown} share the p-value {lowest:.3g}: the floor of the random-string null with {cohorts} "
             "cohorts (no random string scores higher), so these p-values tie and do not rank the strings; "

@@ -86,7 +86,8 @@ class Metrics:
     unexplained_mass, unexplained_std_error : float
         The decoder's estimate of the share of reports the candidates do not explain,
         and its standard error (``DecodeResult.summary()["unexplained_mass"]`` and
-        ``["unexplained_std_error"]``; nan if not given).
+        ``["unexplained_std_error"]``, i.e. ``DecodeResult.diagnostics.unexplained_mass``;
+        nan if not given).
     true_unexplained_mass : float
         True share of reports whose value is not a candidate.
     coverage : float
@@ -224,6 +225,15 @@ def _detected_mask(result: Any) -> npt.NDArray[np.bool_]:
     raise InvalidParameterError(msg)
 
 
+def _diagnostic(result: Any, name: str, default: Any = None) -> Any:
+    """``result.diagnostics.<name>`` (a :class:`~rappor.decoder.DecodeDiagnostics`), or the key of a
+    diagnostics mapping (duck-typed results), or ``default``."""
+    diagnostics = getattr(result, "diagnostics", None)
+    if isinstance(diagnostics, Mapping):
+        return diagnostics.get(name, default)
+    return getattr(diagnostics, name, default)
+
+
 def evaluate_result(result: Any, truth: Mapping[str, int], *, confidence_level: float = 0.95) -> Metrics:
     """:func:`evaluate` a :class:`~rappor.decoder.DecodeResult` (or any object with its fields).
 
@@ -241,12 +251,8 @@ def evaluate_result(result: Any, truth: Mapping[str, int], *, confidence_level: 
         ci = _share_interval(result, confidence_level)
         if ci is not None:
             low, high = ci
-    diagnostics = getattr(result, "diagnostics", None)
-    if not isinstance(diagnostics, Mapping):
-        diagnostics = {}
-
     def number(key: str) -> float:
-        value = diagnostics.get(key)
+        value = _diagnostic(result, key)
         return math.nan if value is None else float(value)
 
     return evaluate(truth, strings, proportion, detected=_detected_mask(result), low=low, high=high,
@@ -388,21 +394,20 @@ def fit_residuals(result: Any, aggregate: Aggregate, candidate_map: CandidateMap
     shares, the fit's coefficient is the one-dimensional least-squares solution clipped
     to ``[0, 1 - sum of shares]`` (the fit is convex, so each coordinate of its optimum
     is optimal given the others).  Without the column in the model
-    (``diagnostics["modelled_unexplained"]`` false: orthogonal designs) it is 0.
+    (``diagnostics.modelled_unexplained`` false: orthogonal designs) it is 0.
     """
     s = len(candidate_map)
     shares = np.nan_to_num(_float_array(result.proportion, "proportion", s))
     group = getattr(result, "group", None)
     if group is not None:
         shares[np.asarray(group) != np.arange(s)] = 0.0  # a group's share, counted once
-    diagnostics = getattr(result, "diagnostics", None) or {}
     ones = aggregate.bit_counts.astype(np.float64)
     n_c = aggregate.n_reports.astype(np.float64)[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
         observed = (ones + 0.5) / (n_c + 1.0)
     rate = _report_rate(aggregate, candidate_map, shares, 0.0)
     unexplained = 0.0
-    if diagnostics.get("modelled_unexplained", False):
+    if _diagnostic(result, "modelled_unexplained", False):
         params = aggregate.params
         base = _standardized(aggregate, rate, observed)
         direction = _standardized(aggregate, rate - (params.p11 - params.p01)

@@ -33,3 +33,14 @@ def data_dir() -> Path:
 def interop_dir() -> Path:
     """google/rappor's own small collection (copied from shared/interop/google_rappor_small)."""
     return DATA_DIR / "google_rappor_small"
+
+
+@pytest.fixture
+def one_report() -> tuple[Params, list[list[int]], list[str]]:
+    """A decode whose standard errors are partly infinite: one report in all (cohort 0 of 4, k=16)
+    against 24 candidates, more than its 16 rows (issue 13, item 6).  ``(params, counts, candidates)``."""
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    counts = [[1, 1, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 1]] + [[0] * 17] * 3
+    candidates = ["v10", "v9", "v2", "decoy4", "v17", "v14", "v1", "v20", "decoy7", "decoy2", "decoy1", "decoy3",
+                  "v4", "v12", "v11", "v8", "decoy10", "v19", "decoy9", "v7", "v15", "v16", "v18", "decoy8"]
+    return params, counts, candidates

@@ -29,7 +29,8 @@ import sys
 from typing import Any
 
 from .._io import atomic_output
-from ._common import add_level_argument, add_output_argument, add_params_argument, add_seed_argument, load_params
+from ._common import (CommandFiles, add_level_argument, add_output_argument, add_params_argument, add_seed_argument,
+                      load_params)
 
 NAME = "decode"
 HELP = "estimate candidate frequencies (counts.csv + map.csv -> results.csv)"
@@ -53,10 +54,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--null", choices=["random-strings", "normal"], default="random-strings",
                         help="null law of the test statistics: that of random strings given the residuals, or "
                         "the standard normal [default: random-strings]")
-    parser.add_argument("--lasso-alpha", type=_penalty, default=None, metavar="ALPHA|cv|bic",
-                        help="penalty of the screening Lasso: a number > 0, 'cv' (cross-validation over "
-                        "cohorts, one-standard-error rule) or 'bic' (information criterion) "
-                        "[default: the plug-in z_(1-level/S)/n]")
+    parser.add_argument("--lasso-alpha", type=_penalty, default=None, metavar="ALPHA|cv",
+                        help="penalty of the screening Lasso: a number > 0 or 'cv' (cross-validation over "
+                        "cohorts, one-standard-error rule) [default: the plug-in z_(1-level/S)/n]")
     parser.add_argument("--estimator", choices=["least-squares", "empirical-bayes"], default="least-squares",
                         help="least-squares: report the significant candidates with least-squares shares; "
                         "empirical-bayes: report every candidate more likely present than absent, with its "
@@ -75,14 +75,14 @@ _ADJUST: dict[str, Any] = {"auto": None, "selective": "selective", "fcr": "fcr",
 
 
 def _penalty(text: str) -> float | str:
-    if text in ("cv", "bic"):
+    if text == "cv":
         return text
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a number > 0, 'cv' or 'bic', got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or 'cv', got {text!r}")
     return value
 
 
@@ -97,6 +97,16 @@ def _clean(value: Any) -> Any:
     if hasattr(value, "item"):
         return _clean(value.item())
     return value
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """``--params``, ``--counts`` and ``--map`` or ``--candidates`` in; ``-o`` and ``--summary`` out."""
+    inputs = [("--params", args.params), ("--counts", args.counts)]
+    inputs.append(("--map", args.map) if args.map is not None else ("--candidates", args.candidates))
+    outputs = [("-o", args.output)]
+    if args.summary is not None:
+        outputs.append(("--summary", args.summary))
+    return CommandFiles(inputs=inputs, outputs=outputs)
 
 
 def run(args: argparse.Namespace) -> int:

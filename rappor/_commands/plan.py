@@ -20,7 +20,7 @@ import math
 from typing import Any
 
 from ..exceptions import InvalidParameterError
-from ._common import add_level_argument, add_output_argument, add_seed_argument, integer, real
+from ._common import CommandFiles, add_level_argument, add_output_argument, add_seed_argument, integer, real
 
 NAME = "plan"
 HELP = "propose parameters for privacy targets and predict the detectable frequency"
@@ -48,6 +48,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="also write the recommended parameters as a params.csv [default: none]")
     add_seed_argument(parser, default=0, help_text="seed of the random Bloom designs behind 'inflation'")
     add_output_argument(parser)
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """No input; ``-o`` and ``--params-out`` out."""
+    outputs = [("-o", args.output)]
+    if args.params_out:
+        outputs.append(("--params-out", args.params_out))
+    return CommandFiles(outputs=outputs)
 
 
 def _fmt(row: dict[str, Any]) -> str:

@@ -33,10 +33,9 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-from ..exceptions import ReportFormatError
+from ..exceptions import InvalidParameterError, ReportFormatError
 from ..params import Params, read_params, write_params
-from ..exceptions import InvalidParameterError
-from ._common import add_params_argument, add_seed_argument, integer, real
+from ._common import CommandFiles, add_params_argument, add_seed_argument, integer, real
 
 NAME = "simulate"
 HELP = "simulate a collection, decode it and write a report"
@@ -44,6 +43,25 @@ ORDER = 60
 
 #: The parameters used without --params (a small, readable configuration).
 DEFAULT_PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+
+
+#: The files written into --out DIR (with --discover: ``_discover_simulate.OUTPUT_NAMES``).
+OUTPUT_NAMES = ("params.csv", "counts.csv", "map.csv", "candidates.txt", "truth.csv", "results.csv", "metrics.json",
+                "report.html")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """``--params``, ``--population`` (and ``--discovery-params``) in; the files of DIR out.
+
+    An input inside DIR must not be one of the files the run replaces there.
+    """
+    from ._discover_simulate import OUTPUT_NAMES as DISCOVERY_OUTPUT_NAMES
+
+    named = (("--params", args.params), ("--population", args.population),
+             ("--discovery-params", getattr(args, "discovery_params", None)))
+    names = DISCOVERY_OUTPUT_NAMES if getattr(args, "discover", False) else OUTPUT_NAMES
+    return CommandFiles(inputs=[(option, path) for option, path in named if path is not None],
+                        outputs=[("--out", os.path.join(args.out, name)) for name in names])
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -176,7 +194,7 @@ def _print_results(result: Any, sim: Any, *, limit: int = 20) -> None:
     """The detected strings: true share, estimated share and its 95% interval; the detection rule."""
     from .._explain import detection_rule, floor_tie
 
-    table = result.table()
+    table = result.table()[result.ranking()]  # the detected strings, largest first
     truth = sim.truth
     total = max(sum(truth.values()), 1)
     header = f"{'string':<16}{'true':>9}{'estimate':>10}{'95% interval':>20}{'p-value':>11}"
