@@ -153,7 +153,7 @@ def test_fit_residuals_are_the_summary_s_chi_square(n_values, decoys, remove_eve
     fit = fit_residuals(result, sim.aggregate, cmap)
     assert fit.tested
     assert fit.chi2 == pytest.approx(result.summary()["residual"]["chi2"], rel=1e-9)
-    assert np.nanmax(np.abs(fit.residuals)) == pytest.approx(result.diagnostics["max_abs_std_residual"], rel=1e-9)
+    assert np.nanmax(np.abs(fit.residuals)) == pytest.approx(result.diagnostics.max_abs_std_residual, rel=1e-9)
     # 1,024 residuals of a fitting model: mean 0 with SE 1/32; 4 SE is 0.125.
     assert abs(np.nanmean(fit.residuals)) < 0.125
     detected_only = bit_residuals(sim.aggregate, cmap, np.where(result.detected, result.proportion, 0.0))
