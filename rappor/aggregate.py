@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._bits import unpack_bits
+from ._excerpt import excerpt
 from ._io import PathLike, atomic_output, display_name, iter_text_lines
 from .exceptions import IncompatibleParamsError, InvalidParameterError, ReportFormatError, UnbalancedCohortsWarning
 from .params import Params, check_same_params
@@ -200,12 +201,12 @@ _INT64_MAX = np.iinfo(np.int64).max
 def _parse_count(text: str, name: str, lineno: int, column: int) -> int:
     cell = text.strip()
     if not cell.isascii() or not cell.isdigit():
-        what = "a negative number" if cell.startswith("-") and cell[1:].isdigit() else repr(cell)
+        what = "a negative number" if cell.startswith("-") and cell[1:].isdigit() else excerpt(cell)
         msg = f"expected a non-negative integer count in column {column}, found {what}"
         raise ReportFormatError(msg, path=name, line=lineno)
     value = int(cell)
     if value > _INT64_MAX:
-        msg = f"expected a count of at most 2**63 - 1 in column {column}, found {cell}"
+        msg = f"expected a count of at most 2**63 - 1 in column {column}, found {excerpt(cell)}"
         raise ReportFormatError(msg, path=name, line=lineno)
     return value
 
@@ -240,7 +241,7 @@ def read_counts(path: PathLike, params: Params) -> Aggregate:
     counts = np.zeros((m, k + 1), dtype=np.int64)
     row = 0
     last_line = 0
-    for lineno, text in iter_text_lines(path):
+    for lineno, text in iter_text_lines(path, what="a counts file"):
         last_line = lineno
         if not text.strip():
             continue

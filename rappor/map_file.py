@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from ._excerpt import excerpt
 from ._io import PathLike, atomic_output, display_name, iter_text_lines
 from .design import CandidateMap, _map_from_bit_tables
 from .exceptions import InvalidParameterError, ReportFormatError
@@ -38,7 +39,7 @@ def _bad_index_message(cells: list[str], params: Params) -> str:
         if not (cell.isascii() and cell.isdigit()):
             cohort, hash_no = divmod(pos, h)
             return (f"expected a positive integer row index (cohort {cohort}, hash {hash_no}: cohort*k + bit + 1 "
-                    f"with k = {k}) in column {pos + 2}, found {cell!r}")
+                    f"with k = {k}) in column {pos + 2}, found {excerpt(cell)}")
     return "expected integer row indices"  # pragma: no cover - called only with a bad cell
 
 
@@ -49,7 +50,7 @@ def _parse_row_csv(text: str, lineno: int, name: str, params: Params) -> tuple[s
     try:
         cells = next(csv.reader([text]))
     except (csv.Error, StopIteration) as exc:
-        raise ReportFormatError(f"expected a CSV row, found {text!r} ({exc})", path=name, line=lineno) from None
+        raise ReportFormatError(f"expected a CSV row, found {excerpt(text)} ({exc})", path=name, line=lineno) from None
     if len(cells) != width + 1:
         msg = (f"expected a candidate and h * m = {width} row indices (h = {h}, m = {m}), "
                f"found {len(cells) - 1} indices")
@@ -118,7 +119,7 @@ def read_map(path: PathLike, params: Params) -> CandidateMap:
     first_line: dict[str, int] = {}
     line_numbers = array.array("q")
     parts: list[str] = []
-    for lineno, text in iter_text_lines(path):
+    for lineno, text in iter_text_lines(path, what="a map file"):
         if not text.strip():
             continue
         split = _split_row(text, width)
@@ -128,7 +129,7 @@ def read_map(path: PathLike, params: Params) -> CandidateMap:
         else:
             string, indices = split
         if string in first_line:
-            msg = f"expected distinct candidates, found {string!r} again (first on line {first_line[string]})"
+            msg = f"expected distinct candidates, found {excerpt(string)} again (first on line {first_line[string]})"
             raise ReportFormatError(msg, path=name, line=lineno)
         first_line[string] = lineno
         strings.append(string)

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .._excerpt import excerpt
 from .._io import STDIO, PathLike, atomic_output, display_name, read_input_bytes
 from .._rejects import RejectedRow, RejectSink, RejectsWriter, resolve_rejects_path
 from .._validation import check_int
@@ -161,7 +162,7 @@ def _plain_rows(text: str, name: str, rejects: RejectSink | None) -> Iterator[tu
 
 def _check_header(row: list[str], name: str, line: int) -> None:
     if [cell.strip().strip('"') for cell in row] != _HEADER:
-        raise ReportFormatError(f"expected the header 'client,value', found {','.join(row)!r}", path=name, line=line)
+        raise ReportFormatError(f"expected the header 'client,value', found {excerpt(','.join(row))}", path=name, line=line)
 
 
 def _row_error(row: list[str], name: str, line: int) -> ReportFormatError | None:
