@@ -49,7 +49,9 @@ def looks_like_key_file(data: bytes | str) -> bool:
     That is, hexadecimal text of at least ``MIN_KEY_BYTES`` bytes (``2 * MIN_KEY_BYTES``
     hex digits) and nothing else but surrounding whitespace and a UTF-8 byte-order mark.
     """
-    raw = data.encode("utf-8", errors="surrogateescape") if isinstance(data, str) else data
+    if len(data) > MAX_KEY_FILE_BYTES + 3:  # cheap test first: messages call this on any text
+        return False
+    raw = data.encode("utf-8", errors="replace") if isinstance(data, str) else data
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     key = parse_key_text(raw)

@@ -204,7 +204,8 @@ def _parse_count(text: str, name: str, lineno: int, column: int) -> int:
         what = "a negative number" if cell.startswith("-") and cell[1:].isdigit() else excerpt(cell)
         msg = f"expected a non-negative integer count in column {column}, found {what}"
         raise ReportFormatError(msg, path=name, line=lineno)
-    value = int(cell)
+    # More than 19 significant digits is too large; int() of thousands of digits would even fail.
+    value = int(cell) if len(cell.lstrip("0")) <= len(str(_INT64_MAX)) else _INT64_MAX + 1
     if value > _INT64_MAX:
         msg = f"expected a count of at most 2**63 - 1 in column {column}, found {excerpt(cell)}"
         raise ReportFormatError(msg, path=name, line=lineno)

@@ -68,6 +68,11 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
         pass
 
 
+def _command_name(argv: Sequence[str] | None) -> str:
+    words = sys.argv[1:] if argv is None else list(argv)
+    return next((w for w in words if not w.startswith("-")), "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``rappor`` command line; returns the exit status."""
     parser = build_parser()
@@ -94,8 +99,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("rappor: interrupted", file=sys.stderr)
         return 130
-    except MemoryError:
-        print("rappor: error: out of memory", file=sys.stderr)
+    except MemoryError as exc:
+        # Readers add the file they were reading (rappor._io.open_input_binary).
+        where = f" {exc.args[0]}" if exc.args and isinstance(exc.args[0], str) else ""
+        print(f"rappor: error: out of memory{where} in 'rappor {_command_name(argv)}': the input or the "
+              f"parameters need more memory than this machine has", file=sys.stderr)
         return 1
     except OSError as exc:
         name = f"{exc.filename}: " if getattr(exc, "filename", None) else ""

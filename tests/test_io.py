@@ -128,3 +128,32 @@ def test_display_name() -> None:
     assert display_name("-") == "<stdin>"
     assert display_name(None) == "<stdin>"
     assert display_name(Path("a/b.csv")) == os.path.join("a", "b.csv")
+
+
+def test_iter_text_lines_fail_line_longer_than_the_bound(tmp_path: Path) -> None:
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"short\n" + b"x" * 1000 + b"\nafter\n")
+    lines = iter_text_lines(path, max_line_bytes=100)
+    assert next(lines) == (1, "short")
+    with pytest.raises(ReportFormatError, match="line of at most 100 bytes") as info:
+        next(lines)
+    assert info.value.line == 2
+
+
+def test_iter_text_lines_refuses_a_key_file_and_holds_back_a_key_like_first_line(tmp_path: Path) -> None:
+    key_line = "ab" * 16
+    path = tmp_path / "k"
+    path.write_text(key_line + "\n\n")
+    with pytest.raises(ReportFormatError, match="this looks like a key file .*not a candidates file") as info:
+        list(iter_text_lines(path, what="a candidates file"))
+    assert key_line not in str(info.value)
+    path.write_text(key_line + "\n\nother\n")  # a candidate list of hex strings is fine
+    assert list(iter_text_lines(path, what="a candidates file")) == [(1, key_line), (2, ""), (3, "other")]
+    assert list(iter_text_lines(tmp_path / "k")) == [(1, key_line), (2, ""), (3, "other")]
+
+
+def test_read_input_bytes_fail_larger_than_max_bytes(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"x" * 11)
+    assert read_input_bytes(tmp_path / "f", max_bytes=11) == b"x" * 11
+    with pytest.raises(ReportFormatError, match="expected a thing of at most 10 bytes"):
+        read_input_bytes(tmp_path / "f", max_bytes=10, what="a thing")
