@@ -27,9 +27,9 @@ import bisect
 import csv
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, NamedTuple
 
 from .exceptions import ReportFormatError
 
@@ -40,6 +40,8 @@ _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 _LONE_CR = re.compile(rb"\r(?!\n)")
 #: Back to the fast path when the next quote, NUL or lone CR is farther than this.
 _PLAIN_AGAIN_BYTES = 4096
+#: Bytes split into lines at a time by the csv path.
+_LINES_WINDOW = 1 << 16
 
 # csv.field_size_limit is process-wide: raised only around one record's parse, under a lock.
 _FIELD_LIMIT_LOCK = threading.Lock()
@@ -69,8 +71,7 @@ class PlainBlock:
         return self.buffer[self.start:self.end]
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(NamedTuple):
     """One record as the csv module reads it.
 
     Attributes
@@ -82,14 +83,23 @@ class Record:
         ``error`` is set.
     error : str or None
         The csv module's complaint (strict mode, or a NUL before Python 3.11), if any.
-    raw : bytes
-        The record's bytes, line breaks included.
+    buffer : bytes
+        Holds the record at ``buffer[start:end]`` (see :attr:`raw`).
+    start, end : int
+        The record's byte range in ``buffer``, line breaks included.
     """
 
     line: int
     cells: list[str]
     error: str | None
-    raw: bytes
+    buffer: bytes
+    start: int
+    end: int
+
+    @property
+    def raw(self) -> bytes:
+        """The record's bytes, line breaks included."""
+        return self.buffer[self.start:self.end]
 
     @property
     def text(self) -> str:
@@ -109,26 +119,26 @@ class _Specials:
 
     def __init__(self, buf: bytes, end: int) -> None:
         self.buf, self.end = buf, end
-        self.next_quote = self.next_nul = -2  # -2: not looked up yet
+        self.quote = buf.find(b'"', 0, end)  # the next one at or after the last position asked
+        self.nul = buf.find(b"\0", 0, end)
         if buf.count(b"\r", 0, end) == buf.count(b"\r\n", 0, end):
             self.lone_crs: list[int] = []
         else:
             self.lone_crs = [m.start() for m in _LONE_CR.finditer(buf, 0, end)]
 
-    def _next(self, byte: bytes, cached: int, pos: int) -> int:
-        if cached == -1 or (cached >= pos):
-            return cached
-        return self.buf.find(byte, pos, self.end)
-
     def next(self, pos: int) -> int:
         """Offset of the first special byte at or after ``pos``, or -1."""
-        self.next_quote = self._next(b'"', self.next_quote, pos)
-        self.next_nul = self._next(b"\0", self.next_nul, pos)
-        found = [x for x in (self.next_quote, self.next_nul) if x >= 0]
-        i = bisect.bisect_left(self.lone_crs, pos)
-        if i < len(self.lone_crs):
-            found.append(self.lone_crs[i])
-        return min(found) if found else -1
+        quote, nul = self.quote, self.nul
+        if 0 <= quote < pos:
+            quote = self.quote = self.buf.find(b'"', pos, self.end)
+        if 0 <= nul < pos:
+            nul = self.nul = self.buf.find(b"\0", pos, self.end)
+        first = quote if nul < 0 or 0 <= quote < nul else nul
+        if self.lone_crs:
+            i = bisect.bisect_left(self.lone_crs, pos)
+            if i < len(self.lone_crs) and (first < 0 or self.lone_crs[i] < first):
+                first = self.lone_crs[i]
+        return first
 
 
 def iter_csv_blocks(fh: IO[bytes], name: str, *, strict: bool = False, block_bytes: int = 1 << 24,
@@ -196,9 +206,7 @@ def iter_csv_blocks(fh: IO[bytes], name: str, *, strict: bool = False, block_byt
                 yield PlainBlock(buf, pos, line_start, line)
                 line += buf.count(b"\n", pos, line_start)
                 pos = line_start
-            records: list[Record] = []
-            pos, line, complete = _parse_records(buf, pos, cut, line, strict, at_eof, specials, records)
-            yield from records
+            pos, line, complete = yield from _parse_records(buf, pos, cut, line, strict, at_eof, specials)
             if not complete:  # a record still open at the end of the block: read on
                 open_record = True
                 break
@@ -225,9 +233,34 @@ def _check_size(size: int, limit: int, name: str, line: int) -> None:
         raise ReportFormatError(msg, path=name, line=line)
 
 
+def _lines(buf: bytes, start: int, cut: int, ends: list[int], done: list[bool]) -> Iterator[str]:
+    """The physical lines of ``buf[start:cut]`` as text; each line's end offset goes to ``ends``.
+
+    ``done[0]`` is set when asked for a line past the last one: the csv module asks only
+    while a record is open (a quoted field going on), so the record is cut off there.
+
+    Split in windows of about 64 KiB by :meth:`bytes.splitlines` (``\\n``, ``\\r\\n`` and
+    a lone ``\\r``, exactly the csv module's line ends with ``newline=""``), so that
+    leaving early costs little.
+    """
+    pos = start
+    while pos < cut:
+        stop = min(cut, pos + _LINES_WINDOW)
+        if stop < cut:  # end the window after a line break (not between CR and LF)
+            stop = max(buf.rfind(b"\n", pos, stop), buf.rfind(b"\r", pos, stop - 1)) + 1
+            if stop == 0:
+                found = _LINE_BREAK.search(buf, pos + _LINES_WINDOW - 1, cut)
+                stop = found.end() if found is not None else cut
+        for raw in buf[pos:stop].splitlines(keepends=True):
+            pos += len(raw)
+            ends.append(pos)
+            yield raw.decode("utf-8", errors="replace")
+    done[0] = True
+
+
 def _parse_records(buf: bytes, start: int, cut: int, line: int, strict: bool, at_eof: bool,
-                   specials: _Specials, out: list[Record]) -> tuple[int, int, bool]:
-    """Parse records from ``buf[start:cut]`` with the csv module into ``out``.
+                   specials: _Specials) -> Generator[Record, None, tuple[int, int, bool]]:
+    """Yield the records of ``buf[start:cut]`` as the csv module parses them.
 
     Stops at ``cut``, or early when the next special byte is far enough away for the
     fast path.  Returns ``(offset, line, complete)``: where parsing stopped, the line
@@ -235,40 +268,29 @@ def _parse_records(buf: bytes, start: int, cut: int, line: int, strict: bool, at
     the file (it starts at ``offset`` and must be parsed again with more data).
     """
     ends: list[int] = []
-    exhausted = False
-
-    def lines() -> Iterator[str]:
-        nonlocal exhausted
-        p = start
-        for match in _LINE_BREAK.finditer(buf, start, cut):
-            ends.append(match.end())
-            yield buf[p:match.end()].decode("utf-8", errors="replace")
-            p = match.end()
-        if p < cut:  # the last line of the file, without a line break
-            ends.append(cut)
-            yield buf[p:cut].decode("utf-8", errors="replace")
-        exhausted = True
-
-    reader = csv.reader(lines(), strict=strict)
+    done = [False]
     offset = start
+    reader = csv.reader(_lines(buf, start, cut, ends, done), strict=strict)
     while True:
         before = len(ends)
         error: str | None = None
         cells: list[str] = []
-        with _FIELD_LIMIT_LOCK:
-            old_limit = csv.field_size_limit(max(csv.field_size_limit(), cut - start + 1))
-            try:
-                cells = next(reader)
-            except StopIteration:
-                return cut, line, True
-            except csv.Error as exc:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return cut, line, True
+        except csv.Error as exc:
+            if not str(exc).startswith("field larger than field limit"):
                 error = str(exc)
-            finally:
-                csv.field_size_limit(old_limit)
-        if exhausted and not at_eof:
-            return offset, line, False  # open at the end of the block
+            else:  # a long field: parse this record again, the limit raised for it alone
+                del ends[before:]
+                done[0] = False
+                reader = csv.reader(_lines(buf, offset, cut, ends, done), strict=strict)
+                cells, error = _next_without_field_limit(reader, cut - offset)
+        if done[0] and not at_eof:
+            return offset, line, False  # still open at the end of the block: parse again with more data
         end = ends[-1] if ends else start
-        out.append(Record(line=line, cells=cells, error=error, raw=buf[offset:end]))
+        yield Record(line, cells, error, buf, offset, end)
         line += len(ends) - before
         offset = end
         if offset >= cut:
@@ -278,14 +300,30 @@ def _parse_records(buf: bytes, start: int, cut: int, line: int, strict: bool, at
             return offset, line, True
 
 
+def _next_without_field_limit(reader: Iterator[list[str]], size: int) -> tuple[list[str], str | None]:
+    """The reader's next record with csv's field size limit raised to ``size`` for it alone.
+
+    The limit is process-wide: it is raised and restored under a lock, never across a
+    ``yield``.
+    """
+    with _FIELD_LIMIT_LOCK:
+        old_limit = csv.field_size_limit(max(csv.field_size_limit(), size + 1))
+        try:
+            return next(reader, []), None
+        except csv.Error as exc:
+            return [], str(exc)
+        finally:
+            csv.field_size_limit(old_limit)
+
+
 _NEEDS_QUOTES = frozenset(',"\r\n')
 
 
 def quote_field(text: str) -> str:
     """``text`` as a CSV field that the csv module (and so :func:`iter_csv_blocks`) reads back exactly.
 
-    Quoted when it holds a comma, a quote, or a line break: ``\r`` too, which
-    ``csv.writer`` with ``lineterminator="\n"`` leaves bare (and a reader then splits
+    Quoted when it holds a comma, a quote, or a line break: ``\\r`` too, which
+    ``csv.writer`` with ``lineterminator="\\n"`` leaves bare (and a reader then splits
     the row there).
     """
     if _NEEDS_QUOTES.isdisjoint(text):

@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from ._bits import unpack_bits
 from ._excerpt import excerpt
-from ._io import PathLike, atomic_output, display_name, iter_text_lines
+from ._io import MAX_LINE_BYTES, PathLike, atomic_output, display_name, iter_text_lines
 from .exceptions import IncompatibleParamsError, InvalidParameterError, ReportFormatError, UnbalancedCohortsWarning
 from .params import Params, check_same_params
 from .reports import ReportBatch
@@ -242,7 +242,8 @@ def read_counts(path: PathLike, params: Params) -> Aggregate:
     counts = np.zeros((m, k + 1), dtype=np.int64)
     row = 0
     last_line = 0
-    for lineno, text in iter_text_lines(path, what="a counts file"):
+    longest = max(MAX_LINE_BYTES, 24 * (k + 1))  # k + 1 numbers of up to 20 digits, with some spaces
+    for lineno, text in iter_text_lines(path, what="a counts file", max_line_bytes=longest):
         last_line = lineno
         if not text.strip():
             continue

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._excerpt import excerpt
-from ._io import PathLike, atomic_output, display_name, iter_text_lines
+from ._io import MAX_LINE_BYTES, PathLike, atomic_output, display_name, iter_text_lines
 from .design import CandidateMap, _map_from_bit_tables
 from .exceptions import InvalidParameterError, ReportFormatError
 from .params import Params
@@ -119,7 +119,7 @@ def read_map(path: PathLike, params: Params) -> CandidateMap:
     first_line: dict[str, int] = {}
     line_numbers = array.array("q")
     parts: list[str] = []
-    for lineno, text in iter_text_lines(path, what="a map file"):
+    for lineno, text in iter_text_lines(path, what="a map file", max_line_bytes=MAX_LINE_BYTES + 24 * width):
         if not text.strip():
             continue
         split = _split_row(text, width)

@@ -204,16 +204,19 @@ def _parse_int(text: str, name: str, path: str, line: int) -> int:
     try:
         return int(text)
     except ValueError:
-        raise ReportFormatError(f"expected an integer for {name!r}, found {excerpt(text)}", path=path, line=line) from None
+        msg = f"expected an integer for {name!r}, found {excerpt(text)}"
+        raise ReportFormatError(msg, path=path, line=line) from None
 
 
 def _parse_float(text: str, name: str, path: str, line: int) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise ReportFormatError(f"expected a number for {name!r}, found {excerpt(text)}", path=path, line=line) from None
+        msg = f"expected a number for {name!r}, found {excerpt(text)}"
+        raise ReportFormatError(msg, path=path, line=line) from None
     if not math.isfinite(value):
-        raise ReportFormatError(f"expected a finite number for {name!r}, found {excerpt(text)}", path=path, line=line)
+        msg = f"expected a finite number for {name!r}, found {excerpt(text)}"
+        raise ReportFormatError(msg, path=path, line=line)
     return value
 
 

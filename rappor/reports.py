@@ -215,6 +215,8 @@ _BLOCK_BYTES = 1 << 24
 #: Longest client id a report row may have (bounds the memory an unclosed quote can take).
 _MAX_CLIENT_BYTES = 1 << 26
 _PARQUET_MAGIC = b"PAR1"
+#: Rows parsed by the csv module are packed into a batch every this many (bounds their memory).
+_PENDING_ROWS = 1 << 16
 DEFAULT_CHUNK_SIZE = 1 << 20
 
 
@@ -252,15 +254,17 @@ def _check_cells(cells: list[str], params: Params, ncols: int, name: str, lineno
         msg = f"expected {ncols} comma-separated columns ({layout}), found {len(cells)}"
         raise ReportFormatError(msg, path=name, line=lineno)
     cohort_text, irr = cells[_COHORT_COLUMN], cells[-1]
-    if not (0 < len(cohort_text) <= _MAX_COHORT_DIGITS and all("0" <= ch <= "9" for ch in cohort_text)) or int(cohort_text) >= m:
+    # ASCII digits only (str.isdigit alone also takes '²' and other digits).
+    if (not 0 < len(cohort_text) <= _MAX_COHORT_DIGITS or not cohort_text.isascii() or not cohort_text.isdigit()
+            or int(cohort_text) >= m):
         msg = f"expected a cohort, an integer in [0, {m - 1}], found {excerpt(cohort_text)}"
         raise ReportFormatError(msg, path=name, line=lineno)
     if len(irr) != k:
         msg = (f"expected an irr bit string of k = {k} characters, found {len(irr)} characters "
                f"(were the reports made with other parameters?)")
         raise ReportFormatError(msg, path=name, line=lineno)
-    bad = next((i for i, ch in enumerate(irr) if ch not in "01"), None)
-    if bad is not None:
+    if irr.strip("01"):
+        bad = next(i for i, ch in enumerate(irr) if ch not in "01")
         msg = f"expected only '0' and '1' in the irr bit string, found {irr[bad]!r} at character {bad + 1}"
         raise ReportFormatError(msg, path=name, line=lineno)
     return int(cohort_text), irr
@@ -447,7 +451,7 @@ def iter_reports(path: PathLike, params: Params, *, chunk_size: int = DEFAULT_CH
                 row = _record_row(rest, params, ncols, name, sink)
                 if row is not None:
                     pending.append(row)
-                    if len(pending) >= chunk_size:
+                    if len(pending) >= min(chunk_size, _PENDING_ROWS):
                         yield flush()
                 continue
             if pending:

@@ -241,7 +241,8 @@ def read_population(path: PathLike) -> Population:
         try:
             cells = next(csv.reader([text]))
         except (csv.Error, StopIteration) as exc:
-            raise ReportFormatError(f"expected 'string,count', found {excerpt(text)} ({exc})", path=name, line=lineno) from None
+            msg = f"expected 'string,count', found {excerpt(text)} ({exc})"
+            raise ReportFormatError(msg, path=name, line=lineno) from None
         if len(cells) < 2:
             raise ReportFormatError(f"expected 'string,count', found {excerpt(text)}", path=name, line=lineno)
         value, count_text = ",".join(cells[:-1]), cells[-1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +54,6 @@ def run_limited(code: str, *, address_space: int, timeout: float = 120.0) -> sub
 
 
 @pytest.fixture
-def run_limited_python() -> object:
+def run_limited_python() -> Callable[..., subprocess.CompletedProcess[str]]:
     """:func:`run_limited` as a fixture."""
     return run_limited

@@ -172,8 +172,8 @@ def test_sum_bits_fail_directory_as_input(tiny: Path, capsys: pytest.CaptureFixt
 # regression fails instead of hanging the suite.
 
 def _sum_bits_subprocess(tiny: Path, source: str, **options: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rappor", "sum-bits", "--params", str(tiny / "params.csv"),
-                           source], capture_output=True, text=True, timeout=60, **options)  # type: ignore[call-overload]
+    argv = [sys.executable, "-m", "rappor", "sum-bits", "--params", str(tiny / "params.csv"), source]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, **options)  # type: ignore[call-overload]
 
 
 def _feed(path_or_fd: str | int, data: bytes) -> threading.Thread:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +42,7 @@ def test_read_key_file_fail_larger_than_a_key_file(tmp_path: Path) -> None:
         read_key_file(tmp_path / "k")
 
 
-def test_read_key_file_dev_zero_is_a_bounded_read(run_limited_python) -> None:  # type: ignore[no-untyped-def]
+def test_read_key_file_dev_zero_is_a_bounded_read(run_limited_python: Callable[..., Any]) -> None:
     # Issue 13, item 7: the whole file was read first; /dev/zero read until out of memory.
     # The child has 1 GiB of address space: the old code died of MemoryError there.
     result = run_limited_python(
@@ -50,4 +52,5 @@ def test_read_key_file_dev_zero_is_a_bounded_read(run_limited_python) -> None:  
         "except ReportFormatError as exc:\n    print(exc)\n",
         address_space=1 << 30)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout == "/dev/zero: expected a key file (hexadecimal text) of at most 4,096 bytes, found a larger file\n"
+    assert result.stdout == ("/dev/zero: expected a key file (hexadecimal text) of at most 4,096 bytes, "
+                             "found a larger file\n")

@@ -7,7 +7,9 @@ import io
 import itertools
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -232,7 +234,7 @@ def test_read_params_stops_after_one_row_too_many(tmp_path: Path) -> None:
     assert info.value.line == 3
 
 
-def test_read_params_dev_zero_is_a_bounded_read(run_limited_python) -> None:  # type: ignore[no-untyped-def]
+def test_read_params_dev_zero_is_a_bounded_read(run_limited_python: Callable[..., Any]) -> None:
     # A line without end is read only up to 64 KiB (the old reader read until out of memory).
     result = run_limited_python(
         "from rappor import ReportFormatError, read_params\n"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -174,7 +176,8 @@ def test_read_reports_forged_report_in_a_quoted_id(tmp_path: Path) -> None:
         assert back.cohorts.tolist() == [1, 2, 3] and not back.bits().any() and rejects == []
 
 
-def test_read_reports_one_report_at_k_65536_is_linear(tmp_path: Path, run_limited_python) -> None:  # type: ignore[no-untyped-def]
+def test_read_reports_one_report_at_k_65536_is_linear(tmp_path: Path,
+                                                      run_limited_python: Callable[..., Any]) -> None:
     # Issue 13, item 7: the bit-string parser built a k x k table (_bit_of_char): one
     # report at k = 16,384 took 1 GB and 6 s, at k = 65,536 about 16 GB.  Now O(k) per
     # report.  The child has 2 GiB of address space (the old parser died there of
