@@ -31,13 +31,14 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import IO, NamedTuple
 
+import numpy as np
+
 from .exceptions import ReportFormatError
 
 __all__ = ["PlainBlock", "Record", "iter_csv_blocks", "quote_field"]
 
 _BOM = b"\xef\xbb\xbf"
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
-_LONE_CR = re.compile(rb"\r(?!\n)")
 #: Back to the fast path when the next quote, NUL or lone CR is farther than this.
 _PLAIN_AGAIN_BYTES = 4096
 #: Bytes split into lines at a time by the csv path.
@@ -121,10 +122,13 @@ class _Specials:
         self.buf, self.end = buf, end
         self.quote = buf.find(b'"', 0, end)  # the next one at or after the last position asked
         self.nul = buf.find(b"\0", 0, end)
-        if buf.count(b"\r", 0, end) == buf.count(b"\r\n", 0, end):
-            self.lone_crs: list[int] = []
-        else:
-            self.lone_crs = [m.start() for m in _LONE_CR.finditer(buf, 0, end)]
+        self.lone_crs: list[int] = []
+        if buf.find(b"\r", 0, end) >= 0:  # CRLF or lone CRs: numpy finds the lone ones (bytes.count is slow)
+            data = np.frombuffer(buf, dtype=np.uint8, count=end)
+            crs = np.flatnonzero(data == 13)
+            after = crs + 1
+            lone = crs[(after >= end) | (data[np.minimum(after, end - 1)] != 10)]
+            self.lone_crs = lone.tolist()
 
     def next(self, pos: int) -> int:
         """Offset of the first special byte at or after ``pos``, or -1."""
@@ -198,13 +202,13 @@ def iter_csv_blocks(fh: IO[bytes], name: str, *, strict: bool = False, block_byt
             special = specials.next(pos)
             if special < 0:
                 yield from _plain(buf, pos, cut, line)
-                line += buf.count(b"\n", pos, cut)
+                line += _count_newlines(buf, pos, cut)
                 pos = cut
                 break
             line_start = buf.rfind(b"\n", pos, special) + 1 or pos
             if line_start > pos:
                 yield PlainBlock(buf, pos, line_start, line)
-                line += buf.count(b"\n", pos, line_start)
+                line += _count_newlines(buf, pos, line_start)
                 pos = line_start
             pos, line, complete = yield from _parse_records(buf, pos, cut, line, strict, at_eof, specials)
             if not complete:  # a record still open at the end of the block: read on
@@ -215,6 +219,13 @@ def iter_csv_blocks(fh: IO[bytes], name: str, *, strict: bool = False, block_byt
         carry = buf[pos:]
         if open_record:
             _check_size(len(carry), max_record_bytes, name, line)
+
+
+def _count_newlines(buf: bytes, start: int, end: int) -> int:
+    """``buf.count(b"\\n", start, end)``, several times faster on large blocks."""
+    if end - start < 4096:
+        return buf.count(b"\n", start, end)
+    return int(np.count_nonzero(np.frombuffer(buf, dtype=np.uint8, count=end - start, offset=start) == 10))
 
 
 def _plain(buf: bytes, start: int, end: int, line: int) -> Iterator[PlainBlock]:
