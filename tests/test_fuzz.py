@@ -186,9 +186,13 @@ def _no_field_limit() -> Iterator[None]:
         csv.field_size_limit(old)
 
 
-def _csv_module_records(data: bytes) -> Iterator[tuple[int, list[str] | None, str | None, str]]:
-    """``(start line, fields, csv error, record text)`` of each record, by the csv module on the whole text."""
-    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+def _csv_module_records(data: bytes, *, strict: bool = False, errors: str = "replace",
+                        ) -> Iterator[tuple[int, list[str] | None, str | None, str]]:
+    """``(start line, fields, csv error, record text)`` of each record, by the csv module on the whole text.
+
+    The record text keeps its line breaks; undecodable bytes are decoded with ``errors``.
+    """
+    text = data.decode("utf-8", errors=errors).removeprefix("\ufeff")
     consumed: list[str] = []
 
     def lines() -> Iterator[str]:
@@ -196,7 +200,7 @@ def _csv_module_records(data: bytes) -> Iterator[tuple[int, list[str] | None, st
             consumed.append(physical)
             yield physical
 
-    reader = csv.reader(lines())
+    reader = csv.reader(lines(), strict=strict)
     line = 1
     while True:
         consumed.clear()
@@ -207,7 +211,7 @@ def _csv_module_records(data: bytes) -> Iterator[tuple[int, list[str] | None, st
             return
         except csv.Error as exc:
             fields, error = None, str(exc)
-        yield line, fields, error, "".join(consumed).rstrip("\r\n")
+        yield line, fields, error, "".join(consumed)
         line += len(consumed)
 
 
@@ -220,7 +224,8 @@ def _reports_by_csv_module(data: bytes, skip: bool) -> tuple[Any, ...]:
     rejects: list[tuple[int, str, str]] = []
     records = _csv_module_records(data)
     next(records)  # the header (the generated files always have a good one)
-    for line, fields, error, text in records:
+    for line, fields, error, record in records:
+        text = record.rstrip("\r\n")
         if fields == []:
             continue
         try:
@@ -275,31 +280,11 @@ def _encode_input_by_csv_module(data: bytes, skip: bool) -> tuple[Any, ...]:
     """What rappor encode's reader must give: strict csv module, blank rows skipped, rows checked."""
     from rappor._excerpt import clip
 
-    text = data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
-    consumed: list[str] = []
-
-    def lines() -> Iterator[str]:
-        for physical in io.StringIO(text, newline=""):
-            consumed.append(physical)
-            yield physical
-
-    reader = csv.reader(lines(), strict=True)
     rows: list[tuple[int, str, str]] = []
     rejects: list[tuple[int, str, str]] = []
     header_seen = False
-    line = 1
-    while True:
-        consumed.clear()
-        start = line
-        try:
-            fields: list[str] | None = next(reader)
-            reason = None
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            fields, reason = None, f"malformed CSV: {exc}"
-        line += len(consumed)
-        record = "".join(consumed)
+    for start, fields, error, record in _csv_module_records(data, strict=True, errors="surrogateescape"):
+        reason = None if error is None else f"malformed CSV: {error}"
         where = start
         if fields is not None:
             if fields in ([], [""]):
