@@ -242,6 +242,49 @@ def _decode(k: int, m: int) -> Callable[[Path, int], dict[str, Any]]:
     return run
 
 
+# --------------------------------------------------------------------------------- maps
+
+
+def _map_candidates(n: int) -> list[str]:
+    return [f"https://example.com/candidate/{i}" for i in range(n)]
+
+
+def _prepare_map(work: Path, n: int) -> None:
+    from rappor import hash_candidates, write_map
+
+    write_map(hash_candidates(_map_candidates(n), _params(128, 128)), work / "map.csv")
+
+
+def _run_map_read(work: Path, n: int) -> dict[str, Any]:
+    from rappor import read_map
+
+    path = work / "map.csv"
+    seconds, cmap = _best(lambda: read_map(path, _params(128, 128)), 1)
+    assert len(cmap) == n
+    return {"items": n, "seconds": seconds, "unit": "candidates",
+            "note": f"{path.stat().st_size / 1e6:.0f} MB map.csv"}
+
+
+def _run_map_write(work: Path, n: int) -> dict[str, Any]:
+    from rappor import hash_candidates, write_map
+
+    cmap = hash_candidates(_map_candidates(n), _params(128, 128))
+    seconds, _ = _best(lambda: write_map(cmap, work / "map.csv"), 1)
+    return {"items": n, "seconds": seconds, "unit": "candidates"}
+
+
+def _map_write_wide(k: int, h: int, m: int) -> Callable[[Path, int], dict[str, Any]]:
+    def run(work: Path, n: int) -> dict[str, Any]:
+        from rappor import hash_candidates, write_map
+
+        cmap = hash_candidates(_map_candidates(n), _params(k, m, h))
+        seconds, _ = _best(lambda: write_map(cmap, work / "map.csv"), 1)
+        return {"items": n, "seconds": seconds, "unit": "candidates",
+                "note": f"{(work / 'map.csv').stat().st_size / 1e6:.1f} MB map.csv"}
+
+    return run
+
+
 # ----------------------------------------------------------------------------- engines
 
 
@@ -315,6 +358,14 @@ def _cases() -> list[Case]:
         Case("decode-100k", "hash + Decoder.decode, k=128 m=128 h=2", "< 60 s, < 4 GB", 100_000, _decode(128, 128)),
         Case("decode-1m", "hash + Decoder.decode, k=16 m=64 h=2 (needs ~5 GB)", "works (google/rappor: no)",
              1_000_000, _decode(16, 64), on_request=True),
+        Case("map-write", "write_map, k=128 m=128 h=2", "~2.6 s / 100k (docs/collection.md)", 100_000,
+             _run_map_write),
+        Case("map-read", "read_map, k=128 m=128 h=2", "~3.4 s / 100k (docs/collection.md)", 100_000,
+             _run_map_read, _prepare_map),
+        Case("map-write-wide-k", "write_map, one candidate, k=2**20 m=64 h=2", "memory of the output, not m*k",
+             1, _map_write_wide(2**20, 2, 64), on_request=True),
+        Case("map-write-wide-h", "write_map, one candidate, k=h=10**6 m=1", "time of the output, not m*k",
+             1, _map_write_wide(10**6, 10**6, 1), on_request=True),
         Case("engine-numpy", "aggregate_files engine=numpy, k=128", "~1 s / 10M (issue)", 10_000_000,
              _engine("numpy"), _prepare_engines),
         Case("engine-dask-threads", "engine=dask, local threads, 2 cores", "~0.9 s / 10M (issue)", 10_000_000,
@@ -344,7 +395,7 @@ def _child(name: str, work: Path, size: int, prepare: bool) -> None:
 
 
 def _run_case(case: Case, scale: float, python: str) -> dict[str, Any]:
-    size = max(1000, int(case.size * scale))
+    size = max(min(1000, case.size), int(case.size * scale))
     work = Path(tempfile.mkdtemp(prefix=f"rappor-bench-{case.name}-"))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     base = [python, str(Path(__file__).resolve()), "--child", case.name, "--work", str(work), "--size", str(size)]

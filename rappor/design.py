@@ -19,6 +19,7 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     import scipy.sparse as sp  # imported where used: keeps `import rappor` fast
 
+from ._memory import check_design
 from .exceptions import InvalidParameterError
 from .hashing import bloom_bits_table
 from .params import Params
@@ -104,8 +105,15 @@ def _check_distinct(strings: tuple[str, ...]) -> None:
         raise InvalidParameterError(msg)
 
 
-#: Candidates hashed per block by :func:`hash_candidates` (bounds its temporary arrays).
+#: Candidates hashed per block by :func:`hash_candidates` (bounds its temporary arrays) ...
 _HASH_BLOCK = 8192
+#: ... and at most this many (candidate, cohort, hash) entries per block, for large m * h.
+_HASH_BLOCK_ENTRIES = 1 << 21
+
+
+def _hash_block(params: Params) -> int:
+    """Candidates per hashing block: :data:`_HASH_BLOCK`, fewer when ``m * h`` is large."""
+    return max(1, min(_HASH_BLOCK, _HASH_BLOCK_ENTRIES // (params.num_cohorts * params.num_hashes)))
 
 
 def hash_candidates(strings: Sequence[str], params: Params) -> CandidateMap:
@@ -120,9 +128,17 @@ def hash_candidates(strings: Sequence[str], params: Params) -> CandidateMap:
     Returns
     -------
     CandidateMap
+
+    Raises
+    ------
+    InsufficientMemoryError
+        If the map of ``len(strings)`` candidates at these ``k``, ``h`` and ``m`` cannot
+        fit in memory (estimated before hashing: :func:`rappor._memory.design_bytes`).
     """
     strings = tuple(strings)
-    blocks = (bloom_bits_table(strings[i:i + _HASH_BLOCK], params) for i in range(0, len(strings), _HASH_BLOCK))
+    block = _hash_block(params)
+    check_design(params, len(strings), block=block)
+    blocks = (bloom_bits_table(strings[i:i + block], params) for i in range(0, len(strings), block))
     return _map_from_bit_tables(params, strings, blocks)
 
 

@@ -171,9 +171,14 @@ def derive_cohort(secret: bytes, num_cohorts: int) -> int:
     return _cohort_from_mac(_HmacSha256(key), int(num_cohorts))
 
 
-def _prr_key_prefix(secret: bytes) -> bytes:
-    """``b"rappor/prr/v2" || uint32_be(len(secret)) || secret``: the keyed part of the PRR's SHAKE-256 input."""
-    return _PRR_LABEL + struct.pack(">I", len(secret)) + secret
+def _prr_key_prefix(secret: bytes, label: bytes = _PRR_LABEL) -> bytes:
+    """``label || uint32_be(len(secret)) || secret``: the keyed part of the PRR's SHAKE-256 input.
+
+    ``label`` is ``b"rappor/prr/v2"`` for full-string reports; discovery reports use
+    their own (:mod:`rappor.discovery.client`), so the two PRRs of one client are
+    independent.
+    """
+    return label + struct.pack(">I", len(secret)) + secret
 
 
 def _prr_message(cohort: int, data: bytes) -> bytes:

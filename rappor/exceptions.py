@@ -6,7 +6,8 @@ The hierarchy::
     ├── InvalidParameterError(RapporError, ValueError, TypeError)
     ├── ReportFormatError(RapporError, ValueError)      # carries path and line number
     ├── IncompatibleParamsError(RapporError, ValueError)
-    └── DecodeError(RapporError)                        # e.g. "Information is lost. Cannot decode."
+    ├── DecodeError(RapporError)                        # e.g. "Information is lost. Cannot decode."
+    └── InsufficientMemoryError(RapporError, MemoryError)  # refused before allocating
 
     RapporWarning(UserWarning)
     ├── UnbalancedCohortsWarning
@@ -25,6 +26,7 @@ __all__ = [
     "IncompatibleParamsError",
     "IndistinguishableCandidatesWarning",
     "InsecureKeyFileWarning",
+    "InsufficientMemoryError",
     "InvalidParameterError",
     "RapporError",
     "RapporWarning",
@@ -87,6 +89,17 @@ class IncompatibleParamsError(RapporError, ValueError):
 
 class DecodeError(RapporError):
     """The data cannot be decoded (for example, the parameters carry no information)."""
+
+
+class InsufficientMemoryError(RapporError, MemoryError):
+    """The parameters (or the number of candidates) need more memory than is available.
+
+    Raised before allocating, with the estimate and the limit in the message, instead
+    of a ``MemoryError`` (or ``ValueError: array is too big``) deep inside numpy or an
+    out-of-memory kill that names no cause.  The limit comes from the machine (see
+    :mod:`rappor._memory`) or from the ``RAPPOR_MEMORY_LIMIT`` environment variable.
+    It subclasses :class:`MemoryError`, so code that catches that still catches it.
+    """
 
 
 class RapporWarning(UserWarning):

@@ -147,6 +147,24 @@ def _map_bytes(candidates: bytes, params: Params = PARAMS) -> bytes:
     return buffer.getvalue().encode()
 
 
+def _sorted_map_bytes(candidates: bytes) -> bytes:
+    """The map in the layout google/rappor ships with its analysis app: quoted candidate, distinct
+    indices ascending, an empty field for each index saved where hashes coincide."""
+    cmap = hash_candidates(candidates.decode().splitlines(), PARAMS)
+    width = PARAMS.num_hashes * PARAMS.num_cohorts
+    rows = []
+    for j, string in enumerate(cmap.strings):
+        cells = [str(i + 1) for i in np.flatnonzero(cmap.matrix[:, j].toarray().ravel())]
+        rows.append(",".join([f'"{string}"', *cells, *[""] * (width - len(cells))]) + "\n")
+    return "".join(rows).encode()
+
+
+SORTED_MAP = _sorted_map_bytes(GOOD_CANDIDATES)
+assert SORTED_MAP.count(b",\n") >= 1  # some hashes coincide: rows with fewer than h * m indices
+HUGE_PARAMS_CSV = b"k,h,m,p,q,f\n4294967296,2,4294967296,0.5,0.75,0.5\n"  # k = m = 2**32
+TWO_62 = b"4611686018427387904"  # 2**62: two cohorts of it make 2**63 reports, one more than int64 holds
+
+
 def _decode(bad: str, files: dict[str, bytes | None], bad_name: str | None, line: int | None, expected: str, *,
             params: str = "params.csv", cands: str | None = None, extra: tuple[str, ...] = ()) -> Case:
     inputs = _base(**{"map.csv": _map_bytes(GOOD_CANDIDATES)})
@@ -248,6 +266,9 @@ CASES: list[Case] = [
          outputs=["result", "result.rejects.csv"]),
     _sum("unclosed-quote-swallows-the-rest", b'client,cohort,irr\n"c1,0,00000001\nc2,1,00000001\n', 2,
          "expected 3 comma-separated columns (client,cohort,irr), found 1"),
+    Case("sum-bits/params-k-m-2-32", _base(**{"p.csv": HUGE_PARAMS_CSV}),
+         ["sum-bits", "--params", "{d}/p.csv", "{d}/reports.csv", "-o", "{out}"],
+         expected="needs about 256 EiB of memory"),  # was ValueError: array is too big
     # ---------------------------------------------------------------- counts.csv
     Case("merge-counts/bom-crlf", _base(**{"c2.csv": crlf_bom(GOOD_COUNTS)}),
          ["merge-counts", "--params", "{d}/params.csv", "{d}/c2.csv", "-o", "{out}"],
@@ -263,10 +284,16 @@ CASES: list[Case] = [
     _merge("non-utf8", b"0,0,0,0,0,0,0,0,\xe9\n", 1, "expected UTF-8 text"),
     _merge("empty", b"", None, "found an empty file"),
     _merge("missing", b"", None, "no such file"),  # file removed below
+    _merge("total-overflows-int64", TWO_62 + b",0" * 8 + b"\n" + TWO_62 + b",0" * 8 + b"\n" + b"0,0,0,0,0,0,0,0,0\n" * 2,
+           2, "expected at most 2**63 - 1 reports in all cohorts together"),
+    Case("merge-counts/params-k-m-2-32", _base(**{"p.csv": HUGE_PARAMS_CSV}),
+         ["merge-counts", "--params", "{d}/p.csv", "{d}/counts.csv", "-o", "{out}"],
+         expected="a counts table of m = 4294967296 cohorts x (k + 1) = 4294967297 counts needs about 256 EiB"),
     Case("merge-counts/sum-overflows-int64",
-         _base(**{"big.csv": b"4611686018427387904" + b",0" * 8 + b"\n" + b"0,0,0,0,0,0,0,0,0\n" * 3}),
-         ["merge-counts", "--params", "{d}/params.csv", "{d}/big.csv", "{d}/big.csv", "-o", "{out}"],
-         expected="a count would exceed 2**63 - 1"),
+         _base(**{"big.csv": b"4611686018427387904" + b",0" * 8 + b"\n" + b"0,0,0,0,0,0,0,0,0\n" * 3,
+                  "big2.csv": b"4611686018427387904" + b",0" * 8 + b"\n" + b"0,0,0,0,0,0,0,0,0\n" * 3}),
+         ["merge-counts", "--params", "{d}/params.csv", "{d}/big.csv", "{d}/big2.csv", "-o", "{out}"],
+         bad="big2.csv", expected="a total number of reports above 2**63 - 1"),
     # ---------------------------------------------------------------- candidates
     Case("hash-candidates/bom-crlf", _base(**{"c.txt": crlf_bom(GOOD_CANDIDATES)}),
          ["hash-candidates", "--params", "{d}/params.csv", "{d}/c.txt", "-o", "{out}"],
@@ -276,6 +303,8 @@ CASES: list[Case] = [
     _cands("blank-line", b"apple\n\nbanana\n", 2, "blank line"),
     _cands("non-utf8", b"apple\nbanan\xe1\n", 2, "expected UTF-8 text"),
     _cands("directory", None, None, "is a directory"),
+    _cands("lone-cr-line-endings", b"apple\rbanana\rcherry\r", 1, "found a carriage return inside the line"),
+    _cands("cr-inside-a-candidate", b"apple\r\nba\rnana\r\n", 2, "found a carriage return inside the line"),
     # ---------------------------------------------------------------- encode: input and key file
     Case("encode/bom-crlf", {"params.csv": PARAMS_CSV, "in.csv": crlf_bom(b"client,value\na,x\nb,y\n"),
                              "plain.csv": b"client,value\na,x\nb,y\n"},
@@ -312,6 +341,28 @@ CASES: list[Case] = [
     _decode("summary-is-a-directory", {"sumdir": None}, "sumdir", None, "cannot write file: is a directory",
             extra=("--summary", "{d}/sumdir")),
     _decode("alpha-nan", {}, None, None, "'significance_level' parameter", extra=("--alpha", "nan")),
+    Case("decode/map-google-sorted-layout", _base(**{"map.csv": SORTED_MAP, "plain.csv": _map_bytes(GOOD_CANDIDATES)}),
+         ["decode", "--params", "{d}/params.csv", "--counts", "{d}/counts.csv", "--map", "{d}/map.csv", "--all",
+          "-o", "{out}"], check=_expect_same_decode),
+    _decode("map-index-outside-every-cohort", {"map.csv": b"apple,1,2,9,10,17,18,25,33\n"}, "map.csv", 1,
+            "found 33 in column 9, outside every cohort"),
+    _decode("map-cohort-without-index", {"map.csv": b"apple,1,2,3,10,17,18,,\n"}, "map.csv", 1,
+            "expected 1 to h = 2 distinct indices of cohort 0 in [1, 8]"),
+    _decode("candidates-lone-cr", {"c.txt": b"apple\rbanana\r"}, "c.txt", 1, "found a carriage return",
+            cands="c.txt"),
+    _decode("counts-total-overflows-int64",
+            {"counts.csv": TWO_62 + b",0" * 8 + b"\n" + TWO_62 + b",0" * 8 + b"\n" + b"0,0,0,0,0,0,0,0,0\n" * 2},
+            "counts.csv", 2, "expected at most 2**63 - 1 reports in all cohorts together"),
+    Case("decode/params-k-m-2-32", _base(**{"p.csv": HUGE_PARAMS_CSV}),
+         ["decode", "--params", "{d}/p.csv", "--counts", "{d}/counts.csv", "--candidates", "{d}/cand.txt",
+          "-o", "{out}"], expected="needs about 256 EiB of memory"),
+    # ---------------------------------------------------------------- discover (2 slots x 4 cohorts)
+    Case("discover/counts-wrong-rows", _base(), ["discover", "--params", "{d}/params.csv", "--counts",
+                                                 "{d}/counts.csv", "--max-length", "4", "-o", "{out}"],
+         bad="counts.csv", line=4, expected="expected 8 rows"),
+    Case("discover/list-is-a-directory", _base(**{"dc.csv": b"10,1,2,3,4,5,6,7,8\n" * 8, "listdir": None}),
+         ["discover", "--params", "{d}/params.csv", "--counts", "{d}/dc.csv", "--max-length", "4", "-o", "{out}",
+          "--list", "{d}/listdir"], bad="listdir", expected="cannot write file: is a directory"),
     # ---------------------------------------------------------------- simulate and keygen
     Case("simulate/params-nan", {"p.csv": NAN_PARAMS}, ["simulate", "--params", "{d}/p.csv", "--out", "{d}/out",
                                                        "--no-report"], bad="p.csv", line=2, expected="finite"),
@@ -540,7 +591,8 @@ def test_bad_input_map_file(tmp_path: Path) -> None:
         (text + text.split(b"\n")[0] + b"\n", 3, "expected distinct candidates"),
         (text.replace(b",", b",x", 1), 1, "expected a positive integer row index"),
         (b"a" + b",99" * 8 + b"\n", 1, "expected row indices in [1, m * k] = [1, 32]"),
-        (b"a" + b",1" * 8 + b"\n", 1, "expected the indices of cohort 1 in [9, 16]"),
+        (b"a" + b",1" * 8 + b"\n", 1, "distinct indices of cohort 1 in [9, 16] (cohort*k + bit + 1 with k = 8), "
+                                       "found none"),
         (b"a,1,2,9,10,17,18,25,\xff\n", 1, "expected UTF-8 text"),
     ]
     for content, line, expected in cases:

@@ -425,6 +425,26 @@ def test_fuzz_candidates_and_map_round_trip(strings: list[str], scratch: Path) -
     assert (back.matrix != cmap.matrix).nnz == 0
 
 
+#: Any text a client may have sent (no lone surrogates, which UTF-8 cannot hold), with the
+#: characters that matter to CSV and line splitting drawn often.
+_ANY_CANDIDATE = st.one_of(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=10),
+    st.text(alphabet='\r\n",\ufeff a\x00\t\x85\u2028\x0b\x1c', max_size=8),
+)
+
+
+@FUZZ
+@given(strings=st.lists(_ANY_CANDIDATE, min_size=1, max_size=8, unique=True))
+def test_fuzz_map_round_trip_any_strings(strings: list[str], scratch: Path) -> None:
+    """write_map then read_map gives back every candidate string exactly: CR, LF, quotes, commas,
+    a leading BOM, NUL, Unicode line separators, the empty string (a bare CR made unreadable files)."""
+    cmap = hash_candidates(strings, SMALL)
+    write_map(cmap, scratch / "map.csv")
+    back = read_map(scratch / "map.csv", SMALL)
+    assert list(back.strings) == strings
+    assert (back.matrix != cmap.matrix).nnz == 0
+
+
 # ------------------------------------------------------------------ Aggregate.merge, a commutative monoid
 
 def _python_sum(*aggs: Aggregate) -> list[list[int]]:

@@ -26,6 +26,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--delta", type=float, default=1e-6, metavar="D",
                         help="delta of the (epsilon, delta) figures [default: 1e-6]")
     parser.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
+    parser.add_argument("--discovery-params", metavar="PATH", default=None,
+                        help="also account for discovery reports with these parameters (one slot; see "
+                             "'rappor discover'): the per-client epsilons of the two collections together")
+    parser.add_argument("--split", choices=("clients", "budget"), default="clients",
+                        help="with --discovery-params: clients (each client sends one of the two reports: "
+                             "the larger epsilon) or budget (both: the sum) [default: clients]")
     add_output_argument(parser)
 
 
@@ -39,13 +45,22 @@ def run(args: argparse.Namespace) -> int:
 
     params = load_params(args)
     result = loss(params, reports=args.reports, delta=args.delta)
+    combined = None
+    if args.discovery_params is not None:
+        from ..discovery.privacy import discovery_privacy
+        from ..params import read_params
+
+        combined = discovery_privacy(params, read_params(args.discovery_params), split=args.split)
     with atomic_output(args.output) as out:
         if args.json:
             data = {key: (_json_number(v) if isinstance(v, float) else v) for key, v in result.as_dict().items()}
             data["params"] = params.as_dict()
+            if combined is not None:
+                data["discovery"] = {key: (_json_number(v) if isinstance(v, float) else v)
+                                     for key, v in combined.as_dict().items()}
             out.write(json.dumps(data, indent=2) + "\n")
         else:
-            rows = result.table()
+            rows = result.table() + ([] if combined is None else combined.table())
             width = max(len(name) for name, _, _ in rows)
             out.write(f"# k={params.k} h={params.h} m={params.m} p={params.p:g} q={params.q:g} f={params.f:g}\n")
             for name, text, value in rows:

@@ -61,6 +61,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, metavar="INT", help="random seed [0]")
     parser.add_argument("--no-report", action="store_true", help="skip report.html (no matplotlib needed)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
+    from ._discover_simulate import configure as configure_discovery
+
+    configure_discovery(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,6 +76,10 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     params = DEFAULT_PARAMS if args.params is None else read_params(args.params)
+    if args.discover:
+        from ._discover_simulate import run as run_discovery
+
+        return run_discovery(args, params)
     if args.population is not None:
         population = read_population(args.population)
     else:

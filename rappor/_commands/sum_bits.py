@@ -15,11 +15,10 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
-import numpy as np
 
 from .._io import STDIO, atomic_output, display_name
 from .._rejects import RejectsWriter, resolve_rejects_path
-from ..aggregate import Aggregate, check_cohort_balance, write_counts
+from ..aggregate import Aggregate, _add_counts, _zero_counts, check_cohort_balance, write_counts
 from ..engines import report_format
 from ..exceptions import InvalidParameterError
 from ..params import Params
@@ -76,10 +75,11 @@ def run(args: argparse.Namespace) -> int:
         report_format(path) == "parquet" for path in args.reports
     ):
         return _run_engine(args, params)
-    counts = np.zeros((params.num_cohorts, params.num_bloombits + 1), dtype=np.int64)
+    counts = _zero_counts(params)
     with progress_bar(args.reports) as progress:
         for path in args.reports:
-            counts += Aggregate.from_report_chunks(iter_reports(path, params, progress=progress), params).counts
+            chunks = iter_reports(path, params, progress=progress)
+            _add_counts(counts, Aggregate.from_report_chunks(chunks, params).counts)
     aggregate = Aggregate(params=params, counts=counts)
     check_cohort_balance(aggregate)
     write_counts(aggregate, args.output)
@@ -108,13 +108,13 @@ def _run_engine(args: argparse.Namespace, params: Params) -> int:
 def _run_skipping(args: argparse.Namespace, params: Params) -> int:
     """``--on-error skip``: count the good rows, stream the bad ones to the rejects file."""
     rejects_path = resolve_rejects_path(args.output, args.rejects, "counts")
-    counts = np.zeros((params.num_cohorts, params.num_bloombits + 1), dtype=np.int64)
+    counts = _zero_counts(params)
     # Both files are committed only if every input was read: a fatal error leaves neither.
     with atomic_output(rejects_path) as fh, progress_bar(args.reports) as progress:
         sink = RejectsWriter(fh)
         for path in args.reports:
             chunks = iter_reports(path, params, progress=progress, on_error="skip", rejects=sink)
-            counts += Aggregate.from_report_chunks(chunks, params).counts
+            _add_counts(counts, Aggregate.from_report_chunks(chunks, params).counts)
         aggregate = Aggregate(params=params, counts=counts)
         check_cohort_balance(aggregate)
         write_counts(aggregate, args.output)

@@ -31,15 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-import numpy as np
-
 from .._io import STDIO, PathLike, display_name
 from .._validation import check_options
 from ..aggregate import Aggregate
 from ..exceptions import InvalidParameterError, ReportFormatError
 from ..params import Params
 from ..parquet import check_file_params, parquet_files, report_columns
-from ._partition import file_counts, sum_counts
+from ._partition import empty_counts, file_counts, sum_counts
 
 __all__ = [
     "ENGINES",
@@ -192,7 +190,7 @@ class NumpyEngine:
                 msg = f"The numpy engine reads local files; use the dask or spark engine for {s.path!r}."
                 raise InvalidParameterError(msg)
         tables = [file_counts(s.path, s.kind, params) for s in sources]
-        counts = sum_counts(tables) if tables else np.zeros((params.m, params.k + 1), dtype=np.int64)
+        counts = sum_counts(tables) if tables else empty_counts(params)
         return Aggregate(params=params, counts=counts)
 
 
