@@ -478,8 +478,12 @@ def read_reports(path: PathLike, params: Params, *, chunk_size: int = DEFAULT_CH
 
     Only ``cohort`` (0-based, in ``[0, num_cohorts)``) and ``irr`` (a string of
     ``num_bloombits`` characters ``0``/``1``, character 0 = bit ``k - 1``) are used.
-    A UTF-8 byte-order mark, CRLF line endings, blank lines and quoted fields are
-    accepted.  Parsing is vectorized over blocks of the file (numpy over the raw bytes).
+    A UTF-8 byte-order mark, CRLF line endings and blank lines are accepted.  The file
+    is read exactly as the csv module reads it: a quoted field may hold commas, quotes
+    and line breaks (a client id that spells a report inside quotes stays one id), and
+    an error names the line where its record starts.  Parsing is vectorized over blocks
+    of the file (numpy over the raw bytes); only rows around a quote, NUL or lone CR go
+    through the csv module (:mod:`rappor._csv_blocks`).
 
     Parameters
     ----------
