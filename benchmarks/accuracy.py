@@ -68,7 +68,7 @@ def run_scenario(n_decoys: int, seeds: range, decoder: rappor.Decoder, encoder: 
         tv_all = rappor.evaluate(truth, res.strings, res.proportion, detected=np.ones(len(res), bool)).total_variation
         covered, det = detected_coverage(res, truth)
         rows.append((m.total_variation, tv_all, m.n_detected, m.false_positives, covered, det, seconds,
-                     res.diagnostics["unexplained_mass"]))
+                     res.diagnostics.unexplained_mass))
     r = np.array(rows, dtype=float)
     return {"TV": r[:, 0].mean(), "TV_all": r[:, 1].mean(), "detected": r[:, 2].mean(), "FP": r[:, 3].mean(),
             "coverage": r[:, 4].sum() / max(r[:, 5].sum(), 1), "seconds": r[:, 6].mean(), "unexplained": r[:, 7].mean(),

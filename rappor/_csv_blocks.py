@@ -35,7 +35,7 @@ import numpy as np
 
 from .exceptions import ReportFormatError
 
-__all__ = ["PlainBlock", "Record", "iter_csv_blocks", "quote_field"]
+__all__ = ["PlainBlock", "Record", "iter_csv_blocks"]
 
 _BOM = b"\xef\xbb\xbf"
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
@@ -325,18 +325,3 @@ def _next_without_field_limit(reader: Iterator[list[str]], size: int) -> tuple[l
             return [], str(exc)
         finally:
             csv.field_size_limit(old_limit)
-
-
-_NEEDS_QUOTES = frozenset(',"\r\n')
-
-
-def quote_field(text: str) -> str:
-    """``text`` as a CSV field that the csv module (and so :func:`iter_csv_blocks`) reads back exactly.
-
-    Quoted when it holds a comma, a quote, or a line break: ``\\r`` too, which
-    ``csv.writer`` with ``lineterminator="\\n"`` leaves bare (and a reader then splits
-    the row there).
-    """
-    if _NEEDS_QUOTES.isdisjoint(text):
-        return text
-    return '"' + text.replace('"', '""') + '"'

@@ -26,7 +26,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 STDIO = "-"
 
-__all__ = ["PathLike", "atomic_output", "display_name", "iter_text_lines", "read_input_bytes"]
+__all__ = ["PathLike", "atomic_output", "csv_field", "display_name", "iter_text_lines", "read_input_bytes"]
 
 
 def display_name(path: PathLike | None) -> str:
@@ -219,3 +219,15 @@ def atomic_output(path: PathLike | None, *, binary: bool = False, newline: str |
 def text_buffer() -> io.StringIO:
     """A fresh in-memory text buffer (used to render CSV before an atomic write)."""
     return io.StringIO(newline="")
+
+
+def csv_field(text: str) -> str:
+    """``text`` as one field of a written CSV row (``results.csv``, ``truth.csv``).
+
+    Quoted, with quotes doubled, when it holds a comma, a quote or a line break (``\r``
+    or ``\n``), or starts or ends with white space (which some readers strip); bare
+    otherwise.  The csv module and R's ``read.csv`` read it back exactly.
+    """
+    if any(ch in text for ch in ',"\n\r') or text != text.strip():
+        return '"' + text.replace('"', '""') + '"'
+    return text

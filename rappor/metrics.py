@@ -58,7 +58,7 @@ class Metrics:
         ``1 - allocated_mass``.
     estimated_unexplained_mass : float
         The decoder's own estimate of the share of reports outside the candidates
-        (``DecodeResult.diagnostics["unexplained_mass"]``; nan if not given).
+        (``DecodeResult.diagnostics.unexplained_mass``; nan if not given).
     true_unexplained_mass : float
         True share of reports whose value is not a candidate.
     coverage : float
@@ -209,8 +209,7 @@ def evaluate_result(result: Any, truth: Mapping[str, int], *, confidence_level: 
         ci = _share_interval(result, confidence_level)
         if ci is not None:
             low, high = ci
-    diagnostics = getattr(result, "diagnostics", None) or {}
-    unexplained = diagnostics.get("unexplained_mass", math.nan) if isinstance(diagnostics, Mapping) else math.nan
+    unexplained = getattr(getattr(result, "diagnostics", None), "unexplained_mass", math.nan)
     return evaluate(truth, strings, proportion, detected=_detected_mask(result), low=low, high=high,
                     estimated_unexplained_mass=math.nan if unexplained is None else float(unexplained))
 

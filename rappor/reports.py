@@ -23,9 +23,9 @@ from ._bits import (
     unpack_bits,
     unpack_bytes,
 )
-from ._csv_blocks import PlainBlock, Record, iter_csv_blocks, quote_field
+from ._csv_blocks import PlainBlock, Record, iter_csv_blocks
 from ._excerpt import excerpt
-from ._io import PathLike, atomic_output, decode_line, display_name, open_input_binary
+from ._io import PathLike, atomic_output, csv_field, decode_line, display_name, open_input_binary
 from ._keyfile import looks_like_key_file, not_a_key_file_error
 from ._rejects import OnError, RejectedRow, RejectSink, check_on_error
 from ._validation import check_int
@@ -552,10 +552,10 @@ def write_reports(path: PathLike, batch: ReportBatch, client_ids: Sequence[str] 
         for lo in range(0, n, step):
             part = ReportBatch(params=batch.params, cohorts=batch.cohorts[lo : lo + step],
                                words=batch.words[lo : lo + step])
-            # Ids quoted only where needed (quote_field: also a lone CR, which csv.writer leaves bare).
+            # Ids quoted only where needed (csv_field: also a lone CR, which csv.writer leaves bare).
             part_ids = ids[lo : lo + step]
             if _NEEDS_QUOTING.search("".join(part_ids)):
-                part_ids = [quote_field(c) for c in part_ids]
+                part_ids = [csv_field(c) for c in part_ids]
             fh.write("".join(f"{c},{h},{s}\n" for c, h, s in zip(part_ids, part.cohorts.tolist(), part.bitstrings())))
 
 

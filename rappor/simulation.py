@@ -46,7 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._excerpt import excerpt
-from ._io import PathLike, display_name, iter_text_lines
+from ._io import PathLike, csv_field, display_name, iter_text_lines
 from ._validation import check_int, check_options, check_real, check_rng
 from .aggregate import Aggregate
 from .design import CandidateMap, hash_candidates
@@ -570,7 +570,7 @@ class Simulation:
         for i in order:
             c = int(self._truth[i])
             if c:
-                lines.append(f"{_csv_cell(self.population.strings[i])},{c},{c / total!r}")
+                lines.append(f"{csv_field(self.population.strings[i])},{c},{c / total!r}")
         return "\n".join(lines) + "\n"
 
     def candidate_map(self, candidates: Sequence[str] | None = None) -> CandidateMap:
@@ -599,12 +599,6 @@ class Simulation:
     def __repr__(self) -> str:
         return (f"Simulation(n_clients={self.n_clients}, n_reports={self.n_reports}, "
                 f"population={self.population!r}, method={self.method!r})")
-
-
-def _csv_cell(text: str) -> str:
-    if any(ch in text for ch in ',"\r\n') or text != text.strip():
-        return '"' + text.replace('"', '""') + '"'
-    return text
 
 
 def simulate(params: Params, population: Population, n_clients: int, *, reports_per_client: int = 1,

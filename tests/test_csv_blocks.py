@@ -13,7 +13,7 @@ import io
 import pytest
 
 from rappor import ReportFormatError
-from rappor._csv_blocks import PlainBlock, Record, iter_csv_blocks, quote_field
+from rappor._csv_blocks import PlainBlock, Record, iter_csv_blocks
 
 
 def _items(data: bytes, **options: object) -> list[PlainBlock | Record]:
@@ -88,9 +88,3 @@ def test_csv_blocks_long_quoted_field_and_field_limit_restored() -> None:
     items = _items(f'"{field}",1\n'.encode(), block_bytes=1000)
     assert [i.cells for i in items if isinstance(i, Record)] == [[field, "1"]]
     assert csv.field_size_limit() == limit
-
-
-@pytest.mark.parametrize("text", ["plain", " lead", "a,b", 'say "hi"', "a\rb", "\r\n", "x\nmallory,7,1\ny", ""])
-def test_quote_field_reads_back(text: str) -> None:
-    line = f"{quote_field(text)},end\n"
-    assert next(csv.reader(io.StringIO(line, newline=""))) == [text, "end"]

@@ -377,7 +377,7 @@ def test_fuzz_client_ids_round_trip(data: st.DataObject, scratch: Path) -> None:
     if not (scratch / "key").exists():
         write_key_file(scratch / "key", bytes(range(32)))
     with open(scratch / "values.csv", "w", newline="", encoding="utf-8") as fh:
-        # QUOTE_ALL: csv.writer's QUOTE_MINIMAL leaves a lone CR bare (which quote_field does not).
+        # QUOTE_ALL: csv.writer's QUOTE_MINIMAL leaves a lone CR bare (which rappor._io.csv_field does not).
         csv.writer(fh, lineterminator="\n", quoting=csv.QUOTE_ALL).writerows([("client", "value"),
                                                                              *[(i, "v") for i in ids]])
     assert main(["encode", "--params", str(scratch / "params.csv"), "--key-file", str(scratch / "key"),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rappor import ReportFormatError
-from rappor._io import atomic_output, display_name, iter_text_lines, read_input_bytes
+from rappor._io import atomic_output, csv_field, display_name, iter_text_lines, read_input_bytes
 
 
 class Boom(Exception):
@@ -157,3 +157,14 @@ def test_read_input_bytes_fail_larger_than_max_bytes(tmp_path: Path) -> None:
     assert read_input_bytes(tmp_path / "f", max_bytes=11) == b"x" * 11
     with pytest.raises(ReportFormatError, match="expected a thing of at most 10 bytes"):
         read_input_bytes(tmp_path / "f", max_bytes=10, what="a thing")
+
+
+@pytest.mark.parametrize("text", ["plain", "a,b", 'say "hi"', "two\nlines", "lone\rcr", " padded ", "\ttab", "",
+                                  "https://example.com/?q=1,2", "é ünïcode"])
+def test_csv_field_round_trips_through_the_csv_module(text):
+    import csv
+
+    row = f"{csv_field(text)},1\n"
+    assert next(csv.reader(io.StringIO(row, newline=""))) == [text, "1"]
+    quoted = csv_field(text).startswith('"')
+    assert quoted == (any(ch in text for ch in ',"\r\n') or text != text.strip())

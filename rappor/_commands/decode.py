@@ -43,10 +43,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--null", choices=["random-strings", "normal"], default="random-strings",
                         help="null law of the test statistics: that of random strings given the residuals, or "
                         "the standard normal [default: random-strings]")
-    parser.add_argument("--lasso-alpha", type=_penalty, default=None, metavar="ALPHA|cv|bic",
-                        help="penalty of the screening Lasso: a number > 0, 'cv' (cross-validation over "
-                        "cohorts, one-standard-error rule) or 'bic' (information criterion) "
-                        "[default: the plug-in z_(1-alpha/S)/n]")
+    parser.add_argument("--lasso-alpha", type=_penalty, default=None, metavar="ALPHA|cv",
+                        help="penalty of the screening Lasso: a number > 0 or 'cv' (cross-validation over "
+                        "cohorts, one-standard-error rule) [default: the plug-in z_(1-alpha/S)/n]")
     parser.add_argument("--estimator", choices=["least-squares", "empirical-bayes"], default="least-squares",
                         help="least-squares: report the significant candidates with least-squares shares; "
                         "empirical-bayes: report every candidate more likely present than absent, with its "
@@ -64,14 +63,14 @@ _ADJUST: dict[str, Any] = {"auto": None, "selective": "selective", "fcr": "fcr",
 
 
 def _penalty(text: str) -> float | str:
-    if text in ("cv", "bic"):
+    if text == "cv":
         return text
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a number > 0, 'cv' or 'bic', got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or 'cv', got {text!r}")
     return value
 
 

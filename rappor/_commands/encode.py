@@ -29,8 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .._csv_blocks import quote_field
-from .._io import STDIO, atomic_output, display_name
+from .._io import STDIO, atomic_output, csv_field, display_name
 from .._rejects import RejectSink, RejectsWriter, resolve_rejects_path
 from .._validation import check_int
 from ..params import Params
@@ -88,7 +87,7 @@ def _encode_chunk(index: int, clients: list[str], values: list[str]) -> str:
     rng = None if seed is None else np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index,)))
     batch = encode_clients(_WORKER["params"], _WORKER["key"], clients, values, rng=rng)
     # Client ids need quoting only if one holds a comma, quote or line break: checked once.
-    names = clients if _SPECIAL.isdisjoint("".join(clients)) else [quote_field(c) for c in clients]
+    names = clients if _SPECIAL.isdisjoint("".join(clients)) else [csv_field(c) for c in clients]
     return "".join(map("{},{},{}\n".format, names, batch.cohorts.tolist(), batch.bitstrings()))
 
 

@@ -141,13 +141,13 @@ def run(args: argparse.Namespace) -> int:
             fh.write(page)
     _print_results(result, sim)
     _print_summary(sim, metrics, out, time.perf_counter() - started, report=not args.no_report,
-                   unexplained_se=float(result.diagnostics.get("unexplained_std_error", float("nan"))))
+                   unexplained_se=float(result.diagnostics.unexplained_std_error))
     return 0
 
 
 def _print_results(result: Any, sim: Any, *, limit: int = 20) -> None:
     """The detected strings: true share, estimated share and its 95% interval."""
-    table = result.table()
+    table = result.table()[result.ranking()]  # the detected strings, largest first
     truth = sim.truth
     total = max(sum(truth.values()), 1)
     header = f"{'string':<16}{'true':>9}{'estimate':>10}{'95% interval':>20}{'p-value':>11}"
