@@ -31,7 +31,7 @@ from typing import IO, TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from ._excerpt import excerpt
+from ._excerpt import EXCERPT_CHARS, excerpt
 from ._io import MAX_LINE_BYTES, PathLike, atomic_output, decode_line, display_name, open_input_binary
 from ._keyfile import looks_like_key_file, not_a_key_file_error
 from ._memory import check_design
@@ -166,13 +166,14 @@ def _set_to_positions(cells: list[str], params: Params) -> npt.NDArray[np.int64]
     cohort must get between 1 and ``h`` distinct indices.
     """
     k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
-    values = [int(cell) for cell in cells]
-    for column, value in enumerate(values, start=2):
-        if not 1 <= value <= m * k:
-            return (f"expected row indices in [1, m * k] = [1, {m * k}], found {value} in column {column}, outside "
+    for column, cell in enumerate(cells, start=2):
+        # m * k <= 2**64 has at most 20 digits; int() of thousands of digits would even fail.
+        if len(cell.lstrip("0")) > 20 or not 1 <= int(cell) <= m * k:
+            shown = cell if len(cell) <= EXCERPT_CHARS else excerpt(cell)
+            return (f"expected row indices in [1, m * k] = [1, {m * k}], found {shown} in column {column}, outside "
                     f"every cohort (the cohort of an index is (index - 1) // k with k = {k}); was the map made "
                     f"with other parameters?")
-    rows = np.unique(np.array(values, dtype=np.int64))
+    rows = np.unique(np.array([int(cell) for cell in cells], dtype=np.int64))
     cohorts = (rows - 1) // k
     per_cohort = np.bincount(cohorts, minlength=m)
     if per_cohort.min() < 1 or per_cohort.max() > h:

@@ -504,6 +504,9 @@ _HUGE_LINE_CASES = [
     ("map", {"map.csv": b"a" * HUGE + b"," + b"1," * 7 + b"x\n"},
      ["decode", "--params", "{d}/params.csv", "--counts", "{d}/counts.csv", "--map", "{d}/map.csv", "-o", "{out}"],
      f"({HUGE + 16:,} characters)"),
+    ("map-index", {"map.csv": b"a," + b"9" * HUGE + b"," + b"1," * 6 + b"1\n"},  # was a ValueError traceback
+     ["decode", "--params", "{d}/params.csv", "--counts", "{d}/counts.csv", "--map", "{d}/map.csv", "-o", "{out}"],
+     f"({HUGE:,} characters) in column 2"),
     ("population", {"pop.csv": b"string,count\n" + b"s" * HUGE + b",many\n"},
      ["simulate", "--population", "{d}/pop.csv", "--out", "{d}/out", "--no-report", "--clients", "10"],
      f"({HUGE + 5:,} characters)"),
