@@ -11,6 +11,7 @@ bad.  The header of a file is never skipped: without it nothing else can be read
 from __future__ import annotations
 
 import csv
+import os
 from dataclasses import dataclass
 from typing import IO, Any, Literal, Protocol
 
@@ -78,12 +79,16 @@ def resolve_rejects_path(output: str, rejects: str | None, what: str) -> str:
     """The rejects file of a command run with ``--on-error skip``.
 
     ``--rejects PATH`` if given, else ``OUTPUT.rejects.csv``; when OUTPUT is standard
-    output, ``--rejects`` is required (``what`` names the output in the message).
+    output or not a regular file (``/dev/null``, a FIFO), ``--rejects`` is required
+    (``what`` names the output in the message).
     """
     if rejects is not None:
         return rejects
     if output == STDIO:
         raise InvalidParameterError(f"--on-error skip with the {what} on stdout needs --rejects PATH.")
+    if os.path.exists(output) and not os.path.isfile(output):  # /dev/null, a FIFO: no file to sit beside
+        raise InvalidParameterError(f"--on-error skip with the {what} written to {output}, not a regular file, "
+                                    f"needs --rejects PATH.")
     return f"{output}.rejects.csv"
 
 

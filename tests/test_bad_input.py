@@ -205,6 +205,15 @@ def _expect_same_encoding(out: Path, stdout: str) -> None:
     assert (out / "result").read_bytes() == (out.parent / "plain.out").read_bytes()
 
 
+def _expect_same_as_plain_key(out: Path, stdout: str) -> None:
+    # A key file with a BOM and CRLF holds the same key as keygen's file: same reports.
+    d = out.parent
+    write_key_file(d / "plain.key", KEY)
+    assert main(["encode", "--params", str(d / "params.csv"), "--key-file", str(d / "plain.key"),
+                 str(d / "in.csv"), "-o", str(d / "plain.out"), "--seed", "3"]) == 0
+    assert (out / "result").read_bytes() == (d / "plain.out").read_bytes()
+
+
 NAN_PARAMS = b"k,h,m,p,q,f\n8,2,4,nan,0.75,0.5\n"
 CASES: list[Case] = [
     # ---------------------------------------------------------------- params.csv
@@ -314,6 +323,10 @@ CASES: list[Case] = [
     _encode("three-fields", {"in.csv": b"client,value\na,x,y\n"}, "in.csv", 2, "expected 2 comma-separated"),
     _encode("non-utf8", {"in.csv": b"client,value\na,x\nb,\xff\n"}, "in.csv", 3, "expected UTF-8 text"),
     _encode("empty-client", {"in.csv": b"client,value\n,x\n"}, "in.csv", 2, "expected a client id"),
+    Case("encode/key-bom-crlf", {"params.csv": PARAMS_CSV, "in.csv": b"client,value\na,x\nb,y\n",
+                                 "key": crlf_bom(KEY.hex().encode() + b"\n")},
+         ["encode", "--params", "{d}/params.csv", "--key-file", "{d}/key", "{d}/in.csv", "-o", "{out}",
+          "--seed", "3"], check=_expect_same_as_plain_key),
     _encode("key-not-hex", {"key": b"this is not a key at all, not hex\n"}, "key", None, "expected a key as hex"),
     _encode("key-short", {"key": b"00112233\n"}, "key", None, "expected a key of at least 16 bytes"),
     _encode("key-directory", {"key": None}, "key", None, "is a directory"),
@@ -408,6 +421,88 @@ CASES: list[Case] = [
     Case("keygen/no-such-dir", {}, ["keygen", "-o", "{d}/nope/key"], bad="nope/key", expected="cannot write file"),
 ]
 
+_ENCODE = ["encode", "--params", "{d}/params.csv", "--key-file", "{d}/key", "{d}/in.csv"]
+_SUM = ["sum-bits", "--params", "{d}/params.csv", "{d}/reports.csv"]
+_DECODE = ["decode", "--params", "{d}/params.csv", "--counts", "{d}/counts.csv", "--map", "{d}/map.csv"]
+_OVERWRITE = "refusing to overwrite an input"
+_SHARED = "two outputs cannot share a file"
+
+
+def _same(name: str, argv: list[str], first: str, second: str, why: str, **extra: bytes | None) -> Case:
+    """Two paths of one command are the same file: refused before anything is read or written.
+
+    ``first`` and ``second`` are the two paths as the message must name them (``{d}`` expanded).
+    """
+    files = _base(**{"in.csv": b"client,value\na,x\nb,y\n", "map.csv": _map_bytes(GOOD_CANDIDATES)})
+    files.update(extra)
+    return Case(f"{argv[0]}/{name}", files, argv, expected=f"{first} is the same file as {second}: {why}")
+
+
+#: No output may be an input or another output (compared by device and inode, so spellings
+#: with ``.`` and ``..`` are caught), and files that are added up may not repeat.
+SAME_FILE_CASES: list[Case] = [
+    _same("out-is-the-key", [*_ENCODE, "-o", "{d}/key"], "-o {d}/key", "--key-file {d}/key", _OVERWRITE),
+    _same("out-is-the-input", [*_ENCODE, "-o", "{d}/./in.csv"], "-o {d}/./in.csv", "INPUT {d}/in.csv", _OVERWRITE),
+    _same("out-is-the-params", [*_ENCODE, "-o", "{d}/out/../params.csv"], "-o {d}/out/../params.csv",
+          "--params {d}/params.csv", _OVERWRITE),
+    _same("rejects-is-the-output", [*_ENCODE, "-o", "{out}", "--on-error", "skip", "--rejects", "{out}"],
+          "--rejects {out}", "-o {out}", _SHARED),
+    _same("rejects-is-the-key", [*_ENCODE, "-o", "{out}", "--on-error", "skip", "--rejects", "{d}/key"],
+          "--rejects {d}/key", "--key-file {d}/key", _OVERWRITE),
+    _same("rejects-and-output-on-stdout", [*_ENCODE, "-o", "-", "--on-error", "skip", "--rejects", "-"],
+          "--rejects <stdout>", "-o <stdout>", _SHARED),
+    _same("out-is-the-reports", [*_SUM, "-o", "{d}/reports.csv"], "-o {d}/reports.csv", "REPORTS {d}/reports.csv",
+          _OVERWRITE),
+    _same("out-is-the-params", [*_SUM, "-o", "{d}/params.csv"], "-o {d}/params.csv", "--params {d}/params.csv",
+          _OVERWRITE),
+    _same("rejects-is-the-output", [*_SUM, "-o", "{out}", "--on-error", "skip", "--rejects", "{out}"],
+          "--rejects {out}", "-o {out}", _SHARED),
+    _same("default-rejects-is-an-input",
+          ["sum-bits", "--params", "{d}/params.csv", "{d}/r.csv.rejects.csv", "-o", "{d}/r.csv", "--on-error", "skip"],
+          "--rejects {d}/r.csv.rejects.csv", "REPORTS {d}/r.csv.rejects.csv", _OVERWRITE,
+          **{"r.csv.rejects.csv": GOOD_REPORTS}),
+    _same("reports-twice", [*_SUM, "{d}/./reports.csv", "-o", "{out}"], "REPORTS {d}/./reports.csv",
+          "REPORTS {d}/reports.csv", "it would be counted twice"),
+    _same("stdin-twice", ["sum-bits", "--params", "{d}/params.csv", "-", "-", "-o", "{out}"], "REPORTS <stdin>",
+          "REPORTS <stdin>", "it would be counted twice"),
+    _same("out-is-the-counts", ["merge-counts", "--params", "{d}/params.csv", "{d}/counts.csv", "-o", "{d}/counts.csv"],
+          "-o {d}/counts.csv", "COUNTS {d}/counts.csv", _OVERWRITE),
+    _same("counts-twice", ["merge-counts", "--params", "{d}/params.csv", "{d}/counts.csv", "{d}/out/../counts.csv",
+                           "-o", "{out}"], "COUNTS {d}/out/../counts.csv", "COUNTS {d}/counts.csv",
+          "it would be counted twice"),
+    _same("out-is-the-counts", [*_DECODE, "-o", "{d}/counts.csv"], "-o {d}/counts.csv", "--counts {d}/counts.csv",
+          _OVERWRITE),
+    _same("out-is-the-map", [*_DECODE, "-o", "{d}/map.csv"], "-o {d}/map.csv", "--map {d}/map.csv", _OVERWRITE),
+    _same("summary-is-the-output", [*_DECODE, "-o", "{out}", "--summary", "{out}"], "--summary {out}", "-o {out}",
+          _SHARED),
+    _same("summary-is-the-params", [*_DECODE, "-o", "{out}", "--summary", "{d}/params.csv"],
+          "--summary {d}/params.csv", "--params {d}/params.csv", _OVERWRITE),
+    _same("out-is-the-candidates", ["decode", "--params", "{d}/params.csv", "--counts", "{d}/counts.csv",
+                                    "--candidates", "{d}/cand.txt", "-o", "{d}/cand.txt"], "-o {d}/cand.txt",
+          "--candidates {d}/cand.txt", _OVERWRITE),
+    _same("out-is-the-candidates", ["hash-candidates", "--params", "{d}/params.csv", "{d}/cand.txt", "-o",
+                                    "{d}/cand.txt"], "-o {d}/cand.txt", "CANDIDATES {d}/cand.txt", _OVERWRITE),
+    _same("out-is-the-params", ["hash-candidates", "--params", "{d}/params.csv", "{d}/cand.txt", "-o",
+                                "{d}/params.csv"], "-o {d}/params.csv", "--params {d}/params.csv", _OVERWRITE),
+    _same("out-is-the-params", ["privacy", "--params", "{d}/params.csv", "-o", "{d}/params.csv"],
+          "-o {d}/params.csv", "--params {d}/params.csv", _OVERWRITE),
+    _same("params-out-is-the-output", ["plan", "--reports", "1000", "--candidates", "10", "-o", "{out}",
+                                       "--params-out", "{out}"], "--params-out {out}", "-o {out}", _SHARED),
+    _same("params-inside-out-dir", ["simulate", "--params", "{d}/params.csv", "--out", "{d}", "--no-report"],
+          "--out {d}/params.csv", "--params {d}/params.csv", _OVERWRITE),
+    _same("discovery-params-inside-out-dir", ["simulate", "--discover", "--discovery-params", "{d}/found.csv",
+                                              "--out", "{d}", "--no-report"],
+          "--out {d}/found.csv", "--discovery-params {d}/found.csv", _OVERWRITE, **{"found.csv": PARAMS_CSV}),
+    _same("out-is-the-counts", ["discover", "--params", "{d}/params.csv", "--counts", "{d}/counts.csv", "-o",
+                                "{d}/counts.csv"], "-o {d}/counts.csv", "--counts {d}/counts.csv", _OVERWRITE),
+    _same("list-is-the-output", ["discover", "--params", "{d}/params.csv", "--counts", "{d}/counts.csv", "-o",
+                                 "{out}", "--list", "{out}"], "--list {out}", "-o {out}", _SHARED),
+    _same("population-inside-out-dir", ["simulate", "--population", "{d}/truth.csv", "--out", "{d}", "--no-report"],
+          "--out {d}/truth.csv", "--population {d}/truth.csv", _OVERWRITE,
+          **{"truth.csv": b"string,count\na,1\n"}),
+]
+CASES += SAME_FILE_CASES
+
 #: Cases whose file is deleted before the run (a missing path).
 _REMOVE = {"hash-candidates/params-missing": "p.csv", "merge-counts/missing": "bad.csv"}
 
@@ -461,7 +556,7 @@ def test_bad_input(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str
     if case.bad is not None:
         where = f"{tmp_path / case.bad}:" + (f"{case.line}:" if case.line is not None else "")
         assert err.startswith(f"rappor: error: {where} "), (where, err)
-    assert case.expected in err, err
+    assert case.expected.format(d=tmp_path, out=out / "result") in err, err
     assert captured.out == ""
     # No partial output, no temporary file left behind, inputs untouched.
     if out.is_dir():

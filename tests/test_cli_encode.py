@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import stat
 import sys
 from pathlib import Path
@@ -164,6 +165,45 @@ def test_encode_seed_help_says_not_secure() -> None:
     text = next(a for a in parser._subparsers._group_actions[0].choices["encode"]._actions  # type: ignore[union-attr]
                 if "--seed" in a.option_strings).help
     assert "NOT secure" in text and "simulation" in text
+
+
+def test_encode_seed_warns_at_run_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    params, key, inp = _setup(tmp_path, ROWS[:2])
+    assert _run(params, key, inp, tmp_path / "a.csv", "--seed", "5") == 0
+    err = capsys.readouterr().err
+    assert err.startswith("rappor: warning: --seed:") and "NOT private" in err, err
+    assert _run(params, key, inp, tmp_path / "b.csv") == 0
+    assert capsys.readouterr().err == ""  # the real client path: no warning
+
+
+@pytest.mark.parametrize(("mode", "says"), [(0o644, "can be read by every user of this machine"),
+                                            (0o640, "can be read by its group"),
+                                            (0o602, "can be changed by every user of this machine"),
+                                            (0o620, "can be changed by its group")])
+def test_encode_key_file_open_to_others_warns_at_run_time(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          mode: int, says: str) -> None:
+    params, key, inp = _setup(tmp_path, ROWS[:2])
+    key.chmod(mode)
+    assert _run(params, key, inp, tmp_path / "out.csv") == 0
+    err = capsys.readouterr().err
+    assert err.startswith(f"rappor: warning: {key}: the key file {says}; restrict it with 'chmod 600"), err
+    assert KEY.hex() not in err
+
+
+def test_encode_rejects_file_is_private(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The rejects file holds raw client values: created 0600 whatever the umask."""
+    params, key, _ = _setup(tmp_path, [])
+    inp = tmp_path / "in.csv"
+    inp.write_text("client,value\na,secret value\n,orphan secret\n")
+    umask = os.umask(0o022)
+    try:
+        assert _run(params, key, inp, tmp_path / "out.csv", "--on-error", "skip") == 0
+    finally:
+        os.umask(umask)
+    rejects = tmp_path / "out.csv.rejects.csv"
+    assert "orphan secret" in rejects.read_text()
+    assert stat.S_IMODE(rejects.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "out.csv").stat().st_mode) == 0o644  # reports: the usual mode
 
 
 def test_keygen_creates_private_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

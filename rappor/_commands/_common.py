@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from typing import NamedTuple
 
+from .._io import check_distinct_files
 from ..params import Params, read_params
 
 
@@ -37,3 +40,21 @@ def add_seed_argument(parser: argparse.ArgumentParser) -> None:
 def load_params(args: argparse.Namespace) -> Params:
     """Read the file named by ``--params``."""
     return read_params(args.params)
+
+
+class CommandFiles(NamedTuple):
+    """The files one run of a command reads and writes, each with the option naming it.
+
+    :func:`rappor.cli.main` passes them to :func:`rappor._io.check_distinct_files`
+    before the command runs: no output may be an input or another output, and
+    ``summed`` inputs (added up) may not repeat.
+    """
+
+    inputs: Sequence[tuple[str, str]] = ()
+    outputs: Sequence[tuple[str, str]] = ()
+    summed: Sequence[tuple[str, str]] = ()
+
+
+def check_command_files(files: CommandFiles) -> None:
+    """Refuse the run if two of its paths are the same file (see :func:`rappor._io.check_distinct_files`)."""
+    check_distinct_files(files.inputs, files.outputs, summed=files.summed)

@@ -14,6 +14,11 @@ from ..exceptions import ReportFormatError
 from ..params import Params
 
 
+#: The files ``rappor simulate --discover`` writes into --out DIR.
+OUTPUT_NAMES = ("params.csv", "discovery-params.csv", "counts.csv", "discovery-counts.csv", "found.csv", "found.txt",
+                "candidates.txt", "results.csv", "truth.csv", "metrics.json")
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     """The options ``rappor simulate`` gains for ``--discover``."""
     from .discover import add_spec_arguments

@@ -19,7 +19,7 @@ import math
 from typing import Any
 
 from .._io import atomic_output
-from ._common import add_output_argument, add_params_argument, add_seed_argument, load_params
+from ._common import CommandFiles, add_output_argument, add_params_argument, add_seed_argument, load_params
 
 NAME = "decode"
 HELP = "estimate candidate frequencies (counts.csv + map.csv -> results.csv)"
@@ -85,6 +85,16 @@ def _clean(value: Any) -> Any:
     if hasattr(value, "item"):
         return _clean(value.item())
     return value
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """``--params``, ``--counts`` and ``--map`` or ``--candidates`` in; ``-o`` and ``--summary`` out."""
+    inputs = [("--params", args.params), ("--counts", args.counts)]
+    inputs.append(("--map", args.map) if args.map is not None else ("--candidates", args.candidates))
+    outputs = [("-o", args.output)]
+    if args.summary is not None:
+        outputs.append(("--summary", args.summary))
+    return CommandFiles(inputs=inputs, outputs=outputs)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._common import add_output_argument, add_params_argument, load_params
+from ._common import CommandFiles, add_output_argument, add_params_argument, load_params
 
 if TYPE_CHECKING:
     from ..discovery.spec import DiscoverySpec
@@ -56,6 +56,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="family-wise level of the 'significant' column (Bonferroni) [default: 0.05]")
     parser.add_argument("--beam", type=int, default=1000, metavar="B", help="most prefixes kept per slot [1000]")
     parser.add_argument("--summary", metavar="PATH", help="also write a JSON summary (per-slot diagnostics)")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """``--params`` and ``--counts`` in; ``-o``, ``--list`` and ``--summary`` out."""
+    outputs = [("-o", args.output)]
+    outputs += [(option, path) for option, path in (("--list", args.list), ("--summary", args.summary)) if path]
+    return CommandFiles(inputs=[("--params", args.params), ("--counts", args.counts)], outputs=outputs)
 
 
 def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:

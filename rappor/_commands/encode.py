@@ -19,12 +19,10 @@ Create a key with ``rappor keygen -o KEY``.
 from __future__ import annotations
 
 import argparse
-import collections
 import itertools
-import multiprocessing
 import os
 import sys
-from concurrent.futures import Future, ProcessPoolExecutor
+import warnings
 from typing import Any
 
 import numpy as np
@@ -32,8 +30,11 @@ import numpy as np
 from .._io import STDIO, atomic_output, csv_field, display_name
 from .._rejects import RejectSink, RejectsWriter, resolve_rejects_path
 from .._validation import check_int
+from .._workers import WorkerPool
+from ..exceptions import InsecureRandomnessWarning
 from ..params import Params
-from ._common import add_on_error_arguments, add_output_argument, add_params_argument, load_params
+from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
+                      load_params)
 from ._encode_input import iter_chunks
 
 NAME = "encode"
@@ -63,6 +64,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="worker processes for large inputs [default: number of CPUs, at most 8]")
 
 
+def files(args: argparse.Namespace) -> CommandFiles:
+    """INPUT, ``--params`` and ``--key-file`` in; ``-o`` (and the rejects file with ``--on-error skip``) out."""
+    outputs = [("-o", args.output)]
+    if args.on_error == "skip":
+        outputs.append(("--rejects", resolve_rejects_path(args.output, args.rejects, "reports")))
+    return CommandFiles(inputs=[("INPUT", args.input), ("--params", args.params), ("--key-file", args.key_file)],
+                        outputs=outputs)
+
+
 def _default_jobs() -> int:
     try:
         return max(1, min(8, len(os.sched_getaffinity(0))))
@@ -77,8 +87,8 @@ def _init_worker(params: Params, key: bytes, seed: int | None) -> None:
     _WORKER.update(params=params, key=key, seed=seed)
 
 
-def _encode_chunk(index: int, clients: list[str], values: list[str]) -> str:
-    """Encode one chunk and render its output rows (runs in a worker or inline)."""
+def _encode_chunk(index: int, clients: list[str], values: list[str]) -> tuple[int, str]:
+    """Encode one chunk; its number of rows and its rendered output rows (runs in a worker or inline)."""
     from ..encoder import encode_clients
 
     seed = _WORKER["seed"]
@@ -88,7 +98,7 @@ def _encode_chunk(index: int, clients: list[str], values: list[str]) -> str:
     batch = encode_clients(_WORKER["params"], _WORKER["key"], clients, values, rng=rng)
     # Client ids need quoting only if one holds a comma, quote or line break: checked once.
     names = clients if _SPECIAL.isdisjoint("".join(clients)) else [csv_field(c) for c in clients]
-    return "".join(map("{},{},{}\n".format, names, batch.cohorts.tolist(), batch.bitstrings()))
+    return len(clients), "".join(map("{},{},{}\n".format, names, batch.cohorts.tolist(), batch.bitstrings()))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,13 +107,19 @@ def run(args: argparse.Namespace) -> int:
 
     params = load_params(args)
     key = read_key_file(args.key_file)
+    if args.seed is not None:
+        warnings.warn("--seed: the instantaneous noise comes from numpy's generator seeded with "
+                      f"{args.seed}, not from the operating system's CSPRNG; these reports are NOT private "
+                      "against anyone who knows or guesses the seed (use --seed for tests and simulation only)",
+                      InsecureRandomnessWarning, stacklevel=2)
     jobs = _default_jobs() if args.jobs is None else check_int(args.jobs, "jobs", "rappor encode", low=1)
     if args.on_error == "raise":
         _encode_file(args, params, key, jobs, None)
         return 0
     rejects_path = resolve_rejects_path(args.output, args.rejects, "reports")
     # Both files are committed only if the whole input was read: a fatal error leaves neither.
-    with atomic_output(rejects_path) as fh:
+    # The rejects hold raw client values: readable by their owner only.
+    with atomic_output(rejects_path, private=True) as fh:
         sink = RejectsWriter(fh)
         written = _encode_file(args, params, key, jobs, sink)
     where = display_name(rejects_path) if rejects_path != STDIO else "<stdout>"
@@ -130,24 +146,14 @@ def _encode_file(args: argparse.Namespace, params: Params, key: bytes, jobs: int
             _init_worker(params, key, args.seed)
             try:
                 for index, (clients, values) in todo:
-                    out.write(_encode_chunk(index, clients, values))
-                    written += len(clients)
+                    size, text = _encode_chunk(index, clients, values)
+                    out.write(text)
+                    written += size
             finally:
                 _WORKER.clear()
             return written
-        methods = multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
-        with ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker,
-                                 initargs=(params, key, args.seed)) as pool:
-            pending: collections.deque[tuple[int, Future[str]]] = collections.deque()
-            for index, (clients, values) in todo:
-                pending.append((len(clients), pool.submit(_encode_chunk, index, clients, values)))
-                if len(pending) >= 2 * jobs:
-                    size, future = pending.popleft()
-                    out.write(future.result())
-                    written += size
-            while pending:
-                size, future = pending.popleft()
-                out.write(future.result())
+        with WorkerPool(jobs, _encode_chunk, setup=_init_worker, setup_args=(params, key, args.seed)) as pool:
+            for size, text in pool.imap((index, clients, values) for index, (clients, values) in todo):
+                out.write(text)
                 written += size
     return written

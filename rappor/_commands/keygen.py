@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 
+from ._common import CommandFiles
+
 NAME = "keygen"
 HELP = "create a new secret key file for 'rappor encode'"
 ORDER = 19
@@ -19,6 +21,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Register the arguments of ``rappor keygen``."""
     parser.add_argument("-o", "--output", required=True, metavar="KEY", help="key file to create (mode 0600)")
     parser.add_argument("--force", action="store_true", help="replace the file if it exists")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """No input; ``-o`` out."""
+    return CommandFiles(outputs=[("-o", args.output)])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ import json
 import math
 from typing import Any
 
-from ._common import add_output_argument, add_seed_argument
+from ._common import CommandFiles, add_output_argument, add_seed_argument
 
 NAME = "plan"
 HELP = "propose parameters for privacy targets and predict the detectable frequency"
@@ -43,6 +43,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="also write the recommended parameters as a params.csv")
     add_seed_argument(parser)
     add_output_argument(parser)
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """No input; ``-o`` and ``--params-out`` out."""
+    outputs = [("-o", args.output)]
+    if args.params_out:
+        outputs.append(("--params-out", args.params_out))
+    return CommandFiles(outputs=outputs)
 
 
 def _fmt(row: dict[str, Any]) -> str:

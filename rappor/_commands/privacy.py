@@ -12,7 +12,7 @@ import argparse
 import json
 import math
 
-from ._common import add_output_argument, add_params_argument, load_params
+from ._common import CommandFiles, add_output_argument, add_params_argument, load_params
 
 NAME = "privacy"
 HELP = "privacy figures of a params.csv (epsilon, zCDP, (epsilon, delta) for T reports)"
@@ -33,6 +33,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="with --discovery-params: clients (each client sends one of the two reports: "
                              "the larger epsilon) or budget (both: the sum) [default: clients]")
     add_output_argument(parser)
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """``--params`` in; ``-o`` out."""
+    return CommandFiles(inputs=[("--params", args.params)], outputs=[("-o", args.output)])
 
 
 def _json_number(value: float) -> float | str:

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..exceptions import ReportFormatError
 from ..params import Params, read_params, write_params
-from ._common import add_params_argument
+from ._common import CommandFiles, add_params_argument
 
 NAME = "simulate"
 HELP = "simulate a collection, decode it and write a report"
@@ -35,6 +35,25 @@ ORDER = 60
 
 #: The parameters used without --params (a small, readable configuration).
 DEFAULT_PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+
+
+#: The files written into --out DIR (with --discover: ``_discover_simulate.OUTPUT_NAMES``).
+OUTPUT_NAMES = ("params.csv", "counts.csv", "map.csv", "candidates.txt", "truth.csv", "results.csv", "metrics.json",
+                "report.html")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """``--params``, ``--population`` (and ``--discovery-params``) in; the files of DIR out.
+
+    An input inside DIR must not be one of the files the run replaces there.
+    """
+    from ._discover_simulate import OUTPUT_NAMES as DISCOVERY_OUTPUT_NAMES
+
+    named = (("--params", args.params), ("--population", args.population),
+             ("--discovery-params", getattr(args, "discovery_params", None)))
+    names = DISCOVERY_OUTPUT_NAMES if getattr(args, "discover", False) else OUTPUT_NAMES
+    return CommandFiles(inputs=[(option, path) for option, path in named if path is not None],
+                        outputs=[("--out", os.path.join(args.out, name)) for name in names])
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -23,7 +23,8 @@ from ..engines import report_format
 from ..exceptions import InvalidParameterError
 from ..params import Params
 from ..reports import iter_reports
-from ._common import add_on_error_arguments, add_output_argument, add_params_argument, load_params
+from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
+                      load_params)
 
 NAME = "sum-bits"
 HELP = "sum report bits per cohort (reports CSV -> counts.csv)"
@@ -44,6 +45,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="Dask scheduler address, e.g. tcp://host:8786 (--engine dask) [default: local threads]")
     parser.add_argument("--spark-master", metavar="URL", default=None,
                         help="Spark master URL, e.g. spark://host:7077 (--engine spark) [default: local[*]]")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """REPORTS (summed: none may repeat) and ``--params`` in; ``-o`` and the rejects file out."""
+    outputs = [("-o", args.output)]
+    if args.on_error == "skip":
+        outputs.append(("--rejects", resolve_rejects_path(args.output, args.rejects, "counts")))
+    return CommandFiles(inputs=[("--params", args.params)], outputs=outputs,
+                        summed=[("REPORTS", path) for path in args.reports])
 
 
 @contextlib.contextmanager
