@@ -173,14 +173,19 @@ def _aggregate_parquet(layout: str) -> tuple[Callable[[Path, int], None], Callab
     return prepare, run
 
 
-def _prepare_csv(work: Path, n: int) -> None:
+def _prepare_csv(work: Path, n: int, quoted: bool = False) -> None:
     from rappor import ReportBatch, write_reports
 
     params = _params(32, 64)
     rng = np.random.default_rng(1)
     batch = ReportBatch(params=params, cohorts=rng.integers(0, 64, n),
                         words=rng.integers(0, 2**32, (n, 1), dtype=np.uint64))
-    write_reports(work / "reports.csv", batch)
+    # Quoted: every client id holds a comma, so every row goes through the csv module.
+    write_reports(work / "reports.csv", batch, client_ids=[f"c,{i}" for i in range(n)] if quoted else None)
+
+
+def _prepare_csv_quoted(work: Path, n: int) -> None:
+    _prepare_csv(work, n, quoted=True)
 
 
 def _naive_csv(path: Path, params: Any, limit: int) -> int:
@@ -399,6 +404,8 @@ def _cases() -> list[Case]:
              ">= 10,000,000 reports/s", 10_000_000, agg_bits[1], agg_bits[0]),
         Case("aggregate-csv", "CSV -> Aggregate (iter_reports), k=32 m=64", ">= 1,000,000 lines/s", 3_000_000,
              _run_csv, _prepare_csv),
+        Case("aggregate-csv-quoted", "CSV -> Aggregate, every client id quoted (csv module path)",
+             "(slow path)", 1_000_000, _run_csv, _prepare_csv_quoted),
         Case("hash-candidates", "bloom_bits_table, 128 cohorts, h=2", "part of decode-100k", 100_000, _run_hashing),
         Case("decode-10k", "hash + Decoder.decode, k=16 m=64 h=2", "< 0.5 s", 10_000, _decode(16, 64)),
         Case("decode-10k-k128", "hash + Decoder.decode, k=128 m=128 h=2 (joint fit, no screening)", "< 10 s",

@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Union
 
+from ._keyfile import looks_like_key_file, not_a_key_file_error
 from .exceptions import InvalidParameterError, ReportFormatError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -52,24 +53,29 @@ def _os_error(path: PathLike, exc: OSError) -> ReportFormatError:
     return ReportFormatError(f"cannot read file: {reason}", path=display_name(path))
 
 
-def read_input_bytes(path: PathLike) -> bytes:
-    """Read all bytes of ``path`` (``-`` for standard input), with a clear error if it cannot be read."""
-    if str(path) == STDIO:
-        return sys.stdin.buffer.read()
-    p = Path(path)
-    try:
-        if p.is_dir():
-            raise IsADirectoryError(21, "Is a directory", str(p))
-        return p.read_bytes()
-    except OSError as exc:
-        raise _os_error(path, exc) from None
+def read_input_bytes(path: PathLike, *, max_bytes: int | None = None, what: str = "this file") -> bytes:
+    """Read all bytes of ``path`` (``-`` for standard input), with a clear error if it cannot be read.
+
+    With ``max_bytes``, at most ``max_bytes + 1`` bytes are read and a longer input is an
+    error ("expected ``what`` of at most N bytes"), so a huge file or ``/dev/zero`` costs
+    a bounded read, not all the memory of the machine.
+    """
+    with open_input_binary(path) as fh:
+        data = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+    if max_bytes is not None and len(data) > max_bytes:
+        msg = f"expected {what} of at most {max_bytes:,} bytes, found a larger file"
+        raise ReportFormatError(msg, path=display_name(path))
+    return data
 
 
 @contextlib.contextmanager
 def open_input_binary(path: PathLike) -> Iterator[IO[bytes]]:
     """Open ``path`` (or stdin for ``-``) for binary reading, with clear errors."""
     if str(path) == STDIO:
-        yield sys.stdin.buffer
+        try:
+            yield sys.stdin.buffer
+        except MemoryError:
+            raise MemoryError("while reading <stdin>") from None
         return
     p = Path(path)
     try:
@@ -79,7 +85,15 @@ def open_input_binary(path: PathLike) -> Iterator[IO[bytes]]:
     except OSError as exc:
         raise _os_error(path, exc) from None
     with _naming_write_errors(os.fspath(path)), fh:
-        yield fh
+        try:
+            yield fh
+        except MemoryError:
+            # Name the file in the CLI's message (rappor.cli): the likeliest cause is in it.
+            raise MemoryError(f"while reading {display_name(path)}") from None
+        except OSError as exc:  # a failed read (EIO ...): "cannot read file", not the write wording above
+            if isinstance(exc, BrokenPipeError):
+                raise
+            raise _os_error(path, exc) from None
 
 
 def decode_line(raw: bytes, path: PathLike, lineno: int) -> str:
@@ -97,15 +111,47 @@ def decode_line(raw: bytes, path: PathLike, lineno: int) -> str:
         raise ReportFormatError(msg, path=display_name(path), line=lineno) from None
 
 
-def iter_text_lines(path: PathLike) -> Iterator[tuple[int, str]]:
+#: Longest line :func:`iter_text_lines` reads by default (a bound on memory, not a format rule).
+MAX_LINE_BYTES = 1 << 26
+
+
+def iter_text_lines(path: PathLike, *, what: str | None = None,
+                    max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, text)`` for each line of ``path`` (1-based, newline stripped).
 
     A UTF-8 byte-order mark and CRLF endings are accepted; invalid UTF-8 raises a
-    :class:`ReportFormatError` naming the line.
+    :class:`ReportFormatError` naming the line.  Lines are read one at a time, each at
+    most ``max_line_bytes`` long (a longer one is an error, so memory stays bounded even
+    for ``/dev/zero``), and the caller may stop at the first bad one.
+
+    With ``what`` (e.g. ``"a params file"``), a key file (:mod:`rappor._keyfile`) is
+    refused as such, without quoting it: a first line that looks like a key is held
+    back until a later non-blank line shows that the file is something else.
     """
+    name = display_name(path)
     with open_input_binary(path) as fh:
-        for lineno, raw in enumerate(fh, start=1):
+        held: list[bytes] = []  # a key-like first line and the blank lines after it
+        lineno = 0
+        while True:
+            raw = fh.readline(max_line_bytes + 1)
+            if not raw:
+                break
+            lineno += 1
+            if len(raw) > max_line_bytes:
+                msg = f"expected a line of at most {max_line_bytes:,} bytes, found a longer one"
+                raise ReportFormatError(msg, path=name, line=lineno)
+            if what is not None and (lineno == 1 or held):
+                held.append(raw)
+                content = b"".join(held)
+                if looks_like_key_file(content):
+                    continue  # a key so far: see what follows
+                held.pop()
+                for number, line in enumerate(held, start=1):
+                    yield number, decode_line(line, path, number)
+                held.clear()
             yield lineno, decode_line(raw, path, lineno)
+        if held:
+            raise not_a_key_file_error(name, what or "this kind of file")
 
 
 #: Temporary files of outputs not yet committed: removed by :func:`remove_temporary_files`

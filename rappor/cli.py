@@ -103,6 +103,11 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
         pass
 
 
+def _command_name(run: Any) -> str:
+    """The subcommand's name (``NAME`` of its module) for messages."""
+    return str(getattr(sys.modules.get(getattr(run, "__module__", ""), None), "NAME", ""))
+
+
 class _ClosedStandardOutput(io.TextIOBase):
     """Stands for a standard output the process was started without (``>&-``): writing fails cleanly."""
 
@@ -194,8 +199,11 @@ def _run(args: argparse.Namespace, run: Any) -> int:
         remove_temporary_files()
         _say(f"rappor: interrupted by {exc.name}")
         return 128 + exc.signum
-    except MemoryError:
-        _say("rappor: error: out of memory")
+    except MemoryError as exc:
+        # Readers add the file they were reading (rappor._io.open_input_binary).
+        where = f" {exc.args[0]}" if exc.args and isinstance(exc.args[0], str) else ""
+        _say(f"rappor: error: out of memory{where} in 'rappor {_command_name(run)}': the input or the "
+             f"parameters need more memory than this machine has")
         return 1
     except OSError as exc:
         name = f"{exc.filename}: " if getattr(exc, "filename", None) else ""

@@ -46,7 +46,6 @@ import hashlib
 import math
 import os
 import stat
-import string
 import struct
 import warnings
 from collections.abc import Iterable, Sequence
@@ -58,6 +57,7 @@ import numpy.typing as npt
 
 from ._bits import pack_bits
 from ._io import PathLike, display_name, output_target, read_input_bytes
+from ._keyfile import MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, parse_key_text
 from ._validation import check_rng
 from .exceptions import InsecureKeyFileWarning, InvalidParameterError, ReportFormatError
 from .hashing import bloom_bit_indices, bloom_bits_table, utf8_problem, value_bytes
@@ -78,7 +78,7 @@ __all__ = [
 ]
 
 #: Shortest accepted client secret or key, in bytes.
-MIN_SECRET_BYTES = 16
+MIN_SECRET_BYTES = MIN_KEY_BYTES
 
 _COHORT_LABEL = b"rappor/cohort"
 _PRR_LABEL = b"rappor/prr/v2"
@@ -86,7 +86,6 @@ _CLIENT_LABEL = b"rappor/client/"
 _IPAD = bytes(x ^ 0x36 for x in range(256))
 _OPAD = bytes(x ^ 0x5C for x in range(256))
 _TWO32 = 2**32
-_HEX = frozenset(string.hexdigits)
 
 
 class _HmacSha256:
@@ -586,8 +585,10 @@ def read_key_file(path: PathLike) -> bytes:
     """Read a key file: the key as hexadecimal text (at least 32 hex digits, i.e. 16 bytes).
 
     Leading and trailing whitespace (such as the final newline) and a UTF-8 byte-order
-    mark are ignored; nothing else is allowed.  ``rappor keygen`` writes such files.  Messages never show the
-    file's content.
+    mark are ignored; nothing else is allowed, and a file of more than 4,096 bytes is
+    refused unread (so a wrong path such as ``/dev/zero`` costs nothing).  ``rappor
+    keygen`` writes such files (:mod:`rappor._keyfile` defines the format).  Messages
+    never show the file's content.
 
     Parameters
     ----------
@@ -612,7 +613,7 @@ def read_key_file(path: PathLike) -> bytes:
     name = display_name(path)
     if str(path) == "-":
         raise ReportFormatError("a key file must be a file path, not standard input", path=name)
-    raw = read_input_bytes(path)
+    raw = read_input_bytes(path, max_bytes=MAX_KEY_FILE_BYTES, what="a key file (hexadecimal text)")
     try:
         mode = os.stat(path).st_mode
     except OSError:  # pragma: no cover - the file was just read
@@ -623,14 +624,10 @@ def read_key_file(path: PathLike) -> bytes:
                       InsecureKeyFileWarning, stacklevel=2)
     if raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark, accepted as in every other file
         raw = raw[3:]
-    try:
-        text = raw.decode("ascii").strip()
-    except UnicodeDecodeError:
-        text = None
-    if text is None or not text or len(text) % 2 or not _HEX.issuperset(text):
+    key = parse_key_text(raw)
+    if key is None:
         msg = "expected a key as hexadecimal text (e.g. from 'rappor keygen'), found other content"
         raise ReportFormatError(msg, path=name)
-    key = bytes.fromhex(text)
     if len(key) < MIN_SECRET_BYTES:
         msg = f"expected a key of at least {MIN_SECRET_BYTES} bytes ({2 * MIN_SECRET_BYTES} hex digits), found {len(key)} bytes"
         raise ReportFormatError(msg, path=name)

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ._excerpt import excerpt
 from ._io import PathLike, atomic_output, display_name, iter_text_lines
 from ._validation import check_int, check_probability
 from .exceptions import IncompatibleParamsError, InvalidParameterError, ReportFormatError
@@ -27,6 +28,7 @@ MAX_COHORTS = 2**32
 _HEADER = ("k", "h", "m", "p", "q", "f")
 #: Marks a keyword of :class:`Params` that was not given (``None`` is a value, and a wrong one).
 _UNSET: Any = object()
+_MAX_LINE_BYTES = 1 << 16  # a params line is a few dozen characters: read no more of another file
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, init=False)
@@ -234,16 +236,19 @@ def _parse_int(text: str, name: str, path: str, line: int) -> int:
     try:
         return int(text)
     except ValueError:
-        raise ReportFormatError(f"expected an integer for {name!r}, found {text!r}", path=path, line=line) from None
+        msg = f"expected an integer for {name!r}, found {excerpt(text)}"
+        raise ReportFormatError(msg, path=path, line=line) from None
 
 
 def _parse_float(text: str, name: str, path: str, line: int) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise ReportFormatError(f"expected a number for {name!r}, found {text!r}", path=path, line=line) from None
+        msg = f"expected a number for {name!r}, found {excerpt(text)}"
+        raise ReportFormatError(msg, path=path, line=line) from None
     if not math.isfinite(value):
-        raise ReportFormatError(f"expected a finite number for {name!r}, found {text!r}", path=path, line=line)
+        msg = f"expected a finite number for {name!r}, found {excerpt(text)}"
+        raise ReportFormatError(msg, path=path, line=line)
     return value
 
 
@@ -251,8 +256,12 @@ def _split(text: str, path: str, line: int) -> list[str]:
     try:
         row = next(csv.reader(io.StringIO(text), skipinitialspace=True), [])
     except csv.Error as exc:  # e.g. a stray carriage return inside the line
-        raise ReportFormatError(f"expected a CSV row, found {text!r} ({exc})", path=path, line=line) from None
+        raise ReportFormatError(f"expected a CSV row, found {excerpt(text)} ({exc})", path=path, line=line) from None
     return [cell.strip() for cell in row]
+
+
+def _is_header(cells: list[str]) -> bool:
+    return sorted(cells) == sorted(_HEADER) and len(cells) == len(_HEADER)
 
 
 def read_params(path: PathLike) -> Params:
@@ -277,13 +286,19 @@ def read_params(path: PathLike) -> Params:
         names the file and the line.
     """
     name = display_name(path)
-    lines = [(n, t) for n, t in iter_text_lines(path) if t.strip()]
+    lines: list[tuple[int, str]] = []
+    for number, text in iter_text_lines(path, what="a params file", max_line_bytes=_MAX_LINE_BYTES):
+        if not text.strip():
+            continue
+        lines.append((number, text))
+        if (len(lines) == 1 and not _is_header(_split(text, name, number))) or len(lines) > 2:
+            break  # a bad header, or one row too many: the error is known, read no further
     if not lines:
         raise ReportFormatError("expected a header 'k,h,m,p,q,f' and one data row, found an empty file", path=name)
     head_no, head_text = lines[0]
     header = _split(head_text, name, head_no)
-    if sorted(header) != sorted(_HEADER) or len(header) != len(_HEADER):
-        msg = f"expected the header 'k,h,m,p,q,f', found {head_text!r}"
+    if not _is_header(header):
+        msg = f"expected the header 'k,h,m,p,q,f', found {excerpt(head_text)}"
         raise ReportFormatError(msg, path=name, line=head_no)
     if len(lines) < 2:
         raise ReportFormatError("expected one data row after the header, found none", path=name, line=head_no + 1)

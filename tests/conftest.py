@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +37,26 @@ def data_dir() -> Path:
 def interop_dir() -> Path:
     """google/rappor's own small collection (copied from shared/interop/google_rappor_small)."""
     return DATA_DIR / "google_rappor_small"
+
+
+def run_limited(code: str, *, address_space: int, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh Python whose address space is capped at ``address_space`` bytes.
+
+    For memory tests that must fail cleanly (MemoryError, non-zero exit) rather than
+    exhaust the shared machine when the code under test regresses: the old O(k**2)
+    parser or an unbounded read of /dev/zero dies here instead of swapping.
+    """
+    prelude = ("import resource\n"
+               f"resource.setrlimit(resource.RLIMIT_AS, ({address_space}, {address_space}))\n")
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=timeout,
+                          env=env, cwd=REPO_DIR)
+
+
+@pytest.fixture
+def run_limited_python() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """:func:`run_limited` as a fixture."""
+    return run_limited
 
 
 @pytest.fixture

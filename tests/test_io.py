@@ -131,6 +131,35 @@ def test_display_name() -> None:
     assert display_name(Path("a/b.csv")) == os.path.join("a", "b.csv")
 
 
+def test_iter_text_lines_fail_line_longer_than_the_bound(tmp_path: Path) -> None:
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"short\n" + b"x" * 1000 + b"\nafter\n")
+    lines = iter_text_lines(path, max_line_bytes=100)
+    assert next(lines) == (1, "short")
+    with pytest.raises(ReportFormatError, match="line of at most 100 bytes") as info:
+        next(lines)
+    assert info.value.line == 2
+
+
+def test_iter_text_lines_refuses_a_key_file_and_holds_back_a_key_like_first_line(tmp_path: Path) -> None:
+    key_line = "ab" * 16
+    path = tmp_path / "k"
+    path.write_text(key_line + "\n\n")
+    with pytest.raises(ReportFormatError, match="this looks like a key file .*not a candidates file") as info:
+        list(iter_text_lines(path, what="a candidates file"))
+    assert key_line not in str(info.value)
+    path.write_text(key_line + "\n\nother\n")  # a candidate list of hex strings is fine
+    assert list(iter_text_lines(path, what="a candidates file")) == [(1, key_line), (2, ""), (3, "other")]
+    assert list(iter_text_lines(tmp_path / "k")) == [(1, key_line), (2, ""), (3, "other")]
+
+
+def test_read_input_bytes_fail_larger_than_max_bytes(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"x" * 11)
+    assert read_input_bytes(tmp_path / "f", max_bytes=11) == b"x" * 11
+    with pytest.raises(ReportFormatError, match="expected a thing of at most 10 bytes"):
+        read_input_bytes(tmp_path / "f", max_bytes=10, what="a thing")
+
+
 # ---------------------------------------------------------------- non-regular targets and permissions
 
 def _null_device(tmp_path: Path) -> Path:
@@ -320,3 +349,13 @@ def test_csv_field_round_trips_through_the_csv_module(text):
     assert next(csv.reader(io.StringIO(row, newline=""))) == [text, "1"]
     quoted = csv_field(text).startswith('"')
     assert quoted == (any(ch in text for ch in ',"\r\n') or text != text.strip())
+
+
+def test_open_input_binary_read_error_says_cannot_read(tmp_path: Path) -> None:
+    # /proc/self/mem opens but fails to read at offset 0 (EIO): a read error, not "cannot write".
+    if not os.path.exists("/proc/self/mem"):
+        pytest.skip("needs Linux /proc")
+    with pytest.raises(ReportFormatError, match="cannot read file: Input/output error"):
+        list(iter_text_lines("/proc/self/mem"))
+    with pytest.raises(ReportFormatError, match="cannot read file"):
+        read_input_bytes("/proc/self/mem", max_bytes=10)
