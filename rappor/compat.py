@@ -46,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._bits import pack_bits
+from ._memory import check_design
 from .design import CandidateMap, _map_from_bit_tables
 from .exceptions import InvalidParameterError
 from .hashing import _check_cohort, value_bytes
@@ -197,6 +198,8 @@ def hash_candidates_google(strings: Sequence[str], params: Params) -> CandidateM
     rappor.design.hash_candidates : the same with this package's MurmurHash3 hashing.
     """
     strings = tuple(strings)
+    params = _check_hashing_params(params, "hash_candidates_google")
+    check_design(params, len(strings))  # the (S, m, h) table below is part of the estimate
     return _map_from_bit_tables(params, strings, [google_bloom_bits_table(strings, params)])  # (S, m, h)
 
 

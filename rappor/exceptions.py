@@ -6,12 +6,14 @@ The hierarchy::
     ├── InvalidParameterError(RapporError, ValueError, TypeError)
     ├── ReportFormatError(RapporError, ValueError)      # carries path and line number
     ├── IncompatibleParamsError(RapporError, ValueError)
-    └── DecodeError(RapporError)                        # e.g. "Information is lost. Cannot decode."
+    ├── DecodeError(RapporError)                        # e.g. "Information is lost. Cannot decode."
+    └── InsufficientMemoryError(RapporError, MemoryError)  # refused before allocating
 
     RapporWarning(UserWarning)
     ├── UnbalancedCohortsWarning
     ├── IndistinguishableCandidatesWarning
     ├── InsecureKeyFileWarning
+    ├── InsecureRandomnessWarning
     └── ConvergenceWarning                              # an iterative fit stopped before converging
 
 Every error a user can cause by passing bad data or bad parameters is a
@@ -27,6 +29,8 @@ __all__ = [
     "IncompatibleParamsError",
     "IndistinguishableCandidatesWarning",
     "InsecureKeyFileWarning",
+    "InsecureRandomnessWarning",
+    "InsufficientMemoryError",
     "InvalidParameterError",
     "RapporError",
     "RapporWarning",
@@ -91,6 +95,17 @@ class DecodeError(RapporError):
     """The data cannot be decoded (for example, the parameters carry no information)."""
 
 
+class InsufficientMemoryError(RapporError, MemoryError):
+    """The parameters (or the number of candidates) need more memory than is available.
+
+    Raised before allocating, with the estimate and the limit in the message, instead
+    of a ``MemoryError`` (or ``ValueError: array is too big``) deep inside numpy or an
+    out-of-memory kill that names no cause.  The limit comes from the machine (see
+    :mod:`rappor._memory`) or from the ``RAPPOR_MEMORY_LIMIT`` environment variable.
+    It subclasses :class:`MemoryError`, so code that catches that still catches it.
+    """
+
+
 class RapporWarning(UserWarning):
     """Base class of the warnings issued by :mod:`rappor`."""
 
@@ -104,7 +119,15 @@ class IndistinguishableCandidatesWarning(RapporWarning):
 
 
 class InsecureKeyFileWarning(RapporWarning):
-    """A client key file can be read by other users of the machine."""
+    """A client key file can be read or changed by other users of the machine."""
+
+
+class InsecureRandomnessWarning(RapporWarning):
+    """Real client reports were made with numpy's seeded generator instead of the OS CSPRNG.
+
+    Anyone who knows the seed can recompute the instantaneous noise and strip it: such
+    reports are not private.  ``rappor encode --seed`` warns so.
+    """
 
 
 class ConvergenceWarning(RapporWarning):
