@@ -5,9 +5,10 @@ Two ways to name the inputs:
 google/rappor's (bin/decode_assoc.R), writing OUTPUT_DIR/assoc-results.csv and
 assoc-metrics.json:
 
-    rappor decode-assoc --metric-name m --schema rappor-vars.csv --params-dir DIR \\
-        --reports reports.csv --var1 domain --var2 flag..HTTPS --map1 domain_map.csv \\
-        --create-bool-map --output-dir OUT
+    rappor decode-assoc --metric-name m --schema rappor-vars.csv \\
+        --params-dir DIR --reports reports.csv --var1 domain \\
+        --var2 flag..HTTPS --map1 domain_map.csv --create-bool-map \\
+        --output-dir OUT
 
 The schema names each variable's type (string or boolean) and parameters file
 (DIR/<params>.csv); --var2 may also be a string (give --map2).
@@ -15,7 +16,8 @@ The schema names each variable's type (string or boolean) and parameters file
 Ours, writing a results CSV (-o, default stdout) and optionally a JSON summary:
 
     rappor decode-assoc --params params.csv --reports reports.csv \\
-        --var1 domain --map1 map.csv --var2 flag --bool [-o results.csv] [--summary s.json]
+        --var1 domain --map1 map.csv --var2 flag --bool \\
+        [-o results.csv] [--summary s.json]
 
 The reports file is a CSV with a header: a 'cohort' column and one column per
 variable holding its IRR bit string (a boolean: one character); other columns are
@@ -42,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import InvalidParameterError, ReportFormatError
+from ._common import add_level_argument, add_seed_argument, integer, real
 from .decode import _clean
 
 NAME = "decode-assoc"
@@ -60,52 +63,70 @@ def configure(parser: argparse.ArgumentParser) -> None:
     for j in (1, 2, 3):
         req = "required" if j < 3 else "optional third variable"
         parser.add_argument(f"--var{j}", required=j < 3, default=None, metavar="NAME",
-                            help=f"name of variable {j}: its column in the reports ({req})")
-        parser.add_argument(f"--map{j}", default=None, metavar="PATH", help=f"candidate map of variable {j} (map.csv)")
+                            help=f"name of variable {j}: its column in the reports ({req})"
+                                 + ("" if j < 3 else " [default: none]"))
+        parser.add_argument(f"--map{j}", default=None, metavar="PATH",
+                            help=f"candidate map of variable {j} (map.csv) [default: none]")
         parser.add_argument(f"--candidates{j}", default=None, metavar="PATH",
-                            help=f"candidate list of variable {j} (one string per line, hashed here)")
+                            help=f"candidate list of variable {j} (one string per line, hashed here) [default: none]")
     parser.add_argument("--bool", "--bool2", dest="bool2", action="store_true", help="variable 2 is a boolean")
     parser.add_argument("--bool1", action="store_true", help="variable 1 is a boolean")
     parser.add_argument("--bool3", action="store_true", help="variable 3 is a boolean")
     group = parser.add_argument_group("our form")
-    group.add_argument("--params", metavar="PATH", default=None, help="parameters file (k,h,m,p,q,f)")
+    group.add_argument("--params", metavar="PATH", default=None,
+                       help="parameters file (k,h,m,p,q,f) [default: none: google/rappor's form]")
     group.add_argument("-o", "--output", default="-", metavar="PATH", help="results CSV [default: stdout]")
-    group.add_argument("--summary", metavar="PATH", default=None, help="also write a JSON summary")
+    group.add_argument("--summary", metavar="PATH", default=None, help="also write a JSON summary [default: none]")
     group.add_argument("--layout", choices=("rappor", "google"), default="rappor",
                        help="results CSV columns: ours, or google/rappor's assoc-results.csv [default: rappor]")
     google = parser.add_argument_group("google/rappor's form (bin/decode_assoc.R)")
     google.add_argument("--metric-name", dest="metric_name", default=None, metavar="NAME",
-                        help="metric of the variables in the schema")
-    google.add_argument("--schema", default=None, metavar="PATH", help="rappor-vars.csv: metric,var,var_type,params")
+                        help="metric of the variables in the schema [default: none]")
+    google.add_argument("--schema", default=None, metavar="PATH",
+                        help="rappor-vars.csv: metric,var,var_type,params [default: none: our form]")
     google.add_argument("--params-dir", dest="params_dir", default=None, metavar="DIR",
-                        help="directory of the <params>.csv files named by the schema")
+                        help="directory of the <params>.csv files named by the schema [default: none]")
     google.add_argument("--output-dir", dest="output_dir", default=None, metavar="DIR",
                         help="where to write assoc-results.csv and assoc-metrics.json [default: .]")
     google.add_argument("--create-bool-map", dest="create_bool_map", action="store_true",
                         help="accepted for compatibility (booleans need no map here)")
-    google.add_argument("--num-cores", dest="num_cores", type=int, default=1, metavar="N",
-                        help="accepted for compatibility (one process)")
+    google.add_argument("--num-cores", dest="num_cores", type=integer(1), default=1, metavar="N",
+                        help="accepted for compatibility (one process) [default: 1]")
     google.add_argument("--em-executable", dest="em_executable", default="", metavar="PATH",
-                        help="accepted for compatibility and ignored (the fit is native)")
-    google.add_argument("--tmp-dir", dest="tmp_dir", default=None, metavar="DIR", help="accepted and ignored")
+                        help="accepted for compatibility and ignored (the fit is native) [default: none]")
+    google.add_argument("--tmp-dir", dest="tmp_dir", default=None, metavar="DIR",
+                        help="accepted and ignored [default: none]")
     fit = parser.add_argument_group("estimation")
     fit.add_argument("--remove-bad-rows", dest="remove_bad_rows", action="store_true",
                      help="leave out rows with a blank value (default: error)")
-    fit.add_argument("--reports-sample-size", dest="reports_sample_size", type=int, default=-1, metavar="N",
+    fit.add_argument("--reports-sample-size", dest="reports_sample_size", type=_sample_size, default=-1, metavar="N",
                      help="analyse a random sample of N report tuples (-1: all) [default: -1]")
-    fit.add_argument("--max-em-iters", dest="max_em_iters", type=int, default=1000, metavar="N",
+    fit.add_argument("--max-em-iters", dest="max_em_iters", type=integer(0), default=1000, metavar="N",
                      help="iteration cap of the fit [default: 1000]")
-    fit.add_argument("--tolerance", type=float, default=1e-3, metavar="T",
+    fit.add_argument("--tolerance", type=real(0.0), default=1e-3, metavar="T",
                      help="stop when the log-likelihood is certified within T of its maximum [default: 1e-3]")
     fit.add_argument("--method", choices=("sqp", "em"), default="sqp",
-                     help="sqp: sequential quadratic programming (fast); em: google/rappor's EM iteration")
+                     help="sqp: sequential quadratic programming (fast); em: google/rappor's EM iteration "
+                          "[default: sqp]")
     fit.add_argument("--categories", choices=("detected", "all"), default="detected",
-                     help="categories of a string variable: the candidates its marginal decode detects, or all")
+                     help="categories of a string variable: the candidates its marginal decode detects, or all "
+                          "[default: detected]")
     fit.add_argument("--other", choices=("shrunk", "reference", "none"), default="shrunk",
-                     help="the 'Other' category: shrunk bit rates, google/rappor's GetOtherProbs, or none")
-    fit.add_argument("--alpha", type=float, default=0.05, metavar="LEVEL",
-                     help="significance level of the marginal decodes [default: 0.05]")
-    fit.add_argument("--seed", type=int, default=0, metavar="INT", help="seed of --reports-sample-size [default: 0]")
+                     help="the 'Other' category: shrunk bit rates, google/rappor's GetOtherProbs, or none "
+                          "[default: shrunk]")
+    add_level_argument(parser, help_text="significance level of the marginal decodes")
+    add_seed_argument(parser, default=0, help_text="seed of --reports-sample-size")
+
+
+def _sample_size(text: str) -> int:
+    """argparse ``type`` of --reports-sample-size: -1 (all) or a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value == 0 or value < -1:
+        raise argparse.ArgumentTypeError(f"expected -1 (all) or an integer >= 1, got {text!r}")
+    return value
 
 
 def _variables(args: argparse.Namespace) -> list[int]:
@@ -119,10 +140,6 @@ def _check_args(args: argparse.Namespace) -> None:
     if not google and args.params is None:
         raise InvalidParameterError("give --params (our form) or --schema, --metric-name and --params-dir "
                                     "(google/rappor's form)")
-    if args.reports_sample_size == 0 or args.reports_sample_size < -1:
-        raise InvalidParameterError("--reports-sample-size must be a positive number of reports, or -1 for all")
-    if args.max_em_iters < 0:
-        raise InvalidParameterError("--max-em-iters must be >= 0")
 
 
 def _string_map(args: argparse.Namespace, j: int, params: Any) -> Any:
@@ -207,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
         batches = [ReportBatch(params=b.params, cohorts=b.cohorts[rows], words=b.words[rows]) for b in batches]
     decoder = AssociationDecoder(candidates=args.categories, other=args.other, method=args.method,
                                  max_iterations=args.max_em_iters, tolerance=args.tolerance,
-                                 decoder=Decoder(significance_level=args.alpha))
+                                 decoder=Decoder(significance_level=args.level))
     result = decoder.decode(batches, variables)
     summary = result.summary()
     summary.update(reports_read=n_total, reports_removed=data.removed, reports_sample_size=args.reports_sample_size,

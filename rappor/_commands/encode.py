@@ -69,7 +69,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="worker processes for large inputs [default: number of CPUs, at most 8]")
     parser.add_argument("--bool", action="append", default=[], metavar="NAME",
                         help="with several value columns (header client,NAME1,NAME2,...): column NAME holds "
-                             "booleans (1/0/true/false), encoded as one bit (repeatable)")
+                             "booleans (1/0/true/false), encoded as one bit (repeatable) [default: none]")
 
 
 def files(args: argparse.Namespace) -> CommandFiles:

@@ -29,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
     parser.add_argument("--variables", metavar="KINDS", default=None,
                         help="a client reports several variables (rappor decode-assoc): their kinds, e.g. "
-                             "'string,boolean'; adds each variable's epsilons and their sum (epsilons add)")
+                             "'string,boolean'; adds each variable's epsilons and their sum (epsilons add) [default: none]")
     parser.add_argument("--discovery-params", metavar="PATH", default=None,
                         help="also account for discovery reports with these parameters (one slot; see "
                              "'rappor discover'): the per-client epsilons of the two collections together [default: none]")

@@ -9,7 +9,8 @@ estimate beside the truth), each atomically, and prints a summary.
 
 Joint distributions (--pair):
   string-bool    v1..vU, Zipf(1); P(TRUE | v_i) = 0.2 + 0.1 (i mod 7)
-  string-string  a1..aU, Zipf(1); b given a_i: Poisson(1) over b1..bU2 shifted by i mod U2
+  string-string  a1..aU, Zipf(1); b given a_i: Poisson(1) over
+                 b1..bU2 shifted by i mod U2
 
 Without --params: k=16 h=2 m=64 p=0.5 q=0.75 f=0.5.  --remove-every R leaves every R-th
 value of each string variable out of its candidate list (strings outside the candidates).
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import ReportFormatError
-from ._common import add_params_argument
+from ._common import add_params_argument, add_seed_argument, integer
 
 NAME = "simulate-assoc"
 HELP = "simulate a two-variable collection, decode the joint distribution, write a report"
@@ -39,20 +40,22 @@ ORDER = 61
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Register the arguments of ``rappor simulate-assoc``."""
-    add_params_argument(parser, required=False)
+    add_params_argument(parser, required=False, default="k=16 h=2 m=64 p=0.5 q=0.75 f=0.5")
     parser.add_argument("--pair", choices=("string-bool", "string-string"), default="string-bool",
-                        help="kinds of the two variables [string-bool]")
-    parser.add_argument("--clients", type=int, default=100_000, metavar="N", help="number of clients [100000]")
-    parser.add_argument("--unique", type=int, default=100, metavar="U", help="values of the first variable [100]")
-    parser.add_argument("--unique2", type=int, default=10, metavar="U2",
-                        help="values of the second variable (string-string) [10]")
-    parser.add_argument("--remove-every", type=int, default=0, metavar="R",
-                        help="leave every R-th value out of the candidates [0: keep all]")
+                        help="kinds of the two variables [default: string-bool]")
+    parser.add_argument("--clients", type=integer(1), default=100_000, metavar="N",
+                        help="number of clients [default: 100000]")
+    parser.add_argument("--unique", type=integer(1), default=100, metavar="U",
+                        help="values of the first variable [default: 100]")
+    parser.add_argument("--unique2", type=integer(1), default=10, metavar="U2",
+                        help="values of the second variable (string-string) [default: 10]")
+    parser.add_argument("--remove-every", type=integer(0), default=0, metavar="R",
+                        help="leave every R-th value out of the candidates (0: keep all) [default: 0]")
     parser.add_argument("--categories", choices=("detected", "all"), default="detected",
-                        help="categories of a string variable: detected candidates, or all [detected]")
+                        help="categories of a string variable: detected candidates, or all [default: detected]")
     parser.add_argument("--other", choices=("shrunk", "reference", "none"), default="shrunk",
-                        help="the Other category (see rappor decode-assoc --help) [shrunk]")
-    parser.add_argument("--seed", type=int, default=0, metavar="INT", help="random seed [0]")
+                        help="the Other category (see rappor decode-assoc --help) [default: shrunk]")
+    add_seed_argument(parser, default=0, help_text="random seed")
     parser.add_argument("--no-report", action="store_true", help="skip report.html (no matplotlib needed)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
 
