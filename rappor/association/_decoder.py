@@ -230,7 +230,8 @@ class AssociationDecoder:
         cmap = var.candidate_map
         if var.kind == "boolean":
             return np.arange(len(cmap), dtype=np.intp), cmap.strings, None, None
-        marginal = decoder.decode(Aggregate.from_reports(batch), cmap)
+        aggregate = Aggregate.from_reports(batch)
+        marginal = decoder.decode(aggregate, cmap)
         if self.candidates == "all":
             columns = np.arange(len(cmap), dtype=np.intp)
         else:
@@ -242,7 +243,7 @@ class AssociationDecoder:
                                   f"no category to associate (model the other strings with other='shrunk').")
             return columns, labels, marginal, None
         shares = np.nan_to_num(np.asarray(marginal.proportion, dtype=np.float64)[columns])
-        probs = other_bit_probabilities(Aggregate.from_reports(batch), cmap, columns, shares, self.other)
+        probs = other_bit_probabilities(aggregate, cmap, columns, shares, self.other)
         return columns, labels + (OTHER,), marginal, probs
 
     def _independence(self, lik: ProductLikelihood, factors: list[Factor], joint: FitResult,
