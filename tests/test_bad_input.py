@@ -567,6 +567,12 @@ ASSOC_CASES = [
          expected="finite"),
     Case("simulate-assoc/out-is-a-file", {"file": b"x"}, ["simulate-assoc", "--out", "{d}/file", "--no-report"],
          bad="file", expected="not a directory"),
+    _same("out-is-the-reports", [*_ASSOC[:-1], "{d}/r.csv"], "-o {d}/r.csv", "--reports {d}/r.csv", _OVERWRITE,
+          **{"r.csv": ASSOC_REPORTS}),
+    _same("summary-is-the-output", [*_ASSOC, "--summary", "{out}"], "--summary {out}", "-o {out}", _SHARED,
+          **{"r.csv": ASSOC_REPORTS}),
+    _same("params-inside-out-dir", ["simulate-assoc", "--params", "{d}/params.csv", "--out", "{d}", "--no-report"],
+          "--out {d}/params.csv", "--params {d}/params.csv", _OVERWRITE),
 ]
 CASES += ASSOC_CASES
 

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import InvalidParameterError, ReportFormatError
-from ._common import add_level_argument, add_seed_argument, integer, real
+from ._common import CommandFiles, add_level_argument, add_seed_argument, integer, real
 from .decode import _clean
 
 NAME = "decode-assoc"
@@ -116,6 +116,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
                           "[default: shrunk]")
     add_level_argument(parser, help_text="significance level of the marginal decodes")
     add_seed_argument(parser, default=0, help_text="seed of --reports-sample-size")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """The reports, parameters (or schema), maps and candidate lists in; the results out."""
+    named = [("--reports", args.reports), ("--params", args.params), ("--schema", args.schema)]
+    for j in (1, 2, 3):
+        named += [(f"--map{j}", getattr(args, f"map{j}")), (f"--candidates{j}", getattr(args, f"candidates{j}"))]
+    if args.schema is not None:
+        out_dir = args.output_dir or "."
+        outputs = [("--output-dir", os.path.join(out_dir, name)) for name in ("assoc-results.csv", "assoc-metrics.json")]
+    else:
+        outputs = [("-o", args.output)] + ([("--summary", args.summary)] if args.summary is not None else [])
+    return CommandFiles(inputs=[(option, path) for option, path in named if path is not None], outputs=outputs)
 
 
 def _sample_size(text: str) -> int:

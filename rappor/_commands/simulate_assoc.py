@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import ReportFormatError
-from ._common import add_params_argument, add_seed_argument, integer
+from ._common import CommandFiles, add_params_argument, add_seed_argument, integer
 
 NAME = "simulate-assoc"
 HELP = "simulate a two-variable collection, decode the joint distribution, write a report"
@@ -58,6 +58,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_seed_argument(parser, default=0, help_text="random seed")
     parser.add_argument("--no-report", action="store_true", help="skip report.html (no matplotlib needed)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
+
+
+#: The files a run writes into --out.
+OUTPUT_NAMES = ("params.csv", "reports.csv", "map1.csv", "map2.csv", "truth.csv", "assoc-results.csv", "metrics.json",
+                "report.html")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """``--params`` in; the files of DIR out."""
+    return CommandFiles(inputs=[("--params", args.params)] if args.params is not None else [],
+                        outputs=[("--out", os.path.join(args.out, name)) for name in OUTPUT_NAMES])
 
 
 def run(args: argparse.Namespace) -> int:
