@@ -62,7 +62,7 @@ class Scenario:
         return self.true_counts / max(int(self.counts_by_cohort.sum()), 1)
 
     def truth(self) -> dict[str, int]:
-        """``{value: reports}`` for the values present (the form :func:`rappor.evaluate` takes)."""
+        """``{value: reports}`` for the values present (the form :func:`rappor.metrics.evaluate` takes)."""
         return {v: int(c) for v, c in zip(self.values, self.true_counts) if c > 0}
 
 

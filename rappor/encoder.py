@@ -59,7 +59,7 @@ from ._bits import pack_bits
 from ._io import PathLike, display_name, output_target, read_input_bytes
 from ._keyfile import MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, parse_key_text
 from ._validation import check_rng
-from .exceptions import InsecureKeyFileWarning, InvalidParameterError, ReportFormatError
+from .exceptions import InsecureKeyFileWarning, InvalidParameterError, RapporIOError, ReportFormatError
 from .hashing import bloom_bit_indices, bloom_bits_table, utf8_problem, value_bytes
 from .params import Params
 from .reports import Report, ReportBatch
@@ -601,8 +601,12 @@ def read_key_file(path: PathLike) -> bytes:
 
     Raises
     ------
+    RapporIOError
+        If the file is missing or unreadable.
     ReportFormatError
-        If the file is missing, unreadable, or not hexadecimal text of at least 16 bytes.
+        If it is not hexadecimal text of at least 16 bytes.
+    InvalidParameterError
+        If ``path`` is ``"-"``.
 
     Warns
     -----
@@ -612,7 +616,7 @@ def read_key_file(path: PathLike) -> bytes:
     """
     name = display_name(path)
     if str(path) == "-":
-        raise ReportFormatError("a key file must be a file path, not standard input", path=name)
+        raise InvalidParameterError(f"{name}: a key file must be a file path, not standard input")
     raw = read_input_bytes(path, max_bytes=MAX_KEY_FILE_BYTES, what="a key file (hexadecimal text)")
     try:
         mode = os.stat(path).st_mode
@@ -656,9 +660,9 @@ def write_key_file(path: PathLike, key: bytes, *, overwrite: bool = False) -> No
 
     Raises
     ------
-    ReportFormatError
-        If the file exists (and ``overwrite`` is false), is not a regular file, or cannot
-        be written.
+    RapporIOError
+        If the file exists (and ``overwrite`` is false; ``errno.EEXIST``), is not a
+        regular file, or cannot be written.
     """
     import tempfile
 
@@ -666,14 +670,14 @@ def write_key_file(path: PathLike, key: bytes, *, overwrite: bool = False) -> No
     name = "<stdout>" if str(path) == "-" else display_name(path)
     how, where, _ = output_target(path)  # through a symbolic link to the file it names
     if how != "replace":
-        raise ReportFormatError("cannot write key file: not a regular file (a key needs a file of its own)",
-                                path=name)
+        raise RapporIOError("cannot write key file: not a regular file (a key needs a file of its own)",
+                            path=name)
     target = os.fspath(where)
     directory = os.path.dirname(target) or "."
     try:
         fd, tmp = tempfile.mkstemp(prefix=".rappor-key.", dir=directory)  # created with mode 0600
     except OSError as exc:
-        raise ReportFormatError(f"cannot write file: {exc.strerror or exc}", path=name) from None
+        raise RapporIOError(f"cannot write file: {exc.strerror or exc}", path=name, errno=exc.errno) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -684,11 +688,11 @@ def write_key_file(path: PathLike, key: bytes, *, overwrite: bool = False) -> No
             os.replace(tmp, target)
         else:
             os.link(tmp, target)  # fails if target exists
-    except FileExistsError:
-        raise ReportFormatError("cannot write key file: it already exists (refusing to replace a key)",
-                                path=name) from None
+    except FileExistsError as exc:
+        raise RapporIOError("cannot write key file: it already exists (refusing to replace a key)",
+                            path=name, errno=exc.errno) from None
     except OSError as exc:
-        raise ReportFormatError(f"cannot write file: {exc.strerror or exc}", path=name) from None
+        raise RapporIOError(f"cannot write file: {exc.strerror or exc}", path=name, errno=exc.errno) from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

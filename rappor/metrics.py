@@ -265,8 +265,8 @@ def bit_residuals(aggregate: Aggregate, candidate_map: CandidateMap, proportion:
     m, k = params.num_cohorts, params.num_bloombits
     true_ones = np.asarray(candidate_map.matrix @ pi, dtype=np.float64).reshape(m, k)
     rate = np.clip(params.p01 + (params.p11 - params.p01) * true_ones, 1e-9, 1 - 1e-9)
-    n_c = aggregate.n_reports.astype(np.float64)[:, None]
+    n_c = aggregate.reports_per_cohort.astype(np.float64)[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
         res = (aggregate.bit_counts - n_c * rate) / np.sqrt(n_c * rate * (1 - rate))
-    res[aggregate.n_reports == 0, :] = np.nan
+    res[aggregate.reports_per_cohort == 0, :] = np.nan
     return res

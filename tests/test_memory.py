@@ -16,12 +16,12 @@ from rappor import (
     Params,
     ReportBatch,
     hash_candidates,
-    hash_candidates_google,
     read_counts,
     read_map,
     write_counts,
     write_map,
 )
+from rappor.compat import hash_candidates_google
 from rappor.cli import main
 
 HUGE = Params(num_bloombits=2**32, num_hashes=2, num_cohorts=2**32, prob_p=0.5, prob_q=0.75, prob_f=0.5)

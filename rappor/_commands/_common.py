@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from .._io import check_distinct_files
-from ..params import Params, read_params
+from ..formats.params import read_params
+from ..params import Params
 
 
 def add_params_argument(parser: argparse.ArgumentParser, *, required: bool = True) -> None:

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     combined = None
     if args.discovery_params is not None:
         from ..discovery.privacy import discovery_privacy
-        from ..params import read_params
+        from ..formats.params import read_params
 
         combined = discovery_privacy(params, read_params(args.discovery_params), split=args.split)
     with atomic_output(args.output) as out:
