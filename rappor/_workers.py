@@ -86,7 +86,7 @@ class WorkerPool:
 
     Examples
     --------
-    >>> with WorkerPool(2, pow) as pool:  # doctest: +SKIP
+    >>> with WorkerPool(2, pow) as pool:
     ...     list(pool.imap([(2, 3), (3, 2)]))
     [8, 9]
     """

@@ -26,6 +26,7 @@ import io
 import os
 import pkgutil
 import sys
+import textwrap
 import warnings
 from collections.abc import Iterator, Sequence
 from types import ModuleType
@@ -53,6 +54,29 @@ def _command_modules() -> list[ModuleType]:
     return modules
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Help with the description's paragraphs re-wrapped to the terminal width.
+
+    A subcommand's description is its module docstring: paragraphs (separated by blank
+    lines) are filled to the width like the options' help, and indented lines (examples,
+    tables) are kept as written.  Plain argparse either keeps the docstring's line breaks
+    (``RawDescriptionHelpFormatter``: lines overflow narrow terminals) or merges
+    everything into one paragraph.
+    """
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        out: list[str] = []
+        for block in text.strip("\n").split("\n\n"):
+            lines = block.splitlines()
+            prose = [line for line in lines if line and not line[0].isspace()]
+            if len(prose) == len(lines):  # one paragraph of prose: refill
+                out.append(textwrap.fill(" ".join(" ".join(lines).split()), width,
+                                         initial_indent=indent, subsequent_indent=indent))
+            else:  # a heading line followed by indented lines: keep the layout
+                out.append("\n".join(indent + line for line in lines))
+        return "\n\n".join(out)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
     parser = argparse.ArgumentParser(
@@ -64,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     for module in _command_modules():
         doc = (module.__doc__ or "").strip()
         cmd = sub.add_parser(module.NAME, help=module.HELP, description=doc or module.HELP,
-                             formatter_class=argparse.RawDescriptionHelpFormatter)
+                             formatter_class=_HelpFormatter)
         module.configure(cmd)
         cmd.set_defaults(_run=module.run, _files=getattr(module, "files", None))
     return parser

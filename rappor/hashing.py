@@ -100,8 +100,10 @@ def bloom_bit_indices(value: str | bytes, cohort: int, *, num_bloombits: int, nu
 
     Examples
     --------
-    >>> bloom_bit_indices("v1", 0, num_bloombits=16, num_hashes=2)  # doctest: +SKIP
-    (11, 3)
+    >>> bloom_bit_indices("v1", 0, num_bloombits=16, num_hashes=2)  # both hashes land on bit 7
+    (7, 7)
+    >>> bloom_bit_indices("v2", 0, num_bloombits=16, num_hashes=2)
+    (1, 11)
     """
     return tuple(_indices(value_bytes(value), int(cohort), num_bloombits, num_hashes))
 

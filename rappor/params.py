@@ -21,9 +21,11 @@ MAX_COHORTS = 2**32
 
 #: The names of the parameters in google/rappor's order (the ``params.csv`` header).
 PARAM_NAMES = ("k", "h", "m", "p", "q", "f")
+#: Marks a keyword of :class:`Params` that was not given (``None`` is a value, and a wrong one).
+_UNSET: Any = object()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class Params:
     """Parameters of a RAPPOR collection (google/rappor names; CSV columns ``k,h,m,p,q,f``).
 
@@ -42,12 +44,17 @@ class Params:
     prob_f : float
         ``f``, the permanent randomized response replaces each Bloom bit with a fair
         coin with probability ``f`` (so it becomes 1 or 0 with probability ``f/2`` each).
+    k, h, m, p, q, f :
+        The same six values by their short names (the ``params.csv`` header and the
+        paper's letters), as keywords too: ``Params(k=16, h=2, m=64, p=0.5, q=0.75,
+        f=0.5)``.  Each value is given once, by either name.
 
     Raises
     ------
     InvalidParameterError
         If a value is out of range, or if ``(1 - f)(q - p) == 0``: such reports are
-        independent of the value and carry no information.
+        independent of the value and carry no information; if a value is given by both
+        its names (``k`` and ``num_bloombits``) or by neither.
 
     Notes
     -----
@@ -69,6 +76,8 @@ class Params:
     (0.6875, 0.5625)
     >>> round(params.epsilon_inf, 4)
     4.3944
+    >>> Params(k=16, h=2, m=8, p=0.5, q=0.75, f=0.5) == params
+    True
     """
 
     num_bloombits: int
@@ -78,22 +87,31 @@ class Params:
     prob_q: float
     prob_f: float
 
-    def __post_init__(self) -> None:
-        # Bit indices are 32-bit in the hashing spec; a larger k cannot even be allocated.
-        k = check_int(self.num_bloombits, "num_bloombits", "Params", low=1, high=2**32)
-        h = check_int(self.num_hashes, "num_hashes", "Params", low=1, high=k)
-        m = check_int(self.num_cohorts, "num_cohorts", "Params", low=1, high=MAX_COHORTS)
-        p = check_probability(self.prob_p, "prob_p", "Params")
-        q = check_probability(self.prob_q, "prob_q", "Params")
-        f = check_probability(self.prob_f, "prob_f", "Params")
-        for name, value in zip(
-            ("num_bloombits", "num_hashes", "num_cohorts", "prob_p", "prob_q", "prob_f"), (k, h, m, p, q, f)
-        ):
+    def __init__(self, *, num_bloombits: int = _UNSET, num_hashes: int = _UNSET, num_cohorts: int = _UNSET,
+                 prob_p: float = _UNSET, prob_q: float = _UNSET, prob_f: float = _UNSET,
+                 k: int = _UNSET, h: int = _UNSET, m: int = _UNSET,
+                 p: float = _UNSET, q: float = _UNSET, f: float = _UNSET) -> None:
+        named = _one_name_each(
+            (("num_bloombits", num_bloombits), ("num_hashes", num_hashes), ("num_cohorts", num_cohorts),
+             ("prob_p", prob_p), ("prob_q", prob_q), ("prob_f", prob_f)),
+            (("k", k), ("h", h), ("m", m), ("p", p), ("q", q), ("f", f)),
+        )
+        # Errors name the keyword the caller used.  Bit indices are 32-bit in the hashing spec;
+        # a larger k cannot even be allocated.
+        bits = check_int(named[0][1], named[0][0], "Params", low=1, high=2**32)
+        values = (
+            bits,
+            check_int(named[1][1], named[1][0], "Params", low=1, high=bits),
+            check_int(named[2][1], named[2][0], "Params", low=1, high=MAX_COHORTS),
+            *(check_probability(value, name, "Params") for name, value in named[3:]),
+        )
+        for name, value in zip(("num_bloombits", "num_hashes", "num_cohorts", "prob_p", "prob_q", "prob_f"), values):
             object.__setattr__(self, name, value)
-        if (1.0 - f) * (q - p) == 0.0:
+        if (1.0 - self.prob_f) * (self.prob_q - self.prob_p) == 0.0:
             msg = (
                 "These parameters carry no information: (1 - prob_f) * (prob_q - prob_p) == 0 "
-                f"(prob_f={f!r}, prob_p={p!r}, prob_q={q!r}). Information is lost. Cannot decode."
+                f"(prob_f={self.prob_f!r}, prob_p={self.prob_p!r}, prob_q={self.prob_q!r}). "
+                "Information is lost. Cannot decode."
             )
             raise InvalidParameterError(msg)
 
@@ -181,6 +199,20 @@ class Params:
         from .formats.params import params_text
 
         return params_text(self)
+
+
+def _one_name_each(long: tuple[tuple[str, Any], ...], short: tuple[tuple[str, Any], ...]) -> list[tuple[str, Any]]:
+    """``(name used, value)`` for each parameter given by its long or its short name, never both."""
+    out = []
+    for (long_name, long_value), (short_name, short_value) in zip(long, short):
+        if long_value is not _UNSET and short_value is not _UNSET:
+            msg = (f"Params got both {long_name}={long_value!r} and {short_name}={short_value!r}: "
+                   "give each value once, by either name.")
+            raise InvalidParameterError(msg)
+        if long_value is _UNSET and short_value is _UNSET:
+            raise InvalidParameterError(f"Params needs {long_name} (or its short name {short_name}).")
+        out.append((long_name, long_value) if short_value is _UNSET else (short_name, short_value))
+    return out
 
 
 def check_same_params(expected: Params, found: Params, what: str) -> None:

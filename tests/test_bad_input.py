@@ -331,7 +331,6 @@ CASES: list[Case] = [
     _encode("key-short", {"key": b"00112233\n"}, "key", None, "expected a key of at least 16 bytes"),
     _encode("key-directory", {"key": None}, "key", None, "is a directory"),
     _encode("params-other-k-ok-but-nan", {"params.csv": NAN_PARAMS}, "params.csv", 2, "finite"),
-    _encode("jobs-zero", {}, None, None, "jobs", extra=("--jobs", "0")),
     # ---------------------------------------------------------------- decode: counts, map, candidates together
     Case("decode/map-bom-crlf", _base(**{"map.csv": crlf_bom(_map_bytes(GOOD_CANDIDATES)),
                                          "plain.csv": _map_bytes(GOOD_CANDIDATES)}),
@@ -353,7 +352,11 @@ CASES: list[Case] = [
     _decode("candidates-duplicate", {"c.txt": b"a\nb\na\n"}, "c.txt", 3, "expected distinct", cands="c.txt"),
     _decode("summary-is-a-directory", {"sumdir": None}, "sumdir", None, "cannot write file: is a directory",
             extra=("--summary", "{d}/sumdir")),
-    _decode("alpha-nan", {}, None, None, "'significance_level' parameter", extra=("--alpha", "nan")),
+    # Bad option values are usage errors naming the flag (tests/test_cli_flags.py); a value that only
+    # conflicts with another flag is an error naming both.
+    Case("plan/epsilon-one-not-below-inf", {}, ["plan", "--reports", "1000", "--candidates", "10", "--epsilon-inf",
+                                                 "4", "--epsilon-one", "5", "-o", "{out}"],
+         expected="--epsilon-one 5 must be below --epsilon-inf 4"),
     Case("decode/map-google-sorted-layout", _base(**{"map.csv": SORTED_MAP, "plain.csv": _map_bytes(GOOD_CANDIDATES)}),
          ["decode", "--params", "{d}/params.csv", "--counts", "{d}/counts.csv", "--map", "{d}/map.csv", "--all",
           "-o", "{out}"], check=_expect_same_decode),

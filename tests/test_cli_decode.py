@@ -27,7 +27,7 @@ def test_cli_decode_map_writes_results_and_summary(interop_dir, tmp_path):
     assert summary["null"]["law"] == "random-strings" and summary["null"]["sd"] > 0
 
 
-@pytest.mark.parametrize("options", [("--correction", "bonferroni", "--alpha", "0.01"),
+@pytest.mark.parametrize("options", [("--correction", "bonferroni", "--level", "0.01"),
                                      ("--null", "normal", "--correction", "lfdr")])
 def test_cli_decode_all_lists_every_candidate(interop_dir, tmp_path, options):
     rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--all", *options))
@@ -51,10 +51,17 @@ def test_cli_decode_bad_counts_is_error(interop_dir, tmp_path, capsys):
     assert not (tmp_path / "r.csv").exists()
 
 
-def test_cli_decode_bad_alpha_is_error(interop_dir, tmp_path, capsys):
-    rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--alpha", "2"))
-    assert rc == 1
-    assert "significance_level" in capsys.readouterr().err
+def test_cli_decode_level_and_its_deprecated_alias(interop_dir, tmp_path, capsys):
+    """--level sets the significance level; --alpha still does, with a warning naming the new flag."""
+    import json
+
+    for flag in ("--level", "--alpha"):
+        summary = tmp_path / f"{flag}.json"
+        assert main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), flag, "0.01",
+                          "--summary", str(summary))) == 0
+        assert json.loads(summary.read_text())["significance_level"] == 0.01
+        err = capsys.readouterr().err
+        assert ("--alpha is deprecated; use --level" in err) == (flag == "--alpha")
 
 
 
@@ -81,6 +88,23 @@ def test_cli_decode_bad_lasso_alpha_is_usage_error(interop_dir, tmp_path, value,
         main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--lasso-alpha", value))
     assert exc.value.code == 2 and "--lasso-alpha" in capsys.readouterr().err
     assert not (tmp_path / "results.csv").exists()
+
+
+def test_cli_decode_notes_p_values_tied_at_the_null_floor(tmp_path, capsys):
+    """data/sample (4 cohorts): v1 and v2 share the smallest p-value the random-string null gives; stderr says
+    so and why, and --help explains it."""
+    from pathlib import Path
+
+    sample = Path(__file__).parent.parent / "data" / "sample"
+    assert main(["decode", "--params", str(sample / "params.csv"), "--counts", str(sample / "counts.csv"),
+                 "--candidates", str(sample / "candidates.txt"), "-o", str(tmp_path / "r.csv")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("rappor: note: v1, v2 share the p-value ") and "floor of the random-string null" in err
+    rows = [line.split(",") for line in (tmp_path / "r.csv").read_text().splitlines()[1:3]]
+    assert rows[0][-1] == rows[1][-1]  # the tied p-values themselves
+    with pytest.raises(SystemExit):
+        main(["decode", "--help"])
+    assert "the strongest strings all sit at the floor and tie" in " ".join(capsys.readouterr().out.split())
 
 
 def test_cli_decode_one_report_writes_infinite_standard_errors(tmp_path, one_report):

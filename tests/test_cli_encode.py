@@ -251,8 +251,10 @@ def test_encode_output_reads_back_as_reports(tmp_path: Path) -> None:
 @pytest.mark.parametrize("jobs", ["0", "-2"])
 def test_encode_fail_bad_jobs(tmp_path: Path, capsys: pytest.CaptureFixture[str], jobs: str) -> None:
     params, key, inp = _setup(tmp_path, ROWS)
-    assert _run(params, key, inp, tmp_path / "o.csv", "--jobs", jobs) == 1
-    assert f"The 'jobs' parameter of rappor encode must be an int >= 1. Got {jobs} instead." in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        _run(params, key, inp, tmp_path / "o.csv", "--jobs", jobs)
+    assert exc.value.code == 2
+    assert f"argument --jobs: expected an integer >= 1, got '{jobs}'" in capsys.readouterr().err
     assert not (tmp_path / "o.csv").exists()
 
 

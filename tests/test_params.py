@@ -207,6 +207,36 @@ def test_check_same_params_names_differences() -> None:
         check_same_params(a, Params(**dict(GOOD, num_bloombits=32)), "counts.csv")
 
 
+SHORT = {"k": 16, "h": 2, "m": 8, "p": 0.5, "q": 0.75, "f": 0.5}
+LONG_OF = {"k": "num_bloombits", "h": "num_hashes", "m": "num_cohorts", "p": "prob_p", "q": "prob_q", "f": "prob_f"}
+
+
+def test_params_short_names_as_keywords() -> None:
+    """k, h, m, p, q, f (params.csv's header) are accepted as keywords, alone or mixed with the long names."""
+    assert Params(**SHORT) == Params(**{LONG_OF[key]: value for key, value in SHORT.items()})  # type: ignore[arg-type]
+    mixed = dict(SHORT, num_cohorts=8)
+    del mixed["m"]
+    assert Params(**mixed).m == 8  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("short", list(SHORT))
+def test_params_fail_both_names_given(short: str) -> None:
+    with pytest.raises(InvalidParameterError, match=f"both {LONG_OF[short]}=.* and {short}="):
+        Params(**SHORT, **{LONG_OF[short]: SHORT[short]})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("short", list(SHORT))
+def test_params_fail_missing_names_both(short: str) -> None:
+    kwargs = {key: value for key, value in SHORT.items() if key != short}
+    with pytest.raises(InvalidParameterError, match=f"needs {LONG_OF[short]} \\(or its short name {short}\\)"):
+        Params(**kwargs)  # type: ignore[arg-type]
+
+
+def test_params_error_names_the_keyword_used() -> None:
+    with pytest.raises(InvalidParameterError, match="The 'k' parameter of Params must be"):
+        Params(**dict(SHORT, k=0))  # type: ignore[arg-type]
+
+
 def test_read_params_of_a_large_other_file_reads_only_its_start(tmp_path: Path) -> None:
     # Issue 13, item 7: `rappor privacy --params reports.csv` read the whole file (385 MB
     # reached 1.9 GB) before checking its first line.  Now the bad header stops the read.

@@ -1,19 +1,19 @@
 """Encode client values into RAPPOR reports.
 
-INPUT is a CSV file with the header ``client,value``, one row per report (a client
+INPUT is a CSV file with the header 'client,value', one row per report (a client
 may appear several times).  Fields are used exactly as written (a space after a
 comma is part of the value); quote fields that contain commas, quotes or newlines.
 
 Each client's secret is derived from the key file and the client id (HMAC-SHA256,
 see docs/client.md), so re-running the command gives every client the same cohort
 and the same permanent randomized responses; only the instantaneous responses are
-fresh.  The output CSV has the header ``client,cohort,irr``, with ``irr`` a
+fresh.  The output CSV has the header 'client,cohort,irr', with 'irr' a
 google/rappor bit string (character 0 = bit k-1).
 
-With ``--on-error skip`` bad data rows are left out and written, with their line
+With '--on-error skip' bad data rows are left out and written, with their line
 numbers and reasons, to a rejects file (see docs/reliability.md).
 
-Create a key with ``rappor keygen -o KEY``.
+Create a key with 'rappor keygen -o KEY'.
 """
 
 from __future__ import annotations
@@ -24,10 +24,9 @@ import warnings
 
 from .._io import STDIO, atomic_output, display_name
 from .._rejects import RejectsWriter, resolve_rejects_path
-from .._validation import check_int
 from ..exceptions import InsecureRandomnessWarning
 from ..file_encoder import default_jobs, encode_file
-from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
+from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument, integer,
                       load_params)
 
 NAME = "encode"
@@ -43,12 +42,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key-file", required=True, metavar="KEY",
                         help="key file (hex text from 'rappor keygen'); client secrets are derived from it")
     add_output_argument(parser, help_text="output CSV 'client,cohort,irr' ('-' for stdout)")
-    parser.add_argument("--seed", type=int, default=None, metavar="INT",
+    parser.add_argument("--seed", type=integer(0), default=None, metavar="INT",
                         help="draw the instantaneous noise from numpy's generator with this seed instead of "
                              "the operating system's CSPRNG: reproducible, NOT secure; for tests and "
-                             "simulation only")
+                             "simulation only [default: none, the OS CSPRNG]")
     add_on_error_arguments(parser, kept="the good rows are encoded")
-    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+    parser.add_argument("--jobs", type=integer(1), default=None, metavar="N",
                         help="worker processes for large inputs [default: number of CPUs, at most 8]")
 
 
@@ -72,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
                       f"{args.seed}, not from the operating system's CSPRNG; these reports are NOT private "
                       "against anyone who knows or guesses the seed (use --seed for tests and simulation only)",
                       InsecureRandomnessWarning, stacklevel=2)
-    jobs = default_jobs() if args.jobs is None else check_int(args.jobs, "jobs", "rappor encode", low=1)
+    jobs = default_jobs() if args.jobs is None else args.jobs
     if args.on_error == "raise":
         encode_file(args.input, args.output, params, key, seed=args.seed, jobs=jobs)
         return 0

@@ -2,12 +2,12 @@
 
 CANDIDATES is UTF-8 text with one candidate per line (used exactly as written: no
 trimming).  Blank lines and repeated candidates are errors, naming the line; with
-``--allow-duplicates`` repeats are dropped with a warning instead.  Each output row is
+'--allow-duplicates' repeats are dropped with a warning instead.  Each output row is
 the candidate, then for cohort 0..m-1 and hash 0..h-1 the 1-based row
-``cohort*k + bit + 1`` of its Bloom bit.
+'cohort*k + bit + 1' of its Bloom bit.
 
-``--hashing google`` hashes as google/rappor's client does (MD5; see
-:mod:`rappor.compat`), for collections that client encoded.
+'--hashing google' hashes as google/rappor's client does (MD5; see
+rappor.compat), for collections that client encoded.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Create a new client key file for ``rappor encode``.
+"""Create a new client key file for 'rappor encode'.
 
 The key is 32 bytes from the operating system's CSPRNG, written as hexadecimal text
 and a newline, readable by its owner only (mode 0600).  An existing file is never
-replaced unless ``--force`` is given.  Keep the key secret: anyone holding it can
+replaced unless '--force' is given.  Keep the key secret: anyone holding it can
 recompute every client's permanent randomized responses.
 """
 

@@ -1,11 +1,11 @@
 """Count reports per cohort and bit: reports CSV files -> google/rappor counts.csv.
 
-Each REPORTS file is our ``client,cohort,irr`` CSV or google/rappor's
-``client,cohort,bloom,prr,irr`` (the header decides), or Parquet (a file or a
-directory); several files are summed into one table, and ``-`` reads standard input.
-The output has one row per cohort: the number of reports, then the number of ones of
-bit 0, 1, ..., k-1.  A warning is printed when the cohorts are unbalanced (max - min >
-N/m, google/rappor's check).
+Each REPORTS file is our 'client,cohort,irr' CSV or google/rappor's
+'client,cohort,bloom,prr,irr' (the header decides), or Parquet (a file or a directory);
+several files are summed into one table, and '-' reads standard input.  The output has
+one row per cohort: the number of reports, then the number of ones of bit 0, 1, ...,
+k-1.  A warning is printed when the cohorts are unbalanced (max - min > N/m,
+google/rappor's check).
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_output_argument(parser, help_text="output counts.csv ('-' for stdout)")
     add_on_error_arguments(parser, kept="the good rows are counted")
     parser.add_argument("--engine", choices=("numpy", "dask", "spark"), default="numpy",
-                        help="numpy: this process (default); dask or spark: count partitions on a cluster "
-                             "(pip install 'rappor[dask]' or 'rappor[spark]'); the counts are identical")
+                        help="numpy: this process; dask or spark: count partitions on a cluster "
+                             "(pip install 'rappor[dask]' or 'rappor[spark]'); the counts are identical "
+                             "[default: numpy]")
     parser.add_argument("--scheduler", metavar="ADDRESS", default=None,
                         help="Dask scheduler address, e.g. tcp://host:8786 (--engine dask) [default: local threads]")
     parser.add_argument("--spark-master", metavar="URL", default=None,

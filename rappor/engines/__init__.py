@@ -254,7 +254,17 @@ def aggregate_files(
 
     Examples
     --------
-    >>> agg = aggregate_files(["reports.parquet"], params, engine="dask")  # doctest: +SKIP
+    Count a Parquet file on Dask (local threads here; a ``client`` or ``scheduler`` for a
+    cluster) and get the table the embedded numpy path gives:
+
+    >>> from rappor import Params, Population, simulate
+    >>> from rappor.formats.parquet import write_parquet_reports
+    >>> params = Params(k=16, h=2, m=4, p=0.5, q=0.75, f=0.5)
+    >>> sim = simulate(params, Population.zipf(10), 1_000, rng=0)
+    >>> write_parquet_reports("reports.parquet", sim.reports)
+    >>> agg = aggregate_files(["reports.parquet"], params, engine="dask")
+    >>> bool((agg.counts == sim.aggregate.counts).all())
+    True
     """
     sink = check_on_error(on_error, rejects, "aggregate_files")
     built = get_engine(engine, **options) if isinstance(engine, str) else engine
