@@ -86,3 +86,59 @@ def test_client_values_memory_is_bounded_by_the_block(tmp_path: Path, monkeypatc
         assert rows == n
     assert peaks[1] < 8 * 2**20, peaks  # the file is 9 MB; the old reader needed 69 MB
     assert peaks[1] < 1.5 * peaks[0], peaks  # independent of the input's size
+
+
+def test_client_values_write_then_read_round_trip(tmp_path: Path) -> None:
+    # Fields that need quoting (a comma, a quote, line breaks, a lone CR, spaces at an
+    # edge, an empty value) come back exactly; chunks keep file order.
+    clients = ["a", "b,c", 'say "hi"', "line\nbreak", " padded ", "cr\ronly", "a"]
+    values = ["x", "", "y, z", "\r\n", " v ", "é", "x"]
+    path = tmp_path / "in.csv"
+    write_client_values(path, clients, values)
+    assert read_client_values(path) == (clients, values)
+    chunks = list(client_values.iter_client_values(path, chunk_size=3))
+    assert [len(c) for c, _ in chunks] == [3, 3, 1]
+    assert sum((c for c, _ in chunks), []) == clients
+
+
+def test_client_values_round_trip_fuzz(tmp_path: Path) -> None:
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import strategies as st
+
+    text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
+    path = tmp_path / "fuzz.csv"
+
+    @hypothesis.settings(max_examples=200, deadline=None, database=None,
+                         suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
+    @hypothesis.given(st.lists(st.tuples(text.filter(bool), text), max_size=6))
+    def check(rows: list[tuple[str, str]]) -> None:
+        clients, values = [c for c, _ in rows], [v for _, v in rows]
+        write_client_values(path, clients, values)
+        assert read_client_values(path) == (clients, values)
+
+    check()
+
+
+@pytest.mark.parametrize(("clients", "values", "message"), [
+    (["a", ""], ["x", "y"], "'clients' parameter of write_client_values must hold a non-empty str. Got '' at index 1"),
+    (["a"], ["x", "y"], "must have the length of clients \\(1\\). Got 2"),
+    (["a"], [3], "'values' parameter of write_client_values must hold a str. Got 3 at index 0"),
+    (["a\ud800"], ["x"], "must hold text encodable as UTF-8"),
+])
+def test_client_values_write_fail_unreadable_rows(tmp_path: Path, clients: list[object], values: list[object],
+                                                  message: str) -> None:
+    with pytest.raises(InvalidParameterError, match=message):
+        write_client_values(tmp_path / "out.csv", clients, values)  # type: ignore[arg-type]
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_client_values_skip_collects_bad_rows(tmp_path: Path) -> None:
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"client,value\na,1\nbad\n,2\nb,3\n")
+    with pytest.raises(ReportFormatError, match="in.csv:3: expected 2 comma-separated fields"):
+        read_client_values(path)
+    rejects: list[object] = []
+    assert read_client_values(path, on_error="skip", rejects=rejects) == (["a", "b"], ["1", "3"])
+    assert [r.line for r in rejects] == [3, 4]  # type: ignore[attr-defined]
+    with pytest.raises(InvalidParameterError, match="'rejects' parameter of iter_client_values"):
+        read_client_values(path, on_error="skip")
