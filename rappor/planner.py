@@ -41,6 +41,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ._results import record_table
 from ._validation import check_int, check_options, check_probability, check_real, check_rng
 from .exceptions import InvalidParameterError
 from .params import Params
@@ -208,6 +209,12 @@ def detection_frequency(params: Params, n_reports: int, n_candidates: int, *, si
                                std_error=sd, inflation=infl, critical_z=z)
 
 
+#: Columns of :meth:`PlanResult.table`, in the order of :meth:`Plan.as_dict`.
+PLAN_COLUMNS = (("k", "i8"), ("h", "i8"), ("m", "i8"), ("p", "f8"), ("q", "f8"), ("f", "f8"), ("epsilon_one", "f8"),
+                ("epsilon_inf", "f8"), ("detection_frequency", "f8"), ("reference_detection_frequency", "f8"),
+                ("std_error", "f8"), ("inflation", "f8"))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
     """One proposed design: its parameters, privacy and predicted detection."""
@@ -236,9 +243,15 @@ class PlanResult:
     n_reports: int
     n_candidates: int
 
-    def table(self, limit: int = 10) -> list[dict[str, Any]]:
-        """The first ``limit`` plans as dicts (see :meth:`Plan.as_dict`)."""
-        return [p.as_dict() for p in self.plans[:limit]]
+    def table(self, limit: int | None = None) -> np.ndarray:
+        """The plans, best first, as a numpy structured array: one row per plan, the columns of :meth:`Plan.as_dict`.
+
+        Parameters
+        ----------
+        limit : int or None, default=None
+            Only the first ``limit`` plans (all of them by default).
+        """
+        return record_table(PLAN_COLUMNS, [tuple(p.as_dict().values()) for p in self.plans[:limit]])
 
 
 def _flip_for_epsilon_inf(epsilon_inf: float, h: int) -> float:

@@ -175,3 +175,28 @@ def test_import_does_not_load_scipy_submodules() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_every_table_is_a_structured_array() -> None:
+    # Issue 15: table() returned four different types (a structured array, a list of
+    # tuples, a list of dicts, a string); like names now mean like things.
+    import numpy as np
+
+    from rappor.audit import audit_encoder
+    from rappor.discovery.privacy import discovery_privacy
+    from rappor.planner import plan
+    from rappor.privacy import loss
+
+    params = rappor.Params(k=8, h=2, m=4, p=0.25, q=0.75, f=0.5)
+    cmap = rappor.hash_candidates(["a", "b"], params)
+    counts = np.column_stack([np.full(4, 1000), np.full((4, 8), 400)])
+    tables = {
+        "DecodeResult": rappor.Decoder().decode(rappor.Aggregate(params=params, counts=counts), cmap).table(),
+        "PrivacyLoss": loss(params).table(),
+        "DiscoveryPrivacy": discovery_privacy(params, params).table(),
+        "PlanResult": plan(10_000, 100, epsilon_inf=4.0, rng=0).table(3),
+        "AuditResult": audit_encoder(params, n_samples=200, n_pairs=1, rng=0).table(),
+    }
+    for owner, table in tables.items():
+        assert isinstance(table, np.ndarray) and table.dtype.names, owner
+        assert len(table) > 0, owner

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
                                      for key, v in combined.as_dict().items()}
             out.write(json.dumps(data, indent=2) + "\n")
         else:
-            rows = result.table() + ([] if combined is None else combined.table())
+            rows = [*result.table(), *([] if combined is None else combined.table())]
             width = max(len(name) for name, _, _ in rows)
             out.write(f"# k={params.k} h={params.h} m={params.m} p={params.p:g} q={params.q:g} f={params.f:g}\n")
             for name, text, value in rows:
