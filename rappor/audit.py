@@ -46,6 +46,7 @@ from ._validation import check_int, check_real, check_rng
 from .exceptions import InvalidParameterError
 from .hashing import bloom_bits, bloom_filter
 from .params import Params
+from .randomizer import instantaneous_response, permanent_response_from_words
 
 __all__ = [
     "AuditResult",
@@ -97,7 +98,7 @@ def client_sampler(params: Params) -> Sampler:
     """
     from dataclasses import replace
 
-    from .encoder import Encoder, _permanent_response, client_secret, encode_clients, prr_uniforms
+    from .encoder import Encoder, client_secret, encode_clients, prr_uniforms
 
     one_cohort = replace(params, num_cohorts=1)  # every client in cohort 0; hashing depends on the cohort only
 
@@ -113,19 +114,19 @@ def client_sampler(params: Params) -> Sampler:
         irr = encode_clients(one_cohort, key, ids, [value] * n, rng=rng).bits()
         u = np.stack([prr_uniforms(client_secret(key, cid), 0, value, k) for cid in ids]) if n else \
             np.zeros((0, k), dtype=np.uint32)
-        prr = _permanent_response(np.broadcast_to(bloom, (n, k)), u, params.prob_f)
+        prr = permanent_response_from_words(np.broadcast_to(bloom, (n, k)), u, params.prob_f)
         return AuditSample(bloom=bloom, prr=prr, irr=irr)
 
     return sample
 
 
 def batch_sampler(params: Params) -> Sampler:
-    """AuditSample the simulation's packed encoder, :func:`rappor.simulation.encode_batch` (reports only)."""
-    from .simulation import encode_batch
+    """AuditSample the simulation's packed encoder, :func:`rappor.simulation.simulate_reports` (reports only)."""
+    from .simulation import simulate_reports
 
     def sample(value: str, n: int, rng: np.random.Generator, one_client: bool) -> AuditSample:
         zeros = np.zeros(n, dtype=np.int64)
-        batch = encode_batch(params, [value], zeros, zeros, prr_units=zeros if one_client else None, rng=rng)
+        batch = simulate_reports(params, [value], zeros, zeros, prr_units=zeros if one_client else None, rng=rng)
         return AuditSample(bloom=bloom_filter(value, 0, params), prr=None, irr=batch.bits())
 
     return sample
@@ -146,7 +147,7 @@ def never_clearing_sampler(params: Params) -> Sampler:
         prr = bloom | (rng.random((rows, k)) < f / 2).astype(np.uint8)
         prr = np.broadcast_to(prr, (n, k))
         u = rng.random((n, k))
-        irr = np.where(prr == 1, u < params.prob_q, u < params.prob_p).astype(np.uint8)
+        irr = instantaneous_response(prr == 1, u < params.prob_p, u < params.prob_q).astype(np.uint8)
         return AuditSample(bloom=bloom, prr=prr, irr=irr)
 
     return sample

@@ -39,6 +39,7 @@ from ._validation import check_int, check_options, check_probability, check_real
 from .exceptions import InvalidParameterError
 from .params import Params
 from .privacy import binary_rr_rdp, renyi_divergence, tight_rho
+from .randomizer import debias, debiased_variance, instantaneous_response, permanent_response, report_probabilities
 
 __all__ = [
     "BasicRappor",
@@ -120,16 +121,15 @@ def _result(proportion: Any, prop_se: Any, n: int) -> FrequencyEstimate:
 
 
 def _debias_rate(rate: Any, n: int, low: float, slope: float) -> FrequencyEstimate:
-    """Invert ``E[rate] = low + slope * x``; Warner-style variance ``lam (1 - lam) / (n slope^2)``."""
+    """Invert ``E[rate] = low + slope * x`` (:func:`rappor.randomizer.debias`), variance ``lam (1 - lam) / (n slope^2)``."""
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.asarray(rate, dtype=np.float64)
         if n == 0 or slope == 0.0:
             nan = np.full(rate.shape, np.nan)
             return FrequencyEstimate(estimate=nan[()], std_error=nan[()], proportion=nan[()],
                                      prop_std_error=nan[()], n_reports=n)
-        prop = (rate - low) / slope
-        lam = np.clip(rate, 0.0, 1.0)
-        se = np.sqrt(lam * (1.0 - lam) / n) / abs(slope)
+        prop = debias(rate, low, slope)
+        se = np.sqrt(debiased_variance(np.clip(rate, 0.0, 1.0), n, slope))
     return _result(prop[()], se[()], n)
 
 
@@ -571,13 +571,15 @@ def two_stage_rate(ones: npt.ArrayLike, n_reports: int, *, prob_p: float, prob_q
     Returns
     -------
     FrequencyEstimate
-        ``proportion = (raw - p - f q / 2 + f p / 2) / ((1 - f)(q - p))`` with ``raw = ones / n``.
+        ``proportion = (raw - p01) / (p11 - p01)`` with ``raw = ones / n``, i.e.
+        ``(raw - p - f q / 2 + f p / 2) / ((1 - f)(q - p))``.
 
     Notes
     -----
     Erlingsson, Pihur and Korolova (2014), Sec. 4 (the estimate ``t_ij`` of the true count);
     google/rappor ``analysis/R/decode.R`` ``EstimateBloomCounts``.  ``E[raw] = p01 + x (p11 - p01)``
-    with ``p01 = p + f (q - p)/2`` and ``p11 - p01 = (1 - f)(q - p)``.
+    with ``p11`` and ``p01`` of :func:`rappor.randomizer.report_probabilities`, the
+    decoder's (:func:`rappor.randomizer.debias`).
     """
     p = check_probability(prob_p, "prob_p", "two_stage_rate")
     q = check_probability(prob_q, "prob_q", "two_stage_rate")
@@ -588,7 +590,8 @@ def two_stage_rate(ones: npt.ArrayLike, n_reports: int, *, prob_p: float, prob_q
         msg = f"The 'ones' parameter of two_stage_rate must be in [0, {n}]. Got {ones!r} instead."
         raise InvalidParameterError(msg)
     rate = c / n if n else np.full(c.shape, np.nan)
-    return _debias_rate(rate, n, p + f * q / 2.0 - f * p / 2.0, (1.0 - f) * (q - p))
+    p11, p01 = report_probabilities(p, q, f)
+    return _debias_rate(rate, n, p01, p11 - p01)
 
 
 @dataclass(frozen=True, slots=True)
@@ -669,13 +672,13 @@ class TwoStageRappor(_Measurement):
         gen = check_rng(rng)
         replace = gen.random(bits.shape) < self.prob_f
         coin = gen.random(bits.shape) < 0.5
-        return np.where(replace, coin, bits)
+        return permanent_response(bits, replace, coin)
 
     def instantaneous(self, prr: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.bool_]:
         """The instantaneous response: 1 with probability ``q`` where the PRR is 1, ``p`` where 0."""
         bits = _binary_values(prr, "TwoStageRappor.instantaneous")
         u = check_rng(rng).random(bits.shape)
-        return np.where(bits, u < self.prob_q, u < self.prob_p)
+        return instantaneous_response(bits, u < self.prob_p, u < self.prob_q)
 
     def __call__(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.bool_]:
         """One report of each value (fresh permanent response each)."""

@@ -15,9 +15,9 @@ from rappor.simulation import (
     Simulation,
     _bernoulli_words,
     candidate_strings,
-    encode_batch,
     read_population,
     simulate,
+    simulate_reports,
 )
 
 # Non-dyadic probabilities exercise every digit of the 32-bit thresholds and the tie path.
@@ -69,16 +69,16 @@ def _rates_given_bloom(batch, bloom):
     return ones[bloom == 1].sum(), ones[bloom == 0].sum(), len(batch) * (bloom == 1).sum(), len(batch) * (bloom == 0).sum()
 
 
-def test_encode_batch_bit_rates_match_p11_p01(rng):
+def test_simulate_reports_bit_rates_match_p11_p01(rng):
     n = 20_000
-    batch = encode_batch(ODD, ["x"], np.zeros(n, dtype=np.int64), np.full(n, 2), rng=rng)
+    batch = simulate_reports(ODD, ["x"], np.zeros(n, dtype=np.int64), np.full(n, 2), rng=rng)
     bloom = bloom_filter("x", 2, ODD)
     ones1, ones0, n1, n0 = _rates_given_bloom(batch, bloom)
     assert stats.binomtest(int(ones1), int(n1), ODD.p11).pvalue > PMIN
     assert stats.binomtest(int(ones0), int(n0), ODD.p01).pvalue > PMIN
 
 
-def test_encode_batch_same_distribution_as_encoder(rng):
+def test_simulate_reports_same_distribution_as_encoder(rng):
     # The real client (keyed PRR, numpy IRR noise) and the batch encoder: per-bit rates
     # given the Bloom bits must agree (chi-square test of homogeneity per bit class).
     encoder = pytest.importorskip("rappor.encoder")
@@ -87,7 +87,7 @@ def test_encode_batch_same_distribution_as_encoder(rng):
     ids = [f"c{i}" for i in range(n)]
     real = encoder.encode_clients(ODD, key, ids, ["x"] * n, rng=rng)
     cohorts = real.cohorts
-    fast = encode_batch(ODD, ["x"], np.zeros(n, dtype=np.int64), cohorts, rng=rng)
+    fast = simulate_reports(ODD, ["x"], np.zeros(n, dtype=np.int64), cohorts, rng=rng)
     real_bits, fast_bits = real.bits(), fast.bits()
     blooms = np.stack([bloom_filter("x", c, ODD) for c in range(ODD.num_cohorts)])[cohorts]
     for bloom_value in (0, 1):
@@ -99,13 +99,13 @@ def test_encode_batch_same_distribution_as_encoder(rng):
         assert stats.binomtest(int(fast_bits[mask].sum()), int(mask.sum()), expected).pvalue > PMIN
 
 
-def test_encode_batch_prr_reused_across_reports(rng):
+def test_simulate_reports_prr_reused_across_reports(rng):
     # Two reports of one PRR unit share the PRR: where the Bloom bit is 1,
     # P(both reports 1) = (1 - f/2) q**2 + (f/2) p**2, not p11**2 (RAPPOR Sec. 3).
     n = 20_000
     p, q, f = ODD.p, ODD.q, ODD.f
     units = np.repeat(np.arange(n), 2)
-    batch = encode_batch(ODD, ["x"], np.zeros(2 * n, dtype=np.int64), np.zeros(2 * n, dtype=np.int64),
+    batch = simulate_reports(ODD, ["x"], np.zeros(2 * n, dtype=np.int64), np.zeros(2 * n, dtype=np.int64),
                          prr_units=units, rng=rng)
     bits = batch.bits().reshape(n, 2, -1)
     bloom = bloom_filter("x", 0, ODD)
@@ -131,33 +131,33 @@ def test_encoder_trace_prr_reuse_matches_theory(rng):
 
 
 @pytest.mark.parametrize("k", [1, 7, 8, 30, 64, 65, 128])
-def test_encode_batch_shapes_and_high_bits_clear(k, rng):
+def test_simulate_reports_shapes_and_high_bits_clear(k, rng):
     params = Params(num_bloombits=k, num_hashes=1, num_cohorts=3, prob_p=0.5, prob_q=0.75, prob_f=0.5)
-    batch = encode_batch(params, ["a", "b", "c"], [0, 1, 2, 0, 1], [0, 1, 2, 2, 1], rng=rng)
+    batch = simulate_reports(params, ["a", "b", "c"], [0, 1, 2, 0, 1], [0, 1, 2, 2, 1], rng=rng)
     assert batch.words.shape == (5, (k + 63) // 64)
     assert batch.cohorts.tolist() == [0, 1, 2, 2, 1]
     assert batch.bits().shape == (5, k)
 
 
-def test_encode_batch_seeded_is_reproducible(params):
-    a = encode_batch(params, ["a", "b"], [0, 1, 1], [0, 1, 2], rng=7)
-    b = encode_batch(params, ["a", "b"], [0, 1, 1], [0, 1, 2], rng=7)
+def test_simulate_reports_seeded_is_reproducible(params):
+    a = simulate_reports(params, ["a", "b"], [0, 1, 1], [0, 1, 2], rng=7)
+    b = simulate_reports(params, ["a", "b"], [0, 1, 1], [0, 1, 2], rng=7)
     assert np.array_equal(a.words, b.words)
 
 
-def test_encode_batch_fail_value_out_of_range(params):
+def test_simulate_reports_fail_value_out_of_range(params):
     with pytest.raises(InvalidParameterError, match="values"):
-        encode_batch(params, ["a"], [1], [0], rng=0)
+        simulate_reports(params, ["a"], [1], [0], rng=0)
 
 
-def test_encode_batch_fail_cohort_out_of_range(params):
+def test_simulate_reports_fail_cohort_out_of_range(params):
     with pytest.raises(InvalidParameterError, match="cohorts"):
-        encode_batch(params, ["a"], [0], [params.num_cohorts], rng=0)
+        simulate_reports(params, ["a"], [0], [params.num_cohorts], rng=0)
 
 
-def test_encode_batch_fail_unit_with_two_values(params):
+def test_simulate_reports_fail_unit_with_two_values(params):
     with pytest.raises(InvalidParameterError, match="same value and cohort"):
-        encode_batch(params, ["a", "b"], [0, 1], [0, 0], prr_units=[5, 5], rng=0)
+        simulate_reports(params, ["a", "b"], [0, 1], [0, 0], prr_units=[5, 5], rng=0)
 
 
 # --------------------------------------------------------------------------- populations
