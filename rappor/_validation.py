@@ -13,7 +13,6 @@ import operator
 from typing import Any
 
 import numpy as np
-
 import numpy.typing as npt
 
 from .exceptions import InvalidParameterError

@@ -47,9 +47,9 @@ import numpy.typing as npt
 
 from ._bits import pack_bits
 from ._memory import check_design
+from ._validation import check_cohort
 from .design import CandidateMap, _map_from_bit_tables
 from .exceptions import InvalidParameterError
-from ._validation import check_cohort
 from .hashing import value_bytes
 from .params import Params
 from .randomizer import permanent_response

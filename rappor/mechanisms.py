@@ -34,12 +34,19 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from ._lazy import lazy_module
 from ._results import ConfidenceInterval
 from ._validation import check_int, check_options, check_probability, check_real, check_rng
 from .exceptions import InvalidParameterError
 from .params import Params
 from .privacy import binary_rr_rdp, renyi_divergence, tight_rho
 from .randomizer import debias, debiased_variance, instantaneous_response, permanent_response, report_probabilities
+
+if TYPE_CHECKING:
+    from scipy import special, stats
+else:  # imported on first use: keeps `import rappor` light
+    special = lazy_module("scipy.special")
+    stats = lazy_module("scipy.stats")
 
 __all__ = [
     "BasicRappor",
@@ -104,12 +111,10 @@ class FrequencyEstimate:
         ConfidenceInterval
             ``(low, high)`` = ``value -/+ z_{(1 + confidence_level)/2} * std_error``.
         """
-        from scipy.stats import norm  # lazy: keeps `import rappor` fast
-
         level = check_probability(confidence_level, "confidence_level", "confidence_interval",
                                   open_low=True, open_high=True)
         scale = check_options(scale, "scale", "confidence_interval", ("proportion", "count"))  # type: ignore[assignment]
-        z = float(norm.ppf(0.5 + level / 2.0))
+        z = float(stats.norm.ppf(0.5 + level / 2.0))
         value, se = ((self.proportion, self.prop_std_error) if scale == "proportion"
                      else (self.estimate, self.std_error))
         return ConfidenceInterval(value - z * se, value + z * se)
@@ -363,9 +368,8 @@ class KaryRandomizedResponse(_Measurement):
         la, lb = math.log(a), math.log(b)
         terms = np.hstack([al * la + (1 - al) * lb, al * lb + (1 - al) * la,
                            np.full_like(al, math.log(k - 2) + lb)])
-        from scipy.special import logsumexp  # lazy: keeps `import rappor` fast
 
-        out[mid] = logsumexp(terms, axis=1) / (alphas[mid] - 1.0)
+        out[mid] = special.logsumexp(terms, axis=1) / (alphas[mid] - 1.0)
         return out
 
     def _categories(self, values: npt.ArrayLike, owner: str) -> npt.NDArray[np.int64]:

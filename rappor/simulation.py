@@ -1,4 +1,4 @@
-"""Simulated collections: populations, clients, fast batch encoding, and the truth.
+"""Simulated collections: populations, simulated reports and counts, and the truth.
 
 A simulation draws a population of clients, each with a cohort and one or several
 values, encodes their reports, and aggregates them, keeping the truth so that a
@@ -10,16 +10,19 @@ regression suite (``tests/gen_sim_input.py``, ``tests/rappor_sim.py``):
 * :func:`candidate_strings`: the analyst's candidate list, with decoys added and
   every R-th true string removed (to exercise unexplained mass);
 * :func:`simulate`: clients, reports and the aggregate, as a :class:`Simulation`;
-* :func:`simulate_reports`: vectorized encoding with a :class:`numpy.random.Generator`.
+* :func:`simulate_reports`: vectorized encoding with a :class:`numpy.random.Generator`;
+* :func:`simulate_counts`, :func:`zipf_scenario`: the aggregated counts drawn exactly
+  from their binomial law, without encoding any report (:class:`Scenario`).
 
-Batch encoding and the real client
-----------------------------------
-:func:`simulate_reports` draws exactly the distribution of :class:`rappor.Encoder`,
-including its 32-bit integer thresholds: the permanent response keeps each Bloom
-bit with probability ``1 - 2t / 2**32`` (``t = min(round(f 2**31), 2**31)``) and
-otherwise replaces it with a fair coin; the instantaneous response is 1 with
-probability ``round(q 2**32) / 2**32`` where the PRR bit is 1 and
-``round(p 2**32) / 2**32`` where it is 0 (``docs/client.md``).  What differs is only
+Simulated reports and the real client
+-------------------------------------
+:func:`simulate_reports` draws exactly the distribution of :class:`rappor.Encoder`:
+both apply the rules of :mod:`rappor.randomizer`, with its 32-bit integer
+thresholds: the permanent response replaces each Bloom bit with probability
+``2t / 2**32`` (``t`` of :func:`~rappor.randomizer.prr_threshold`) by a fair coin;
+the instantaneous response is 1 with probability ``round(q 2**32) / 2**32`` where
+the PRR bit is 1 and ``round(p 2**32) / 2**32`` where it is 0 (``docs/client.md``).
+What differs is only
 where the PRR's randomness comes from: the real client derives it from
 a SHAKE-256 stream keyed by the client secret so that it is memoized without storage;
 the simulation draws it from the generator once per (client, value) and reuses it for
@@ -40,20 +43,33 @@ import csv
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from ._io import PathLike, display_name, iter_text_lines
+from ._lazy import lazy_module
 from ._validation import check_cohorts, check_int, check_options, check_real, check_rng
 from .aggregate import Aggregate
+from .decoder import Decoder
 from .design import CandidateMap, hash_candidates
+from .encoder import client_secret, derive_cohort, encode_clients
 from .exceptions import InvalidParameterError, ReportFormatError
 from .hashing import bloom_bit_indices, bloom_bits_table
 from .params import Params
-from .randomizer import instantaneous_response, irr_thresholds, permanent_response, prr_threshold
+from .randomizer import (
+    instantaneous_response,
+    irr_thresholds,
+    permanent_response,
+    prr_threshold,
+)
 from .reports import ReportBatch
+
+if TYPE_CHECKING:
+    from scipy import special
+else:  # imported on first use: keeps `import rappor` light
+    special = lazy_module("scipy.special")
 
 __all__ = [
     "DISTRIBUTIONS",
@@ -177,8 +193,6 @@ class Population:
         u = check_int(num_unique, "num_unique", "Population.gaussian", low=1)
         sd = u / 6.0 if std is None else check_real(std, "std", "Population.gaussian", low=0.0, low_open=True)
         mu = (u + 1) / 2.0
-        from scipy import special  # lazy: keeps `import rappor` fast
-
         edges = special.ndtr((np.arange(u + 1, dtype=np.float64) + 0.5 - mu) / sd)
         probs = np.diff(edges)
         if probs.sum() <= 0:
@@ -585,8 +599,6 @@ class Simulation:
         -------
         rappor.decoder.DecodeResult
         """
-        from .decoder import Decoder
-
         cmap = candidates if isinstance(candidates, CandidateMap) else self.candidate_map(candidates)
         return (Decoder() if decoder is None else decoder).decode(self.aggregate, cmap)
 
@@ -661,8 +673,6 @@ def simulate(params: Params, population: Population, n_clients: int, *, reports_
         words = _encode_rows(params, table, rows, None if vpc == 1 and rpc == 1 else report_units, gen)
         reports = ReportBatch(params=params, cohorts=cohorts[report_clients], words=words)
     else:
-        from .encoder import client_secret, derive_cohort, encode_clients
-
         key = gen.bytes(32)
         ids = [f"client{i}" for i in range(n)]
         cohorts = np.array([derive_cohort(client_secret(key, cid), params.num_cohorts) for cid in ids],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,12 +21,11 @@ from rappor import (
     IndistinguishableCandidatesWarning,
     InvalidParameterError,
     Params,
+    _estimation,
     hash_candidates,
 )
-from rappor import _estimation
 from rappor import simulation as scenario
 from rappor.decoder import DecodeResult
-
 
 PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=16, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 

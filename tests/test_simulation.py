@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from rappor import Params
+from rappor.design import hash_candidates
 from rappor.exceptions import InvalidParameterError, ReportFormatError
 from rappor.hashing import bloom_filter
 from rappor.simulation import (
@@ -17,7 +18,10 @@ from rappor.simulation import (
     candidate_strings,
     read_population,
     simulate,
+    simulate_counts,
     simulate_reports,
+    true_ones,
+    zipf_scenario,
 )
 
 # Non-dyadic probabilities exercise every digit of the 32-bit thresholds and the tie path.
@@ -320,3 +324,38 @@ def test_simulate_fail_bad_arguments(params, kwargs, name):
     n = args.pop("n_clients")
     with pytest.raises(InvalidParameterError, match=name):
         simulate(params, Population.uniform(3), n, **args)
+
+
+# --------------------------------------------------------------------------- counts drawn from their exact law
+
+
+def test_true_ones_counts_clients_per_set_bit(params, rng):
+    # Against the candidate map (rows c * k + b, a 1 where the value sets the bit in cohort c):
+    # n1[c, b] = sum_s X[c*k + b, s] n[s, c]; repeated hashes of one value count once in both.
+    values = [f"s{i}" for i in range(30)]
+    by_cohort = rng.integers(0, 50, size=(len(values), params.m))
+    design = hash_candidates(values, params).matrix.toarray().reshape(params.m, params.k, len(values))
+    expected = np.einsum("cbs,sc->cb", design, by_cohort)
+    assert np.array_equal(true_ones(params, values, by_cohort), expected)
+
+
+def test_simulate_counts_matches_the_binomial_law(params, rng):
+    # E[ones_cb] = p01 N_c + (p11 - p01) n1_cb; |z| < 5.5 over 32 cells: false failure about 1e-6.
+    values = [f"s{i}" for i in range(10)]
+    by_cohort = rng.integers(100, 2_000, size=(len(values), params.m))
+    agg = simulate_counts(params, values, by_cohort, rng)
+    n_c = by_cohort.sum(axis=0)
+    assert agg.n_reports.tolist() == n_c.tolist()
+    n1 = true_ones(params, values, by_cohort)
+    mean = params.p01 * n_c[:, None] + (params.p11 - params.p01) * n1
+    var = n1 * params.p11 * (1 - params.p11) + (n_c[:, None] - n1) * params.p01 * (1 - params.p01)
+    assert np.abs((agg.bit_counts - mean) / np.sqrt(var)).max() < 5.5
+
+
+def test_zipf_scenario_truth_and_reproducibility(params):
+    a = zipf_scenario(params, n_reports=5_000, n_values=20, rng=3)
+    b = zipf_scenario(params, n_reports=5_000, n_values=20, rng=3)
+    assert np.array_equal(a.aggregate.counts, b.aggregate.counts)
+    assert sum(a.truth().values()) == a.aggregate.total_reports == 5_000
+    assert a.values[:2] == ("v1", "v2") and a.true_counts[0] >= a.true_counts[-1]
+    assert a.true_proportions.sum() == pytest.approx(1.0)

@@ -46,7 +46,10 @@ from ..encoder import (
 )
 from ..exceptions import InvalidParameterError
 from ..hashing import value_bytes
-from ..randomizer import instantaneous_response_from_words, permanent_response_from_words
+from ..randomizer import (
+    instantaneous_response_from_words,
+    permanent_response_from_words,
+)
 from ..reports import Report
 from .spec import DiscoverySpec
 

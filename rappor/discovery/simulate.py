@@ -42,7 +42,14 @@ from ..exceptions import InvalidParameterError
 from ..hashing import bloom_bits_table
 from ..params import Params
 from ..reports import ReportBatch
-from ..simulation import Population, _bloom_bytes, _draw_counts, _encode_rows, _set_bit_counts, simulate_counts
+from ..simulation import (
+    Population,
+    _bloom_bytes,
+    _draw_counts,
+    _encode_rows,
+    _set_bit_counts,
+    simulate_counts,
+)
 from .spec import DiscoverySpec
 
 __all__ = ["DiscoverySimulation", "simulate_discovery"]
