@@ -748,11 +748,8 @@ def simulate_counts(params: Params, values: Sequence[str], counts_by_cohort: npt
 
     Parameters
     ----------
-    params : Params
-    values : sequence of str
-        The true values (``U`` of them).
-    counts_by_cohort : array-like of int, shape (U, num_cohorts)
-        Clients holding each value in each cohort.
+    params, values, counts_by_cohort :
+        As in :func:`true_ones`: who holds which value in which cohort.
     rng : numpy.random.Generator, int or None, default=None
 
     Returns
