@@ -19,7 +19,7 @@ Collection
     ``rappor.map_file``    google/rappor ``map.csv`` files
     ``rappor.compat``      google/rappor's own MD5 hashing and PRR, for its collections
 Analysis
-    ``rappor.decoder``     :class:`Decoder` and :class:`DecodeResult`
+    ``rappor.decoder``     :class:`Decoder`, :class:`DecodeResult` and its :class:`DecodeDiagnostics`
     ``rappor.privacy``     privacy accounting: pure epsilon, RDP, zCDP, (epsilon, delta)
     ``rappor.mechanisms``  randomized response, k-RR, basic and k-RAPPOR, with estimators
     ``rappor.planner``     choosing parameters for privacy and detection targets
@@ -54,7 +54,6 @@ from . import (
     params,
     planner,
     privacy,
-    randomizer,
     reports,
     simulation,
 )

@@ -10,9 +10,10 @@ heavy
     ``TYPE_CHECKING`` for mypy) and the import happens on first attribute access.
 optional
     the extras of ``pyproject.toml``: pyarrow (``parquet``), matplotlib (``plot``), tqdm
-    (``progress``), Dask (``dask``), PySpark (``spark``).  :func:`import_optional` (now)
-    and :func:`lazy_module` (on first use) raise :class:`~rappor.exceptions.MissingDependencyError`,
-    an :class:`ImportError` naming the extra to install, e.g.
+    (``progress``), Dask (``dask``), PySpark (``spark``); and pandas, which no extra
+    installs.  :func:`import_optional` (now) and :func:`lazy_module` (on first use) raise
+    :class:`~rappor.exceptions.MissingDependencyError`, an :class:`ImportError` naming
+    what to install, e.g.
     ``pyarrow is needed for Parquet reports: pip install 'rappor[parquet]'.``;
     :func:`has_module` lets a feature that can do without one (a progress bar, the
     plots of an HTML report) check first.
@@ -31,14 +32,15 @@ from .exceptions import MissingDependencyError
 
 __all__ = ["has_module", "import_optional", "lazy_module"]
 
-#: Top-level package -> (its name for people, the extra of pyproject.toml that installs it).
+#: Top-level package -> (its name for people, the command that installs it: an extra of pyproject.toml).
 EXTRAS: dict[str, tuple[str, str]] = {
-    "pyarrow": ("pyarrow", "parquet"),
-    "matplotlib": ("matplotlib", "plot"),
-    "tqdm": ("tqdm", "progress"),
-    "dask": ("Dask", "dask"),
-    "distributed": ("distributed", "dask"),
-    "pyspark": ("PySpark", "spark"),
+    "pyarrow": ("pyarrow", "pip install 'rappor[parquet]'"),
+    "matplotlib": ("matplotlib", "pip install 'rappor[plot]'"),
+    "tqdm": ("tqdm", "pip install 'rappor[progress]'"),
+    "dask": ("Dask", "pip install 'rappor[dask]'"),
+    "distributed": ("distributed", "pip install 'rappor[dask]'"),
+    "pyspark": ("PySpark", "pip install 'rappor[spark]'"),
+    "pandas": ("pandas", "pip install pandas"),
 }
 
 
@@ -57,13 +59,14 @@ def import_optional(name: str, purpose: str, *, note: str = "") -> ModuleType:
     Raises
     ------
     MissingDependencyError
-        ``"{package} is needed for {purpose}: pip install 'rappor[{extra}]'{note}."``
+        ``"{package} is needed for {purpose}: {install}{note}."``, e.g. ``install`` =
+        ``pip install 'rappor[parquet]'``.
     """
     try:
         return importlib.import_module(name)
     except ImportError:
-        package, extra = EXTRAS[name.partition(".")[0]]
-        msg = f"{package} is needed for {purpose}: pip install 'rappor[{extra}]'{note}."
+        package, install = EXTRAS[name.partition(".")[0]]
+        msg = f"{package} is needed for {purpose}: {install}{note}."
         raise MissingDependencyError(msg) from None
 
 

@@ -20,7 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ._bits import unpack_bits
-from ._io import PathLike, atomic_output, display_name, iter_text_lines
+from ._excerpt import excerpt
+from ._io import MAX_LINE_BYTES, PathLike, atomic_output, display_name, iter_text_lines
 from ._memory import check_counts_table
 from .exceptions import IncompatibleParamsError, InvalidParameterError, ReportFormatError, UnbalancedCohortsWarning
 from .params import Params, check_same_params
@@ -259,12 +260,13 @@ def check_cohort_balance(aggregate: Aggregate, *, stacklevel: int = 2) -> bool:
 def _parse_count(text: str, name: str, lineno: int, column: int) -> int:
     cell = text.strip()
     if not cell.isascii() or not cell.isdigit():
-        what = "a negative number" if cell.startswith("-") and cell[1:].isdigit() else repr(cell)
+        what = "a negative number" if cell.startswith("-") and cell[1:].isdigit() else excerpt(cell)
         msg = f"expected a non-negative integer count in column {column}, found {what}"
         raise ReportFormatError(msg, path=name, line=lineno)
-    value = int(cell)
+    # More than 19 significant digits is too large; int() of thousands of digits would even fail.
+    value = int(cell) if len(cell.lstrip("0")) <= len(str(_INT64_MAX)) else _INT64_MAX + 1
     if value > _INT64_MAX:
-        msg = f"expected a count of at most 2**63 - 1 in column {column}, found {cell}"
+        msg = f"expected a count of at most 2**63 - 1 in column {column}, found {excerpt(cell)}"
         raise ReportFormatError(msg, path=name, line=lineno)
     return value
 
@@ -303,7 +305,8 @@ def read_counts(path: PathLike, params: Params) -> Aggregate:
     total = 0
     row = 0
     last_line = 0
-    for lineno, text in iter_text_lines(path):
+    longest = max(MAX_LINE_BYTES, 24 * (k + 1))  # k + 1 numbers of up to 20 digits, with some spaces
+    for lineno, text in iter_text_lines(path, what="a counts file", max_line_bytes=longest):
         last_line = lineno
         if not text.strip():
             continue

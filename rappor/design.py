@@ -97,11 +97,29 @@ class CandidateMap:
 
 
 def _check_distinct(strings: tuple[str, ...]) -> None:
-    if len(set(strings)) != len(strings):
-        seen: set[str] = set()
-        dup = next(s for s in strings if s in seen or seen.add(s))  # type: ignore[func-returns-value]
-        msg = f"The 'strings' parameter of CandidateMap must hold distinct candidates; {dup!r} is repeated."
-        raise InvalidParameterError(msg)
+    """Refuse a repeated candidate; a str and its UTF-8 bytes (``"a"``, ``b"a"``) are the same candidate.
+
+    Both would set exactly the same bits (a str is hashed as its UTF-8 bytes), giving the
+    design two identical columns, so the repeat is an error like any other.
+    """
+    if all(type(s) is str for s in strings):  # UTF-8 is one-to-one: distinct str, distinct bytes
+        keys: Sequence[object] = strings
+    else:
+        keys = [s.encode("utf-8", "surrogatepass") if isinstance(s, str) else bytes(s) for s in strings]
+    if len(set(keys)) == len(keys):
+        return
+    first: dict[object, int] = {}
+    for index, key in enumerate(keys):
+        earlier = first.setdefault(key, index)
+        if earlier != index:
+            break
+    a, b = strings[earlier], strings[index]
+    if type(a) is type(b):
+        msg = f"The 'strings' parameter of CandidateMap must hold distinct candidates; {a!r} is repeated."
+    else:
+        msg = (f"The 'strings' parameter of CandidateMap must hold distinct candidates; {a!r} (index {earlier}) and "
+               f"{b!r} (index {index}) are the same candidate (a str is hashed as its UTF-8 bytes).")
+    raise InvalidParameterError(msg)
 
 
 #: Candidates hashed per block by :func:`hash_candidates` (bounds its temporary arrays) ...

@@ -52,7 +52,6 @@ import hmac
 import math
 import os
 import stat
-import string
 import struct
 import warnings
 from collections.abc import Iterable, Sequence
@@ -63,10 +62,11 @@ import numpy as np
 import numpy.typing as npt
 
 from ._bits import pack_bits
-from ._io import PathLike, display_name, read_input_bytes
+from ._io import PathLike, display_name, output_target, read_input_bytes
+from ._keyfile import MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, parse_key_text
 from ._validation import check_cohort, check_rng
 from .exceptions import InsecureKeyFileWarning, InvalidParameterError, ReportFormatError
-from .hashing import bloom_bit_indices, bloom_bits_table, value_bytes
+from .hashing import bloom_bit_indices, bloom_bits_table, utf8_problem, value_bytes
 from .params import Params
 from .randomizer import (
     WORD_SPAN,
@@ -89,12 +89,11 @@ __all__ = [
 ]
 
 #: Shortest accepted client secret or key, in bytes.
-MIN_SECRET_BYTES = 16
+MIN_SECRET_BYTES = MIN_KEY_BYTES
 
 _COHORT_LABEL = b"rappor/cohort"
 _PRR_LABEL = b"rappor/prr/v2"
 _CLIENT_LABEL = b"rappor/client/"
-_HEX = frozenset(string.hexdigits)
 
 
 def _check_secret(secret: Any, name: str, owner: str) -> bytes:
@@ -413,7 +412,13 @@ def client_secret(key: bytes, client_id: str) -> bytes:
     if not isinstance(client_id, str):
         msg = f"The 'client_id' parameter of client_secret must be a str. Got a {type(client_id).__name__} instead."
         raise InvalidParameterError(msg)
-    return hmac.digest(k, _CLIENT_LABEL + client_id.encode("utf-8"), "sha256")
+    try:
+        data = client_id.encode("utf-8")
+    except UnicodeEncodeError:
+        msg = (f"The 'client_id' parameter of client_secret must be a str encodable as UTF-8. "
+               f"Got {utf8_problem(client_id)} instead.")
+        raise InvalidParameterError(msg) from None
+    return hmac.digest(k, _CLIENT_LABEL + data, "sha256")
 
 
 def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values: Sequence[str | bytes], *,
@@ -474,12 +479,19 @@ def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values
     # alternated runs): both HMACs 0.29 -> 0.46 CPU-s; `python benchmarks/encode_client.py
     # --jobs 1` 181-199k -> 158-168k reports per CPU-second at k=16, 179-188k -> 151-162k at
     # k=32, 109-121k -> 106-110k at k=128.
-    secrets = list(map(secret_of, index))
+    try:
+        secrets = list(map(secret_of, index))
+    except UnicodeEncodeError:
+        _raise_not_utf8(client_ids, "client_ids")
     client_cohorts = [_cohort_of_key(s, m) for s in secrets]
     pack = struct.Struct(">I").pack
     head = _PRR_LABEL + pack(32)  # _prr_key_prefix of a 32-byte secret is head || secret
     prefixes = [head + s + pack(c) for s, c in zip(secrets, client_cohorts)]
-    datas = [v.encode("utf-8") if type(v) is str else value_bytes(v) for v in values]
+    try:
+        datas = [v.encode("utf-8") if type(v) is str else value_bytes(v) for v in values]
+    except (UnicodeEncodeError, InvalidParameterError):
+        _raise_not_utf8(values, "values")
+        raise
     shake_256, out_bytes = hashlib.shake_256, 4 * k
     stream = b"".join([shake_256(prefixes[r] + d).digest(out_bytes) for r, d in zip(rows, datas)])
     cohorts = np.array(client_cohorts, dtype=np.int64)[np.array(rows, dtype=np.intp)]
@@ -487,6 +499,16 @@ def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values
     prr = permanent_response_from_words(bloom, _uniforms_from_stream(stream, n, k), params.prob_f)
     irr = instantaneous_response_from_words(prr, _noise(prr.shape, generator), params.prob_p, params.prob_q)
     return ReportBatch(params=params, cohorts=cohorts, words=pack_bits(irr))
+
+
+def _raise_not_utf8(items: Sequence[Any], name: str) -> None:
+    """Raise the error of the first str in ``items`` that UTF-8 cannot encode (if any)."""
+    for position, item in enumerate(items):
+        problem = utf8_problem(item) if isinstance(item, str) else ""
+        if problem:
+            msg = (f"The {name!r} parameter of encode_clients must hold str encodable as UTF-8. "
+                   f"Got {name}[{position}], {problem}, instead.")
+            raise InvalidParameterError(msg)
 
 
 def _bloom_indices_of_rows(datas: list[bytes], cohorts: npt.NDArray[np.int64], params: Params) -> npt.NDArray[np.int64]:
@@ -521,9 +543,11 @@ def generate_key() -> bytes:
 def read_key_file(path: PathLike) -> bytes:
     """Read a key file: the key as hexadecimal text (at least 32 hex digits, i.e. 16 bytes).
 
-    Leading and trailing whitespace (such as the final newline) is ignored; nothing
-    else is allowed.  ``rappor keygen`` writes such files.  Messages never show the
-    file's content.
+    Leading and trailing whitespace (such as the final newline) and a UTF-8 byte-order
+    mark are ignored; nothing else is allowed, and a file of more than 4,096 bytes is
+    refused unread (so a wrong path such as ``/dev/zero`` costs nothing).  ``rappor
+    keygen`` writes such files (:mod:`rappor._keyfile` defines the format).  Messages
+    never show the file's content.
 
     Parameters
     ----------
@@ -542,49 +566,68 @@ def read_key_file(path: PathLike) -> bytes:
     Warns
     -----
     InsecureKeyFileWarning
-        If every user of the machine may read the file (``st_mode & 0o004``).
+        If users other than its owner may read or change the file (``st_mode & 0o066``:
+        readable or writable by its group or by everyone).
     """
     name = display_name(path)
     if str(path) == "-":
         raise ReportFormatError("a key file must be a file path, not standard input", path=name)
-    raw = read_input_bytes(path)
+    raw = read_input_bytes(path, max_bytes=MAX_KEY_FILE_BYTES, what="a key file (hexadecimal text)")
     try:
         mode = os.stat(path).st_mode
     except OSError:  # pragma: no cover - the file was just read
         mode = 0
-    if mode & stat.S_IROTH:
-        warnings.warn(f"{name}: the key file can be read by every user of this machine; "
-                      f"restrict it with 'chmod 600 {name}'", InsecureKeyFileWarning, stacklevel=2)
-    try:
-        text = raw.decode("ascii").strip()
-    except UnicodeDecodeError:
-        text = None
-    if text is None or not text or len(text) % 2 or not _HEX.issuperset(text):
+    exposure = _key_file_exposure(mode)
+    if exposure:
+        warnings.warn(f"{name}: the key file can be {exposure}; restrict it with 'chmod 600 {name}'",
+                      InsecureKeyFileWarning, stacklevel=2)
+    if raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark, accepted as in every other file
+        raw = raw[3:]
+    key = parse_key_text(raw)
+    if key is None:
         msg = "expected a key as hexadecimal text (e.g. from 'rappor keygen'), found other content"
         raise ReportFormatError(msg, path=name)
-    key = bytes.fromhex(text)
     if len(key) < MIN_SECRET_BYTES:
         msg = f"expected a key of at least {MIN_SECRET_BYTES} bytes ({2 * MIN_SECRET_BYTES} hex digits), found {len(key)} bytes"
         raise ReportFormatError(msg, path=name)
     return key
 
 
+def _key_file_exposure(mode: int) -> str:
+    """Who else may read or change a key file of mode ``mode``: "" if nobody but its owner."""
+
+    def who(everyone: int, group: int) -> str:
+        return "every user of this machine" if mode & everyone else "its group" if mode & group else ""
+
+    readers, writers = who(stat.S_IROTH, stat.S_IRGRP), who(stat.S_IWOTH, stat.S_IWGRP)
+    if readers and readers == writers:
+        return f"read and changed by {readers}"
+    return " and ".join(part for part in (readers and f"read by {readers}", writers and f"changed by {writers}")
+                        if part)
+
+
 def write_key_file(path: PathLike, key: bytes, *, overwrite: bool = False) -> None:
     """Write ``key`` as hexadecimal text plus a newline, readable by the owner only (mode 0600).
 
     The file appears complete or not at all.  An existing file is kept (error) unless
-    ``overwrite`` is true, so a key is never replaced by accident.
+    ``overwrite`` is true, so a key is never replaced by accident.  A symbolic link is
+    followed (its target gets the key); standard output, devices and FIFOs are refused.
 
     Raises
     ------
     ReportFormatError
-        If the file exists (and ``overwrite`` is false) or cannot be written.
+        If the file exists (and ``overwrite`` is false), is not a regular file, or cannot
+        be written.
     """
     import tempfile
 
     data = (_check_secret(key, "key", "write_key_file").hex() + "\n").encode("ascii")
-    target = os.fspath(path)
-    name = display_name(path)
+    name = "<stdout>" if str(path) == "-" else display_name(path)
+    how, where, _ = output_target(path)  # through a symbolic link to the file it names
+    if how != "replace":
+        raise ReportFormatError("cannot write key file: not a regular file (a key needs a file of its own)",
+                                path=name)
+    target = os.fspath(where)
     directory = os.path.dirname(target) or "."
     try:
         fd, tmp = tempfile.mkstemp(prefix=".rappor-key.", dir=directory)  # created with mode 0600

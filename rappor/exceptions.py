@@ -13,7 +13,8 @@ The hierarchy::
     RapporWarning(UserWarning)
     ├── UnbalancedCohortsWarning
     ├── IndistinguishableCandidatesWarning
-    └── InsecureKeyFileWarning
+    ├── InsecureKeyFileWarning
+    └── InsecureRandomnessWarning
 
 Every error a user can cause by passing bad data or bad parameters, or fix by
 installing an optional extra, is a :class:`RapporError`; the command-line tool prints it as ``rappor: error: <msg>``
@@ -27,6 +28,7 @@ __all__ = [
     "IncompatibleParamsError",
     "IndistinguishableCandidatesWarning",
     "InsecureKeyFileWarning",
+    "InsecureRandomnessWarning",
     "InsufficientMemoryError",
     "InvalidParameterError",
     "MissingDependencyError",
@@ -125,4 +127,12 @@ class IndistinguishableCandidatesWarning(RapporWarning):
 
 
 class InsecureKeyFileWarning(RapporWarning):
-    """A client key file can be read by other users of the machine."""
+    """A client key file can be read or changed by other users of the machine."""
+
+
+class InsecureRandomnessWarning(RapporWarning):
+    """Real client reports were made with numpy's seeded generator instead of the OS CSPRNG.
+
+    Anyone who knows the seed can recompute the instantaneous noise and strip it: such
+    reports are not private.  ``rappor encode --seed`` warns so.
+    """

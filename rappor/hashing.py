@@ -42,10 +42,30 @@ _BLOCK_PREFIXES = tuple(struct.pack("<I", b) for b in range(64))
 _murmur = mmh3.mmh3_x64_128_utupledigest
 
 
+def utf8_problem(text: str) -> str:
+    """Why ``text`` has no UTF-8 form, for messages: its first lone surrogate and where it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"a str holding the lone surrogate U+{ord(text[exc.start]):04X} at character {exc.start}"
+    return ""
+
+
 def value_bytes(value: str | bytes) -> bytes:
-    """The bytes that are hashed for ``value`` (UTF-8 for ``str``)."""
+    """The bytes that are hashed for ``value`` (UTF-8 for ``str``).
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``value`` is neither str nor bytes, or is a str that UTF-8 cannot encode (a
+        lone surrogate such as ``"\\ud800"``).
+    """
     if isinstance(value, str):
-        return value.encode("utf-8")
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError:
+            msg = f"A RAPPOR value must be bytes or a str encodable as UTF-8. Got {utf8_problem(value)} instead."
+            raise InvalidParameterError(msg) from None
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     msg = f"A RAPPOR value must be str or bytes. Got {type(value).__name__} instead."
@@ -74,8 +94,10 @@ def bloom_bit_indices(value: str | bytes, cohort: int, *, num_bloombits: int, nu
 
     Examples
     --------
-    >>> bloom_bit_indices("v1", 0, num_bloombits=16, num_hashes=2)  # doctest: +SKIP
-    (11, 3)
+    >>> bloom_bit_indices("v1", 0, num_bloombits=16, num_hashes=2)  # both hashes land on bit 7
+    (7, 7)
+    >>> bloom_bit_indices("v2", 0, num_bloombits=16, num_hashes=2)
+    (1, 11)
     """
     return tuple(_indices(value_bytes(value), int(cohort), num_bloombits, num_hashes))
 

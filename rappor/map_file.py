@@ -31,7 +31,9 @@ from typing import IO, TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from ._io import PathLike, atomic_output, decode_line, display_name, open_input_binary
+from ._excerpt import EXCERPT_CHARS, excerpt
+from ._io import MAX_LINE_BYTES, PathLike, atomic_output, decode_line, display_name, open_input_binary
+from ._keyfile import looks_like_key_file, not_a_key_file_error
 from ._lazy import lazy_module
 from ._memory import check_design
 from .design import CandidateMap, _map_from_bit_tables
@@ -53,7 +55,7 @@ def _bad_index_message(cells: list[str], params: Params) -> str:
         if not (cell.isascii() and cell.isdigit()):
             cohort, hash_no = divmod(pos, h)
             return (f"expected a positive integer row index (cohort {cohort}, hash {hash_no}: cohort*k + bit + 1 "
-                    f"with k = {k}) in column {pos + 2}, found {cell!r}")
+                    f"with k = {k}) in column {pos + 2}, found {excerpt(cell)}")
     return "expected integer row indices"  # pragma: no cover - called only with a bad cell
 
 
@@ -65,8 +67,9 @@ class _Lines:
     reads back whole and line numbers stay those of the file.
     """
 
-    def __init__(self, fh: IO[bytes], path: PathLike) -> None:
-        self._raw = iter(fh)
+    def __init__(self, fh: IO[bytes], path: PathLike, max_line_bytes: int) -> None:
+        self._fh = fh
+        self._max = max_line_bytes
         self._path = path
         self._pending: str | None = None
         self.lineno = 0
@@ -80,11 +83,18 @@ class _Lines:
             text, self._pending = self._pending, None
             return text
         try:
-            raw = next(self._raw)
+            raw = self._fh.readline(self._max + 1)  # a bounded read, even of /dev/zero
+            if not raw:
+                raise StopIteration
         except StopIteration:
             self.exhausted = True
             raise
         self.lineno += 1
+        if len(raw) > self._max:
+            msg = f"expected a line of at most {self._max:,} bytes, found a longer one"
+            raise ReportFormatError(msg, path=display_name(self._path), line=self.lineno)
+        if self.lineno == 1 and looks_like_key_file(raw):  # a map row needs commas: never a key
+            raise not_a_key_file_error(display_name(self._path), "a map file")
         ending = "\r\n" if raw.endswith(b"\r\n") else "\n" if raw.endswith(b"\n") else \
             "\r" if raw.endswith(b"\r") else ""
         return decode_line(raw, self._path, self.lineno) + ending
@@ -105,7 +115,7 @@ def _csv_row(reader: Iterator[list[str]], lines: _Lines, lineno: int, text: str,
     try:
         cells = next(reader)
     except (csv.Error, StopIteration) as exc:
-        raise ReportFormatError(f"expected a CSV row, found {text!r} ({exc})", path=name, line=lineno) from None
+        raise ReportFormatError(f"expected a CSV row, found {excerpt(text)} ({exc})", path=name, line=lineno) from None
     if lines.exhausted:  # the reader asked for more lines than the file has: a quote left open
         msg = "expected a closing quote '\"' before the end of the file, for the quoted field opened on this line"
         raise ReportFormatError(msg, path=name, line=lineno)
@@ -159,13 +169,14 @@ def _set_to_positions(cells: list[str], params: Params) -> npt.NDArray[np.int64]
     cohort must get between 1 and ``h`` distinct indices.
     """
     k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
-    values = [int(cell) for cell in cells]
-    for column, value in enumerate(values, start=2):
-        if not 1 <= value <= m * k:
-            return (f"expected row indices in [1, m * k] = [1, {m * k}], found {value} in column {column}, outside "
+    for column, cell in enumerate(cells, start=2):
+        # m * k <= 2**64 has at most 20 digits; int() of thousands of digits would even fail.
+        if len(cell.lstrip("0")) > 20 or not 1 <= int(cell) <= m * k:
+            shown = cell if len(cell) <= EXCERPT_CHARS else excerpt(cell)
+            return (f"expected row indices in [1, m * k] = [1, {m * k}], found {shown} in column {column}, outside "
                     f"every cohort (the cohort of an index is (index - 1) // k with k = {k}); was the map made "
                     f"with other parameters?")
-    rows = np.unique(np.array(values, dtype=np.int64))
+    rows = np.unique(np.array([int(cell) for cell in cells], dtype=np.int64))
     cohorts = (rows - 1) // k
     per_cohort = np.bincount(cohorts, minlength=m)
     if per_cohort.min() < 1 or per_cohort.max() > h:
@@ -227,7 +238,7 @@ def read_map(path: PathLike, params: Params) -> CandidateMap:
     irregular: dict[int, list[str]] = {}  # row -> index cells of rows with coinciding hashes
     placeholder = ",".join([_PLACEHOLDER] * width)
     with open_input_binary(path) as fh:
-        lines = _Lines(fh, path)
+        lines = _Lines(fh, path, MAX_LINE_BYTES + 24 * width)  # up to 20 digits and a comma per index
         reader = csv.reader(lines)
         for text in lines:
             lineno = lines.lineno
@@ -246,7 +257,7 @@ def read_map(path: PathLike, params: Params) -> CandidateMap:
             else:
                 string, indices = split
             if string in first_line:
-                msg = f"expected distinct candidates, found {string!r} again (first on line {first_line[string]})"
+                msg = f"expected distinct candidates, found {excerpt(string)} again (first on line {first_line[string]})"
                 raise ReportFormatError(msg, path=name, line=lineno)
             first_line[string] = lineno
             strings.append(string)

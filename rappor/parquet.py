@@ -148,9 +148,16 @@ class ParquetReportWriter:
 
     Examples
     --------
-    >>> with ParquetReportWriter("reports.parquet", params) as writer:  # doctest: +SKIP
-    ...     for batch in batches:
-    ...         writer.write(batch)
+    Write reports batch by batch (here two simulated days), then read them back:
+
+    >>> from rappor import Params, Population, simulate
+    >>> params = Params(k=16, h=2, m=4, p=0.5, q=0.75, f=0.5)
+    >>> days = [simulate(params, Population.zipf(10), 1_000, rng=day) for day in (1, 2)]
+    >>> with ParquetReportWriter("reports.parquet", params) as writer:
+    ...     for day in days:
+    ...         writer.write(day.reports)
+    >>> writer.n_rows, len(read_parquet_reports("reports.parquet", params))
+    (2000, 2000)
     """
 
     def __init__(

@@ -48,7 +48,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ._io import PathLike, display_name, iter_text_lines
+from ._excerpt import excerpt
+from ._io import PathLike, csv_field, display_name, iter_text_lines
 from ._lazy import lazy_module
 from ._validation import check_cohorts, check_int, check_options, check_real, check_rng
 from .aggregate import Aggregate
@@ -252,27 +253,28 @@ def read_population(path: PathLike) -> Population:
     """
     name = display_name(path)
     counts: dict[str, float] = {}
-    for lineno, text in iter_text_lines(path):
+    for lineno, text in iter_text_lines(path, what="a population file"):
         if not text.strip():
             continue
         try:
             cells = next(csv.reader([text]))
         except (csv.Error, StopIteration) as exc:
-            raise ReportFormatError(f"expected 'string,count', found {text!r} ({exc})", path=name, line=lineno) from None
+            msg = f"expected 'string,count', found {excerpt(text)} ({exc})"
+            raise ReportFormatError(msg, path=name, line=lineno) from None
         if len(cells) < 2:
-            raise ReportFormatError(f"expected 'string,count', found {text!r}", path=name, line=lineno)
+            raise ReportFormatError(f"expected 'string,count', found {excerpt(text)}", path=name, line=lineno)
         value, count_text = ",".join(cells[:-1]), cells[-1]
         if not counts and value.strip().lower() == "string" and count_text.strip().lower() == "count":
             continue
         try:
             count = float(count_text)
         except ValueError:
-            msg = f"expected a number after the last comma, found {count_text!r}"
+            msg = f"expected a number after the last comma, found {excerpt(count_text)}"
             raise ReportFormatError(msg, path=name, line=lineno) from None
         if not math.isfinite(count) or count < 0:
-            raise ReportFormatError(f"expected a count >= 0, found {count_text!r}", path=name, line=lineno)
+            raise ReportFormatError(f"expected a count >= 0, found {excerpt(count_text)}", path=name, line=lineno)
         if value in counts:
-            raise ReportFormatError(f"the string {value!r} appears twice", path=name, line=lineno)
+            raise ReportFormatError(f"the string {excerpt(value)} appears twice", path=name, line=lineno)
         counts[value] = count
     if not counts or sum(counts.values()) <= 0:
         raise ReportFormatError("expected at least one row with a positive count", path=name)
@@ -578,7 +580,7 @@ class Simulation:
         for i in order:
             c = int(self._truth[i])
             if c:
-                lines.append(f"{_csv_cell(self.population.strings[i])},{c},{c / total!r}")
+                lines.append(f"{csv_field(self.population.strings[i])},{c},{c / total!r}")
         return "\n".join(lines) + "\n"
 
     def candidate_map(self, candidates: Sequence[str] | None = None) -> CandidateMap:
@@ -605,12 +607,6 @@ class Simulation:
     def __repr__(self) -> str:
         return (f"Simulation(n_clients={self.n_clients}, n_reports={self.n_reports}, "
                 f"population={self.population!r}, method={self.method!r})")
-
-
-def _csv_cell(text: str) -> str:
-    if any(ch in text for ch in ',"\r\n') or text != text.strip():
-        return '"' + text.replace('"', '""') + '"'
-    return text
 
 
 def simulate(params: Params, population: Population, n_clients: int, *, reports_per_client: int = 1,

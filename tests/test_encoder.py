@@ -609,3 +609,21 @@ def test_combined_rates_per_bit_large() -> None:
         on = bloom[:, j]
         assert stats.binomtest(int(bits[on, j].sum()), int(on.sum()), params.p11).pvalue > ALPHA / 256
         assert stats.binomtest(int(bits[~on, j].sum()), int((~on).sum()), params.p01).pvalue > ALPHA / 256
+
+
+def test_encoder_fail_lone_surrogates_in_values_and_ids() -> None:
+    """Lone surrogates (no UTF-8 form) raise InvalidParameterError naming where, not UnicodeEncodeError."""
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    key = bytes(range(32))
+    enc = Encoder(params, key, rng=0)
+    for call in (lambda: enc.encode("a\ud800"), lambda: enc.encode_batch(["ok", "\udfff"]),
+                 lambda: enc.trace("\ud800")):
+        with pytest.raises(InvalidParameterError, match="lone surrogate U\\+D[8F]"):
+            call()
+    with pytest.raises(InvalidParameterError,
+                       match=r"'client_id' parameter of client_secret .* lone surrogate U\+D800 at character 2"):
+        client_secret(key, "ab\ud800")
+    with pytest.raises(InvalidParameterError, match=r"Got client_ids\[1\], a str holding the lone surrogate U\+DC80"):
+        encode_clients(params, key, ["a", "b\udc80"], ["x", "y"], rng=0)
+    with pytest.raises(InvalidParameterError, match=r"Got values\[2\], a str holding the lone surrogate U\+D800"):
+        encode_clients(params, key, ["a", "b", "c"], ["x", b"y", "\ud800"], rng=0)

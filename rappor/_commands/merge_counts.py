@@ -12,7 +12,7 @@ import argparse
 from .._io import display_name
 from ..aggregate import Aggregate, check_cohort_balance, read_counts, write_counts
 from ..exceptions import InvalidParameterError, ReportFormatError
-from ._common import add_output_argument, add_params_argument, load_params
+from ._common import CommandFiles, add_output_argument, add_params_argument, load_params
 
 NAME = "merge-counts"
 HELP = "add up counts.csv files made with the same parameters"
@@ -24,6 +24,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("counts", nargs="+", metavar="COUNTS", help="counts.csv files ('-' for stdin)")
     add_params_argument(parser)
     add_output_argument(parser, help_text="output counts.csv ('-' for stdout)")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """COUNTS (summed: none may repeat) and ``--params`` in; ``-o`` out."""
+    return CommandFiles(inputs=[("--params", args.params)], outputs=[("-o", args.output)],
+                        summed=[("COUNTS", path) for path in args.counts])
 
 
 def run(args: argparse.Namespace) -> int:

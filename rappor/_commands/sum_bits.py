@@ -1,8 +1,8 @@
 """Count reports per cohort and bit: reports CSV files -> google/rappor counts.csv.
 
-Each REPORTS file is our ``client,cohort,irr`` CSV or google/rappor's
-``client,cohort,bloom,prr,irr`` (the header decides); several files are summed into one
-table, and ``-`` reads standard input.  The output has one row per cohort: the number of
+Each REPORTS file is our 'client,cohort,irr' CSV or google/rappor's
+'client,cohort,bloom,prr,irr' (the header decides); several files are summed into one
+table, and '-' reads standard input.  The output has one row per cohort: the number of
 reports, then the number of ones of bit 0, 1, ..., k-1.  A warning is printed when the
 cohorts are unbalanced (max - min > N/m, google/rappor's check).
 """
@@ -24,7 +24,8 @@ from ..engines import report_format
 from ..exceptions import InvalidParameterError, MissingDependencyError
 from ..params import Params
 from ..reports import iter_reports
-from ._common import add_on_error_arguments, add_output_argument, add_params_argument, load_params
+from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
+                      load_params)
 
 NAME = "sum-bits"
 HELP = "sum report bits per cohort (reports CSV -> counts.csv)"
@@ -39,12 +40,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_output_argument(parser, help_text="output counts.csv ('-' for stdout)")
     add_on_error_arguments(parser, kept="the good rows are counted")
     parser.add_argument("--engine", choices=("numpy", "dask", "spark"), default="numpy",
-                        help="numpy: this process (default); dask or spark: count partitions on a cluster "
-                             "(pip install 'rappor[dask]' or 'rappor[spark]'); the counts are identical")
+                        help="numpy: this process; dask or spark: count partitions on a cluster "
+                             "(pip install 'rappor[dask]' or 'rappor[spark]'); the counts are identical "
+                             "[default: numpy]")
     parser.add_argument("--scheduler", metavar="ADDRESS", default=None,
                         help="Dask scheduler address, e.g. tcp://host:8786 (--engine dask) [default: local threads]")
     parser.add_argument("--spark-master", metavar="URL", default=None,
                         help="Spark master URL, e.g. spark://host:7077 (--engine spark) [default: local[*]]")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """REPORTS (summed: none may repeat) and ``--params`` in; ``-o`` and the rejects file out."""
+    outputs = [("-o", args.output)]
+    if args.on_error == "skip":
+        outputs.append(("--rejects", resolve_rejects_path(args.output, args.rejects, "counts")))
+    return CommandFiles(inputs=[("--params", args.params)], outputs=outputs,
+                        summed=[("REPORTS", path) for path in args.reports])
 
 
 @contextlib.contextmanager
