@@ -7,7 +7,8 @@ The hierarchy::
     ├── ReportFormatError(RapporError, ValueError)      # carries path and line number
     ├── IncompatibleParamsError(RapporError, ValueError)
     ├── DecodeError(RapporError)                        # e.g. "Information is lost. Cannot decode."
-    └── InsufficientMemoryError(RapporError, MemoryError)  # refused before allocating
+    ├── InsufficientMemoryError(RapporError, MemoryError)  # refused before allocating
+    └── MissingDependencyError(RapporError, ImportError)   # names the extra: pip install 'rappor[parquet]'
 
     RapporWarning(UserWarning)
     ├── UnbalancedCohortsWarning
@@ -15,8 +16,8 @@ The hierarchy::
     ├── InsecureKeyFileWarning
     └── InsecureRandomnessWarning
 
-Every error a user can cause by passing bad data or bad parameters is a
-:class:`RapporError`; the command-line tool prints it as ``rappor: error: <msg>``
+Every error a user can cause by passing bad data or bad parameters, or fix by
+installing an optional extra, is a :class:`RapporError`; the command-line tool prints it as ``rappor: error: <msg>``
 and exits with status 1, without a traceback.
 """
 
@@ -30,6 +31,7 @@ __all__ = [
     "InsecureRandomnessWarning",
     "InsufficientMemoryError",
     "InvalidParameterError",
+    "MissingDependencyError",
     "RapporError",
     "RapporWarning",
     "ReportFormatError",
@@ -38,7 +40,7 @@ __all__ = [
 
 
 class RapporError(Exception):
-    """Base class of every error raised for bad input or bad parameters."""
+    """Base class of every error raised for bad input, bad parameters or a missing optional dependency."""
 
 
 class InvalidParameterError(RapporError, ValueError, TypeError):
@@ -101,6 +103,14 @@ class InsufficientMemoryError(RapporError, MemoryError):
     out-of-memory kill that names no cause.  The limit comes from the machine (see
     :mod:`rappor._memory`) or from the ``RAPPOR_MEMORY_LIMIT`` environment variable.
     It subclasses :class:`MemoryError`, so code that catches that still catches it.
+    """
+
+
+class MissingDependencyError(RapporError, ImportError):
+    """An optional dependency is not installed; the message names the extra that installs it.
+
+    For example ``pyarrow is needed for Parquet reports: pip install 'rappor[parquet]'.``  It
+    subclasses :class:`ImportError`, so code that catches that still catches it.
     """
 
 

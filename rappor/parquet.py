@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._io import PathLike, atomic_output, display_name
+from ._lazy import import_optional
 from ._validation import check_int, check_options
 from .aggregate import Aggregate
 from .exceptions import IncompatibleParamsError, InvalidParameterError, RapporError, ReportFormatError
@@ -68,13 +69,9 @@ Layout = Literal["words", "bits"]
 
 
 def _pyarrow() -> Any:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet  # noqa: F401
-    except ImportError:  # pragma: no cover - pyarrow is a test dependency
-        msg = "Parquet reports need pyarrow: pip install 'rappor[parquet]'."
-        raise InvalidParameterError(msg) from None
-    return pa
+    """``pyarrow`` with ``pyarrow.parquet`` loaded, or :class:`~rappor.exceptions.MissingDependencyError`."""
+    import_optional("pyarrow.parquet", "Parquet reports")
+    return import_optional("pyarrow", "Parquet reports")
 
 
 def word_columns(params: Params) -> list[str]:

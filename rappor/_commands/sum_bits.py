@@ -17,10 +17,11 @@ from collections.abc import Callable, Iterator, Sequence
 
 
 from .._io import STDIO, atomic_output, display_name
+from .._lazy import import_optional
 from .._rejects import RejectsWriter, resolve_rejects_path
 from ..aggregate import Aggregate, _add_counts, _zero_counts, check_cohort_balance, write_counts
 from ..engines import report_format
-from ..exceptions import InvalidParameterError
+from ..exceptions import InvalidParameterError, MissingDependencyError
 from ..params import Params
 from ..reports import iter_reports
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
@@ -67,8 +68,8 @@ def progress_bar(paths: Sequence[str]) -> Iterator[Callable[[int], None] | None]
         yield None
         return
     try:
-        from tqdm import tqdm
-    except ImportError:
+        tqdm = import_optional("tqdm", "a progress bar").tqdm
+    except MissingDependencyError:
         yield None
         return
     sizes = [os.path.getsize(p) if p != STDIO and os.path.isfile(p) else None for p in paths]

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from .._io import STDIO, PathLike, display_name
+from .._lazy import import_optional
 from .._validation import check_options
 from ..aggregate import Aggregate
 from ..exceptions import InvalidParameterError, ReportFormatError
@@ -147,8 +148,7 @@ def report_sources(paths: Sequence[PathLike], params: Params) -> list[ReportSour
         if report_format(path) == "csv":
             sources.append(ReportSource(path=os.fspath(path), kind="csv"))
             continue
-        import pyarrow.parquet as pq
-
+        pq = import_optional("pyarrow.parquet", "Parquet reports")
         for file in parquet_files(path):
             name = display_name(file)
             try:

@@ -17,10 +17,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._lazy import lazy_module
 from ..aggregate import Aggregate, _add_counts, _zero_counts
 from ..params import Params
 from ..parquet import aggregate_parquet, arrow_to_batch
 from ..reports import iter_reports
+
+pa = lazy_module("pyarrow", "Parquet reports")
 
 __all__ = [
     "arrow_counts",
@@ -53,8 +56,6 @@ def file_counts(path: str, kind: str, params: Params) -> npt.NDArray[np.int64]:
 
 def pandas_counts(frame: Any, params: Params, source: str = "<dask partition>") -> npt.NDArray[np.int64]:
     """Counts of a pandas partition (Dask) holding the columnar layout."""
-    import pyarrow as pa
-
     table = pa.Table.from_pandas(frame, preserve_index=False)
     return arrow_counts(table, params, source=source)
 
@@ -87,8 +88,6 @@ def spark_schema(params: Params) -> str:
 
 
 def _counts_to_arrow(counts: npt.NDArray[np.int64], params: Params) -> Any:
-    import pyarrow as pa
-
     cohort, column = np.nonzero(counts)
     return pa.RecordBatch.from_arrays(
         [
