@@ -5,7 +5,7 @@ k=16 h=2 m=64 p=0.5 q=0.75 f=0.5, candidates v1..v100 plus 0, 900 or 9,900 decoy
 then a null scenario (only decoys), a 100,000-candidate timing, and google/rappor's own
 small collection (``tests/data/google_rappor_small``; its R decoder: TV 0.307).
 
-Counts are drawn exactly from their binomial distribution (``benchmarks/_scenario.py``);
+Counts are drawn exactly from their binomial distribution (:func:`rappor.simulation.zipf_scenario`);
 the row marked ``sim`` encodes every client with :func:`rappor.simulation.simulate`
 (same law as the real client) to confirm the shortcut.  BLAS threads are pinned with
 threadpoolctl when available (``--threads``).

@@ -17,6 +17,7 @@ Public modules
 Client
     ``rappor.params``       :class:`Params`, validated, and the quantities derived from them
     ``rappor.hashing``      per-cohort Bloom hashing (the only user of mmh3)
+    ``rappor.randomizer``   the randomizer core: PRR/IRR rules and thresholds, p11/p01, debiasing
     ``rappor.encoder``      :class:`Encoder`: cohorts, keyed PRR, CSPRNG IRR, key files
     ``rappor.file_encoder`` :func:`encode_file`: a ``client,value`` file into reports (``rappor encode``)
     ``rappor.reports``      :class:`Report` and :class:`ReportBatch`
@@ -31,7 +32,7 @@ Analysis
     ``rappor.privacy``      privacy accounting: pure epsilon, RDP, zCDP, (epsilon, delta)
     ``rappor.mechanisms``   randomized response, k-RR, basic and k-RAPPOR, with estimators
     ``rappor.planner``      choosing parameters for privacy and detection targets
-    ``rappor.simulation``   populations, fast batch encoding, :func:`simulate`
+    ``rappor.simulation``   populations, :func:`simulate`, simulated reports and exact counts
     ``rappor.metrics``      accuracy of a decode against the truth
     ``rappor.audit``        empirical privacy audit of an encoder
     ``rappor.exceptions``   the error and warning hierarchy
@@ -68,6 +69,7 @@ from . import (  # noqa: F401 - the public modules, as attributes of the package
     params,
     planner,
     privacy,
+    randomizer,
     reports,
     simulation,
 )
@@ -188,8 +190,8 @@ _MOVED: dict[str, str] = {
     **dict.fromkeys(("DEFAULT_ORDERS", "PrivacyLoss", "advanced_composition", "basic_composition", "bernoulli_rdp",
                      "binary_rr_rdp", "epsilon_from_rdp", "epsilon_from_zcdp", "loss", "pure_dp_to_zcdp", "rdp",
                      "renyi_divergence", "rho_zcdp", "tight_rho"), "privacy"),
-    **dict.fromkeys(("DISTRIBUTIONS", "Simulation", "candidate_strings", "encode_batch", "read_population"),
-                    "simulation"),
+    **dict.fromkeys(("DISTRIBUTIONS", "Scenario", "Simulation", "candidate_strings", "read_population",
+                     "simulate_counts", "simulate_reports", "true_ones", "zipf_scenario"), "simulation"),
 }
 
 

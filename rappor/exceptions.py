@@ -167,9 +167,10 @@ class InsufficientMemoryError(RapporError, MemoryError):
 class MissingDependencyError(RapporError, ImportError):
     """An optional dependency is not installed; the message names the extra that installs it.
 
-    For example ``pip install 'rappor[parquet]'`` for Parquet reports (pyarrow), or
-    ``'rappor[dask]'``/``'rappor[spark]'`` for the distributed engines.  Also an
-    :class:`ImportError`, so ``except ImportError`` catches it.
+    For example ``pyarrow is needed for Parquet reports: pip install 'rappor[parquet]'.``;
+    every optional import goes through :mod:`rappor._lazy`, which raises it.  Also an
+    :class:`ImportError`, so ``except ImportError`` catches it; ``name`` is the module
+    that is missing.
     """
 
     def __init__(self, message: str, *, name: str | None = None) -> None:

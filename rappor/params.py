@@ -13,6 +13,7 @@ from typing import Any
 from ._moved import moved_names
 from ._validation import check_int, check_probability
 from .exceptions import IncompatibleParamsError, InvalidParameterError
+from .randomizer import report_probabilities
 
 __all__ = ["MAX_COHORTS", "Params", "check_same_params"]
 
@@ -148,13 +149,13 @@ class Params:
 
     @property
     def p11(self) -> float:
-        """P(report bit 1 | Bloom bit 1) ``= q (1 - f/2) + p f/2``."""
-        return self.prob_q * (1.0 - self.prob_f / 2.0) + self.prob_p * self.prob_f / 2.0
+        """P(report bit 1 | Bloom bit 1) ``= q (1 - f/2) + p f/2`` (:func:`rappor.randomizer.report_probabilities`)."""
+        return report_probabilities(self.prob_p, self.prob_q, self.prob_f)[0]
 
     @property
     def p01(self) -> float:
-        """P(report bit 1 | Bloom bit 0) ``= p (1 - f/2) + q f/2``."""
-        return self.prob_p * (1.0 - self.prob_f / 2.0) + self.prob_q * self.prob_f / 2.0
+        """P(report bit 1 | Bloom bit 0) ``= p (1 - f/2) + q f/2`` (:func:`rappor.randomizer.report_probabilities`)."""
+        return report_probabilities(self.prob_p, self.prob_q, self.prob_f)[1]
 
     @property
     def epsilon_one(self) -> float:

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from ._bits import bits_to_bitstrings, bitstrings_to_bits, pack_bits, pack_bytes, unpack_bits, unpack_bytes
 from ._moved import moved_names
+from ._validation import check_cohorts
 from .exceptions import InvalidParameterError
 from .params import Params
 
@@ -119,11 +120,7 @@ class ReportBatch:
         if cohorts.ndim != 1 or (cohorts.size and not np.issubdtype(cohorts.dtype, np.integer)):
             msg = f"The 'cohorts' parameter of ReportBatch must be a 1-d integer array. Got dtype {cohorts.dtype} and shape {cohorts.shape} instead."
             raise InvalidParameterError(msg)
-        cohorts = cohorts.astype(np.int64, copy=True)
-        if cohorts.size and (cohorts.min() < 0 or cohorts.max() >= m):
-            bad = cohorts[(cohorts < 0) | (cohorts >= m)][0]
-            msg = f"The 'cohorts' parameter of ReportBatch must hold ints in the range [0, {m - 1}]. Got {int(bad)} instead."
-            raise InvalidParameterError(msg)
+        cohorts = check_cohorts(cohorts.astype(np.int64, copy=True), m, "ReportBatch")
         words = np.asarray(self.words)
         w = self.params.num_words
         if words.ndim != 2 or words.shape != (cohorts.shape[0], w):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import math
 import subprocess
@@ -25,13 +24,8 @@ from rappor import (
     Params,
     hash_candidates,
 )
+from rappor import simulation as scenario
 from rappor.decoder import _problem
-
-_SPEC = importlib.util.spec_from_file_location(
-    "_rappor_scenario", Path(__file__).parent.parent / "benchmarks" / "_scenario.py")
-scenario = importlib.util.module_from_spec(_SPEC)
-sys.modules["_rappor_scenario"] = scenario
-_SPEC.loader.exec_module(scenario)
 
 PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=16, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 

@@ -354,41 +354,6 @@ def test_cohort_fast_path_matches_encoder() -> None:
     assert batch.cohorts.tolist() == [Encoder(params, client_secret(key, i)).cohort for i in ids]
 
 
-# --- Threshold arithmetic (32-bit resolution, edges) ---------------------------------------------
-
-
-def test_prr_thresholds_edges() -> None:
-    f = 0.3
-    t = round(f * 2**31)
-    u = np.array([[0, t - 1, t, 2 * t - 1, 2 * t, 2**32 - 1]], dtype=np.uint32)
-    for b in (0, 1):
-        bloom = np.full(u.shape, b, dtype=np.uint8)
-        got = encoder_module._permanent_response(bloom, u, f)
-        assert got.tolist() == [[1, 1, 0, 0, b, b]]
-
-
-def test_prr_f_one_and_zero() -> None:
-    u = np.array([[0, 2**31 - 1, 2**31, 2**32 - 1]], dtype=np.uint32)
-    bloom = np.array([[0, 0, 1, 1]], dtype=np.uint8)
-    assert encoder_module._permanent_response(bloom, u, 1.0).tolist() == [[1, 1, 0, 0]]
-    assert encoder_module._permanent_response(bloom, u, 0.0).tolist() == bloom.tolist()
-
-
-def test_prr_resolution_finer_than_google_rappor() -> None:
-    # f = 0.001 is not a multiple of 1/128 but still has its own threshold.
-    assert encoder_module._prr_threshold(0.001) == round(0.001 * 2**31)
-    assert encoder_module._prr_threshold(0.001) != encoder_module._prr_threshold(0.0)
-
-
-def test_irr_thresholds_edges() -> None:
-    v = np.array([[0, 2**32 - 1, 0, 2**32 - 1]], dtype=np.uint32)
-    prr = np.array([[1, 1, 0, 0]], dtype=np.uint8)
-    assert encoder_module._instantaneous_response(prr, v, 0.0, 1.0).tolist() == [[1, 1, 0, 0]]
-    assert encoder_module._instantaneous_response(prr, v, 1.0, 0.0).tolist() == [[0, 0, 1, 1]]
-    half = encoder_module._instantaneous_response(prr, np.array([[2**31 - 1, 2**31, 2**31 - 1, 2**31]], dtype=np.uint32), 0.5, 0.5)
-    assert half.tolist() == [[1, 0, 1, 0]]
-
-
 # --- Randomness: the default path uses the OS CSPRNG ----------------------------------------------
 
 

@@ -132,9 +132,10 @@ def test_parquet_without_pyarrow_names_the_extra(inputs: tuple[Path, Path, Path,
         monkeypatch.setitem(sys.modules, name, None)  # `import pyarrow` now raises ImportError
     with pytest.raises(ImportError, match=r"pip install 'rappor\[parquet\]'") as info:
         report_sources([parquet_path.parent], PARAMS)
-    assert isinstance(info.value, MissingDependencyError) and info.value.name == "pyarrow"
+    assert isinstance(info.value, MissingDependencyError) and info.value.name == "pyarrow.parquet"
     assert main(["sum-bits", "--params", str(params_path), str(parquet_path.parent)]) == 1
-    assert capsys.readouterr().err == "rappor: error: Parquet reports need pyarrow: pip install 'rappor[parquet]'.\n"
+    assert capsys.readouterr().err == ("rappor: error: pyarrow is needed for Parquet reports: "
+                                       "pip install 'rappor[parquet]'.\n")
 
 
 def test_engines_module_keeps_report_format() -> None:

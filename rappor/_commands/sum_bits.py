@@ -18,10 +18,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .._io import STDIO, atomic_output, display_name
+from .._lazy import import_optional
 from .._rejects import RejectsWriter, resolve_rejects_path
 from ..aggregate import Aggregate, check_cohort_balance
 from ..engines import aggregate_files
-from ..exceptions import InvalidParameterError
+from ..exceptions import InvalidParameterError, MissingDependencyError
 from ..formats.counts import write_counts
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
                       load_params)
@@ -67,8 +68,8 @@ def progress_bar(paths: Sequence[str]) -> Iterator[Callable[[int], None] | None]
         yield None
         return
     try:
-        from tqdm import tqdm
-    except ImportError:
+        tqdm = import_optional("tqdm", "a progress bar").tqdm
+    except MissingDependencyError:
         yield None
         return
     sizes = [os.path.getsize(p) if p != STDIO and os.path.isfile(p) else None for p in paths]

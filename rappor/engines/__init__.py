@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from .._io import STDIO, PathLike
+from .._lazy import import_optional
 from .._rejects import OnError, RejectSink, check_on_error
 from .._validation import check_options
 from ..aggregate import Aggregate, add_counts
@@ -121,6 +122,7 @@ def report_sources(paths: Sequence[PathLike], params: Params) -> list[ReportSour
         if report_format(path) == "csv":
             sources.append(ReportSource(path=os.fspath(path), kind="csv"))
             continue
+        import_optional("pyarrow.parquet", "Parquet reports")  # the missing extra first, whatever the path holds
         for file in parquet_files(path):
             columns = tuple(check_parquet_file(file, params))
             sources.append(ReportSource(path=os.fspath(file), kind="parquet", columns=columns))

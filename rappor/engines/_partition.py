@@ -17,11 +17,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._lazy import lazy_module
 from .._rejects import OnError, RejectSink
 from ..aggregate import Aggregate, add_counts, zero_counts
-from ..formats.parquet import _pyarrow, aggregate_parquet, arrow_to_batch
+from ..formats.parquet import aggregate_parquet, arrow_to_batch
 from ..formats.reports_csv import iter_reports
 from ..params import Params
+
+pa = lazy_module("pyarrow", "Parquet reports")
 
 __all__ = [
     "arrow_counts",
@@ -61,7 +64,6 @@ def file_counts(path: str, kind: str, params: Params, *, progress: Callable[[int
 
 def pandas_counts(frame: Any, params: Params, source: str = "<dask partition>") -> npt.NDArray[np.int64]:
     """Counts of a pandas partition (Dask) holding the columnar layout."""
-    pa = _pyarrow()
     table = pa.Table.from_pandas(frame, preserve_index=False)
     return arrow_counts(table, params, source=source)
 
@@ -94,7 +96,6 @@ def spark_schema(params: Params) -> str:
 
 
 def _counts_to_arrow(counts: npt.NDArray[np.int64], params: Params) -> Any:
-    pa = _pyarrow()
     cohort, column = np.nonzero(counts)
     return pa.RecordBatch.from_arrays(
         [

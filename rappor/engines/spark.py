@@ -22,12 +22,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
+from .._lazy import import_optional
 from .._rejects import OnError, RejectSink
 from .._validation import check_int
 from ..aggregate import Aggregate
-from ..exceptions import InvalidParameterError, MissingDependencyError, RapporError, ReportFormatError
+from ..exceptions import InvalidParameterError, RapporError, ReportFormatError
 from ..formats.parquet import report_columns
 from ..params import Params
 from . import Progress, ReportSource, check_distributed_options, parquet_groups
@@ -37,12 +36,7 @@ __all__ = ["SparkEngine"]
 
 
 def _import_pyspark() -> Any:
-    try:
-        import pyspark.sql
-    except ImportError:
-        msg = "The spark engine needs PySpark: pip install 'rappor[spark]' (and Java 17 or later)."
-        raise MissingDependencyError(msg, name="pyspark") from None
-    return pyspark.sql
+    return import_optional("pyspark.sql", "the spark engine", note=" (and Java 17 or later)")
 
 
 class SparkEngine:

@@ -47,16 +47,10 @@ import numpy as np
 import numpy.typing as npt
 
 from .._io import STDIO, PathLike, atomic_output, display_name
+from .._lazy import import_optional
 from .._validation import check_int, check_options
 from ..aggregate import Aggregate
-from ..exceptions import (
-    IncompatibleParamsError,
-    InvalidParameterError,
-    MissingDependencyError,
-    RapporError,
-    RapporIOError,
-    ReportFormatError,
-)
+from ..exceptions import IncompatibleParamsError, InvalidParameterError, RapporError, RapporIOError, ReportFormatError
 from ..params import Params, check_same_params
 from ..reports import ReportBatch
 
@@ -84,20 +78,16 @@ Layout = Literal["words", "bits"]
 
 
 def _pyarrow() -> Any:
-    """The ``pyarrow`` module (with ``pyarrow.parquet`` loaded); every use of pyarrow in rappor goes through here.
+    """The ``pyarrow`` module, with ``pyarrow.parquet`` loaded: every use of pyarrow in rappor goes through here.
 
     Raises
     ------
     MissingDependencyError
-        If pyarrow is not installed (an :class:`ImportError` naming the extra to install).
+        If pyarrow is not installed (an :class:`ImportError` naming the extra to install,
+        :func:`rappor._lazy.import_optional`).
     """
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet  # noqa: F401
-    except ImportError:
-        msg = "Parquet reports need pyarrow: pip install 'rappor[parquet]'."
-        raise MissingDependencyError(msg, name="pyarrow") from None
-    return pa
+    import_optional("pyarrow.parquet", "Parquet reports")
+    return import_optional("pyarrow", "Parquet reports")
 
 
 def word_columns(params: Params) -> list[str]:
