@@ -44,7 +44,7 @@ import numpy.typing as npt
 
 from ._lazy import lazy_module
 from ._results import record_table
-from ._validation import check_int, check_real, check_rng
+from ._validation import RngLike, check_int, check_real, check_rng
 from .encoder import Encoder, client_secret, encode_clients, prr_uniforms
 from .exceptions import InvalidParameterError
 from .hashing import bloom_bits, bloom_filter
@@ -374,7 +374,7 @@ def _convergence(params: Params, sampler: Sampler, value: str, n_reports: int, r
 
 def audit_encoder(params: Params, *, encoder: Literal["client", "batch", "never-clearing"] | Sampler = "client",
                   n_pairs: int = 2, n_samples: int = 20_000, n_reports: int = 20_000,
-                  significance_level: float = 1e-6, rng: Any = None) -> AuditResult:
+                  significance_level: float = 1e-6, rng: RngLike = None) -> AuditResult:
     """Audit an encoder's likelihood ratios against ``epsilon_one`` and ``epsilon_inf``.
 
     Parameters

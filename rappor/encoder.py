@@ -64,7 +64,7 @@ import numpy.typing as npt
 from ._bits import pack_bits
 from ._io import PathLike, display_name, output_target, read_input_bytes
 from ._keyfile import MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, parse_key_text
-from ._validation import check_cohort, check_rng
+from ._validation import RngLike, check_cohort, check_rng
 from .exceptions import InsecureKeyFileWarning, InvalidParameterError, RapporIOError, ReportFormatError
 from .hashing import bloom_bit_indices, bloom_bits_table, utf8_problem, value_bytes
 from .params import Params
@@ -215,7 +215,7 @@ def _noise(shape: tuple[int, ...], rng: np.random.Generator | None) -> npt.NDArr
     return rng.integers(0, WORD_SPAN, size=shape, dtype=np.uint32)
 
 
-def _normalize_rng(rng: Any) -> np.random.Generator | None:
+def _normalize_rng(rng: RngLike) -> np.random.Generator | None:
     return None if rng is None else check_rng(rng)
 
 
@@ -311,7 +311,7 @@ class Encoder:
 
     __slots__ = ("_params", "_cohort", "_prr_xof", "_rng")
 
-    def __init__(self, params: Params, secret: bytes, *, cohort: int | None = None, rng: Any = None) -> None:
+    def __init__(self, params: Params, secret: bytes, *, cohort: int | None = None, rng: RngLike = None) -> None:
         self._params = _check_params(params, "Encoder")
         key = _check_secret(secret, "secret", "Encoder")
         # The PRR's SHAKE-256 with the key already absorbed; copied for each value.
@@ -422,7 +422,7 @@ def client_secret(key: bytes, client_id: str) -> bytes:
 
 
 def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values: Sequence[str | bytes], *,
-                   rng: Any = None) -> ReportBatch:
+                   rng: RngLike = None) -> ReportBatch:
     """One report per ``(client_ids[i], values[i])``, each client's secret derived from ``key``.
 
     Equivalent to ``Encoder(params, client_secret(key, client_ids[i])).encode(values[i])``

@@ -42,7 +42,7 @@ import numpy as np
 
 from ._lazy import lazy_module
 from ._results import record_table
-from ._validation import check_int, check_options, check_probability, check_real, check_rng
+from ._validation import RngLike, check_int, check_options, check_probability, check_real, check_rng
 from .exceptions import InvalidParameterError
 from .params import Params
 
@@ -62,7 +62,7 @@ _MAX_EXACT_CANDIDATES = 400
 
 
 def design_inflation(num_bloombits: int, num_hashes: int, num_cohorts: int, num_candidates: int, *,
-                     n_designs: int = 2, rng: Any = 0) -> float:
+                     n_designs: int = 2, rng: RngLike = 0) -> float:
     """Mean variance inflation ``m h [(X'X)^-1]_jj`` of random Bloom designs (1 = no collisions).
 
     Parameters
@@ -161,7 +161,7 @@ def _bit_sigma(params: Params, n_reports: int) -> tuple[float, float]:
 
 def detection_frequency(params: Params, n_reports: int, n_candidates: int, *, significance_level: float = 0.05,
                         power: float = 0.5, correction: Literal["bonferroni", "none"] = "bonferroni",
-                        inflation: float | None = None, rng: Any = 0) -> DetectionPrediction:
+                        inflation: float | None = None, rng: RngLike = 0) -> DetectionPrediction:
     """Predict the smallest frequency of a candidate that the decoder detects.
 
     Parameters
@@ -295,7 +295,7 @@ def plan(n_reports: int, n_candidates: int, *, epsilon_inf: float = 4.0, epsilon
          num_bloombits: tuple[int, ...] = (8, 16, 32, 64, 128, 256),
          num_hashes: tuple[int, ...] = (1, 2, 4),
          num_cohorts: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256),
-         min_reports_per_cohort: int = 100, tolerance: float = 1.05, rng: Any = 0) -> PlanResult:
+         min_reports_per_cohort: int = 100, tolerance: float = 1.05, rng: RngLike = 0) -> PlanResult:
     """Propose RAPPOR parameters meeting privacy targets, with predicted detection.
 
     Parameters
@@ -390,7 +390,7 @@ def plan(n_reports: int, n_candidates: int, *, epsilon_inf: float = 4.0, epsilon
 
 
 def simulate_detection(params: Params, n_reports: int, n_candidates: int, frequency: float, *, critical_z: float,
-                       reps: int = 100, rng: Any = None) -> int:
+                       reps: int = 100, rng: RngLike = None) -> int:
     """Count how often candidate 0 at ``frequency`` is detected in a binomial-count simulation.
 
     Each repetition draws a random Bloom design (uniform hashes), gives candidate 0 the
