@@ -212,7 +212,7 @@ class Aggregate:
 
     @property
     def n_reports(self) -> npt.NDArray[np.int64]:
-        """Deprecated: :attr:`reports_per_cohort` (``n_reports`` is an int everywhere else, e.g. :attr:`total_reports`)."""
+        """Deprecated: :attr:`reports_per_cohort` (an ``n_reports`` is an int everywhere else)."""
         warnings.warn("Aggregate.n_reports is deprecated: use Aggregate.reports_per_cohort (an array) or "
                       "Aggregate.total_reports (an int)", DeprecationWarning, stacklevel=2)
         return self.counts[:, 0]

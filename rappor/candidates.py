@@ -1,4 +1,4 @@
-"""Old import path of :mod:`rappor.formats.candidates` (candidate lists), kept working: ``rappor.candidates`` *is* that module.
+"""Old import path of :mod:`rappor.formats.candidates` (candidate lists): ``rappor.candidates`` *is* that module.
 
 Every file format has its own module under :mod:`rappor.formats` (issue 15).
 """

@@ -1,4 +1,4 @@
-"""Old import path of :mod:`rappor.formats.map` (google/rappor ``map.csv`` files), kept working: ``rappor.map_file`` *is* that module.
+"""Old import path of :mod:`rappor.formats.map` (google/rappor ``map.csv`` files): ``rappor.map_file`` *is* that module.
 
 Every file format has its own module under :mod:`rappor.formats` (issue 15).
 """

@@ -1,4 +1,4 @@
-"""Old import path of :mod:`rappor.formats.parquet` (Parquet reports), kept working: ``rappor.parquet`` *is* that module.
+"""Old import path of :mod:`rappor.formats.parquet` (Parquet reports): ``rappor.parquet`` *is* that module.
 
 Every file format has its own module under :mod:`rappor.formats` (issue 15).
 """

@@ -1,4 +1,4 @@
-"""Candidate lists: the strings an analyst asks about, one per line.
+"""Candidate lists, one string per line: :func:`read_candidates` and :func:`write_candidates` own the format.
 
 A candidate file is UTF-8 text with one candidate per line, exactly as the clients
 hash their values (no trimming or case folding; only the line ending is removed).  A

@@ -1,6 +1,7 @@
-"""The encoder's input, a ``client,value`` CSV: :func:`iter_client_values`, :func:`read_client_values`, :func:`write_client_values`.
+"""The encoder's input, a ``client,value`` CSV: its readers and its writer own the format.
 
-One row per report to make (a client may appear several times): the client's id,
+:func:`iter_client_values` and :func:`read_client_values` read it, :func:`write_client_values`
+writes it.  One row per report to make (a client may appear several times): the client's id,
 from which its secret is derived, and the value it reports.  This is what ``rappor
 encode`` and :func:`rappor.encode_file` read.
 

@@ -1,4 +1,4 @@
-"""google/rappor ``map.csv`` files: the candidate map as text.
+"""google/rappor's ``map.csv``, the candidate map as text: :func:`read_map` and :func:`write_map` own the format.
 
 A row is a candidate, then its Bloom rows as 1-based indices ``cohort * k + bit + 1``
 of the stacked ``(m * k)`` Bloom vector: a *set* of indices, each in the block
