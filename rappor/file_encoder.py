@@ -19,7 +19,6 @@ import numpy as np
 from ._io import PathLike, atomic_output
 from ._rejects import OnError, RejectSink, check_on_error
 from ._validation import check_int
-from ._workers import WorkerPool
 from .encoder import encode_clients
 from .formats.client_values import iter_client_values
 from .formats.reports_csv import HEADER, report_rows
@@ -130,6 +129,8 @@ def encode_file(input: PathLike, output: PathLike, params: Params, key: bytes, *
             finally:
                 _WORKER.clear()
             return written
+        from ._workers import WorkerPool  # multiprocessing: imported only when workers run (`import rappor` stays light)
+
         with WorkerPool(workers, _encode_chunk, setup=_init_worker, setup_args=(params, key, seed)) as pool:
             for size, text in pool.imap((index, clients, values) for index, (clients, values) in todo):
                 out.write(text)
