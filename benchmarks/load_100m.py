@@ -10,7 +10,7 @@ Three steps, each in its own process:
    of uniformly random reports and computes the expected counts *independently of
    rappor's counting code*, from the definition of the layout, one bit at a time
    (``bincount`` of the cohorts of the reports whose bit ``j`` is set);
-2. **aggregate** runs :func:`rappor.parquet.aggregate_parquet` and reports seconds,
+2. **aggregate** runs :func:`rappor.formats.parquet.aggregate_parquet` and reports seconds,
    reports/s and its peak resident memory (``ru_maxrss``);
 3. the driver checks the counts equal the expected ones exactly and that the peak
    memory is under 1 GB, and exits 1 otherwise.

@@ -158,7 +158,7 @@ class Aggregate:
 
     @classmethod
     def from_report_chunks(cls, chunks: Iterable[ReportBatch], params: Params) -> Aggregate:
-        """Count reports arriving in chunks (e.g. from :func:`rappor.reports.iter_reports`).
+        """Count reports arriving in chunks (e.g. from :func:`rappor.formats.reports_csv.iter_reports`).
 
         Parameters
         ----------
