@@ -243,13 +243,13 @@ class PlanResult:
     n_reports: int
     n_candidates: int
 
-    def table(self, limit: int | None = None) -> np.ndarray:
-        """The plans, best first, as a numpy structured array: one row per plan, the columns of :meth:`Plan.as_dict`.
+    def table(self, limit: int | None = 10) -> np.ndarray:
+        """The first ``limit`` plans, best first, as a numpy structured array: the columns of :meth:`Plan.as_dict`.
 
         Parameters
         ----------
-        limit : int or None, default=None
-            Only the first ``limit`` plans (all of them by default).
+        limit : int or None, default=10
+            How many plans (``None``: all of them).
         """
         return record_table(PLAN_COLUMNS, [tuple(p.as_dict().values()) for p in self.plans[:limit]])
 
