@@ -27,6 +27,7 @@ from .._validation import check_int
 from ..exceptions import InvalidParameterError, ReportFormatError
 from ..params import Params
 from ..reports import ReportBatch
+from .parquet import PARQUET_MAGIC
 
 __all__ = ["HEADER", "iter_reports", "read_reports", "report_rows", "write_reports"]
 
@@ -43,7 +44,6 @@ _MAX_COHORT_DIGITS = 10  # num_cohorts <= 2**32
 _BLOCK_BYTES = 1 << 24
 #: Longest client id a report row may have (bounds the memory an unclosed quote can take).
 _MAX_CLIENT_BYTES = 1 << 26
-_PARQUET_MAGIC = b"PAR1"
 #: Rows parsed by the csv module are packed into a batch every this many (bounds their memory).
 _PENDING_ROWS = 1 << 16
 DEFAULT_CHUNK_SIZE = 1 << 20
@@ -56,7 +56,7 @@ def _max_record_bytes(num_bloombits: int) -> int:
 
 def _check_header(cells: list[str], raw: bytes, error: str | None, name: str, line: int) -> int:
     """Check the header record (its fields, its bytes); return the column count."""
-    if raw.startswith(_PARQUET_MAGIC):
+    if raw.startswith(PARQUET_MAGIC):
         msg = (f"expected the header {_EXPECTED_HEADERS}, found a Parquet file (Parquet is read by seeking: "
                f"give a regular file or a directory, not a pipe)")
         raise ReportFormatError(msg, path=name, line=line)
