@@ -74,8 +74,8 @@ def run_scenario(n_decoys: int, seeds: range, decoder: rappor.Decoder, encoder: 
         t0 = time.perf_counter()
         res = decoder.decode(aggregate, cmap)
         seconds = time.perf_counter() - t0
-        m = rappor.evaluate(truth, res.strings, res.proportion, detected=res.detected)
-        tv_all = rappor.evaluate(truth, res.strings, res.proportion, detected=np.ones(len(res), bool)).total_variation
+        m = rappor.metrics.evaluate(truth, res.strings, res.proportion, detected=res.detected)
+        tv_all = rappor.metrics.evaluate(truth, res.strings, res.proportion, detected=np.ones(len(res), bool)).total_variation
         covered, det, width = detected_coverage(res, truth)
         widths.extend(width)
         rows.append((m.total_variation, tv_all, m.n_detected, m.false_positives, covered, det, seconds,
@@ -114,7 +114,7 @@ def run_interop(decoder: rappor.Decoder) -> float:
         s, c, _ = line.split(",")
         truth[s.strip('"')] = int(c)
     res = decoder.decode(agg, cmap)
-    m = rappor.evaluate(truth, res.strings, res.proportion, detected=res.detected)
+    m = rappor.metrics.evaluate(truth, res.strings, res.proportion, detected=res.detected)
     return m.total_variation, m.n_detected, m.false_positives
 
 

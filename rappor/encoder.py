@@ -64,8 +64,8 @@ import numpy.typing as npt
 from ._bits import pack_bits
 from ._io import PathLike, display_name, output_target, read_input_bytes
 from ._keyfile import MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, parse_key_text
-from ._validation import check_cohort, check_rng
-from .exceptions import InsecureKeyFileWarning, InvalidParameterError, ReportFormatError
+from ._validation import RngLike, check_cohort, check_rng
+from .exceptions import InsecureKeyFileWarning, InvalidParameterError, RapporIOError, ReportFormatError
 from .hashing import bloom_bit_indices, bloom_bits_table, utf8_problem, value_bytes
 from .params import Params
 from .randomizer import (
@@ -215,7 +215,7 @@ def _noise(shape: tuple[int, ...], rng: np.random.Generator | None) -> npt.NDArr
     return rng.integers(0, WORD_SPAN, size=shape, dtype=np.uint32)
 
 
-def _normalize_rng(rng: Any) -> np.random.Generator | None:
+def _normalize_rng(rng: RngLike) -> np.random.Generator | None:
     return None if rng is None else check_rng(rng)
 
 
@@ -311,7 +311,7 @@ class Encoder:
 
     __slots__ = ("_params", "_cohort", "_prr_xof", "_rng")
 
-    def __init__(self, params: Params, secret: bytes, *, cohort: int | None = None, rng: Any = None) -> None:
+    def __init__(self, params: Params, secret: bytes, *, cohort: int | None = None, rng: RngLike = None) -> None:
         self._params = _check_params(params, "Encoder")
         key = _check_secret(secret, "secret", "Encoder")
         # The PRR's SHAKE-256 with the key already absorbed; copied for each value.
@@ -422,7 +422,7 @@ def client_secret(key: bytes, client_id: str) -> bytes:
 
 
 def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values: Sequence[str | bytes], *,
-                   rng: Any = None) -> ReportBatch:
+                   rng: RngLike = None) -> ReportBatch:
     """One report per ``(client_ids[i], values[i])``, each client's secret derived from ``key``.
 
     Equivalent to ``Encoder(params, client_secret(key, client_ids[i])).encode(values[i])``
@@ -560,8 +560,12 @@ def read_key_file(path: PathLike) -> bytes:
 
     Raises
     ------
+    RapporIOError
+        If the file is missing or unreadable.
     ReportFormatError
-        If the file is missing, unreadable, or not hexadecimal text of at least 16 bytes.
+        If it is not hexadecimal text of at least 16 bytes.
+    InvalidParameterError
+        If ``path`` is ``"-"``.
 
     Warns
     -----
@@ -571,7 +575,7 @@ def read_key_file(path: PathLike) -> bytes:
     """
     name = display_name(path)
     if str(path) == "-":
-        raise ReportFormatError("a key file must be a file path, not standard input", path=name)
+        raise InvalidParameterError(f"{name}: a key file must be a file path, not standard input")
     raw = read_input_bytes(path, max_bytes=MAX_KEY_FILE_BYTES, what="a key file (hexadecimal text)")
     try:
         mode = os.stat(path).st_mode
@@ -615,9 +619,9 @@ def write_key_file(path: PathLike, key: bytes, *, overwrite: bool = False) -> No
 
     Raises
     ------
-    ReportFormatError
-        If the file exists (and ``overwrite`` is false), is not a regular file, or cannot
-        be written.
+    RapporIOError
+        If the file exists (and ``overwrite`` is false; ``errno.EEXIST``), is not a
+        regular file, or cannot be written.
     """
     import tempfile
 
@@ -625,14 +629,14 @@ def write_key_file(path: PathLike, key: bytes, *, overwrite: bool = False) -> No
     name = "<stdout>" if str(path) == "-" else display_name(path)
     how, where, _ = output_target(path)  # through a symbolic link to the file it names
     if how != "replace":
-        raise ReportFormatError("cannot write key file: not a regular file (a key needs a file of its own)",
-                                path=name)
+        raise RapporIOError("cannot write key file: not a regular file (a key needs a file of its own)",
+                            path=name)
     target = os.fspath(where)
     directory = os.path.dirname(target) or "."
     try:
         fd, tmp = tempfile.mkstemp(prefix=".rappor-key.", dir=directory)  # created with mode 0600
     except OSError as exc:
-        raise ReportFormatError(f"cannot write file: {exc.strerror or exc}", path=name) from None
+        raise RapporIOError(f"cannot write file: {exc.strerror or exc}", path=name, errno=exc.errno) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -643,11 +647,11 @@ def write_key_file(path: PathLike, key: bytes, *, overwrite: bool = False) -> No
             os.replace(tmp, target)
         else:
             os.link(tmp, target)  # fails if target exists
-    except FileExistsError:
-        raise ReportFormatError("cannot write key file: it already exists (refusing to replace a key)",
-                                path=name) from None
+    except FileExistsError as exc:
+        raise RapporIOError("cannot write key file: it already exists (refusing to replace a key)",
+                            path=name, errno=exc.errno) from None
     except OSError as exc:
-        raise ReportFormatError(f"cannot write file: {exc.strerror or exc}", path=name) from None
+        raise RapporIOError(f"cannot write file: {exc.strerror or exc}", path=name, errno=exc.errno) from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
