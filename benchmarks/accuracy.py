@@ -5,7 +5,7 @@ k=16 h=2 m=64 p=0.5 q=0.75 f=0.5, candidates v1..v100 plus 0, 900 or 9,900 decoy
 then a null scenario (only decoys), a 100,000-candidate timing, and google/rappor's own
 small collection (``tests/data/google_rappor_small``; its R decoder: TV 0.307).
 
-Counts are drawn exactly from their binomial distribution (``benchmarks/_scenario.py``);
+Counts are drawn exactly from their binomial distribution (:func:`rappor.simulation.zipf_scenario`);
 the row marked ``sim`` encodes every client with :func:`rappor.simulation.simulate`
 (same law as the real client) to confirm the shortcut.  BLAS threads are pinned with
 threadpoolctl when available (``--threads``).
@@ -74,8 +74,8 @@ def run_scenario(n_decoys: int, seeds: range, decoder: rappor.Decoder, encoder: 
         t0 = time.perf_counter()
         res = decoder.decode(aggregate, cmap)
         seconds = time.perf_counter() - t0
-        m = rappor.evaluate(truth, res.strings, res.proportion, detected=res.detected)
-        tv_all = rappor.evaluate(truth, res.strings, res.proportion, detected=np.ones(len(res), bool)).total_variation
+        m = rappor.metrics.evaluate(truth, res.strings, res.proportion, detected=res.detected)
+        tv_all = rappor.metrics.evaluate(truth, res.strings, res.proportion, detected=np.ones(len(res), bool)).total_variation
         covered, det, width = detected_coverage(res, truth)
         widths.extend(width)
         rows.append((m.total_variation, tv_all, m.n_detected, m.false_positives, covered, det, seconds,
@@ -114,7 +114,7 @@ def run_interop(decoder: rappor.Decoder) -> float:
         s, c, _ = line.split(",")
         truth[s.strip('"')] = int(c)
     res = decoder.decode(agg, cmap)
-    m = rappor.evaluate(truth, res.strings, res.proportion, detected=res.detected)
+    m = rappor.metrics.evaluate(truth, res.strings, res.proportion, detected=res.detected)
     return m.total_variation, m.n_detected, m.false_positives
 
 

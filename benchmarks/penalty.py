@@ -91,7 +91,7 @@ def run_scenario(n_decoys: int, seeds: range, folds: int, curve: bool) -> dict[s
         alphas, cv_seconds = penalties(sc.aggregate, cmap, folds, curve and seed == seeds[0])
         for method, alpha in alphas.items():
             res, seconds = decode(sc.aggregate, cmap, alpha, method)
-            m = rappor.evaluate(truth, res.strings, res.proportion, detected=res.detected)
+            m = rappor.metrics.evaluate(truth, res.strings, res.proportion, detected=res.detected)
             n_rows = 64 * 16
             out[method].append((m.total_variation, m.n_detected, m.false_positives, res.diagnostics.selected,
                                 res.diagnostics.lasso_alpha * n_rows,

@@ -88,17 +88,17 @@ def _best(fn: Callable[[], Any], repeat: int = 2) -> tuple[float, Any]:
 # ---------------------------------------------------------------------------- encoding
 
 
-def _encode_batch(k: int) -> Callable[[Path, int], dict[str, Any]]:
+def _simulate_reports(k: int) -> Callable[[Path, int], dict[str, Any]]:
     def run(work: Path, n: int) -> dict[str, Any]:
-        from encode_batch import naive  # benchmarks/encode_batch.py
+        from simulate_reports import naive  # benchmarks/simulate_reports.py
 
-        from rappor.simulation import Population, encode_batch
+        from rappor.simulation import Population, simulate_reports
 
         params = _params(k, 64)
         rng = np.random.default_rng(0)
         pop = Population.zipf(1000)
         values, cohorts = pop.sample(n, rng=rng), rng.integers(0, 64, n)
-        seconds, batch = _best(lambda: encode_batch(params, pop.strings, values, cohorts, rng=rng))
+        seconds, batch = _best(lambda: simulate_reports(params, pop.strings, values, cohorts, rng=rng))
         assert len(batch) == n
         m = min(n, 300_000)
         bloom = rng.integers(0, 2, (m, k), dtype=np.uint8)
@@ -130,7 +130,7 @@ def _run_client(work: Path, n: int) -> dict[str, Any]:
 
 def _write_parquet(path: Path, n: int, k: int, m: int, layout: str = "words", seed: int = 0) -> None:
     from rappor import ReportBatch
-    from rappor.parquet import ParquetReportWriter
+    from rappor.formats.parquet import ParquetReportWriter
 
     params = _params(k, m)
     rng = np.random.default_rng(seed)
@@ -157,7 +157,7 @@ def _aggregate_parquet(layout: str) -> tuple[Callable[[Path, int], None], Callab
         _write_parquet(work / "reports.parquet", n, 128, 128, layout)
 
     def run(work: Path, n: int) -> dict[str, Any]:
-        from rappor.parquet import aggregate_parquet, read_parquet_reports
+        from rappor.formats.parquet import aggregate_parquet, read_parquet_reports
 
         params = _params(128, 128)
         seconds, agg = _best(lambda: aggregate_parquet(work / "reports.parquet", params))
@@ -349,7 +349,7 @@ def _prepare_engines(work: Path, n: int) -> None:
 def _engine(kind: str) -> Callable[[Path, int], dict[str, Any]]:
     def run(work: Path, n: int) -> dict[str, Any]:
         from rappor.engines import aggregate_files
-        from rappor.parquet import aggregate_parquet
+        from rappor.formats.parquet import aggregate_parquet
 
         params = _params(128, 128)
         path = work / "reports.parquet"
@@ -391,10 +391,10 @@ def _cases() -> list[Case]:
     agg_words = _aggregate_parquet("words")
     agg_bits = _aggregate_parquet("bits")
     return [
-        Case("encode-batch-k32", "simulation.encode_batch, k=32 m=64", ">= 3,000,000 reports/s", 4_000_000,
-             _encode_batch(32)),
-        Case("encode-batch-k128", "simulation.encode_batch, k=128 m=64", ">= 1,000,000 reports/s", 2_000_000,
-             _encode_batch(128)),
+        Case("simulate-reports-k32", "simulation.simulate_reports, k=32 m=64", ">= 3,000,000 reports/s", 4_000_000,
+             _simulate_reports(32)),
+        Case("simulate-reports-k128", "simulation.simulate_reports, k=128 m=64", ">= 1,000,000 reports/s", 2_000_000,
+             _simulate_reports(128)),
         Case("encode-client", "rappor encode (CSV in/out, keyed PRR, CSPRNG), k=32, --jobs default: every core "
              "(one core: benchmarks/encode_client.py --jobs 1)", ">= 100,000 reports/s",
              300_000, _run_client, _prepare_client),

@@ -16,13 +16,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-if TYPE_CHECKING:
-    import scipy.sparse as sp  # imported where used: keeps `import rappor` fast
-
+from ._lazy import lazy_module
 from ._memory import check_design
 from .exceptions import InvalidParameterError
 from .hashing import bloom_bits_table
 from .params import Params
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:  # imported on first use: keeps `import rappor` light
+    sp = lazy_module("scipy.sparse")
 
 __all__ = ["CandidateMap", "hash_candidates"]
 
@@ -46,8 +49,6 @@ class CandidateMap:
     matrix: sp.csc_matrix
 
     def __post_init__(self) -> None:
-        import scipy.sparse as sp
-
         strings = tuple(self.strings)
         rows = self.params.num_cohorts * self.params.num_bloombits
         if not sp.issparse(self.matrix):
@@ -84,8 +85,6 @@ class CandidateMap:
     @classmethod
     def from_indices(cls, params: Params, strings: Sequence[str], rows: Sequence[Sequence[int]]) -> CandidateMap:
         """Build from 0-based stacked row indices (``cohort * k + bit``) per candidate."""
-        import scipy.sparse as sp
-
         n_rows = params.num_cohorts * params.num_bloombits
         lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
         flat = np.fromiter((i for r in rows for i in r), dtype=np.int64, count=int(lengths.sum()))
@@ -170,8 +169,6 @@ def _map_from_bit_tables(params: Params, strings: tuple[str, ...],
     cohort's ``h`` bits and dropping repeats (two hashes on one bit) makes them sorted and
     unique, so no COO triplets, format conversions or defensive copies are needed.
     """
-    import scipy.sparse as sp
-
     k, m = params.num_bloombits, params.num_cohorts
     index_dtype: type[np.int32] | type[np.int64] = np.int32 if m * k < 2**31 else np.int64
     offsets = np.arange(0, m * k, k, dtype=np.int64)[None, :, None]

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._murmur import murmur3_x64_128
+from ._validation import check_cohort, check_cohorts
 from .exceptions import InvalidParameterError
 from .params import Params
 
@@ -88,13 +89,6 @@ def _indices(data: bytes, cohort: int, num_bloombits: int, num_hashes: int) -> l
     return out
 
 
-def _check_cohort(cohort: int, params: Params) -> int:
-    if isinstance(cohort, bool) or not isinstance(cohort, (int, np.integer)) or not 0 <= cohort < params.num_cohorts:
-        msg = f"The 'cohort' parameter must be an int in the range [0, {params.num_cohorts - 1}]. Got {cohort!r} instead."
-        raise InvalidParameterError(msg)
-    return int(cohort)
-
-
 def bloom_bit_indices(value: str | bytes, cohort: int, *, num_bloombits: int, num_hashes: int) -> tuple[int, ...]:
     """The ``num_hashes`` Bloom bit indices of ``value`` in ``cohort`` (with repeats, in hash order).
 
@@ -110,7 +104,7 @@ def bloom_bit_indices(value: str | bytes, cohort: int, *, num_bloombits: int, nu
 
 def bloom_bits(value: str | bytes, cohort: int, params: Params) -> npt.NDArray[np.int64]:
     """Bloom bit indices of ``value`` in ``cohort`` as an int64 array of shape ``(h,)``."""
-    c = _check_cohort(cohort, params)
+    c = check_cohort(cohort, params.num_cohorts, "bloom_bits")
     return np.asarray(_indices(value_bytes(value), c, params.num_bloombits, params.num_hashes), dtype=np.int64)
 
 
@@ -141,10 +135,8 @@ def bloom_bits_table(values: Sequence[str | bytes], params: Params, *,
         ``cohorts[c]`` (cohort ``c`` by default).
     """
     k, h = params.num_bloombits, params.num_hashes
-    seeds = np.arange(params.num_cohorts) if cohorts is None else np.asarray(cohorts, dtype=np.int64).reshape(-1)
-    if seeds.size and (seeds.min() < 0 or seeds.max() >= params.num_cohorts):
-        msg = f"The 'cohorts' parameter of bloom_bits_table must hold ints in [0, {params.num_cohorts - 1}]."
-        raise InvalidParameterError(msg)
+    seeds = np.arange(params.num_cohorts) if cohorts is None else check_cohorts(cohorts, params.num_cohorts,
+                                                                                 "bloom_bits_table")
     encoded = [value_bytes(v) for v in values]
     out = np.empty((len(values), seeds.size, h), dtype=np.int64 if k > 2**31 - 1 else np.int32)
     for i, w in enumerate(_hash_words(encoded, seeds, h)):

@@ -20,10 +20,14 @@ from typing import Any
 
 import numpy as np
 
+from . import plots
 from ._explain import detection_rule, floor_tie
 from ._io import PathLike, atomic_output
+from ._lazy import import_optional
+from .exceptions import MissingDependencyError
 from .metrics import METRIC_MEANINGS, Metrics, _detected_mask, _share_interval, fit_residuals
 from .params import Params
+from .privacy import loss
 
 __all__ = ["render_report", "write_report"]
 
@@ -89,11 +93,9 @@ def _png(fig: Any) -> str:
 def _figures(params: Params, result: Any, truth: Mapping[str, int] | None, aggregate: Any,
              candidate_map: Any) -> list[str]:
     try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        return ['<p class="note">Plots need matplotlib (<code>pip install rappor[plot]</code>).</p>']
-    from . import plots
-
+        Figure = import_optional("matplotlib.figure", "plots").Figure  # noqa: N806 - a class
+    except MissingDependencyError as exc:
+        return [f'<p class="note">{html.escape(str(exc))}</p>']
     images = []
     if result is not None:
         fig = Figure(figsize=(7, 5))
@@ -164,8 +166,6 @@ def _summary_rows(result: Any) -> list[tuple[str, str, Any]]:
 
 def _privacy_rows(params: Params) -> list[tuple[str, str, Any]]:
     """Rows ``(measure, meaning, value)``: :meth:`PrivacyLoss.table` and the bit probabilities."""
-    from .privacy import loss
-
     return [*loss(params).table(), ("p11", "P(report bit 1 | Bloom bit 1)", params.p11),
             ("p01", "P(report bit 1 | Bloom bit 0)", params.p01)]
 

@@ -1,7 +1,8 @@
 """Plots of decoded collections and privacy curves (needs the ``plot`` extra: matplotlib).
 
-matplotlib is imported inside each function, so ``import rappor.plots`` is cheap and
-``import rappor`` never loads it.  Every function takes an optional ``ax`` and returns
+matplotlib is imported on first use (:mod:`rappor._lazy`), so ``import rappor.plots`` is
+cheap and ``import rappor`` never loads it; without it a plot raises
+:class:`~rappor.exceptions.MissingDependencyError` naming the ``plot`` extra.  Every function takes an optional ``ax`` and returns
 the :class:`matplotlib.axes.Axes` it drew on, so figures can be composed freely::
 
     fig, (left, right) = plt.subplots(1, 2)
@@ -17,14 +18,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from ._lazy import lazy_module
 from .metrics import _detected_mask, _share_interval, bit_residuals, fit_residuals
 from .params import Params
+from .privacy import loss
 
 if TYPE_CHECKING:  # pragma: no cover
+    import matplotlib.pyplot as plt
     from matplotlib.axes import Axes
 
     from .aggregate import Aggregate
     from .design import CandidateMap
+else:
+    plt = lazy_module("matplotlib.pyplot", "plots")
 
 __all__ = ["plot_epsilon", "plot_estimates", "plot_fit_residuals", "plot_residuals"]
 
@@ -32,8 +38,6 @@ __all__ = ["plot_epsilon", "plot_estimates", "plot_fit_residuals", "plot_residua
 def _axes(ax: Axes | None) -> Axes:
     if ax is not None:
         return ax
-    import matplotlib.pyplot as plt
-
     _, new = plt.subplots()
     return new
 
@@ -148,8 +152,6 @@ def plot_epsilon(params: Params, *, max_reports: int = 100, delta: float = 1e-6,
     -------
     matplotlib.axes.Axes
     """
-    from .privacy import loss
-
     ax = _axes(ax)
     ts = np.unique(np.geomspace(1, max(int(max_reports), 1), num=16).round().astype(int))
     rows = [loss(params, reports=int(t), delta=delta) for t in ts]

@@ -785,8 +785,8 @@ def read_map_bom(tmp_path: Path, text: bytes):  # type: ignore[no-untyped-def]
 def test_bad_input_parquet(tmp_path: Path) -> None:
     """Parquet reports: not Parquet, other parameters, missing, empty directory."""
     pytest.importorskip("pyarrow")
-    from rappor import IncompatibleParamsError, ReportBatch, ReportFormatError
-    from rappor.parquet import aggregate_parquet, write_parquet_reports
+    from rappor import IncompatibleParamsError, RapporIOError, ReportBatch, ReportFormatError
+    from rappor.formats.parquet import aggregate_parquet, write_parquet_reports
 
     batch = ReportBatch.from_bitstrings(PARAMS, [c for _, c, _ in ROWS], [s for _, _, s in ROWS])
     write_parquet_reports(tmp_path / "r.parquet", batch)
@@ -799,10 +799,10 @@ def test_bad_input_parquet(tmp_path: Path) -> None:
     other = Params(num_bloombits=8, num_hashes=2, num_cohorts=8, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     with pytest.raises(IncompatibleParamsError, match="m=4"):
         aggregate_parquet(tmp_path / "r.parquet", other)
-    with pytest.raises(ReportFormatError, match="no such file"):
+    with pytest.raises(RapporIOError, match="no such file"):
         aggregate_parquet(tmp_path / "nope.parquet", PARAMS)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ReportFormatError, match="found none"):
+    with pytest.raises(RapporIOError, match="found none"):
         aggregate_parquet(tmp_path / "empty", PARAMS)
     truncated = tmp_path / "trunc.parquet"
     truncated.write_bytes((tmp_path / "r.parquet").read_bytes()[:-20])

@@ -212,4 +212,4 @@ def test_secrets_weak_randomness_guard_is_effective(no_weak_randomness: list[int
     with pytest.raises(_Forbidden):
         Encoder(PARAMS, bytes(range(32)), rng=0)
     with pytest.raises(_Forbidden):
-        rappor.simulation.encode_batch(PARAMS, ["v"], [0], [0])
+        rappor.simulation.simulate_reports(PARAMS, ["v"], [0], [0])

@@ -111,11 +111,11 @@ def files(args: argparse.Namespace) -> CommandFiles:
 
 def run(args: argparse.Namespace) -> int:
     from .._explain import floor_tie
-    from ..aggregate import read_counts
-    from ..candidates import read_candidates
+    from ..formats.candidates import read_candidates
+    from ..formats.counts import read_counts
     from ..decoder import Decoder
     from ..design import hash_candidates
-    from ..map_file import read_map
+    from ..formats.map import read_map
 
     params = load_params(args)
     aggregate = read_counts(args.counts, params)

@@ -77,7 +77,7 @@ def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
 
 def run(args: argparse.Namespace) -> int:
     from .._io import atomic_output
-    from ..aggregate import read_counts
+    from ..formats.counts import read_counts
     from ..discovery import discover
 
     spec = spec_from_args(args)

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     combined = None
     if args.discovery_params is not None:
         from ..discovery.privacy import discovery_privacy
-        from ..params import read_params
+        from ..formats.params import read_params
 
         combined = discovery_privacy(params, read_params(args.discovery_params), split=args.split)
     with atomic_output(args.output) as out:
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                                      for key, v in combined.as_dict().items()}
             out.write(json.dumps(data, indent=2) + "\n")
         else:
-            rows = result.table() + ([] if combined is None else combined.table())
+            rows = [*result.table(), *([] if combined is None else combined.table())]
             width = max(len(name) for name, _, _ in rows)
             out.write(f"# k={params.k} h={params.h} m={params.m} p={params.p:g} q={params.q:g} f={params.f:g}\n")
             for name, text, value in rows:

@@ -200,7 +200,7 @@ def _parse_cohorts(texts: list[str], m: int) -> npt.NDArray[np.int64] | int:
 
 
 def _read_parquet(path: Path, names: Sequence[str], params: Sequence[Params], remove_bad_rows: bool) -> AssocReports:
-    from ..parquet import _open, _pyarrow, parquet_files
+    from ..formats.parquet import _open, _pyarrow, parquet_files
 
     pa = _pyarrow()
     source = display_name(path)
@@ -290,7 +290,7 @@ def _quote(text: str) -> str:
 
 def write_assoc_parquet(path: PathLike, batches: Sequence[ReportBatch], names: Sequence[str]) -> None:
     """Write report tuples as Parquet: ``cohort`` (int32) and one packed-bytes column per variable."""
-    from ..parquet import _pyarrow
+    from ..formats.parquet import _pyarrow
 
     pa = _pyarrow()
     import pyarrow.parquet as pq

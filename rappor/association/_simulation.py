@@ -14,7 +14,7 @@ from ..design import hash_candidates
 from ..exceptions import InvalidParameterError
 from ..params import Params
 from ..reports import ReportBatch
-from ..simulation import _encode_rows, encode_batch
+from ..simulation import _encode_rows, simulate_reports
 from ._variables import BOOLEAN_CATEGORIES, OTHER, Variable, boolean_params
 
 __all__ = ["AssociationSimulation", "example_joint", "simulate_association", "total_variation"]
@@ -101,7 +101,7 @@ def simulate_association(params: Params, joint: npt.ArrayLike, values: Sequence[
     Notes
     -----
     Every client gets a uniform cohort and independent permanent responses per
-    variable; the encoding is :func:`rappor.simulation.encode_batch` (numpy's
+    variable; the encoding is :func:`rappor.simulation.simulate_reports` (numpy's
     generator: for simulation only).
     """
     gen = check_rng(rng)
@@ -130,7 +130,7 @@ def simulate_association(params: Params, joint: npt.ArrayLike, values: Sequence[
             batches.append(ReportBatch(params=bparams, cohorts=cohorts, words=words))
             variables.append(Variable.boolean(names[j], params))
         else:
-            batches.append(encode_batch(params, list(vals), held[:, j], cohorts, rng=gen))
+            batches.append(simulate_reports(params, list(vals), held[:, j], cohorts, rng=gen))
             given = None if candidates is None else candidates[j]
             cand = list(vals) if given is None else list(given)
             variables.append(Variable.string(names[j], hash_candidates(cand, params)))

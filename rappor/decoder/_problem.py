@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from .._lazy import lazy_module
 from ..params import Params
+from ..randomizer import debias as debias_rate, debiased_variance
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -201,9 +202,9 @@ def debias(counts: npt.NDArray[np.int64], p11: float, p01: float) -> Debiased:
     n_c = np.repeat(n[keep], k)
     ones = counts[keep, 1:].astype(np.float64).ravel()
     gap = p11 - p01
-    y = (ones / n_c - p01) / gap
-    r = (ones + 0.5) / (n_c + 1.0)
-    var = r * (1.0 - r) / gap**2 / n_c
+    y = debias_rate(ones / n_c, p01, gap)
+    r = (ones + 0.5) / (n_c + 1.0)  # smoothed rate: keeps the variance positive at 0 or n ones
+    var = debiased_variance(r, n_c, gap)
     return Debiased(rows=rows.astype(np.int64), y=y, var=var, n_c=n_c)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._io import PathLike, atomic_output, csv_field
+from .._lazy import import_optional
 from .._results import ConfidenceInterval
 from .._validation import check_options, check_probability
 from ..exceptions import InvalidParameterError
@@ -323,11 +324,7 @@ class DecodeResult:
 
     def to_pandas(self, *, adjust: Literal["fcr", "none", "selective"] | None = None) -> Any:
         """:meth:`table` as a :class:`pandas.DataFrame` (needs pandas, which rappor does not install)."""
-        try:
-            import pandas as pd
-        except ImportError:
-            msg = "DecodeResult.to_pandas needs pandas: pip install pandas (or use DecodeResult.table())."
-            raise ImportError(msg) from None
+        pd = import_optional("pandas", "DecodeResult.to_pandas", note=" (or use DecodeResult.table())")
         return pd.DataFrame(self.table(adjust=adjust))
 
     def to_csv(self, path: PathLike | None, all: bool = False, *,  # noqa: A002

@@ -35,6 +35,7 @@ import numpy.typing as npt
 from ..aggregate import Aggregate
 from ..exceptions import IncompatibleParamsError
 from ..hashing import reduce_words, split_hash_words
+from ..randomizer import debias
 from .spec import DiscoverySpec
 
 __all__ = ["SlotOracle"]
@@ -67,7 +68,7 @@ class SlotOracle:
         self.spec = spec
         self.slot = slot
         self.cohorts = np.arange(slot * md, (slot + 1) * md, dtype=np.int64)
-        n = aggregate.n_reports[slot * md:(slot + 1) * md].astype(np.float64)
+        n = aggregate.reports_per_cohort[slot * md:(slot + 1) * md].astype(np.float64)
         y = aggregate.bit_counts[slot * md:(slot + 1) * md].astype(np.float64)
         d = params.p11 - params.p01
         self.n_reports = float(n.sum())
@@ -76,7 +77,7 @@ class SlotOracle:
         self._tail_key: tuple[bytes, ...] | None = None
         self._tail_words = np.zeros((0, md, h), dtype=np.uint64)
         self.beta = 1.0 - (1.0 - 1.0 / k) ** h
-        self.t: Array = (y - params.p01 * n[:, None]) / d
+        self.t: Array = debias(y, params.p01 * n[:, None], d)
         rate = np.divide(y, n[:, None], out=np.zeros_like(y), where=n[:, None] > 0)
         self.var_t: Array = n[:, None] * rate * (1.0 - rate) / d**2
         self._set_null()
