@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .._io import PathLike, atomic_output, display_name, read_input_bytes
+from .._io import PathLike, atomic_output, csv_field, display_name, read_input_bytes
 from ..exceptions import ReportFormatError
 from ..params import Params
 from ._variables import boolean_params
@@ -82,7 +82,7 @@ def encode_multi_file(path: PathLike, output: PathLike, params: Params, key: byt
     width = len(header)
     written = 0
     with atomic_output(output) as out:
-        out.write(",".join(["client", "cohort", *(_quote(n) for n in names)]) + "\n")
+        out.write(",".join(["client", "cohort", *(csv_field(n) for n in names)]) + "\n")
         chunk: list[tuple[int, list[str]]] = []
         index = 0
         for line, cells in rows:
@@ -125,14 +125,8 @@ def _encode_chunk(out: Any, chunk: list[tuple[int, list[str]]], names: list[str]
             raise
         cohorts = batch.cohorts  # the same for every variable: derived from the client's secret
         columns.append(batch.bitstrings())
-    names_out = [_quote(c) for c in clients]
+    names_out = [csv_field(c) for c in clients]
     lines = [",".join([c, str(h), *(col[i] for col in columns)])
              for i, (c, h) in enumerate(zip(names_out, cohorts.tolist()))]
     out.write("\n".join(lines) + "\n")
     return len(chunk)
-
-
-def _quote(text: str) -> str:
-    if any(ch in text for ch in ',"\r\n'):
-        return '"' + text.replace('"', '""') + '"'
-    return text

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._bits import BitStringError, bits_to_bitstrings, bitstrings_to_bits, pack_bits
-from .._io import PathLike, atomic_output, display_name, read_input_bytes
+from .._io import PathLike, atomic_output, csv_field, display_name, read_input_bytes
 from ..exceptions import ReportFormatError
 from ..params import Params
 from ..reports import ReportBatch
@@ -276,16 +276,10 @@ def write_assoc_reports(path: PathLike, batches: Sequence[ReportBatch], names: S
     ids = [f"c{i}" for i in range(n)] if client_ids is None else list(client_ids)
     columns = [b.bitstrings() for b in batches]
     with atomic_output(path) as out:
-        out.write(",".join(["client", "cohort", *(_quote(v) for v in names)]) + "\n")
+        out.write(",".join(["client", "cohort", *(csv_field(v) for v in names)]) + "\n")
         cohorts = batches[0].cohorts.tolist()
         for i in range(n):
-            out.write(",".join([_quote(ids[i]), str(cohorts[i]), *(col[i] for col in columns)]) + "\n")
-
-
-def _quote(text: str) -> str:
-    if any(ch in text for ch in ',"\r\n'):
-        return '"' + text.replace('"', '""') + '"'
-    return text
+            out.write(",".join([csv_field(ids[i]), str(cohorts[i]), *(col[i] for col in columns)]) + "\n")
 
 
 def write_assoc_parquet(path: PathLike, batches: Sequence[ReportBatch], names: Sequence[str]) -> None:

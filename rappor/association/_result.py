@@ -10,7 +10,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from .._io import PathLike, atomic_output
+from .._io import PathLike, atomic_output, csv_field
 from .._results import ConfidenceInterval
 from .._validation import check_options, check_probability
 from ..exceptions import InvalidParameterError
@@ -60,9 +60,8 @@ class IndependenceTest:
 
 
 def _csv_text(text: str, *, always: bool = False) -> str:
-    if always or any(ch in text for ch in ',"\r\n') or text != text.strip():
-        return '"' + text.replace('"', '""') + '"'
-    return text
+    """:func:`rappor._io.csv_field`, or always quoted (R's ``write.csv``)."""
+    return '"' + text.replace('"', '""') + '"' if always else csv_field(text)
 
 
 def _csv_number(value: float) -> str:
