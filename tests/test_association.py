@@ -36,7 +36,7 @@ from rappor.association._likelihood import (
     normalized_likelihoods,
 )
 from rappor.association._mixture import ProductLikelihood, fit_mixture
-from rappor.association._other import other_bit_probabilities
+from rappor.association._other import other_bit_probabilities, undetected_bit_probabilities
 from rappor.association._reference import reference_conditional_probabilities, reference_em
 from rappor.exceptions import ConvergenceWarning, IncompatibleParamsError, InvalidParameterError
 
@@ -400,6 +400,40 @@ def test_other_shrunk_stays_in_the_range_of_real_strings() -> None:
     probs = other_bit_probabilities(agg, variables[0].candidate_map, np.array([0, 1]), np.array([0.35, 0.3]))
     lo, hi = sorted((SMALL.p01, SMALL.p11))
     assert probs.min() >= lo - 1e-12 and probs.max() <= hi + 1e-12
+
+
+@pytest.mark.parametrize("other", ["undetected", pytest.param("shrunk", marks=pytest.mark.xfail(strict=True))])
+def test_other_share_is_not_inflated_by_bit_rates_fitted_to_the_counts(other: str) -> None:
+    # String x string, every 5th value outside the candidates (docs/association.md's scenario),
+    # 30,000 clients: each variable's Other share in the joint table lies within 4 standard
+    # errors of the clients' true share (a normal deviate beyond 4 has probability 6e-5).
+    # Rates fitted to the same counts ("shrunk") put 0.76 on the second variable's Other
+    # instead of 0.14 (z = 19.6): the fit exploits the noise they carry.
+    joint, values, cands = example_joint("string-string", 30, 10, remove_every=5)
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    sim = simulate_association(params, joint, values, 30_000, candidates=cands, rng=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = AssociationDecoder(other=other, independence_test=False).decode(sim.reports, sim.variables)
+    truth = sim.truth(res.categories)
+    for axis in (0, 1):
+        marginal = res.marginal(axis)
+        true_share = truth.sum(axis=1 - axis)[-1]
+        assert abs(marginal.proportion[-1] - true_share) < 4 * marginal.std_error[-1]
+
+
+def test_undetected_other_mixes_the_left_out_candidates_and_random_strings() -> None:
+    # Hand computation: two cohorts of 4 bits; "a" is in the table, "b" (share 0.2) and "c"
+    # (share 0.1) are left out, and 1 - 0.5 - 0.3 = 0.2 belongs to strings outside the list,
+    # each setting a bit with probability 1 - (1 - 1/4)^1 = 0.25.
+    params = Params(num_bloombits=4, num_hashes=1, num_cohorts=2, prob_p=0.25, prob_q=0.75, prob_f=0.0)
+    cmap = CandidateMap.from_indices(params, ["a", "b", "c"], [[0, 4 + 1], [2, 4 + 2], [2, 4 + 3]])
+    probs = undetected_bit_probabilities(cmap, np.array([0]), np.array([0.5, 0.2, 0.1]))
+    rate = np.array([[0.05, 0.05, 0.35, 0.05], [0.05, 0.05, 0.25, 0.15]]) / 0.5
+    np.testing.assert_allclose(probs, params.p01 + (params.p11 - params.p01) * rate)
+    # Nothing left over (every candidate in the table): a random string's rate everywhere.
+    flat = undetected_bit_probabilities(cmap, np.array([0, 1, 2]), np.array([0.5, 0.3, 0.2]))
+    np.testing.assert_allclose(flat, params.p01 + (params.p11 - params.p01) * 0.25)
 
 
 def test_other_category_takes_the_mass_of_strings_outside_the_candidates() -> None:

@@ -18,7 +18,7 @@ from ..reports import ReportBatch
 from ._inference import constrained_covariance, projected_covariance
 from ._likelihood import CodedLikelihood, Factor, Patterns, bit_index_table, group_reports, likelihoods
 from ._mixture import FitResult, ProductLikelihood, _single_thread, fit_mixture
-from ._other import other_bit_probabilities
+from ._other import other_bit_probabilities, undetected_bit_probabilities
 from ._result import AssociationResult, IndependenceTest, check_variable_names
 from ._variables import OTHER, Variable
 
@@ -42,12 +42,15 @@ class AssociationDecoder:
     candidates : {"detected", "all"}, default="detected"
         Categories of a string variable: the candidates its marginal decode detects (as
         google/rappor ``decode_assoc.R``) or every candidate of its map.
-    other : {"shrunk", "reference", "none"}, default="shrunk"
-        The category of strings that are not among them: per-(cohort, bit) probabilities
-        estimated from the counts the candidates leave unexplained, shrunk towards their
-        mean (``"shrunk"``), exactly as google/rappor's ``GetOtherProbs``
-        (``"reference"``), or no such category (``"none"``: the mass of other strings is
-        then spread over the candidates).  See :mod:`rappor.association._other`.
+    other : {"undetected", "shrunk", "reference", "none"}, default="undetected"
+        The category of strings that are not among them, with per-(cohort, bit)
+        probabilities of a 1: those of the candidates left out of the table in their
+        marginal shares plus random strings for the rest (``"undetected"``); estimated
+        from the counts the candidates leave unexplained, shrunk towards their mean
+        (``"shrunk"``: fitted to the same counts, it biases the table towards "Other");
+        exactly as google/rappor's ``GetOtherProbs`` (``"reference"``); or no such
+        category (``"none"``: the mass of other strings is then spread over the
+        candidates).  See :mod:`rappor.association._other`.
     method : {"sqp", "em"}, default="sqp"
         Maximizer of the likelihood: sequential quadratic programming (mix-SQP; a handful
         of iterations) or google/rappor's EM iteration (thousands at realistic noise).
@@ -86,7 +89,7 @@ class AssociationDecoder:
     }
 
     def __init__(self, *, candidates: Literal["detected", "all"] = "detected",
-                 other: Literal["shrunk", "reference", "none"] = "shrunk", method: Literal["sqp", "em"] = "sqp",
+                 other: Literal["undetected", "shrunk", "reference", "none"] = "undetected", method: Literal["sqp", "em"] = "sqp",
                  max_iterations: int = 1000, tolerance: float = 1e-3, std_errors: bool = True,
                  independence_test: bool = True, decoder: Any = None, rng: Any = None) -> None:
         self.candidates = candidates
@@ -106,7 +109,7 @@ class AssociationDecoder:
     def _validate(self) -> None:
         owner = "AssociationDecoder"
         check_options(self.candidates, "candidates", owner, ("detected", "all"))
-        check_options(self.other, "other", owner, ("shrunk", "reference", "none"))
+        check_options(self.other, "other", owner, ("undetected", "shrunk", "reference", "none"))
         check_options(self.method, "method", owner, ("sqp", "em"))
         check_int(self.max_iterations, "max_iterations", owner, low=0)
         check_real(self.tolerance, "tolerance", owner, low=0.0)
@@ -240,10 +243,13 @@ class AssociationDecoder:
         if self.other == "none":
             if columns.size == 0:
                 raise DecodeError(f"Nothing was detected in the marginal decode of variable {var.name!r}: "
-                                  f"no category to associate (model the other strings with other='shrunk').")
+                                  f"no category to associate (model the other strings with other='undetected').")
             return columns, labels, marginal, None
-        shares = np.nan_to_num(np.asarray(marginal.proportion, dtype=np.float64)[columns])
-        probs = other_bit_probabilities(aggregate, cmap, columns, shares, self.other)
+        if self.other == "undetected":
+            probs = undetected_bit_probabilities(cmap, columns, np.asarray(marginal.proportion, dtype=np.float64))
+        else:
+            shares = np.nan_to_num(np.asarray(marginal.proportion, dtype=np.float64)[columns])
+            probs = other_bit_probabilities(aggregate, cmap, columns, shares, self.other)
         return columns, labels + (OTHER,), marginal, probs
 
     def _independence(self, lik: ProductLikelihood, factors: list[Factor], joint: FitResult,
