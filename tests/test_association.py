@@ -24,6 +24,7 @@ from rappor.association import (
 from rappor.association._inference import (
     conditional_distribution,
     constrained_covariance,
+    independence_null_draws,
     marginal_distribution,
     projected_covariance,
 )
@@ -339,6 +340,39 @@ def test_independence_test_detects_dependence_and_accepts_independence() -> None
     sim = simulate_association(SMALL, independent, [["a", "b", "c"], None], 5000, rng=7)
     test = dec.decode(sim.reports, sim.variables).independence
     assert test.df == 2 and test.pvalue > 1e-3  # fails with probability 1e-3 under the null
+
+
+def test_independence_null_draws_are_chi_square_inside_and_smaller_at_the_boundary() -> None:
+    # A 3 x 2 table, information diag(N / pi).  N = 1e6: the smallest cell (0.005) is 70 SEs
+    # from 0 and the draws are chi-square with (3 x 2 - 1) - (2 + 1) = 2 degrees of freedom:
+    # mean 2, variance 4; over 4,000 draws the mean's SE is 0.032 (4 SE: 0.13) and the
+    # variance's 0.18 (4 SE: 0.72).
+    rng = np.random.default_rng(3)
+    marginals = [np.array([0.5, 0.45, 0.05]), np.array([0.9, 0.1])]
+    info = np.diag(1.0 / np.outer(*marginals).reshape(-1))
+    draws = independence_null_draws(marginals, constrained_covariance(info * 1e6), rng, draws=4000)
+    assert abs(draws.mean() - 2.0) < 0.13 and abs(draws.var() - 4.0) < 0.72
+    # N = 10: the small cells' SEs are larger than the cells; the projection onto pi >= 0
+    # takes part of the statistic and its mean falls to about 1.3 (measured), far below 2.
+    small = independence_null_draws(marginals, constrained_covariance(info * 10), rng, draws=4000)
+    assert small.mean() < 1.6
+
+
+def test_independence_p_values_are_uniform_when_cells_sit_near_zero() -> None:
+    # 7 x 4 strings, independent, 5,000 clients at weak parameters: most cells are within a
+    # standard error of 0.  Over 20 collections the mean p-value of a calibrated test is that of
+    # 20 uniforms, 0.5 with SE 0.065: within 4 SE of it.  The chi-square p-values average 0.97.
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=16, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    joint = np.outer([0.3, 0.2, 0.15, 0.1, 0.1, 0.08, 0.07], [0.4, 0.3, 0.2, 0.1])
+    values = [[f"a{i}" for i in range(7)], [f"b{j}" for j in range(4)]]
+    dec = AssociationDecoder(candidates="all", other="none", std_errors=False)
+    pvalues = []
+    for seed in range(20):
+        sim = simulate_association(params, joint, values, 5000, rng=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            pvalues.append(dec.decode(sim.reports, sim.variables).independence.pvalue)
+    assert abs(np.mean(pvalues) - 0.5) < 4 * np.sqrt(1 / 12 / 20)
 
 
 @pytest.mark.slow
