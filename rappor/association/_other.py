@@ -90,7 +90,8 @@ def undetected_bit_probabilities(cmap: CandidateMap, columns: npt.NDArray[np.int
         rate = np.full((params.num_cohorts, params.num_bloombits), uniform)
     else:
         rate = (_known_bits(cmap, np.arange(shares.size, dtype=np.intp), weights) + rest * uniform) / total
-    return params.p01 + (params.p11 - params.p01) * np.clip(rate, 0.0, 1.0)
+    probabilities: npt.NDArray[np.float64] = params.p01 + (params.p11 - params.p01) * np.clip(rate, 0.0, 1.0)
+    return probabilities
 
 
 def _known_bits(cmap: CandidateMap, columns: npt.NDArray[np.intp], weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
