@@ -12,7 +12,7 @@ threadpoolctl when available (``--threads``).
 
 Usage::
 
-    python benchmarks/accuracy.py [--seeds 5] [--correction fdr] [--estimator least-squares] [--quick]
+    python benchmarks/accuracy_issue4.py [--seeds 5] [--correction fdr] [--estimator least-squares] [--quick]
 """
 
 from __future__ import annotations
