@@ -37,7 +37,7 @@ import rappor
 from rappor.compat import google_bloom_bits_table, google_effective_prob_f, hash_candidates_google
 from rappor.simulation import Population
 
-__all__ = ["CLASSES", "Collection", "ScenarioClass", "collection", "export_collection"]
+__all__ = ["CLASSES", "Collection", "ScenarioClass", "clients", "collection", "draw_counts", "export_collection"]
 
 #: Issue 4's public scenario parameters (also the default of most classes).
 ISSUE4 = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
@@ -161,16 +161,22 @@ def _by_name(name: str) -> ScenarioClass:
     raise KeyError(name)
 
 
-def collection(scenario: ScenarioClass, seed: int) -> Collection:
-    """Draw one collection of ``scenario`` (deterministic in ``seed``; see the module docstring)."""
-    params = scenario.params
-    rng = np.random.default_rng([14, seed])
-    pop = scenario.population
-    m, k = params.num_cohorts, params.num_bloombits
-    # Values, then cohorts uniformly: one multinomial over (value, cohort) pairs has the same law.
-    joint = np.outer(pop.probabilities, np.full(m, 1.0 / m)).ravel()
-    by_cohort = rng.multinomial(scenario.n_reports, joint / joint.sum()).reshape(len(pop), m)
-    bloom = _bloom(pop.strings, params)
+def clients(scenario: ScenarioClass, rng: np.random.Generator) -> npt.NDArray[np.int64]:
+    """Clients per (value, cohort), shape ``(U, m)``: values from the population, cohorts uniform.
+
+    One multinomial over (value, cohort) pairs: the same law as drawing each client's value,
+    then its cohort.
+    """
+    m = scenario.params.num_cohorts
+    joint = np.outer(scenario.population.probabilities, np.full(m, 1.0 / m)).ravel()
+    out: npt.NDArray[np.int64] = rng.multinomial(scenario.n_reports, joint / joint.sum()).reshape(-1, m)
+    return out
+
+
+def draw_counts(params: rappor.Params, strings: tuple[str, ...], by_cohort: npt.NDArray[np.int64],
+                rng: np.random.Generator) -> rappor.Aggregate:
+    """Aggregated counts of one google/rappor report per client (the module docstring's law)."""
+    bloom = _bloom(strings, params)
     n1 = np.einsum("vc,vcb->cb", by_cohort, bloom)  # clients of cohort c whose filter sets bit b
     n_c = by_cohort.sum(axis=0)
     f = google_effective_prob_f(params.prob_f)
@@ -178,10 +184,15 @@ def collection(scenario: ScenarioClass, seed: int) -> Collection:
     p11 = q * (1 - f / 2) + p * f / 2
     p01 = p * (1 - f / 2) + q * f / 2
     ones = rng.binomial(n1, p11) + rng.binomial(n_c[:, None] - n1, p01)
-    aggregate = rappor.Aggregate(params=params, counts=np.column_stack([n_c, ones]).astype(np.int64))
-    counts = by_cohort.sum(axis=1)
-    truth = {s: int(c) for s, c in zip(pop.strings, counts) if c > 0}
-    assert n1.shape == (m, k)
+    return rappor.Aggregate(params=params, counts=np.column_stack([n_c, ones]).astype(np.int64))
+
+
+def collection(scenario: ScenarioClass, seed: int) -> Collection:
+    """Draw one collection of ``scenario`` (deterministic in ``seed``; see the module docstring)."""
+    rng = np.random.default_rng([14, seed])
+    by_cohort = clients(scenario, rng)
+    aggregate = draw_counts(scenario.params, scenario.population.strings, by_cohort, rng)
+    truth = {s: int(c) for s, c in zip(scenario.population.strings, by_cohort.sum(axis=1)) if c > 0}
     return Collection(scenario=scenario, seed=seed, aggregate=aggregate, candidate_map=_candidate_map(scenario.name),
                       truth=truth)
 
