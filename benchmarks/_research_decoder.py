@@ -44,7 +44,25 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import rappor  # noqa: E402
-from rappor import _estimation as est  # noqa: E402
+
+try:  # the decoder's internals: the decoder package (rappor/decoder/), or the older single module
+    from types import SimpleNamespace
+
+    from rappor.decoder import _bayes, _null, _problem, _screen
+
+    est = SimpleNamespace(Z_CLIP=_bayes.Z_CLIP, column_groups=_problem.column_groups,
+                          column_sq_norms=_problem.column_sq_norms, debias=_problem.debias,
+                          lasso_screen=_screen.lasso_screen, leading_columns=_problem.leading_columns,
+                          random_string_null=_null.random_string_null, scale_rows=_problem.scale_rows,
+                          select_rows=_problem.select_rows, weighted_design=_problem.weighted_design)
+except ImportError:  # pragma: no cover - before the decoder package
+    from rappor import _estimation as est  # type: ignore[no-redef]
+
+
+def _diag(res: rappor.DecodeResult, name: str) -> float:
+    """A diagnostic of a decode (a dict before the decoder package, an object after)."""
+    d = res.diagnostics
+    return float(d[name] if isinstance(d, dict) else getattr(d, name))
 
 Array = npt.NDArray[np.float64]
 
@@ -453,12 +471,11 @@ def veb_mode(rule: str = "mean|median", fix_u: bool | float = False, **kwargs: o
     ``q``: that estimate less ``q`` standard errors, floored at 0 (a lower confidence bound)."""
     def run(col):  # type: ignore[no-untyped-def]
         res = rappor.Decoder().decode(col.aggregate, col.candidate_map)
-        d = res.diagnostics
         fixed = None
         if fix_u is True:
-            fixed = float(d["unexplained_mass"])
+            fixed = _diag(res, "unexplained_mass")
         elif fix_u is not False:
-            fixed = max(float(d["unexplained_mass_unclipped"]) - float(fix_u) * float(d["unexplained_std_error"]), 0.0)
+            fixed = max(_diag(res, "unexplained_mass_unclipped") - float(fix_u) * _diag(res, "unexplained_std_error"), 0.0)
         fit = veb(col.aggregate, col.candidate_map, init=np.nan_to_num(res.proportion), fixed_unexplained=fixed,
                   **kwargs)  # type: ignore[arg-type]
         shares = {"mean": fit.mean, "median": fit.median,
@@ -522,8 +539,7 @@ def _veb_for(col, working_z: float | None):  # type: ignore[no-untyped-def]
     key = (col.scenario.name, col.seed, working_z)
     if key not in _VEB_CACHE:
         res = rappor.Decoder().decode(col.aggregate, col.candidate_map)
-        d = res.diagnostics
-        fixed = max(float(d["unexplained_mass_unclipped"]) - 2.0 * float(d["unexplained_std_error"]), 0.0)
+        fixed = max(_diag(res, "unexplained_mass_unclipped") - 2.0 * _diag(res, "unexplained_std_error"), 0.0)
         fit = veb(col.aggregate, col.candidate_map, init=np.nan_to_num(res.proportion), fixed_unexplained=fixed,
                   working_z=working_z)
         _VEB_CACHE.clear()  # one collection at a time
@@ -626,8 +642,7 @@ def pveb(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, *, unexplained:
 def pveb_mode(**kwargs: object):  # type: ignore[no-untyped-def]
     def run(col):  # type: ignore[no-untyped-def]
         res = rappor.Decoder().decode(col.aggregate, col.candidate_map)
-        d = res.diagnostics
-        fixed = max(float(d["unexplained_mass_unclipped"]) - 2.0 * float(d["unexplained_std_error"]), 0.0)
+        fixed = max(_diag(res, "unexplained_mass_unclipped") - 2.0 * _diag(res, "unexplained_std_error"), 0.0)
         b, s = pveb(col.aggregate, col.candidate_map, unexplained=fixed, init=np.nan_to_num(res.proportion),
                     **kwargs)  # type: ignore[arg-type]
         z = b / s
@@ -713,8 +728,7 @@ def veb_fast(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, *, unexplai
 def fast_mode(**kwargs: object):  # type: ignore[no-untyped-def]
     def run(col):  # type: ignore[no-untyped-def]
         res = rappor.Decoder().decode(col.aggregate, col.candidate_map)
-        d = res.diagnostics
-        fixed = max(float(d["unexplained_mass_unclipped"]) - 2.0 * float(d["unexplained_std_error"]), 0.0)
+        fixed = max(_diag(res, "unexplained_mass_unclipped") - 2.0 * _diag(res, "unexplained_std_error"), 0.0)
         b, s, _, _ = veb_fast(col.aggregate, col.candidate_map, unexplained=fixed,
                               init=np.nan_to_num(res.proportion), **kwargs)  # type: ignore[arg-type]
         z = b / s
