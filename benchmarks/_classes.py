@@ -67,7 +67,7 @@ def _all_real(pop: Population) -> list[str]:
 
 def _with_decoys(n_decoys: int) -> Callable[[Population], list[str]]:
     def build(pop: Population) -> list[str]:
-        return rappor.candidate_strings(pop, decoys=n_decoys)
+        return rappor.simulation.candidate_strings(pop, decoys=n_decoys)
     return build
 
 

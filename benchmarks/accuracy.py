@@ -107,7 +107,7 @@ def score(col: Collection, shares: np.ndarray, detected: np.ndarray) -> tuple[fl
     the candidates with a positive share (what a reader that takes every row as a
     detection would count).
     """
-    m = rappor.evaluate(col.truth, col.candidate_map.strings, shares, detected=np.ones(len(shares), dtype=bool))
+    m = rappor.metrics.evaluate(col.truth, col.candidate_map.strings, shares, detected=np.ones(len(shares), dtype=bool))
     absent = col.true_share == 0
     rows = shares > 0
     return (m.total_variation, int(detected.sum()), int((detected & absent).sum()), int(rows.sum()),

@@ -10,7 +10,7 @@ Three steps, each in its own process:
    of uniformly random reports and computes the expected counts *independently of
    rappor's counting code*, from the definition of the layout, one bit at a time
    (``bincount`` of the cohorts of the reports whose bit ``j`` is set);
-2. **aggregate** runs :func:`rappor.parquet.aggregate_parquet` and reports seconds,
+2. **aggregate** runs :func:`rappor.formats.parquet.aggregate_parquet` and reports seconds,
    reports/s and its peak resident memory (``ru_maxrss``);
 3. the driver checks the counts equal the expected ones exactly and that the peak
    memory is under 1 GB, and exits 1 otherwise.
@@ -46,7 +46,7 @@ def _params(k: int, m: int):  # type: ignore[no-untyped-def]
 def generate(path: Path, n: int, k: int, m: int) -> None:
     """Write ``n`` reports to ``path`` and their exact counts to ``path.expected.npy``."""
     from rappor import ReportBatch
-    from rappor.parquet import ParquetReportWriter
+    from rappor.formats.parquet import ParquetReportWriter
 
     params = _params(k, m)
     w = params.num_words
@@ -73,16 +73,16 @@ def generate(path: Path, n: int, k: int, m: int) -> None:
 
 def aggregate(path: Path, k: int, m: int) -> None:
     """Aggregate the file and print a JSON line with the time and peak memory."""
-    from rappor.parquet import aggregate_parquet
+    from rappor.formats.parquet import aggregate_parquet
 
     params = _params(k, m)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     agg = aggregate_parquet(path, params)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     np.save(f"{path}.counts.npy", agg.counts)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print("RESULT " + json.dumps({"seconds": seconds, "peak_rss_mb": peak, "baseline_rss_mb": before,
+    print("RESULT " + json.dumps({"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": peak, "baseline_rss_mb": before,
                                   "reports": agg.total_reports}), flush=True)
 
 
@@ -118,8 +118,8 @@ def main() -> int:
             shutil.rmtree(work, ignore_errors=True)
     exact = bool(np.array_equal(counts, expected))
     rate = result["reports"] / result["seconds"]
-    print(f"aggregated {result['reports']:,} reports (k={args.k}, m={args.m}) in {result['seconds']:.1f} s: "
-          f"{rate:,.0f} reports/s; peak RSS {result['peak_rss_mb']:.0f} MB "
+    print(f"aggregated {result['reports']:,} reports (k={args.k}, m={args.m}) in {result['seconds']:.1f} s "
+          f"({result['cpu_seconds']:.1f} CPU s, all threads): {rate:,.0f} reports/s; peak RSS {result['peak_rss_mb']:.0f} MB "
           f"(after imports {result['baseline_rss_mb']:.0f} MB, limit {LIMIT_MB} MB); "
           f"counts {'exactly as expected' if exact else 'WRONG'}")
     if args.keep:

@@ -24,26 +24,48 @@ exactly as given: no normalization, trimming or case folding.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import mmh3
 import numpy as np
 import numpy.typing as npt
 
 from ._murmur import murmur3_x64_128
+from ._validation import check_cohort, check_cohorts
 from .exceptions import InvalidParameterError
 from .params import Params
 
-__all__ = ["bloom_bit_indices", "bloom_bits", "bloom_bits_table", "bloom_filter", "value_bytes"]
+__all__ = ["bloom_bit_indices", "bloom_bits", "bloom_bits_table", "bloom_filter", "reduce_words", "split_hash_words",
+           "value_bytes"]
 
 _BLOCK_PREFIXES = tuple(struct.pack("<I", b) for b in range(64))
 _murmur = mmh3.mmh3_x64_128_utupledigest
 
 
+def utf8_problem(text: str) -> str:
+    """Why ``text`` has no UTF-8 form, for messages: its first lone surrogate and where it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"a str holding the lone surrogate U+{ord(text[exc.start]):04X} at character {exc.start}"
+    return ""
+
+
 def value_bytes(value: str | bytes) -> bytes:
-    """The bytes that are hashed for ``value`` (UTF-8 for ``str``)."""
+    """The bytes that are hashed for ``value`` (UTF-8 for ``str``).
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``value`` is neither str nor bytes, or is a str that UTF-8 cannot encode (a
+        lone surrogate such as ``"\\ud800"``).
+    """
     if isinstance(value, str):
-        return value.encode("utf-8")
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError:
+            msg = f"A RAPPOR value must be bytes or a str encodable as UTF-8. Got {utf8_problem(value)} instead."
+            raise InvalidParameterError(msg) from None
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     msg = f"A RAPPOR value must be str or bytes. Got {type(value).__name__} instead."
@@ -67,27 +89,22 @@ def _indices(data: bytes, cohort: int, num_bloombits: int, num_hashes: int) -> l
     return out
 
 
-def _check_cohort(cohort: int, params: Params) -> int:
-    if isinstance(cohort, bool) or not isinstance(cohort, (int, np.integer)) or not 0 <= cohort < params.num_cohorts:
-        msg = f"The 'cohort' parameter must be an int in the range [0, {params.num_cohorts - 1}]. Got {cohort!r} instead."
-        raise InvalidParameterError(msg)
-    return int(cohort)
-
-
 def bloom_bit_indices(value: str | bytes, cohort: int, *, num_bloombits: int, num_hashes: int) -> tuple[int, ...]:
     """The ``num_hashes`` Bloom bit indices of ``value`` in ``cohort`` (with repeats, in hash order).
 
     Examples
     --------
-    >>> bloom_bit_indices("v1", 0, num_bloombits=16, num_hashes=2)  # doctest: +SKIP
-    (11, 3)
+    >>> bloom_bit_indices("v1", 0, num_bloombits=16, num_hashes=2)  # both hashes land on bit 7
+    (7, 7)
+    >>> bloom_bit_indices("v2", 0, num_bloombits=16, num_hashes=2)
+    (1, 11)
     """
     return tuple(_indices(value_bytes(value), int(cohort), num_bloombits, num_hashes))
 
 
 def bloom_bits(value: str | bytes, cohort: int, params: Params) -> npt.NDArray[np.int64]:
     """Bloom bit indices of ``value`` in ``cohort`` as an int64 array of shape ``(h,)``."""
-    c = _check_cohort(cohort, params)
+    c = check_cohort(cohort, params.num_cohorts, "bloom_bits")
     return np.asarray(_indices(value_bytes(value), c, params.num_bloombits, params.num_hashes), dtype=np.int64)
 
 
@@ -98,43 +115,115 @@ def bloom_filter(value: str | bytes, cohort: int, params: Params) -> npt.NDArray
     return out
 
 
-def bloom_bits_table(values: Sequence[str | bytes], params: Params) -> npt.NDArray[np.int32]:
-    """Bloom bit indices of every value in every cohort.
+def bloom_bits_table(values: Sequence[str | bytes], params: Params, *,
+                     cohorts: npt.ArrayLike | None = None) -> npt.NDArray[np.int32]:
+    """Bloom bit indices of every value in every cohort (or in the cohorts given).
 
     Parameters
     ----------
     values : sequence of str or bytes
         The candidate strings (``S`` of them).
     params : Params
+    cohorts : array-like of int, optional
+        Hash only in these cohorts (``M`` of them, each in ``[0, num_cohorts)``), in
+        this order; by default every cohort, ``0 .. num_cohorts - 1``.
 
     Returns
     -------
-    ndarray of shape (S, num_cohorts, num_hashes), dtype int32
-        ``out[s, c, i]`` is the index of hash ``i`` of ``values[s]`` in cohort ``c``.
+    ndarray of shape (S, M, num_hashes), dtype int32
+        ``out[s, c, i]`` is the index of hash ``i`` of ``values[s]`` in cohort
+        ``cohorts[c]`` (cohort ``c`` by default).
     """
-    k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
-    out = np.empty((len(values), m, h), dtype=np.int64 if k > 2**31 - 1 else np.int32)
+    k, h = params.num_bloombits, params.num_hashes
+    seeds = np.arange(params.num_cohorts) if cohorts is None else check_cohorts(cohorts, params.num_cohorts,
+                                                                                 "bloom_bits_table")
     encoded = [value_bytes(v) for v in values]
-    kk = np.uint64(k)
-    for b in range((h + 1) // 2):
+    out = np.empty((len(values), seeds.size, h), dtype=np.int64 if k > 2**31 - 1 else np.int32)
+    for i, w in enumerate(_hash_words(encoded, seeds, h)):
+        out[:, :, i] = reduce_words(w, k)
+    return out
+
+
+def _hash_words(keys: Sequence[bytes], seeds: npt.NDArray[np.int64], num_hashes: int,
+                ) -> Iterator[npt.NDArray[np.uint64]]:
+    """Word ``w_i`` (step 2 of the module docstring) of every key under every seed, ``i = 0 .. h-1``.
+
+    Yields arrays of shape ``(len(keys), len(seeds))``, one per hash, in hash order.
+    """
+    for b in range((num_hashes + 1) // 2):
         prefix = _prefix(b)
         # Vectorized MurmurHash3_x64_128 over all keys and all cohorts (seeds); bit-identical to mmh3.
-        h1, h2 = murmur3_x64_128([prefix + d for d in encoded], np.arange(m))
-        for i, w in ((2 * b, h1), (2 * b + 1, h2)):
-            if i >= h:
-                break
-            if k < 2**32:
-                # floor(w * k / 2**64) without overflow, in place: split w into 32-bit halves;
-                # hi*k < 2**64 and (lo*k) >> 32 < 2**32, so the sum fits in 64 bits.
-                lo = w & np.uint64(0xFFFFFFFF)
-                lo *= kk
-                lo >>= np.uint64(32)
-                w >>= np.uint64(32)
-                w *= kk
-                w += lo
-                w >>= np.uint64(32)
-                out[:, :, i] = w
-            else:  # pragma: no cover - k >= 2**32 bits is not a practical Bloom filter
-                for idx in np.ndindex(w.shape):
-                    out[idx + (i,)] = (int(w[idx]) * k) >> 64
+        h1, h2 = murmur3_x64_128([prefix + d for d in keys], seeds)
+        yield h1
+        if 2 * b + 1 < num_hashes:
+            yield h2
+
+
+def reduce_words(words: npt.NDArray[np.uint64], num_bloombits: int) -> npt.NDArray[np.uint64]:
+    """``floor(w * k / 2**64)`` for every 64-bit word ``w`` (step 3 of the module docstring).
+
+    ``words`` is overwritten (it holds the result, as uint64).
+    """
+    k = num_bloombits
+    if k == 1:
+        words[...] = 0
+        return words
+    if k & (k - 1) == 0:
+        # k = 2**b: floor(w * 2**b / 2**64) is the top b bits of w (one shift, same result).
+        words >>= np.uint64(64 - (k.bit_length() - 1))
+        return words
+    if k < 2**32:
+        kk = np.uint64(k)
+        # floor(w * k / 2**64) without overflow, in place: split w into 32-bit halves;
+        # hi*k < 2**64 and (lo*k) >> 32 < 2**32, so the sum fits in 64 bits.
+        lo = words & np.uint64(0xFFFFFFFF)
+        lo *= kk
+        lo >>= np.uint64(32)
+        words >>= np.uint64(32)
+        words *= kk
+        words += lo
+        words >>= np.uint64(32)
+        return words
+    out = np.array([(int(w) * k) >> 64 for w in words.reshape(-1)], dtype=np.uint64)  # pragma: no cover
+    return out.reshape(words.shape)  # pragma: no cover
+
+
+_HEAD_TAG = b"rappor/discovery/head\x00"
+_TAIL_TAG = b"rappor/discovery/tail\x00"
+
+
+def split_hash_words(parts: Sequence[bytes], seeds: npt.ArrayLike, num_hashes: int, *,
+                     tail: bool) -> npt.NDArray[np.uint64]:
+    """The 64-bit words of the *split* hash used by discovery reports, one part at a time.
+
+    A discovery fragment is hashed in two parts, a *head* and a *tail*
+    (:mod:`rappor.discovery.spec` says which): hash ``i`` of the fragment in cohort
+    ``c`` has the bit index ``floor(((H_i + T_i) mod 2**64) * k / 2**64)`` where
+    ``H_i`` is word ``i`` (steps 1-2 of the module docstring) of the key
+    ``b"rappor/discovery/head\\x00" || head`` and ``T_i`` that of
+    ``b"rappor/discovery/tail\\x00" || tail``, both with seed ``c``.  Two fragments
+    that differ in their head or their tail get independent-looking indices (the sum
+    of a fixed and a uniform word is uniform), and a server can score every tail of
+    an alphabet after one head with one hash per tail, not one per fragment.
+
+    Parameters
+    ----------
+    parts : sequence of bytes
+        Heads (``tail=False``) or tails (``tail=True``).
+    seeds : array-like of int
+        Cohorts (hash seeds).
+    num_hashes : int
+    tail : bool
+
+    Returns
+    -------
+    ndarray of shape (len(parts), len(seeds), num_hashes), dtype uint64
+        Add a head's and a tail's words (numpy's uint64 addition wraps modulo ``2**64``)
+        and pass the sum to :func:`reduce_words`.
+    """
+    tag = _TAIL_TAG if tail else _HEAD_TAG
+    seed_arr = np.asarray(seeds, dtype=np.int64).reshape(-1)
+    out = np.empty((len(parts), seed_arr.size, num_hashes), dtype=np.uint64)
+    for i, w in enumerate(_hash_words([tag + value_bytes(p) for p in parts], seed_arr, num_hashes)):
+        out[:, :, i] = w
     return out

@@ -34,11 +34,19 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from ._lazy import lazy_module
 from ._results import ConfidenceInterval
-from ._validation import check_int, check_options, check_probability, check_real, check_rng
+from ._validation import RngLike, check_int, check_options, check_probability, check_real, check_rng
 from .exceptions import InvalidParameterError
 from .params import Params
 from .privacy import binary_rr_rdp, renyi_divergence, tight_rho
+from .randomizer import debias, debiased_variance, instantaneous_response, permanent_response, report_probabilities
+
+if TYPE_CHECKING:
+    from scipy import special, stats
+else:  # imported on first use: keeps `import rappor` light
+    special = lazy_module("scipy.special")
+    stats = lazy_module("scipy.stats")
 
 __all__ = [
     "BasicRappor",
@@ -103,12 +111,10 @@ class FrequencyEstimate:
         ConfidenceInterval
             ``(low, high)`` = ``value -/+ z_{(1 + confidence_level)/2} * std_error``.
         """
-        from scipy.stats import norm  # lazy: keeps `import rappor` fast
-
         level = check_probability(confidence_level, "confidence_level", "confidence_interval",
                                   open_low=True, open_high=True)
         scale = check_options(scale, "scale", "confidence_interval", ("proportion", "count"))  # type: ignore[assignment]
-        z = float(norm.ppf(0.5 + level / 2.0))
+        z = float(stats.norm.ppf(0.5 + level / 2.0))
         value, se = ((self.proportion, self.prop_std_error) if scale == "proportion"
                      else (self.estimate, self.std_error))
         return ConfidenceInterval(value - z * se, value + z * se)
@@ -120,16 +126,15 @@ def _result(proportion: Any, prop_se: Any, n: int) -> FrequencyEstimate:
 
 
 def _debias_rate(rate: Any, n: int, low: float, slope: float) -> FrequencyEstimate:
-    """Invert ``E[rate] = low + slope * x``; Warner-style variance ``lam (1 - lam) / (n slope^2)``."""
+    """Invert ``E[rate] = low + slope * x`` (:func:`rappor.randomizer.debias`), variance ``lam (1 - lam) / (n slope^2)``."""
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.asarray(rate, dtype=np.float64)
         if n == 0 or slope == 0.0:
             nan = np.full(rate.shape, np.nan)
             return FrequencyEstimate(estimate=nan[()], std_error=nan[()], proportion=nan[()],
                                      prop_std_error=nan[()], n_reports=n)
-        prop = (rate - low) / slope
-        lam = np.clip(rate, 0.0, 1.0)
-        se = np.sqrt(lam * (1.0 - lam) / n) / abs(slope)
+        prop = debias(rate, low, slope)
+        se = np.sqrt(debiased_variance(np.clip(rate, 0.0, 1.0), n, slope))
     return _result(prop[()], se[()], n)
 
 
@@ -260,7 +265,7 @@ class BinaryRandomizedResponse(_Measurement):
         """Renyi DP curve (:func:`rappor.privacy.binary_rr_rdp`)."""
         return binary_rr_rdp(self.prob, orders)
 
-    def __call__(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.bool_]:
+    def __call__(self, values: npt.ArrayLike, *, rng: RngLike = None) -> npt.NDArray[np.bool_]:
         """Randomize each bit of ``values`` (bool or 0/1 array of any shape)."""
         bits = _binary_values(values, "BinaryRandomizedResponse")
         truthful = check_rng(rng).random(bits.shape) < self.prob
@@ -363,9 +368,8 @@ class KaryRandomizedResponse(_Measurement):
         la, lb = math.log(a), math.log(b)
         terms = np.hstack([al * la + (1 - al) * lb, al * lb + (1 - al) * la,
                            np.full_like(al, math.log(k - 2) + lb)])
-        from scipy.special import logsumexp  # lazy: keeps `import rappor` fast
 
-        out[mid] = logsumexp(terms, axis=1) / (alphas[mid] - 1.0)
+        out[mid] = special.logsumexp(terms, axis=1) / (alphas[mid] - 1.0)
         return out
 
     def _categories(self, values: npt.ArrayLike, owner: str) -> npt.NDArray[np.int64]:
@@ -376,7 +380,7 @@ class KaryRandomizedResponse(_Measurement):
             raise InvalidParameterError(msg)
         return arr.astype(np.int64)
 
-    def __call__(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.int64]:
+    def __call__(self, values: npt.ArrayLike, *, rng: RngLike = None) -> npt.NDArray[np.int64]:
         """Randomize each category of ``values`` (integer array of any shape)."""
         x = self._categories(values, "KaryRandomizedResponse")
         gen = check_rng(rng)
@@ -425,7 +429,7 @@ class KaryRandomizedResponse(_Measurement):
 # --------------------------------------------------------------------------- unary RAPPOR
 
 
-def _unary_flip(bits: npt.NDArray[np.bool_], flip: float, rng: Any) -> npt.NDArray[np.bool_]:
+def _unary_flip(bits: npt.NDArray[np.bool_], flip: float, rng: RngLike) -> npt.NDArray[np.bool_]:
     return bits ^ (check_rng(rng).random(bits.shape) < flip)
 
 
@@ -484,7 +488,7 @@ class BasicRappor(_Measurement):
         out[np.arange(x.size), x] = True
         return out
 
-    def __call__(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.bool_]:
+    def __call__(self, values: npt.ArrayLike, *, rng: RngLike = None) -> npt.NDArray[np.bool_]:
         """Randomized one-hot reports, shape (n, d)."""
         return _unary_flip(self.encode(values), self.flip_prob, rng)
 
@@ -534,7 +538,7 @@ class KRappor(_Measurement):
         """Renyi DP curve ``2 max_items * binary_rr_rdp(1 - flip_prob)``."""
         return 2.0 * self.max_items * binary_rr_rdp(1.0 - self.flip_prob, orders)
 
-    def __call__(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.bool_]:
+    def __call__(self, values: npt.ArrayLike, *, rng: RngLike = None) -> npt.NDArray[np.bool_]:
         """Randomize 0/1 vectors ``values`` of shape (n, d), each with at most ``max_items`` ones."""
         bits = _binary_values(values, "KRappor")
         if bits.ndim != 2 or bits.shape[1] != self.num_categories:
@@ -571,13 +575,15 @@ def two_stage_rate(ones: npt.ArrayLike, n_reports: int, *, prob_p: float, prob_q
     Returns
     -------
     FrequencyEstimate
-        ``proportion = (raw - p - f q / 2 + f p / 2) / ((1 - f)(q - p))`` with ``raw = ones / n``.
+        ``proportion = (raw - p01) / (p11 - p01)`` with ``raw = ones / n``, i.e.
+        ``(raw - p - f q / 2 + f p / 2) / ((1 - f)(q - p))``.
 
     Notes
     -----
     Erlingsson, Pihur and Korolova (2014), Sec. 4 (the estimate ``t_ij`` of the true count);
     google/rappor ``analysis/R/decode.R`` ``EstimateBloomCounts``.  ``E[raw] = p01 + x (p11 - p01)``
-    with ``p01 = p + f (q - p)/2`` and ``p11 - p01 = (1 - f)(q - p)``.
+    with ``p11`` and ``p01`` of :func:`rappor.randomizer.report_probabilities`, the
+    decoder's (:func:`rappor.randomizer.debias`).
     """
     p = check_probability(prob_p, "prob_p", "two_stage_rate")
     q = check_probability(prob_q, "prob_q", "two_stage_rate")
@@ -588,7 +594,8 @@ def two_stage_rate(ones: npt.ArrayLike, n_reports: int, *, prob_p: float, prob_q
         msg = f"The 'ones' parameter of two_stage_rate must be in [0, {n}]. Got {ones!r} instead."
         raise InvalidParameterError(msg)
     rate = c / n if n else np.full(c.shape, np.nan)
-    return _debias_rate(rate, n, p + f * q / 2.0 - f * p / 2.0, (1.0 - f) * (q - p))
+    p11, p01 = report_probabilities(p, q, f)
+    return _debias_rate(rate, n, p01, p11 - p01)
 
 
 @dataclass(frozen=True, slots=True)
@@ -663,21 +670,21 @@ class TwoStageRappor(_Measurement):
         return np.maximum(renyi_divergence([self.p11, 1 - self.p11], [self.p01, 1 - self.p01], orders),
                           renyi_divergence([self.p01, 1 - self.p01], [self.p11, 1 - self.p11], orders))
 
-    def permanent(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.bool_]:
+    def permanent(self, values: npt.ArrayLike, *, rng: RngLike = None) -> npt.NDArray[np.bool_]:
         """The permanent response: each bit replaced by a fair coin with probability ``f``."""
         bits = _binary_values(values, "TwoStageRappor.permanent")
         gen = check_rng(rng)
         replace = gen.random(bits.shape) < self.prob_f
         coin = gen.random(bits.shape) < 0.5
-        return np.where(replace, coin, bits)
+        return permanent_response(bits, replace, coin)
 
-    def instantaneous(self, prr: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.bool_]:
+    def instantaneous(self, prr: npt.ArrayLike, *, rng: RngLike = None) -> npt.NDArray[np.bool_]:
         """The instantaneous response: 1 with probability ``q`` where the PRR is 1, ``p`` where 0."""
         bits = _binary_values(prr, "TwoStageRappor.instantaneous")
         u = check_rng(rng).random(bits.shape)
-        return np.where(bits, u < self.prob_q, u < self.prob_p)
+        return instantaneous_response(bits, u < self.prob_p, u < self.prob_q)
 
-    def __call__(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.bool_]:
+    def __call__(self, values: npt.ArrayLike, *, rng: RngLike = None) -> npt.NDArray[np.bool_]:
         """One report of each value (fresh permanent response each)."""
         gen = check_rng(rng)
         return self.instantaneous(self.permanent(values, rng=gen), rng=gen)

@@ -34,16 +34,26 @@ comparison.  ``benchmarks/planner_check.py`` compares both with simulated detect
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ._validation import check_int, check_options, check_probability, check_real, check_rng
+from ._lazy import lazy_module
+from ._results import record_table
+from ._validation import RngLike, check_int, check_options, check_probability, check_real, check_rng
 from .exceptions import InvalidParameterError
 from .params import Params
+
+if TYPE_CHECKING:
+    import threadpoolctl  # installed with scikit-learn
+    from scipy import linalg, sparse, stats
+else:  # imported on first use: keeps `import rappor` light
+    threadpoolctl = lazy_module("threadpoolctl")  # installed with scikit-learn
+    linalg = lazy_module("scipy.linalg")
+    sparse = lazy_module("scipy.sparse")
+    stats = lazy_module("scipy.stats")
 
 __all__ = ["DEFAULT_EPSILON_RATIO", "DetectionPrediction", "Plan", "PlanResult", "design_inflation", "detection_frequency", "plan",
            "simulate_detection"]
@@ -52,7 +62,7 @@ _MAX_EXACT_CANDIDATES = 400
 
 
 def design_inflation(num_bloombits: int, num_hashes: int, num_cohorts: int, num_candidates: int, *,
-                     n_designs: int = 2, rng: Any = 0) -> float:
+                     n_designs: int = 2, rng: RngLike = 0) -> float:
     """Mean variance inflation ``m h [(X'X)^-1]_jj`` of random Bloom designs (1 = no collisions).
 
     Parameters
@@ -86,19 +96,11 @@ def design_inflation(num_bloombits: int, num_hashes: int, num_cohorts: int, num_
     if s > _MAX_EXACT_CANDIDATES:
         m2 = math.ceil(m * _MAX_EXACT_CANDIDATES / s)
         s, m = max(1, round(s * m2 / m)), m2
-    try:
-        from threadpoolctl import threadpool_limits  # installed with scikit-learn
-        limit: Any = threadpool_limits(1)  # small dense factorizations: threads only contend
-    except ImportError:  # pragma: no cover
-        limit = contextlib.nullcontext()
-    with limit:
+    with threadpoolctl.threadpool_limits(1):  # small dense factorizations: threads only contend
         return _inflation(k, h, m, s, check_int(n_designs, "n_designs", "design_inflation", low=1), gen)
 
 
 def _inflation(k: int, h: int, m: int, s: int, n_designs: int, gen: np.random.Generator) -> float:
-    from scipy import sparse
-    from scipy.linalg import lapack
-
     values = []
     cols = np.broadcast_to(np.arange(s), (m, h, s)).ravel()
     offsets = np.broadcast_to((np.arange(m) * k)[:, None, None], (m, h, s)).ravel()
@@ -112,7 +114,7 @@ def _inflation(k: int, h: int, m: int, s: int, n_designs: int, gen: np.random.Ge
             chol = np.linalg.cholesky(gram)
         except np.linalg.LinAlgError:
             return math.inf
-        inv_chol, info = lapack.dtrtri(chol, lower=1)
+        inv_chol, info = linalg.lapack.dtrtri(chol, lower=1)
         if info != 0:
             return math.inf
         diag_inv = np.einsum("ij,ij->j", inv_chol, inv_chol)  # diag((L L')^-1) = column norms of L^-1
@@ -159,7 +161,7 @@ def _bit_sigma(params: Params, n_reports: int) -> tuple[float, float]:
 
 def detection_frequency(params: Params, n_reports: int, n_candidates: int, *, significance_level: float = 0.05,
                         power: float = 0.5, correction: Literal["bonferroni", "none"] = "bonferroni",
-                        inflation: float | None = None, rng: Any = 0) -> DetectionPrediction:
+                        inflation: float | None = None, rng: RngLike = 0) -> DetectionPrediction:
     """Predict the smallest frequency of a candidate that the decoder detects.
 
     Parameters
@@ -189,7 +191,6 @@ def detection_frequency(params: Params, n_reports: int, n_candidates: int, *, si
     See the module docstring for the derivation (GLS of the candidate frequencies given
     the Bloom design).  ``sd(x_hat) = sqrt(inflation lam (1 - lam) / (N h (p11 - p01)^2))``.
     """
-    from scipy.stats import norm  # lazy: keeps `import rappor` fast
 
     n = check_int(n_reports, "n_reports", "detection_frequency", low=1)
     s = check_int(n_candidates, "n_candidates", "detection_frequency", low=1)
@@ -200,12 +201,18 @@ def detection_frequency(params: Params, n_reports: int, n_candidates: int, *, si
             else check_real(inflation, "inflation", "detection_frequency", low=1.0) if math.isfinite(inflation)
             else math.inf)
     c, var_bit = _bit_sigma(params, n)
-    z = float(norm.isf(a / s if corr == "bonferroni" else a))
+    z = float(stats.norm.isf(a / s if corr == "bonferroni" else a))
     sd = math.sqrt(infl * var_bit / (n * params.h)) / abs(c)
     sd_ref = math.sqrt(n * params.p01 * (1.0 - params.p01)) / abs(c)
-    return DetectionPrediction(frequency=(z + float(norm.ppf(pw))) * sd,
-                               reference_frequency=float(norm.isf(a)) * sd_ref / n,
+    return DetectionPrediction(frequency=(z + float(stats.norm.ppf(pw))) * sd,
+                               reference_frequency=float(stats.norm.isf(a)) * sd_ref / n,
                                std_error=sd, inflation=infl, critical_z=z)
+
+
+#: Columns of :meth:`PlanResult.table`, in the order of :meth:`Plan.as_dict`.
+PLAN_COLUMNS = (("k", "i8"), ("h", "i8"), ("m", "i8"), ("p", "f8"), ("q", "f8"), ("f", "f8"), ("epsilon_one", "f8"),
+                ("epsilon_inf", "f8"), ("detection_frequency", "f8"), ("reference_detection_frequency", "f8"),
+                ("std_error", "f8"), ("inflation", "f8"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -236,9 +243,15 @@ class PlanResult:
     n_reports: int
     n_candidates: int
 
-    def table(self, limit: int = 10) -> list[dict[str, Any]]:
-        """The first ``limit`` plans as dicts (see :meth:`Plan.as_dict`)."""
-        return [p.as_dict() for p in self.plans[:limit]]
+    def table(self, limit: int | None = 10) -> np.ndarray:
+        """The first ``limit`` plans, best first, as a numpy structured array: the columns of :meth:`Plan.as_dict`.
+
+        Parameters
+        ----------
+        limit : int or None, default=10
+            How many plans (``None``: all of them).
+        """
+        return record_table(PLAN_COLUMNS, [tuple(p.as_dict().values()) for p in self.plans[:limit]])
 
 
 def _flip_for_epsilon_inf(epsilon_inf: float, h: int) -> float:
@@ -282,7 +295,7 @@ def plan(n_reports: int, n_candidates: int, *, epsilon_inf: float = 4.0, epsilon
          num_bloombits: tuple[int, ...] = (8, 16, 32, 64, 128, 256),
          num_hashes: tuple[int, ...] = (1, 2, 4),
          num_cohorts: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256),
-         min_reports_per_cohort: int = 100, tolerance: float = 1.05, rng: Any = 0) -> PlanResult:
+         min_reports_per_cohort: int = 100, tolerance: float = 1.05, rng: RngLike = 0) -> PlanResult:
     """Propose RAPPOR parameters meeting privacy targets, with predicted detection.
 
     Parameters
@@ -377,7 +390,7 @@ def plan(n_reports: int, n_candidates: int, *, epsilon_inf: float = 4.0, epsilon
 
 
 def simulate_detection(params: Params, n_reports: int, n_candidates: int, frequency: float, *, critical_z: float,
-                       reps: int = 100, rng: Any = None) -> int:
+                       reps: int = 100, rng: RngLike = None) -> int:
     """Count how often candidate 0 at ``frequency`` is detected in a binomial-count simulation.
 
     Each repetition draws a random Bloom design (uniform hashes), gives candidate 0 the
@@ -392,8 +405,6 @@ def simulate_detection(params: Params, n_reports: int, n_candidates: int, freque
     int
         Number of the ``reps`` repetitions in which candidate 0 was detected.
     """
-    from scipy import sparse
-
     gen = check_rng(rng)
     k, h, m = params.k, params.h, params.m
     s = check_int(n_candidates, "n_candidates", "simulate_detection", low=2)

@@ -1,29 +1,27 @@
-"""Reports: one client's (cohort, IRR bits), and batches of them in packed form.
+"""Reports: one client's (cohort, IRR bits) as :class:`Report`, and batches of them packed as :class:`ReportBatch`.
 
 Only the cohort and the instantaneous randomized response (IRR) ever leave a device.
 Bit order is defined in :mod:`rappor._bits` (google/rappor bit strings: character 0 is
-bit ``k - 1``; packed words: bit ``j`` is ``(w[j // 64] >> (j % 64)) & 1``).
+bit ``k - 1``; packed words: bit ``j`` is ``(w[j // 64] >> (j % 64)) & 1``).  Report
+files are read and written by :mod:`rappor.formats.reports_csv` (CSV) and
+:mod:`rappor.formats.parquet`.
 """
 
 from __future__ import annotations
 
-import csv
-import functools
-import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from ._bits import bits_to_bitstrings, bitstrings_to_bits, pack_bits, pack_bytes, unpack_bits, unpack_bytes
-from ._io import PathLike, atomic_output, decode_line, display_name, open_input_binary
-from ._rejects import OnError, RejectedRow, RejectSink, check_on_error
-from ._validation import check_int
-from .exceptions import InvalidParameterError, ReportFormatError
+from ._moved import moved_names
+from ._validation import check_cohorts
+from .exceptions import InvalidParameterError
 from .params import Params
 
-__all__ = ["Report", "ReportBatch", "iter_reports", "read_reports", "write_reports"]
+__all__ = ["Report", "ReportBatch"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -122,11 +120,7 @@ class ReportBatch:
         if cohorts.ndim != 1 or (cohorts.size and not np.issubdtype(cohorts.dtype, np.integer)):
             msg = f"The 'cohorts' parameter of ReportBatch must be a 1-d integer array. Got dtype {cohorts.dtype} and shape {cohorts.shape} instead."
             raise InvalidParameterError(msg)
-        cohorts = cohorts.astype(np.int64, copy=True)
-        if cohorts.size and (cohorts.min() < 0 or cohorts.max() >= m):
-            bad = cohorts[(cohorts < 0) | (cohorts >= m)][0]
-            msg = f"The 'cohorts' parameter of ReportBatch must hold ints in the range [0, {m - 1}]. Got {int(bad)} instead."
-            raise InvalidParameterError(msg)
+        cohorts = check_cohorts(cohorts.astype(np.int64, copy=True), m, "ReportBatch")
         words = np.asarray(self.words)
         w = self.params.num_words
         if words.ndim != 2 or words.shape != (cohorts.shape[0], w):
@@ -190,322 +184,5 @@ class ReportBatch:
         return Report(cohort=int(self.cohorts[index]), bits=bits)
 
 
-# --------------------------------------------------------------------------------------
-# Reports files: our ``client,cohort,irr`` CSV and google/rappor's
-# ``client,cohort,bloom,prr,irr``.  Only the cohort and the IRR are read.
-# --------------------------------------------------------------------------------------
-
-_LAYOUTS: dict[tuple[str, ...], str] = {
-    ("client", "cohort", "irr"): "rappor",
-    ("client", "cohort", "bloom", "prr", "irr"): "google/rappor",
-}
-_EXPECTED_HEADERS = "'client,cohort,irr' or 'client,cohort,bloom,prr,irr'"
-_COHORT_COLUMN = 1  # in both layouts; the IRR is always the last column
-_MAX_COHORT_DIGITS = 10  # num_cohorts <= 2**32
-_BLOCK_BYTES = 1 << 24
-DEFAULT_CHUNK_SIZE = 1 << 20
-
-
-@functools.lru_cache(maxsize=64)
-def _bit_of_char(num_bloombits: int) -> npt.NDArray[np.intp]:
-    """For each bit ``j``, the character position that holds it in a bit string.
-
-    Derived from :func:`rappor._bits.bitstrings_to_bits` (the one definition of the bit
-    order) by converting the strings of the identity matrix.
-    """
-    k = num_bloombits
-    identity = ["0" * i + "1" + "0" * (k - i - 1) for i in range(k)]
-    char_to_bit = bitstrings_to_bits(identity, k)  # [char i, bit j] = 1 iff char i holds bit j
-    return np.ascontiguousarray(np.argmax(char_to_bit, axis=0))
-
-
-def _parse_header(raw: bytes, name: str) -> int:
-    """Check the header line (bytes, BOM and newline included); return the column count."""
-    text = decode_line(raw, name, 1)
-    try:
-        cells = tuple(cell.strip().lower() for cell in next(csv.reader([text]), []))
-    except csv.Error:
-        cells = ()
-    if not text.strip():
-        msg = f"expected the header {_EXPECTED_HEADERS}, found an empty line"
-        raise ReportFormatError(msg, path=name, line=1)
-    if cells not in _LAYOUTS:
-        msg = f"expected the header {_EXPECTED_HEADERS}, found {text!r}"
-        raise ReportFormatError(msg, path=name, line=1)
-    return len(cells)
-
-
-def _parse_row(text: str, params: Params, ncols: int, name: str, lineno: int) -> tuple[int, str]:
-    """Parse and check one data row the slow way; returns ``(cohort, irr)`` or raises."""
-    k, m = params.num_bloombits, params.num_cohorts
-    try:
-        cells = next(csv.reader([text]), [])
-    except csv.Error as exc:
-        raise ReportFormatError(f"expected a CSV row, found {text!r} ({exc})", path=name, line=lineno) from None
-    if len(cells) != ncols:
-        layout = ",".join(next(h for h in _LAYOUTS if len(h) == ncols))
-        msg = f"expected {ncols} comma-separated columns ({layout}), found {len(cells)}"
-        raise ReportFormatError(msg, path=name, line=lineno)
-    cohort_text, irr = cells[_COHORT_COLUMN], cells[-1]
-    if not (0 < len(cohort_text) <= _MAX_COHORT_DIGITS and all("0" <= ch <= "9" for ch in cohort_text)) or int(cohort_text) >= m:
-        msg = f"expected a cohort, an integer in [0, {m - 1}], found {cohort_text!r}"
-        raise ReportFormatError(msg, path=name, line=lineno)
-    if len(irr) != k:
-        msg = (f"expected an irr bit string of k = {k} characters, found {len(irr)} characters "
-               f"(were the reports made with other parameters?)")
-        raise ReportFormatError(msg, path=name, line=lineno)
-    bad = next((i for i, ch in enumerate(irr) if ch not in "01"), None)
-    if bad is not None:
-        msg = f"expected only '0' and '1' in the irr bit string, found {irr[bad]!r} at character {bad + 1}"
-        raise ReportFormatError(msg, path=name, line=lineno)
-    return int(cohort_text), irr
-
-
-def _line_text(data: npt.NDArray[np.uint8], start: int, end: int) -> str:
-    return data[start:end].tobytes().decode("utf-8", errors="replace")
-
-
-def _reject_or_raise(text: str, params: Params, ncols: int, name: str, lineno: int,
-                     rejects: RejectSink | None) -> tuple[int, str] | None:
-    """:func:`_parse_row`, except that with a ``rejects`` sink a bad row is recorded there (-> ``None``)."""
-    if rejects is None:
-        return _parse_row(text, params, ncols, name, lineno)
-    try:
-        return _parse_row(text, params, ncols, name, lineno)
-    except ReportFormatError as exc:
-        rejects.append(RejectedRow(path=name, line=lineno, reason=exc.message, text=text))
-        return None
-
-
-def _parse_block(data: npt.NDArray[np.uint8], params: Params, ncols: int, name: str,
-                 first_lineno: int, rejects: RejectSink | None = None,
-                 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8], int]:
-    """Parse complete lines (``data`` ends with ``\\n``) into cohorts and ``(n, k)`` bits.
-
-    Returns ``(cohorts, bits, lines_consumed)``.  Blank lines are skipped.  Any bad
-    line is re-parsed by :func:`_parse_row`, which raises the error for it; with a
-    ``rejects`` sink, bad lines are appended there instead and left out.
-    """
-    k, m = params.num_bloombits, params.num_cohorts
-    newlines = np.flatnonzero(data == 10)
-    n_lines = newlines.size
-    starts = np.empty(n_lines, dtype=np.int64)
-    starts[:1] = 0
-    starts[1:] = newlines[:-1] + 1
-    ends = newlines.astype(np.int64)
-    ends -= (ends > starts) & (data[np.maximum(ends - 1, 0)] == 13)  # CRLF
-    keep = np.flatnonzero(ends > starts)
-    starts, ends = starts[keep], ends[keep]
-
-    if (data == 34).any():  # quoted fields: parse this block the slow way
-        parsed = [_reject_or_raise(_line_text(data, int(s), int(e)), params, ncols, name, first_lineno + int(i), rejects)
-                  for i, s, e in zip(keep, starts, ends)]
-        rows = [row for row in parsed if row is not None]
-        cohorts = np.fromiter((c for c, _ in rows), dtype=np.int64, count=len(rows))
-        bits = bitstrings_to_bits([irr for _, irr in rows], k)
-        return cohorts, bits, n_lines
-
-    commas = np.flatnonzero(data == 44)
-    before_end = np.searchsorted(commas, ends)
-    first_comma = np.searchsorted(commas, starts)
-    bad = (before_end - first_comma) != ncols - 1
-    cols = np.minimum(first_comma[:, None] + np.arange(ncols - 1), max(commas.size - 1, 0))
-    comma_pos = commas[cols] if commas.size else np.zeros((starts.size, ncols - 1), dtype=np.int64)
-
-    # Cohort: right-aligned digits between the first two commas (width = longest field).
-    c_start, c_end = comma_pos[:, _COHORT_COLUMN - 1] + 1, comma_pos[:, _COHORT_COLUMN]
-    c_len = c_end - c_start
-    bad |= (c_len < 1) | (c_len > _MAX_COHORT_DIGITS)
-    width = int(np.clip(c_len.max(initial=1), 1, _MAX_COHORT_DIGITS))
-    offsets = np.arange(-width, 0)
-    digits = np.take(data, c_end[:, None] + offsets, mode="clip") - np.uint8(48)
-    digits[offsets < -c_len[:, None]] = 0
-    bad |= (digits > 9).any(axis=1)
-    cohorts = digits.astype(np.int64) @ (10 ** np.arange(width - 1, -1, -1, dtype=np.int64))
-    bad |= cohorts >= m
-
-    # IRR: the last column, exactly k characters of '0'/'1', gathered straight into bit order.
-    i_start = comma_pos[:, -1] + 1
-    bad |= (ends - i_start) != k
-    bits = np.take(data, i_start[:, None] + _bit_of_char(k), mode="clip") - np.uint8(48)
-    bad |= (bits > 1).any(axis=1)
-
-    if bad.any() and rejects is not None:
-        for i in np.flatnonzero(bad).tolist():
-            _reject_or_raise(_line_text(data, int(starts[i]), int(ends[i])), params, ncols, name,
-                             first_lineno + int(keep[i]), rejects)
-        return cohorts[~bad], bits[~bad], n_lines
-    if bad.any():
-        i = int(np.argmax(bad))
-        _parse_row(_line_text(data, int(starts[i]), int(ends[i])), params, ncols, name, first_lineno + int(keep[i]))
-        msg = "expected a well-formed report row"  # pragma: no cover - _parse_row raises first
-        raise ReportFormatError(msg, path=name, line=first_lineno + int(keep[i]))  # pragma: no cover
-    return cohorts, bits, n_lines
-
-
-def iter_reports(path: PathLike, params: Params, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
-                 progress: Callable[[int], None] | None = None, on_error: OnError = "raise",
-                 rejects: RejectSink | None = None) -> Iterator[ReportBatch]:
-    """Read a reports CSV in chunks of at most ``chunk_size`` reports.
-
-    Memory stays bounded by the chunk (and a 16 MiB read buffer) however large the
-    file is.  See :func:`read_reports` for the accepted formats.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The file, or ``"-"`` for standard input.
-    params : Params
-        The parameters the reports must have been made with.
-    chunk_size : int, default=1048576
-        Largest number of reports per yielded batch.
-    progress : callable or None, default=None
-        Called with the number of bytes consumed after each block (for progress bars).
-    on_error : {"raise", "skip"}, default="raise"
-        ``"raise"`` stops at the first bad data row.  ``"skip"`` leaves bad data rows
-        out and appends a :class:`rappor._rejects.RejectedRow` (file, line, reason,
-        text) for each to ``rejects``; a bad header still raises.
-    rejects : list or None, default=None
-        Where skipped rows go (anything with ``append``); required with ``"skip"``.
-
-    Yields
-    ------
-    ReportBatch
-
-    Raises
-    ------
-    ReportFormatError
-        At the first bad line (with ``on_error="raise"``), naming the file and line.
-    """
-    chunk_size = check_int(chunk_size, "chunk_size", "iter_reports", low=1)
-    sink = check_on_error(on_error, rejects, "iter_reports")
-    name = display_name(path)
-    k = params.num_bloombits
-    with open_input_binary(path) as fh:
-        header = fh.readline()
-        if not header:
-            raise ReportFormatError(f"expected the header {_EXPECTED_HEADERS}, found an empty file", path=name)
-        ncols = _parse_header(header, name)
-        if progress is not None:
-            progress(len(header))
-        lineno = 2
-        carry = b""
-        while True:
-            block = fh.read(_BLOCK_BYTES)
-            at_eof = not block
-            buf = carry + block
-            if at_eof:
-                if not buf:
-                    break
-                if not buf.endswith(b"\n"):
-                    buf += b"\n"
-                cut = len(buf)
-            else:
-                cut = buf.rfind(b"\n") + 1
-                if cut == 0:
-                    carry = buf
-                    continue
-            carry = buf[cut:]
-            data = np.frombuffer(buf, dtype=np.uint8, count=cut)
-            cohorts, bits, n_lines = _parse_block(data, params, ncols, name, lineno, sink)
-            lineno += n_lines
-            for lo in range(0, cohorts.size, chunk_size):
-                yield ReportBatch(params=params, cohorts=cohorts[lo : lo + chunk_size],
-                                  words=pack_bits(bits[lo : lo + chunk_size].reshape(-1, k)))
-            if progress is not None:
-                progress(len(block))
-            if at_eof:
-                break
-
-
-def read_reports(path: PathLike, params: Params, *, chunk_size: int = DEFAULT_CHUNK_SIZE,
-                 on_error: OnError = "raise", rejects: RejectSink | None = None) -> ReportBatch:
-    """Read a whole reports CSV into one :class:`ReportBatch`.
-
-    Two layouts are accepted; the header line decides which:
-
-    * ours, ``client,cohort,irr``;
-    * google/rappor's simulation output, ``client,cohort,bloom,prr,irr``.
-
-    Only ``cohort`` (0-based, in ``[0, num_cohorts)``) and ``irr`` (a string of
-    ``num_bloombits`` characters ``0``/``1``, character 0 = bit ``k - 1``) are used.
-    A UTF-8 byte-order mark, CRLF line endings, blank lines and quoted fields are
-    accepted.  Parsing is vectorized over blocks of the file (numpy over the raw bytes).
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The file, or ``"-"`` for standard input.
-    params : Params
-        The parameters the reports must have been made with; a bit string of any other
-        length is an error (a client configured with another ``k`` is caught).
-    chunk_size : int, default=1048576
-        Reports parsed per step (see :func:`iter_reports`).
-    on_error : {"raise", "skip"}, default="raise"
-    rejects : list or None, default=None
-        See :func:`iter_reports`: with ``"skip"``, bad data rows are left out and
-        recorded in ``rejects``.
-
-    Returns
-    -------
-    ReportBatch
-
-    Raises
-    ------
-    ReportFormatError
-        For an empty file, a missing or unknown header, or a row with the wrong number
-        of columns, a cohort that is not an integer in ``[0, m)``, or a bit string of
-        the wrong length or with characters other than ``0``/``1``; the message names
-        the file and line and says what was expected and what was found.
-    """
-    batches = list(iter_reports(path, params, chunk_size=chunk_size, on_error=on_error, rejects=rejects))
-    if not batches:
-        return ReportBatch(params=params, cohorts=np.zeros(0, dtype=np.int64),
-                           words=np.zeros((0, params.num_words), dtype=np.uint64))
-    if len(batches) == 1:
-        return batches[0]
-    return ReportBatch(params=params, cohorts=np.concatenate([b.cohorts for b in batches]),
-                       words=np.concatenate([b.words for b in batches]))
-
-
-def write_reports(path: PathLike, batch: ReportBatch, client_ids: Sequence[str] | None = None) -> None:
-    """Write reports as our ``client,cohort,irr`` CSV, atomically.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        Target file, or ``"-"`` for standard output.
-    batch : ReportBatch
-    client_ids : sequence of str or None, default=None
-        One identifier per report (quoted CSV-style when needed); ``None`` writes
-        ``c1, c2, ...`` as google/rappor's simulator does.
-
-    Raises
-    ------
-    InvalidParameterError
-        If ``client_ids`` does not have one entry per report.
-    """
-    n = len(batch)
-    if client_ids is None:
-        ids: Sequence[str] = [f"c{i}" for i in range(1, n + 1)]
-    else:
-        ids = [str(c) for c in client_ids]
-        if len(ids) != n:
-            msg = f"The 'client_ids' parameter of write_reports must have {n} entries. Got {len(ids)} instead."
-            raise InvalidParameterError(msg)
-    with atomic_output(path) as fh:
-        writer = csv.writer(fh, lineterminator="\n")
-        writer.writerow(("client", "cohort", "irr"))
-        step = DEFAULT_CHUNK_SIZE
-        for lo in range(0, n, step):
-            part = ReportBatch(params=batch.params, cohorts=batch.cohorts[lo : lo + step],
-                               words=batch.words[lo : lo + step])
-            rows = zip(ids[lo : lo + step], part.cohorts.tolist(), part.bitstrings())
-            part_ids = ids[lo : lo + step]
-            if _NEEDS_QUOTING.search("".join(part_ids)):
-                writer.writerows(rows)
-            else:  # plain ids: plain join is about twice as fast as csv.writer
-                fh.write("".join(f"{c},{h},{s}\n" for c, h, s in rows))
-
-
-_NEEDS_QUOTING = re.compile(r'[",\r\n]')
+#: Old import paths (before issue 15): the CSV reader and writer live in rappor.formats.reports_csv.
+__getattr__ = moved_names(__name__, "rappor.formats.reports_csv", ("iter_reports", "read_reports", "write_reports"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import stat
 import sys
 from pathlib import Path
@@ -11,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import rappor._commands.encode as encode_command
-from rappor import Encoder, Params, client_secret, read_key_file, write_key_file
+import rappor.file_encoder as file_encoder
+from rappor import Encoder, Params, read_key_file, write_key_file
+from rappor.encoder import client_secret
 from rappor.cli import build_parser, main
 
 KEY = bytes(range(100, 132))
@@ -86,7 +88,7 @@ def test_encode_irr_fresh_unless_seeded(tmp_path: Path) -> None:
 
 
 def test_encode_parallel_equals_serial_with_seed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(encode_command, "CHUNK_ROWS", 7)  # several chunks, so workers are used
+    monkeypatch.setattr(file_encoder, "CHUNK_ROWS", 7)  # several chunks, so workers are used
     params, key, inp = _setup(tmp_path, ROWS)
     serial, parallel = tmp_path / "s.csv", tmp_path / "p.csv"
     assert _run(params, key, inp, serial, "--seed", "3", "--jobs", "1") == 0
@@ -165,6 +167,45 @@ def test_encode_seed_help_says_not_secure() -> None:
     assert "NOT secure" in text and "simulation" in text
 
 
+def test_encode_seed_warns_at_run_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    params, key, inp = _setup(tmp_path, ROWS[:2])
+    assert _run(params, key, inp, tmp_path / "a.csv", "--seed", "5") == 0
+    err = capsys.readouterr().err
+    assert err.startswith("rappor: warning: --seed:") and "NOT private" in err, err
+    assert _run(params, key, inp, tmp_path / "b.csv") == 0
+    assert capsys.readouterr().err == ""  # the real client path: no warning
+
+
+@pytest.mark.parametrize(("mode", "says"), [(0o644, "can be read by every user of this machine"),
+                                            (0o640, "can be read by its group"),
+                                            (0o602, "can be changed by every user of this machine"),
+                                            (0o620, "can be changed by its group")])
+def test_encode_key_file_open_to_others_warns_at_run_time(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          mode: int, says: str) -> None:
+    params, key, inp = _setup(tmp_path, ROWS[:2])
+    key.chmod(mode)
+    assert _run(params, key, inp, tmp_path / "out.csv") == 0
+    err = capsys.readouterr().err
+    assert err.startswith(f"rappor: warning: {key}: the key file {says}; restrict it with 'chmod 600"), err
+    assert KEY.hex() not in err
+
+
+def test_encode_rejects_file_is_private(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The rejects file holds raw client values: created 0600 whatever the umask."""
+    params, key, _ = _setup(tmp_path, [])
+    inp = tmp_path / "in.csv"
+    inp.write_text("client,value\na,secret value\n,orphan secret\n")
+    umask = os.umask(0o022)
+    try:
+        assert _run(params, key, inp, tmp_path / "out.csv", "--on-error", "skip") == 0
+    finally:
+        os.umask(umask)
+    rejects = tmp_path / "out.csv.rejects.csv"
+    assert "orphan secret" in rejects.read_text()
+    assert stat.S_IMODE(rejects.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "out.csv").stat().st_mode) == 0o644  # reports: the usual mode
+
+
 def test_keygen_creates_private_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "key"
     assert main(["keygen", "-o", str(path)]) == 0
@@ -179,7 +220,7 @@ def test_keygen_creates_private_key(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_encode_output_has_one_row_per_input_row_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(encode_command, "CHUNK_ROWS", 4)
+    monkeypatch.setattr(file_encoder, "CHUNK_ROWS", 4)
     rows = [(f"c{i % 5}", f"v{i}") for i in range(23)]  # repeated clients
     params, key, inp = _setup(tmp_path, rows)
     out = tmp_path / "o.csv"
@@ -192,9 +233,9 @@ def test_encode_output_has_one_row_per_input_row_in_order(tmp_path: Path, monkey
 
 
 def test_encode_output_reads_back_as_reports(tmp_path: Path) -> None:
-    # The output is the reports file every later stage reads (rappor.reports.read_reports).
+    # The output is the reports file every later stage reads (rappor.formats.reports_csv.read_reports).
     from rappor import read_params
-    from rappor.reports import read_reports
+    from rappor.formats.reports_csv import read_reports
 
     rows = ROWS + [("with,comma", "v"), ('with "quote"', "w")]
     params, key, inp = _setup(tmp_path, rows)
@@ -207,110 +248,13 @@ def test_encode_output_reads_back_as_reports(tmp_path: Path) -> None:
     assert batch.cohorts.tolist() == [int(r[1]) for r in written]
 
 
-def test_encode_input_parser_fuzz(tmp_path: Path) -> None:
-    # Any bytes give either rows or a ReportFormatError naming the file: never another exception.
-    hypothesis = pytest.importorskip("hypothesis")
-    from hypothesis import strategies as st
-
-    from rappor import ReportFormatError
-
-    alphabet = st.sampled_from([b"client,value\n", b"a,b\n", b",", b'"', b"\r\n", b"\n", b"x", b" ", b"\xff",
-                                b"\xef\xbb\xbf", b"\xc3\xa9", b"\x00"])
-    path = tmp_path / "fuzz.csv"
-
-    @hypothesis.settings(max_examples=300, deadline=None, database=None,
-                         suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
-    @hypothesis.given(st.lists(alphabet, max_size=12).map(b"".join))
-    def check(data: bytes) -> None:
-        path.write_bytes(data)
-        try:
-            rows = list(encode_command._rows(path))
-        except ReportFormatError as exc:
-            assert str(exc).startswith(str(path))
-        else:
-            assert all(client and isinstance(value, str) for _, client, value in rows)
-
-    check()
-
-
-def _parse_both(text: str) -> list[tuple[str, object]]:
-    """Rows, rejects and the error (if any) of each parser on ``text``, with and without a rejects sink."""
-    from rappor import ReportFormatError
-
-    results: list[tuple[str, object]] = []
-    for parser in (encode_command._plain_rows, encode_command._csv_rows):
-        for skip in (False, True):
-            rejects: list[object] = []
-            try:
-                rows = list(parser(text, "in.csv", rejects if skip else None))  # type: ignore[arg-type]
-            except ReportFormatError as exc:
-                results.append(("error", (str(exc), rejects)))
-            else:
-                results.append(("rows", (rows, rejects)))
-    return results
-
-
-def test_encode_plain_parser_equals_csv_parser() -> None:
-    # The fast parser for quote-free text (_plain_rows) gives exactly the csv module's rows,
-    # line numbers, rejects and errors, on any text it is used for.
-    hypothesis = pytest.importorskip("hypothesis")
-    from hypothesis import strategies as st
-
-    alphabet = st.sampled_from(["client,value\n", "client , value\r\n", "a,b\n", "a,b", ",", "\r\n", "\n", "\r",
-                                "x", " ", "é", "\t", "\u2028", "\x85", "\x0c"])
-
-    @hypothesis.settings(max_examples=400, deadline=None, database=None)
-    @hypothesis.given(st.lists(alphabet, max_size=14).map("".join))
-    def check(text: str) -> None:
-        assert encode_command._is_plain(text)
-        results = _parse_both(text)
-        assert results[0] == results[2] and results[1] == results[3]
-
-    check()
-
-
-def test_encode_columns_fast_path_equals_rows() -> None:
-    # When _columns takes a file at C speed, it gives exactly the rows of the line-by-line
-    # parser, which has nothing to reject; the generated texts exercise both outcomes.
-    hypothesis = pytest.importorskip("hypothesis")
-    from hypothesis import strategies as st
-
-    line = st.tuples(st.sampled_from(["a", "", "b c", "é", ",", "x,y", '"q"', "\x00", "\udcff"]),
-                     st.sampled_from([",", ""]), st.sampled_from(["v", "", "w,", "\t"]),
-                     st.sampled_from(["\n", "\r\n", "\r", "\n\n"])).map("".join)
-    taken: list[bool] = []
-
-    @hypothesis.settings(max_examples=400, deadline=None, database=None)
-    @hypothesis.given(st.sampled_from(["client,value\n", "client,value\r\n", "client, value\n"]),
-                      st.lists(line, max_size=8), st.booleans())
-    def check(header: str, lines: list[str], strip_end: bool) -> None:
-        text = header + "".join(lines)
-        if strip_end:
-            text = text.rstrip("\r\n")
-        columns = encode_command._columns(text)
-        taken.append(columns is not None)
-        if columns is not None:
-            rejects: list[object] = []
-            rows = list(encode_command._text_rows(text, "in.csv", rejects))  # type: ignore[arg-type]
-            assert rejects == []
-            assert columns == ([c for _, c, _ in rows], [v for _, _, v in rows])
-
-    check()
-    assert any(taken) and not all(taken)
-
-
-def test_encode_rows_uses_plain_parser_only_without_quotes_nul_or_bad_bytes(tmp_path: Path) -> None:
-    assert encode_command._is_plain("client,value\na,b\r\n")
-    for text in ('client,value\n"a",b\n', "client,value\na,b\0\n", "client,value\na,\udcff\n",
-                 "client,value\na," + "x" * (csv.field_size_limit() + 1) + "\n"):
-        assert not encode_command._is_plain(text)
-
-
 @pytest.mark.parametrize("jobs", ["0", "-2"])
 def test_encode_fail_bad_jobs(tmp_path: Path, capsys: pytest.CaptureFixture[str], jobs: str) -> None:
     params, key, inp = _setup(tmp_path, ROWS)
-    assert _run(params, key, inp, tmp_path / "o.csv", "--jobs", jobs) == 1
-    assert f"The 'jobs' parameter of rappor encode must be an int >= 1. Got {jobs} instead." in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        _run(params, key, inp, tmp_path / "o.csv", "--jobs", jobs)
+    assert exc.value.code == 2
+    assert f"argument --jobs: expected an integer >= 1, got '{jobs}'" in capsys.readouterr().err
     assert not (tmp_path / "o.csv").exists()
 
 
@@ -345,7 +289,7 @@ def _mixed(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 def test_encode_skip_writes_good_rows_and_rejects(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from rappor import read_params
-    from rappor.reports import read_reports
+    from rappor.formats.reports_csv import read_reports
 
     params, key, inp = _mixed(tmp_path)
     out = tmp_path / "reports.csv"
@@ -381,7 +325,7 @@ def test_encode_skip_reasons_match_fail_fast_errors(tmp_path: Path, capsys: pyte
 
 
 def test_encode_skip_parallel_equals_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(encode_command, "CHUNK_ROWS", 1)  # several chunks, so workers are used
+    monkeypatch.setattr(file_encoder, "CHUNK_ROWS", 1)  # several chunks, so workers are used
     params, key, inp = _mixed(tmp_path)
     serial, parallel = tmp_path / "s.csv", tmp_path / "p.csv"
     assert _run(params, key, inp, serial, "--seed", "3", "--jobs", "1", "--on-error", "skip") == 0
