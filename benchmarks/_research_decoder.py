@@ -342,6 +342,7 @@ class VebFit:
     prior: Array
     sweeps: int
     dispersion: float
+    z_cal: Array | None = None  # Phi^-1(1 - p), p from the random-string null against the final residual
 
 
 def veb(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, *, grid_low: float = 0.5, n_grid: int = 60,
@@ -446,6 +447,12 @@ def veb(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, *, grid_low: flo
             break
     # Final summaries from the last statistics.
     bfin = beta + (a.T @ r) / norms2
+    # Calibration: candidate j's statistic on the score scale, a_j' r_(-j) = ||a_j||^2 b_j, against
+    # the law of a random string's score a_v' r (rappor's random-string null; r rescaled as the
+    # decoder does, by sqrt(n / dof) with the candidates given a share counted as fitted).
+    dof = max(n_rows - int(np.count_nonzero(beta > 1e-12 * s0)), 1)
+    null = est.random_string_null(weight * r * math.sqrt(n_rows / dof), k, h, np.random.default_rng(0))
+    z_cal_u = stats.norm.isf(np.clip(null.sf(norms2 * bfin), 1e-300, 1.0))
     ll = np.log(w)[None, :] - 0.5 * ((bfin[:, None] - grid[None, :]) / s_j[:, None]) ** 2
     post = np.exp(ll - ll.max(axis=1, keepdims=True))
     post /= post.sum(axis=1, keepdims=True)
@@ -463,7 +470,7 @@ def veb(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, *, grid_low: flo
 
     return VebFit(mean=spread(beta, 0.0), median=spread(median, 0.0), lfdr=spread(post[:, 0], 1.0),
                   b=spread(bfin, 0.0), s=spread(s_j, math.nan), unexplained=u, grid=grid, prior=w, sweeps=sweeps,
-                  dispersion=phi)
+                  dispersion=phi, z_cal=spread(z_cal_u, 0.0))
 
 
 def veb_mode(rule: str = "mean|median", fix_u: bool | float = False, **kwargs: object):  # type: ignore[no-untyped-def]
@@ -533,15 +540,36 @@ def bagged_shares(z: Array, se: Array, wald_z: Array, *, grid_low: float = 0.5, 
 
 _VEB_CACHE: dict[tuple[str, int], tuple[VebFit, object]] = {}
 
+#: How the unexplained mass is fixed for the empirical-Bayes regression: "ramp" (default) or
+#: "lower" (the 2-SE lower confidence bound; measured: at 1 M reports with only decoys it left
+#: 0.03 of the mass -- many SEs of a candidate -- in the residual, and every decoy got a share).
+U_RULE = "ramp"
+
+
+def fixed_unexplained(res: rappor.DecodeResult, rule: str | None = None) -> float:
+    """The unexplained mass the shares are fitted with.
+
+    ``"ramp"``: ``u_hat`` clipped to [0, 1], weighted by ``clip((z_u - 1) / 2, 0, 1)`` with
+    ``z_u = u_hat / SE``: 0 unless the data show mass outside the list (z_u <= 1), all of it
+    when they clearly do (z_u >= 3), and a ramp between (no jump from seed to seed).
+    ``"lower"``: ``max(u_hat - 2 SE, 0)``.
+    """
+    u = _diag(res, "unexplained_mass_unclipped")
+    se = _diag(res, "unexplained_std_error")
+    if (rule or U_RULE) == "lower":
+        return max(u - 2.0 * se, 0.0)
+    if not (math.isfinite(u) and math.isfinite(se) and se > 0):
+        return min(max(u, 0.0), 1.0) if math.isfinite(u) else 0.0
+    return min(max(u, 0.0), 1.0) * min(max((u / se - 1.0) / 2.0, 0.0), 1.0)
+
 
 def _veb_for(col, working_z: float | None):  # type: ignore[no-untyped-def]
     """The default decode and the empirical-Bayes regression of a collection (cached per process)."""
     key = (col.scenario.name, col.seed, working_z)
     if key not in _VEB_CACHE:
         res = rappor.Decoder().decode(col.aggregate, col.candidate_map)
-        fixed = max(_diag(res, "unexplained_mass_unclipped") - 2.0 * _diag(res, "unexplained_std_error"), 0.0)
-        fit = veb(col.aggregate, col.candidate_map, init=np.nan_to_num(res.proportion), fixed_unexplained=fixed,
-                  working_z=working_z)
+        fit = veb(col.aggregate, col.candidate_map, init=np.nan_to_num(res.proportion),
+                  fixed_unexplained=fixed_unexplained(res), working_z=working_z)
         _VEB_CACHE.clear()  # one collection at a time
         _VEB_CACHE[key] = (fit, res)
     return _VEB_CACHE[key]
@@ -560,22 +588,36 @@ def lfdr_detections(z: Array, level: float = 0.05, grid_low: float = 0.5) -> npt
 
 
 def bagged_mode(source: str = "working", working_z: float | None = 1.0, detect: str = "default",
-                **kwargs: object):  # type: ignore[no-untyped-def]
+                calibrated: bool = False, **kwargs: object):  # type: ignore[no-untyped-def]
     def run(col):  # type: ignore[no-untyped-def]
         if source == "working":
             w = working_statistics(col.aggregate, col.candidate_map)
             return bagged_shares(eb_z(w, "blend"), w.se, w.z, **kwargs), w.detected  # type: ignore[arg-type]
         fit, res = _veb_for(col, working_z)
         z = np.nan_to_num(fit.b / fit.s)
+        wald = z
+        if calibrated and fit.z_cal is not None:
+            # Calibrated where presence is decided, Wald scale for clear strings (as eb_z "blend").
+            z = np.where(np.maximum(z, fit.z_cal) < 8.0, fit.z_cal, z)
         detected = np.asarray(res.detected, dtype=bool)
         if detect == "lfdr":
             detected = lfdr_detections(z) & np.isfinite(fit.s)
-        return bagged_shares(z, fit.s, z, **kwargs), detected  # type: ignore[arg-type]
+        shares = bagged_shares(z, fit.s, wald, **kwargs)  # type: ignore[arg-type]
+        return _cap(shares, 1.0 - fit.unexplained), detected
     return run
+
+
+def _cap(shares: Array, total: float) -> Array:
+    """Shares scaled down in proportion when they add up to more than ``total`` (a safeguard:
+    the fit does not constrain the sum; measured, it never binds in the classes once the
+    unexplained mass is fixed by the ramp)."""
+    s = float(np.sum(shares))
+    return shares * (max(total, 0.0) / s) if s > max(total, 0.0) > 0.0 or (s > 0 and total <= 0) else shares
 
 
 RESEARCH_MODES["bag-working"] = bagged_mode("working")
 RESEARCH_MODES["bag-veb"] = bagged_mode("veb")
+RESEARCH_MODES["bag-veb-cal"] = bagged_mode("veb", calibrated=True)
 RESEARCH_MODES["bag-veb-mean"] = bagged_mode("veb", agg="mean")
 RESEARCH_MODES["bag-veb+lfdr"] = bagged_mode("veb", detect="lfdr")
 
