@@ -54,9 +54,12 @@ try:  # the decoder's internals: the decoder package (rappor/decoder/), or the o
                           column_sq_norms=_problem.column_sq_norms, debias=_problem.debias,
                           lasso_screen=_screen.lasso_screen, leading_columns=_problem.leading_columns,
                           random_string_null=_null.random_string_null, scale_rows=_problem.scale_rows,
+                          row_scaled_likelihood=_bayes._row_scaled_likelihood,
                           select_rows=_problem.select_rows, weighted_design=_problem.weighted_design)
 except ImportError:  # pragma: no cover - before the decoder package
     from rappor import _estimation as est  # type: ignore[no-redef]
+
+    est.row_scaled_likelihood = est._row_scaled_likelihood
 
 
 def _diag(res: rappor.DecodeResult, name: str) -> float:
@@ -68,6 +71,51 @@ Array = npt.NDArray[np.float64]
 
 #: Screen (working model = Lasso-selected + detected) above this share of rows, as decode.R.
 SCREEN_RATIO = 0.8
+
+
+@dataclass(frozen=True)
+class Design:
+    """The whitened problem of a collection, distinct candidates only (as the decoder builds it)."""
+
+    x_u: object          # (rows, s_u) 0/1 map of the distinct candidates (sparse)
+    a: object            # the same, whitened (rows scaled by ``weight``), CSC with sorted indices
+    b: Array             # whitened debiased shares
+    c: Array             # whitened non-candidate column
+    weight: Array        # 1 / SD of each row
+    rep: npt.NDArray[np.int64]
+    uniq: npt.NDArray[np.int64]
+    s_all: int
+    k: int
+    h: int
+
+
+def _design(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap) -> Design:
+    params = aggregate.params
+    k, h = params.num_bloombits, params.num_hashes
+    deb = est.debias(aggregate.counts, params.p11, params.p01)
+    x = est.select_rows(cmap.matrix, deb.rows)
+    s_all = x.shape[1]
+    rep, zero = est.column_groups(x)
+    is_zero = np.zeros(s_all, dtype=bool)
+    is_zero[zero] = True
+    uniq = np.flatnonzero((rep == np.arange(s_all)) & ~is_zero)
+    weight = 1.0 / np.sqrt(deb.var)
+    x_u = x if len(uniq) == s_all else x[:, uniq]
+    a = est.scale_rows(x_u, weight).tocsc()
+    a.sort_indices()
+    hbar = k * (1.0 - (1.0 - 1.0 / k) ** h)
+    return Design(x_u=x_u, a=a, b=weight * deb.y, c=weight * (hbar / k), weight=weight, rep=rep, uniq=uniq,
+                  s_all=s_all, k=k, h=h)
+
+
+def _spread(values: Array, rep, uniq, s_all: int, fill: float) -> Array:  # type: ignore[no-untyped-def]
+    pos = np.full(s_all, -1, dtype=np.int64)
+    pos[uniq] = np.arange(len(uniq))
+    idx = pos[rep]
+    valid = idx >= 0
+    out = np.full(s_all, fill)
+    out[valid] = values[idx[valid]]
+    return out
 
 
 @dataclass(frozen=True)
@@ -90,23 +138,11 @@ class Working:
 def working_statistics(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, *,
                        significance: float = 0.05, rng: int = 0, clip_unexplained: bool = True) -> Working:
     """Unconstrained working-model statistics (see the module docstring)."""
-    params = aggregate.params
     res = rappor.Decoder(significance_level=significance).decode(aggregate, cmap)
-    k, h = params.num_bloombits, params.num_hashes
-    deb = est.debias(aggregate.counts, params.p11, params.p01)
-    x = est.select_rows(cmap.matrix, deb.rows)
-    s = x.shape[1]
-    rep, zero = est.column_groups(x)
-    is_zero = np.zeros(s, dtype=bool)
-    is_zero[zero] = True
-    uniq = np.flatnonzero((rep == np.arange(s)) & ~is_zero)
-    xu = x[:, uniq]
-    n_rows, s_u = xu.shape
-    weight = 1.0 / np.sqrt(deb.var)
-    b = weight * deb.y
-    hbar = k * (1.0 - (1.0 - 1.0 / k) ** h)
-    background = weight * (hbar / k)
-    a_full = est.weighted_design(xu, weight, background)
+    d = _design(aggregate, cmap)
+    k, h, s, rep, uniq, weight, b, background = d.k, d.h, d.s_all, d.rep, d.uniq, d.weight, d.b, d.c
+    n_rows, s_u = d.a.shape
+    a_full = est.weighted_design(d.x_u, weight, background)
     a_u = est.leading_columns(a_full, s_u)
     norms2 = est.column_sq_norms(a_full)[:s_u]
     screened = s_u > SCREEN_RATIO * n_rows
@@ -158,18 +194,11 @@ def working_statistics(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, *
     in_model_u = np.zeros(s_u, dtype=bool)
     in_model_u[model] = True
 
-    pos = np.full(s, -1, dtype=np.int64)
-    pos[uniq] = np.arange(s_u)
-    idx = pos[rep]
-    valid = idx >= 0
-
-    def spread(values: npt.NDArray, fill: float) -> npt.NDArray:
-        out = np.full(s, fill, dtype=values.dtype if values.dtype == bool else np.float64)
-        out[valid] = values[idx[valid]]
-        return out
+    def spread(values: npt.NDArray, fill: float) -> Array:
+        return _spread(np.asarray(values, dtype=np.float64), rep, uniq, s, fill)
 
     return Working(share=spread(share_u, math.nan), se=spread(se_u, math.nan), z=spread(z_u, 0.0),
-                   z_cal=spread(z_cal_u, 0.0), in_model=spread(in_model_u, False).astype(bool),
+                   z_cal=spread(z_cal_u, 0.0), in_model=spread(in_model_u, 0.0) > 0.5,
                    unexplained=float(coef[-1]), unexplained_se=float(math.sqrt(gram_inv[-1, -1] * disp)),
                    dispersion=disp, detected=np.asarray(res.detected, dtype=bool),
                    ls_share=np.nan_to_num(res.proportion), screened=bool(screened))
@@ -178,15 +207,17 @@ def working_statistics(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, *
 # --- empirical Bayes -----------------------------------------------------------------------------
 
 def fit_prior(z: Array, *, grid_low: float = 0.1, n_grid: int = 80, n_iter: int = 2000) -> tuple[Array, Array]:
-    """NPMLE of the prior of ``mu`` given ``z ~ N(mu, 1)`` on ``{0} U geomspace(grid_low, max z + 1)``."""
+    """NPMLE of the prior of ``mu`` given ``z ~ N(mu, 1)`` on ``{0} U geomspace(grid_low, max z + 1)``.
+
+    The decoder's ``_npmle_prior`` with the grid's start and size as parameters and a stopping rule.
+    """
     z = np.clip(z, -est.Z_CLIP, est.Z_CLIP)
     top = max(float(np.max(z)), 2 * grid_low) + 1.0
     grid = np.concatenate([[0.0], np.geomspace(grid_low, top, n_grid)])
     zb, counts = np.unique(np.round(z, 2), return_counts=True)
-    loglik = -0.5 * (zb[:, None] - grid[None, :]) ** 2
-    lik = np.exp(loglik - loglik.max(axis=1, keepdims=True))
-    w = np.full(len(grid), 1.0 / len(grid))
+    lik = est.row_scaled_likelihood(zb, grid)
     frac = counts / counts.sum()
+    w = np.full(len(grid), 1.0 / len(grid))
     for _ in range(n_iter):
         post = lik * w
         post /= np.maximum(post.sum(axis=1, keepdims=True), 1e-300)
@@ -196,21 +227,6 @@ def fit_prior(z: Array, *, grid_low: float = 0.1, n_grid: int = 80, n_iter: int 
         if done:
             break
     return grid, w
-
-
-def _npmle_weights(z: Array, grid: Array, w0: Array, n_iter: int = 300) -> Array:
-    """EM for the NPMLE weights on a given grid, from ``w0`` (binned z-scores)."""
-    zb, counts = np.unique(np.round(z, 2), return_counts=True)
-    loglik = -0.5 * (zb[:, None] - grid[None, :]) ** 2
-    lik = np.exp(loglik - loglik.max(axis=1, keepdims=True))
-    frac = counts / counts.sum()
-    w = np.maximum(w0, 1e-12)
-    w = w / w.sum()
-    for _ in range(n_iter):
-        post = lik * w
-        post /= np.maximum(post.sum(axis=1, keepdims=True), 1e-300)
-        w = frac @ post
-    return w
 
 
 def posterior(z: Array, grid: Array, w: Array) -> Array:
@@ -359,22 +375,10 @@ def veb(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, *, grid_low: flo
     their posterior means, ``b_j ~ N(beta_j, phi / ||a_j||^2)``, gives its posterior on the grid;
     ``G``'s weights are then the average posterior (an EM step).
     """
-    params = aggregate.params
-    k, h = params.num_bloombits, params.num_hashes
-    deb = est.debias(aggregate.counts, params.p11, params.p01)
-    x = est.select_rows(cmap.matrix, deb.rows)
-    s_all = x.shape[1]
-    rep, zero = est.column_groups(x)
-    is_zero = np.zeros(s_all, dtype=bool)
-    is_zero[zero] = True
-    uniq = np.flatnonzero((rep == np.arange(s_all)) & ~is_zero)
-    weight = 1.0 / np.sqrt(deb.var)
-    a = est.scale_rows(x[:, uniq], weight).tocsc()
-    a.sort_indices()
-    bvec = weight * deb.y
-    hbar = k * (1.0 - (1.0 - 1.0 / k) ** h)
-    c = weight * (hbar / k)
-    n_rows, s_u = a.shape
+    d = _design(aggregate, cmap)
+    a, bvec, c, weight, k, h = d.a, d.b, d.c, d.weight, d.k, d.h
+    rep, uniq, s_all = d.rep, d.uniq, d.s_all
+    n_rows, s_u = a.shape  # type: ignore[attr-defined]
     norms2 = est.column_sq_norms(a)
     indptr, indices, data = a.indptr, a.indices, a.data
     beta = np.zeros(s_u) if init is None else np.asarray(init, dtype=np.float64)[uniq].copy()
@@ -458,15 +462,8 @@ def veb(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, *, grid_low: flo
     post /= post.sum(axis=1, keepdims=True)
     median = posterior_median(post, grid)
 
-    pos = np.full(s_all, -1, dtype=np.int64)
-    pos[uniq] = np.arange(s_u)
-    idx = pos[rep]
-    valid = idx >= 0
-
     def spread(values: Array, fill: float) -> Array:
-        out = np.full(s_all, fill)
-        out[valid] = values[idx[valid]]
-        return out
+        return _spread(values, rep, uniq, s_all, fill)
 
     return VebFit(mean=spread(beta, 0.0), median=spread(median, 0.0), lfdr=spread(post[:, 0], 1.0),
                   b=spread(bfin, 0.0), s=spread(s_j, math.nan), unexplained=u, grid=grid, prior=w, sweeps=sweeps,
@@ -620,162 +617,3 @@ RESEARCH_MODES["bag-veb"] = bagged_mode("veb")
 RESEARCH_MODES["bag-veb-cal"] = bagged_mode("veb", calibrated=True)
 RESEARCH_MODES["bag-veb-mean"] = bagged_mode("veb", agg="mean")
 RESEARCH_MODES["bag-veb+lfdr"] = bagged_mode("veb", detect="lfdr")
-
-
-# --- parallel (Jacobi) version of the empirical-Bayes regression: vectorized -----------------------
-
-def _design(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap):  # type: ignore[no-untyped-def]
-    params = aggregate.params
-    k, h = params.num_bloombits, params.num_hashes
-    deb = est.debias(aggregate.counts, params.p11, params.p01)
-    x = est.select_rows(cmap.matrix, deb.rows)
-    s_all = x.shape[1]
-    rep, zero = est.column_groups(x)
-    is_zero = np.zeros(s_all, dtype=bool)
-    is_zero[zero] = True
-    uniq = np.flatnonzero((rep == np.arange(s_all)) & ~is_zero)
-    weight = 1.0 / np.sqrt(deb.var)
-    a = est.scale_rows(x[:, uniq], weight).tocsc()
-    hbar = k * (1.0 - (1.0 - 1.0 / k) ** h)
-    return a, weight * deb.y, weight * (hbar / k), rep, uniq, s_all
-
-
-def _spread(values: Array, rep, uniq, s_all: int, fill: float) -> Array:  # type: ignore[no-untyped-def]
-    pos = np.full(s_all, -1, dtype=np.int64)
-    pos[uniq] = np.arange(len(uniq))
-    idx = pos[rep]
-    valid = idx >= 0
-    out = np.full(s_all, fill)
-    out[valid] = values[idx[valid]]
-    return out
-
-
-def pveb(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, *, unexplained: float, init: Array,
-         grid_low: float = 0.5, n_iter: int = 30, damping: float = 0.5) -> tuple[Array, Array]:
-    """Parallel empirical-Bayes regression: ``(b, s)``, the one-at-a-time statistics and their SEs.
-
-    Every iteration computes, for every candidate at once, ``b_j = beta_j + a_j' r / ||a_j||^2``
-    (the residual ``r`` with every candidate at its current estimate and the unexplained mass
-    fixed), fits the NPMLE prior to ``b / s`` and moves ``beta`` a ``damping`` step towards the
-    posterior means.  The fixed point is that of :func:`veb` (coordinate ascent) with the
-    prior's weights refitted each time; being a Jacobi iteration it needs the damping.
-    """
-    a, bvec, c, rep, uniq, s_all = _design(aggregate, cmap)
-    norms2 = est.column_sq_norms(a)
-    s = 1.0 / np.sqrt(norms2)
-    beta = np.asarray(init, dtype=np.float64)[uniq].copy()
-    base = bvec - c * unexplained
-    n_rows = a.shape[0]
-    for _ in range(n_iter):
-        r = base - a @ beta
-        s = np.sqrt(max(1.0, float(r @ r) / n_rows) / norms2)  # Pearson dispersion when > 1
-        b = beta + (a.T @ r) / norms2
-        z = b / s
-        grid, prior = fit_prior(np.minimum(z, CLEAR_Z + 4.0), grid_low=grid_low, n_iter=300)
-        mean = posterior(np.minimum(z, CLEAR_Z + 4.0), grid, prior) @ grid
-        t = np.clip((z - CLEAR_Z) / 2.0, 0.0, 1.0)
-        mean = (1.0 - t) * mean + t * z
-        beta = (1.0 - damping) * beta + damping * mean * s
-    r = base - a @ beta
-    b = beta + (a.T @ r) / norms2
-    return _spread(b, rep, uniq, s_all, 0.0), _spread(s, rep, uniq, s_all, math.nan)
-
-
-def pveb_mode(**kwargs: object):  # type: ignore[no-untyped-def]
-    def run(col):  # type: ignore[no-untyped-def]
-        res = rappor.Decoder().decode(col.aggregate, col.candidate_map)
-        fixed = max(_diag(res, "unexplained_mass_unclipped") - 2.0 * _diag(res, "unexplained_std_error"), 0.0)
-        b, s = pveb(col.aggregate, col.candidate_map, unexplained=fixed, init=np.nan_to_num(res.proportion),
-                    **kwargs)  # type: ignore[arg-type]
-        z = b / s
-        return bagged_shares(z, s, z), np.asarray(res.detected, dtype=bool)
-    return run
-
-
-RESEARCH_MODES["bag-pveb"] = pveb_mode()
-RESEARCH_MODES["bag-pveb-d.3"] = pveb_mode(damping=0.3, n_iter=50)
-
-
-def veb_fast(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, *, unexplained: float, init: Array,
-             grid_low: float = 0.5, n_grid: int = 60, max_sweeps: int = 300, tol: float = 1e-4,
-             table_step: float = 0.01, full_prior: bool = False) -> tuple[Array, Array, Array, int]:
-    """:func:`veb` with the prior on ``mu = share / s_j`` (z units) and a lookup table.
-
-    Within a sweep the prior is fixed, so the posterior mean as a function of ``z`` is one
-    curve for every candidate: it is tabulated (step ``table_step``) and each coordinate
-    update is a sparse dot product, a table lookup and a sparse residual update.  The prior's
-    weights (an EM step) are refitted after each sweep from every candidate's current z, in one
-    vectorized pass.  The unexplained mass is fixed.  Returns ``(b, s, beta, sweeps)``.
-    """
-    a, bvec, c, rep, uniq, s_all = _design(aggregate, cmap)
-    a.sort_indices()
-    n_rows, s_u = a.shape
-    norms2 = est.column_sq_norms(a)
-    indptr, indices, data = a.indptr, a.indices, a.data
-    beta = np.asarray(init, dtype=np.float64)[uniq].copy()
-    r = bvec - c * unexplained - a @ beta
-    phi = max(1.0, float(r @ r) / n_rows)
-    s = np.sqrt(phi / norms2)
-    z = (beta + (a.T @ r) / norms2) / s
-    top = max(float(np.max(np.minimum(z, CLEAR_Z + 4.0))), 2 * grid_low) + 1.0
-    grid = np.concatenate([[0.0], np.geomspace(grid_low, top, n_grid)])
-    _, w = fit_prior(np.minimum(z, CLEAR_Z + 4.0), grid_low=grid_low, n_grid=n_grid)
-    w = np.maximum(w, 1e-12)
-    zmin, zmax = -8.0, CLEAR_Z + 2.0  # beyond zmax the estimate is the z itself (blend = 1)
-    zt = np.arange(zmin, zmax + table_step, table_step)
-    inv_step = 1.0 / table_step
-    n_table = len(zt)
-    sweeps = 0
-    for sweeps in range(1, max_sweeps + 1):
-        post = posterior(zt, grid, w)
-        mean_t = post @ grid
-        blend = np.clip((zt - CLEAR_Z) / 2.0, 0.0, 1.0)
-        table = ((1.0 - blend) * mean_t + blend * zt).tolist()
-        max_change = 0.0
-        beta_l = beta.tolist()
-        s_l = s.tolist()
-        inv_n2 = (1.0 / norms2).tolist()
-        for j in range(s_u):
-            lo, hi = indptr[j], indptr[j + 1]
-            rows, vals = indices[lo:hi], data[lo:hi]
-            old = beta_l[j]
-            bj = old + float(vals @ r[rows]) * inv_n2[j]
-            zj = bj / s_l[j]
-            if zj >= zmax:
-                new = bj
-            else:
-                i = int((zj - zmin) * inv_step)
-                new = table[i if i > 0 else 0] * s_l[j]
-            if new != old:
-                r[rows] -= vals * (new - old)
-                beta_l[j] = new
-                change = abs(new - old) / s_l[j]
-                if change > max_change:
-                    max_change = change
-        beta = np.array(beta_l)
-        z = (beta + (a.T @ r) / norms2) / s
-        if full_prior:  # the prior refitted to convergence (NPMLE) on the current statistics
-            w = np.maximum(_npmle_weights(np.minimum(z, CLEAR_Z + 4.0), grid, w), 1e-300)
-        else:  # one EM step
-            w = np.maximum(posterior(np.minimum(z, CLEAR_Z + 4.0), grid, w).mean(axis=0), 1e-300)
-        phi = max(1.0, float(r @ r) / n_rows)
-        s = np.sqrt(phi / norms2)
-        if max_change < tol and sweeps > 10:
-            break
-    b = beta + (a.T @ r) / norms2
-    return (_spread(b, rep, uniq, s_all, 0.0), _spread(s, rep, uniq, s_all, math.nan),
-            _spread(beta, rep, uniq, s_all, 0.0), sweeps)
-
-
-def fast_mode(**kwargs: object):  # type: ignore[no-untyped-def]
-    def run(col):  # type: ignore[no-untyped-def]
-        res = rappor.Decoder().decode(col.aggregate, col.candidate_map)
-        fixed = max(_diag(res, "unexplained_mass_unclipped") - 2.0 * _diag(res, "unexplained_std_error"), 0.0)
-        b, s, _, _ = veb_fast(col.aggregate, col.candidate_map, unexplained=fixed,
-                              init=np.nan_to_num(res.proportion), **kwargs)  # type: ignore[arg-type]
-        z = b / s
-        return bagged_shares(z, s, z), np.asarray(res.detected, dtype=bool)
-    return run
-
-
-RESEARCH_MODES["bag-vebf"] = fast_mode()
