@@ -1,32 +1,30 @@
 """Research prototype for issue 14: a default decoder that gives two products (private).
 
 Not part of the package: phase 1 of issue 14 prototypes the new default here, on top of the
-current decoder's internals (``rappor._estimation``), and measures it with
-``python benchmarks/accuracy.py --research``.  The implementation proper goes into
+decoder's internals (``rappor.decoder._problem`` etc.), and measures it with
+``python benchmarks/accuracy.py --research``; the findings and the proposed specification are
+in ``docs/decoder.md`` ("Issue 14, phase 1").  The implementation proper goes into
 ``rappor/decoder/`` in phase 2.
 
 Two products, as issue 14 asks:
 
 * ``detected``: the strings we can vouch for -- the current default's test (random-string
   null, Benjamini-Hochberg), whose false detections stay controlled;
-* ``proportion`` for *every* candidate: an empirical-Bayes estimate of its share, made for the
-  total variation distance of the whole distribution (what a google/rappor-style reader of
-  results.csv computes from the rows).
+* a share for *every* candidate: an empirical-Bayes estimate made for the total variation
+  distance of the whole distribution (what a google/rappor-style reader of results.csv
+  computes from the rows).
 
-Statistics (:func:`working_statistics`).  The empirical-Bayes model needs, for every
-candidate, a statistic ``z_j ~ N(share_j / SE_j, 1)``.  The current decoder's z-scores are
-not: they come from the *non-negative* fit, where a candidate at the bound has a score
-``<= 0`` by the Karush-Kuhn-Tucker conditions, so real strings with small shares pile up below
-0 (issue 4's 100 real strings: 29-54 negative z-scores, mean z 0.43-0.95 against a true mean
-effect of 1.0).  Here the shares of a *working model* ``M`` (every candidate when there are at
-most ``0.8`` x rows of them, as decode.R's rule; else the Lasso-screened and detected ones),
-with the non-candidate column, are fitted *without* sign constraints: the Wald z of ``j in M``
-is then exactly ``N(share_j / SE_j, 1)`` under the Gaussian approximation of the counts (its SE
-is 2-4% above the constrained fit's).  A candidate outside ``M`` gets the score statistic of
-adding it to ``M`` (the z it would have).
-
-Prior (:func:`fit_prior`).  A Kiefer-Wolfowitz NPMLE of the effects ``mu = share / SE`` on
-``{0} U geomspace(grid_low, max z + 1)``, fitted by EM (as ``rappor._estimation``).
+The proposed default is mode ``bag-veb``: :func:`fixed_unexplained` (the unexplained mass,
+fixed), :func:`veb` (empirical-Bayes regression: coordinate ascent with a fitted discrete
+non-negative prior; its one-at-a-time statistics have the genie's SE and nearly independent
+errors) and :func:`bagged_shares` (NPMLE priors of the final z-scores and of bootstrap
+resamples; posterior mean where the posterior median is positive, kept when at least half the
+priors report it).  The other modes are the steps that led there, kept for the measurements
+the docs quote: ``r2-*`` / ``r-*`` (:func:`working_statistics`: unconstrained working-model
+z-scores -- well specified, but with correlated errors), ``veb-*`` (the regression without
+bagging; free or fixed unexplained mass), ``bag-working``, ``bag-veb-mean``/``-cal``/``+lfdr``
+(bagging by the mean, calibrated z-scores, local-fdr detections), and two bounds that use the
+truth (``bound:genie-u``, ``bound:oracle-prior``).
 """
 
 from __future__ import annotations
@@ -137,7 +135,20 @@ class Working:
 
 def working_statistics(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, *,
                        significance: float = 0.05, rng: int = 0, clip_unexplained: bool = True) -> Working:
-    """Unconstrained working-model statistics (see the module docstring)."""
+    """Unconstrained working-model statistics of every candidate.
+
+    The empirical-Bayes model needs, for every candidate, a statistic ``z_j ~ N(share_j / SE_j,
+    1)``.  The current decoder's z-scores are not: they come from the *non-negative* fit, where a
+    candidate at the bound has a score ``<= 0`` by the Karush-Kuhn-Tucker conditions, so real
+    strings with small shares pile up below 0 (issue 4's 100 real strings: 29-54 negative
+    z-scores, mean z 0.43-0.95 against a true mean effect of 1.0).  Here the shares of a working
+    model ``M`` (every candidate when there are at most ``0.8`` x rows of them, as decode.R's
+    rule; else the Lasso-screened and detected ones), with the non-candidate column, are fitted
+    *without* sign constraints: the Wald z of ``j in M`` is then ``N(share_j / SE_j, 1)`` under
+    the Gaussian approximation of the counts (its SE is 2-4% above the constrained fit's).  A
+    candidate outside ``M`` gets the score statistic of adding it to ``M``.  Their errors are
+    correlated (common modes: the unexplained mass, sums over decoys), which :func:`veb` avoids.
+    """
     res = rappor.Decoder(significance_level=significance).decode(aggregate, cmap)
     d = _design(aggregate, cmap)
     k, h, s, rep, uniq, weight, b, background = d.k, d.h, d.s_all, d.rep, d.uniq, d.weight, d.b, d.c
