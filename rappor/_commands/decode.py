@@ -117,6 +117,9 @@ def run(args: argparse.Namespace) -> int:
     from ..design import hash_candidates
     from ..formats.map import read_map
 
+    from ..decoder._decoder import check_combination
+
+    check_combination(args.null, args.correction, args.estimator, owner="rappor decode")  # before reading the files
     params = load_params(args)
     aggregate = read_counts(args.counts, params)
     if args.map is not None:
