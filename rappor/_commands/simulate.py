@@ -94,7 +94,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", choices=("batch", "client"), default="batch",
                         help="batch: fast numpy encoder; client: the real keyed client (slow) [default: batch]")
     parser.add_argument("--estimator", choices=("least-squares", "empirical-bayes"), default="least-squares",
-                        help="decoder estimator (see rappor decode --help) [default: least-squares]")
+                        help="decoder estimator (see rappor decode --help; empirical-bayes is deprecated) "
+                        "[default: least-squares]")
     add_seed_argument(parser, default=0, help_text="random seed of the simulation")
     parser.add_argument("--no-report", action="store_true", help="skip report.html (no matplotlib needed)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
