@@ -172,8 +172,13 @@ def outlook_text(outlook: DetectionOutlook, params: Params, *, found: int | None
     ``outlook`` is :func:`rappor.planner.detection_outlook` of the true candidates'
     shares; ``found``, when given, the number the decode detected.
     """
-    text = (f"A decode of this size ({outlook.n_reports:,} reports, {outlook.n_candidates:,} candidates, "
-            f"k={params.k} h={params.h} m={params.m}) detects a string with probability 1/2 when its share is "
+    size = (f"{outlook.n_reports:,} reports, {outlook.n_candidates:,} candidates, "
+            f"k={params.k} h={params.h} m={params.m}")
+    if not math.isfinite(outlook.frequency):  # more candidates than Bloom bits in all cohorts
+        found_text = f" Found {found}." if found is not None else ""
+        return (f"At this size ({size}) there are more candidates than bits: no string can be detected with "
+                f"probability 1/2 (planner), whatever its share; more Bloom bits or cohorts are needed.{found_text}")
+    text = (f"A decode of this size ({size}) detects a string with probability 1/2 when its share is "
             f"{outlook.frequency:.3g} (the planner's prediction, as 'rappor plan' makes it: a z-test Bonferroni-"
             "corrected over the candidates; the default Benjamini-Hochberg test finds a few more). "
             f"{outlook.above} of the {outlook.n_strings:,} true candidates have a share at least that large "

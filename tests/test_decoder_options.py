@@ -89,7 +89,8 @@ def test_cli_refuses_an_unsound_combination(tmp_path, capsys):
                    *extra])
         err = capsys.readouterr().err
         assert rc == 1
-        assert err.startswith("rappor: error: ") and "not sound" in err and "null='normal'" in err
+        assert err.startswith("rappor: error: --null normal with --") and "not sound" in err
+        assert f"{extra[0]} {extra[1]}" in err
         assert "Traceback" not in err
         assert not (tmp_path / "r.csv").exists()
 

@@ -167,3 +167,17 @@ def test_high_privacy_outlook_says_the_detectable_share_is_large() -> None:
         assert note is not None and f"at most {outlook.at_most} strings" in note and "f=" in note
     assert detectable_share_note(0.03, 100_000) is None  # the demo's 0.033: no note
     assert detectable_share_note(1.7, 1_000).startswith("No string can be detected with 1,000 reports")
+
+
+def test_outlook_with_more_candidates_than_bits_says_nothing_is_detectable() -> None:
+    """100 candidates on k=8 m=1 (8 rows): no finite detectable share; the text says so instead of 'inf'."""
+    from rappor import Population
+    from rappor._explain import outlook_text
+    from rappor.planner import detection_outlook
+
+    params = Params(num_bloombits=8, num_hashes=2, num_cohorts=1, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    outlook = detection_outlook(params, 100_000, Population.zipf(100).probabilities)
+    assert math.isinf(outlook.frequency) and outlook.above == 0
+    assert outlook.as_dict()["detectable_share"] is None
+    text = outlook_text(outlook, params, found=0)
+    assert "no string can be detected" in text and "inf" not in text and text.endswith("Found 0.")

@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..decoder._decoder import check_combination
 
-    check_combination(args.null, args.correction, args.estimator, owner="rappor decode")  # before reading the files
+    check_combination(args.null, args.correction, args.estimator, cli=True)  # before reading the files
     params = load_params(args)
     aggregate = read_counts(args.counts, params)
     if args.map is not None:

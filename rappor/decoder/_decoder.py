@@ -56,8 +56,11 @@ UNSOUND_COMBINATIONS: dict[tuple[str | None, str | None, str | None], str] = {
 }
 
 
-def check_combination(null: str, correction: str, estimator: str, owner: str = "Decoder") -> None:
+def check_combination(null: str, correction: str, estimator: str, *, cli: bool = False) -> None:
     """Refuse a ``null`` x ``correction`` x ``estimator`` combination that is not sound.
+
+    ``cli``: name the options as ``rappor decode``'s flags (``--null normal``) rather than
+    as the :class:`Decoder`'s parameters (``null='normal'``).
 
     Raises
     ------
@@ -68,11 +71,15 @@ def check_combination(null: str, correction: str, estimator: str, owner: str = "
     for (bad_null, bad_correction, bad_estimator), why in UNSOUND_COMBINATIONS.items():
         if ((bad_null is None or null == bad_null) and (bad_correction is None or correction == bad_correction)
                 and (bad_estimator is None or estimator == bad_estimator)):
-            named = ", ".join(f"{name}={value!r}" for name, value, bad in
-                              (("null", null, bad_null), ("correction", correction, bad_correction),
-                               ("estimator", estimator, bad_estimator)) if bad is not None)
-            msg = (f"{owner}: the combination {named} is not sound: {why}. Use null='random-strings' (the "
-                   "default), whose p-values are calibrated, with this correction or estimator.")
+            named = [(name, value) for name, value, bad in (("null", null, bad_null), ("correction", correction,
+                     bad_correction), ("estimator", estimator, bad_estimator)) if bad is not None]
+            if cli:
+                combination = " with ".join(f"--{name} {value}" for name, value in named)
+                default = "--null random-strings (the default)"
+            else:
+                combination = "Decoder: " + ", ".join(f"{name}={value!r}" for name, value in named)
+                default = "null='random-strings' (the default)"
+            msg = f"{combination} is not sound: {why}. Use {default}, whose p-values are calibrated."
             raise InvalidParameterError(msg)
 
 
