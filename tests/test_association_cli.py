@@ -252,3 +252,13 @@ def test_three_variables_from_written_reports(tmp_path: Path) -> None:
     for r in rows:
         cell = (("a", "b", "c").index(r["s"]), ("TRUE", "FALSE").index(r["u"]), ("TRUE", "FALSE").index(r["v"]))
         assert abs(float(r["proportion"]) - truth[cell]) < 4 * float(r["std_error"])
+
+
+def test_unconverged_fit_warns_and_says_so_in_the_metrics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # decode_assoc.R stops silently at --max-em-iters; we warn on stderr and record it.
+    out = tmp_path / "out"
+    assert main(_google_args(GOOGLE / "reports.csv", out, "--max-em-iters", "2", "--method", "em")) == 0
+    err = capsys.readouterr().err
+    assert "rappor: warning: the em fit stopped at its iteration cap after 2 iterations, before converging" in err
+    metrics = json.loads((out / "assoc-metrics.json").read_text())
+    assert metrics["converged"] is False and metrics["num_em_iters"] == 2 and metrics["log_likelihood_gap"] > 1e-3
