@@ -37,7 +37,8 @@ Usage::
     python benchmarks/association.py accuracy [--n 100000] [--seeds 10] [--pairs sb,ss] [--outside both|yes|no]
         [--no-baseline] [--no-ref-other]
     python benchmarks/association.py independence [--n 100000] [--seeds 40] [--pairs sb,ss] [--outside both|yes|no]
-    python benchmarks/association.py speed [--n 1000000] [--candidates 100] [--method sqp]
+    python benchmarks/association.py speed [--n 1000000] [--candidates 100] [--method sqp] [--no-std-errors]
+        [--no-independence]
 
 BLAS threads are pinned to 1 (threadpoolctl) unless ``--threads``.
 """
@@ -199,7 +200,8 @@ def speed(args: argparse.Namespace) -> None:
     t1 = time.perf_counter()
     c1 = time.process_time()
     base_mb = _peak_mb()
-    dec = AssociationDecoder(candidates="all", method=args.method, max_iterations=args.max_iterations)
+    dec = AssociationDecoder(candidates="all", method=args.method, max_iterations=args.max_iterations,
+                             std_errors=not args.no_std_errors, independence_test=not args.no_independence)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = dec.decode(sim.reports, sim.variables)
@@ -244,6 +246,8 @@ def main() -> None:
     s.add_argument("--candidates", type=int, default=100)
     s.add_argument("--method", choices=("sqp", "em"), default="sqp")
     s.add_argument("--max-iterations", type=int, default=1000)
+    s.add_argument("--no-std-errors", action="store_true", help="skip the covariance (the fit alone)")
+    s.add_argument("--no-independence", action="store_true", help="skip the independence test")
     for p in (a, i, s):
         p.add_argument("--threads", action="store_true", help="let BLAS use every core")
     args = parser.parse_args()
