@@ -29,6 +29,11 @@ collection is drawn from the product of the scenario's marginals, under the alte
 from the scenario itself; prints the share of p-values below 0.05 (and 0.01) over seeds
 with its binomial standard error.
 
+``calibration``: where the intervals miss.  Per cell, ``z = (estimate - truth) /
+std_error``, pooled over seeds and grouped by the cell's true share: mean and sd of ``z``
+and coverage of the 95% interval (``--exact``: every candidate and no Other, the exactly
+specified model).
+
 ``speed``: one string x boolean collection of N report pairs and C candidates (all of them
 in the table, plus Other): time and peak memory of each stage of the decode.
 
@@ -37,6 +42,7 @@ Usage::
     python benchmarks/association.py accuracy [--n 100000] [--seeds 10] [--pairs sb,ss] [--outside both|yes|no]
         [--no-baseline] [--no-ref-other]
     python benchmarks/association.py independence [--n 100000] [--seeds 40] [--pairs sb,ss] [--outside both|yes|no]
+    python benchmarks/association.py calibration [--n 100000] [--seeds 6] [--pair ss] [--outside yes|no] [--exact]
     python benchmarks/association.py speed [--n 1000000] [--candidates 100] [--method sqp] [--no-std-errors]
         [--no-independence]
 
@@ -189,6 +195,29 @@ def independence(args: argparse.Namespace) -> None:
                       f"{np.mean(secs):>9.2f}", flush=True)
 
 
+def calibration(args: argparse.Namespace) -> None:
+    joint, values, cands = _scenario(args.pair, args.outside == "yes")
+    options = {"candidates": "all", "other": "none"} if args.exact else {}
+    rows = []
+    for seed in range(args.seeds):
+        sim = simulate_association(PARAMS, joint, values, args.n, candidates=cands, rng=1000 + seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = AssociationDecoder(independence_test=False, **options).decode(sim.reports, sim.variables)
+        truth = sim.truth(res.categories).reshape(-1)
+        z = (res.proportion.reshape(-1) - truth) / res.std_error.reshape(-1)
+        rows += [(t, v) for t, v in zip(truth, z) if np.isfinite(v)]
+    truth, z = np.array(rows).T
+    print(f"N = {args.n:,}, {args.seeds} seeds, pair {args.pair}, outside {args.outside}, "
+          f"{'every candidate, no Other' if args.exact else 'defaults'}")
+    print(f"{'true share':<16}{'cells':>7}{'mean z':>8}{'sd z':>7}{'coverage':>10}")
+    for low, high in [(0, 0.001), (0.001, 0.005), (0.005, 0.02), (0.02, 1.0), (0, 1.0)]:
+        sel = (truth >= low) & (truth < high)
+        if sel.any():
+            print(f"[{low:g}, {high:g}){'':<{16 - len(f'[{low:g}, {high:g})')}}{sel.sum():>7}{z[sel].mean():>+8.2f}"
+                  f"{z[sel].std():>7.2f}{np.mean(np.abs(z[sel]) <= 1.959963984540054):>10.3f}")
+
+
 def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -241,6 +270,12 @@ def main() -> None:
     i.add_argument("--seeds", type=int, default=40)
     i.add_argument("--pairs", default="sb,ss")
     i.add_argument("--outside", choices=("both", "yes", "no"), default="both")
+    c = sub.add_parser("calibration")
+    c.add_argument("--n", type=int, default=100_000)
+    c.add_argument("--seeds", type=int, default=6)
+    c.add_argument("--pair", choices=("sb", "ss"), default="ss")
+    c.add_argument("--outside", choices=("yes", "no"), default="yes")
+    c.add_argument("--exact", action="store_true", help="every candidate in the table and no Other")
     s = sub.add_parser("speed")
     s.add_argument("--n", type=int, default=1_000_000)
     s.add_argument("--candidates", type=int, default=100)
@@ -248,7 +283,7 @@ def main() -> None:
     s.add_argument("--max-iterations", type=int, default=1000)
     s.add_argument("--no-std-errors", action="store_true", help="skip the covariance (the fit alone)")
     s.add_argument("--no-independence", action="store_true", help="skip the independence test")
-    for p in (a, i, s):
+    for p in (a, i, c, s):
         p.add_argument("--threads", action="store_true", help="let BLAS use every core")
     args = parser.parse_args()
     if not args.threads:
@@ -259,7 +294,7 @@ def main() -> None:
             threadpool_limits(1)
         except ImportError:  # pragma: no cover
             pass
-    {"accuracy": accuracy, "independence": independence, "speed": speed}[args.what](args)
+    {"accuracy": accuracy, "independence": independence, "calibration": calibration, "speed": speed}[args.what](args)
 
 
 if __name__ == "__main__":
