@@ -126,3 +126,53 @@ def test_readme_reliability_counts_are_the_test_tables() -> None:
     reliability = " ".join((README.parent / "docs" / "reliability.md").read_text(encoding="utf-8").split())
     (same_file,) = re.findall(r"`SAME_FILE_CASES` in `tests/test_bad_input.py` \((\d+) cases", reliability)
     assert int(same_file) == len(bad_input.SAME_FILE_CASES)
+
+
+def _benchmark_commands() -> list[tuple[str, str, list[str]]]:
+    """``(document, script, arguments)`` of every benchmark command quoted in backticks in the README and docs/."""
+    import shlex
+
+    root = README.parent
+    found = []
+    for doc in [README, *sorted((root / "docs").glob("*.md"))]:
+        text = " ".join(doc.read_text(encoding="utf-8").split())  # spans may wrap
+        for span in re.findall(r"`([^`]*\.py(?: [^`]*)?)`", text):
+            words = shlex.split(span.replace("[", " ").replace("]", " "))
+            words = words[1:] if words[0] == "python" else words
+            script = Path(words[0]).name
+            if (root / "benchmarks" / script).is_file() and (words[0] == script or words[0].startswith("benchmarks/")):
+                found.append((doc.name, script, words[1:]))
+    return found
+
+
+def test_readme_and_docs_benchmark_commands_run_as_written() -> None:
+    """Every benchmark command the README and docs/ quote takes the options and case names it is given
+    (the README named `run.py --only encode-batch-k32 encode-batch-k128` after the cases had been renamed
+    simulate-reports-k32/-k128: run.py refused it)."""
+    import subprocess
+    import sys
+
+    commands = _benchmark_commands()
+    assert any(script == "run.py" for _, script, _ in commands)
+    helps: dict[tuple[str, ...], str] = {}
+
+    def help_text(*argv: str) -> str:
+        if argv not in helps:
+            done = subprocess.run([sys.executable, str(README.parent / "benchmarks" / argv[0]), *argv[1:], "--help"],
+                                  capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, (argv, done.stderr[-500:])
+            helps[argv] = done.stdout
+        return helps[argv]
+
+    run_cases = subprocess.run([sys.executable, str(README.parent / "benchmarks" / "run.py"), "--list"],
+                               capture_output=True, text=True, timeout=120, check=True).stdout
+    case_names = {line.split()[0] for line in run_cases.splitlines() if line.strip()}
+    for doc, script, args in commands:
+        sub = (args[0],) if args and not args[0].startswith("-") and script == "association.py" else ()
+        text = help_text(script, *sub)
+        for flag in (a.split("=")[0] for a in args if a.startswith("--")):
+            assert re.search(rf"{re.escape(flag)}\b", text), (doc, script, flag)
+        if script == "run.py" and "--only" in args:
+            names = [a for a in args[args.index("--only") + 1:] if not a.startswith("-")]
+            named = [n for n in names if n.islower()]  # CASE is a placeholder
+            assert set(named) <= case_names, (doc, named)
