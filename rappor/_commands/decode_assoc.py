@@ -156,9 +156,9 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def _string_map(args: argparse.Namespace, j: int, params: Any) -> Any:
-    from ..candidates import read_candidates
+    from ..formats.candidates import read_candidates
     from ..design import hash_candidates
-    from ..map_file import read_map
+    from ..formats.map import read_map
 
     path_map, path_cand = getattr(args, f"map{j}"), getattr(args, f"candidates{j}")
     name = getattr(args, f"var{j}")
@@ -174,7 +174,7 @@ def _string_map(args: argparse.Namespace, j: int, params: Any) -> Any:
 
 def _google_types(args: argparse.Namespace, indices: list[int]) -> tuple[Any, list[str]]:
     """Parameters and variable types from the schema (decode_assoc.R's checks)."""
-    from ..params import read_params
+    from ..formats.params import read_params
     from ..association._files import read_schema
 
     schema = read_schema(args.schema)
@@ -204,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
     from ..association import AssociationDecoder, Variable
     from ..association._files import read_assoc_reports
     from ..decoder import Decoder
-    from ..params import read_params
+    from ..formats.params import read_params
     from ..reports import ReportBatch
 
     started = time.perf_counter()

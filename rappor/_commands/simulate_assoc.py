@@ -76,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
     from .._io import atomic_output, check_output_directory, output_directory
     from ..association import AssociationDecoder, example_joint, simulate_association, total_variation
     from ..association._files import write_assoc_reports
-    from ..map_file import write_map
-    from ..params import read_params, write_params
+    from ..formats.map import write_map
+    from ..formats.params import read_params, write_params
     from .simulate import DEFAULT_PARAMS
 
     started = time.perf_counter()
