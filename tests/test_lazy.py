@@ -69,3 +69,21 @@ def test_plots_without_matplotlib_name_the_extra(monkeypatch: pytest.MonkeyPatch
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "matplotlib is needed for plots: pip install 'rappor[plot]'."
+
+
+def test_introspecting_a_missing_extra_is_not_an_error(no_pyarrow: None) -> None:
+    """`hasattr(module_attribute, "__wrapped__")`, which doctest collection runs on every attribute of every
+    module (inspect.unwrap), is False for a lazy module whose extra is missing: `pytest` on an install without
+    pyarrow stopped collecting at rappor/engines/_partition.py with a MissingDependencyError."""
+    import doctest
+    import inspect
+    import types
+
+    pa = lazy_module("pyarrow", "Parquet reports")
+    assert not hasattr(pa, "__wrapped__")
+    assert inspect.unwrap(pa) is pa
+    holder = types.ModuleType("holder", "A module with a lazy attribute.\n\n>>> 1 + 1\n2\n")
+    holder.pa = pa  # type: ignore[attr-defined]
+    assert len(doctest.DocTestFinder().find(holder)) == 1
+    with pytest.raises(MissingDependencyError, match=r"rappor\[parquet\]"):
+        pa.Table  # noqa: B018  (real use still names the extra)
