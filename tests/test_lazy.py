@@ -47,6 +47,7 @@ def test_sum_bits_parquet_without_pyarrow_is_a_cli_error(tmp_path, no_pyarrow: N
     # A directory of Parquet files: before, an unguarded import in rappor/engines gave a traceback.
     (tmp_path / "params.csv").write_text("k,h,m,p,q,f\n16,2,4,0.5,0.75,0.5\n")
     (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "part-0.parquet").write_bytes(b"PAR1")  # never read: pyarrow is missing
     status = main(["sum-bits", "--params", str(tmp_path / "params.csv"), str(tmp_path / "reports"),
                    "-o", str(tmp_path / "counts.csv")])
     err = capsys.readouterr().err
