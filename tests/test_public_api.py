@@ -31,6 +31,7 @@ CURATED = [
     "DecodeError",
     "DecodeResult",
     "Decoder",
+    "DeprecatedOptionWarning",
     "Encoder",
     "IncompatibleParamsError",
     "IndistinguishableCandidatesWarning",
