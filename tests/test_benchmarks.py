@@ -6,8 +6,7 @@ the helper that picks the fastest run.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,22 +15,11 @@ import pytest
 _RUN = Path(__file__).parent.parent / "benchmarks" / "run.py"
 
 
-def _load_run() -> Any:
-    spec = importlib.util.spec_from_file_location("_bench_run", _RUN)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
-
-
-def test_best_returns_what_the_fastest_run_returned(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_best_returns_what_the_fastest_run_returned(monkeypatch: pytest.MonkeyPatch,
+                                                    load_by_path: Callable[[Path], Any]) -> None:
     """`_best` pairs the fastest wall time with that run's output: decode-cli-10k printed the best whole-process
     time beside the *last* run's Decoder.decode time (4.52 s beside 13.58 s "of it" under load)."""
-    run = _load_run()
+    run = load_by_path(_RUN)
     clock = {"now": 0.0}
     monkeypatch.setattr(run.time, "perf_counter", lambda: clock["now"])
     durations = iter([3.0, 1.0, 2.0])  # the second of three runs is the fastest

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 README = Path(__file__).parent.parent / "README.md"
@@ -100,30 +101,15 @@ def test_readme_every_measured_figure_names_its_command() -> None:
         assert all((benchmarks / script).is_file() for script in scripts), scripts
 
 
-def _load_test_module(name: str) -> Any:
-    """A sibling test module, loaded by path (tests are not a package)."""
-    import importlib.util
-    import sys
-
-    spec = importlib.util.spec_from_file_location(f"_readme_{name}", Path(__file__).parent / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
-
-
-def test_readme_reliability_counts_are_the_test_tables() -> None:
+def test_readme_reliability_counts_are_the_test_tables(load_by_path: Callable[[Path], Any]) -> None:
     """The README's counts of bad-input cases and bad option values are the sizes of the tables that hold
     them (they were 85 and 59 while the tables had grown to 162 and 89): update the README with the table."""
     text = " ".join(README.read_text(encoding="utf-8").split())
     (cases,) = re.findall(r"malformed input \((\d+) cases, the `CASES` table of `tests/test_bad_input\.py`", text)
     values, options = re.findall(r"bad values \((\d+) values of (\d+) options, the `BAD` table of "
                                  r"`tests/test_cli_flags\.py`", text)[0]
-    bad_input, cli_flags = _load_test_module("test_bad_input"), _load_test_module("test_cli_flags")
+    tests = Path(__file__).parent
+    bad_input, cli_flags = load_by_path(tests / "test_bad_input.py"), load_by_path(tests / "test_cli_flags.py")
     assert int(cases) == len(bad_input.CASES)
     assert int(values) == sum(len(bad) for _, _, bad in cli_flags.BAD)
     assert int(options) == len({(command, flag) for command, flag, _ in cli_flags.BAD})
