@@ -96,6 +96,17 @@ def test_our_form_writes_the_table_and_summary(tmp_path: Path, capsys: pytest.Ca
     assert data["independence"]["df"] == 3 and 0 <= data["independence"]["pvalue"] <= 1
 
 
+def test_no_independence_test_skips_it(tmp_path: Path) -> None:
+    out, summary = tmp_path / "r.csv", tmp_path / "s.json"
+    code = main(["decode-assoc", "--params", str(GOOGLE / "m_params.csv"), "--reports", str(GOOGLE / "reports.csv"),
+                 "--var1", "domain", "--map1", str(GOOGLE / "domain_map.csv"), "--var2", "flag..HTTPS", "--bool",
+                 "-o", str(out), "--summary", str(summary), "--no-independence-test"])
+    assert code == 0
+    data = json.loads(summary.read_text())
+    assert data["independence"] is None and data["independence_seconds"] == 0.0
+    assert sum(float(r["proportion"]) for r in _rows(out)) == pytest.approx(1.0)
+
+
 def test_reports_sample_size_analyses_a_sample(tmp_path: Path) -> None:
     assert main(_google_args(GOOGLE / "reports.csv", tmp_path, "--reports-sample-size", "1000")) == 0
     metrics = json.loads((tmp_path / "assoc-metrics.json").read_text())

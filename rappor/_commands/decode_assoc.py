@@ -98,7 +98,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="accepted and ignored [default: none]")
     fit = parser.add_argument_group("estimation")
     fit.add_argument("--remove-bad-rows", dest="remove_bad_rows", action="store_true",
-                     help="leave out rows with a blank value (default: error)")
+                     help="leave out rows with a blank value (without it a blank value is an error)")
     fit.add_argument("--reports-sample-size", dest="reports_sample_size", type=_sample_size, default=-1, metavar="N",
                      help="analyse a random sample of N report tuples (-1: all) [default: -1]")
     fit.add_argument("--max-em-iters", dest="max_em_iters", type=integer(0), default=1000, metavar="N",
@@ -115,6 +115,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="the 'Other' category: the left-out candidates' and random strings' bit rates, shrunk "
                           "residual rates, google/rappor's GetOtherProbs, or none "
                           "[default: undetected]")
+    fit.add_argument("--no-independence-test", dest="independence_test", action="store_false",
+                     help="skip the likelihood-ratio test of independence (two more fits and 1,000 draws of its "
+                          "law); the summary's 'independence' is then null")
     add_level_argument(parser, help_text="significance level of the marginal decodes")
     add_seed_argument(parser, default=0, help_text="seed of --reports-sample-size")
 
@@ -238,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
         batches = [ReportBatch(params=b.params, cohorts=b.cohorts[rows], words=b.words[rows]) for b in batches]
     decoder = AssociationDecoder(candidates=args.categories, other=args.other, method=args.method,
                                  max_iterations=args.max_em_iters, tolerance=args.tolerance,
-                                 decoder=Decoder(significance_level=args.level))
+                                 independence_test=args.independence_test, decoder=Decoder(significance_level=args.level))
     result = decoder.decode(batches, variables)
     summary = result.summary()
     summary.update(reports_read=n_total, reports_removed=data.removed, reports_sample_size=args.reports_sample_size,

@@ -30,9 +30,17 @@ Independence
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
+
+from .._lazy import lazy_module
+
+if TYPE_CHECKING:
+    from scipy import optimize
+else:  # imported on first use: keeps `import rappor` light
+    optimize = lazy_module("scipy.optimize")
 
 __all__ = ["conditional_distribution", "constrained_covariance", "independence_null_draws", "marginal_distribution",
            "projected_covariance"]
@@ -86,10 +94,11 @@ def constrained_covariance(information: Array, *, rcond: float = 1e-10) -> Array
 class _SimplexProjection:
     """Draws of the normal ``N(centre, cov)`` and their projections onto the simplex in the metric ``cov^+``.
 
-    ``min (y - z)' cov^+ (y - z)`` over ``y >= 0`` is solved as the non-negative least-squares
-    problem ``min ||R (y - z)||`` with ``R'R = cov^+ + rho 1 1'`` (``rho`` large keeps
-    ``sum y = 1``).  ``whiten`` maps a deviation to the coordinates in which ``cov`` is the
-    identity (its rank: the directions the data resolve).
+    ``min (y - z)' M (y - z)`` over ``y >= 0`` with ``M = cov^+ + rho 1 1'`` (``rho`` large
+    keeps ``sum y = 1``) is a strictly convex quadratic program; :meth:`project` solves it
+    for a batch of points at once (:func:`_project_batch`).  ``whiten`` maps a deviation
+    to the coordinates in which ``cov`` is the identity (its rank: the directions the data
+    resolve).
     """
 
     def __init__(self, cov: Array) -> None:
@@ -103,16 +112,89 @@ class _SimplexProjection:
         scale = float(np.trace(metric)) / n
         metric += 1e6 * scale / n * np.ones((n, n))
         metric[np.diag_indices(n)] += 1e-12 * scale
-        self.chol = np.linalg.cholesky(0.5 * (metric + metric.T)).T
+        self.metric = 0.5 * (metric + metric.T)
+        lower = np.linalg.cholesky(self.metric)
+        self.chol = lower.T
+        root_inverse = np.linalg.inv(lower)
+        self.inverse_metric = root_inverse.T @ root_inverse
 
     def project(self, z: Array) -> Array:
-        """The point of the simplex nearest to ``z`` in the metric."""
-        from scipy.optimize import nnls
+        """The points of the simplex nearest to the rows of ``z`` (shape (B, n)) in the metric."""
+        return _project_batch(self, np.atleast_2d(z))
 
-        n = z.size
-        y, _ = nnls(self.chol, self.chol @ z, maxiter=max(30 * n, 300))
-        out: Array = y
+
+#: Iterations of the batched active-set method before a point falls back to Lawson-Hanson.
+_MAX_ACTIVE_SET_ITERATIONS = 50
+
+
+def _solve_on_subsets(matrix: Array, subsets: npt.NDArray[np.bool_], rhs: Array) -> Array:
+    """For every row ``b``: ``x_S = matrix[S, S]^{-1} rhs[b, S]`` with ``S = subsets[b]``, 0 elsewhere.
+
+    The sub-systems are gathered into one stack padded with identity rows to the largest
+    ``|S|`` and solved by one batched LAPACK call.
+    """
+    rows, n = rhs.shape
+    counts = subsets.sum(axis=1)
+    out = np.zeros((rows, n))
+    size = int(counts.max()) if rows else 0
+    if size == 0:
         return out
+    order = np.argsort(~subsets, axis=1, kind="stable")[:, :size]        # members of S first
+    member = np.arange(size)[None, :] < counts[:, None]
+    # Padding slot j points at row n + j of an identity block appended to the matrix.
+    padded = np.where(member, order, n + np.arange(size)[None, :])
+    big = np.zeros((n + size, n + size))
+    big[:n, :n] = matrix
+    big[np.arange(n, n + size), np.arange(n, n + size)] = 1.0
+    stack = big[padded[:, :, None], padded[:, None, :]]
+    right = np.where(member, np.take_along_axis(rhs, order, axis=1), 0.0)
+    x = np.linalg.solve(stack, right[:, :, None])[:, :, 0]
+    np.put_along_axis(out, order, np.where(member, x, 0.0), axis=1)
+    return out
+
+
+def _project_batch(proj: _SimplexProjection, z: Array) -> Array:
+    """Rows of ``z`` projected by :class:`_SimplexProjection`'s quadratic program, all at once.
+
+    Primal-dual active-set iteration (Hintermueller, Ito and Kunisch 2002, "The primal-dual
+    active set strategy as a semismooth Newton method", SIAM J. Optim. 13(3)), every point
+    in step: given the set ``A`` of cells held at 0, the minimizer on ``{y_A = 0}`` is
+    ``y_P = M_PP^{-1} (M z)_P`` (or, equivalently and cheaper when ``A`` is the smaller set,
+    ``y = z - H_{.A} H_AA^{-1} z_A`` with ``H = M^{-1}``), and its multipliers are
+    ``g_A = (M (y - z))_A``; then ``A <- {i in A: g_i > 0} + {i not in A: y_i < 0}``.  A
+    point stops when ``A`` no longer changes: ``y >= 0`` and ``g_A >= 0`` are then the
+    problem's optimality conditions, so the answer is the exact projection (the same as a
+    Lawson-Hanson NNLS, to rounding).  Starting from ``A = {z_i < 0}`` it took 3-7 iterations
+    on the 100-300-cell tables of ``docs/association.md``; a point still moving after
+    :data:`_MAX_ACTIVE_SET_ITERATIONS` (the iteration can cycle on matrices that are not
+    M-matrices) is solved by NNLS.
+    """
+    rows, n = z.shape
+    metric, inverse = proj.metric, proj.inverse_metric
+    tol = 1e-12 * max(float(np.abs(z).max()) if z.size else 0.0, 1e-300)
+    active = z < 0
+    out = np.empty_like(z)
+    todo = np.arange(rows)
+    for _ in range(_MAX_ACTIVE_SET_ITERATIONS):
+        if todo.size == 0:
+            break
+        held, point = active[todo], z[todo]
+        if held.sum(axis=1).max() <= (~held).sum(axis=1).max():
+            shift = _solve_on_subsets(inverse, held, point)
+            y = point - shift @ inverse
+            multiplier = -shift
+        else:
+            y = _solve_on_subsets(metric, ~held, point @ metric)
+            multiplier = (y - point) @ metric
+        y[held] = 0.0
+        new = (held & (multiplier > 0)) | (~held & (y < -tol))
+        settled = (new == held).all(axis=1)
+        out[todo[settled]] = y[settled]
+        active[todo] = new
+        todo = todo[~settled]
+    for b in todo:
+        out[b], _ = optimize.nnls(proj.chol, proj.chol @ z[b], maxiter=max(30 * n, 300))
+    return out
 
 
 def projected_covariance(table: Array, cov: Array, rng: np.random.Generator, *, draws: int = 1000) -> Array:
@@ -123,8 +205,8 @@ def projected_covariance(table: Array, cov: Array, rng: np.random.Generator, *, 
     normal ``N(pi, V)`` onto the feasible set (Andrews 1999, "Estimation when a parameter
     is on a boundary", Econometrica 67(6), Theorem 2; Self and Liang 1987, JASA 82(398)).
     Drawn here ``draws`` times around the estimate: each draw ``z`` is projected by the
-    non-negative least-squares problem ``min ||R (y - z)||`` over ``y >= 0`` with
-    ``R'R = V^+ + rho 1 1'`` (``rho`` large keeps ``sum y = 1``).  Far from the boundary
+    quadratic program ``min (y - z)' (V^+ + rho 1 1') (y - z)`` over ``y >= 0`` (``rho``
+    large keeps ``sum y = 1``), all draws at once (:func:`_project_batch`).  Far from the boundary
     the projection is the identity and this is ``V``; near it the spread is smaller --
     measured, up to 2.5 times for cells of a few percent whose Wald standard error is
     larger than their share (``docs/association.md``).
@@ -140,10 +222,8 @@ def projected_covariance(table: Array, cov: Array, rng: np.random.Generator, *, 
         return cov
     proj = _SimplexProjection(cov)
     centre = table.reshape(-1)
-    samples = np.empty((draws, n))
     noise = rng.standard_normal((draws, proj.rank))
-    for b in range(draws):
-        samples[b] = proj.project(centre + proj.root @ noise[b])
+    samples = proj.project(centre + noise @ proj.root.T)
     out: Array = np.cov(samples, rowvar=False)
     return out
 
@@ -200,13 +280,9 @@ def independence_null_draws(marginals: Sequence[Array], cov: Array, rng: np.rand
     noise = rng.standard_normal((draws, proj.rank))
     # Residual of the null (a linear subspace in whitened coordinates): |e|^2 - |Q'e|^2.
     null_residual = (noise * noise).sum(axis=1) - ((noise @ basis) ** 2).sum(axis=1)
-    out = np.empty(draws)
-    for b in range(draws):
-        z = centre + proj.root @ noise[b]
-        y = proj.project(z)
-        w = proj.whiten @ (z - y)
-        out[b] = null_residual[b] - float(w @ w)
-    result: Array = np.maximum(out, 0.0)
+    z = centre + noise @ proj.root.T
+    w = (z - proj.project(z)) @ proj.whiten.T
+    result: Array = np.maximum(null_residual - (w * w).sum(axis=1), 0.0)
     return result
 
 
