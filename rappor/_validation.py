@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-from typing import Any, TypeAlias, Union
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeAlias, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -121,3 +122,50 @@ def check_rng(rng: RngLike) -> np.random.Generator:
         return np.random.default_rng(rng)
     msg = f"rng must be a numpy.random.Generator, an int seed or None. Got {rng!r} instead."
     raise InvalidParameterError(msg)
+
+
+#: A check of one configuration value: ``check(value, name, owner)`` raises
+#: :class:`InvalidParameterError` naming the parameter and its owner.
+ParameterCheck: TypeAlias = Callable[[Any, str, str], object]
+
+
+def options_check(choices: tuple[str, ...]) -> ParameterCheck:
+    """A :data:`ParameterCheck` accepting one of ``choices``."""
+    return lambda value, name, owner: check_options(value, name, owner, choices)
+
+
+def check_bool(value: Any, name: str, owner: str) -> None:
+    """Raise unless ``value`` is a ``bool`` (or ``numpy.bool_``)."""
+    if not isinstance(value, (bool, np.bool_)):
+        msg = f"The {name!r} parameter of {owner} must be a bool. Got {value!r} instead."
+        raise InvalidParameterError(msg)
+
+
+def check_rng_parameter(value: Any, name: str, owner: str) -> None:
+    """Raise unless ``value`` is accepted by :func:`check_rng` (:data:`RngLike`)."""
+    try:
+        check_rng(value)
+    except InvalidParameterError:
+        msg = (f"The {name!r} parameter of {owner} must be a numpy.random.Generator, an int seed "
+               f"or None. Got {value!r} instead.")
+        raise InvalidParameterError(msg) from None
+
+
+class CheckedParameters:
+    """Configuration objects (scikit-learn's convention): parameters stored as given in
+    ``__init__``, checked by :meth:`_check_parameters` when used, shown by ``repr``.
+
+    Subclasses list their parameters, in ``__init__`` order, in ``_parameter_constraints``
+    with the check of each.
+    """
+
+    _parameter_constraints: ClassVar[dict[str, ParameterCheck]] = {}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._parameter_constraints)
+        return f"{type(self).__name__}({args})"
+
+    def _check_parameters(self) -> None:
+        owner = type(self).__name__
+        for name, check in self._parameter_constraints.items():
+            check(getattr(self, name), name, owner)

@@ -6,12 +6,23 @@ import math
 import time
 import warnings
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from .._validation import check_int, check_options, check_real, check_rng
+from .._lazy import lazy_module
+from .._validation import (
+    CheckedParameters,
+    ParameterCheck,
+    RngLike,
+    check_bool,
+    check_int,
+    check_real,
+    check_rng,
+    check_rng_parameter,
+    options_check,
+)
 from ..aggregate import Aggregate
 from ..exceptions import ConvergenceWarning, DecodeError, IncompatibleParamsError, InvalidParameterError, RapporWarning
 from ..reports import ReportBatch
@@ -21,6 +32,13 @@ from ._mixture import FitResult, ProductLikelihood, _single_thread, fit_mixture
 from ._other import other_bit_probabilities, undetected_bit_probabilities
 from ._result import AssociationResult, IndependenceTest, check_variable_names
 from ._variables import OTHER, Variable
+
+if TYPE_CHECKING:
+    from scipy import stats
+
+    from ..decoder import Decoder
+else:  # imported on first use: keeps `import rappor` light
+    stats = lazy_module("scipy.stats")
 
 __all__ = ["AssociationDecoder"]
 
@@ -36,7 +54,13 @@ PROJECTION_DRAWS = 1000
 INDEPENDENCE_DRAWS = 1000
 
 
-class AssociationDecoder:
+def _check_marginal_decoder(value: Any, name: str, owner: str) -> None:
+    if value is not None and not hasattr(value, "decode"):
+        msg = f"The {name!r} parameter of {owner} must be a rappor.Decoder or None. Got {value!r} instead."
+        raise InvalidParameterError(msg)
+
+
+class AssociationDecoder(CheckedParameters):
     """Estimate the joint distribution of two or three variables from per-client report tuples.
 
     Parameters
@@ -85,15 +109,22 @@ class AssociationDecoder:
     (True, True)
     """
 
-    _parameter_constraints: dict[str, str] = {
-        "candidates": "options", "other": "options", "method": "options", "max_iterations": "int",
-        "tolerance": "real", "std_errors": "bool", "independence_test": "bool", "decoder": "object", "rng": "rng",
+    _parameter_constraints: ClassVar[dict[str, ParameterCheck]] = {
+        "candidates": options_check(("detected", "all")),
+        "other": options_check(("undetected", "shrunk", "reference", "none")),
+        "method": options_check(("sqp", "em")),
+        "max_iterations": lambda value, name, owner: check_int(value, name, owner, low=0),
+        "tolerance": lambda value, name, owner: check_real(value, name, owner, low=0.0),
+        "std_errors": check_bool,
+        "independence_test": check_bool,
+        "decoder": _check_marginal_decoder,
+        "rng": check_rng_parameter,
     }
 
     def __init__(self, *, candidates: Literal["detected", "all"] = "detected",
                  other: Literal["undetected", "shrunk", "reference", "none"] = "undetected", method: Literal["sqp", "em"] = "sqp",
                  max_iterations: int = 1000, tolerance: float = 1e-3, std_errors: bool = True,
-                 independence_test: bool = True, decoder: Any = None, rng: Any = None) -> None:
+                 independence_test: bool = True, decoder: Decoder | None = None, rng: RngLike = None) -> None:
         self.candidates = candidates
         self.other = other
         self.method = method
@@ -103,25 +134,6 @@ class AssociationDecoder:
         self.independence_test = independence_test
         self.decoder = decoder
         self.rng = rng
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._parameter_constraints)
-        return f"AssociationDecoder({args})"
-
-    def _validate(self) -> None:
-        owner = "AssociationDecoder"
-        check_options(self.candidates, "candidates", owner, ("detected", "all"))
-        check_options(self.other, "other", owner, ("undetected", "shrunk", "reference", "none"))
-        check_options(self.method, "method", owner, ("sqp", "em"))
-        check_int(self.max_iterations, "max_iterations", owner, low=0)
-        check_real(self.tolerance, "tolerance", owner, low=0.0)
-        for name in ("std_errors", "independence_test"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                msg = f"The {name!r} parameter of {owner} must be a bool. Got {getattr(self, name)!r} instead."
-                raise InvalidParameterError(msg)
-        if self.decoder is not None and not hasattr(self.decoder, "decode"):
-            msg = f"The 'decoder' parameter of {owner} must be a rappor.Decoder or None. Got {self.decoder!r} instead."
-            raise InvalidParameterError(msg)
 
     def decode(self, reports: Sequence[ReportBatch], variables: Sequence[Variable]) -> AssociationResult:
         """Estimate the joint distribution.
@@ -154,7 +166,7 @@ class AssociationDecoder:
         RapporWarning
             If some report tuples are impossible under every category (dropped).
         """
-        self._validate()
+        self._check_parameters()
         started = time.perf_counter()
         batches, variables = _check_inputs(reports, variables)
         gen = check_rng(0 if self.rng is None else self.rng)
@@ -268,8 +280,6 @@ class AssociationDecoder:
         """
         if len(factors) < 2:
             return None, []
-        from scipy.stats import chi2
-
         total = 0.0
         iterations: list[int] = []
         table = joint.table.reshape(lik.shape)
@@ -291,7 +301,7 @@ class AssociationDecoder:
         stat = max(2.0 * (joint_ll - total), 0.0)
         if df <= 0:
             return IndependenceTest(statistic=stat, df=df, pvalue=math.nan), iterations
-        pvalue = float(chi2.sf(stat, df))
+        pvalue = float(stats.chi2.sf(stat, df))
         method = "likelihood-ratio, chi-square bound"
         if pvalue * (INDEPENDENCE_DRAWS + 1) >= 1.0 and lik.size <= MAX_PROJECTED_CELLS:
             null = marginals[0]

@@ -28,15 +28,21 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import numpy as np
 import numpy.typing as npt
 
 from .._bits import unpack_bits
+from .._lazy import lazy_module
 from ..design import CandidateMap
 from ..params import Params
 from ..reports import ReportBatch
+
+if TYPE_CHECKING:
+    from scipy import special
+else:  # imported on first use: keeps `import rappor` light
+    special = lazy_module("scipy.special")
 
 __all__ = ["CodedLikelihood", "Factor", "Patterns", "bit_index_table", "group_reports", "likelihoods", "log_likelihoods",
            "normalized_likelihoods"]
@@ -140,7 +146,6 @@ def bit_index_table(cmap: CandidateMap, columns: npt.NDArray[np.intp]) -> tuple[
 
 def _candidate_table(params: Params, width: int) -> npt.NDArray[np.float64]:
     """``log P(report | x)`` indexed by ``[n1, t, h_x]`` (``n1`` ones in the report, ``t`` on ``x``'s bits)."""
-    from scipy.special import xlogy
 
     k = params.num_bloombits
     n1 = np.arange(k + 1, dtype=np.float64)[:, None, None]
@@ -148,8 +153,8 @@ def _candidate_table(params: Params, width: int) -> npt.NDArray[np.float64]:
     hx = np.arange(width + 1, dtype=np.float64)[None, None, :]
     p11, p01 = params.p11, params.p01
     with np.errstate(invalid="ignore"):
-        table = (xlogy(n1 - t, p01) + xlogy(k - hx - n1 + t, 1.0 - p01)
-                 + xlogy(t, p11) + xlogy(hx - t, 1.0 - p11))
+        table = (special.xlogy(n1 - t, p01) + special.xlogy(k - hx - n1 + t, 1.0 - p01)
+                 + special.xlogy(t, p11) + special.xlogy(hx - t, 1.0 - p11))
     # Combinations that cannot occur (t > n1, t > h_x, ...) are never looked up.
     out: npt.NDArray[np.float64] = np.nan_to_num(table, nan=-np.inf)
     return out

@@ -37,12 +37,22 @@ import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from .._lazy import lazy_module
 from ._likelihood import CodedLikelihood, Factor
+
+if TYPE_CHECKING:
+    import scipy.linalg as sl
+    import threadpoolctl  # installed with scikit-learn
+    from scipy import optimize
+else:  # imported on first use: keeps `import rappor` light
+    sl = lazy_module("scipy.linalg")
+    optimize = lazy_module("scipy.optimize")
+    threadpoolctl = lazy_module("threadpoolctl")  # installed with scikit-learn
 
 __all__ = ["FitResult", "ProductLikelihood", "fit_mixture"]
 
@@ -292,20 +302,12 @@ def fit_mixture(lik: ProductLikelihood, *, method: Method = "sqp", tolerance: fl
 def _single_thread() -> Iterator[None]:
     """One BLAS thread for the small dense algebra of a step: with idle threads spinning on a
     busy machine, a 200 x 200 Cholesky took 0.3-0.7 s instead of 0.5 ms (measured)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - installed with scikit-learn
-        yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
+    with threadpoolctl.threadpool_limits(limits=1, user_api="blas"):
         yield
 
 
 def _nonnegative_qp(hess: Array, g: Array, x: Array) -> Array | None:
     """``argmin_{y >= 0} 1/2 y'Hy + (g - Hx)'y`` as ``min ||R y - c||`` with ``H = R'R`` and ``R'c = Hx - g``."""
-    import scipy.linalg as sl
-    from scipy.optimize import nnls
-
     n_cells = x.size
     ridge = 1e-10 * max(float(np.trace(hess)) / n_cells, 1e-300)
     hess[np.diag_indices(n_cells)] += ridge
@@ -316,7 +318,7 @@ def _nonnegative_qp(hess: Array, g: Array, x: Array) -> Array | None:
         chol = sl.cholesky(hess, lower=False, check_finite=False)
     rhs = sl.solve_triangular(chol, hess @ x - g, trans="T", lower=False, check_finite=False)
     try:
-        y, _ = nnls(chol, rhs, maxiter=max(50 * n_cells, 1000))
+        y, _ = optimize.nnls(chol, rhs, maxiter=max(50 * n_cells, 1000))
     except RuntimeError:  # pragma: no cover - nnls iteration limit
         return None
     out: Array = y

@@ -10,7 +10,9 @@ import numpy as np
 import numpy.typing as npt
 
 from .._io import PathLike, atomic_output
+from .._lazy import import_optional
 from ..html_report import _STYLE, _png, _table
+from ..exceptions import MissingDependencyError
 from ..params import Params
 from ._privacy import multi_variable_privacy
 from ._result import AssociationResult
@@ -23,9 +25,9 @@ MAX_HEATMAP_CATEGORIES = 40
 
 def _heatmaps(result: AssociationResult, truth: npt.NDArray[np.float64] | None) -> str:
     try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        return '<p class="note">Heat maps need matplotlib (<code>pip install rappor[plot]</code>).</p>'
+        Figure = import_optional("matplotlib.figure", "heat maps").Figure  # noqa: N806 - a class
+    except MissingDependencyError as exc:
+        return f'<p class="note">{html.escape(str(exc))}</p>'
     table = result.proportion if result.proportion.ndim == 2 else result.proportion.reshape(result.shape[0], -1)
     rows = np.sort(np.argsort(-table.sum(axis=1), kind="stable")[:MAX_HEATMAP_CATEGORIES])
     cols = np.sort(np.argsort(-table.sum(axis=0), kind="stable")[:MAX_HEATMAP_CATEGORIES])

@@ -5,16 +5,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from .._io import PathLike, atomic_output, csv_field
+from .._lazy import lazy_module
 from .._results import ConfidenceInterval
 from .._validation import check_options, check_probability
 from ..exceptions import InvalidParameterError
 from ._inference import conditional_distribution, marginal_distribution
+
+if TYPE_CHECKING:
+    from scipy import stats
+else:  # imported on first use: keeps `import rappor` light
+    stats = lazy_module("scipy.stats")
 
 __all__ = ["AssociationResult", "Distribution", "IndependenceTest"]
 
@@ -175,11 +181,10 @@ class AssociationResult:
             ``low`` and ``high``, arrays shaped like :attr:`proportion` (``[0, 1]`` where the
             standard error is infinite, ``nan`` where it was not computed).
         """
-        from scipy.stats import norm
 
         level = check_probability(confidence_level, "confidence_level", "AssociationResult.confidence_interval",
                                   open_low=True, open_high=True)
-        z = float(norm.ppf(0.5 + level / 2.0))
+        z = float(stats.norm.ppf(0.5 + level / 2.0))
         with np.errstate(invalid="ignore"):
             low = np.clip(self.proportion - z * self.std_error, 0.0, 1.0)
             high = np.clip(self.proportion + z * self.std_error, 0.0, 1.0)

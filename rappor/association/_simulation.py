@@ -4,18 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from .._validation import check_int, check_rng
+from .._lazy import lazy_module
+from .._validation import RngLike, check_int, check_rng
 from ..design import hash_candidates
 from ..exceptions import InvalidParameterError
 from ..params import Params
 from ..reports import ReportBatch
 from ..simulation import _encode_rows, simulate_reports
 from ._variables import BOOLEAN_CATEGORIES, OTHER, Variable, boolean_params
+
+if TYPE_CHECKING:
+    from scipy import stats
+else:  # imported on first use: keeps `import rappor` light
+    stats = lazy_module("scipy.stats")
 
 __all__ = ["AssociationSimulation", "example_joint", "simulate_association", "total_variation"]
 
@@ -74,7 +80,7 @@ def total_variation(estimate: npt.ArrayLike, truth: npt.ArrayLike) -> float:
 
 def simulate_association(params: Params, joint: npt.ArrayLike, values: Sequence[Sequence[str] | None],
                          n_clients: int, *, candidates: Sequence[Sequence[str] | None] | None = None,
-                         names: Sequence[str] | None = None, rng: Any = None) -> AssociationSimulation:
+                         names: Sequence[str] | None = None, rng: RngLike = None) -> AssociationSimulation:
     """Draw clients from a known joint distribution and encode one report per variable each.
 
     Parameters
@@ -174,10 +180,9 @@ def example_joint(kind: str, num_unique: int = 100, num_unique2: int = 10, *, re
         vals = list(first.strings)
         return joint, [vals, None], [kept(vals), None]
     if kind == "string-string":
-        from scipy.stats import poisson
 
         u2 = check_int(num_unique2, "num_unique2", "example_joint", low=1)
-        base = poisson.pmf(np.arange(u2), 1.0)
+        base = stats.poisson.pmf(np.arange(u2), 1.0)
         cond = np.array([np.roll(base, i % u2) for i in range(u)])
         cond /= cond.sum(axis=1, keepdims=True)
         joint = first.probabilities[:, None] * cond

@@ -10,15 +10,25 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from .._memory import check_decode
-from .._validation import RngLike, check_int, check_options, check_probability, check_real, check_rng
+from .._validation import (
+    CheckedParameters,
+    ParameterCheck,
+    RngLike,
+    check_bool,
+    check_int,
+    check_probability,
+    check_real,
+    check_rng_parameter,
+    options_check,
+)
 from ..aggregate import Aggregate
 from ..design import CandidateMap
 from ..exceptions import (
@@ -91,10 +101,6 @@ EMPIRICAL_BAYES_DEPRECATED = (
     "default shares give the distribution (docs/decoder.md, 'Empirical Bayes, deprecated').")
 
 
-def _options(choices: tuple[str, ...]) -> Callable[[Any, str, str], object]:
-    return lambda value, name, owner: check_options(value, name, owner, choices)
-
-
 def _check_penalty(value: Any, name: str, owner: str) -> None:
     if value is None or (isinstance(value, str) and value == "cv"):
         return
@@ -104,22 +110,7 @@ def _check_penalty(value: Any, name: str, owner: str) -> None:
     check_real(value, name, owner, low=0.0, low_open=True)
 
 
-def _check_bool(value: Any, name: str, owner: str) -> None:
-    if not isinstance(value, (bool, np.bool_)):
-        msg = f"The {name!r} parameter of {owner} must be a bool. Got {value!r} instead."
-        raise InvalidParameterError(msg)
-
-
-def _check_rng(value: Any, name: str, owner: str) -> None:
-    try:
-        check_rng(value)
-    except InvalidParameterError:
-        msg = (f"The {name!r} parameter of {owner} must be a numpy.random.Generator, an int seed "
-               f"or None. Got {value!r} instead.")
-        raise InvalidParameterError(msg) from None
-
-
-class Decoder:
+class Decoder(CheckedParameters):
     """Estimate candidate frequencies from per-cohort bit counts.
 
     Parameters
@@ -206,17 +197,17 @@ class Decoder:
     """
 
     #: Check of each parameter, run at the top of :meth:`decode` (scikit-learn's convention).
-    _parameter_constraints: dict[str, Callable[[Any, str, str], object]] = {
+    _parameter_constraints: ClassVar[dict[str, ParameterCheck]] = {
         "significance_level": lambda value, name, owner: check_probability(value, name, owner, open_low=True,
                                                                            open_high=True),
-        "correction": _options(CORRECTIONS),
+        "correction": options_check(CORRECTIONS),
         "lasso_alpha": _check_penalty,
-        "screening": _options(_SCREENING),
-        "model_unexplained": _check_bool,
+        "screening": options_check(_SCREENING),
+        "model_unexplained": check_bool,
         "max_refits": lambda value, name, owner: check_int(value, name, owner, low=0),
-        "null": _options(NULLS),
-        "estimator": _options(_ESTIMATORS),
-        "rng": _check_rng,
+        "null": options_check(NULLS),
+        "estimator": options_check(_ESTIMATORS),
+        "rng": check_rng_parameter,
     }
 
     def __init__(self, *, significance_level: float = 0.05,
@@ -237,13 +228,8 @@ class Decoder:
         self.estimator = estimator
         self.rng = rng
 
-    def __repr__(self) -> str:
-        args = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._parameter_constraints)
-        return f"Decoder({args})"
-
     def _validate(self) -> DecodeOptions:
-        for name, check in self._parameter_constraints.items():
-            check(getattr(self, name), name, "Decoder")
+        self._check_parameters()
         check_combination(self.null, self.correction, self.estimator)
         if self.estimator == "empirical-bayes":
             warnings.warn(EMPIRICAL_BAYES_DEPRECATED, DeprecatedOptionWarning, stacklevel=3)
