@@ -8,6 +8,8 @@ joint table's total variation to the clients' realized joint and the coverage of
 * ``ours``: :class:`rappor.association.AssociationDecoder` defaults (detected candidates +
   "Other" with the bit rates of the undetected candidates and random strings, mix-SQP to a
   certified gap of 1e-3, projected standard errors);
+* ``ours/profile`` (``--profile``): the same estimate with profile-likelihood intervals
+  (``AssociationDecoder(profile_level=0.95)``);
 * ``ours/shrunk`` (``--shrunk``): the same with Other's rates fitted to the unexplained counts;
 * ``ours/ref-other``: the same with google/rappor's ``GetOtherProbs``;
 * ``true-marginals product`` (a yardstick, not an estimator): the product of the true
@@ -40,7 +42,7 @@ in the table, plus Other): time and peak memory of each stage of the decode.
 Usage::
 
     python benchmarks/association.py accuracy [--n 100000] [--seeds 10] [--pairs sb,ss] [--outside both|yes|no]
-        [--no-baseline] [--no-ref-other]
+        [--no-baseline] [--no-ref-other] [--shrunk] [--profile]
     python benchmarks/association.py independence [--n 100000] [--seeds 40] [--pairs sb,ss] [--outside both|yes|no]
     python benchmarks/association.py calibration [--n 100000] [--seeds 6] [--pair ss] [--outside yes|no] [--exact]
     python benchmarks/association.py speed [--n 1000000] [--candidates 100] [--method sqp] [--no-std-errors]
@@ -104,11 +106,12 @@ def _baseline(sim, res) -> dict:
             "iterations": fit.iterations}
 
 
-def _ours(sim, other: str) -> tuple[dict, object]:
+def _ours(sim, other: str, profile: bool = False) -> tuple[dict, object]:
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = AssociationDecoder(other=other).decode(sim.reports, sim.variables)
+        res = AssociationDecoder(other=other, profile_level=0.95 if profile else None,
+                                 independence_test=not profile).decode(sim.reports, sim.variables)
     seconds = time.perf_counter() - started
     truth = sim.truth(res.categories)
     ci = res.confidence_interval()
@@ -132,6 +135,8 @@ def accuracy(args: argparse.Namespace) -> None:
                 product = np.multiply.outer(truth.sum(axis=1), truth.sum(axis=0))
                 out["true-marginals product"] = {"tv": total_variation(product, truth), "covered": 0, "cells": 0,
                                                  "seconds": 0.0, "iterations": 0}
+                if args.profile:
+                    out["ours/profile"], _ = _ours(sim, "undetected", profile=True)
                 if args.shrunk:
                     out["ours/shrunk"], _ = _ours(sim, "shrunk")
                 if not args.no_ref_other:
@@ -140,7 +145,7 @@ def accuracy(args: argparse.Namespace) -> None:
                     out["baseline"] = _baseline(sim, res)
                 rows.append(out)
                 print(json.dumps(out), file=sys.stderr, flush=True)
-    methods = ["ours", "ours/shrunk", "ours/ref-other"] + ([] if args.no_baseline else ["baseline"]) + ["true-marginals product"]
+    methods = ["ours", "ours/profile", "ours/shrunk", "ours/ref-other"] + ([] if args.no_baseline else ["baseline"]) + ["true-marginals product"]
     print(f"N = {args.n:,}, {args.seeds} seeds, params {PARAMS.as_dict()}")
     print(f"{'pair':<6}{'outside':<9}{'method':<24}{'TV mean':>9}{'TV sd':>8}{'coverage':>10}{'cov se':>8}{'cells':>7}"
           f"{'seconds':>9}{'iters':>7}")
@@ -264,6 +269,7 @@ def main() -> None:
     a.add_argument("--no-ref-other", action="store_true", help="skip google's Other rates (slow at 1M x 300 cells)")
     a.add_argument("--outside", choices=("both", "yes", "no"), default="both")
     a.add_argument("--shrunk", action="store_true", help="also Other's rates fitted to the counts ('shrunk')")
+    a.add_argument("--profile", action="store_true", help="also profile-likelihood intervals (ours/profile)")
     a.add_argument("--json", default=None)
     i = sub.add_parser("independence")
     i.add_argument("--n", type=int, default=100_000)

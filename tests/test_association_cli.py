@@ -107,6 +107,20 @@ def test_no_independence_test_skips_it(tmp_path: Path) -> None:
     assert sum(float(r["proportion"]) for r in _rows(out)) == pytest.approx(1.0)
 
 
+def test_profile_intervals_reach_the_csv(tmp_path: Path) -> None:
+    out, summary = tmp_path / "r.csv", tmp_path / "s.json"
+    code = main(["decode-assoc", "--params", str(GOOGLE / "m_params.csv"), "--reports", str(GOOGLE / "reports.csv"),
+                 "--var1", "domain", "--map1", str(GOOGLE / "domain_map.csv"), "--var2", "flag..HTTPS", "--bool",
+                 "-o", str(out), "--summary", str(summary), "--no-independence-test", "--intervals", "profile"])
+    assert code == 0
+    assert json.loads(summary.read_text())["interval_method"] == "profile likelihood at 0.95"
+    rows = _rows(out)
+    wald = [float(r["proportion"]) + 1.959964 * float(r["std_error"]) for r in rows]
+    # Not the Wald upper ends: the profile's follow the likelihood (equal only by accident).
+    assert any(abs(float(r["prop_high_95"]) - w) > 1e-4 for r, w in zip(rows, wald))
+    assert all(float(r["prop_low_95"]) <= float(r["proportion"]) <= float(r["prop_high_95"]) for r in rows)
+
+
 def test_reports_sample_size_analyses_a_sample(tmp_path: Path) -> None:
     assert main(_google_args(GOOGLE / "reports.csv", tmp_path, "--reports-sample-size", "1000")) == 0
     metrics = json.loads((tmp_path / "assoc-metrics.json").read_text())

@@ -122,6 +122,10 @@ class AssociationResult:
         booleans and when the candidates were given).
     diagnostics : dict
         Timings, reports dropped, the other category's method and its bit probabilities.
+    profile_interval : ConfidenceInterval or None
+        Profile-likelihood intervals of the cells at ``profile_level``
+        (``AssociationDecoder(profile_level=...)``), or ``None``.
+    profile_level : float or None
     """
 
     variables: tuple[str, ...]
@@ -141,6 +145,8 @@ class AssociationResult:
     independence: IndependenceTest | None = None
     marginal_results: tuple[Any, ...] = ()
     diagnostics: dict[str, Any] = field(default_factory=dict)
+    profile_interval: ConfidenceInterval | None = None
+    profile_level: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("proportion", "std_error"):
@@ -173,7 +179,9 @@ class AssociationResult:
         return int(variable)
 
     def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
-        """Wald intervals ``proportion ± z * std_error`` clipped to ``[0, 1]``, cell by cell.
+        """Intervals of the cells: profile-likelihood ones when the decode computed them at this
+        level (``AssociationDecoder(profile_level=...)``), else Wald intervals ``proportion ± z *
+        std_error`` clipped to ``[0, 1]``.
 
         Returns
         -------
@@ -184,6 +192,8 @@ class AssociationResult:
 
         level = check_probability(confidence_level, "confidence_level", "AssociationResult.confidence_interval",
                                   open_low=True, open_high=True)
+        if self.profile_interval is not None and self.profile_level == level:
+            return self.profile_interval
         z = float(stats.norm.ppf(0.5 + level / 2.0))
         with np.errstate(invalid="ignore"):
             low = np.clip(self.proportion - z * self.std_error, 0.0, 1.0)
