@@ -263,18 +263,20 @@ def test_projected_covariance_shrinks_only_near_the_boundary() -> None:
     assert np.sqrt(edge[0, 0]) < 0.8 * np.sqrt(base[0, 0])
 
 
-@pytest.mark.parametrize("max_iterations", [50, 1])
+@pytest.mark.parametrize(("max_iterations", "stack_bytes"), [(50, 1 << 25), (50, 1 << 15), (1, 1 << 25)])
 def test_batched_projection_equals_nonnegative_least_squares(monkeypatch: pytest.MonkeyPatch,
-                                                             max_iterations: int) -> None:
+                                                             max_iterations: int, stack_bytes: int) -> None:
     # The batched active-set projection solves the same strictly convex program as the
     # Lawson-Hanson NNLS min ||R (y - z)||, y >= 0 (R'R the metric): unique minimizer, so equal
     # to rounding (the metric's condition number is about 1e9 here: 1e-7).  A 60-cell table with half its cells at 0 and correlated errors (most
     # draws have 20-40 cells held at 0); max_iterations=1 sends every draw to the NNLS fallback.
+    # (The three cases: one stack, many small stacks, the fallback.)
     from scipy.optimize import nnls
 
     from rappor.association import _inference
 
     monkeypatch.setattr(_inference, "_MAX_ACTIVE_SET_ITERATIONS", max_iterations)
+    monkeypatch.setattr(_inference, "_STACK_BYTES", stack_bytes)  # 1 << 15: stacks of a few draws
     rng = np.random.default_rng(3)
     n = 60
     root = rng.standard_normal((n, n)) * rng.uniform(0.001, 0.02, n)[:, None]

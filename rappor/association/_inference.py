@@ -127,11 +127,15 @@ class _SimplexProjection:
 _MAX_ACTIVE_SET_ITERATIONS = 50
 
 
+#: Bytes of one stack of sub-systems in :func:`_solve_on_subsets` (bounds its temporaries).
+_STACK_BYTES = 1 << 25
+
+
 def _solve_on_subsets(matrix: Array, subsets: npt.NDArray[np.bool_], rhs: Array) -> Array:
     """For every row ``b``: ``x_S = matrix[S, S]^{-1} rhs[b, S]`` with ``S = subsets[b]``, 0 elsewhere.
 
-    The sub-systems are gathered into one stack padded with identity rows to the largest
-    ``|S|`` and solved by one batched LAPACK call.
+    The sub-systems are gathered into stacks padded with identity rows to the largest
+    ``|S|`` and solved by one batched LAPACK call per stack of at most :data:`_STACK_BYTES`.
     """
     rows, n = rhs.shape
     counts = subsets.sum(axis=1)
@@ -139,17 +143,20 @@ def _solve_on_subsets(matrix: Array, subsets: npt.NDArray[np.bool_], rhs: Array)
     size = int(counts.max()) if rows else 0
     if size == 0:
         return out
-    order = np.argsort(~subsets, axis=1, kind="stable")[:, :size]        # members of S first
-    member = np.arange(size)[None, :] < counts[:, None]
     # Padding slot j points at row n + j of an identity block appended to the matrix.
-    padded = np.where(member, order, n + np.arange(size)[None, :])
     big = np.zeros((n + size, n + size))
     big[:n, :n] = matrix
     big[np.arange(n, n + size), np.arange(n, n + size)] = 1.0
-    stack = big[padded[:, :, None], padded[:, None, :]]
-    right = np.where(member, np.take_along_axis(rhs, order, axis=1), 0.0)
-    x = np.linalg.solve(stack, right[:, :, None])[:, :, 0]
-    np.put_along_axis(out, order, np.where(member, x, 0.0), axis=1)
+    step = max(1, _STACK_BYTES // (8 * size * size))
+    for lo in range(0, rows, step):
+        hi = min(lo + step, rows)
+        order = np.argsort(~subsets[lo:hi], axis=1, kind="stable")[:, :size]        # members of S first
+        member = np.arange(size)[None, :] < counts[lo:hi, None]
+        padded = np.where(member, order, n + np.arange(size)[None, :])
+        stack = big[padded[:, :, None], padded[:, None, :]]
+        right = np.where(member, np.take_along_axis(rhs[lo:hi], order, axis=1), 0.0)
+        x = np.linalg.solve(stack, right[:, :, None])[:, :, 0]
+        np.put_along_axis(out[lo:hi], order, np.where(member, x, 0.0), axis=1)
     return out
 
 
