@@ -45,6 +45,7 @@ Usage::
         [--no-baseline] [--no-ref-other] [--shrunk] [--profile]
     python benchmarks/association.py independence [--n 100000] [--seeds 40] [--pairs sb,ss] [--outside both|yes|no]
     python benchmarks/association.py calibration [--n 100000] [--seeds 6] [--pair ss] [--outside yes|no] [--exact]
+        [--profile] [--first-seed 0]
     python benchmarks/association.py speed [--n 1000000] [--candidates 100] [--method sqp] [--no-std-errors]
         [--no-independence]
 
@@ -202,25 +203,34 @@ def independence(args: argparse.Namespace) -> None:
 
 def calibration(args: argparse.Namespace) -> None:
     joint, values, cands = _scenario(args.pair, args.outside == "yes")
-    options = {"candidates": "all", "other": "none"} if args.exact else {}
+    options: dict = {"candidates": "all", "other": "none"} if args.exact else {}
+    if args.profile:
+        options["profile_level"] = 0.95
     rows = []
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         sim = simulate_association(PARAMS, joint, values, args.n, candidates=cands, rng=1000 + seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = AssociationDecoder(independence_test=False, **options).decode(sim.reports, sim.variables)
         truth = sim.truth(res.categories).reshape(-1)
         z = (res.proportion.reshape(-1) - truth) / res.std_error.reshape(-1)
-        rows += [(t, v) for t, v in zip(truth, z) if np.isfinite(v)]
-    truth, z = np.array(rows).T
+        ci = res.confidence_interval(0.95)       # profile intervals with --profile
+        inside = (ci.low.reshape(-1) <= truth) & (truth <= ci.high.reshape(-1))
+        rows += [(t, v, c) for t, v, c in zip(truth, z, inside) if np.isfinite(v)]
+        print(json.dumps({"seed": seed, "cells": int(truth.size), "wald": float(np.mean(np.abs(z) <= 1.959963984540054)),
+                          "intervals": float(inside.mean()), "seconds": res.diagnostics.get("covariance_seconds")}),
+              file=sys.stderr, flush=True)
+    truth, z, inside = np.array(rows).T
     print(f"N = {args.n:,}, {args.seeds} seeds, pair {args.pair}, outside {args.outside}, "
           f"{'every candidate, no Other' if args.exact else 'defaults'}")
-    print(f"{'true share':<16}{'cells':>7}{'mean z':>8}{'sd z':>7}{'coverage':>10}")
+    print(f"{'true share':<16}{'cells':>7}{'mean z':>8}{'sd z':>7}{'coverage':>10}"
+          + (f"{'profile coverage':>18}" if args.profile else ""))
     for low, high in [(0, 0.001), (0.001, 0.005), (0.005, 0.02), (0.02, 1.0), (0, 1.0)]:
         sel = (truth >= low) & (truth < high)
         if sel.any():
             print(f"[{low:g}, {high:g}){'':<{16 - len(f'[{low:g}, {high:g})')}}{sel.sum():>7}{z[sel].mean():>+8.2f}"
-                  f"{z[sel].std():>7.2f}{np.mean(np.abs(z[sel]) <= 1.959963984540054):>10.3f}")
+                  f"{z[sel].std():>7.2f}{np.mean(np.abs(z[sel]) <= 1.959963984540054):>10.3f}"
+                  + (f"{inside[sel].mean():>18.3f}" if args.profile else ""))
 
 
 def _peak_mb() -> float:
@@ -282,6 +292,8 @@ def main() -> None:
     c.add_argument("--pair", choices=("sb", "ss"), default="ss")
     c.add_argument("--outside", choices=("yes", "no"), default="yes")
     c.add_argument("--exact", action="store_true", help="every candidate in the table and no Other")
+    c.add_argument("--profile", action="store_true", help="also the coverage of profile-likelihood intervals")
+    c.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
     s = sub.add_parser("speed")
     s.add_argument("--n", type=int, default=1_000_000)
     s.add_argument("--candidates", type=int, default=100)

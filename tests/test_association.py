@@ -263,7 +263,7 @@ def test_projected_covariance_shrinks_only_near_the_boundary() -> None:
     assert np.sqrt(edge[0, 0]) < 0.8 * np.sqrt(base[0, 0])
 
 
-@pytest.mark.parametrize(("max_iterations", "stack_bytes"), [(50, 1 << 25), (50, 1 << 15), (1, 1 << 25)])
+@pytest.mark.parametrize(("max_iterations", "stack_bytes"), [(50, 1 << 23), (50, 1 << 15), (1, 1 << 23)])
 def test_batched_projection_equals_nonnegative_least_squares(monkeypatch: pytest.MonkeyPatch,
                                                              max_iterations: int, stack_bytes: int) -> None:
     # The batched active-set projection solves the same strictly convex program as the

@@ -128,7 +128,7 @@ _MAX_ACTIVE_SET_ITERATIONS = 50
 
 
 #: Bytes of one stack of sub-systems in :func:`_solve_on_subsets` (bounds its temporaries).
-_STACK_BYTES = 1 << 25
+_STACK_BYTES = 1 << 23
 
 
 def _solve_on_subsets(matrix: Array, subsets: npt.NDArray[np.bool_], rhs: Array) -> Array:
