@@ -489,6 +489,9 @@ SAME_FILE_CASES: list[Case] = [
                                 "{d}/params.csv"], "-o {d}/params.csv", "--params {d}/params.csv", _OVERWRITE),
     _same("out-is-the-params", ["privacy", "--params", "{d}/params.csv", "-o", "{d}/params.csv"],
           "-o {d}/params.csv", "--params {d}/params.csv", _OVERWRITE),
+    _same("out-is-the-discovery-params", ["privacy", "--params", "{d}/params.csv", "--discovery-params",
+                                          "{d}/found.csv", "-o", "{d}/found.csv"],  # was replaced (exit 0)
+          "-o {d}/found.csv", "--discovery-params {d}/found.csv", _OVERWRITE, **{"found.csv": PARAMS_CSV}),
     _same("params-out-is-the-output", ["plan", "--reports", "1000", "--candidates", "10", "-o", "{out}",
                                        "--params-out", "{out}"], "--params-out {out}", "-o {out}", _SHARED),
     _same("params-inside-out-dir", ["simulate", "--params", "{d}/params.csv", "--out", "{d}", "--no-report"],
