@@ -477,26 +477,50 @@ def check_distinct_files(inputs: Sequence[tuple[str, PathLike]], outputs: Sequen
         If an output is the same file (see :func:`file_identity`) as an input, as another
         output, or if two summed inputs are the same file; the message names both paths.
     """
-    read = [(role, path, file_identity(path, output=False)) for role, path in (*inputs, *summed)]
-    written = [(role, path, file_identity(path, output=True)) for role, path in outputs]
-    for i, (role, path, keys) in enumerate(written):
-        for other_role, other, other_keys in read:
-            if keys & other_keys:
-                msg = (f"{_shown(role, path, True)} is the same file as {_shown(other_role, other, False)}: "
-                       f"refusing to overwrite an input")
-                raise InvalidParameterError(msg)
-        for other_role, other, other_keys in written[:i]:
-            if keys & other_keys:
-                msg = (f"{_shown(role, path, True)} is the same file as {_shown(other_role, other, True)}: "
-                       f"two outputs cannot share a file")
-                raise InvalidParameterError(msg)
-    seen = [(role, path, file_identity(path, output=False)) for role, path in summed]
-    for i, (role, path, keys) in enumerate(seen):
-        for other_role, other, other_keys in seen[:i]:
-            if keys & other_keys:
-                msg = (f"{_shown(role, path, False)} is the same file as {_shown(other_role, other, False)}: "
-                       f"it would be counted twice")
-                raise InvalidParameterError(msg)
+    # One pass over the paths with a table from each identity key to the first path that has
+    # it: linear in the number of paths (pairwise comparisons took 4 s for 10,000 inputs).
+    read: dict[tuple[Any, ...], tuple[int, str, PathLike]] = {}
+    summed_keys = [(role, path, file_identity(path, output=False)) for role, path in summed]
+    for i, (role, path) in enumerate(inputs):
+        _remember(read, file_identity(path, output=False), (i, role, path))
+    for i, (role, path, keys) in enumerate(summed_keys, start=len(inputs)):
+        _remember(read, keys, (i, role, path))
+    written: dict[tuple[Any, ...], tuple[int, str, PathLike]] = {}
+    for i, (role, path) in enumerate(outputs):
+        keys = file_identity(path, output=True)
+        first = _first_owner(read, keys)
+        if first is not None:
+            msg = (f"{_shown(role, path, True)} is the same file as {_shown(first[1], first[2], False)}: "
+                   f"refusing to overwrite an input")
+            raise InvalidParameterError(msg)
+        first = _first_owner(written, keys)
+        if first is not None:
+            msg = (f"{_shown(role, path, True)} is the same file as {_shown(first[1], first[2], True)}: "
+                   f"two outputs cannot share a file")
+            raise InvalidParameterError(msg)
+        _remember(written, keys, (i, role, path))
+    seen: dict[tuple[Any, ...], tuple[int, str, PathLike]] = {}
+    for i, (role, path, keys) in enumerate(summed_keys):
+        first = _first_owner(seen, keys)
+        if first is not None:
+            msg = (f"{_shown(role, path, False)} is the same file as {_shown(first[1], first[2], False)}: "
+                   f"it would be counted twice")
+            raise InvalidParameterError(msg)
+        _remember(seen, keys, (i, role, path))
+
+
+def _remember(table: dict[tuple[Any, ...], tuple[int, str, PathLike]], keys: frozenset[tuple[Any, ...]],
+              owner: tuple[int, str, PathLike]) -> None:
+    """Record ``owner`` (position, role, path) for each of ``keys`` not yet in ``table``."""
+    for key in keys:
+        table.setdefault(key, owner)
+
+
+def _first_owner(table: dict[tuple[Any, ...], tuple[int, str, PathLike]], keys: frozenset[tuple[Any, ...]],
+                 ) -> tuple[int, str, PathLike] | None:
+    """The earliest recorded path sharing one of ``keys``, or None."""
+    owners = [table[key] for key in keys if key in table]
+    return min(owners, key=lambda owner: owner[0]) if owners else None
 
 
 def csv_field(text: str) -> str:

@@ -203,3 +203,54 @@ def test_cli_files_default_rejects_need_a_regular_output(files: Path, capsys: py
     assert capsys.readouterr().err == (f"rappor: error: --on-error skip with the counts written to {fifo}, not a "
                                        f"regular file, needs --rejects PATH.\n")
     assert sorted(p.name for p in files.iterdir()) == before
+
+
+def _parquet_directory(files: Path) -> Path:
+    """``files/ds``: the reports of ``files/reports.csv`` as two Parquet files."""
+    pytest.importorskip("pyarrow")
+    from rappor import Params
+    from rappor.formats.parquet import write_parquet_reports
+    from rappor.formats.reports_csv import read_reports
+
+    params = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    batch = read_reports(files / "reports.csv", params)
+    (files / "ds").mkdir()
+    write_parquet_reports(files / "ds" / "part-0.parquet", batch)
+    write_parquet_reports(files / "ds" / "part-1.parquet", batch)
+    return files / "ds"
+
+
+def test_cli_files_output_inside_a_parquet_directory_is_refused(files: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # `sum-bits ds -o ds/part-0.parquet` replaced one of the inputs with counts.csv (exit 0).
+    ds = _parquet_directory(files)
+    before = (ds / "part-0.parquet").read_bytes()
+    for option in (["-o", str(ds / "part-0.parquet")],
+                   ["-o", str(files / "c.csv"), "--on-error", "skip", "--rejects", str(ds / "part-0.parquet")]):
+        assert main(["sum-bits", "--params", str(files / "params.csv"), str(ds), *option]) == 1
+        err = capsys.readouterr().err
+        assert f"is the same file as REPORTS {ds / 'part-0.parquet'}: refusing to overwrite an input" in err, err
+    assert (ds / "part-0.parquet").read_bytes() == before
+    assert not (files / "c.csv").exists()
+
+
+@pytest.mark.parametrize("how", ["file-and-its-directory", "link-inside-the-directory"])
+def test_cli_files_parquet_file_reached_twice_is_refused(files: Path, capsys: pytest.CaptureFixture[str],
+                                                         how: str) -> None:
+    # Both were counted twice in silence: `sum-bits ds ds/part-0.parquet`, a link ds/x.parquet -> part-0.
+    from rappor import InvalidParameterError, Params
+    from rappor.engines import aggregate_files
+
+    ds = _parquet_directory(files)
+    if how == "file-and-its-directory":
+        paths = [str(ds), str(ds / "part-0.parquet")]
+    else:
+        (ds / "x.parquet").symlink_to("part-0.parquet")
+        paths = [str(ds)]
+    assert main(["sum-bits", "--params", str(files / "params.csv"), *paths, "-o", str(files / "c.csv")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rappor: error: REPORTS ") and err.endswith(": it would be counted twice\n"), err
+    assert not (files / "c.csv").exists()
+    params = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    with pytest.raises(InvalidParameterError, match="it would be counted twice"):
+        aggregate_files(paths, params)
