@@ -76,6 +76,8 @@ def read_input_bytes(path: PathLike, *, max_bytes: int | None = None, what: str 
 def open_input_binary(path: PathLike) -> Iterator[IO[bytes]]:
     """Open ``path`` (or stdin for ``-``) for binary reading, with clear errors."""
     if str(path) == STDIO:
+        if sys.stdin is None:  # the process was started with its standard input closed (`0<&-`)
+            raise RapporIOError("cannot read: standard input is closed", path="<stdin>", errno=errno.EBADF)
         try:
             yield sys.stdin.buffer
         except MemoryError:

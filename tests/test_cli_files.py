@@ -178,6 +178,21 @@ def test_cli_files_closed_stdout_in_a_real_process(files: Path, close: str) -> N
         assert run.stderr == ""
 
 
+@pytest.mark.parametrize("command", [["sum-bits", "--params", "{d}/params.csv", "-o", "{d}/c.csv"],
+                                     ["hash-candidates", "--params", "{d}/params.csv", "-", "-o", "{d}/m.csv"],
+                                     ["merge-counts", "--params", "{d}/params.csv", "-", "-o", "{d}/c.csv"],
+                                     ["privacy", "--params", "-"]],
+                         ids=["sum-bits", "hash-candidates", "merge-counts", "privacy"])
+def test_cli_files_closed_stdin_is_a_clean_error(files: Path, command: list[str]) -> None:
+    """``rappor sum-bits ... 0<&-`` (standard input read, but closed) ended in an AttributeError traceback."""
+    script = '"$0" -m rappor "$@" 0<&-; echo "status $?"'
+    run = subprocess.run(["sh", "-c", script, sys.executable, *(a.format(d=files) for a in command)],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.stdout == "status 1\n", (run.stdout, run.stderr)
+    assert run.stderr == "rappor: error: <stdin>: cannot read: standard input is closed\n"
+    assert not (files / "c.csv").exists() and not (files / "m.csv").exists()
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
 def test_cli_files_full_stdout_is_one_line_error(files: Path, buffered: bool) -> None:
