@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import resource
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from rappor import (
     InvalidParameterError,
     Params,
     ReportBatch,
+    encode_clients,
     hash_candidates,
     read_counts,
     read_map,
@@ -109,14 +111,19 @@ def test_huge_params_candidate_map_refused() -> None:
         hash_candidates_google(["a"], google)
 
 
-@pytest.mark.parametrize("command", ["sum-bits", "merge-counts", "decode", "hash-candidates"])
+@pytest.mark.parametrize("command", ["sum-bits", "merge-counts", "decode", "hash-candidates", "encode"])
 def test_huge_params_cli_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
     (tmp_path / "p.csv").write_text("k,h,m,p,q,f\n4294967296,2,4294967296,0.5,0.75,0.5\n")
     (tmp_path / "r.csv").write_text("client,cohort,irr\n")
     (tmp_path / "c.csv").write_text("0,0\n")
     (tmp_path / "cand.txt").write_text("a\n")
+    (tmp_path / "in.csv").write_text("client,value\nc,a\n")
+    (tmp_path / "key").write_text("00" * 32 + "\n")
+    os.chmod(tmp_path / "key", 0o600)
+    # encode: one report of k = 2**32 bits needs 64 GiB; it was killed by the kernel, without a word.
     inputs = {"sum-bits": ["{d}/r.csv"], "merge-counts": ["{d}/c.csv"], "hash-candidates": ["{d}/cand.txt"],
-              "decode": ["--counts", "{d}/c.csv", "--candidates", "{d}/cand.txt"]}[command]
+              "decode": ["--counts", "{d}/c.csv", "--candidates", "{d}/cand.txt"],
+              "encode": ["--key-file", "{d}/key", "{d}/in.csv", "--jobs", "1"]}[command]
     argv = [command, "--params", str(tmp_path / "p.csv"), *[a.format(d=tmp_path) for a in inputs],
             "-o", str(tmp_path / "out")]
     assert main(argv) == 1
@@ -142,6 +149,8 @@ def test_sites_check_before_allocating(tmp_path: Path, monkeypatch: pytest.Monke
         read_map(tmp_path / "map.csv", SMALL)
     with pytest.raises(InsufficientMemoryError, match="a counts table of m = 4 cohorts"):
         read_counts(tmp_path / "counts.csv", SMALL)
+    with pytest.raises(InsufficientMemoryError, match="encoding 2 report"):
+        encode_clients(SMALL, bytes(32), ["a", "b"], ["x", "y"])
     with pytest.raises(InsufficientMemoryError, match="a counts table"):
         Aggregate.empty(SMALL)
     with pytest.raises(InsufficientMemoryError, match="a counts table"):
