@@ -37,7 +37,8 @@ Analysis
     ``rappor.audit``        empirical privacy audit of an encoder
     ``rappor.exceptions``   the error and warning hierarchy
 
-Not imported here (optional dependencies): ``rappor.engines`` (Dask, Spark),
+Not imported here: ``rappor.association`` (joint distributions of several variables,
+docs/association.md); and, for their optional dependencies, ``rappor.engines`` (Dask, Spark),
 ``rappor.plots`` and ``rappor.html_report`` (matplotlib).  Parquet
 (:mod:`rappor.formats.parquet`) needs pyarrow only when a file is read or written.
 Names that were at the top level before the API was curated (issue 15) still resolve,

@@ -16,7 +16,8 @@ The hierarchy (each class means one thing)::
     ├── UnbalancedCohortsWarning
     ├── IndistinguishableCandidatesWarning
     ├── InsecureKeyFileWarning
-    └── InsecureRandomnessWarning
+    ├── InsecureRandomnessWarning
+    └── ConvergenceWarning                              # an iterative fit stopped before converging
 
 Every error ``rappor`` raises on purpose is a :class:`RapporError`, and also an
 instance of the builtin it refines, so ``except OSError`` or ``except ImportError``
@@ -29,6 +30,7 @@ traceback.  (:class:`rappor._workers.WorkerDied`, a worker process that died, is
 from __future__ import annotations
 
 __all__ = [
+    "ConvergenceWarning",
     "CountOverflowError",
     "DecodeError",
     "IncompatibleParamsError",
@@ -199,3 +201,7 @@ class InsecureRandomnessWarning(RapporWarning):
     Anyone who knows the seed can recompute the instantaneous noise and strip it: such
     reports are not private.  ``rappor encode --seed`` warns so.
     """
+
+
+class ConvergenceWarning(RapporWarning):
+    """An iterative fit (e.g. the association EM) stopped at its iteration cap before converging."""

@@ -13,6 +13,12 @@ google/rappor bit string (character 0 = bit k-1).
 With '--on-error skip' bad data rows are left out and written, with their line
 numbers and reasons, to a rejects file (see docs/reliability.md).
 
+Several variables per client (for 'rappor decode-assoc'): with the header
+'client,NAME1,NAME2,...' each row is one client's values; the output is
+'client,cohort,NAME1,NAME2,...' with one bit string per variable, each with its own
+permanent response.  '--bool NAME' marks a boolean column (1/0/true/false, one bit).
+See docs/association.md.
+
 Create a key with 'rappor keygen -o KEY'.
 """
 
@@ -21,6 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from typing import TYPE_CHECKING
 
 from .._io import STDIO, atomic_output, display_name
 from .._rejects import RejectsWriter, resolve_rejects_path
@@ -28,6 +35,9 @@ from ..exceptions import InsecureRandomnessWarning
 from ..file_encoder import default_jobs, encode_file
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument, integer,
                       load_params)
+
+if TYPE_CHECKING:
+    from ..params import Params
 
 NAME = "encode"
 HELP = "encode client values into reports (client,value -> client,cohort,irr)"
@@ -49,6 +59,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_on_error_arguments(parser, kept="the good rows are encoded")
     parser.add_argument("--jobs", type=integer(1), default=None, metavar="N",
                         help="worker processes for large inputs [default: number of CPUs, at most 8]")
+    parser.add_argument("--bool", action="append", default=[], metavar="NAME",
+                        help="with several value columns (header client,NAME1,NAME2,...): column NAME holds "
+                             "booleans (1/0/true/false), encoded as one bit (repeatable) [default: none]")
 
 
 def files(args: argparse.Namespace) -> CommandFiles:
@@ -71,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
                       f"{args.seed}, not from the operating system's CSPRNG; these reports are NOT private "
                       "against anyone who knows or guesses the seed (use --seed for tests and simulation only)",
                       InsecureRandomnessWarning, stacklevel=2)
+    if _encode_several_variables(args, params, key):
+        return 0
     jobs = default_jobs() if args.jobs is None else args.jobs
     if args.on_error == "raise":
         encode_file(args.input, args.output, params, key, seed=args.seed, jobs=jobs)
@@ -86,3 +101,34 @@ def run(args: argparse.Namespace) -> int:
     sys.stderr.write(f"rappor: skipped {sink.count} bad row(s); {written} reports written; "
                      f"rejected rows are in {where}\n")
     return 0
+
+
+def _encode_several_variables(args: argparse.Namespace, params: Params, key: bytes) -> bool:
+    """Encode ``client,<var1>,<var2>,...`` inputs (association analysis; rappor.association._encode).
+
+    Returns False, having read nothing, for the one-variable ``client,value`` layout.
+    """
+    from ..association._encode import encode_multi_file, multi_header
+    from ..exceptions import ReportFormatError
+
+    if str(args.input) == STDIO:
+        first = sys.stdin.buffer.peek(1 << 16).split(b"\n", 1)[0] if hasattr(sys.stdin.buffer, "peek") else b""
+    else:
+        try:
+            with open(args.input, "rb") as fh:
+                first = fh.readline(1 << 16)
+        except OSError:
+            return False  # the one-variable path reports the error
+    names = multi_header(first.decode("utf-8", errors="replace").lstrip("\ufeff").rstrip("\r\n"))
+    if names is None:
+        if args.bool:
+            raise ReportFormatError("--bool needs several value columns (header client,NAME1,NAME2,...)",
+                                    path=display_name(args.input))
+        return False
+    if args.on_error != "raise":
+        raise ReportFormatError("--on-error skip is for one-variable inputs; with several value columns bad "
+                                "rows are errors", path=display_name(args.input))
+    written = encode_multi_file(args.input, args.output, params, key, args.bool, args.seed)
+    sys.stderr.write(f"rappor: encoded {written} clients x {len(names)} variables\n")
+    return True
+
