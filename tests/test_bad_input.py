@@ -420,6 +420,26 @@ CASES: list[Case] = [
                                                 "--no-report"]),
           ("simulate-population", "a population file", ["simulate", "--population", "{d}/k.key", "--out",
                                                         "{d}/out", "--no-report", "--clients", "100"]),
+          ("simulate-discovery-params", "a params file", ["simulate", "--discover", "--discovery-params",
+                                                          "{d}/k.key", "--out", "{d}/out", "--no-report"]),
+          ("simulate-assoc-params", "a params file", ["simulate-assoc", "--params", "{d}/k.key", "--out", "{d}/out",
+                                                      "--no-report"]),
+          ("discover-params", "a params file", ["discover", "--params", "{d}/k.key", "--counts", "{d}/counts.csv"]),
+          ("discover-counts", "a counts file", ["discover", "--params", "{d}/params.csv", "--counts", "{d}/k.key"]),
+          ("assoc-params", "a params file", ["decode-assoc", "--params", "{d}/k.key", "--reports", "{d}/reports.csv",
+                                             "--var1", "s", "--map1", "{d}/map.csv", "--var2", "b", "--bool"]),
+          # the reports and the schema were quoted whole as the header "found"
+          ("assoc-reports", "a reports file", ["decode-assoc", "--params", "{d}/params.csv", "--reports",
+                                               "{d}/k.key", "--var1", "s", "--map1", "{d}/map.csv", "--var2", "b",
+                                               "--bool", "-o", "{out}"]),
+          ("assoc-schema", "a schema file", ["decode-assoc", "--metric-name", "m", "--schema", "{d}/k.key",
+                                             "--params-dir", "{d}", "--reports", "{d}/reports.csv", "--var1", "s",
+                                             "--var2", "b", "--map1", "{d}/map.csv", "--output-dir", "{d}/out"]),
+          ("assoc-map", "a map file", ["decode-assoc", "--params", "{d}/params.csv", "--reports", "{d}/reports.csv",
+                                       "--var1", "s", "--map1", "{d}/k.key", "--var2", "b", "--bool"]),
+          ("assoc-candidates", "a candidates file", ["decode-assoc", "--params", "{d}/params.csv", "--reports",
+                                                     "{d}/reports.csv", "--var1", "s", "--candidates1", "{d}/k.key",
+                                                     "--var2", "b", "--bool"]),
       ]],
     Case("keygen/no-such-dir", {}, ["keygen", "-o", "{d}/nope/key"], bad="nope/key", expected="cannot write file"),
 ]
@@ -529,6 +549,12 @@ def _assoc_row(row: str) -> bytes:
     return "".join(lines[:3] + [row + "\n"] + lines[3:]).encode()
 
 
+def _assert_reports_read(summary: Path, n: int) -> None:
+    import json
+
+    assert json.loads(summary.read_text())["reports_read"] == n
+
+
 def _check_assoc_same_as_plain(out: Path, stdout: str) -> None:
     """The BOM + CRLF file decodes exactly like the plain one."""
     import tempfile
@@ -576,6 +602,20 @@ ASSOC_CASES = [
           **{"r.csv": ASSOC_REPORTS}),
     _same("params-inside-out-dir", ["simulate-assoc", "--params", "{d}/params.csv", "--out", "{d}", "--no-report"],
           "--out {d}/params.csv", "--params {d}/params.csv", _OVERWRITE),
+    # google/rappor's form: the parameters file the schema names is an input (it was replaced, exit 0).
+    _same("output-dir-holds-the-schema-params",
+          ["decode-assoc", "--metric-name", "m", "--schema", "{d}/vars.csv", "--params-dir", "{d}", "--reports",
+           "{d}/r.csv", "--var1", "s", "--var2", "b", "--map1", "{d}/map.csv", "--output-dir", "{d}"],
+          "--output-dir {d}/assoc-results.csv", "--params-dir {d}/assoc-results.csv", _OVERWRITE,
+          **{"r.csv": ASSOC_REPORTS, "assoc-results.csv": PARAMS_CSV,
+             "vars.csv": b"metric,var,var_type,params\nm,s,string,assoc-results\nm,b,boolean,assoc-results\n"}),
+    # Issue 13, item 5: the client id's quoted line breaks spell a report; it stays one id (3 reports, not 4).
+    Case("decode-assoc/forged-quoted-row-is-one-report",
+         {"params.csv": PARAMS_CSV, "map.csv": _map_bytes(GOOD_CANDIDATES),
+          "r.csv": b'client,cohort,s,b\nalice,1,00000001,0\n"x\nmallory,3,11111111,1\ny",2,00000010,0\n'
+                   b'bob,1,00000100,1\n'},
+         [*_ASSOC, "--summary", "{d}/out/s.json"], outputs=["result", "s.json"],
+         check=lambda out, _: _assert_reports_read(out / "s.json", 3)),
 ]
 CASES += ASSOC_CASES
 
@@ -684,6 +724,15 @@ _HUGE_LINE_CASES = [
     ("population-no-comma", {"pop.csv": b"s" * HUGE + b"\n"},
      ["simulate", "--population", "{d}/pop.csv", "--out", "{d}/out", "--no-report", "--clients", "10"],
      f"({HUGE:,} characters)"),
+    ("assoc-header", {"r.csv": b"client,cohort," + b"s" * HUGE + b",b\n"},
+     ["decode-assoc", "--params", "{d}/params.csv", "--reports", "{d}/r.csv", "--var1", "s", "--map1", "{d}/map.csv",
+      "--var2", "b", "--bool"], "characters)"),
+    ("assoc-cohort", {"r.csv": b"client,cohort,s,b\nc," + b"x" * HUGE + b",00000001,0\n"},
+     ["decode-assoc", "--params", "{d}/params.csv", "--reports", "{d}/r.csv", "--var1", "s", "--map1", "{d}/map.csv",
+      "--var2", "b", "--bool"], f"({HUGE:,} characters)"),
+    ("assoc-schema-header", {"vars.csv": b"metric,var," + b"t" * HUGE + b"\n"},
+     ["decode-assoc", "--metric-name", "m", "--schema", "{d}/vars.csv", "--params-dir", "{d}", "--reports",
+      "{d}/reports.csv", "--var1", "s", "--var2", "b", "--map1", "{d}/map.csv"], f"({HUGE + 11:,} characters)"),
     ("encode-header", {"in.csv": b"client," + b"v" * HUGE + b"\na,x\n"},
      ["encode", "--params", "{d}/params.csv", "--key-file", "{d}/key", "{d}/in.csv", "-o", "{out}"],
      f"({HUGE + 7:,} characters)"),

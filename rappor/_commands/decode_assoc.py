@@ -173,9 +173,14 @@ def _string_map(args: argparse.Namespace, j: int, params: Any) -> Any:
 
 
 def _google_types(args: argparse.Namespace, indices: list[int]) -> tuple[Any, list[str]]:
-    """Parameters and variable types from the schema (decode_assoc.R's checks)."""
+    """Parameters and variable types from the schema (decode_assoc.R's checks).
+
+    The parameters file the schema names is an input too: it joins the same-file check
+    (an --output-dir that holds it must not replace it).
+    """
     from ..params import read_params
     from ..association._files import read_schema
+    from ._common import check_command_files
 
     schema = read_schema(args.schema)
     rows = []
@@ -193,7 +198,10 @@ def _google_types(args: argparse.Namespace, indices: list[int]) -> tuple[Any, li
         if r.var_type not in ("string", "boolean"):
             raise ReportFormatError(f"variable {r.var!r} has type {r.var_type!r}; expected string or boolean",
                                     path=args.schema, line=r.line)
-    params = read_params(os.path.join(args.params_dir, f"{rows[0].params}.csv"))
+    params_path = os.path.join(args.params_dir, f"{rows[0].params}.csv")
+    named = files(args)
+    check_command_files(CommandFiles(inputs=[*named.inputs, ("--params-dir", params_path)], outputs=named.outputs))
+    params = read_params(params_path)
     return params, [r.var_type for r in rows]
 
 

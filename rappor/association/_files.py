@@ -17,18 +17,21 @@ Schema (``rappor-vars.csv``)
 
 from __future__ import annotations
 
-import csv
 import io
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import numpy.typing as npt
 
 from .._bits import BitStringError, bits_to_bitstrings, bitstrings_to_bits, pack_bits
-from .._io import PathLike, atomic_output, csv_field, display_name, read_input_bytes
+from .._csv_blocks import PlainBlock, Record, iter_csv_blocks
+from .._excerpt import excerpt
+from .._io import PathLike, atomic_output, csv_field, display_name, open_input_binary, read_input_bytes
+from .._keyfile import looks_like_key_file, not_a_key_file_error
 from ..exceptions import ReportFormatError
 from ..params import Params
 from ..reports import ReportBatch
@@ -56,42 +59,62 @@ class SchemaRow:
     line: int
 
 
-def _csv_cells(text: str) -> list[str]:
-    return next(csv.reader([text]), [])
+#: Rows checked and packed at a time (their text is dropped once packed).
+_ASSEMBLE_ROWS = 1 << 16
+#: Bytes of a reports CSV read at a time: bounds the text held besides the packed reports.
+_BLOCK_BYTES = 1 << 22
+#: Longest record (a row with a quoted line break may span lines): bounds an unclosed quote.
+_MAX_RECORD_BYTES = 1 << 26
+#: Largest schema file (``rappor-vars.csv``, a few lines): bounds the read of /dev/zero.
+_MAX_SCHEMA_BYTES = 1 << 24
 
 
-def _text_rows(path: PathLike) -> tuple[str, list[tuple[int, list[str]]]]:
-    """The header line and the data rows ``(line, cells)`` of a CSV file (blank lines skipped)."""
-    name = display_name(path)
-    raw = read_input_bytes(path)
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
+def _blank(cells: list[str]) -> bool:
+    """A record that holds no value: a blank line, or fields of whitespace only."""
+    return not any(c.strip() for c in cells)
+
+
+def _plain_rows(block: PlainBlock, name: str) -> Iterator[tuple[int, list[str]]]:
+    """The ``(line, cells)`` of the lines of a plain block (no quote, NUL or lone CR: fields split at commas)."""
+    raw = block.buffer[block.start:block.end]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
+        line = block.first_line + raw.count(b"\n", 0, exc.start)
         raise ReportFormatError(f"expected UTF-8 text, found the byte 0x{raw[exc.start]:02x}", path=name,
                                 line=line) from None
-    if '"' not in text:
-        lines = text.replace("\r\n", "\n").split("\n")
-        numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
-        if not numbered:
-            raise ReportFormatError("expected a header line, found an empty file", path=name)
-        return numbered[0][1], [(i, line.split(",")) for i, line in numbered[1:]]
-    rows: list[tuple[int, list[str]]] = []
-    reader = csv.reader(io.StringIO(text, newline=""))
-    start = 1
-    try:
-        for cells in reader:
-            if cells and any(c.strip() for c in cells):
-                rows.append((start, cells))
-            start = reader.line_num + 1
-    except csv.Error as exc:
-        raise ReportFormatError(f"malformed CSV: {exc}", path=name, line=reader.line_num) from None
-    if not rows:
+    for offset, line_text in enumerate(text.split("\n")[:-1]):
+        cells = line_text.removesuffix("\r").split(",")
+        if not _blank(cells):
+            yield block.first_line + offset, cells
+
+
+def _csv_rows(fh: IO[bytes], name: str, what: str) -> Iterator[tuple[int, list[str]]]:
+    """The non-blank records ``(line, cells)`` of the CSV stream ``fh``, read a block at a time.
+
+    The records are exactly the csv module's (:mod:`rappor._csv_blocks`: a quoted field
+    may hold commas and line breaks), so a client id cannot forge a row.  The first one
+    is the header: a key file there is refused without quoting it.
+    """
+    first = True
+    for item in iter_csv_blocks(fh, name, block_bytes=_BLOCK_BYTES, max_record_bytes=_MAX_RECORD_BYTES):
+        if isinstance(item, Record):
+            if item.error is not None:
+                raise ReportFormatError(f"expected a CSV row, found {excerpt(item.text)} ({item.error})",
+                                        path=name, line=item.line)
+            rows: Iterator[tuple[int, list[str]]] = iter([] if _blank(item.cells) else [(item.line, item.cells)])
+            head = item.raw
+        else:
+            rows = _plain_rows(item, name)
+            head = item.buffer[item.start:item.buffer.find(b"\n", item.start, item.end) + 1]
+        for line, cells in rows:
+            if first:
+                if looks_like_key_file(head) or looks_like_key_file(",".join(cells)):
+                    raise not_a_key_file_error(name, what)
+                first = False
+            yield line, cells
+    if first:
         raise ReportFormatError("expected a header line, found an empty file", path=name)
-    header_line = ",".join(f'"{c}"' for c in rows[0][1])
-    return header_line, rows[1:]
 
 
 def read_assoc_reports(path: PathLike, names: Sequence[str], params: Sequence[Params], *,
@@ -121,24 +144,54 @@ def read_assoc_reports(path: PathLike, names: Sequence[str], params: Sequence[Pa
     if str(path) != "-" and (p.suffix == ".parquet" or p.is_dir()):
         return _read_parquet(p, names, params, remove_bad_rows)
     name = display_name(path)
-    header_text, rows = _text_rows(path)
-    header = [c.strip().strip('"').strip() for c in _csv_cells(header_text)]
+    with open_input_binary(path) as fh:
+        return _read_csv(_csv_rows(fh, name, "a reports file"), names, params, remove_bad_rows, name)
+
+
+def _read_csv(rows: Iterator[tuple[int, list[str]]], names: Sequence[str], params: Sequence[Params],
+              remove_bad_rows: bool, name: str) -> AssocReports:
+    """The reports of the CSV records ``rows`` (header first), checked and packed a block of rows at a time."""
+    _, header_cells = next(rows)
+    header = [c.strip().strip('"').strip() for c in header_cells]
     index = _column_index(header, names, name)
     width = len(header)
-    for line, cells in rows:
-        if len(cells) != width:
-            msg = f"expected {width} comma-separated columns ({','.join(header)}), found {len(cells)}"
-            raise ReportFormatError(msg, path=name, line=line)
-    lines = np.array([line for line, _ in rows], dtype=np.int64)
-    columns = [[cells[i] for _, cells in rows] for i in index]
-    return _assemble(columns[0], columns[1:], names, params, remove_bad_rows, name, lines)
+    parts: list[AssocReports] = []
+    block: list[tuple[int, list[str]]] = []
+
+    def assemble() -> None:
+        for line, cells in block:
+            if len(cells) != width:
+                msg = f"expected {width} comma-separated columns ({excerpt(','.join(header))}), found {len(cells)}"
+                raise ReportFormatError(msg, path=name, line=line)
+        lines = np.array([line for line, _ in block], dtype=np.int64)
+        columns = [[cells[i] for _, cells in block] for i in index]
+        parts.append(_assemble(columns[0], columns[1:], names, params, remove_bad_rows, name, lines))
+        block.clear()
+
+    for row in rows:
+        block.append(row)
+        if len(block) >= _ASSEMBLE_ROWS:
+            assemble()
+    if block or not parts:
+        assemble()
+    return _concatenate(parts, params)
+
+
+def _concatenate(parts: list[AssocReports], params: Sequence[Params]) -> AssocReports:
+    """One :class:`AssocReports` of consecutive parts (the rows of a file, block by block)."""
+    if len(parts) == 1:
+        return parts[0]
+    cohorts = np.concatenate([p.batches[0].cohorts for p in parts])
+    batches = tuple(ReportBatch(params=par, cohorts=cohorts, words=np.concatenate([p.batches[j].words for p in parts]))
+                    for j, par in enumerate(params))
+    return AssocReports(batches=batches, removed=sum(p.removed for p in parts))
 
 
 def _column_index(header: list[str], names: Sequence[str], source: str) -> list[int]:
     wanted = ["cohort", *names]
     missing = [c for c in wanted if c not in header]
     if missing:
-        msg = f"expected a column {missing[0]!r} in the header (found {', '.join(header)})"
+        msg = f"expected a column {excerpt(missing[0])} in the header (found {excerpt(', '.join(header))})"
         raise ReportFormatError(msg, path=source, line=1)
     return [header.index(c) for c in wanted]
 
@@ -169,7 +222,7 @@ def _assemble(cohort_text: list[str], values: list[list[str]], names: Sequence[s
     cohorts = _parse_cohorts([cohort_text[i] for i in keep.tolist()], m)
     if isinstance(cohorts, int):
         i = int(keep[cohorts])
-        msg = f"{prefix(i)}expected a cohort, an integer in [0, {m - 1}], found {cohort_text[i]!r}"
+        msg = f"{prefix(i)}expected a cohort, an integer in [0, {m - 1}], found {excerpt(cohort_text[i])}"
         raise ReportFormatError(msg, **where(i))  # type: ignore[arg-type]
     batches = []
     for var, column, par in zip(names, values, params):
@@ -254,11 +307,14 @@ def _binary_to_bitstrings(cells: list[bytes | None], k: int, var: str, source: s
 def read_schema(path: PathLike) -> list[SchemaRow]:
     """Read google/rappor's ``rappor-vars.csv`` (header ``metric,var,var_type,params``)."""
     name = display_name(path)
-    header_text, rows = _text_rows(path)
-    header = [c.strip().strip('"').strip() for c in _csv_cells(header_text)]
+    data = read_input_bytes(path, max_bytes=_MAX_SCHEMA_BYTES, what="a schema file")  # /dev/zero: a bounded read
+    rows = _csv_rows(io.BytesIO(data), name, "a schema file")
+    _, header_cells = next(rows)
+    header = [c.strip().strip('"').strip() for c in header_cells]
     expected = ["metric", "var", "var_type", "params"]
     if header != expected:
-        raise ReportFormatError(f"expected the header {','.join(expected)}, found {header_text!r}", path=name, line=1)
+        raise ReportFormatError(f"expected the header {','.join(expected)}, found {excerpt(','.join(header_cells))}",
+                                path=name, line=1)
     out = []
     for line, cells in rows:
         if len(cells) != 4:
