@@ -72,24 +72,100 @@ def read_input_bytes(path: PathLike, *, max_bytes: int | None = None, what: str 
     return data
 
 
-@contextlib.contextmanager
-def open_input_binary(path: PathLike) -> Iterator[IO[bytes]]:
-    """Open ``path`` (or stdin for ``-``) for binary reading, with clear errors."""
+class _Prefixed(io.RawIOBase):
+    """The bytes ``prefix``, then the rest of the stream ``fh``: a stream whose start was read already."""
+
+    def __init__(self, prefix: bytes, fh: IO[bytes], *, close_fh: bool) -> None:
+        super().__init__()
+        self._prefix = prefix
+        self._fh = fh
+        self._close_fh = close_fh
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        if self._prefix:
+            n = min(len(view), len(self._prefix))
+            view[:n] = self._prefix[:n]
+            self._prefix = self._prefix[n:]
+            return n
+        read1 = getattr(self._fh, "read1", self._fh.read)
+        data = read1(len(view))
+        view[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if self._close_fh and not self.closed:
+            self._fh.close()
+        super().close()
+
+
+#: Streams whose first line :func:`read_first_line` took, handed whole to the next opening
+#: of the same path (a pipe or FIFO cannot be read twice).
+_STARTED: dict[str, io.BufferedReader] = {}
+
+
+def _open_raw(path: PathLike) -> IO[bytes]:
+    """Open ``path`` (or stdin for ``-``) for binary reading, or raise the error that names it."""
     if str(path) == STDIO:
         if sys.stdin is None:  # the process was started with its standard input closed (`0<&-`)
             raise RapporIOError("cannot read: standard input is closed", path="<stdin>", errno=errno.EBADF)
-        try:
-            yield sys.stdin.buffer
-        except MemoryError:
-            raise MemoryError("while reading <stdin>") from None
-        return
+        return sys.stdin.buffer
     p = Path(path)
     try:
         if p.is_dir():
             raise IsADirectoryError(21, "Is a directory", str(p))
-        fh = open(p, "rb")
+        return open(p, "rb")
     except OSError as exc:
         raise _os_error(path, exc) from None
+
+
+def read_first_line(path: PathLike, max_bytes: int = 1 << 16) -> bytes:
+    """The first line of ``path`` (at most ``max_bytes`` bytes), leaving the input whole for its reader.
+
+    A regular file is opened for the line and closed.  Anything else (standard input, a
+    pipe such as ``<(cat f)``, a FIFO, a device) can be read only once: its stream stays
+    open and the next :func:`open_input_binary` of the same path reads it from the start,
+    this line included.
+    """
+    key = os.fspath(path)
+    if key in _STARTED:
+        stream = _STARTED[key]
+        data = stream.peek(max_bytes)[:max_bytes]
+        return data[:data.find(b"\n") + 1] if b"\n" in data else data
+    if key != STDIO:
+        with contextlib.suppress(OSError):
+            if stat.S_ISREG(os.stat(key).st_mode):
+                with open_input_binary(path) as fh:
+                    return fh.readline(max_bytes)
+    fh = _open_raw(path)
+    try:
+        line = fh.readline(max_bytes)
+    except OSError as exc:
+        if fh is not sys.stdin.buffer:
+            fh.close()
+        raise _os_error(path, exc) from None
+    _STARTED[key] = io.BufferedReader(_Prefixed(line, fh, close_fh=key != STDIO), buffer_size=max(max_bytes, 8192))
+    return line
+
+
+@contextlib.contextmanager
+def open_input_binary(path: PathLike) -> Iterator[IO[bytes]]:
+    """Open ``path`` (or stdin for ``-``) for binary reading, with clear errors.
+
+    A stream whose first line :func:`read_first_line` took is read from its start.
+    """
+    started = _STARTED.pop(os.fspath(path), None)
+    if str(path) == STDIO:
+        stdin = started if started is not None else _open_raw(path)
+        try:
+            yield stdin
+        except MemoryError:
+            raise MemoryError("while reading <stdin>") from None
+        return
+    fh = started if started is not None else _open_raw(path)
     with _naming_write_errors(os.fspath(path)), fh:
         try:
             yield fh

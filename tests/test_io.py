@@ -382,3 +382,34 @@ def test_open_input_binary_read_error_says_cannot_read(tmp_path: Path) -> None:
         list(iter_text_lines("/proc/self/mem"))
     with pytest.raises(RapporIOError, match="cannot read file"):
         read_input_bytes("/proc/self/mem", max_bytes=10)
+
+
+def test_read_first_line_leaves_a_pipe_whole(tmp_path: Path) -> None:
+    """Issue 13, item 9: a pipe's first line, read to choose how to read it, is read again
+    by the reader that follows (the pipe cannot be reopened); a regular file is not held."""
+    import threading
+
+    from rappor._io import _STARTED, open_input_binary, read_first_line
+
+    data = b"client,a,b\n" + b"c,x,1\n" * 50_000
+    read_end, write_end = os.pipe()
+
+    def feed() -> None:
+        with os.fdopen(write_end, "wb") as fh:
+            fh.write(data)
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    path = f"/dev/fd/{read_end}"
+    try:
+        assert read_first_line(path) == b"client,a,b\n"
+        assert read_first_line(path) == b"client,a,b\n"  # asked again: the same line, nothing lost
+        with open_input_binary(path) as fh:
+            assert fh.read() == data
+        assert path not in _STARTED
+    finally:
+        os.close(read_end)
+    writer.join(timeout=10)
+    (tmp_path / "f.csv").write_bytes(data)
+    assert read_first_line(tmp_path / "f.csv") == b"client,a,b\n"
+    assert os.fspath(tmp_path / "f.csv") not in _STARTED

@@ -29,7 +29,7 @@ import sys
 import warnings
 from typing import TYPE_CHECKING
 
-from .._io import STDIO, atomic_output, display_name
+from .._io import STDIO, atomic_output, display_name, read_first_line
 from .._rejects import RejectsWriter, resolve_rejects_path
 from ..exceptions import InsecureRandomnessWarning
 from ..file_encoder import default_jobs, encode_file
@@ -111,14 +111,8 @@ def _encode_several_variables(args: argparse.Namespace, params: Params, key: byt
     from ..association._encode import encode_multi_file, multi_header
     from ..exceptions import ReportFormatError
 
-    if str(args.input) == STDIO:
-        first = sys.stdin.buffer.peek(1 << 16).split(b"\n", 1)[0] if hasattr(sys.stdin.buffer, "peek") else b""
-    else:
-        try:
-            with open(args.input, "rb") as fh:
-                first = fh.readline(1 << 16)
-        except OSError:
-            return False  # the one-variable path reports the error
+    # From the stream the encoder then reads: a pipe, a FIFO or stdin is read once.
+    first = read_first_line(args.input)
     names = multi_header(first.decode("utf-8", errors="replace").lstrip("\ufeff").rstrip("\r\n"))
     if names is None:
         if args.bool:

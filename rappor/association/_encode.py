@@ -11,13 +11,16 @@ variable's IRR as a bit string (a boolean: one character), the reports file that
 from __future__ import annotations
 
 import csv
-import io
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from .._io import PathLike, atomic_output, csv_field, display_name, read_input_bytes
+from .._csv_blocks import iter_csv_records
+from .._excerpt import excerpt
+from .._io import PathLike, atomic_output, csv_field, display_name, open_input_binary
+from .._keyfile import looks_like_key_file, not_a_key_file_error
+from ..formats.client_values import BLOCK_BYTES, MAX_ROW_BYTES
 from ..exceptions import ReportFormatError
 from ..params import Params
 from ._variables import boolean_params
@@ -39,45 +42,40 @@ def multi_header(raw_first_line: str) -> list[str] | None:
     return None
 
 
-def _rows(text: str, name: str) -> Iterator[tuple[int, list[str]]]:
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    start = 1
-    try:
-        for cells in reader:
-            line = start
-            start = reader.line_num + 1
-            if not cells or cells == [""]:
-                continue
-            yield line, cells
-    except csv.Error as exc:
-        raise ReportFormatError(f"malformed CSV: {exc}", path=name, line=reader.line_num) from None
-
-
 def encode_multi_file(path: PathLike, output: PathLike, params: Params, key: bytes, booleans: Sequence[str],
                       seed: int | None) -> int:
-    """Encode a ``client,<var1>,<var2>,...`` file; returns the number of clients written."""
+    """Encode a ``client,<var1>,<var2>,...`` file; returns the number of clients written.
+
+    The input is read a block at a time, exactly as the csv module reads it (strict
+    quoting; a quoted client id may hold commas and line breaks), and encoded
+    :data:`CHUNK_ROWS` clients at a time: memory follows the chunk, not the input.
+    """
     name = display_name(path)
-    raw = read_input_bytes(path)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ReportFormatError(f"expected UTF-8 text, found the byte 0x{raw[exc.start]:02x}", path=name,
-                                line=raw[:exc.start].count(b"\n") + 1) from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    rows = _rows(text, name)
+    with open_input_binary(path) as fh:
+        rows = ((line, cells) for line, cells in iter_csv_records(fh, name, strict=True, block_bytes=BLOCK_BYTES,
+                                                                   max_record_bytes=MAX_ROW_BYTES)
+                if cells and cells != [""])
+        return _encode_rows(rows, output, params, key, booleans, seed, name)
+
+
+def _encode_rows(rows: Iterator[tuple[int, list[str]]], output: PathLike, params: Params, key: bytes,
+                 booleans: Sequence[str], seed: int | None, name: str) -> int:
+    """Check the header record, then encode and write the data records a chunk at a time."""
     try:
         _, header = next(rows)
     except StopIteration:
         raise ReportFormatError("expected a header 'client,<variable>,<variable>...', found an empty file",
                                 path=name) from None
+    if looks_like_key_file(",".join(header)):
+        raise not_a_key_file_error(name, "a 'client,<variable>,...' input file")
+    shown = excerpt(",".join(header))
     names = [c.strip() for c in header[1:]]
     if len(set(names)) != len(names) or any(not n for n in names):
-        raise ReportFormatError(f"expected distinct, non-empty variable names in the header, found {header}",
+        raise ReportFormatError(f"expected distinct, non-empty variable names in the header, found {shown}",
                                 path=name, line=1)
     unknown = [b for b in booleans if b not in names]
     if unknown:
-        raise ReportFormatError(f"--bool {unknown[0]!r} is not a column of the header ({','.join(header)})",
+        raise ReportFormatError(f"--bool {excerpt(unknown[0])} is not a column of the header ({shown})",
                                 path=name, line=1)
     width = len(header)
     written = 0
@@ -87,8 +85,8 @@ def encode_multi_file(path: PathLike, output: PathLike, params: Params, key: byt
         index = 0
         for line, cells in rows:
             if len(cells) != width:
-                raise ReportFormatError(f"expected {width} comma-separated fields ({','.join(header)}), found "
-                                        f"{len(cells)}", path=name, line=line)
+                raise ReportFormatError(f"expected {width} comma-separated fields ({shown}), found {len(cells)}",
+                                        path=name, line=line)
             if not cells[0]:
                 raise ReportFormatError("expected a client id, found an empty field", path=name, line=line)
             chunk.append((line, cells))
@@ -120,7 +118,7 @@ def _encode_chunk(out: Any, chunk: list[tuple[int, list[str]]], names: list[str]
             at = text.rfind("at index ")
             if boolean and at >= 0:
                 i = int(text[at + 9:].split(".")[0])
-                raise ReportFormatError(f"expected a boolean (1, 0, true or false) for {var!r}, found {values[i]!r}",
+                raise ReportFormatError(f"expected a boolean (1, 0, true or false) for {var!r}, found {excerpt(values[i])}",
                                         path=source, line=chunk[i][0]) from None
             raise
         cohorts = batch.cohorts  # the same for every variable: derived from the client's secret

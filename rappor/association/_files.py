@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._bits import BitStringError, bits_to_bitstrings, bitstrings_to_bits, pack_bits
-from .._csv_blocks import PlainBlock, Record, iter_csv_blocks
+from .._csv_blocks import iter_csv_records
 from .._excerpt import excerpt
 from .._io import PathLike, atomic_output, csv_field, display_name, open_input_binary, read_input_bytes
 from .._keyfile import looks_like_key_file, not_a_key_file_error
@@ -74,45 +74,22 @@ def _blank(cells: list[str]) -> bool:
     return not any(c.strip() for c in cells)
 
 
-def _plain_rows(block: PlainBlock, name: str) -> Iterator[tuple[int, list[str]]]:
-    """The ``(line, cells)`` of the lines of a plain block (no quote, NUL or lone CR: fields split at commas)."""
-    raw = block.buffer[block.start:block.end]
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = block.first_line + raw.count(b"\n", 0, exc.start)
-        raise ReportFormatError(f"expected UTF-8 text, found the byte 0x{raw[exc.start]:02x}", path=name,
-                                line=line) from None
-    for offset, line_text in enumerate(text.split("\n")[:-1]):
-        cells = line_text.removesuffix("\r").split(",")
-        if not _blank(cells):
-            yield block.first_line + offset, cells
-
-
 def _csv_rows(fh: IO[bytes], name: str, what: str) -> Iterator[tuple[int, list[str]]]:
     """The non-blank records ``(line, cells)`` of the CSV stream ``fh``, read a block at a time.
 
-    The records are exactly the csv module's (:mod:`rappor._csv_blocks`: a quoted field
-    may hold commas and line breaks), so a client id cannot forge a row.  The first one
-    is the header: a key file there is refused without quoting it.
+    The records are exactly the csv module's (:func:`rappor._csv_blocks.iter_csv_records`:
+    a quoted field may hold commas and line breaks), so a client id cannot forge a row.
+    The first one is the header: a key file there is refused without quoting it.
     """
     first = True
-    for item in iter_csv_blocks(fh, name, block_bytes=_BLOCK_BYTES, max_record_bytes=_MAX_RECORD_BYTES):
-        if isinstance(item, Record):
-            if item.error is not None:
-                raise ReportFormatError(f"expected a CSV row, found {excerpt(item.text)} ({item.error})",
-                                        path=name, line=item.line)
-            rows: Iterator[tuple[int, list[str]]] = iter([] if _blank(item.cells) else [(item.line, item.cells)])
-            head = item.raw
-        else:
-            rows = _plain_rows(item, name)
-            head = item.buffer[item.start:item.buffer.find(b"\n", item.start, item.end) + 1]
-        for line, cells in rows:
-            if first:
-                if looks_like_key_file(head) or looks_like_key_file(",".join(cells)):
-                    raise not_a_key_file_error(name, what)
-                first = False
-            yield line, cells
+    for line, cells in iter_csv_records(fh, name, block_bytes=_BLOCK_BYTES, max_record_bytes=_MAX_RECORD_BYTES):
+        if _blank(cells):
+            continue
+        if first:
+            if looks_like_key_file(",".join(cells)):
+                raise not_a_key_file_error(name, what)
+            first = False
+        yield line, cells
     if first:
         raise ReportFormatError("expected a header line, found an empty file", path=name)
 
