@@ -380,6 +380,49 @@ def _naming_write_errors(name: str) -> Iterator[None]:
         raise RapporIOError(f"cannot write: {exc.strerror or exc}", path=name, errno=exc.errno) from None
 
 
+class _NamedWrites:
+    """A writable stream whose failed writes raise :class:`RapporIOError` naming it.
+
+    An output is often written while an input is being read (``with open_input_binary(...)``
+    outside, ``with atomic_output(...)`` inside): a full disk, ``> /dev/full`` or a closed
+    standard output then surfaced as a bare ``OSError`` that the input's handler named
+    ("INPUT: cannot read file: No space left on device").  The error is named where it
+    happens instead.  A reader that went away (:class:`BrokenPipeError`) passes through.
+    Everything else is the stream's own.
+    """
+
+    def __init__(self, stream: IO[Any], name: str, wording: str) -> None:
+        self._stream = stream
+        self._name = name
+        self._wording = wording
+
+    def _failed(self, exc: OSError) -> RapporIOError:
+        return RapporIOError(f"{self._wording}: {exc.strerror or exc}", path=self._name, errno=exc.errno)
+
+    def write(self, data: Any) -> int:
+        try:
+            return int(self._stream.write(data))
+        except (BrokenPipeError, RapporError):
+            raise
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except (BrokenPipeError, RapporError):
+            raise
+        except OSError as exc:
+            raise self._failed(exc) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _stdout(binary: bool) -> IO[Any]:
     stream: Any = sys.stdout
     if stream is None:  # the process was started with its standard output closed (`>&-`)
@@ -424,7 +467,7 @@ def atomic_output(path: PathLike | None, *, binary: bool = False, newline: str |
     how, target, st = output_target(path)
     if how == "stdout":
         stream = _stdout(binary)
-        yield stream
+        yield _NamedWrites(stream, "<stdout>", "cannot write")  # type: ignore[misc]
         with _naming_write_errors("<stdout>"):
             stream.flush()
         return
@@ -445,7 +488,7 @@ def atomic_output(path: PathLike | None, *, binary: bool = False, newline: str |
     except OSError as exc:
         raise _write_error(path, exc) from None
     try:
-        yield handle.fh
+        yield _NamedWrites(handle.fh, os.fspath(path), "cannot write file")  # type: ignore[misc]
     except BaseException:
         handle.abort()
         raise
@@ -469,7 +512,7 @@ def _write_straight(path: PathLike, target: Path, binary: bool, newline: str | N
     else:
         fh = os.fdopen(fd, "w", encoding="utf-8", newline=newline)
     with _naming_write_errors(os.fspath(path)), fh:
-        yield fh
+        yield _NamedWrites(fh, os.fspath(path), "cannot write")  # type: ignore[misc]
 
 
 def output_directory(path: PathLike) -> Path:

@@ -12,6 +12,8 @@ The table of same-file cases, one per option pair and command, is in
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import stat
 import subprocess
@@ -269,3 +271,36 @@ def test_cli_files_parquet_file_reached_twice_is_refused(files: Path, capsys: py
     params = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     with pytest.raises(InvalidParameterError, match="it would be counted twice"):
         aggregate_files(paths, params)
+
+
+class _FullStream(io.StringIO):
+    """A standard output on a full disk: every write fails with ENOSPC."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("several", [False, True], ids=["one-variable", "several-variables"])
+@pytest.mark.parametrize("target", ["stdout", "dev-full"])
+def test_cli_files_failed_write_names_the_output_not_the_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str], several: bool,
+                                                               target: str) -> None:
+    """An output written while the input is read: its failed write was named as the input's
+    ("m.csv: cannot read file: No space left on device"), or named nothing."""
+
+    (tmp_path / "params.csv").write_text("k,h,m,p,q,f\n16,2,8,0.25,0.75,0.5\n")
+    write_key_file(tmp_path / "key", bytes(range(32)))
+    header, row = ("client,a,b\n", "c{i},v{i},1\n") if several else ("client,value\n", "c{i},v{i}\n")
+    (tmp_path / "in.csv").write_text(header + "".join(row.format(i=i) for i in range(20_000)))
+    argv = ["encode", "--params", str(tmp_path / "params.csv"), "--key-file", str(tmp_path / "key"),
+            str(tmp_path / "in.csv"), *(["--bool", "b"] if several else [])]
+    if target == "stdout":
+        monkeypatch.setattr(sys, "stdout", _FullStream())
+        expected = "rappor: error: <stdout>: cannot write: No space left on device\n"
+    else:
+        if not os.path.exists("/dev/full"):
+            pytest.skip("needs /dev/full")
+        argv += ["-o", "/dev/full"]
+        expected = "rappor: error: /dev/full: cannot write: No space left on device\n"
+    assert main(argv) == 1
+    assert capsys.readouterr().err.endswith(expected)
