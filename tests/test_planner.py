@@ -102,3 +102,11 @@ def test_predicted_detection_matches_simulation() -> None:
         pred = detection_frequency(params, n, s, power=power, rng=1)
         hits = simulate_detection(params, n, s, pred.frequency, critical_z=pred.critical_z, reps=reps, rng=rng)
         assert binomtest(hits, reps, power).pvalue > 1e-6, (power, hits / reps)
+
+
+@pytest.mark.parametrize("epsilon_inf", [1e5, 1e308])
+def test_plan_huge_epsilon_inf_is_no_overflow(epsilon_inf: float) -> None:
+    # exp(epsilon_inf / 2h) overflowed: `rappor plan --epsilon-inf 1e5` ended in an OverflowError traceback.
+    result = plan(1000, 10, epsilon_inf=epsilon_inf)
+    assert result.best.params.epsilon_inf <= epsilon_inf
+    assert 0.0 < result.best.params.prob_f < 1e-300
