@@ -51,6 +51,7 @@ import numpy.typing as npt
 from ._excerpt import excerpt
 from ._io import PathLike, csv_field, display_name, iter_text_lines
 from ._lazy import lazy_module
+from ._memory import check_memory
 from ._validation import RngLike, check_cohorts, check_int, check_options, check_real, check_rng
 from .aggregate import Aggregate
 from .decoder import Decoder
@@ -693,6 +694,9 @@ def _set_bit_counts(bits: npt.NDArray[np.integer[Any]], clients: npt.NDArray[np.
     """
     k = num_bloombits
     v, mm, h = bits.shape
+    # Checked before allocating: the (m, k) tables here and in _draw_counts (float64 bincount,
+    # its rounding, the int64 counts, two binomial draws and the counts table: 48 bytes a cell).
+    check_memory(_SIMULATED_BYTES_PER_CELL * mm * k, f"simulated counts of m = {mm} cohorts x k = {k} bits")
     flat_bits = bits.astype(np.int64)
     keep = np.ones(flat_bits.shape, dtype=bool)
     if h > 1:
@@ -702,6 +706,10 @@ def _set_bit_counts(bits: npt.NDArray[np.integer[Any]], clients: npt.NDArray[np.
     weights = np.broadcast_to(np.asarray(clients)[:, :, None], flat_bits.shape)
     out = np.bincount(rows[keep], weights=weights[keep], minlength=mm * k)
     return np.rint(out).astype(np.int64).reshape(mm, k)
+
+
+#: Peak bytes per (cohort, bit) cell of :func:`_set_bit_counts` and :func:`_draw_counts` together.
+_SIMULATED_BYTES_PER_CELL = 48
 
 
 def _draw_counts(params: Params, clients_per_cohort: npt.NDArray[np.int64], set_bits: npt.NDArray[np.int64],

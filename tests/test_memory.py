@@ -186,3 +186,27 @@ def test_decode_is_refused_before_estimating(monkeypatch: pytest.MonkeyPatch) ->
     assert estimated == [True]  # refused before estimating
     monkeypatch.setenv(memory.ENV_VAR, str(needed))
     Decoder().decode(agg, cmap)
+
+
+@pytest.mark.parametrize("argv", [["simulate"], ["simulate", "--discover"], ["simulate-assoc"]],
+                         ids=["simulate", "simulate-discover", "simulate-assoc"])
+def test_huge_params_simulations_clear_error(tmp_path: Path, argv: list[str]) -> None:
+    """k = m = 65,536 in a two-line params file: the simulated (m, k) tables need 192 GiB.
+    ``simulate --discover`` drew them unchecked (a numpy MemoryError, "out of memory in
+    'rappor simulate'", or with overcommit the kernel's OOM killer); each command now says
+    how much it needs.  Run with 2 GiB of address space, so a regression cannot take the machine."""
+    import subprocess
+    import sys
+
+    (tmp_path / "p.csv").write_text("k,h,m,p,q,f\n65536,2,65536,0.5,0.75,0.5\n")
+    cap = 2 << 30
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    env = {key: value for key, value in os.environ.items() if key != memory.ENV_VAR}
+    run = subprocess.run([sys.executable, "-m", "rappor", *argv, "--params", str(tmp_path / "p.csv"), "--clients",
+                          "100", "--out", str(tmp_path / "out"), "--no-report"],
+                         capture_output=True, text=True, timeout=300, preexec_fn=limit, env=env)
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.startswith("rappor: error: ") and "needs about" in run.stderr, run.stderr
