@@ -579,6 +579,9 @@ ASSOC_CASES = [
     _assoc("columns", _assoc_row("x,1,00000001"), 4, "expected 4 comma-separated columns"),
     _assoc("missing-column", b"client,cohort,s\nc0,1,00000001\n", 1, "expected a column 'b' in the header"),
     _assoc("empty", b"", None, "found an empty file"),
+    # a repeated column: the first was read, the second ignored (exit 0)
+    _assoc("repeated-column", b"client,cohort,s,b,s\nc0,1,00000001,0,11111111\n", 1,
+           "expected one column 's' in the header, found 2"),
     _assoc("not-utf8", ASSOC_REPORTS + b"c,1,\xff0000001,0\n", 42, "expected UTF-8 text"),
     _assoc("map-other-params", ASSOC_REPORTS, 1, "was the map made with other parameters?",
            **{"map.csv": _map_bytes(GOOD_CANDIDATES, OTHER_K_PARAMS)}),
@@ -591,6 +594,15 @@ ASSOC_CASES = [
          ["decode-assoc", "--metric-name", "m", "--schema", "{d}/vars.csv", "--params-dir", "{d}", "--reports",
           "{d}/r.csv", "--var1", "s", "--var2", "b", "--map1", "{d}/map.csv", "--output-dir", "{d}/out"],
          bad="vars.csv", expected="couldn't find metric 'm', field 'b' in the schema"),
+    *[Case(f"encode/several-variables-named-{reserved}", {"params.csv": PARAMS_CSV,
+                                                         "in.csv": f"client,{reserved},x\nc1,a,1\n".encode()},
+           ["encode", "--params", "{d}/params.csv", "--key-file", "{d}/key", "{d}/in.csv", "-o", "{out}"],
+           bad="in.csv", line=1, expected=f"expected variable names other than 'client' and 'cohort'")
+      for reserved in ("cohort", "client")],  # wrote 'client,cohort,cohort,x' (exit 0)
+    Case("decode-assoc/cohort-as-a-variable", {"params.csv": PARAMS_CSV, "r.csv": b"client,cohort,b\nc0,1,0\n"},
+         ["decode-assoc", "--params", "{d}/params.csv", "--reports", "{d}/r.csv", "--var1", "b", "--bool1", "--var2",
+          "cohort", "--bool2", "-o", "{out}"], bad="r.csv", line=1,
+         expected="'cohort' is the cohort column, not a variable"),  # cohorts 0/1 were read as booleans (exit 0)
     Case("simulate-assoc/params-nan", {"p.csv": NAN_PARAMS},
          ["simulate-assoc", "--params", "{d}/p.csv", "--out", "{d}/out", "--no-report"], bad="p.csv", line=2,
          expected="finite"),

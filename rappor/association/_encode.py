@@ -73,6 +73,10 @@ def _encode_rows(rows: Iterator[tuple[int, list[str]]], output: PathLike, params
     if len(set(names)) != len(names) or any(not n for n in names):
         raise ReportFormatError(f"expected distinct, non-empty variable names in the header, found {shown}",
                                 path=name, line=1)
+    reserved = [n for n in names if n in ("client", "cohort")]
+    if reserved:  # the output has its own 'client' and 'cohort' columns: two columns of one name
+        raise ReportFormatError(f"expected variable names other than 'client' and 'cohort' (the output's own "
+                                f"columns), found {reserved[0]!r} in the header {shown}", path=name, line=1)
     unknown = [b for b in booleans if b not in names]
     if unknown:
         raise ReportFormatError(f"--bool {excerpt(unknown[0])} is not a column of the header ({shown})",

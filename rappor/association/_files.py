@@ -165,10 +165,17 @@ def _concatenate(parts: list[AssocReports], params: Sequence[Params]) -> AssocRe
 
 
 def _column_index(header: list[str], names: Sequence[str], source: str) -> list[int]:
+    if "cohort" in names:
+        raise ReportFormatError("'cohort' is the cohort column, not a variable: name another column", path=source,
+                                line=1)
     wanted = ["cohort", *names]
     missing = [c for c in wanted if c not in header]
     if missing:
         msg = f"expected a column {excerpt(missing[0])} in the header (found {excerpt(', '.join(header))})"
+        raise ReportFormatError(msg, path=source, line=1)
+    repeated = [c for c in wanted if header.count(c) > 1]
+    if repeated:  # which of them holds the reports? (the first was taken, the others ignored)
+        msg = f"expected one column {excerpt(repeated[0])} in the header, found {header.count(repeated[0])}"
         raise ReportFormatError(msg, path=source, line=1)
     return [header.index(c) for c in wanted]
 
