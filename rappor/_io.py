@@ -609,25 +609,23 @@ def check_distinct_files(inputs: Sequence[tuple[str, PathLike]], outputs: Sequen
     written: dict[tuple[Any, ...], tuple[int, str, PathLike]] = {}
     for i, (role, path) in enumerate(outputs):
         keys = file_identity(path, output=True)
-        first = _first_owner(read, keys)
-        if first is not None:
-            msg = (f"{_shown(role, path, True)} is the same file as {_shown(first[1], first[2], False)}: "
-                   f"refusing to overwrite an input")
-            raise InvalidParameterError(msg)
-        first = _first_owner(written, keys)
-        if first is not None:
-            msg = (f"{_shown(role, path, True)} is the same file as {_shown(first[1], first[2], True)}: "
-                   f"two outputs cannot share a file")
-            raise InvalidParameterError(msg)
+        _refuse_shared(read, keys, (role, path, True), False, "refusing to overwrite an input")
+        _refuse_shared(written, keys, (role, path, True), True, "two outputs cannot share a file")
         _remember(written, keys, (i, role, path))
     seen: dict[tuple[Any, ...], tuple[int, str, PathLike]] = {}
     for i, (role, path, keys) in enumerate(summed_keys):
-        first = _first_owner(seen, keys)
-        if first is not None:
-            msg = (f"{_shown(role, path, False)} is the same file as {_shown(first[1], first[2], False)}: "
-                   f"it would be counted twice")
-            raise InvalidParameterError(msg)
+        _refuse_shared(seen, keys, (role, path, False), False, "it would be counted twice")
         _remember(seen, keys, (i, role, path))
+
+
+def _refuse_shared(table: dict[tuple[Any, ...], tuple[int, str, PathLike]], keys: frozenset[tuple[Any, ...]],
+                   path: tuple[str, PathLike, bool], owner_is_output: bool, why: str) -> None:
+    """Raise if a path in ``table`` has one of ``keys``: "``path`` is the same file as ``owner``: ``why``"."""
+    first = _first_owner(table, keys)
+    if first is not None:
+        role, name, output = path
+        msg = f"{_shown(role, name, output)} is the same file as {_shown(first[1], first[2], owner_is_output)}: {why}"
+        raise InvalidParameterError(msg)
 
 
 def _remember(table: dict[tuple[Any, ...], tuple[int, str, PathLike]], keys: frozenset[tuple[Any, ...]],
