@@ -188,17 +188,24 @@ def test_decode_is_refused_before_estimating(monkeypatch: pytest.MonkeyPatch) ->
     Decoder().decode(agg, cmap)
 
 
-@pytest.mark.parametrize("argv", [["simulate"], ["simulate", "--discover"], ["simulate-assoc"]],
-                         ids=["simulate", "simulate-discover", "simulate-assoc"])
-def test_huge_params_simulations_clear_error(tmp_path: Path, argv: list[str]) -> None:
-    """k = m = 65,536 in a two-line params file: the simulated (m, k) tables need 192 GiB.
-    ``simulate --discover`` drew them unchecked (a numpy MemoryError, "out of memory in
-    'rappor simulate'", or with overcommit the kernel's OOM killer); each command now says
-    how much it needs.  Run with 2 GiB of address space, so a regression cannot take the machine."""
+_SIMULATIONS = [["simulate"], ["simulate", "--method", "client"], ["simulate", "--discover"], ["simulate-assoc"]]
+_SIMULATION_IDS = ["simulate", "simulate-client", "simulate-discover", "simulate-assoc"]
+
+
+@pytest.mark.parametrize("clients", ["100", "10000000000"], ids=["huge-params", "huge-clients"])
+@pytest.mark.parametrize("argv", _SIMULATIONS, ids=_SIMULATION_IDS)
+def test_huge_params_simulations_clear_error(tmp_path: Path, argv: list[str], clients: str) -> None:
+    """k = m = 65,536 in a two-line params file: the simulated (m, k) tables need 192 GiB;
+    10**10 clients need terabytes of per-client arrays.  ``simulate --discover`` drew the
+    tables, and every simulation the clients, unchecked (a numpy MemoryError, "out of
+    memory in 'rappor simulate'", or with overcommit the kernel's OOM killer); each command
+    now says how much it needs.  Run with 2 GiB of address space, so a regression cannot
+    take the machine."""
     import subprocess
     import sys
 
-    (tmp_path / "p.csv").write_text("k,h,m,p,q,f\n65536,2,65536,0.5,0.75,0.5\n")
+    big = clients == "100"
+    (tmp_path / "p.csv").write_text("k,h,m,p,q,f\n" + ("65536,2,65536" if big else "16,2,64") + ",0.5,0.75,0.5\n")
     cap = 2 << 30
 
     def limit() -> None:
@@ -206,7 +213,7 @@ def test_huge_params_simulations_clear_error(tmp_path: Path, argv: list[str]) ->
 
     env = {key: value for key, value in os.environ.items() if key != memory.ENV_VAR}
     run = subprocess.run([sys.executable, "-m", "rappor", *argv, "--params", str(tmp_path / "p.csv"), "--clients",
-                          "100", "--out", str(tmp_path / "out"), "--no-report"],
+                          clients, "--out", str(tmp_path / "out"), "--no-report"],
                          capture_output=True, text=True, timeout=300, preexec_fn=limit, env=env)
     assert run.returncode == 1, run.stderr
     assert run.stderr.startswith("rappor: error: ") and "needs about" in run.stderr, run.stderr
