@@ -599,6 +599,9 @@ ASSOC_CASES = [
            ["encode", "--params", "{d}/params.csv", "--key-file", "{d}/key", "{d}/in.csv", "-o", "{out}"],
            bad="in.csv", line=1, expected=f"expected variable names other than 'client' and 'cohort'")
       for reserved in ("cohort", "client")],  # wrote 'client,cohort,cohort,x' (exit 0)
+    Case("decode-assoc/summary-in-a-missing-directory",  # the results file was left behind
+         {"params.csv": PARAMS_CSV, "map.csv": _map_bytes(GOOD_CANDIDATES), "r.csv": ASSOC_REPORTS},
+         [*_ASSOC, "--summary", "{d}/nodir/s.json"], bad="nodir/s.json", expected="cannot write file"),
     Case("decode-assoc/cohort-as-a-variable", {"params.csv": PARAMS_CSV, "r.csv": b"client,cohort,b\nc0,1,0\n"},
          ["decode-assoc", "--params", "{d}/params.csv", "--reports", "{d}/r.csv", "--var1", "b", "--bool1", "--var2",
           "cohort", "--bool2", "-o", "{out}"], bad="r.csv", line=1,

@@ -255,24 +255,24 @@ def run(args: argparse.Namespace) -> int:
         if out_dir.exists() and not out_dir.is_dir():
             raise ReportFormatError("cannot write the outputs: exists and is not a directory", path=os.fspath(out_dir))
         out_dir.mkdir(parents=True, exist_ok=True)
-        result.to_csv(out_dir / "assoc-results.csv", layout="google")
-        _write_json(out_dir / "assoc-metrics.json", summary)
+        _write_both(result, out_dir / "assoc-results.csv", "google", out_dir / "assoc-metrics.json", summary)
         return 0
     if args.summary is not None:
-        from .._io import atomic_output
-
-        # Both files or neither: the summary is rendered first, then both are written.
-        text = json.dumps(_clean(summary), indent=2) + "\n"
-        result.to_csv(args.output, layout=args.layout)
-        with atomic_output(args.summary) as fh:
-            fh.write(text)
+        _write_both(result, args.output, args.layout, args.summary, summary)
         return 0
     result.to_csv(args.output, layout=args.layout)
     return 0
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def _write_both(result: Any, results_path: Any, layout: str, summary_path: Any, summary: dict[str, Any]) -> None:
+    """The results CSV and the JSON summary: both files or neither.
+
+    The summary's file is opened first and committed last, so a bad summary path leaves
+    no results file behind (the results were written, then the summary failed).
+    """
     from .._io import atomic_output
 
-    with atomic_output(path) as fh:
-        fh.write(json.dumps(_clean(data), indent=2) + "\n")
+    text = json.dumps(_clean(summary), indent=2) + "\n"
+    with atomic_output(summary_path) as fh:
+        result.to_csv(results_path, layout=layout)
+        fh.write(text)
