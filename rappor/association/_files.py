@@ -22,7 +22,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -181,8 +181,10 @@ def _column_index(header: list[str], names: Sequence[str], source: str) -> list[
 
 
 def _assemble(cohort_text: list[str], values: list[list[str]], names: Sequence[str], params: Sequence[Params],
-              remove_bad_rows: bool, source: str, lines: npt.NDArray[np.int64] | None) -> AssocReports:
-    """Check and convert text columns; ``lines`` gives the line of each row (None: Parquet rows)."""
+              remove_bad_rows: bool, source: str, lines: npt.NDArray[np.int64] | None,
+              first_row: int = 0) -> AssocReports:
+    """Check and convert text columns; ``lines`` gives the line of each row (None: Parquet rows,
+    numbered from ``first_row + 1``)."""
     n = len(cohort_text)
 
     def where(i: int) -> dict[str, object]:
@@ -191,7 +193,7 @@ def _assemble(cohort_text: list[str], values: list[list[str]], names: Sequence[s
         return {"path": source, "line": int(lines[i])}
 
     def prefix(i: int) -> str:
-        return "" if lines is not None else f"row {i + 1}: "
+        return "" if lines is not None else f"row {first_row + i + 1}: "
 
     blank = np.zeros(n, dtype=bool)
     for var, column in zip(names, values):
@@ -237,37 +239,57 @@ def _parse_cohorts(texts: list[str], m: int) -> npt.NDArray[np.int64] | int:
 
 
 def _read_parquet(path: Path, names: Sequence[str], params: Sequence[Params], remove_bad_rows: bool) -> AssocReports:
+    """The reports of a Parquet file or directory, converted and packed a batch of rows at a time."""
+    from ..exceptions import RapporError
     from ..formats.parquet import _open, _pyarrow, parquet_files
 
     pa = _pyarrow()
-    source = display_name(path)
-    tables = []
+    parts: list[AssocReports] = []
     for f in parquet_files(path):
+        source = display_name(f)
         pf, schema = _open(f)
-        _column_index(list(schema.names), names, display_name(f))
-        tables.append(pf.read(columns=["cohort", *names]))
-    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-    cohort = table.column("cohort")
+        _column_index(list(schema.names), names, source)
+        first_row = 0
+        try:
+            for batch in pf.iter_batches(batch_size=_ASSEMBLE_ROWS, columns=["cohort", *names]):
+                parts.append(_parquet_part(batch, names, params, remove_bad_rows, source, first_row))
+                first_row += batch.num_rows
+        except RapporError:
+            raise
+        except (pa.ArrowException, OSError, ValueError) as exc:  # corrupt pages
+            raise ReportFormatError(f"cannot read Parquet data: {exc}", path=source) from None
+    if not parts:
+        parts.append(_assemble([], [[] for _ in names], names, params, remove_bad_rows, display_name(path), None))
+    return _concatenate(parts, params)
+
+
+def _parquet_part(batch: Any, names: Sequence[str], params: Sequence[Params], remove_bad_rows: bool, source: str,
+                  first_row: int) -> AssocReports:
+    """The reports of one Arrow record batch (rows ``first_row + 1 ...`` of ``source``)."""
+    from ..formats.parquet import _pyarrow
+
+    pa = _pyarrow()
+    cohort = batch.column("cohort")
     if not pa.types.is_integer(cohort.type):
         raise ReportFormatError(f"expected an integer 'cohort' column, found {cohort.type}", path=source)
     cohort_text = ["" if c is None else str(c) for c in cohort.to_pylist()]
     values = []
     for var, par in zip(names, params):
-        col = table.column(var)
+        col = batch.column(var)
         if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
             values.append(["" if v is None else v for v in col.to_pylist()])
         elif pa.types.is_binary(col.type) or pa.types.is_fixed_size_binary(col.type) or pa.types.is_large_binary(col.type):
-            values.append(_binary_to_bitstrings(col.to_pylist(), par.num_bloombits, var, source))
+            values.append(_binary_to_bitstrings(col.to_pylist(), par.num_bloombits, var, source, first_row))
         else:
             msg = f"expected column {var!r} to hold bit strings or packed bytes, found {col.type}"
             raise ReportFormatError(msg, path=source)
     if any(t == "" for t in cohort_text):
         i = cohort_text.index("")
-        raise ReportFormatError(f"row {i + 1}: expected a cohort, found null", path=source)
-    return _assemble(cohort_text, values, names, params, remove_bad_rows, source, None)
+        raise ReportFormatError(f"row {first_row + i + 1}: expected a cohort, found null", path=source)
+    return _assemble(cohort_text, values, names, params, remove_bad_rows, source, None, first_row)
 
 
-def _binary_to_bitstrings(cells: list[bytes | None], k: int, var: str, source: str) -> list[str]:
+def _binary_to_bitstrings(cells: list[bytes | None], k: int, var: str, source: str, first_row: int = 0) -> list[str]:
     nbytes = (k + 7) // 8
     present = [i for i, c in enumerate(cells) if c is not None and len(c) > 0]
     out = [""] * len(cells)
@@ -275,14 +297,16 @@ def _binary_to_bitstrings(cells: list[bytes | None], k: int, var: str, source: s
         return out
     bad = next((i for i in present if len(cells[i] or b"") != nbytes), None)
     if bad is not None:
-        msg = f"row {bad + 1}: variable {var!r}: expected {nbytes} bytes for k = {k} bits, found {len(cells[bad] or b'')}"
+        msg = (f"row {first_row + bad + 1}: variable {var!r}: expected {nbytes} bytes for k = {k} bits, "
+               f"found {len(cells[bad] or b'')}")
         raise ReportFormatError(msg, path=source)
     data = np.frombuffer(b"".join(cells[i] or b"" for i in present), dtype=np.uint8).reshape(len(present), nbytes)
     bits = np.unpackbits(data, axis=1, bitorder="little")
     high = bits[:, k:].any(axis=1)
     if high.any():
         i = present[int(np.argmax(high))]
-        raise ReportFormatError(f"row {i + 1}: variable {var!r}: bits above bit {k - 1} are set", path=source)
+        raise ReportFormatError(f"row {first_row + i + 1}: variable {var!r}: bits above bit {k - 1} are set",
+                                path=source)
     for i, s in zip(present, bits_to_bitstrings(bits[:, :k])):
         out[i] = s
     return out
