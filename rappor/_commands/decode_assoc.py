@@ -40,7 +40,6 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from ..exceptions import InvalidParameterError, ReportFormatError
@@ -251,10 +250,9 @@ def run(args: argparse.Namespace) -> int:
     summary.update(reports_read=n_total, reports_removed=data.removed, reports_sample_size=args.reports_sample_size,
                    total_elapsed_time=round(time.perf_counter() - started, 4))
     if google:
-        out_dir = Path(args.output_dir or ".")
-        if out_dir.exists() and not out_dir.is_dir():
-            raise ReportFormatError("cannot write the outputs: exists and is not a directory", path=os.fspath(out_dir))
-        out_dir.mkdir(parents=True, exist_ok=True)
+        from .._io import output_directory
+
+        out_dir = output_directory(args.output_dir or ".")
         _write_both(result, out_dir / "assoc-results.csv", "google", out_dir / "assoc-metrics.json", summary)
         return 0
     if args.summary is not None:

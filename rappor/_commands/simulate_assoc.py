@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     """Simulate, decode, score and write the files."""
     import numpy as np
 
-    from .._io import atomic_output
+    from .._io import atomic_output, output_directory
     from ..association import AssociationDecoder, example_joint, simulate_association, total_variation
     from ..association._files import write_assoc_reports
     from ..map_file import write_map
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         page = render_association_report(result=result, params=params, kinds=kinds, truth=truth, metrics=metrics,
                                          details=details, title=f"RAPPOR association simulation: {args.pair}, "
                                                                 f"{args.clients:,} clients")
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_directory(out)
     write_params(params, out / "params.csv")
     write_assoc_reports(out / "reports.csv", sim.reports, names, [f"client{i}" for i in range(sim.n_clients)])
     for j, var in enumerate(sim.variables):
