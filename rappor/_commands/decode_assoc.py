@@ -155,9 +155,9 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def _string_map(args: argparse.Namespace, j: int, params: Any) -> Any:
-    from ..candidates import read_candidates
+    from ..formats.candidates import read_candidates
     from ..design import hash_candidates
-    from ..map_file import read_map
+    from ..formats.map import read_map
 
     path_map, path_cand = getattr(args, f"map{j}"), getattr(args, f"candidates{j}")
     name = getattr(args, f"var{j}")
@@ -177,7 +177,7 @@ def _google_types(args: argparse.Namespace, indices: list[int]) -> tuple[Any, li
     The parameters file the schema names is an input too: it joins the same-file check
     (an --output-dir that holds it must not replace it).
     """
-    from ..params import read_params
+    from ..formats.params import read_params
     from ..association._files import read_schema
     from ._common import check_command_files
 
@@ -211,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
     from ..association import AssociationDecoder, Variable
     from ..association._files import read_assoc_reports
     from ..decoder import Decoder
-    from ..params import read_params
+    from ..formats.params import read_params
     from ..reports import ReportBatch
 
     started = time.perf_counter()
