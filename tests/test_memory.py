@@ -217,3 +217,26 @@ def test_huge_params_simulations_clear_error(tmp_path: Path, argv: list[str], cl
                          capture_output=True, text=True, timeout=300, preexec_fn=limit, env=env)
     assert run.returncode == 1, run.stderr
     assert run.stderr.startswith("rappor: error: ") and "needs about" in run.stderr, run.stderr
+
+
+def test_huge_params_boolean_association_clear_error(tmp_path: Path) -> None:
+    """decode-assoc of two booleans with m = 2**32 in a two-line params file: the booleans'
+    map was a Python list of the m rows, grown without a check (about 150 GB: a
+    MemoryError, or the OOM killer).  Now estimated first and refused with the amount.
+    Run with 2 GiB of address space, so a regression cannot take the machine."""
+    import subprocess
+    import sys
+
+    (tmp_path / "p.csv").write_text("k,h,m,p,q,f\n16,2,4294967296,0.5,0.75,0.5\n")
+    (tmp_path / "r.csv").write_text("client,cohort,a,b\nc1,5,1,0\nc2,7,0,1\n")
+    cap = 2 << 30
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    env = {key: value for key, value in os.environ.items() if key != memory.ENV_VAR}
+    run = subprocess.run([sys.executable, "-m", "rappor", "decode-assoc", "--params", str(tmp_path / "p.csv"),
+                          "--reports", str(tmp_path / "r.csv"), "--var1", "a", "--bool1", "--var2", "b", "--bool2"],
+                         capture_output=True, text=True, timeout=300, preexec_fn=limit, env=env)
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.startswith("rappor: error: the candidate map of 2 candidates") and "needs about" in run.stderr
