@@ -162,6 +162,7 @@ class Population:
     def zipf(cls, num_unique: int, *, exponent: float = 1.0) -> Population:
         """Zipf's law: P(``v_i``) proportional to ``i ** -exponent``, ``i = 1 .. num_unique``."""
         u = check_int(num_unique, "num_unique", "Population.zipf", low=1)
+        _check_population_size(u)
         s = check_real(exponent, "exponent", "Population.zipf", low=0.0)
         ranks = np.arange(1, u + 1, dtype=np.float64)
         return cls(strings=cls._names(u), probabilities=ranks**-s, name=f"zipf(s={s:g})")
@@ -179,6 +180,7 @@ class Population:
         geometric law with ratio ``exp(-lambda / U)``.
         """
         u = check_int(num_unique, "num_unique", "Population.exponential", low=1)
+        _check_population_size(u)
         lam = u / 5.0 if rate is None else check_real(rate, "rate", "Population.exponential", low=0.0, low_open=True)
         edges = -np.expm1(-lam * np.arange(u + 1, dtype=np.float64) / u)  # 1 - exp(-lam x), increasing
         return cls(strings=cls._names(u), probabilities=np.diff(edges), name=f"exponential(rate={lam:g})")
@@ -193,6 +195,7 @@ class Population:
         ``P(v_i)`` is proportional to ``Phi((i + 1/2 - mu) / std) - Phi((i - 1/2 - mu) / std)``.
         """
         u = check_int(num_unique, "num_unique", "Population.gaussian", low=1)
+        _check_population_size(u)
         sd = u / 6.0 if std is None else check_real(std, "std", "Population.gaussian", low=0.0, low_open=True)
         mu = (u + 1) / 2.0
         edges = special.ndtr((np.arange(u + 1, dtype=np.float64) + 0.5 - mu) / sd)
@@ -205,6 +208,7 @@ class Population:
     def uniform(cls, num_unique: int) -> Population:
         """Every one of ``v1 .. vU`` equally likely."""
         u = check_int(num_unique, "num_unique", "Population.uniform", low=1)
+        _check_population_size(u)
         return cls(strings=cls._names(u), probabilities=np.ones(u), name="uniform")
 
     @classmethod
@@ -304,6 +308,8 @@ def candidate_strings(population: Population | Sequence[str], *, decoys: int = 0
     strings = list(population.strings if isinstance(population, Population) else population)
     d = check_int(decoys, "decoys", "candidate_strings", low=0)
     r = check_int(remove_every, "remove_every", "candidate_strings", low=0)
+    check_memory(_BYTES_PER_VALUE * (len(strings) + d), f"a candidate list of {len(strings) + d:,} strings",
+                 remedy="use fewer decoys")
     kept = [s for i, s in enumerate(strings, start=1) if not (r and i % r == 0)]
     taken = set(strings)
     extra: list[str] = []
@@ -713,6 +719,17 @@ def _set_bit_counts(bits: npt.NDArray[np.integer[Any]], clients: npt.NDArray[np.
     weights = np.broadcast_to(np.asarray(clients)[:, :, None], flat_bits.shape)
     out = np.bincount(rows[keep], weights=weights[keep], minlength=mm * k)
     return np.rint(out).astype(np.int64).reshape(mm, k)
+
+
+#: Bytes a distinct simulated value or candidate string costs (str object, slots, sets).
+_BYTES_PER_VALUE = 256
+
+
+def _check_population_size(num_unique: int) -> None:
+    """Refuse, before building, a population whose values would not fit in memory (``--unique 10**9``:
+    its arrays and strings grew without bound)."""
+    check_memory(_BYTES_PER_VALUE * num_unique, f"a population of {num_unique:,} distinct values",
+                 remedy="use fewer distinct values")
 
 
 #: Peak bytes per (cohort, bit) cell of :func:`_set_bit_counts` and :func:`_draw_counts` together.

@@ -240,3 +240,28 @@ def test_huge_params_boolean_association_clear_error(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=300, preexec_fn=limit, env=env)
     assert run.returncode == 1, run.stderr
     assert run.stderr.startswith("rappor: error: the candidate map of 2 candidates") and "needs about" in run.stderr
+
+
+@pytest.mark.parametrize("argv", [["simulate", "--unique", "1000000000"], ["simulate", "--decoys", "1000000000"],
+                                  ["simulate", "--discover", "--unique", "1000000000"],
+                                  ["simulate-assoc", "--unique", "1000000000"],
+                                  ["simulate-assoc", "--pair", "string-string", "--unique", "100000", "--unique2",
+                                   "100000"]],
+                         ids=["unique", "decoys", "discover-unique", "assoc-unique", "assoc-joint"])
+def test_huge_populations_clear_error(tmp_path: Path, argv: list[str]) -> None:
+    """10**9 distinct values (or decoys, or a 10**5 x 10**5 joint table) grew Python lists and
+    arrays without a check (a MemoryError, or the OOM killer); now refused with the amount.
+    Run with 2 GiB of address space, so a regression cannot take the machine."""
+    import subprocess
+    import sys
+
+    cap = 2 << 30
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    env = {key: value for key, value in os.environ.items() if key != memory.ENV_VAR}
+    run = subprocess.run([sys.executable, "-m", "rappor", *argv, "--clients", "100", "--out", str(tmp_path / "out"),
+                          "--no-report"], capture_output=True, text=True, timeout=120, preexec_fn=limit, env=env)
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.startswith("rappor: error: ") and "needs about" in run.stderr, run.stderr

@@ -182,6 +182,7 @@ def example_joint(kind: str, num_unique: int = 100, num_unique2: int = 10, *, re
         from scipy.stats import poisson
 
         u2 = check_int(num_unique2, "num_unique2", "example_joint", low=1)
+        check_memory(32 * u * u2, f"a joint table of {u:,} x {u2:,} values", remedy="use fewer distinct values")
         base = poisson.pmf(np.arange(u2), 1.0)
         cond = np.array([np.roll(base, i % u2) for i in range(u)])
         cond /= cond.sum(axis=1, keepdims=True)
