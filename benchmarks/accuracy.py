@@ -51,19 +51,24 @@ Mode = Callable[[Collection], tuple[np.ndarray, np.ndarray]]
 
 
 def decoder_mode(**kwargs: object) -> Mode:
-    """A mode that runs :class:`rappor.Decoder` with ``kwargs``; its rows are the detected strings."""
+    """A mode that runs :class:`rappor.Decoder` with ``kwargs``; its shares are those of the rows of
+    its results.csv (:meth:`~rappor.decoder.DecodeResult.ranking`: by default every candidate with a
+    positive share, with ``shares="detected"`` the detected strings)."""
     decoder = rappor.Decoder(**kwargs)  # type: ignore[arg-type]
 
     def run(col: Collection) -> tuple[np.ndarray, np.ndarray]:
         res = decoder.decode(col.aggregate, col.candidate_map)
         detected = np.asarray(res.detected, dtype=bool)
-        return np.where(detected, np.nan_to_num(res.proportion), 0.0), detected
+        rows = np.zeros(len(detected), dtype=bool)
+        rows[res.ranking()] = True
+        return np.where(rows, np.nan_to_num(res.proportion), 0.0), detected
     return run
 
 
 #: Every combination of the current decoder's options that changes its answer.
 MODES: dict[str, Mode] = {
     "default": decoder_mode(),
+    "detected": decoder_mode(shares="detected"),  # the default before issue 14's phase 2
     "storey": decoder_mode(correction="storey"),
     "adaptive-fdr": decoder_mode(correction="adaptive-fdr"),
     "bonferroni": decoder_mode(correction="bonferroni"),
