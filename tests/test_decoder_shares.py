@@ -35,6 +35,9 @@ def test_fixed_unexplained_ramp():
     assert _shares.fixed_unexplained(1.5, 0.01) == 1.0
     assert _shares.fixed_unexplained(math.nan, 0.1) == 0.0
     assert _shares.fixed_unexplained(0.2, math.nan) == 0.2
+    # The candidates' mass 1 - u_hat gets the same ramp: within 1 SE of all unexplained, all of it.
+    assert _shares.fixed_unexplained(0.993, 0.020) == 1.0
+    assert _shares.fixed_unexplained(0.96, 0.020) == pytest.approx(1.0 - 0.04 * 0.5)   # 1 - u_hat = 2 SE
 
 
 def test_shares_are_deterministic_and_sum_at_most_one_minus_fixed_unexplained():
