@@ -134,3 +134,23 @@ def test_screened_list_moves_only_its_working_set():
     decoys = res.proportion[100:]
     # Measured: 0-2 decoys with a share per decode (20 seeds of decoys-1k: 0.2 on average).
     assert int(np.count_nonzero(decoys)) <= 10 and float(decoys.sum()) < 0.05
+
+
+def test_results_csv_rows_are_positive_shares_and_detections(tmp_path):
+    """shares="all": a row for a positive share or a detection (a detected string whose share is 0
+    keeps its row, so filtering on ``detected`` gives the test's list); sorted by share."""
+    params = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    res = rappor.DecodeResult(strings=("a", "b", "c", "d"), estimate=np.array([0.0, 30.0, 0.0, 50.0]),
+                              std_error=np.full(4, 5.0), proportion=np.array([0.0, 0.3, 0.0, 0.5]),
+                              prop_std_error=np.full(4, 0.05), pvalue=np.array([0.001, 0.01, 0.5, 1e-9]),
+                              adjusted_pvalue=np.array([0.002, 0.02, 0.5, 4e-9]),
+                              significant=np.array([True, False, False, True]), group=np.arange(4), n_reports=100,
+                              params=params, significance_level=0.05, correction="fdr", shares="all",
+                              fitted_proportion=np.array([0.02, 0.25, 0.0, 0.5]))
+    assert res.ranking().tolist() == [3, 1, 0]
+    res.to_csv(tmp_path / "r.csv")
+    lines = (tmp_path / "r.csv").read_text().splitlines()
+    assert lines[0].endswith(",pvalue,detected")
+    assert [(line.split(",")[0], line.split(",")[-1]) for line in lines[1:]] == [("d", "true"), ("b", "false"),
+                                                                                  ("a", "true")]
+    assert res.summary()["allocated_mass"] == pytest.approx(0.8) and res.summary()["rows"] == 3

@@ -135,7 +135,7 @@ class Decoder:
         distribution -- an empirical-Bayes regression (a prior of the shares fitted jointly
         with them, bagged; :mod:`rappor.decoder._shares`) -- while :attr:`DecodeResult.detected`
         stays the test's list, with its error control; ``results.csv`` then has a row for
-        every candidate with a positive share and a ``detected`` column, so that summing
+        every candidate with a positive share (or detected) and a ``detected`` column, so that summing
         ``proportion`` gives the distribution (issue 14: lower total variation than
         google/rappor's decoder in every scenario class measured, ``docs/decoder.md``).
         ``"detected"``: the least-squares shares of the test's fit, and ``results.csv``

@@ -112,8 +112,8 @@ class DecodeResult:
     Every array attribute, :meth:`confidence_interval` and :meth:`table` are indexed
     the same way: entry ``i`` is candidate ``strings[i]``.  ``results.csv``
     (:meth:`to_csv`) lists the rows of :meth:`ranking` instead, largest estimate first:
-    with ``shares="all"`` (default) every candidate with a positive share and a
-    ``detected`` column, so that its ``proportion`` column sums to the estimated
+    with ``shares="all"`` (default) every candidate with a positive share (or detected)
+    and a ``detected`` column, so that its ``proportion`` column sums to the estimated
     distribution; with ``shares="detected"`` the detected strings, as google/rappor's
     decoder does.
 
@@ -293,8 +293,9 @@ class DecodeResult:
     def ranking(self, all: bool = False) -> IntArray:  # noqa: A002
         """Indices of the rows of ``results.csv``, largest estimate first.
 
-        The rows are the candidates with a positive share with ``shares="all"``
-        (default), the detected candidates with ``shares="detected"``.  Ties keep input
+        The rows are the candidates with a positive share or detected with
+        ``shares="all"`` (default: a detected string whose share is 0 still has its row),
+        the detected candidates with ``shares="detected"``.  Ties keep input
         order; a ``nan`` estimate comes last.  ``result.table()[result.ranking()]`` is the
         table as ``results.csv`` lists it.
 
@@ -303,7 +304,7 @@ class DecodeResult:
         all : bool, default=False
             Every candidate instead.
         """
-        rows = self.detected if self.shares == "detected" else np.nan_to_num(self.proportion) > 0
+        rows = self.detected if self.shares == "detected" else (np.nan_to_num(self.proportion) > 0) | self.detected
         idx = np.arange(len(self.strings)) if all else np.flatnonzero(rows)
         key = np.where(np.isnan(self.estimate[idx]), -np.inf, self.estimate[idx])
         out: IntArray = idx[np.lexsort((idx, -key))]
@@ -355,7 +356,7 @@ class DecodeResult:
         google/rappor's columns ``string, estimate, std_error, proportion,
         prop_std_error, prop_low_95, prop_high_95`` plus ``pvalue`` (unadjusted), largest
         estimate first (:meth:`ranking`): with ``shares="all"`` (default) one row per
-        candidate with a positive share and a ``detected`` column (``true``/``false``);
+        candidate with a positive share or detected and a ``detected`` column (``true``/``false``);
         with ``shares="detected"`` one row per detected string (google/rappor's layout).
         With ``all=True`` every candidate and the ``detected`` column.
         Numbers are written as Python's shortest round-trip repr (whole numbers without
@@ -379,7 +380,7 @@ class DecodeResult:
         """A JSON-ready summary: counts, masses, residual diagnostics, privacy and timing.
 
         Keys: ``candidates``, ``detected``, ``rows`` (rows of ``results.csv``: with
-        ``shares="all"`` the candidates with a positive share), ``reports``,
+        ``shares="all"`` the candidates with a positive share or detected), ``reports``,
         ``allocated_mass`` (sum of the shares of those rows), ``unexplained_mass`` and ``unexplained_std_error`` (share of
         reports whose value the candidates do not explain, from the model's
         non-candidate column: without screening its unconstrained least-squares
