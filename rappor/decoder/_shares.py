@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._problem import Array, IntArray
+from ._problem import Array
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -56,6 +56,12 @@ WORKING_Z = 1.0
 #: At most this many candidates are moved (their dense Gram matrix is held in memory:
 #: 3,000 columns take 72 MB); beyond it the ones with the largest starting z.
 MAX_WORKING = 3000
+#: Idle candidates (screened lists) whose posteriors enter the prior's update; beyond it an
+#: evenly spaced sample by starting z (100,000 candidates: 97,000 idle posteriors per sweep
+#: would cost more than the rest of the decode).
+MAX_IDLE = 20_000
+#: Candidates per block when the bagged posteriors are formed (bounds the temporaries).
+BLOCK = 1 << 15
 #: Coordinate ascent: stop when no posterior mean moves by more than ``TOL`` standard errors
 #: (after at least ``MIN_SWEEPS`` sweeps), or after ``MAX_SWEEPS``.
 TOL = 1e-4
@@ -182,6 +188,14 @@ def coordinate_ascent(a: sp.csc_matrix, b: Array, col_sq_norms: Array, start: Ar
     a_m = a[:, moved]
     gram = np.asarray((a_m.T @ a_m).toarray())
     q = np.asarray(a_m.T @ resid).ravel()
+    # The idle candidates enter G's update with their posteriors; beyond MAX_IDLE of them, an
+    # evenly spaced sample of them sorted by starting z (order-free) stands for them all.
+    idle_weight = 1.0
+    if len(idle) > MAX_IDLE:
+        by_z = idle[np.argsort(z0[idle], kind="stable")]
+        sample = by_z[np.linspace(0, len(idle) - 1, MAX_IDLE).round().astype(np.int64)]
+        idle_weight = len(idle) / MAX_IDLE
+        idle = sample
     a_idle_t = a[:, idle].T.tocsr() if len(idle) else None
     zgrid, w = npmle_prior(z0, n_grid=REGRESSION_GRID, n_iter=2000, tol=1e-10)
     phi = 1.0
@@ -189,7 +203,9 @@ def coordinate_ascent(a: sp.csc_matrix, b: Array, col_sq_norms: Array, start: Ar
     grid = float(np.median(std_error)) * zgrid
     w = np.maximum(w, 1e-12)
     w /= w.sum()
-    post = np.zeros((s, len(grid)))
+    post = np.zeros((len(moved), len(grid)))  # rows: moved candidates, visit order
+    post_idle = np.zeros((len(idle), len(grid)))
+    n_total = len(moved) + idle_weight * len(idle)
     beta_m = beta[moved].copy()
     stat_m = np.zeros(len(moved))
     norms_m = norms2[moved]
@@ -200,15 +216,15 @@ def coordinate_ascent(a: sp.csc_matrix, b: Array, col_sq_norms: Array, start: Ar
         # to a constant per candidate.
         base = np.log(w)[None, :] - 0.5 * np.square(grid)[None, :] * inv_var[moved, None]
         scale = inv_var[moved]
-        max_change = _sweep(beta_m, q, gram, norms_m, base, scale, grid, post, moved,
+        max_change = _sweep(beta_m, q, gram, norms_m, base, scale, grid, post,
                             np.sqrt(phi / norms_m), stat_m)
-        post[moved] /= post[moved].sum(axis=1, keepdims=True)
+        post /= post.sum(axis=1, keepdims=True)
         beta[moved] = beta_m
         resid = target - a_m @ beta_m
         if a_idle_t is not None:
             stat_idle = (a_idle_t @ resid) / norms2[idle]
-            post[idle] = _posterior_rows(stat_idle, grid, w, inv_var[idle])
-        w_em = np.maximum(post.mean(axis=0), 1e-300)
+            post_idle = _posterior_rows(stat_idle, grid, w, inv_var[idle])
+        w_em = np.maximum((post.sum(axis=0) + idle_weight * post_idle.sum(axis=0)) / n_total, 1e-300)
         w = _relaxed(w, w_em, RELAX)
         phi = min(max(1.0, float(resid @ resid) / max(n_rows - 1, 1)), max_dispersion)
         if max_change < TOL and sweeps >= MIN_SWEEPS:
@@ -218,11 +234,10 @@ def coordinate_ascent(a: sp.csc_matrix, b: Array, col_sq_norms: Array, start: Ar
 
 
 def _sweep(beta: Array, q: Array, gram: Array, norms2: Array, base: Array, scale: Array, grid: Array,
-           post: Array, index: IntArray, std_error: Array, stat: Array) -> float:
+           post: Array, std_error: Array, stat: Array) -> float:
     """One Gauss-Seidel sweep over the moved candidates; returns the largest move in SEs.
 
-    ``beta``, ``q`` (``A_M' r``), the statistics ``stat`` and the rows ``index`` of
-    ``post`` (not normalized: rows are divided by their sums afterwards) are updated in place.
+    ``beta``, ``q`` (``A_M' r``), the statistics ``stat`` and the rows of ``post`` (not normalized: rows are divided by their sums afterwards) are updated in place.
     ``base[j] + (grid - b_j / 2) b_j / s_j^2`` is the log of prior x likelihood less
     ``b_j^2 / 2 s_j^2``, at most 0 and 0 at ``b_j``: it underflows only when ``b_j`` lies
     far (38 SE) from every grid point, where the maximum is subtracted instead.
@@ -238,7 +253,7 @@ def _sweep(beta: Array, q: Array, gram: Array, norms2: Array, base: Array, scale
             ll = base[j] + grid * (bj * scale[j])
             p = np.exp(ll - ll.max())
             tot = p.sum()
-        post[index[j]] = p
+        post[j] = p
         new = float(p @ grid) / tot
         delta = new - old
         if delta != 0.0:
@@ -330,20 +345,21 @@ def bagged_shares(z: Array, std_error: Array) -> Array:
     if zf.size == 0:
         return np.zeros(0)
     grid = _grid(float(np.max(zf)), BAGGING_GRID)
-    values, inverse, counts = np.unique(np.round(zf * ROUND) / ROUND, return_inverse=True, return_counts=True)
+    values, counts = np.unique(np.round(zf * ROUND) / ROUND, return_counts=True)
     n = int(counts.sum())
     gen = np.random.default_rng(SEED)
     frac = np.vstack([counts / n, gen.multinomial(n, counts / n, size=N_PRIORS - 1) / n])
     lik_values = _likelihood(values, grid)
     priors = _em(lik_values, frac, np.full((N_PRIORS, len(grid)), 1.0 / len(grid)), 500, 0.0)
-    del inverse
-    lik = _likelihood(zf, grid)
-    dens = np.maximum(lik @ priors.T, 1e-300)       # (candidates, priors)
-    mean = (lik @ (priors * grid).T) / dens
-    at_zero = lik[:, :1] * priors[:, 0][None, :] / dens
-    effect = np.where(at_zero < 0.5 - 1e-12, mean, 0.0)
-    positive = (effect > 0).mean(axis=1) >= 0.5
-    mu = np.where(positive, effect.mean(axis=1), 0.0)
+    mu = np.zeros(len(zf))
+    for lo in range(0, len(zf), BLOCK):
+        lik = _likelihood(zf[lo:lo + BLOCK], grid)
+        dens = np.maximum(lik @ priors.T, 1e-300)       # (candidates, priors)
+        mean = (lik @ (priors * grid).T) / dens
+        at_zero = lik[:, :1] * priors[:, 0][None, :] / dens
+        effect = np.where(at_zero < 0.5 - 1e-12, mean, 0.0)
+        positive = (effect > 0).mean(axis=1) >= 0.5
+        mu[lo:lo + BLOCK] = np.where(positive, effect.mean(axis=1), 0.0)
     blend = np.clip((z - CLEAR_Z) / 2.0, 0.0, 1.0)
     out: Array = ((1.0 - blend) * mu + blend * z) * std_error
     return out
