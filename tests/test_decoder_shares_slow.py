@@ -32,16 +32,8 @@ _BENCH = Path(__file__).parent.parent / "benchmarks"
 _REFERENCE = json.loads((Path(__file__).parent / "data" / "reference_accuracy.json").read_text())["classes"]
 
 
-def _load(name: str) -> object:
-    spec = importlib.util.spec_from_file_location(name, _BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-classes = _load("_classes")
+sys.path.insert(0, str(_BENCH))  # the harness's modules import each other by name
+classes = importlib.import_module("_classes")
 DISTRIBUTION = [c.name for c in classes.CLASSES if c.kind == "distribution"]  # type: ignore[attr-defined]
 
 
