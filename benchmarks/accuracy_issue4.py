@@ -11,7 +11,7 @@ the row marked ``sim`` encodes every client with :func:`rappor.simulation.simula
 threadpoolctl when available (``--threads``).
 
 Every figure is a mean over the seeds with its range (min-max) beside it: single decodes
-vary a lot (empirical-Bayes detections over seeds 0-4 range from 12 to 100).  The coverage
+vary a lot (empirical-Bayes detections at 100 candidates over seeds 0-4 range from 7 to 100).  The coverage
 of the detected strings' 95% intervals (the interval results.csv reports) is pooled over
 the seeds, with the median width; with 5 seeds it rests on about 30 intervals, so quote
 it from ``--seeds 20``.  The last lines say what the figures compare with: google/rappor's
