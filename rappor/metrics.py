@@ -5,10 +5,11 @@ The metrics are those of google/rappor's regression suite (``tests/compare_dist.
 
 * **total variation distance** ``TV = 1/2 sum_s |e_s - t_s|`` over every true string and
   every candidate, where ``t_s`` is the true share of string ``s`` (0 for decoys) and
-  ``e_s`` the estimated share if ``s`` was detected, else 0 ("missing = 0");
+  ``e_s`` the estimated share if ``s`` is a row of results.csv (by default every candidate with a
+  share; ``evaluate``'s ``rows``, else the detected ones), else 0 ("missing = 0");
 * **detected**, **false positives** (detected, never reported) and **false negatives**
   (reported, in the candidate list, not detected);
-* **allocated mass**, the sum of the detected estimated shares, and the **unallocated
+* **allocated mass**, the sum of those estimated shares, and the **unallocated
   mass** ``1 - allocated``;
 * the **unexplained mass**: the decoder's own estimate of the share of reports the
   candidates do not explain (``DecodeResult.summary()["unexplained_mass"]``, the same
@@ -48,7 +49,7 @@ METRIC_MEANINGS = {
     "false_positives": "detected but never reported",
     "false_negatives": "reported, in the candidate list, not detected",
     "missing_candidates": "reported strings absent from the candidate list",
-    "allocated_mass": "sum of the detected strings' estimated shares",
+    "allocated_mass": "sum of the estimated shares of results.csv's rows (by default every candidate's)",
     "unallocated_mass": "1 - allocated_mass (undetected candidates included)",
     "unexplained_mass": "the decoder's estimate of the share the candidates do not explain "
                         "(summary()['unexplained_mass'])",
@@ -79,7 +80,7 @@ class Metrics:
     missing_candidates : int
         Reported strings absent from the candidate list (undetectable).
     allocated_mass : float
-        Sum of the estimated shares of the detected strings.
+        Sum of the estimated shares of the rows (``rows``; default: the detected strings).
     unallocated_mass : float
         ``1 - allocated_mass``: the share no detected string accounts for (undetected
         candidates included).
