@@ -760,6 +760,9 @@ _HUGE_LINE_CASES = [
     ("encode-several-variables-header", {"in.csv": b"client,a,a," + b"v" * HUGE + b"\nc,x,y,z\n"},
      ["encode", "--params", "{d}/params.csv", "--key-file", "{d}/key", "{d}/in.csv", "-o", "{out}"],
      f"({HUGE + 11:,} characters)"),
+    ("encode-several-variables-row", {"in.csv": b"client,a," + b"v" * HUGE + b"\nc,x\n"},  # quoted the header
+     ["encode", "--params", "{d}/params.csv", "--key-file", "{d}/key", "{d}/in.csv", "-o", "{out}"],
+     f"({HUGE + 9:,} characters)"),
     ("encode-several-variables-boolean", {"in.csv": b"client,a,b\nc,x," + b"t" * HUGE + b"\n"},
      ["encode", "--params", "{d}/params.csv", "--key-file", "{d}/key", "--bool", "b", "{d}/in.csv", "-o", "{out}"],
      f"({HUGE:,} characters)"),

@@ -414,28 +414,3 @@ def test_encode_reads_a_pipe_or_fifo_once(tmp_path: Path, via: str, text: str) -
             os.close(read_end)
     assert result.returncode == 0, result.stderr
     assert result.stdout == (tmp_path / "expected.csv").read_bytes()
-
-
-def test_encode_several_variables_memory_is_the_chunk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 13, item 7, for encode with several value columns: the whole input was read
-    and split first (40,000 rows: 6.7 MB peak, tracemalloc, growing with the input); now a
-    block at a time, encoded 1,024 clients at a time with the blocks below: 1.5 MB."""
-    import tracemalloc
-
-    import rappor.association._encode as multi
-
-    params, key, _ = _setup(tmp_path, [])
-    (tmp_path / "in.csv").write_text("client,a,b\n" + "".join(f"client-{i},value-{i % 97},{i % 2}\n"
-                                                              for i in range(40_000)))
-    monkeypatch.setattr(multi, "CHUNK_ROWS", 1024)
-    monkeypatch.setattr(multi, "BLOCK_BYTES", 1 << 16)
-    tracemalloc.start()
-    try:
-        assert _run(params, key, tmp_path / "in.csv", tmp_path / "out.csv", "--bool", "b") == 0
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    rows = _read(tmp_path / "out.csv")
-    assert len(rows) == 40_001 and rows[0] == ["client", "cohort", "a", "b"]
-    assert [r[0] for r in rows[1:]] == [f"client-{i}" for i in range(40_000)]
-    assert peak < 4 << 20, peak

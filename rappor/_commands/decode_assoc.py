@@ -110,9 +110,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--categories", choices=("detected", "all"), default="detected",
                      help="categories of a string variable: the candidates its marginal decode detects, or all "
                           "[default: detected]")
-    fit.add_argument("--other", choices=("shrunk", "reference", "none"), default="shrunk",
-                     help="the 'Other' category: shrunk bit rates, google/rappor's GetOtherProbs, or none "
-                          "[default: shrunk]")
+    fit.add_argument("--other", choices=("undetected", "shrunk", "reference", "none"), default="undetected",
+                     help="the 'Other' category: the left-out candidates' and random strings' bit rates, shrunk "
+                          "residual rates, google/rappor's GetOtherProbs, or none "
+                          "[default: undetected]")
     add_level_argument(parser, help_text="significance level of the marginal decodes")
     add_seed_argument(parser, default=0, help_text="seed of --reports-sample-size")
 

@@ -242,7 +242,7 @@ def _print_summary(sim: Any, metrics: Any, details: dict[str, Any], outlook: Any
         f"{'false positives':<24}{m.false_positives:>10}",
         f"{'false negatives':<24}{m.false_negatives:>10}",
         f"{'total variation':<24}{m.total_variation:>10.4f}",
-        f"{'allocated mass':<24}{m.allocated_mass:>10.4f}   sum of the detected shares",
+        f"{'allocated mass':<24}{m.allocated_mass:>10.4f}   sum of the shares in results.csv",
         f"{'unallocated mass':<24}{m.unallocated_mass:>10.4f}   1 - allocated mass",
         f"{'unexplained mass':<24}{m.unexplained_mass:>10.4f} ± {m.unexplained_std_error:.4f} (SE)   "
         "estimated share the candidates do not explain",

@@ -51,8 +51,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="leave every R-th value out of the candidates (0: keep all) [default: 0]")
     parser.add_argument("--categories", choices=("detected", "all"), default="detected",
                         help="categories of a string variable: detected candidates, or all [default: detected]")
-    parser.add_argument("--other", choices=("shrunk", "reference", "none"), default="shrunk",
-                        help="the Other category (see rappor decode-assoc --help) [default: shrunk]")
+    parser.add_argument("--other", choices=("undetected", "shrunk", "reference", "none"), default="undetected",
+                        help="the Other category (see rappor decode-assoc --help) [default: undetected]")
     add_seed_argument(parser, default=0, help_text="random seed")
     parser.add_argument("--no-report", action="store_true", help="skip report.html (no matplotlib needed)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
