@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from .._csv_blocks import PlainBlock, Record, iter_csv_blocks
-from .._excerpt import excerpt
+from .._excerpt import clip, excerpt
 from .._io import PathLike, atomic_output, csv_field, display_name, open_input_binary
 from .._keyfile import looks_like_key_file, not_a_key_file_error
 from .._rejects import OnError, RejectedRow, RejectSink, check_on_error
@@ -80,7 +80,7 @@ def _check_header(row: list[str], raw: bytes, name: str, line: int, variables: b
 def _row_error(row: list[str], name: str, line: int, header: Sequence[str]) -> ReportFormatError | None:
     """The error of a parsed data row, or None if it has the header's fields and a client."""
     if len(row) != len(header):
-        return ReportFormatError(f"expected {len(header)} comma-separated fields ({excerpt(','.join(header))}), "
+        return ReportFormatError(f"expected {len(header)} comma-separated fields ({clip(','.join(header))}), "
                                  f"found {len(row)}", path=name, line=line)
     if not row[0]:
         return ReportFormatError("expected a client id, found an empty field", path=name, line=line)
