@@ -34,7 +34,7 @@ with its binomial standard error.
 ``calibration``: where the intervals miss.  Per cell, ``z = (estimate - truth) /
 std_error``, pooled over seeds and grouped by the cell's true share: mean and sd of ``z``
 and coverage of the 95% interval (``--exact``: every candidate and no Other, the exactly
-specified model).
+specified model; ``--profile``: also the coverage of the profile-likelihood intervals).
 
 ``speed``: one string x boolean collection of N report pairs and C candidates (all of them
 in the table, plus Other): time and peak memory of each stage of the decode.

@@ -35,6 +35,10 @@ def test_readme_python_quick_start_runs() -> None:
         outlook = namespace["outlook"]
         assert float(frequency) == round(outlook.frequency, len(frequency) - 2)  # type: ignore[attr-defined]
         assert float(expected) == round(outlook.expected, len(expected) - 2)  # type: ignore[attr-defined]
+        (old_tv,) = re.findall(r"evaluate_result\(old, sim.truth\).total_variation +# ([0-9.]+) here", code)
+        assert float(old_tv) == round(rappor.metrics.evaluate_result(namespace["old"], truth).total_variation, 3)
+        # The default's shares (every candidate) beat the detected strings' least-squares shares here.
+        assert float(tv) < float(old_tv)
 
 
 def _sh_blocks() -> list[str]:
