@@ -185,7 +185,6 @@ def example_joint(kind: str, num_unique: int = 100, num_unique2: int = 10, *, re
         vals = list(first.strings)
         return joint, [vals, None], [kept(vals), None]
     if kind == "string-string":
-
         u2 = check_int(num_unique2, "num_unique2", "example_joint", low=1)
         check_memory(32 * u * u2, f"a joint table of {u:,} x {u2:,} values", remedy="use fewer distinct values")
         base = stats.poisson.pmf(np.arange(u2), 1.0)
