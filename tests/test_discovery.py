@@ -71,8 +71,8 @@ def test_reduce_words_equals_multiply_shift(k: int) -> None:
 
 
 def test_split_hash_matches_its_specification_with_mmh3() -> None:
-    # Reference: hash i of a fragment in cohort c is floor(((H_i + T_i) mod 2**64) k / 2**64) with
-    # H_i, T_i word i of MurmurHash3_x64_128(uint32_le(i // 2) || tag || part, seed c).
+    # Reference: hash i of a fragment in cohort c is (floor(H_i k / 2**64) + floor(T_i k / 2**64)) mod k
+    # with H_i, T_i word i of MurmurHash3_x64_128(uint32_le(i // 2) || tag || part, seed c).
     params = Params(num_bloombits=200, num_hashes=3, num_cohorts=4, prob_p=0.0, prob_q=1.0, prob_f=0.3)
     spec = DiscoverySpec(params=params, max_length=5, segment=2)
     value, slot = "café.fr".encode(), 1
@@ -84,7 +84,7 @@ def test_split_hash_matches_its_specification_with_mmh3() -> None:
             block = (i // 2).to_bytes(4, "little")
             hw = mmh3.mmh3_x64_128_utupledigest(block + b"rappor/discovery/head\x00" + head, seed)[i % 2]
             tw = mmh3.mmh3_x64_128_utupledigest(block + b"rappor/discovery/tail\x00" + tail, seed)[i % 2]
-            assert got[c, i] == (((hw + tw) % 2**64) * 200) >> 64
+            assert got[c, i] == (((hw * 200) >> 64) + ((tw * 200) >> 64)) % 200
 
 
 def _easy_population() -> Population:
