@@ -43,7 +43,7 @@ def _final(sim, candidates: list[str]) -> dict[str, float]:
     met = evaluate_result(res, sim.full_truth)
     det = np.flatnonzero(res.detected)
     scores = topk_scores(sim.full_truth, [res.strings[i] for i in det], res.proportion[det])
-    return {"tv": met.total_variation, "unexplained_est": met.estimated_unexplained_mass,
+    return {"tv": met.total_variation, "unexplained_mass": met.unexplained_mass,
             "unexplained_true": met.true_unexplained_mass, **{f"decoded_{k}": v for k, v in scores.items()}}
 
 

@@ -10,9 +10,9 @@ the per-seed (paired) TV difference against the plug-in penalty.  A fourth row s
 plug-in penalty by the square root of the Pearson dispersion of a first decode (the
 plug-in assumes unit noise variance on the whitened scale).
 
-The CV penalty is computed with :func:`rappor._penalty.cv_lasso_alpha` on the same
+The CV penalty is computed with :func:`rappor.decoder._screen.cv_lasso_alpha` on the same
 whitened design the decoder screens (rebuilt here with the decoder's private helpers,
-as ``rappor.decoder._decode_arrays`` does) and passed as ``Decoder(lasso_alpha=...)``.
+by :func:`rappor.decoder._problem.weighted_problem`) and passed as ``Decoder(lasso_alpha=...)``.
 
 Usage::
 
@@ -33,33 +33,23 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import rappor  # noqa: E402
-from rappor import _estimation as est  # noqa: E402
-from rappor._penalty import bic_lasso_alpha, cv_lasso  # noqa: E402
+from rappor.decoder._problem import scale_rows, weighted_problem  # noqa: E402
+from rappor.decoder._screen import cv_lasso  # noqa: E402
 from _scenario import zipf_scenario  # noqa: E402
 from accuracy import PARAMS, candidates  # noqa: E402
 
-METHODS = ("plug-in", "cv-min", "cv-1se", "bic", "plug-in*sqrt(phi)")
+METHODS = ("plug-in", "cv-min", "cv-1se", "plug-in*sqrt(phi)")
 
 
 def whitened_problem(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap) -> dict[str, Any]:
-    """The screening Lasso's inputs, rebuilt as ``rappor.decoder._decode_arrays`` builds them.
+    """The screening Lasso's inputs, as the decoder builds them (:func:`rappor.decoder._problem.weighted_problem`).
 
     Returns ``a`` (whitened distinguishable candidate columns), ``b``, ``free`` (the
     whitened non-candidate column) and ``cohort_of_row``.
     """
-    params = aggregate.params
-    k, h = params.num_bloombits, params.num_hashes
-    deb = est.debias(aggregate.counts, params.p11, params.p01)
-    x = est.select_rows(cmap.matrix, deb.rows)
-    rep, zero = est.column_groups(x)
-    s = x.shape[1]
-    is_zero = np.zeros(s, dtype=bool)
-    is_zero[zero] = True
-    uniq = np.flatnonzero((rep == np.arange(s)) & ~is_zero)
-    weight = 1.0 / np.sqrt(deb.var)
-    hbar = k * (1.0 - (1.0 - 1.0 / k) ** h)
-    return {"a": est.scale_rows(x[:, uniq], weight), "b": weight * deb.y, "free": weight * (hbar / k),
-            "cohort_of_row": deb.rows // k}
+    problem = weighted_problem(aggregate.counts, cmap.matrix, aggregate.params)
+    return {"a": scale_rows(problem.design, problem.weight), "b": problem.b, "free": problem.background,
+            "cohort_of_row": problem.cohort_of_row}
 
 
 def penalties(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, folds: int,
@@ -71,12 +61,11 @@ def penalties(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, folds: int
     seconds = time.perf_counter() - t0
     if curve:
         n = len(prob["b"])
-        print("    alpha*n   cv_mean   cv_se  selected")
-        for al, mu, se, sel in zip(cv.alphas, cv.cv_mean, cv.cv_se, cv.n_selected):
+        print("    alpha*n   cv_mean   cv_se")
+        for al, mu, se in zip(cv.alphas, cv.cv_mean, cv.cv_se):
             mark = (" <min" if al == cv.alpha_min else "") + (" <1se" if al == cv.alpha_1se else "")
-            print(f"    {al * n:7.3f} {mu:9.4f} {se:7.4f} {sel:9d}{mark}")
-    bic = bic_lasso_alpha(prob["a"], prob["b"], free=prob["free"])
-    return {"plug-in": None, "cv-min": cv.alpha_min, "cv-1se": cv.alpha_1se, "bic": bic,
+            print(f"    {al * n:7.3f} {mu:9.4f} {se:7.4f}{mark}")
+    return {"plug-in": None, "cv-min": cv.alpha_min, "cv-1se": cv.alpha_1se,
             "plug-in*sqrt(phi)": None}, seconds
 
 
@@ -87,7 +76,7 @@ def decode(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, alpha: float 
     t0 = time.perf_counter()
     res = rappor.Decoder(lasso_alpha=alpha).decode(aggregate, cmap)
     if method == "plug-in*sqrt(phi)":
-        scaled = res.diagnostics["lasso_alpha"] * np.sqrt(res.diagnostics["dispersion"])
+        scaled = res.diagnostics.lasso_alpha * np.sqrt(res.diagnostics.dispersion)
         res = rappor.Decoder(lasso_alpha=scaled).decode(aggregate, cmap)
     return res, time.perf_counter() - t0
 
@@ -104,8 +93,8 @@ def run_scenario(n_decoys: int, seeds: range, folds: int, curve: bool) -> dict[s
             res, seconds = decode(sc.aggregate, cmap, alpha, method)
             m = rappor.evaluate(truth, res.strings, res.proportion, detected=res.detected)
             n_rows = 64 * 16
-            out[method].append((m.total_variation, m.n_detected, m.false_positives, res.diagnostics["selected"],
-                                res.diagnostics["lasso_alpha"] * n_rows,
+            out[method].append((m.total_variation, m.n_detected, m.false_positives, res.diagnostics.selected,
+                                res.diagnostics.lasso_alpha * n_rows,
                                 seconds + (cv_seconds if method.startswith("cv") else 0.0)))
     return {m: np.array(v, dtype=float) for m, v in out.items()}
 
@@ -119,7 +108,7 @@ def run_null(decodes: range, folds: int, n_decoys: int = 1000) -> dict[str, np.n
         alphas, cv_seconds = penalties(sc.aggregate, cmap, folds)
         for method, alpha in alphas.items():
             res, seconds = decode(sc.aggregate, cmap, alpha, method)
-            out[method].append((float(res.detected.sum()), res.diagnostics["selected"],
+            out[method].append((float(res.detected.sum()), res.diagnostics.selected,
                                 seconds + (cv_seconds if method.startswith("cv") else 0.0)))
     return {m: np.array(v, dtype=float) for m, v in out.items()}
 

@@ -81,7 +81,7 @@ def main() -> None:
         t3 = time.perf_counter()
         print(f"{case.name:<22}{n:>10,}{m.n_candidates:>7}{m.n_detected:>5}{m.false_positives:>4}"
               f"{m.false_negatives:>5}{m.total_variation:>8.4f}{m.allocated_mass:>7.3f}"
-              f"{m.estimated_unexplained_mass:>8.3f}{m.true_unexplained_mass:>8.3f}{m.coverage:>7.3f}"
+              f"{m.unexplained_mass:>8.3f}{m.true_unexplained_mass:>8.3f}{m.coverage:>7.3f}"
               f"{m.smallest_detected:>8.4f}{m.largest_missed:>8.4f}{t1 - t0:>7.2f}{t2 - t1:>7.2f}{t3 - t2:>7.2f}",
               flush=True)
     print(f"total {time.perf_counter() - start:.1f} s (sim_s: simulate and hash the candidates; dec_s: decode; "

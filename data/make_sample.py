@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from rappor import Params, write_params
 from rappor.aggregate import write_counts
 from rappor.candidates import write_candidates
@@ -30,6 +32,22 @@ def main() -> None:
     write_candidates(candidate_strings(Population.zipf(100), decoys=20), HERE / "candidates_v100.txt")
     write_candidates(candidate_strings(Population.zipf(100), decoys=20, remove_every=10),
                      HERE / "candidates_v100_missing.txt")
+    quickstart()
+
+
+def quickstart() -> None:
+    """The README's CLI quick start: values to encode, two earlier days of counts, candidates."""
+    params = Params(k=16, h=2, m=16, p=0.5, q=0.75, f=0.5)
+    population = Population.zipf(20, exponent=1.5)
+    out = HERE / "quickstart"
+    out.mkdir(exist_ok=True)
+    write_params(params, out / "params.csv")
+    values = population.sample(3_000, rng=np.random.default_rng(20240103))
+    (out / "values.csv").write_text("client,value\n" + "".join(
+        f"client{i:04d},{population.strings[v]}\n" for i, v in enumerate(values.tolist())), encoding="utf-8")
+    for day, seed in (("day1", 20240101), ("day2", 20240102)):
+        write_counts(simulate(params, population, 20_000, rng=seed).aggregate, out / f"{day}.csv")
+    write_candidates(candidate_strings(population, decoys=5), out / "candidates.txt")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ Public modules
 Client
     ``rappor.params``      :class:`Params` and google/rappor's ``params.csv``
     ``rappor.hashing``     per-cohort Bloom hashing (the only user of mmh3)
+    ``rappor.randomizer``  the randomizer core: PRR/IRR rules and thresholds, p11/p01, debiasing
     ``rappor.encoder``     :class:`Encoder`: cohorts, keyed PRR, CSPRNG IRR, key files
     ``rappor.reports``     :class:`Report`, :class:`ReportBatch` and report files
 Collection
@@ -18,19 +19,19 @@ Collection
     ``rappor.map_file``    google/rappor ``map.csv`` files
     ``rappor.compat``      google/rappor's own MD5 hashing and PRR, for its collections
 Analysis
-    ``rappor.decoder``     :class:`Decoder` and :class:`DecodeResult`
+    ``rappor.decoder``     :class:`Decoder`, :class:`DecodeResult` and its :class:`DecodeDiagnostics`
     ``rappor.privacy``     privacy accounting: pure epsilon, RDP, zCDP, (epsilon, delta)
     ``rappor.mechanisms``  randomized response, k-RR, basic and k-RAPPOR, with estimators
     ``rappor.planner``     choosing parameters for privacy and detection targets
-    ``rappor.simulation``  populations, fast batch encoding, :func:`simulate`
+    ``rappor.simulation``  populations, :func:`simulate`, simulated reports and exact counts
     ``rappor.metrics``     accuracy of a decode against the truth
     ``rappor.audit``       empirical privacy audit of an encoder
     ``rappor.exceptions``  the error and warning hierarchy
 
 Not imported here (optional dependencies): ``rappor.parquet`` (pyarrow),
 ``rappor.engines`` (Dask, Spark), ``rappor.plots`` and ``rappor.html_report``
-(matplotlib).  Every public name of the modules above is re-exported; ``__all__``
-lists them.
+(matplotlib).  Every public name of the modules above except ``rappor.randomizer``
+(a low-level core, used through its module) is re-exported; ``__all__`` lists them.
 """
 
 from __future__ import annotations

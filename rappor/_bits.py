@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 __all__ = [
     "bits_to_bitstrings",
+    "bitstring_codes_to_bits",
     "bitstrings_to_bits",
     "num_words",
     "pack_bits",
@@ -80,6 +81,16 @@ def unpack_bytes(data: bytes, num_bloombits: int) -> npt.NDArray[np.uint8]:
     return bits[:num_bloombits].copy()
 
 
+def bitstring_codes_to_bits(codes: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """Bit strings as an ``(n, k)`` array of byte codes (row ``i`` = string ``i``) to bits.
+
+    Column ``j`` of the result is bit ``j`` (character ``k - 1 - j``): 0 for ``'0'``, 1 for
+    ``'1'`` and a value above 1 for any other byte, which the caller checks.  O(n k)
+    time and memory (issue 13: the former per-file index table was O(k**2)).
+    """
+    return np.ascontiguousarray(codes[:, ::-1]) - np.uint8(ord("0"))
+
+
 def bitstrings_to_bits(strings: Sequence[str], num_bloombits: int) -> npt.NDArray[np.uint8]:
     """Convert google/rappor bit strings (character 0 = bit k-1) to an ``(n, k)`` 0/1 array.
 
@@ -95,10 +106,9 @@ def bitstrings_to_bits(strings: Sequence[str], num_bloombits: int) -> npt.NDArra
         joined = b""
     lengths_ok = len(joined) == n * num_bloombits
     if lengths_ok:
-        raw = np.frombuffer(joined, dtype=np.uint8).reshape(n, num_bloombits)
-        bits = raw - np.uint8(ord("0"))
+        bits = bitstring_codes_to_bits(np.frombuffer(joined, dtype=np.uint8).reshape(n, num_bloombits))
         if (bits <= 1).all():
-            return np.ascontiguousarray(bits[:, ::-1])
+            return bits
     # Slow path: find the first offending string for the message.
     for i, s in enumerate(strings):
         if len(s) != num_bloombits:

@@ -2,7 +2,11 @@
 
 * :func:`atomic_output` writes to a temporary file beside the target and renames it
   into place only when the ``with`` block succeeds, so a failed run never leaves a
-  half-written output (``-`` writes to standard output).
+  half-written output (``-`` writes to standard output); it renames over regular files
+  only (keeping their permission bits), and writes devices and FIFOs straight.
+* :func:`check_distinct_files` refuses a command whose output is the same file as one
+  of its inputs or another output (compared by device and inode).
+* :func:`remove_temporary_files` deletes uncommitted temporary outputs after a signal.
 * :func:`read_input_bytes` and :func:`iter_text_lines` read a path or ``-`` (stdin),
   accept a UTF-8 byte-order mark and CRLF line endings, and turn every failure into a
   :class:`~rappor.exceptions.ReportFormatError` naming the file (and line).
@@ -13,19 +17,22 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import secrets
+import stat
 import sys
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Union
 
-from .exceptions import ReportFormatError
+from ._keyfile import looks_like_key_file, not_a_key_file_error
+from .exceptions import InvalidParameterError, ReportFormatError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 STDIO = "-"
 
-__all__ = ["PathLike", "atomic_output", "display_name", "iter_text_lines", "read_input_bytes"]
+__all__ = ["PathLike", "atomic_output", "check_distinct_files", "csv_field", "display_name", "file_identity",
+           "iter_text_lines", "output_target", "read_input_bytes", "remove_temporary_files"]
 
 
 def display_name(path: PathLike | None) -> str:
@@ -46,24 +53,29 @@ def _os_error(path: PathLike, exc: OSError) -> ReportFormatError:
     return ReportFormatError(f"cannot read file: {reason}", path=display_name(path))
 
 
-def read_input_bytes(path: PathLike) -> bytes:
-    """Read all bytes of ``path`` (``-`` for standard input), with a clear error if it cannot be read."""
-    if str(path) == STDIO:
-        return sys.stdin.buffer.read()
-    p = Path(path)
-    try:
-        if p.is_dir():
-            raise IsADirectoryError(21, "Is a directory", str(p))
-        return p.read_bytes()
-    except OSError as exc:
-        raise _os_error(path, exc) from None
+def read_input_bytes(path: PathLike, *, max_bytes: int | None = None, what: str = "this file") -> bytes:
+    """Read all bytes of ``path`` (``-`` for standard input), with a clear error if it cannot be read.
+
+    With ``max_bytes``, at most ``max_bytes + 1`` bytes are read and a longer input is an
+    error ("expected ``what`` of at most N bytes"), so a huge file or ``/dev/zero`` costs
+    a bounded read, not all the memory of the machine.
+    """
+    with open_input_binary(path) as fh:
+        data = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+    if max_bytes is not None and len(data) > max_bytes:
+        msg = f"expected {what} of at most {max_bytes:,} bytes, found a larger file"
+        raise ReportFormatError(msg, path=display_name(path))
+    return data
 
 
 @contextlib.contextmanager
 def open_input_binary(path: PathLike) -> Iterator[IO[bytes]]:
     """Open ``path`` (or stdin for ``-``) for binary reading, with clear errors."""
     if str(path) == STDIO:
-        yield sys.stdin.buffer
+        try:
+            yield sys.stdin.buffer
+        except MemoryError:
+            raise MemoryError("while reading <stdin>") from None
         return
     p = Path(path)
     try:
@@ -72,8 +84,16 @@ def open_input_binary(path: PathLike) -> Iterator[IO[bytes]]:
         fh = open(p, "rb")
     except OSError as exc:
         raise _os_error(path, exc) from None
-    with fh:
-        yield fh
+    with _naming_write_errors(os.fspath(path)), fh:
+        try:
+            yield fh
+        except MemoryError:
+            # Name the file in the CLI's message (rappor.cli): the likeliest cause is in it.
+            raise MemoryError(f"while reading {display_name(path)}") from None
+        except OSError as exc:  # a failed read (EIO ...): "cannot read file", not the write wording above
+            if isinstance(exc, BrokenPipeError):
+                raise
+            raise _os_error(path, exc) from None
 
 
 def decode_line(raw: bytes, path: PathLike, lineno: int) -> str:
@@ -91,23 +111,101 @@ def decode_line(raw: bytes, path: PathLike, lineno: int) -> str:
         raise ReportFormatError(msg, path=display_name(path), line=lineno) from None
 
 
-def iter_text_lines(path: PathLike) -> Iterator[tuple[int, str]]:
+#: Longest line :func:`iter_text_lines` reads by default (a bound on memory, not a format rule).
+MAX_LINE_BYTES = 1 << 26
+
+
+def iter_text_lines(path: PathLike, *, what: str | None = None,
+                    max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, text)`` for each line of ``path`` (1-based, newline stripped).
 
     A UTF-8 byte-order mark and CRLF endings are accepted; invalid UTF-8 raises a
-    :class:`ReportFormatError` naming the line.
+    :class:`ReportFormatError` naming the line.  Lines are read one at a time, each at
+    most ``max_line_bytes`` long (a longer one is an error, so memory stays bounded even
+    for ``/dev/zero``), and the caller may stop at the first bad one.
+
+    With ``what`` (e.g. ``"a params file"``), a key file (:mod:`rappor._keyfile`) is
+    refused as such, without quoting it: a first line that looks like a key is held
+    back until a later non-blank line shows that the file is something else.
     """
+    name = display_name(path)
     with open_input_binary(path) as fh:
-        for lineno, raw in enumerate(fh, start=1):
+        held: list[bytes] = []  # a key-like first line and the blank lines after it
+        lineno = 0
+        while True:
+            raw = fh.readline(max_line_bytes + 1)
+            if not raw:
+                break
+            lineno += 1
+            if len(raw) > max_line_bytes:
+                msg = f"expected a line of at most {max_line_bytes:,} bytes, found a longer one"
+                raise ReportFormatError(msg, path=name, line=lineno)
+            if what is not None and (lineno == 1 or held):
+                held.append(raw)
+                content = b"".join(held)
+                if looks_like_key_file(content):
+                    continue  # a key so far: see what follows
+                held.pop()
+                for number, line in enumerate(held, start=1):
+                    yield number, decode_line(line, path, number)
+                held.clear()
             yield lineno, decode_line(raw, path, lineno)
+        if held:
+            raise not_a_key_file_error(name, what or "this kind of file")
+
+
+#: Temporary files of outputs not yet committed: removed by :func:`remove_temporary_files`
+#: after a signal, even one that arrived while a file was being created.
+_PENDING: set[Path] = set()
+
+
+def remove_temporary_files() -> None:
+    """Delete every temporary output file of this process that was neither committed nor aborted."""
+    for tmp in list(_PENDING):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        _PENDING.discard(tmp)
+
+
+def _create_temporary(directory: Path, name: str) -> tuple[int, Path]:
+    """Create ``directory/.NAME.RANDOM.tmp`` (mode 0600) and register it in :data:`_PENDING`.
+
+    The name is registered before the file exists, so a signal handler that runs at any
+    point after creation finds it (what :func:`tempfile.mkstemp` cannot offer).
+    """
+    for _ in range(100):
+        tmp = directory / f".{name}.{secrets.token_hex(8)}.tmp"
+        _PENDING.add(tmp)
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600), tmp
+        except FileExistsError:  # pragma: no cover - 64 random bits
+            _PENDING.discard(tmp)
+        except OSError:  # nothing was created (a signal, by contrast, leaves the name registered)
+            _PENDING.discard(tmp)
+            raise
+    raise FileExistsError(17, "no unused temporary file name", os.fspath(directory))  # pragma: no cover
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
 
 
 class _AtomicFile:
-    def __init__(self, path: Path, mode: str, newline: str | None) -> None:
+    """A temporary file beside ``path``, renamed over it by :meth:`commit`.
+
+    The file gets ``mode`` (the replaced file's permission bits, or those of a new
+    file) before it is renamed; ``owner`` (uid, gid) is restored where allowed.
+    """
+
+    def __init__(self, path: Path, mode: str, newline: str | None, *, file_mode: int,
+                 owner: tuple[int, int] | None) -> None:
         self.path = path
         directory = path.parent if str(path.parent) else Path(".")
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-        self.tmp = Path(tmp)
+        fd, self.tmp = _create_temporary(directory, path.name)
+        self.file_mode = file_mode
+        self.owner = owner
         if "b" in mode:
             self.fh: IO[Any] = os.fdopen(fd, mode)
         else:
@@ -115,23 +213,99 @@ class _AtomicFile:
 
     def commit(self) -> None:
         self.fh.flush()
-        os.fsync(self.fh.fileno())
+        fd = self.fh.fileno()
+        if self.owner is not None and hasattr(os, "fchown"):
+            # Only root (or the owner, for a group it belongs to) may do this: best effort.
+            with contextlib.suppress(OSError):
+                os.fchown(fd, *self.owner)
+        os.fchmod(fd, self.file_mode)
+        os.fsync(fd)
         self.fh.close()
-        # Keep the usual permissions of a new file (mkstemp makes it 0600).
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(self.tmp, 0o666 & ~umask)
         os.replace(self.tmp, self.path)
+        _PENDING.discard(self.tmp)
 
     def abort(self) -> None:
         with contextlib.suppress(OSError):
             self.fh.close()
         with contextlib.suppress(OSError):
             self.tmp.unlink()
+        _PENDING.discard(self.tmp)
+
+
+def _write_error(path: PathLike, exc: OSError) -> ReportFormatError:
+    reason = exc.strerror or exc.__class__.__name__
+    return ReportFormatError(f"cannot write file: {reason}", path=os.fspath(path))
+
+
+def _same_file_as_stdout(st: os.stat_result) -> bool:
+    try:
+        out = os.fstat(sys.stdout.fileno())
+    except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+        return False
+    return (out.st_dev, out.st_ino) == (st.st_dev, st.st_ino)
+
+
+def output_target(path: PathLike) -> tuple[str, Path, os.stat_result | None]:
+    """How an output named ``path`` is written: ``(how, where, the file there now or None)``.
+
+    ``how`` is ``"stdout"`` (``-``, or a path naming the file standard output is
+    redirected to, such as ``/dev/stdout``), ``"straight"`` (a character device such as
+    ``/dev/null``, or a FIFO: opened and written as they are) or ``"replace"`` (a
+    regular file, or nothing yet: written atomically).  Symbolic links are followed: a
+    replaced file is the link's target (a dangling link creates the path it names), and
+    the link stays.
+
+    Raises
+    ------
+    ReportFormatError
+        If the target is a directory, or another kind of special file (a block device, a socket).
+    """
+    if str(path) == STDIO:
+        return "stdout", Path(STDIO), None
+    try:
+        st: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+    if st is None:
+        return "replace", Path(os.path.realpath(path)), None
+    if stat.S_ISDIR(st.st_mode):
+        raise ReportFormatError("cannot write file: is a directory", path=os.fspath(path))
+    if _same_file_as_stdout(st):
+        return "stdout", Path(STDIO), st
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+        return "straight", Path(path), st
+    if not stat.S_ISREG(st.st_mode):
+        msg = "cannot write file: not a regular file, a character device or a FIFO"
+        raise ReportFormatError(msg, path=os.fspath(path))
+    return "replace", Path(os.path.realpath(path)), st
 
 
 @contextlib.contextmanager
-def atomic_output(path: PathLike | None, *, binary: bool = False, newline: str | None = "") -> Iterator[IO[Any]]:
+def _naming_write_errors(name: str) -> Iterator[None]:
+    """Turn a failed flush or close of a stream (full disk, stream opened for reading) into an error naming it.
+
+    A reader that went away (:class:`BrokenPipeError`) passes through: the CLI stops quietly.
+    """
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise ReportFormatError(f"cannot write: {exc.strerror or exc}", path=name) from None
+
+
+def _stdout(binary: bool) -> IO[Any]:
+    stream: Any = sys.stdout
+    if stream is None:  # the process was started with its standard output closed (`>&-`)
+        raise ReportFormatError("cannot write: standard output is closed", path="<stdout>")
+    return stream.buffer if binary else stream  # type: ignore[no-any-return]
+
+
+@contextlib.contextmanager
+def atomic_output(path: PathLike | None, *, binary: bool = False, newline: str | None = "",
+                  private: bool = False) -> Iterator[IO[Any]]:
     """Open ``path`` for writing so that it appears complete or not at all.
 
     Parameters
@@ -142,25 +316,50 @@ def atomic_output(path: PathLike | None, *, binary: bool = False, newline: str |
         Open in binary mode.
     newline : str or None, default=""
         Passed to :func:`open` in text mode (``""`` writes ``\\n`` as given).
+    private : bool, default=False
+        The output holds private values (e.g. raw client values): a new file is
+        created with mode 0600, and a replaced file keeps at most its owner's bits.
 
     Yields
     ------
     file object
         Write to it; the file is renamed into place when the block exits without error.
+
+    Notes
+    -----
+    Only regular files are replaced, by renaming a temporary file written beside them
+    (which never leaves a half-written output); the replaced file's permission bits
+    (and, where allowed, owner and group) carry over, and a new file gets the usual
+    ``0666 & ~umask``.  A symbolic link is followed: its target is replaced, the link
+    stays.  Character devices (``/dev/null``, a terminal) and FIFOs are written
+    straight, never renamed over; other special files are refused.  A path naming the
+    file standard output goes to (``/dev/stdout``) writes to standard output.
     """
-    if path is None or str(path) == STDIO:
-        stream: IO[Any] = sys.stdout.buffer if binary else sys.stdout
+    if path is None:
+        path = STDIO
+    how, target, st = output_target(path)
+    if how == "stdout":
+        stream = _stdout(binary)
         yield stream
-        stream.flush()
+        with _naming_write_errors("<stdout>"):
+            stream.flush()
         return
-    target = Path(path)
-    if target.is_dir():
-        raise ReportFormatError("cannot write file: is a directory", path=os.fspath(path))
+    if how == "straight":
+        yield from _write_straight(path, target, binary, newline)
+        return
+    if st is not None:
+        file_mode = stat.S_IMODE(st.st_mode) & 0o777
+        owner: tuple[int, int] | None = (st.st_uid, st.st_gid)
+    else:
+        file_mode = 0o666 & ~_umask()
+        owner = None
+    if private:
+        file_mode &= 0o600
     try:
-        handle = _AtomicFile(target, "wb" if binary else "w", None if binary else newline)
+        handle = _AtomicFile(target, "wb" if binary else "w", None if binary else newline,
+                             file_mode=file_mode, owner=owner)
     except OSError as exc:
-        reason = exc.strerror or exc.__class__.__name__
-        raise ReportFormatError(f"cannot write file: {reason}", path=os.fspath(path)) from None
+        raise _write_error(path, exc) from None
     try:
         yield handle.fh
     except BaseException:
@@ -168,12 +367,119 @@ def atomic_output(path: PathLike | None, *, binary: bool = False, newline: str |
         raise
     try:
         handle.commit()
-    except OSError as exc:
+    except BaseException as exc:
         handle.abort()
-        reason = exc.strerror or exc.__class__.__name__
-        raise ReportFormatError(f"cannot write file: {reason}", path=os.fspath(path)) from None
+        if isinstance(exc, OSError):
+            raise _write_error(path, exc) from None
+        raise
+
+
+def _write_straight(path: PathLike, target: Path, binary: bool, newline: str | None) -> Iterator[IO[Any]]:
+    """Write to a character device or FIFO as it is (opened without O_CREAT or O_TRUNC)."""
+    try:
+        fd = os.open(target, os.O_WRONLY)
+    except OSError as exc:
+        raise _write_error(path, exc) from None
+    if binary:
+        fh: IO[Any] = os.fdopen(fd, "wb")
+    else:
+        fh = os.fdopen(fd, "w", encoding="utf-8", newline=newline)
+    with _naming_write_errors(os.fspath(path)), fh:
+        yield fh
 
 
 def text_buffer() -> io.StringIO:
     """A fresh in-memory text buffer (used to render CSV before an atomic write)."""
     return io.StringIO(newline="")
+
+
+def _stream_identity(stream: Any, name: str) -> frozenset[tuple[Any, ...]]:
+    """Keys of a standard stream: its name, and its file when it is a regular file."""
+    keys: set[tuple[Any, ...]] = {("stream", name)}
+    try:
+        st = os.fstat(stream.fileno())
+    except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+        return frozenset(keys)
+    if stat.S_ISREG(st.st_mode):
+        keys.add(("file", st.st_dev, st.st_ino))
+    return frozenset(keys)
+
+
+def file_identity(path: PathLike, *, output: bool) -> frozenset[tuple[Any, ...]]:
+    """Keys identifying the file ``path`` names: two paths name the same file iff their keys meet.
+
+    An existing file is known by its device and inode (which sees through symbolic links,
+    hard links and ``..``); a path that does not exist yet by its resolved form.  ``-`` is
+    standard output (``output=True``) or input, plus the file it is redirected to.  A
+    character device (``/dev/null``, a terminal) has no keys: writing it twice, or reading
+    and writing it, destroys nothing.
+    """
+    if str(path) == STDIO:
+        return _stream_identity(sys.stdout, "stdout") if output else _stream_identity(sys.stdin, "stdin")
+    try:
+        st = os.stat(path)
+    except OSError:
+        return frozenset({("path", os.path.realpath(path))})
+    if stat.S_ISCHR(st.st_mode):
+        return frozenset()
+    return frozenset({("file", st.st_dev, st.st_ino)})
+
+
+def _shown(role: str, path: PathLike, output: bool) -> str:
+    if str(path) == STDIO:
+        return f"{role} {'<stdout>' if output else '<stdin>'}"
+    return f"{role} {os.fspath(path)}"
+
+
+def check_distinct_files(inputs: Sequence[tuple[str, PathLike]], outputs: Sequence[tuple[str, PathLike]], *,
+                         summed: Sequence[tuple[str, PathLike]] = ()) -> None:
+    """Refuse a command whose paths would make it destroy an input or mix two outputs.
+
+    Parameters
+    ----------
+    inputs : sequence of (role, path)
+        Files the command reads, with the option that names them (``"--key-file"``).
+    outputs : sequence of (role, path)
+        Files it writes (``"-o"``, ``"--rejects"``, ...).
+    summed : sequence of (role, path), default=()
+        Inputs whose contents are added up (``sum-bits`` REPORTS): giving one file twice
+        would count it twice, so these must be distinct from each other too.
+
+    Raises
+    ------
+    InvalidParameterError
+        If an output is the same file (see :func:`file_identity`) as an input, as another
+        output, or if two summed inputs are the same file; the message names both paths.
+    """
+    read = [(role, path, file_identity(path, output=False)) for role, path in (*inputs, *summed)]
+    written = [(role, path, file_identity(path, output=True)) for role, path in outputs]
+    for i, (role, path, keys) in enumerate(written):
+        for other_role, other, other_keys in read:
+            if keys & other_keys:
+                msg = (f"{_shown(role, path, True)} is the same file as {_shown(other_role, other, False)}: "
+                       f"refusing to overwrite an input")
+                raise InvalidParameterError(msg)
+        for other_role, other, other_keys in written[:i]:
+            if keys & other_keys:
+                msg = (f"{_shown(role, path, True)} is the same file as {_shown(other_role, other, True)}: "
+                       f"two outputs cannot share a file")
+                raise InvalidParameterError(msg)
+    seen = [(role, path, file_identity(path, output=False)) for role, path in summed]
+    for i, (role, path, keys) in enumerate(seen):
+        for other_role, other, other_keys in seen[:i]:
+            if keys & other_keys:
+                msg = (f"{_shown(role, path, False)} is the same file as {_shown(other_role, other, False)}: "
+                       f"it would be counted twice")
+                raise InvalidParameterError(msg)
+
+
+def csv_field(text: str) -> str:
+    """``text`` as one field of a written CSV row (``results.csv``, ``truth.csv``).
+
+    Quoted, with quotes doubled, when it holds a comma, a quote or a line break (``\r``
+    or ``\n``), or starts or ends with white space (which some readers strip); bare
+    otherwise.  The csv module and R's ``read.csv`` read it back exactly.
+    """
+    if any(ch in text for ch in ',"\n\r') or text != text.strip():
+        return '"' + text.replace('"', '""') + '"'
+    return text

@@ -1,7 +1,8 @@
 """Rows rejected by a reader running with ``on_error="skip"`` (private).
 
 A reader given ``on_error="skip"`` does not stop at a bad data row: it leaves the row
-out and hands a :class:`RejectedRow` (file, line, reason, the row's text) to a sink,
+out and hands a :class:`RejectedRow` (file, line, reason, the row's text, clipped to
+:data:`rappor._excerpt.EXCERPT_CHARS` characters plus its length) to a sink,
 any object with an ``append`` method: a plain ``list`` or a :class:`RejectsWriter`,
 which streams them to a CSV file so that memory stays bounded however many rows are
 bad.  The header of a file is never skipped: without it nothing else can be read.
@@ -10,9 +11,11 @@ bad.  The header of a file is never skipped: without it nothing else can be read
 from __future__ import annotations
 
 import csv
+import os
 from dataclasses import dataclass
 from typing import IO, Any, Literal, Protocol
 
+from ._excerpt import clip
 from ._io import STDIO
 from ._validation import check_options
 from .exceptions import InvalidParameterError
@@ -40,13 +43,18 @@ class RejectedRow:
     reason : str
         What was expected and what was found (the message the reader would have raised).
     text : str
-        The row as read (undecodable bytes replaced by U+FFFD).
+        The row as read (undecodable bytes replaced by U+FFFD); a row longer than
+        :data:`~rappor._excerpt.EXCERPT_CHARS` characters is kept as its start and its
+        length (:func:`rappor._excerpt.clip`), so rejects stay small whatever the rows.
     """
 
     path: str
     line: int
     reason: str
     text: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", clip(self.text))
 
 
 class RejectSink(Protocol):
@@ -71,12 +79,16 @@ def resolve_rejects_path(output: str, rejects: str | None, what: str) -> str:
     """The rejects file of a command run with ``--on-error skip``.
 
     ``--rejects PATH`` if given, else ``OUTPUT.rejects.csv``; when OUTPUT is standard
-    output, ``--rejects`` is required (``what`` names the output in the message).
+    output or not a regular file (``/dev/null``, a FIFO), ``--rejects`` is required
+    (``what`` names the output in the message).
     """
     if rejects is not None:
         return rejects
     if output == STDIO:
         raise InvalidParameterError(f"--on-error skip with the {what} on stdout needs --rejects PATH.")
+    if os.path.exists(output) and not os.path.isfile(output):  # /dev/null, a FIFO: no file to sit beside
+        raise InvalidParameterError(f"--on-error skip with the {what} written to {output}, not a regular file, "
+                                    f"needs --rejects PATH.")
     return f"{output}.rejects.csv"
 
 

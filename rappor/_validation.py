@@ -1,4 +1,4 @@
-"""Small validators shared by the public classes (private).
+"""Small validators shared by the public classes (private): ints, probabilities, reals, options, cohorts, rng.
 
 Messages follow one template, after scikit-learn's ``InvalidParameterError``::
 
@@ -13,6 +13,7 @@ import operator
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .exceptions import InvalidParameterError
 
@@ -84,6 +85,22 @@ def check_options(value: Any, name: str, owner: str, options: tuple[str, ...]) -
         expected = "a str among {" + ", ".join(repr(o) for o in options) + "}"
         raise _fail(name, owner, expected, value)
     return value
+
+
+def check_cohort(value: Any, num_cohorts: int, owner: str, name: str = "cohort") -> int:
+    """Return ``value`` as an ``int`` cohort in ``[0, num_cohorts)``."""
+    return check_int(value, name, owner, low=0, high=num_cohorts - 1)
+
+
+def check_cohorts(values: npt.ArrayLike, num_cohorts: int, owner: str, name: str = "cohorts") -> npt.NDArray[np.int64]:
+    """Return ``values`` as a flat int64 array of cohorts in ``[0, num_cohorts)``; the message shows the first bad one."""
+    cohorts = np.asarray(values, dtype=np.int64).reshape(-1)
+    bad = (cohorts < 0) | (cohorts >= num_cohorts)
+    if bad.any():
+        msg = (f"The {name!r} parameter of {owner} must hold ints in the range [0, {num_cohorts - 1}]. "
+               f"Got {int(cohorts[bad][0])} instead.")
+        raise InvalidParameterError(msg)
+    return cohorts
 
 
 def check_rng(rng: Any) -> np.random.Generator:

@@ -4,6 +4,10 @@ The table has shape ``(num_cohorts, num_bloombits + 1)``: column 0 is the number
 reports of the cohort, column ``1 + j`` the number of reports with bit ``j`` set
 (google/rappor ``counts.csv``).  Aggregates form a commutative monoid under
 :meth:`Aggregate.merge` (exact int64 addition) with :meth:`Aggregate.empty` as identity.
+
+Every count, and the total number of reports over all cohorts, fits in int64: a table
+whose total would exceed ``2**63 - 1`` is refused (when read, merged or built) rather
+than wrapped around to a negative number.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ._bits import unpack_bits
-from ._io import PathLike, atomic_output, display_name, iter_text_lines
+from ._excerpt import excerpt
+from ._io import MAX_LINE_BYTES, PathLike, atomic_output, display_name, iter_text_lines
+from ._memory import check_counts_table
 from .exceptions import IncompatibleParamsError, InvalidParameterError, ReportFormatError, UnbalancedCohortsWarning
 from .params import Params, check_same_params
 from .reports import ReportBatch
@@ -25,6 +31,48 @@ __all__ = ["Aggregate", "check_cohort_balance", "read_counts", "write_counts"]
 
 # _BYTE_BITS[v, i] is bit i of the byte value v, in the packed-byte order of rappor._bits.
 _BYTE_BITS = unpack_bits(np.arange(256, dtype=np.uint64)[:, None], 8).astype(np.int64)
+
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
+
+def _zero_counts(params: Params) -> npt.NDArray[np.int64]:
+    """A zero ``(num_cohorts, num_bloombits + 1)`` int64 table, refused before allocation when
+    it cannot fit in memory (:class:`~rappor.exceptions.InsufficientMemoryError`)."""
+    check_counts_table(params)
+    return np.zeros((params.num_cohorts, params.num_bloombits + 1), dtype=np.int64)
+
+
+def _exact_total(column: npt.NDArray[np.int64]) -> int:
+    """The exact sum of non-negative int64 counts (numpy's int64 sum would wrap around)."""
+    if float(np.sum(column, dtype=np.float64)) < 2.0**62:  # far from 2**63: the int64 sum is exact
+        return int(np.sum(column))
+    return sum(column.tolist())
+
+
+def _add_counts(total: npt.NDArray[np.int64], part: npt.NDArray[np.int64]) -> None:
+    """``total += part`` for non-negative int64 tables, refusing a sum beyond ``2**63 - 1``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If some entry would wrap around (both are non-negative, so a wrapped sum is
+        smaller than ``part``) or the total number of reports would exceed ``2**63 - 1``.
+    """
+    np.add(total, part, out=total)
+    if (total < part).any() or _exact_total(total[:, 0]) > _INT64_MAX:
+        msg = ("Cannot count these reports exactly: a count, or the total number of reports over all cohorts, "
+               "would exceed 2**63 - 1 (the int64 range).")
+        raise InvalidParameterError(msg)
+
+
+def _exact_reports(counts: npt.NDArray[np.int64]) -> int:
+    """Total reports of a counts table, refusing a total beyond ``2**63 - 1``."""
+    total = _exact_total(counts[:, 0])
+    if total > _INT64_MAX:
+        msg = (f"The 'counts' parameter of Aggregate must hold at most 2**63 - 1 reports over all cohorts (the "
+               f"int64 range of every total). Got {total} instead.")
+        raise InvalidParameterError(msg)
+    return total
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -36,7 +84,8 @@ class Aggregate:
     params : Params
     counts : array-like of int, shape (num_cohorts, num_bloombits + 1)
         ``counts[c, 0]`` reports in cohort ``c``; ``counts[c, 1 + j]`` of them with bit ``j`` set.
-        Stored as a read-only int64 array; every entry must satisfy ``0 <= counts[c, 1 + j] <= counts[c, 0]``.
+        Stored as a read-only int64 array; every entry must satisfy ``0 <= counts[c, 1 + j] <= counts[c, 0]``,
+        and the total number of reports, ``counts[:, 0].sum()``, must be at most ``2**63 - 1``.
     """
 
     params: Params
@@ -59,13 +108,14 @@ class Aggregate:
             msg = (f"The 'counts' parameter of Aggregate has more ones than reports: cohort {c}, bit {j} "
                    f"has {arr[c, 1 + j]} ones among {arr[c, 0]} reports.")
             raise InvalidParameterError(msg)
+        _exact_reports(arr)
         arr.flags.writeable = False
         object.__setattr__(self, "counts", arr)
 
     @classmethod
     def empty(cls, params: Params) -> Aggregate:
         """The identity of :meth:`merge`: no reports."""
-        return cls(params=params, counts=np.zeros((params.num_cohorts, params.num_bloombits + 1), dtype=np.int64))
+        return cls(params=params, counts=_zero_counts(params))
 
     @classmethod
     def from_reports(cls, reports: ReportBatch) -> Aggregate:
@@ -78,7 +128,7 @@ class Aggregate:
         """
         params = reports.params
         m, k = params.num_cohorts, params.num_bloombits
-        counts = np.zeros((m, k + 1), dtype=np.int64)
+        counts = _zero_counts(params)
         cohorts = reports.cohorts
         n = cohorts.shape[0]
         if n == 0:
@@ -122,21 +172,34 @@ class Aggregate:
         ------
         IncompatibleParamsError
             If a chunk has other parameters.
+        InvalidParameterError
+            If the total would exceed ``2**63 - 1`` reports.
         """
-        total = np.zeros((params.num_cohorts, params.num_bloombits + 1), dtype=np.int64)
+        total = _zero_counts(params)
         for chunk in chunks:
             check_same_params(params, chunk.params, "A chunk of reports")
-            total += cls.from_reports(chunk).counts
+            _add_counts(total, cls.from_reports(chunk).counts)
         return cls(params=params, counts=total)
 
     def merge(self, other: Aggregate) -> Aggregate:
-        """Exact sum of two aggregates made with the same parameters."""
+        """Exact sum of two aggregates made with the same parameters.
+
+        Raises
+        ------
+        IncompatibleParamsError
+            If the parameters differ.
+        InvalidParameterError
+            If a count, or the total number of reports, would exceed ``2**63 - 1``.
+        """
         if self.params != other.params:
             msg = f"Cannot merge aggregates made with different parameters: {self.params!r} and {other.params!r}."
             raise IncompatibleParamsError(msg)
         total = self.counts + other.counts
         if (total < self.counts).any():  # both are >= 0, so a smaller sum means int64 wrapped around
-            msg = "Cannot merge these aggregates exactly: a count would exceed 2**63 - 1."
+            raise InvalidParameterError("Cannot merge these aggregates exactly: a count would exceed 2**63 - 1.")
+        if _exact_total(total[:, 0]) > _INT64_MAX:
+            msg = ("Cannot merge these aggregates exactly: the total number of reports over all cohorts would "
+                   "exceed 2**63 - 1.")
             raise InvalidParameterError(msg)
         return Aggregate(params=self.params, counts=total)
 
@@ -152,8 +215,8 @@ class Aggregate:
 
     @property
     def total_reports(self) -> int:
-        """Total number of reports."""
-        return int(self.counts[:, 0].sum())
+        """Total number of reports (exact; at most ``2**63 - 1``)."""
+        return _exact_total(self.counts[:, 0])
 
     def __repr__(self) -> str:
         return f"Aggregate(total_reports={self.total_reports}, params={self.params!r})"
@@ -183,7 +246,7 @@ def check_cohort_balance(aggregate: Aggregate, *, stacklevel: int = 2) -> bool:
         When ``max - min > N / m``.
     """
     n_per_cohort = aggregate.n_reports
-    total, m = int(n_per_cohort.sum()), aggregate.params.num_cohorts
+    total, m = aggregate.total_reports, aggregate.params.num_cohorts
     spread = int(n_per_cohort.max() - n_per_cohort.min())
     if spread * m <= total:
         return True
@@ -194,18 +257,16 @@ def check_cohort_balance(aggregate: Aggregate, *, stacklevel: int = 2) -> bool:
     return False
 
 
-_INT64_MAX = np.iinfo(np.int64).max
-
-
 def _parse_count(text: str, name: str, lineno: int, column: int) -> int:
     cell = text.strip()
     if not cell.isascii() or not cell.isdigit():
-        what = "a negative number" if cell.startswith("-") and cell[1:].isdigit() else repr(cell)
+        what = "a negative number" if cell.startswith("-") and cell[1:].isdigit() else excerpt(cell)
         msg = f"expected a non-negative integer count in column {column}, found {what}"
         raise ReportFormatError(msg, path=name, line=lineno)
-    value = int(cell)
+    # More than 19 significant digits is too large; int() of thousands of digits would even fail.
+    value = int(cell) if len(cell.lstrip("0")) <= len(str(_INT64_MAX)) else _INT64_MAX + 1
     if value > _INT64_MAX:
-        msg = f"expected a count of at most 2**63 - 1 in column {column}, found {cell}"
+        msg = f"expected a count of at most 2**63 - 1 in column {column}, found {excerpt(cell)}"
         raise ReportFormatError(msg, path=name, line=lineno)
     return value
 
@@ -232,15 +293,20 @@ def read_counts(path: PathLike, params: Params) -> Aggregate:
     ------
     ReportFormatError
         For a row of the wrong width, the wrong number of rows, a count that is not a
-        non-negative integer, or a bit count larger than the cohort's report count; the
-        message names the file and line.
+        non-negative integer, a bit count larger than the cohort's report count, or
+        report counts whose total exceeds ``2**63 - 1``; the message names the file and
+        line.
+    InsufficientMemoryError
+        If the ``(m, k + 1)`` table cannot fit in memory (checked before reading).
     """
     name = display_name(path)
     m, k = params.num_cohorts, params.num_bloombits
-    counts = np.zeros((m, k + 1), dtype=np.int64)
+    counts = _zero_counts(params)
+    total = 0
     row = 0
     last_line = 0
-    for lineno, text in iter_text_lines(path):
+    longest = max(MAX_LINE_BYTES, 24 * (k + 1))  # k + 1 numbers of up to 20 digits, with some spaces
+    for lineno, text in iter_text_lines(path, what="a counts file", max_line_bytes=longest):
         last_line = lineno
         if not text.strip():
             continue
@@ -257,6 +323,11 @@ def read_counts(path: PathLike, params: Params) -> Aggregate:
         if bad is not None:
             msg = (f"expected bit counts of at most the cohort's {values[0]} reports, found {values[1 + bad]} "
                    f"for bit {bad}")
+            raise ReportFormatError(msg, path=name, line=lineno)
+        total += values[0]
+        if total > _INT64_MAX:
+            msg = (f"expected at most 2**63 - 1 reports in all cohorts together (the int64 range), found {total} "
+                   f"up to this row")
             raise ReportFormatError(msg, path=name, line=lineno)
         counts[row] = values
         row += 1

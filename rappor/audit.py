@@ -36,16 +36,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from ._lazy import lazy_module
 from ._validation import check_int, check_real, check_rng
+from .encoder import Encoder, client_secret, encode_clients, prr_uniforms
 from .exceptions import InvalidParameterError
 from .hashing import bloom_bits, bloom_filter
 from .params import Params
+from .randomizer import instantaneous_response, permanent_response_from_words
+from .simulation import simulate_reports
+
+if TYPE_CHECKING:
+    from scipy import stats
+else:  # imported on first use: keeps `import rappor` light
+    stats = lazy_module("scipy.stats")
 
 __all__ = [
     "AuditResult",
@@ -91,14 +100,10 @@ def client_sampler(params: Params) -> Sampler:
     Reports of new clients come from :func:`rappor.encode_clients` (the path of
     ``rappor encode``) with a fresh key drawn from ``rng`` and one client id per
     report; their PRRs from :func:`rappor.prr_uniforms` of each client's secret and
-    the encoder's own threshold rule.  One client's reports come from
+    the client's rule (:func:`rappor.randomizer.permanent_response_from_words`).  One client's reports come from
     :meth:`rappor.Encoder.encode_batch`.  The law of the reports is the same as with the
     OS CSPRNG; seeding only makes the audit reproducible.
     """
-    from dataclasses import replace
-
-    from .encoder import Encoder, _permanent_response, client_secret, encode_clients, prr_uniforms
-
     one_cohort = replace(params, num_cohorts=1)  # every client in cohort 0; hashing depends on the cohort only
 
     def sample(value: str, n: int, rng: np.random.Generator, one_client: bool) -> AuditSample:
@@ -113,19 +118,18 @@ def client_sampler(params: Params) -> Sampler:
         irr = encode_clients(one_cohort, key, ids, [value] * n, rng=rng).bits()
         u = np.stack([prr_uniforms(client_secret(key, cid), 0, value, k) for cid in ids]) if n else \
             np.zeros((0, k), dtype=np.uint32)
-        prr = _permanent_response(np.broadcast_to(bloom, (n, k)), u, params.prob_f)
+        prr = permanent_response_from_words(np.broadcast_to(bloom, (n, k)), u, params.prob_f)
         return AuditSample(bloom=bloom, prr=prr, irr=irr)
 
     return sample
 
 
 def batch_sampler(params: Params) -> Sampler:
-    """AuditSample the simulation's packed encoder, :func:`rappor.simulation.encode_batch` (reports only)."""
-    from .simulation import encode_batch
+    """AuditSample the simulation's packed encoder, :func:`rappor.simulation.simulate_reports` (reports only)."""
 
     def sample(value: str, n: int, rng: np.random.Generator, one_client: bool) -> AuditSample:
         zeros = np.zeros(n, dtype=np.int64)
-        batch = encode_batch(params, [value], zeros, zeros, prr_units=zeros if one_client else None, rng=rng)
+        batch = simulate_reports(params, [value], zeros, zeros, prr_units=zeros if one_client else None, rng=rng)
         return AuditSample(bloom=bloom_filter(value, 0, params), prr=None, irr=batch.bits())
 
     return sample
@@ -146,7 +150,7 @@ def never_clearing_sampler(params: Params) -> Sampler:
         prr = bloom | (rng.random((rows, k)) < f / 2).astype(np.uint8)
         prr = np.broadcast_to(prr, (n, k))
         u = rng.random((n, k))
-        irr = np.where(prr == 1, u < params.prob_q, u < params.prob_p).astype(np.uint8)
+        irr = instantaneous_response(prr == 1, u < params.prob_p, u < params.prob_q).astype(np.uint8)
         return AuditSample(bloom=bloom, prr=prr, irr=irr)
 
     return sample
@@ -268,21 +272,17 @@ class AuditResult:
 
 def _cp_lower(x: Array, n: int, a: float) -> Array:
     """One-sided Clopper-Pearson lower bounds at level ``a`` (Clopper and Pearson 1934)."""
-    from scipy.stats import beta
-
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(invalid="ignore"):
-        low = beta.ppf(a, x, n - x + 1)
+        low = stats.beta.ppf(a, x, n - x + 1)
     return np.where(x > 0, low, 0.0)
 
 
 def _cp_upper(x: Array, n: int, a: float) -> Array:
     """One-sided Clopper-Pearson upper bounds at level ``a``."""
-    from scipy.stats import beta
-
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(invalid="ignore"):
-        high = beta.ppf(1 - a, x + 1, n - x)
+        high = stats.beta.ppf(1 - a, x + 1, n - x)
     return np.where(x < n, high, 1.0)
 
 

@@ -46,10 +46,13 @@ import numpy as np
 import numpy.typing as npt
 
 from ._bits import pack_bits
+from ._memory import check_design
+from ._validation import check_cohort
 from .design import CandidateMap, _map_from_bit_tables
 from .exceptions import InvalidParameterError
-from .hashing import _check_cohort, value_bytes
+from .hashing import value_bytes
 from .params import Params
+from .randomizer import permanent_response
 
 __all__ = [
     "GOOGLE_MAX_HASHES",
@@ -135,7 +138,7 @@ def google_bloom_bits(value: str | bytes, cohort: int, params: Params) -> npt.ND
     array([ 8, 10])
     """
     params = _check_hashing_params(params, "google_bloom_bits")
-    c = _check_cohort(cohort, params)
+    c = check_cohort(cohort, params.num_cohorts, "google_bloom_bits")
     digest = np.frombuffer(_md5_digests([value_bytes(value)], c), dtype=np.uint8)
     return (digest[: params.num_hashes] % params.num_bloombits).astype(np.int64)
 
@@ -197,6 +200,8 @@ def hash_candidates_google(strings: Sequence[str], params: Params) -> CandidateM
     rappor.design.hash_candidates : the same with this package's MurmurHash3 hashing.
     """
     strings = tuple(strings)
+    params = _check_hashing_params(params, "hash_candidates_google")
+    check_design(params, len(strings))  # the (S, m, h) table below is part of the estimate
     return _map_from_bit_tables(params, strings, [google_bloom_bits_table(strings, params)])  # (S, m, h)
 
 
@@ -255,11 +260,12 @@ def _prr_rows(secrets: Sequence[Any], blooms: Any, params: Any, owner: str) -> n
     digest_of = hmac.digest
     raw = b"".join([digest_of(key, messages[4 * i: 4 * i + 4], "sha256") for i, key in enumerate(keys)])
     digests = np.frombuffer(raw, dtype=np.uint8).reshape(len(keys), 32)[:, :k]
-    uniform = digests & np.uint8(1)
+    uniform = (digests & np.uint8(1)).astype(bool)
     # 7 random bits against the float 128 f, compared exactly as get_prr_masks does.
     f_mask = (digests >> np.uint8(1)) < params.prob_f * 128
-    bloom = ((bloom_ints[:, None] >> np.arange(k, dtype=np.uint64)) & np.uint64(1)).astype(np.uint8)
-    return np.where(f_mask, uniform, bloom).astype(np.uint8)
+    bloom = ((bloom_ints[:, None] >> np.arange(k, dtype=np.uint64)) & np.uint64(1)).astype(bool)
+    prr: npt.NDArray[np.uint8] = permanent_response(bloom, f_mask, uniform).astype(np.uint8)
+    return prr
 
 
 def google_prr(secret: bytes, bloom: int | npt.ArrayLike, params: Params) -> npt.NDArray[np.uint8]:

@@ -16,12 +16,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-if TYPE_CHECKING:
-    import scipy.sparse as sp  # imported where used: keeps `import rappor` fast
-
+from ._lazy import lazy_module
+from ._memory import check_design
 from .exceptions import InvalidParameterError
 from .hashing import bloom_bits_table
 from .params import Params
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:  # imported on first use: keeps `import rappor` light
+    sp = lazy_module("scipy.sparse")
 
 __all__ = ["CandidateMap", "hash_candidates"]
 
@@ -45,8 +49,6 @@ class CandidateMap:
     matrix: sp.csc_matrix
 
     def __post_init__(self) -> None:
-        import scipy.sparse as sp
-
         strings = tuple(self.strings)
         rows = self.params.num_cohorts * self.params.num_bloombits
         if not sp.issparse(self.matrix):
@@ -83,8 +85,6 @@ class CandidateMap:
     @classmethod
     def from_indices(cls, params: Params, strings: Sequence[str], rows: Sequence[Sequence[int]]) -> CandidateMap:
         """Build from 0-based stacked row indices (``cohort * k + bit``) per candidate."""
-        import scipy.sparse as sp
-
         n_rows = params.num_cohorts * params.num_bloombits
         lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
         flat = np.fromiter((i for r in rows for i in r), dtype=np.int64, count=int(lengths.sum()))
@@ -97,15 +97,40 @@ class CandidateMap:
 
 
 def _check_distinct(strings: tuple[str, ...]) -> None:
-    if len(set(strings)) != len(strings):
-        seen: set[str] = set()
-        dup = next(s for s in strings if s in seen or seen.add(s))  # type: ignore[func-returns-value]
-        msg = f"The 'strings' parameter of CandidateMap must hold distinct candidates; {dup!r} is repeated."
-        raise InvalidParameterError(msg)
+    """Refuse a repeated candidate; a str and its UTF-8 bytes (``"a"``, ``b"a"``) are the same candidate.
+
+    Both would set exactly the same bits (a str is hashed as its UTF-8 bytes), giving the
+    design two identical columns, so the repeat is an error like any other.
+    """
+    if all(type(s) is str for s in strings):  # UTF-8 is one-to-one: distinct str, distinct bytes
+        keys: Sequence[object] = strings
+    else:
+        keys = [s.encode("utf-8", "surrogatepass") if isinstance(s, str) else bytes(s) for s in strings]
+    if len(set(keys)) == len(keys):
+        return
+    first: dict[object, int] = {}
+    for index, key in enumerate(keys):
+        earlier = first.setdefault(key, index)
+        if earlier != index:
+            break
+    a, b = strings[earlier], strings[index]
+    if type(a) is type(b):
+        msg = f"The 'strings' parameter of CandidateMap must hold distinct candidates; {a!r} is repeated."
+    else:
+        msg = (f"The 'strings' parameter of CandidateMap must hold distinct candidates; {a!r} (index {earlier}) and "
+               f"{b!r} (index {index}) are the same candidate (a str is hashed as its UTF-8 bytes).")
+    raise InvalidParameterError(msg)
 
 
-#: Candidates hashed per block by :func:`hash_candidates` (bounds its temporary arrays).
+#: Candidates hashed per block by :func:`hash_candidates` (bounds its temporary arrays) ...
 _HASH_BLOCK = 8192
+#: ... and at most this many (candidate, cohort, hash) entries per block, for large m * h.
+_HASH_BLOCK_ENTRIES = 1 << 21
+
+
+def _hash_block(params: Params) -> int:
+    """Candidates per hashing block: :data:`_HASH_BLOCK`, fewer when ``m * h`` is large."""
+    return max(1, min(_HASH_BLOCK, _HASH_BLOCK_ENTRIES // (params.num_cohorts * params.num_hashes)))
 
 
 def hash_candidates(strings: Sequence[str], params: Params) -> CandidateMap:
@@ -120,9 +145,17 @@ def hash_candidates(strings: Sequence[str], params: Params) -> CandidateMap:
     Returns
     -------
     CandidateMap
+
+    Raises
+    ------
+    InsufficientMemoryError
+        If the map of ``len(strings)`` candidates at these ``k``, ``h`` and ``m`` cannot
+        fit in memory (estimated before hashing: :func:`rappor._memory.design_bytes`).
     """
     strings = tuple(strings)
-    blocks = (bloom_bits_table(strings[i:i + _HASH_BLOCK], params) for i in range(0, len(strings), _HASH_BLOCK))
+    block = _hash_block(params)
+    check_design(params, len(strings), block=block)
+    blocks = (bloom_bits_table(strings[i:i + block], params) for i in range(0, len(strings), block))
     return _map_from_bit_tables(params, strings, blocks)
 
 
@@ -136,8 +169,6 @@ def _map_from_bit_tables(params: Params, strings: tuple[str, ...],
     cohort's ``h`` bits and dropping repeats (two hashes on one bit) makes them sorted and
     unique, so no COO triplets, format conversions or defensive copies are needed.
     """
-    import scipy.sparse as sp
-
     k, m = params.num_bloombits, params.num_cohorts
     index_dtype: type[np.int32] | type[np.int64] = np.int32 if m * k < 2**31 else np.int64
     offsets = np.arange(0, m * k, k, dtype=np.int64)[None, :, None]

@@ -6,15 +6,18 @@ The hierarchy::
     ├── InvalidParameterError(RapporError, ValueError, TypeError)
     ├── ReportFormatError(RapporError, ValueError)      # carries path and line number
     ├── IncompatibleParamsError(RapporError, ValueError)
-    └── DecodeError(RapporError)                        # e.g. "Information is lost. Cannot decode."
+    ├── DecodeError(RapporError)                        # e.g. "Information is lost. Cannot decode."
+    ├── InsufficientMemoryError(RapporError, MemoryError)  # refused before allocating
+    └── MissingDependencyError(RapporError, ImportError)   # names the extra: pip install 'rappor[parquet]'
 
     RapporWarning(UserWarning)
     ├── UnbalancedCohortsWarning
     ├── IndistinguishableCandidatesWarning
-    └── InsecureKeyFileWarning
+    ├── InsecureKeyFileWarning
+    └── InsecureRandomnessWarning
 
-Every error a user can cause by passing bad data or bad parameters is a
-:class:`RapporError`; the command-line tool prints it as ``rappor: error: <msg>``
+Every error a user can cause by passing bad data or bad parameters, or fix by
+installing an optional extra, is a :class:`RapporError`; the command-line tool prints it as ``rappor: error: <msg>``
 and exits with status 1, without a traceback.
 """
 
@@ -25,7 +28,10 @@ __all__ = [
     "IncompatibleParamsError",
     "IndistinguishableCandidatesWarning",
     "InsecureKeyFileWarning",
+    "InsecureRandomnessWarning",
+    "InsufficientMemoryError",
     "InvalidParameterError",
+    "MissingDependencyError",
     "RapporError",
     "RapporWarning",
     "ReportFormatError",
@@ -34,7 +40,7 @@ __all__ = [
 
 
 class RapporError(Exception):
-    """Base class of every error raised for bad input or bad parameters."""
+    """Base class of every error raised for bad input, bad parameters or a missing optional dependency."""
 
 
 class InvalidParameterError(RapporError, ValueError, TypeError):
@@ -89,6 +95,25 @@ class DecodeError(RapporError):
     """The data cannot be decoded (for example, the parameters carry no information)."""
 
 
+class InsufficientMemoryError(RapporError, MemoryError):
+    """The parameters (or the number of candidates) need more memory than is available.
+
+    Raised before allocating, with the estimate and the limit in the message, instead
+    of a ``MemoryError`` (or ``ValueError: array is too big``) deep inside numpy or an
+    out-of-memory kill that names no cause.  The limit comes from the machine (see
+    :mod:`rappor._memory`) or from the ``RAPPOR_MEMORY_LIMIT`` environment variable.
+    It subclasses :class:`MemoryError`, so code that catches that still catches it.
+    """
+
+
+class MissingDependencyError(RapporError, ImportError):
+    """An optional dependency is not installed; the message names the extra that installs it.
+
+    For example ``pyarrow is needed for Parquet reports: pip install 'rappor[parquet]'.``  It
+    subclasses :class:`ImportError`, so code that catches that still catches it.
+    """
+
+
 class RapporWarning(UserWarning):
     """Base class of the warnings issued by :mod:`rappor`."""
 
@@ -102,4 +127,12 @@ class IndistinguishableCandidatesWarning(RapporWarning):
 
 
 class InsecureKeyFileWarning(RapporWarning):
-    """A client key file can be read by other users of the machine."""
+    """A client key file can be read or changed by other users of the machine."""
+
+
+class InsecureRandomnessWarning(RapporWarning):
+    """Real client reports were made with numpy's seeded generator instead of the OS CSPRNG.
+
+    Anyone who knows the seed can recompute the instantaneous noise and strip it: such
+    reports are not private.  ``rappor encode --seed`` warns so.
+    """

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._murmur import murmur3_x64_128
+from ._validation import check_cohort, check_cohorts
 from .exceptions import InvalidParameterError
 from .params import Params
 
@@ -41,10 +42,30 @@ _BLOCK_PREFIXES = tuple(struct.pack("<I", b) for b in range(64))
 _murmur = mmh3.mmh3_x64_128_utupledigest
 
 
+def utf8_problem(text: str) -> str:
+    """Why ``text`` has no UTF-8 form, for messages: its first lone surrogate and where it is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"a str holding the lone surrogate U+{ord(text[exc.start]):04X} at character {exc.start}"
+    return ""
+
+
 def value_bytes(value: str | bytes) -> bytes:
-    """The bytes that are hashed for ``value`` (UTF-8 for ``str``)."""
+    """The bytes that are hashed for ``value`` (UTF-8 for ``str``).
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``value`` is neither str nor bytes, or is a str that UTF-8 cannot encode (a
+        lone surrogate such as ``"\\ud800"``).
+    """
     if isinstance(value, str):
-        return value.encode("utf-8")
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError:
+            msg = f"A RAPPOR value must be bytes or a str encodable as UTF-8. Got {utf8_problem(value)} instead."
+            raise InvalidParameterError(msg) from None
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
     msg = f"A RAPPOR value must be str or bytes. Got {type(value).__name__} instead."
@@ -68,27 +89,22 @@ def _indices(data: bytes, cohort: int, num_bloombits: int, num_hashes: int) -> l
     return out
 
 
-def _check_cohort(cohort: int, params: Params) -> int:
-    if isinstance(cohort, bool) or not isinstance(cohort, (int, np.integer)) or not 0 <= cohort < params.num_cohorts:
-        msg = f"The 'cohort' parameter must be an int in the range [0, {params.num_cohorts - 1}]. Got {cohort!r} instead."
-        raise InvalidParameterError(msg)
-    return int(cohort)
-
-
 def bloom_bit_indices(value: str | bytes, cohort: int, *, num_bloombits: int, num_hashes: int) -> tuple[int, ...]:
     """The ``num_hashes`` Bloom bit indices of ``value`` in ``cohort`` (with repeats, in hash order).
 
     Examples
     --------
-    >>> bloom_bit_indices("v1", 0, num_bloombits=16, num_hashes=2)  # doctest: +SKIP
-    (11, 3)
+    >>> bloom_bit_indices("v1", 0, num_bloombits=16, num_hashes=2)  # both hashes land on bit 7
+    (7, 7)
+    >>> bloom_bit_indices("v2", 0, num_bloombits=16, num_hashes=2)
+    (1, 11)
     """
     return tuple(_indices(value_bytes(value), int(cohort), num_bloombits, num_hashes))
 
 
 def bloom_bits(value: str | bytes, cohort: int, params: Params) -> npt.NDArray[np.int64]:
     """Bloom bit indices of ``value`` in ``cohort`` as an int64 array of shape ``(h,)``."""
-    c = _check_cohort(cohort, params)
+    c = check_cohort(cohort, params.num_cohorts, "bloom_bits")
     return np.asarray(_indices(value_bytes(value), c, params.num_bloombits, params.num_hashes), dtype=np.int64)
 
 
@@ -119,10 +135,8 @@ def bloom_bits_table(values: Sequence[str | bytes], params: Params, *,
         ``cohorts[c]`` (cohort ``c`` by default).
     """
     k, h = params.num_bloombits, params.num_hashes
-    seeds = np.arange(params.num_cohorts) if cohorts is None else np.asarray(cohorts, dtype=np.int64).reshape(-1)
-    if seeds.size and (seeds.min() < 0 or seeds.max() >= params.num_cohorts):
-        msg = f"The 'cohorts' parameter of bloom_bits_table must hold ints in [0, {params.num_cohorts - 1}]."
-        raise InvalidParameterError(msg)
+    seeds = np.arange(params.num_cohorts) if cohorts is None else check_cohorts(cohorts, params.num_cohorts,
+                                                                                 "bloom_bits_table")
     encoded = [value_bytes(v) for v in values]
     out = np.empty((len(values), seeds.size, h), dtype=np.int64 if k > 2**31 - 1 else np.int32)
     for i, w in enumerate(_hash_words(encoded, seeds, h)):

@@ -1,8 +1,10 @@
 """One self-contained ``report.html`` for a decoded (simulated or real) collection.
 
-The page holds the parameters and their privacy figures, the accuracy metrics (when the
-truth is known), the plots of :mod:`rappor.plots` embedded as base64 PNG images, and
-the results table.  It loads nothing from the network: no scripts, fonts or styles
+The page holds the parameters and their privacy figures, the decoder's summary (the
+unexplained mass, the residual chi-square test), the accuracy metrics with their meanings
+(when the truth is known), the plots of :mod:`rappor.plots` embedded as base64 PNG images
+(the residual heat map is that of the model the summary tests), and the results table
+with the rule that decided "detected" and the p-value threshold it comes to.  It loads nothing from the network: no scripts, fonts or styles
 from elsewhere, so it can be mailed or archived as one file.  Plots need matplotlib;
 without it the page is written without them and says so.
 """
@@ -18,9 +20,14 @@ from typing import Any
 
 import numpy as np
 
+from . import plots
+from ._explain import detection_rule, floor_tie
 from ._io import PathLike, atomic_output
-from .metrics import Metrics, _detected_mask, _share_interval
+from ._lazy import import_optional
+from .exceptions import MissingDependencyError
+from .metrics import METRIC_MEANINGS, Metrics, _detected_mask, _share_interval, fit_residuals
 from .params import Params
+from .privacy import loss
 
 __all__ = ["render_report", "write_report"]
 
@@ -36,6 +43,7 @@ tr.detected { background: #eef5fb; } tr.detected td:first-child { font-weight: b
 code { font-size: 0.95em; }
 .figs { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 1em 2em; }
 .figs img { max-width: 100%; height: auto; }
+figure { margin: 0; max-width: 40em; }
 .note { color: #666; font-size: 0.9em; }
 """
 
@@ -85,11 +93,9 @@ def _png(fig: Any) -> str:
 def _figures(params: Params, result: Any, truth: Mapping[str, int] | None, aggregate: Any,
              candidate_map: Any) -> list[str]:
     try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        return ['<p class="note">Plots need matplotlib (<code>pip install rappor[plot]</code>).</p>']
-    from . import plots
-
+        Figure = import_optional("matplotlib.figure", "plots").Figure  # noqa: N806 - a class
+    except MissingDependencyError as exc:
+        return [f'<p class="note">{html.escape(str(exc))}</p>']
     images = []
     if result is not None:
         fig = Figure(figsize=(7, 5))
@@ -97,19 +103,69 @@ def _figures(params: Params, result: Any, truth: Mapping[str, int] | None, aggre
         images.append(_png(fig))
         if aggregate is not None and candidate_map is not None:
             fig = Figure(figsize=(7, 4))
-            shares = np.where(_detected_mask(result), np.asarray(result.proportion, dtype=np.float64), 0.0)
-            plots.plot_residuals(aggregate, candidate_map, shares, ax=fig.add_subplot())
-            images.append(_png(fig))
+            plots.plot_fit_residuals(result, aggregate, candidate_map, ax=fig.add_subplot())
+            images.append(_figure(_png(fig), _residual_caption(result, aggregate, candidate_map)))
     fig = Figure(figsize=(7, 4))
     plots.plot_epsilon(params, ax=fig.add_subplot())
     images.append(_png(fig))
     return images
 
 
+def _figure(image: str, caption: str) -> str:
+    return f'<figure>{image}<figcaption class="note">{caption}</figcaption></figure>'
+
+
+def _residual_caption(result: Any, aggregate: Any, candidate_map: Any) -> str:
+    """What the heat map shows: whose residuals, their chi-square and its test, their balance."""
+    fit = fit_residuals(result, aggregate, candidate_map)
+    res = fit.residuals[np.isfinite(fit.residuals)]
+    summary = _summary(result)
+    text = (f"Residual heat map: standardized residuals per (cohort, bit) of {html.escape(fit.model)}; the "
+            f"non-candidate column's coefficient in this model is {fit.unexplained_mass:.3f}")
+    if summary.get("unexplained_mass") is not None:
+        text += (f" (the summary's unexplained_mass, {_fmt(summary['unexplained_mass'])}, is a separate, "
+                 "unconstrained estimate: docs/decoder.md, Method 3)")
+    text += f". Sum of squares {fit.chi2:.1f}"
+    residual = summary.get("residual") or {}
+    if fit.tested and residual.get("dof"):
+        text += f" on {residual['dof']} degrees of freedom, p = {_fmt(residual.get('chi2_pvalue'))}"
+    if res.size:
+        text += (f"; mean {res.mean():+.3f}, {np.mean(res > 0):.0%} positive, largest |r| {np.abs(res).max():.2f} "
+                 "(a fitting model: mean about 0, half positive, |r| rarely above 3-4).")
+    return text
+
+
+def _summary(result: Any) -> dict[str, Any]:
+    summary = getattr(result, "summary", None)
+    return dict(summary()) if callable(summary) else {}
+
+
+def _summary_rows(result: Any) -> list[tuple[str, str, Any]]:
+    """Rows ``(key, meaning, value)`` of ``result.summary()``: masses, the residual test, the configuration."""
+    s = _summary(result)
+    if not s:
+        return []
+    residual = s.get("residual") or {}
+    rows: list[tuple[str, str, Any]] = [
+        ("detected", "candidates reported as present", s.get("detected")),
+        ("allocated_mass", "sum of the detected strings' estimated shares", s.get("allocated_mass")),
+        ("unexplained_mass", "estimated share of reports the candidates do not explain (the non-candidate "
+         "column; after screening, the detected candidates)", s.get("unexplained_mass")),
+        ("unexplained_std_error", "its standard error", s.get("unexplained_std_error")),
+        ("residual chi2", "sum of squared standardized residuals of the least-squares fit", residual.get("chi2")),
+        ("residual dof", "its degrees of freedom", residual.get("dof")),
+        ("residual chi2_pvalue", "P(chi-square >= chi2) if the model fits (small: missing strings or a poor fit)",
+         residual.get("chi2_pvalue")),
+        ("significance_level", "level the adjusted p-values are compared with", s.get("significance_level")),
+        ("correction", "multiple-testing correction", s.get("correction")),
+        ("estimator", "least-squares (the test decides) or empirical-bayes (posterior median > 0)",
+         s.get("estimator")),
+    ]
+    return rows
+
+
 def _privacy_rows(params: Params) -> list[tuple[str, str, Any]]:
     """Rows ``(measure, meaning, value)``: :meth:`PrivacyLoss.table` and the bit probabilities."""
-    from .privacy import loss
-
     return [*loss(params).table(), ("p11", "P(report bit 1 | Bloom bit 1)", params.p11),
             ("p01", "P(report bit 1 | Bloom bit 0)", params.p01)]
 
@@ -120,6 +176,7 @@ def _result_rows(result: Any, truth: Mapping[str, int] | None, max_rows: int) ->
     est = np.asarray(result.proportion, dtype=np.float64)
     detected = _detected_mask(result)
     ci = _share_interval(result, 0.95) if callable(getattr(result, "confidence_interval", None)) else None
+    rule = _rule(result)
     columns: list[tuple[str, Any]] = []
     for name in ("estimate", "std_error"):
         if getattr(result, name, None) is not None:
@@ -130,7 +187,15 @@ def _result_rows(result: Any, truth: Mapping[str, int] | None, max_rows: int) ->
     if ci is not None:
         columns += [("prop_low_95", ci[0]), ("prop_high_95", ci[1])]
     if getattr(result, "pvalue", None) is not None:
-        columns.append(("pvalue", np.asarray(result.pvalue, dtype=np.float64)))
+        label = "pvalue"
+        if rule is not None and math.isfinite(rule.pvalue_threshold):
+            label = f"pvalue (passes if <= {rule.pvalue_threshold:.3g})"
+        columns.append((label, np.asarray(result.pvalue, dtype=np.float64)))
+    if getattr(result, "adjusted_pvalue", None) is not None and rule is not None:
+        columns.append((f"adjusted pvalue (passes if <= {rule.level:g})",
+                        np.asarray(result.adjusted_pvalue, dtype=np.float64)))
+    if rule is not None and rule.by_posterior:
+        columns.append(("significant", np.asarray(result.significant, dtype=bool)))
     header = ["string"] + [name for name, _ in columns] + ["detected"]
     total = sum(truth.values()) if truth else 0
     if truth:
@@ -144,6 +209,23 @@ def _result_rows(result: Any, truth: Mapping[str, int] | None, max_rows: int) ->
         rows.append(row)
         classes.append("detected" if detected[i] else "")
     return header, rows, classes
+
+
+def _rule(result: Any) -> Any:
+    """:func:`rappor._explain.detection_rule`, or None for a result without the test's fields."""
+    needed = ("pvalue", "significant", "significance_level", "correction")
+    return detection_rule(result) if all(getattr(result, name, None) is not None for name in needed) else None
+
+
+def _result_notes(result: Any, shown: int) -> list[str]:
+    notes = [f"{shown} of {len(result.strings)} candidates, detected first."]
+    rule = _rule(result)
+    if rule is not None:
+        notes.append(html.escape(rule.text))
+    tie = floor_tie(result) if getattr(result, "pvalue", None) is not None else None
+    if tie is not None:
+        notes.append("Tied p-values: " + html.escape(tie.text))
+    return [f'<p class="note">{note}</p>' for note in notes]
 
 
 def render_report(*, params: Params, result: Any = None, truth: Mapping[str, int] | None = None,
@@ -163,14 +245,17 @@ def render_report(*, params: Params, result: Any = None, truth: Mapping[str, int
     parts += ["<h2>Parameters</h2>",
               _table([[params.k, params.h, params.m, params.p, params.q, params.f]], ["k", "h", "m", "p", "q", "f"]),
               "<h2>Privacy</h2>", _table(_privacy_rows(params), ["measure", "meaning", "value"], text_columns=(1,))]
+    if result is not None and _summary_rows(result):
+        parts += ["<h2>Decoder summary</h2>", _table(_summary_rows(result), ["key (summary())", "meaning", "value"],
+                                                     text_columns=(1,))]
     if metrics is not None:
-        parts += ["<h2>Accuracy against the truth</h2>", _table(list(metrics.as_dict().items()))]
+        meanings = [(key, METRIC_MEANINGS.get(key, ""), value) for key, value in metrics.as_dict().items()]
+        parts += ["<h2>Accuracy against the truth</h2>",
+                  _table(meanings, ["metric", "meaning", "value"], text_columns=(1,))]
     parts += ['<h2>Plots</h2><div class="figs">', *_figures(params, result, truth, aggregate, candidate_map), "</div>"]
     if result is not None:
         header, rows, classes = _result_rows(result, truth, max_rows)
-        parts += ["<h2>Results</h2>",
-                  f'<p class="note">{len(rows)} of {len(result.strings)} candidates, detected first.</p>',
-                  _table(rows, header, row_classes=classes)]
+        parts += ["<h2>Results</h2>", *_result_notes(result, len(rows)), _table(rows, header, row_classes=classes)]
     parts.append("</body></html>\n")
     return "\n".join(parts)
 

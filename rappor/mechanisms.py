@@ -34,11 +34,19 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from ._lazy import lazy_module
 from ._results import ConfidenceInterval
 from ._validation import check_int, check_options, check_probability, check_real, check_rng
 from .exceptions import InvalidParameterError
 from .params import Params
 from .privacy import binary_rr_rdp, renyi_divergence, tight_rho
+from .randomizer import debias, debiased_variance, instantaneous_response, permanent_response, report_probabilities
+
+if TYPE_CHECKING:
+    from scipy import special, stats
+else:  # imported on first use: keeps `import rappor` light
+    special = lazy_module("scipy.special")
+    stats = lazy_module("scipy.stats")
 
 __all__ = [
     "BasicRappor",
@@ -103,12 +111,10 @@ class FrequencyEstimate:
         ConfidenceInterval
             ``(low, high)`` = ``value -/+ z_{(1 + confidence_level)/2} * std_error``.
         """
-        from scipy.stats import norm  # lazy: keeps `import rappor` fast
-
         level = check_probability(confidence_level, "confidence_level", "confidence_interval",
                                   open_low=True, open_high=True)
         scale = check_options(scale, "scale", "confidence_interval", ("proportion", "count"))  # type: ignore[assignment]
-        z = float(norm.ppf(0.5 + level / 2.0))
+        z = float(stats.norm.ppf(0.5 + level / 2.0))
         value, se = ((self.proportion, self.prop_std_error) if scale == "proportion"
                      else (self.estimate, self.std_error))
         return ConfidenceInterval(value - z * se, value + z * se)
@@ -120,16 +126,15 @@ def _result(proportion: Any, prop_se: Any, n: int) -> FrequencyEstimate:
 
 
 def _debias_rate(rate: Any, n: int, low: float, slope: float) -> FrequencyEstimate:
-    """Invert ``E[rate] = low + slope * x``; Warner-style variance ``lam (1 - lam) / (n slope^2)``."""
+    """Invert ``E[rate] = low + slope * x`` (:func:`rappor.randomizer.debias`), variance ``lam (1 - lam) / (n slope^2)``."""
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.asarray(rate, dtype=np.float64)
         if n == 0 or slope == 0.0:
             nan = np.full(rate.shape, np.nan)
             return FrequencyEstimate(estimate=nan[()], std_error=nan[()], proportion=nan[()],
                                      prop_std_error=nan[()], n_reports=n)
-        prop = (rate - low) / slope
-        lam = np.clip(rate, 0.0, 1.0)
-        se = np.sqrt(lam * (1.0 - lam) / n) / abs(slope)
+        prop = debias(rate, low, slope)
+        se = np.sqrt(debiased_variance(np.clip(rate, 0.0, 1.0), n, slope))
     return _result(prop[()], se[()], n)
 
 
@@ -363,9 +368,8 @@ class KaryRandomizedResponse(_Measurement):
         la, lb = math.log(a), math.log(b)
         terms = np.hstack([al * la + (1 - al) * lb, al * lb + (1 - al) * la,
                            np.full_like(al, math.log(k - 2) + lb)])
-        from scipy.special import logsumexp  # lazy: keeps `import rappor` fast
 
-        out[mid] = logsumexp(terms, axis=1) / (alphas[mid] - 1.0)
+        out[mid] = special.logsumexp(terms, axis=1) / (alphas[mid] - 1.0)
         return out
 
     def _categories(self, values: npt.ArrayLike, owner: str) -> npt.NDArray[np.int64]:
@@ -571,13 +575,15 @@ def two_stage_rate(ones: npt.ArrayLike, n_reports: int, *, prob_p: float, prob_q
     Returns
     -------
     FrequencyEstimate
-        ``proportion = (raw - p - f q / 2 + f p / 2) / ((1 - f)(q - p))`` with ``raw = ones / n``.
+        ``proportion = (raw - p01) / (p11 - p01)`` with ``raw = ones / n``, i.e.
+        ``(raw - p - f q / 2 + f p / 2) / ((1 - f)(q - p))``.
 
     Notes
     -----
     Erlingsson, Pihur and Korolova (2014), Sec. 4 (the estimate ``t_ij`` of the true count);
     google/rappor ``analysis/R/decode.R`` ``EstimateBloomCounts``.  ``E[raw] = p01 + x (p11 - p01)``
-    with ``p01 = p + f (q - p)/2`` and ``p11 - p01 = (1 - f)(q - p)``.
+    with ``p11`` and ``p01`` of :func:`rappor.randomizer.report_probabilities`, the
+    decoder's (:func:`rappor.randomizer.debias`).
     """
     p = check_probability(prob_p, "prob_p", "two_stage_rate")
     q = check_probability(prob_q, "prob_q", "two_stage_rate")
@@ -588,7 +594,8 @@ def two_stage_rate(ones: npt.ArrayLike, n_reports: int, *, prob_p: float, prob_q
         msg = f"The 'ones' parameter of two_stage_rate must be in [0, {n}]. Got {ones!r} instead."
         raise InvalidParameterError(msg)
     rate = c / n if n else np.full(c.shape, np.nan)
-    return _debias_rate(rate, n, p + f * q / 2.0 - f * p / 2.0, (1.0 - f) * (q - p))
+    p11, p01 = report_probabilities(p, q, f)
+    return _debias_rate(rate, n, p01, p11 - p01)
 
 
 @dataclass(frozen=True, slots=True)
@@ -669,13 +676,13 @@ class TwoStageRappor(_Measurement):
         gen = check_rng(rng)
         replace = gen.random(bits.shape) < self.prob_f
         coin = gen.random(bits.shape) < 0.5
-        return np.where(replace, coin, bits)
+        return permanent_response(bits, replace, coin)
 
     def instantaneous(self, prr: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.bool_]:
         """The instantaneous response: 1 with probability ``q`` where the PRR is 1, ``p`` where 0."""
         bits = _binary_values(prr, "TwoStageRappor.instantaneous")
         u = check_rng(rng).random(bits.shape)
-        return np.where(bits, u < self.prob_q, u < self.prob_p)
+        return instantaneous_response(bits, u < self.prob_p, u < self.prob_q)
 
     def __call__(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.bool_]:
         """One report of each value (fresh permanent response each)."""

@@ -8,9 +8,13 @@ The metrics are those of google/rappor's regression suite (``tests/compare_dist.
   ``e_s`` the estimated share if ``s`` was detected, else 0 ("missing = 0");
 * **detected**, **false positives** (detected, never reported) and **false negatives**
   (reported, in the candidate list, not detected);
-* **allocated mass** ``sum`` of the detected estimated shares, and the **unexplained
-  mass**: ``1 - allocated`` as estimated, against the true share of reports whose
-  value is not a candidate at all;
+* **allocated mass**, the sum of the detected estimated shares, and the **unallocated
+  mass** ``1 - allocated``;
+* the **unexplained mass**: the decoder's own estimate of the share of reports the
+  candidates do not explain (``DecodeResult.summary()["unexplained_mass"]``, the same
+  name and number everywhere: ``rappor simulate``'s printout, ``metrics.json``, the HTML
+  report), with its standard error, against the **true unexplained mass**, the true
+  share of reports whose value is not a candidate at all;
 * **interval coverage**: the fraction of candidates whose confidence interval for the
   share contains the true share;
 * the **smallest detected** and the **largest missed** true share (missed among the
@@ -31,7 +35,29 @@ from .aggregate import Aggregate
 from .design import CandidateMap
 from .exceptions import IncompatibleParamsError, InvalidParameterError
 
-__all__ = ["Metrics", "bit_residuals", "evaluate", "evaluate_result"]
+__all__ = ["METRIC_MEANINGS", "FitResiduals", "Metrics", "bit_residuals", "evaluate", "evaluate_result",
+           "fit_residuals"]
+
+#: One line per :class:`Metrics` field: what it means (the HTML report shows them beside the values).
+METRIC_MEANINGS = {
+    "total_variation": "1/2 sum |estimated - true share| over every string; undetected strings count as 0",
+    "n_true": "distinct strings reported at least once",
+    "n_candidates": "candidates decoded",
+    "n_detected": "candidates reported as present",
+    "true_positives": "detected and reported",
+    "false_positives": "detected but never reported",
+    "false_negatives": "reported, in the candidate list, not detected",
+    "missing_candidates": "reported strings absent from the candidate list",
+    "allocated_mass": "sum of the detected strings' estimated shares",
+    "unallocated_mass": "1 - allocated_mass (undetected candidates included)",
+    "unexplained_mass": "the decoder's estimate of the share the candidates do not explain "
+                        "(summary()['unexplained_mass'])",
+    "unexplained_std_error": "standard error of unexplained_mass",
+    "true_unexplained_mass": "true share of reports whose value is not a candidate",
+    "coverage": "share of candidates whose 95% interval holds the true share",
+    "smallest_detected": "smallest true share among detected strings",
+    "largest_missed": "largest true share among candidates reported but not detected",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,11 +80,14 @@ class Metrics:
         Reported strings absent from the candidate list (undetectable).
     allocated_mass : float
         Sum of the estimated shares of the detected strings.
-    unexplained_mass : float
-        ``1 - allocated_mass``.
-    estimated_unexplained_mass : float
-        The decoder's own estimate of the share of reports outside the candidates
-        (``DecodeResult.diagnostics["unexplained_mass"]``; nan if not given).
+    unallocated_mass : float
+        ``1 - allocated_mass``: the share no detected string accounts for (undetected
+        candidates included).
+    unexplained_mass, unexplained_std_error : float
+        The decoder's estimate of the share of reports the candidates do not explain,
+        and its standard error (``DecodeResult.summary()["unexplained_mass"]`` and
+        ``["unexplained_std_error"]``, i.e. ``DecodeResult.diagnostics.unexplained_mass``;
+        nan if not given).
     true_unexplained_mass : float
         True share of reports whose value is not a candidate.
     coverage : float
@@ -78,8 +107,9 @@ class Metrics:
     false_negatives: int
     missing_candidates: int
     allocated_mass: float
+    unallocated_mass: float
     unexplained_mass: float
-    estimated_unexplained_mass: float
+    unexplained_std_error: float
     true_unexplained_mass: float
     coverage: float
     smallest_detected: float
@@ -105,7 +135,7 @@ def _float_array(values: npt.ArrayLike, name: str, size: int) -> npt.NDArray[np.
 
 def evaluate(truth: Mapping[str, int], strings: Sequence[str], proportion: npt.ArrayLike, *,
              detected: npt.ArrayLike, low: npt.ArrayLike | None = None, high: npt.ArrayLike | None = None,
-             estimated_unexplained_mass: float = math.nan) -> Metrics:
+             unexplained_mass: float = math.nan, unexplained_std_error: float = math.nan) -> Metrics:
     """Score estimated shares of candidate strings against the true report counts.
 
     Parameters
@@ -120,8 +150,9 @@ def evaluate(truth: Mapping[str, int], strings: Sequence[str], proportion: npt.A
         Which candidates the decoder reports as present.
     low, high : array-like of float, shape (len(strings),), optional
         Confidence interval for each share; without them ``coverage`` is nan.
-    estimated_unexplained_mass : float, default=nan
-        The decoder's estimate of the mass outside the candidates, reported alongside the truth.
+    unexplained_mass, unexplained_std_error : float, default=nan
+        The decoder's estimate of the mass the candidates do not explain and its standard
+        error, reported alongside the truth.
 
     Returns
     -------
@@ -175,8 +206,9 @@ def evaluate(truth: Mapping[str, int], strings: Sequence[str], proportion: npt.A
         false_negatives=int(misses.sum()),
         missing_candidates=len(missing),
         allocated_mass=allocated,
-        unexplained_mass=1.0 - allocated,
-        estimated_unexplained_mass=float(estimated_unexplained_mass),
+        unallocated_mass=1.0 - allocated,
+        unexplained_mass=float(unexplained_mass),
+        unexplained_std_error=float(unexplained_std_error),
         true_unexplained_mass=missing_mass,
         coverage=coverage,
         smallest_detected=float(true_share[hits].min()) if hits.any() else math.nan,
@@ -193,13 +225,23 @@ def _detected_mask(result: Any) -> npt.NDArray[np.bool_]:
     raise InvalidParameterError(msg)
 
 
+def _diagnostic(result: Any, name: str, default: Any = None) -> Any:
+    """``result.diagnostics.<name>`` (a :class:`~rappor.decoder.DecodeDiagnostics`), or the key of a
+    diagnostics mapping (duck-typed results), or ``default``."""
+    diagnostics = getattr(result, "diagnostics", None)
+    if isinstance(diagnostics, Mapping):
+        return diagnostics.get(name, default)
+    return getattr(diagnostics, name, default)
+
+
 def evaluate_result(result: Any, truth: Mapping[str, int], *, confidence_level: float = 0.95) -> Metrics:
     """:func:`evaluate` a :class:`~rappor.decoder.DecodeResult` (or any object with its fields).
 
     Uses ``result.strings``, ``result.proportion``, ``result.detected`` (or
-    ``result.significant``) and, when available, the share interval of
-    ``result.confidence_interval(confidence_level)``, scaled to shares when it is
-    given in reports (``result.n_reports``).
+    ``result.significant``), the unexplained mass and its standard error of
+    ``result.diagnostics`` (those of ``result.summary()``) and, when available, the
+    share interval of ``result.confidence_interval(confidence_level)``, scaled to
+    shares when it is given in reports (``result.n_reports``).
     """
     strings = list(result.strings)
     proportion = np.asarray(result.proportion, dtype=np.float64)
@@ -209,10 +251,12 @@ def evaluate_result(result: Any, truth: Mapping[str, int], *, confidence_level: 
         ci = _share_interval(result, confidence_level)
         if ci is not None:
             low, high = ci
-    diagnostics = getattr(result, "diagnostics", None) or {}
-    unexplained = diagnostics.get("unexplained_mass", math.nan) if isinstance(diagnostics, Mapping) else math.nan
+    def number(key: str) -> float:
+        value = _diagnostic(result, key)
+        return math.nan if value is None else float(value)
+
     return evaluate(truth, strings, proportion, detected=_detected_mask(result), low=low, high=high,
-                    estimated_unexplained_mass=math.nan if unexplained is None else float(unexplained))
+                    unexplained_mass=number("unexplained_mass"), unexplained_std_error=number("unexplained_std_error"))
 
 
 def _share_interval(result: Any, confidence_level: float) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
@@ -251,7 +295,8 @@ def bit_residuals(aggregate: Aggregate, candidate_map: CandidateMap, proportion:
         ``(y_cb - N_c r_cb) / sqrt(N_c r_cb (1 - r_cb))`` with the modelled report rate
         ``r_cb = p01 + (p11 - p01) sum_s X[cb, s] pi_s`` clipped to ``[1e-9, 1 - 1e-9]``;
         nan for empty cohorts.  Values far outside +-3 point at strings missing from the
-        candidate list or at a poor fit.
+        candidate list or at a poor fit.  :func:`fit_residuals` gives those of a decode's
+        own model instead (non-candidate column included, the decoder's weights).
 
     Notes
     -----
@@ -259,15 +304,126 @@ def bit_residuals(aggregate: Aggregate, candidate_map: CandidateMap, proportion:
     google/rappor ``decode.R``): a report bit is 1 with probability ``p11`` where the
     client's Bloom bit is 1 and ``p01`` where it is 0.
     """
+    pi = _float_array(proportion, "proportion", len(candidate_map))
+    rate = _report_rate(aggregate, candidate_map, pi, 0.0)
+    return _standardized(aggregate, rate, np.clip(rate, 1e-9, 1 - 1e-9))
+
+
+def _report_rate(aggregate: Aggregate, candidate_map: CandidateMap, shares: npt.NDArray[np.float64],
+                 unexplained: float) -> npt.NDArray[np.float64]:
+    """``p01 + (p11 - p01) t_cb``: ``t`` from the candidates' shares and the evenly spread unexplained mass."""
     params = aggregate.params
     if candidate_map.params != params:
         raise IncompatibleParamsError("The candidate map was made with different parameters than the aggregate.")
-    pi = _float_array(proportion, "proportion", len(candidate_map))
     m, k = params.num_cohorts, params.num_bloombits
-    true_ones = np.asarray(candidate_map.matrix @ pi, dtype=np.float64).reshape(m, k)
-    rate = np.clip(params.p01 + (params.p11 - params.p01) * true_ones, 1e-9, 1 - 1e-9)
+    true_ones = np.asarray(candidate_map.matrix @ shares, dtype=np.float64).reshape(m, k)
+    true_ones += unexplained * _spread_bits(params.num_bloombits, params.num_hashes) / k
+    return params.p01 + (params.p11 - params.p01) * true_ones
+
+
+def _spread_bits(k: int, h: int) -> float:
+    """``k (1 - (1 - 1/k)^h)``: expected distinct bits of a string outside the candidates (the
+    decoder's non-candidate column is this divided by ``k`` on every row)."""
+    return k * (1.0 - (1.0 - 1.0 / k) ** h)
+
+
+def _standardized(aggregate: Aggregate, rate: npt.NDArray[np.float64],
+                  var_rate: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     n_c = aggregate.n_reports.astype(np.float64)[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
-        res = (aggregate.bit_counts - n_c * rate) / np.sqrt(n_c * rate * (1 - rate))
+        res = (aggregate.bit_counts - n_c * rate) / np.sqrt(n_c * var_rate * (1 - var_rate))
     res[aggregate.n_reports == 0, :] = np.nan
-    return res
+    return np.asarray(res, dtype=np.float64)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class FitResiduals:
+    """Standardized residuals of a decode's model per (cohort, bit) (see :func:`fit_residuals`).
+
+    Attributes
+    ----------
+    residuals : ndarray of shape (num_cohorts, num_bloombits)
+        nan for cohorts without reports.
+    unexplained_mass : float
+        Coefficient of the non-candidate column in this model (0 when the decode did not
+        model it).
+    chi2 : float
+        Sum of the squared residuals: for the least-squares estimator, the summary's
+        ``residual["chi2"]``.
+    tested : bool
+        Whether this is the model of the summary's chi-square test (the least-squares
+        fit with every candidate's share); False for empirical-Bayes shares.
+    model : str
+        What the residuals are of, in words (the report's figure title).
+    """
+
+    residuals: npt.NDArray[np.float64]
+    unexplained_mass: float
+    chi2: float
+    tested: bool
+    model: str
+
+
+def fit_residuals(result: Any, aggregate: Aggregate, candidate_map: CandidateMap) -> FitResiduals:
+    """Residuals of a decode's own model: every candidate's share plus the unexplained mass.
+
+    Parameters
+    ----------
+    result : DecodeResult
+        The decode of ``aggregate`` against ``candidate_map``.
+    aggregate : Aggregate
+    candidate_map : CandidateMap
+
+    Returns
+    -------
+    FitResiduals
+        ``(y_cb - N_c r_cb) / sqrt(N_c r^_cb (1 - r^_cb))``: the modelled rate ``r_cb`` of
+        :func:`bit_residuals` with the non-candidate column added, over the decoder's
+        weights, the smoothed observed rate ``r^ = (y + 1/2) / (N + 1)``
+        (``rappor._estimation.debias``).  With the least-squares estimator these are the
+        whitened residuals of the decoder's final fit, whose sum of squares is the
+        summary's ``residual["chi2"]``.
+
+    Notes
+    -----
+    Reads only the result's public fields.  Every candidate's share counts, detected or
+    not (the fit holds them all; members of a group of indistinguishable candidates
+    count once).  The coefficient of the non-candidate column (``h_bar / k`` on every
+    row, ``docs/decoder.md`` step 3) is not among them -- the reported unexplained mass
+    is a different, unconstrained estimate -- so it is recomputed: given the other
+    shares, the fit's coefficient is the one-dimensional least-squares solution clipped
+    to ``[0, 1 - sum of shares]`` (the fit is convex, so each coordinate of its optimum
+    is optimal given the others).  Without the column in the model
+    (``diagnostics.modelled_unexplained`` false: orthogonal designs) it is 0.
+    """
+    s = len(candidate_map)
+    shares = np.nan_to_num(_float_array(result.proportion, "proportion", s))
+    group = getattr(result, "group", None)
+    if group is not None:
+        shares[np.asarray(group) != np.arange(s)] = 0.0  # a group's share, counted once
+    ones = aggregate.bit_counts.astype(np.float64)
+    n_c = aggregate.n_reports.astype(np.float64)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = (ones + 0.5) / (n_c + 1.0)
+    rate = _report_rate(aggregate, candidate_map, shares, 0.0)
+    unexplained = 0.0
+    if _diagnostic(result, "modelled_unexplained", False):
+        params = aggregate.params
+        base = _standardized(aggregate, rate, observed)
+        direction = _standardized(aggregate, rate - (params.p11 - params.p01)
+                                  * _spread_bits(params.num_bloombits, params.num_hashes) / params.num_bloombits,
+                                  observed) - base  # the column's whitened values
+        used = np.isfinite(base) & np.isfinite(direction)
+        norm2 = float(np.sum(direction[used] ** 2))
+        if norm2 > 0:
+            best = float(np.sum(direction[used] * base[used])) / norm2
+            unexplained = min(max(best, 0.0), max(1.0 - float(shares.sum()), 0.0))
+        rate = _report_rate(aggregate, candidate_map, shares, unexplained)
+    res = _standardized(aggregate, rate, observed)
+    tested = getattr(result, "estimator", "least-squares") == "least-squares"
+    model = ("the least-squares fit (every candidate's share + unexplained mass), the model the summary's "
+             "chi-square tests" if tested else
+             "the empirical-Bayes shares (posterior means) + unexplained mass; the summary's chi-square is "
+             "of the least-squares fit")
+    return FitResiduals(residuals=res, unexplained_mass=unexplained, chi2=float(np.nansum(res**2)), tested=tested,
+                        model=model)

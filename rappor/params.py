@@ -15,9 +15,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ._excerpt import excerpt
 from ._io import PathLike, atomic_output, display_name, iter_text_lines
 from ._validation import check_int, check_probability
 from .exceptions import IncompatibleParamsError, InvalidParameterError, ReportFormatError
+from .randomizer import report_probabilities
 
 __all__ = ["MAX_COHORTS", "Params", "check_same_params", "read_params", "write_params"]
 
@@ -25,9 +27,12 @@ __all__ = ["MAX_COHORTS", "Params", "check_same_params", "read_params", "write_p
 MAX_COHORTS = 2**32
 
 _HEADER = ("k", "h", "m", "p", "q", "f")
+#: Marks a keyword of :class:`Params` that was not given (``None`` is a value, and a wrong one).
+_UNSET: Any = object()
+_MAX_LINE_BYTES = 1 << 16  # a params line is a few dozen characters: read no more of another file
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class Params:
     """Parameters of a RAPPOR collection (google/rappor names; CSV columns ``k,h,m,p,q,f``).
 
@@ -46,12 +51,17 @@ class Params:
     prob_f : float
         ``f``, the permanent randomized response replaces each Bloom bit with a fair
         coin with probability ``f`` (so it becomes 1 or 0 with probability ``f/2`` each).
+    k, h, m, p, q, f :
+        The same six values by their short names (the ``params.csv`` header and the
+        paper's letters), as keywords too: ``Params(k=16, h=2, m=64, p=0.5, q=0.75,
+        f=0.5)``.  Each value is given once, by either name.
 
     Raises
     ------
     InvalidParameterError
         If a value is out of range, or if ``(1 - f)(q - p) == 0``: such reports are
-        independent of the value and carry no information.
+        independent of the value and carry no information; if a value is given by both
+        its names (``k`` and ``num_bloombits``) or by neither.
 
     Notes
     -----
@@ -73,6 +83,8 @@ class Params:
     (0.6875, 0.5625)
     >>> round(params.epsilon_inf, 4)
     4.3944
+    >>> Params(k=16, h=2, m=8, p=0.5, q=0.75, f=0.5) == params
+    True
     """
 
     num_bloombits: int
@@ -82,22 +94,31 @@ class Params:
     prob_q: float
     prob_f: float
 
-    def __post_init__(self) -> None:
-        # Bit indices are 32-bit in the hashing spec; a larger k cannot even be allocated.
-        k = check_int(self.num_bloombits, "num_bloombits", "Params", low=1, high=2**32)
-        h = check_int(self.num_hashes, "num_hashes", "Params", low=1, high=k)
-        m = check_int(self.num_cohorts, "num_cohorts", "Params", low=1, high=MAX_COHORTS)
-        p = check_probability(self.prob_p, "prob_p", "Params")
-        q = check_probability(self.prob_q, "prob_q", "Params")
-        f = check_probability(self.prob_f, "prob_f", "Params")
-        for name, value in zip(
-            ("num_bloombits", "num_hashes", "num_cohorts", "prob_p", "prob_q", "prob_f"), (k, h, m, p, q, f)
-        ):
+    def __init__(self, *, num_bloombits: int = _UNSET, num_hashes: int = _UNSET, num_cohorts: int = _UNSET,
+                 prob_p: float = _UNSET, prob_q: float = _UNSET, prob_f: float = _UNSET,
+                 k: int = _UNSET, h: int = _UNSET, m: int = _UNSET,
+                 p: float = _UNSET, q: float = _UNSET, f: float = _UNSET) -> None:
+        named = _one_name_each(
+            (("num_bloombits", num_bloombits), ("num_hashes", num_hashes), ("num_cohorts", num_cohorts),
+             ("prob_p", prob_p), ("prob_q", prob_q), ("prob_f", prob_f)),
+            (("k", k), ("h", h), ("m", m), ("p", p), ("q", q), ("f", f)),
+        )
+        # Errors name the keyword the caller used.  Bit indices are 32-bit in the hashing spec;
+        # a larger k cannot even be allocated.
+        bits = check_int(named[0][1], named[0][0], "Params", low=1, high=2**32)
+        values = (
+            bits,
+            check_int(named[1][1], named[1][0], "Params", low=1, high=bits),
+            check_int(named[2][1], named[2][0], "Params", low=1, high=MAX_COHORTS),
+            *(check_probability(value, name, "Params") for name, value in named[3:]),
+        )
+        for name, value in zip(("num_bloombits", "num_hashes", "num_cohorts", "prob_p", "prob_q", "prob_f"), values):
             object.__setattr__(self, name, value)
-        if (1.0 - f) * (q - p) == 0.0:
+        if (1.0 - self.prob_f) * (self.prob_q - self.prob_p) == 0.0:
             msg = (
                 "These parameters carry no information: (1 - prob_f) * (prob_q - prob_p) == 0 "
-                f"(prob_f={f!r}, prob_p={p!r}, prob_q={q!r}). Information is lost. Cannot decode."
+                f"(prob_f={self.prob_f!r}, prob_p={self.prob_p!r}, prob_q={self.prob_q!r}). "
+                "Information is lost. Cannot decode."
             )
             raise InvalidParameterError(msg)
 
@@ -134,13 +155,13 @@ class Params:
 
     @property
     def p11(self) -> float:
-        """P(report bit 1 | Bloom bit 1) ``= q (1 - f/2) + p f/2``."""
-        return self.prob_q * (1.0 - self.prob_f / 2.0) + self.prob_p * self.prob_f / 2.0
+        """P(report bit 1 | Bloom bit 1) ``= q (1 - f/2) + p f/2`` (:func:`rappor.randomizer.report_probabilities`)."""
+        return report_probabilities(self.prob_p, self.prob_q, self.prob_f)[0]
 
     @property
     def p01(self) -> float:
-        """P(report bit 1 | Bloom bit 0) ``= p (1 - f/2) + q f/2``."""
-        return self.prob_p * (1.0 - self.prob_f / 2.0) + self.prob_q * self.prob_f / 2.0
+        """P(report bit 1 | Bloom bit 0) ``= p (1 - f/2) + q f/2`` (:func:`rappor.randomizer.report_probabilities`)."""
+        return report_probabilities(self.prob_p, self.prob_q, self.prob_f)[1]
 
     @property
     def epsilon_one(self) -> float:
@@ -186,6 +207,20 @@ class Params:
         return ",".join(_HEADER) + "\n" + ",".join(repr(d[key]) for key in _HEADER) + "\n"
 
 
+def _one_name_each(long: tuple[tuple[str, Any], ...], short: tuple[tuple[str, Any], ...]) -> list[tuple[str, Any]]:
+    """``(name used, value)`` for each parameter given by its long or its short name, never both."""
+    out = []
+    for (long_name, long_value), (short_name, short_value) in zip(long, short):
+        if long_value is not _UNSET and short_value is not _UNSET:
+            msg = (f"Params got both {long_name}={long_value!r} and {short_name}={short_value!r}: "
+                   "give each value once, by either name.")
+            raise InvalidParameterError(msg)
+        if long_value is _UNSET and short_value is _UNSET:
+            raise InvalidParameterError(f"Params needs {long_name} (or its short name {short_name}).")
+        out.append((long_name, long_value) if short_value is _UNSET else (short_name, short_value))
+    return out
+
+
 def check_same_params(expected: Params, found: Params, what: str) -> None:
     """Raise :class:`IncompatibleParamsError` unless ``found == expected``."""
     if expected != found:
@@ -202,16 +237,19 @@ def _parse_int(text: str, name: str, path: str, line: int) -> int:
     try:
         return int(text)
     except ValueError:
-        raise ReportFormatError(f"expected an integer for {name!r}, found {text!r}", path=path, line=line) from None
+        msg = f"expected an integer for {name!r}, found {excerpt(text)}"
+        raise ReportFormatError(msg, path=path, line=line) from None
 
 
 def _parse_float(text: str, name: str, path: str, line: int) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise ReportFormatError(f"expected a number for {name!r}, found {text!r}", path=path, line=line) from None
+        msg = f"expected a number for {name!r}, found {excerpt(text)}"
+        raise ReportFormatError(msg, path=path, line=line) from None
     if not math.isfinite(value):
-        raise ReportFormatError(f"expected a finite number for {name!r}, found {text!r}", path=path, line=line)
+        msg = f"expected a finite number for {name!r}, found {excerpt(text)}"
+        raise ReportFormatError(msg, path=path, line=line)
     return value
 
 
@@ -219,8 +257,12 @@ def _split(text: str, path: str, line: int) -> list[str]:
     try:
         row = next(csv.reader(io.StringIO(text), skipinitialspace=True), [])
     except csv.Error as exc:  # e.g. a stray carriage return inside the line
-        raise ReportFormatError(f"expected a CSV row, found {text!r} ({exc})", path=path, line=line) from None
+        raise ReportFormatError(f"expected a CSV row, found {excerpt(text)} ({exc})", path=path, line=line) from None
     return [cell.strip() for cell in row]
+
+
+def _is_header(cells: list[str]) -> bool:
+    return sorted(cells) == sorted(_HEADER) and len(cells) == len(_HEADER)
 
 
 def read_params(path: PathLike) -> Params:
@@ -245,13 +287,19 @@ def read_params(path: PathLike) -> Params:
         names the file and the line.
     """
     name = display_name(path)
-    lines = [(n, t) for n, t in iter_text_lines(path) if t.strip()]
+    lines: list[tuple[int, str]] = []
+    for number, text in iter_text_lines(path, what="a params file", max_line_bytes=_MAX_LINE_BYTES):
+        if not text.strip():
+            continue
+        lines.append((number, text))
+        if (len(lines) == 1 and not _is_header(_split(text, name, number))) or len(lines) > 2:
+            break  # a bad header, or one row too many: the error is known, read no further
     if not lines:
         raise ReportFormatError("expected a header 'k,h,m,p,q,f' and one data row, found an empty file", path=name)
     head_no, head_text = lines[0]
     header = _split(head_text, name, head_no)
-    if sorted(header) != sorted(_HEADER) or len(header) != len(_HEADER):
-        msg = f"expected the header 'k,h,m,p,q,f', found {head_text!r}"
+    if not _is_header(header):
+        msg = f"expected the header 'k,h,m,p,q,f', found {excerpt(head_text)}"
         raise ReportFormatError(msg, path=name, line=head_no)
     if len(lines) < 2:
         raise ReportFormatError("expected one data row after the header, found none", path=name, line=head_no + 1)

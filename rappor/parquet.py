@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._io import PathLike, atomic_output, display_name
+from ._lazy import import_optional
 from ._validation import check_int, check_options
 from .aggregate import Aggregate
 from .exceptions import IncompatibleParamsError, InvalidParameterError, RapporError, ReportFormatError
@@ -68,13 +69,9 @@ Layout = Literal["words", "bits"]
 
 
 def _pyarrow() -> Any:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet  # noqa: F401
-    except ImportError:  # pragma: no cover - pyarrow is a test dependency
-        msg = "Parquet reports need pyarrow: pip install 'rappor[parquet]'."
-        raise InvalidParameterError(msg) from None
-    return pa
+    """``pyarrow`` with ``pyarrow.parquet`` loaded, or :class:`~rappor.exceptions.MissingDependencyError`."""
+    import_optional("pyarrow.parquet", "Parquet reports")
+    return import_optional("pyarrow", "Parquet reports")
 
 
 def word_columns(params: Params) -> list[str]:
@@ -151,9 +148,16 @@ class ParquetReportWriter:
 
     Examples
     --------
-    >>> with ParquetReportWriter("reports.parquet", params) as writer:  # doctest: +SKIP
-    ...     for batch in batches:
-    ...         writer.write(batch)
+    Write reports batch by batch (here two simulated days), then read them back:
+
+    >>> from rappor import Params, Population, simulate
+    >>> params = Params(k=16, h=2, m=4, p=0.5, q=0.75, f=0.5)
+    >>> days = [simulate(params, Population.zipf(10), 1_000, rng=day) for day in (1, 2)]
+    >>> with ParquetReportWriter("reports.parquet", params) as writer:
+    ...     for day in days:
+    ...         writer.write(day.reports)
+    >>> writer.n_rows, len(read_parquet_reports("reports.parquet", params))
+    (2000, 2000)
     """
 
     def __init__(

@@ -34,16 +34,25 @@ comparison.  ``benchmarks/planner_check.py`` compares both with simulated detect
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from ._lazy import lazy_module
 from ._validation import check_int, check_options, check_probability, check_real, check_rng
 from .exceptions import InvalidParameterError
 from .params import Params
+
+if TYPE_CHECKING:
+    import threadpoolctl  # installed with scikit-learn
+    from scipy import linalg, sparse, stats
+else:  # imported on first use: keeps `import rappor` light
+    threadpoolctl = lazy_module("threadpoolctl")  # installed with scikit-learn
+    linalg = lazy_module("scipy.linalg")
+    sparse = lazy_module("scipy.sparse")
+    stats = lazy_module("scipy.stats")
 
 __all__ = ["DEFAULT_EPSILON_RATIO", "DetectionPrediction", "Plan", "PlanResult", "design_inflation", "detection_frequency", "plan",
            "simulate_detection"]
@@ -86,19 +95,11 @@ def design_inflation(num_bloombits: int, num_hashes: int, num_cohorts: int, num_
     if s > _MAX_EXACT_CANDIDATES:
         m2 = math.ceil(m * _MAX_EXACT_CANDIDATES / s)
         s, m = max(1, round(s * m2 / m)), m2
-    try:
-        from threadpoolctl import threadpool_limits  # installed with scikit-learn
-        limit: Any = threadpool_limits(1)  # small dense factorizations: threads only contend
-    except ImportError:  # pragma: no cover
-        limit = contextlib.nullcontext()
-    with limit:
+    with threadpoolctl.threadpool_limits(1):  # small dense factorizations: threads only contend
         return _inflation(k, h, m, s, check_int(n_designs, "n_designs", "design_inflation", low=1), gen)
 
 
 def _inflation(k: int, h: int, m: int, s: int, n_designs: int, gen: np.random.Generator) -> float:
-    from scipy import sparse
-    from scipy.linalg import lapack
-
     values = []
     cols = np.broadcast_to(np.arange(s), (m, h, s)).ravel()
     offsets = np.broadcast_to((np.arange(m) * k)[:, None, None], (m, h, s)).ravel()
@@ -112,7 +113,7 @@ def _inflation(k: int, h: int, m: int, s: int, n_designs: int, gen: np.random.Ge
             chol = np.linalg.cholesky(gram)
         except np.linalg.LinAlgError:
             return math.inf
-        inv_chol, info = lapack.dtrtri(chol, lower=1)
+        inv_chol, info = linalg.lapack.dtrtri(chol, lower=1)
         if info != 0:
             return math.inf
         diag_inv = np.einsum("ij,ij->j", inv_chol, inv_chol)  # diag((L L')^-1) = column norms of L^-1
@@ -189,7 +190,6 @@ def detection_frequency(params: Params, n_reports: int, n_candidates: int, *, si
     See the module docstring for the derivation (GLS of the candidate frequencies given
     the Bloom design).  ``sd(x_hat) = sqrt(inflation lam (1 - lam) / (N h (p11 - p01)^2))``.
     """
-    from scipy.stats import norm  # lazy: keeps `import rappor` fast
 
     n = check_int(n_reports, "n_reports", "detection_frequency", low=1)
     s = check_int(n_candidates, "n_candidates", "detection_frequency", low=1)
@@ -200,11 +200,11 @@ def detection_frequency(params: Params, n_reports: int, n_candidates: int, *, si
             else check_real(inflation, "inflation", "detection_frequency", low=1.0) if math.isfinite(inflation)
             else math.inf)
     c, var_bit = _bit_sigma(params, n)
-    z = float(norm.isf(a / s if corr == "bonferroni" else a))
+    z = float(stats.norm.isf(a / s if corr == "bonferroni" else a))
     sd = math.sqrt(infl * var_bit / (n * params.h)) / abs(c)
     sd_ref = math.sqrt(n * params.p01 * (1.0 - params.p01)) / abs(c)
-    return DetectionPrediction(frequency=(z + float(norm.ppf(pw))) * sd,
-                               reference_frequency=float(norm.isf(a)) * sd_ref / n,
+    return DetectionPrediction(frequency=(z + float(stats.norm.ppf(pw))) * sd,
+                               reference_frequency=float(stats.norm.isf(a)) * sd_ref / n,
                                std_error=sd, inflation=infl, critical_z=z)
 
 
@@ -392,8 +392,6 @@ def simulate_detection(params: Params, n_reports: int, n_candidates: int, freque
     int
         Number of the ``reps`` repetitions in which candidate 0 was detected.
     """
-    from scipy import sparse
-
     gen = check_rng(rng)
     k, h, m = params.k, params.h, params.m
     s = check_int(n_candidates, "n_candidates", "simulate_detection", low=2)

@@ -1,7 +1,8 @@
 """Plots of decoded collections and privacy curves (needs the ``plot`` extra: matplotlib).
 
-matplotlib is imported inside each function, so ``import rappor.plots`` is cheap and
-``import rappor`` never loads it.  Every function takes an optional ``ax`` and returns
+matplotlib is imported on first use (:mod:`rappor._lazy`), so ``import rappor.plots`` is
+cheap and ``import rappor`` never loads it; without it a plot raises
+:class:`~rappor.exceptions.MissingDependencyError` naming the ``plot`` extra.  Every function takes an optional ``ax`` and returns
 the :class:`matplotlib.axes.Axes` it drew on, so figures can be composed freely::
 
     fig, (left, right) = plt.subplots(1, 2)
@@ -17,23 +18,26 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .metrics import _detected_mask, _share_interval, bit_residuals
+from ._lazy import lazy_module
+from .metrics import _detected_mask, _share_interval, bit_residuals, fit_residuals
 from .params import Params
+from .privacy import loss
 
 if TYPE_CHECKING:  # pragma: no cover
+    import matplotlib.pyplot as plt
     from matplotlib.axes import Axes
 
     from .aggregate import Aggregate
     from .design import CandidateMap
+else:
+    plt = lazy_module("matplotlib.pyplot", "plots")
 
-__all__ = ["plot_epsilon", "plot_estimates", "plot_residuals"]
+__all__ = ["plot_epsilon", "plot_estimates", "plot_fit_residuals", "plot_residuals"]
 
 
 def _axes(ax: Axes | None) -> Axes:
     if ax is not None:
         return ax
-    import matplotlib.pyplot as plt
-
     _, new = plt.subplots()
     return new
 
@@ -93,21 +97,47 @@ def plot_estimates(result: Any, truth: Mapping[str, int] | None = None, *, confi
 
 def plot_residuals(aggregate: Aggregate, candidate_map: CandidateMap, proportion: npt.ArrayLike, *,
                    ax: Axes | None = None) -> Axes:
-    """Standardized residuals per (cohort, bit) as a heat map (:func:`rappor.metrics.bit_residuals`).
+    """Standardized residuals per (cohort, bit) under given shares, as a heat map
+    (:func:`rappor.metrics.bit_residuals`).  For a decode's own model use
+    :func:`plot_fit_residuals`.
 
     Returns
     -------
     matplotlib.axes.Axes
     """
+    return _heat_map(bit_residuals(aggregate, candidate_map, proportion), "Residuals per (cohort, bit)", ax)
+
+
+def plot_fit_residuals(result: Any, aggregate: Aggregate, candidate_map: CandidateMap, *,
+                       ax: Axes | None = None) -> Axes:
+    """Heat map of the residuals of a decode's model (:func:`rappor.metrics.fit_residuals`):
+    with the least-squares estimator, the fit whose chi-square the summary tests.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    fit = fit_residuals(result, aggregate, candidate_map)
+    summary = result.summary() if callable(getattr(result, "summary", None)) else {}
+    residual = summary.get("residual") or {}
+    if fit.tested:
+        title = "Residuals of the tested fit (all shares + unexplained)\n"
+        title += (f"chi-square {fit.chi2:.1f} on {residual['dof']} dof, p = {residual['chi2_pvalue']:.2g}"
+                  if residual.get("dof") else f"sum of squares {fit.chi2:.1f}")
+    else:
+        title = f"Residuals of the empirical-Bayes shares + unexplained\nsum of squares {fit.chi2:.1f}"
+    return _heat_map(fit.residuals, title, ax)
+
+
+def _heat_map(res: npt.NDArray[np.float64], title: str, ax: Axes | None) -> Axes:
     ax = _axes(ax)
-    res = bit_residuals(aggregate, candidate_map, proportion)
     finite = res[np.isfinite(res)]
     lim = max(3.0, float(np.abs(finite).max()) if finite.size else 3.0)
     image = ax.imshow(res, aspect="auto", cmap="RdBu_r", vmin=-lim, vmax=lim, interpolation="nearest")
     ax.figure.colorbar(image, ax=ax, label="standardized residual")
     ax.set_xlabel("bit")
     ax.set_ylabel("cohort")
-    ax.set_title("Residuals per (cohort, bit)")
+    ax.set_title(title, fontsize="medium")
     return ax
 
 
@@ -122,8 +152,6 @@ def plot_epsilon(params: Params, *, max_reports: int = 100, delta: float = 1e-6,
     -------
     matplotlib.axes.Axes
     """
-    from .privacy import loss
-
     ax = _axes(ax)
     ts = np.unique(np.geomspace(1, max(int(max_reports), 1), num=16).round().astype(int))
     rows = [loss(params, reports=int(t), delta=delta) for t in ts]

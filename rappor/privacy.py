@@ -63,14 +63,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
 
+from ._lazy import lazy_module
 from ._validation import check_int, check_options, check_probability, check_real
 from .exceptions import InvalidParameterError
 from .params import Params
+
+if TYPE_CHECKING:
+    from scipy import optimize, special
+else:  # imported on first use: keeps `import rappor` light
+    optimize = lazy_module("scipy.optimize")
+    special = lazy_module("scipy.special")
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -143,9 +150,8 @@ def renyi_divergence(p: npt.ArrayLike, q: npt.ArrayLike, orders: npt.ArrayLike) 
     out[one] = float(np.sum(pa_s * (lp - lq)))
     out[inf] = float(np.max(lp - lq))
     a = alphas[mid][:, None]
-    from scipy.special import logsumexp  # lazy: keeps `import rappor` fast
 
-    out[mid] = logsumexp(a * lp + (1.0 - a) * lq, axis=1) / (alphas[mid] - 1.0)
+    out[mid] = special.logsumexp(a * lp + (1.0 - a) * lq, axis=1) / (alphas[mid] - 1.0)
     return out
 
 
@@ -257,7 +263,6 @@ def tight_rho(curve: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]
     limit ``alpha -> 1`` (the KL divergence, by continuity of ``D_alpha`` in ``alpha``), then
     refined with a bounded scalar search around the best grid order.
     """
-    from scipy.optimize import minimize_scalar  # lazy: keeps `import rappor` fast
 
     grid = np.concatenate([[1.0], DEFAULT_ORDERS, [1e5, 1e6]])
     values = curve(grid) / grid
@@ -266,7 +271,7 @@ def tight_rho(curve: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]
     i = int(np.argmax(values))
     best = float(values[i])
     if 0 < i < grid.size - 1:
-        res = minimize_scalar(lambda a: -float(curve(np.array([a]))[0]) / a,
+        res = optimize.minimize_scalar(lambda a: -float(curve(np.array([a]))[0]) / a,
                               bounds=(grid[i - 1], grid[i + 1]), method="bounded",
                               options={"xatol": 1e-10})
         best = max(best, -float(res.fun))
@@ -420,7 +425,6 @@ def advanced_composition(epsilon: float, reports: int, delta: float) -> float:
 def _refined_epsilon(curve: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]],
                      delta: float) -> tuple[float, float]:
     """:func:`epsilon_from_rdp` on the default grid, refined by a bounded scalar search."""
-    from scipy.optimize import minimize_scalar  # lazy: keeps `import rappor` fast
 
     grid = DEFAULT_ORDERS
     eps, order = epsilon_from_rdp(grid, curve(grid), delta)
@@ -428,7 +432,7 @@ def _refined_epsilon(curve: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.f
     if 0 < i < grid.size - 1 and math.isfinite(eps):
         def objective(a: float) -> float:
             return epsilon_from_rdp([a], curve(np.array([a])), delta)[0]
-        res = minimize_scalar(objective, bounds=(grid[i - 1], grid[i + 1]), method="bounded")
+        res = optimize.minimize_scalar(objective, bounds=(grid[i - 1], grid[i + 1]), method="bounded")
         if res.fun < eps:
             return float(res.fun), float(res.x)
     return eps, order

@@ -1,4 +1,4 @@
-"""Simulated collections: populations, clients, fast batch encoding, and the truth.
+"""Simulated collections: populations, simulated reports and counts, and the truth.
 
 A simulation draws a population of clients, each with a cohort and one or several
 values, encodes their reports, and aggregates them, keeping the truth so that a
@@ -10,16 +10,19 @@ regression suite (``tests/gen_sim_input.py``, ``tests/rappor_sim.py``):
 * :func:`candidate_strings`: the analyst's candidate list, with decoys added and
   every R-th true string removed (to exercise unexplained mass);
 * :func:`simulate`: clients, reports and the aggregate, as a :class:`Simulation`;
-* :func:`encode_batch`: vectorized encoding with a :class:`numpy.random.Generator`.
+* :func:`simulate_reports`: vectorized encoding with a :class:`numpy.random.Generator`;
+* :func:`simulate_counts`, :func:`zipf_scenario`: the aggregated counts drawn exactly
+  from their binomial law, without encoding any report (:class:`Scenario`).
 
-Batch encoding and the real client
-----------------------------------
-:func:`encode_batch` draws exactly the distribution of :class:`rappor.Encoder`,
-including its 32-bit integer thresholds: the permanent response keeps each Bloom
-bit with probability ``1 - 2t / 2**32`` (``t = min(round(f 2**31), 2**31)``) and
-otherwise replaces it with a fair coin; the instantaneous response is 1 with
-probability ``round(q 2**32) / 2**32`` where the PRR bit is 1 and
-``round(p 2**32) / 2**32`` where it is 0 (``docs/client.md``).  What differs is only
+Simulated reports and the real client
+-------------------------------------
+:func:`simulate_reports` draws exactly the distribution of :class:`rappor.Encoder`:
+both apply the rules of :mod:`rappor.randomizer`, with its 32-bit integer
+thresholds: the permanent response replaces each Bloom bit with probability
+``2t / 2**32`` (``t`` of :func:`~rappor.randomizer.prr_threshold`) by a fair coin;
+the instantaneous response is 1 with probability ``round(q 2**32) / 2**32`` where
+the PRR bit is 1 and ``round(p 2**32) / 2**32`` where it is 0 (``docs/client.md``).
+What differs is only
 where the PRR's randomness comes from: the real client derives it from
 a SHAKE-256 stream keyed by the client secret so that it is memoized without storage;
 the simulation draws it from the generator once per (client, value) and reuses it for
@@ -40,28 +43,47 @@ import csv
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from ._io import PathLike, display_name, iter_text_lines
-from ._validation import check_int, check_options, check_real, check_rng
+from ._excerpt import excerpt
+from ._io import PathLike, csv_field, display_name, iter_text_lines
+from ._lazy import lazy_module
+from ._validation import check_cohorts, check_int, check_options, check_real, check_rng
 from .aggregate import Aggregate
+from .decoder import Decoder
 from .design import CandidateMap, hash_candidates
+from .encoder import client_secret, derive_cohort, encode_clients
 from .exceptions import InvalidParameterError, ReportFormatError
 from .hashing import bloom_bit_indices, bloom_bits_table
 from .params import Params
+from .randomizer import (
+    instantaneous_response,
+    irr_thresholds,
+    permanent_response,
+    prr_threshold,
+)
 from .reports import ReportBatch
+
+if TYPE_CHECKING:
+    from scipy import special
+else:  # imported on first use: keeps `import rappor` light
+    special = lazy_module("scipy.special")
 
 __all__ = [
     "DISTRIBUTIONS",
     "Population",
+    "Scenario",
     "Simulation",
     "candidate_strings",
-    "encode_batch",
     "read_population",
     "simulate",
+    "simulate_counts",
+    "simulate_reports",
+    "true_ones",
+    "zipf_scenario",
 ]
 
 #: Names accepted by :meth:`Population.make` (and ``rappor simulate --dist``).
@@ -69,7 +91,6 @@ DISTRIBUTIONS = ("zipf", "exponential", "gaussian", "uniform")
 
 Distribution = Literal["zipf", "exponential", "gaussian", "uniform"]
 
-_TWO32 = 2**32
 _TIE_DIGITS = 8  # digits compared before ties are resolved recursively
 _ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -173,8 +194,6 @@ class Population:
         u = check_int(num_unique, "num_unique", "Population.gaussian", low=1)
         sd = u / 6.0 if std is None else check_real(std, "std", "Population.gaussian", low=0.0, low_open=True)
         mu = (u + 1) / 2.0
-        from scipy import special  # lazy: keeps `import rappor` fast
-
         edges = special.ndtr((np.arange(u + 1, dtype=np.float64) + 0.5 - mu) / sd)
         probs = np.diff(edges)
         if probs.sum() <= 0:
@@ -234,27 +253,28 @@ def read_population(path: PathLike) -> Population:
     """
     name = display_name(path)
     counts: dict[str, float] = {}
-    for lineno, text in iter_text_lines(path):
+    for lineno, text in iter_text_lines(path, what="a population file"):
         if not text.strip():
             continue
         try:
             cells = next(csv.reader([text]))
         except (csv.Error, StopIteration) as exc:
-            raise ReportFormatError(f"expected 'string,count', found {text!r} ({exc})", path=name, line=lineno) from None
+            msg = f"expected 'string,count', found {excerpt(text)} ({exc})"
+            raise ReportFormatError(msg, path=name, line=lineno) from None
         if len(cells) < 2:
-            raise ReportFormatError(f"expected 'string,count', found {text!r}", path=name, line=lineno)
+            raise ReportFormatError(f"expected 'string,count', found {excerpt(text)}", path=name, line=lineno)
         value, count_text = ",".join(cells[:-1]), cells[-1]
         if not counts and value.strip().lower() == "string" and count_text.strip().lower() == "count":
             continue
         try:
             count = float(count_text)
         except ValueError:
-            msg = f"expected a number after the last comma, found {count_text!r}"
+            msg = f"expected a number after the last comma, found {excerpt(count_text)}"
             raise ReportFormatError(msg, path=name, line=lineno) from None
         if not math.isfinite(count) or count < 0:
-            raise ReportFormatError(f"expected a count >= 0, found {count_text!r}", path=name, line=lineno)
+            raise ReportFormatError(f"expected a count >= 0, found {excerpt(count_text)}", path=name, line=lineno)
         if value in counts:
-            raise ReportFormatError(f"the string {value!r} appears twice", path=name, line=lineno)
+            raise ReportFormatError(f"the string {excerpt(value)} appears twice", path=name, line=lineno)
         counts[value] = count
     if not counts or sum(counts.values()) <= 0:
         raise ReportFormatError("expected at least one row with a positive count", path=name)
@@ -344,15 +364,6 @@ def _bernoulli_words(rng: np.random.Generator, threshold: int, digits: int, n: i
     return less
 
 
-def _prr_threshold(prob_f: float) -> int:
-    """``2t`` with ``t = min(round(f 2**31), 2**31)``: P(the Bloom bit is replaced) = ``2t / 2**32``."""
-    return 2 * min(round(prob_f * 2**31), 2**31)
-
-
-def _irr_threshold(prob: float) -> int:
-    return round(prob * _TWO32)
-
-
 def _bytes_to_words(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
     """A flat uint8 array (length a multiple of 8) seen as little-endian uint64 words."""
     return data.view("<u8").view(np.uint64)
@@ -368,9 +379,11 @@ def _permanent_bytes(params: Params, bloom: npt.NDArray[np.uint8], rng: np.rando
     flat = np.zeros(_padded(n * nb), dtype=np.uint8)
     flat[: n * nb] = bloom.reshape(-1)
     words = _bytes_to_words(flat)
-    replace = _bernoulli_words(rng, _prr_threshold(params.prob_f), 32, words.size)
+    # A word u < 2t replaces the Bloom bit (t of prr_threshold), u < t with a 1: a replacement
+    # mask of probability 2t / 2**32 and a fair coin, as the client's single-word rule.
+    replace = _bernoulli_words(rng, 2 * prr_threshold(params.prob_f), 32, words.size)
     coin = _random_words(rng, words.size)
-    prr = (words & ~replace) | (coin & replace)
+    prr = permanent_response(words, replace, coin)
     return prr.view(np.uint8)[: n * nb].reshape(n, nb)
 
 
@@ -382,9 +395,10 @@ def _instantaneous_words(params: Params, prr: npt.NDArray[np.uint8], rng: np.ran
     flat = np.zeros(_padded(n * nb), dtype=np.uint8)
     flat[: n * nb] = prr.reshape(-1)
     words = _bytes_to_words(flat)
-    p_bits = _bernoulli_words(rng, _irr_threshold(params.prob_p), 32, words.size)
-    q_bits = _bernoulli_words(rng, _irr_threshold(params.prob_q), 32, words.size)
-    irr = ((p_bits & ~words) | (q_bits & words)).view(np.uint8)[: n * nb].reshape(n, nb)
+    tp, tq = irr_thresholds(params.prob_p, params.prob_q)
+    p_bits = _bernoulli_words(rng, tp, 32, words.size)
+    q_bits = _bernoulli_words(rng, tq, 32, words.size)
+    irr = instantaneous_response(words, p_bits, q_bits).view(np.uint8)[: n * nb].reshape(n, nb)
     w = params.num_words
     if nb == 8 * w and k % 8 == 0:
         return np.ascontiguousarray(irr).view("<u8").view(np.uint64).reshape(n, w)
@@ -418,8 +432,8 @@ def _bloom_table(params: Params, strings: Sequence[str], values: npt.NDArray[np.
     return _bloom_bytes(idx, k), rows.reshape(-1).astype(np.int64)
 
 
-def encode_batch(params: Params, strings: Sequence[str], values: npt.ArrayLike, cohorts: npt.ArrayLike, *,
-                 prr_units: npt.ArrayLike | None = None, rng: Any = None) -> ReportBatch:
+def simulate_reports(params: Params, strings: Sequence[str], values: npt.ArrayLike, cohorts: npt.ArrayLike, *,
+                     prr_units: npt.ArrayLike | None = None, rng: Any = None) -> ReportBatch:
     """Encode many reports at once with numpy's generator (simulation only).
 
     Parameters
@@ -454,7 +468,7 @@ def encode_batch(params: Params, strings: Sequence[str], values: npt.ArrayLike, 
     >>> from rappor import Params
     >>> params = Params(num_bloombits=16, num_hashes=2, num_cohorts=4,
     ...                 prob_p=0.5, prob_q=0.75, prob_f=0.5)
-    >>> batch = encode_batch(params, ["a", "b"], [0, 1, 1], [0, 3, 3], rng=0)
+    >>> batch = simulate_reports(params, ["a", "b"], [0, 1, 1], [0, 3, 3], rng=0)
     >>> len(batch), batch.cohorts.tolist()
     (3, [0, 3, 3])
     """
@@ -462,20 +476,18 @@ def encode_batch(params: Params, strings: Sequence[str], values: npt.ArrayLike, 
     codes = np.asarray(values, dtype=np.int64).reshape(-1)
     coh = np.asarray(cohorts, dtype=np.int64).reshape(-1)
     if codes.shape != coh.shape:
-        msg = f"The 'values' and 'cohorts' parameters of encode_batch must have the same length. Got {codes.size} and {coh.size}."
+        msg = f"The 'values' and 'cohorts' parameters of simulate_reports must have the same length. Got {codes.size} and {coh.size}."
         raise InvalidParameterError(msg)
     if codes.size and (codes.min() < 0 or codes.max() >= len(strings)):
-        msg = f"The 'values' parameter of encode_batch must hold indices in [0, {len(strings) - 1}]."
+        msg = f"The 'values' parameter of simulate_reports must hold indices in [0, {len(strings) - 1}]."
         raise InvalidParameterError(msg)
-    if coh.size and (coh.min() < 0 or coh.max() >= params.num_cohorts):
-        msg = f"The 'cohorts' parameter of encode_batch must hold ints in the range [0, {params.num_cohorts - 1}]."
-        raise InvalidParameterError(msg)
+    check_cohorts(coh, params.num_cohorts, "simulate_reports")
     if prr_units is None:
         first, inverse = None, None
     else:
         units = np.asarray(prr_units).reshape(-1)
         if units.shape != codes.shape:
-            raise InvalidParameterError("The 'prr_units' parameter of encode_batch must have one entry per report.")
+            raise InvalidParameterError("The 'prr_units' parameter of simulate_reports must have one entry per report.")
         _, first, inverse = np.unique(units, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
         if not (np.array_equal(codes[first][inverse], codes) and np.array_equal(coh[first][inverse], coh)):
@@ -568,7 +580,7 @@ class Simulation:
         for i in order:
             c = int(self._truth[i])
             if c:
-                lines.append(f"{_csv_cell(self.population.strings[i])},{c},{c / total!r}")
+                lines.append(f"{csv_field(self.population.strings[i])},{c},{c / total!r}")
         return "\n".join(lines) + "\n"
 
     def candidate_map(self, candidates: Sequence[str] | None = None) -> CandidateMap:
@@ -589,20 +601,12 @@ class Simulation:
         -------
         rappor.decoder.DecodeResult
         """
-        from .decoder import Decoder
-
         cmap = candidates if isinstance(candidates, CandidateMap) else self.candidate_map(candidates)
         return (Decoder() if decoder is None else decoder).decode(self.aggregate, cmap)
 
     def __repr__(self) -> str:
         return (f"Simulation(n_clients={self.n_clients}, n_reports={self.n_reports}, "
                 f"population={self.population!r}, method={self.method!r})")
-
-
-def _csv_cell(text: str) -> str:
-    if any(ch in text for ch in ',"\r\n') or text != text.strip():
-        return '"' + text.replace('"', '""') + '"'
-    return text
 
 
 def simulate(params: Params, population: Population, n_clients: int, *, reports_per_client: int = 1,
@@ -624,7 +628,7 @@ def simulate(params: Params, population: Population, n_clients: int, *, reports_
         ``gen_sim_input.py -c``); each report is of one of them, chosen uniformly.
         Reports of the same (client, value) share one permanent response.
     method : {"batch", "client"}, default="batch"
-        ``"batch"``: cohorts uniform, PRRs drawn from ``rng`` (:func:`encode_batch`).
+        ``"batch"``: cohorts uniform, PRRs drawn from ``rng`` (:func:`simulate_reports`).
         ``"client"``: the real client, :func:`rappor.encoder.encode_clients`, with
         a key drawn from ``rng``, secrets ``client_secret(key, "client<i>")`` and
         cohorts derived from them (much slower; for cross-checks).
@@ -665,8 +669,6 @@ def simulate(params: Params, population: Population, n_clients: int, *, reports_
         words = _encode_rows(params, table, rows, None if vpc == 1 and rpc == 1 else report_units, gen)
         reports = ReportBatch(params=params, cohorts=cohorts[report_clients], words=words)
     else:
-        from .encoder import client_secret, derive_cohort, encode_clients
-
         key = gen.bytes(32)
         ids = [f"client{i}" for i in range(n)]
         cohorts = np.array([derive_cohort(client_secret(key, cid), params.num_cohorts) for cid in ids],
@@ -676,3 +678,147 @@ def simulate(params: Params, population: Population, n_clients: int, *, reports_
     return Simulation(params=params, population=population, client_cohorts=cohorts, report_clients=report_clients,
                       report_values=report_values, reports=reports, aggregate=Aggregate.from_reports(reports),
                       method=how)
+
+
+# --------------------------------------------------------------------------- aggregates drawn from their exact law
+
+
+def _set_bit_counts(bits: npt.NDArray[np.integer[Any]], clients: npt.NDArray[np.int64],
+                    num_bloombits: int) -> npt.NDArray[np.int64]:
+    """Clients whose Bloom filter sets each bit, per cohort: ``(M, k)`` from ``(V, M, h)`` bits and ``(V, M)`` clients.
+
+    ``bits[v, c]`` are the Bloom bit indices of value ``v`` in cohort ``c`` and
+    ``clients[v, c]`` the clients holding it there; a bit two hashes of one value share
+    is counted once.
+    """
+    k = num_bloombits
+    v, mm, h = bits.shape
+    flat_bits = bits.astype(np.int64)
+    keep = np.ones(flat_bits.shape, dtype=bool)
+    if h > 1:
+        flat_bits = np.sort(flat_bits, axis=2)
+        keep[:, :, 1:] = flat_bits[:, :, 1:] != flat_bits[:, :, :-1]
+    rows = np.arange(mm)[None, :, None] * k + flat_bits
+    weights = np.broadcast_to(np.asarray(clients)[:, :, None], flat_bits.shape)
+    out = np.bincount(rows[keep], weights=weights[keep], minlength=mm * k)
+    return np.rint(out).astype(np.int64).reshape(mm, k)
+
+
+def _draw_counts(params: Params, clients_per_cohort: npt.NDArray[np.int64], set_bits: npt.NDArray[np.int64],
+                 rng: np.random.Generator) -> npt.NDArray[np.int64]:
+    """A counts table ``(m, k + 1)`` drawn from its exact law given the Bloom filters.
+
+    With one report per client, reports of different clients are independent and,
+    given a client's Bloom filter, its report bits are independent: a set Bloom bit is
+    reported as 1 with probability ``p11`` and a clear one with ``p01`` (Erlingsson,
+    Pihur and Korolova 2014, Sec. 3-4; google/rappor ``decode.R``).  So the ones of bit
+    ``b`` in cohort ``c`` are exactly ``Binomial(B_cb, p11) + Binomial(N_c - B_cb, p01)``,
+    independent over (cohort, bit), where ``B_cb`` (``set_bits``) of the ``N_c`` clients
+    (``clients_per_cohort``) set the bit.
+    """
+    ones = rng.binomial(set_bits, params.p11) + rng.binomial(clients_per_cohort[:, None] - set_bits, params.p01)
+    counts = np.empty((clients_per_cohort.size, params.num_bloombits + 1), dtype=np.int64)
+    counts[:, 0] = clients_per_cohort
+    counts[:, 1:] = ones
+    return counts
+
+
+def true_ones(params: Params, values: Sequence[str], counts_by_cohort: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    """``n1[c, b]``: clients of cohort ``c`` whose Bloom filter sets bit ``b``, shape ``(m, k)``.
+
+    Parameters
+    ----------
+    params : Params
+    values : sequence of str
+        The true values (``U`` of them).
+    counts_by_cohort : array-like of int, shape (U, num_cohorts)
+        Clients holding each value in each cohort.
+    """
+    by_cohort = np.asarray(counts_by_cohort, dtype=np.int64)
+    return _set_bit_counts(bloom_bits_table(list(values), params), by_cohort, params.num_bloombits)
+
+
+def simulate_counts(params: Params, values: Sequence[str], counts_by_cohort: npt.ArrayLike,
+                    rng: Any = None) -> Aggregate:
+    """The aggregated counts of one report per client, drawn exactly from their law (no report is encoded).
+
+    Parameters
+    ----------
+    params, values, counts_by_cohort :
+        As in :func:`true_ones`: who holds which value in which cohort.
+    rng : numpy.random.Generator, int or None, default=None
+
+    Returns
+    -------
+    Aggregate
+        Distributed as :meth:`Aggregate.from_reports` of encoding every client
+        (:func:`_draw_counts` gives the law), at a cost independent of the number of
+        clients.
+    """
+    by_cohort = np.asarray(counts_by_cohort, dtype=np.int64)
+    counts = _draw_counts(params, by_cohort.sum(axis=0), true_ones(params, values, by_cohort), check_rng(rng))
+    return Aggregate(params=params, counts=counts)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Scenario:
+    """A collection simulated at the level of its counts, and its truth (the result of :func:`zipf_scenario`).
+
+    Attributes
+    ----------
+    params : Params
+    values : tuple of str
+        The true values.
+    counts_by_cohort : ndarray of shape (U, num_cohorts)
+        Clients holding each value in each cohort.
+    aggregate : Aggregate
+        The simulated bit counts (:func:`simulate_counts`).
+    """
+
+    params: Params
+    values: tuple[str, ...]
+    counts_by_cohort: npt.NDArray[np.int64]
+    aggregate: Aggregate
+
+    @property
+    def true_counts(self) -> npt.NDArray[np.int64]:
+        """Clients holding each value, shape ``(U,)``."""
+        counts: npt.NDArray[np.int64] = self.counts_by_cohort.sum(axis=1)
+        return counts
+
+    @property
+    def true_proportions(self) -> npt.NDArray[np.float64]:
+        """True share of each value among all reports."""
+        return self.true_counts / max(int(self.counts_by_cohort.sum()), 1)
+
+    def truth(self) -> dict[str, int]:
+        """``{value: reports}`` for the values present (the form :func:`rappor.evaluate` takes)."""
+        return {v: int(c) for v, c in zip(self.values, self.true_counts) if c > 0}
+
+
+def zipf_scenario(params: Params, *, n_reports: int, n_values: int, rng: Any = None, exponent: float = 1.0,
+                  prefix: str = "v") -> Scenario:
+    """Clients with values ``v1 .. vU`` drawn from Zipf(``exponent``), spread uniformly over cohorts.
+
+    The value counts are multinomial with the probabilities of
+    :meth:`Population.zipf`, and each value's clients are split over the cohorts by a
+    uniform multinomial; the counts are then drawn by :func:`simulate_counts`.
+
+    Examples
+    --------
+    >>> from rappor import Params
+    >>> params = Params(num_bloombits=16, num_hashes=2, num_cohorts=8,
+    ...                 prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    >>> sc = zipf_scenario(params, n_reports=1000, n_values=10, rng=0)
+    >>> sc.aggregate.total_reports, sum(sc.truth().values())
+    (1000, 1000)
+    """
+    gen = check_rng(rng)
+    n = check_int(n_reports, "n_reports", "zipf_scenario", low=0)
+    population = Population.zipf(check_int(n_values, "n_values", "zipf_scenario", low=1), exponent=exponent)
+    values = tuple(f"{prefix}{i}" for i in range(1, len(population) + 1))
+    counts = gen.multinomial(n, population.probabilities)
+    m = params.num_cohorts
+    by_cohort = np.stack([gen.multinomial(c, np.full(m, 1.0 / m)) for c in counts]).astype(np.int64)
+    return Scenario(params=params, values=values, counts_by_cohort=by_cohort,
+                    aggregate=simulate_counts(params, values, by_cohort, gen))

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -33,3 +37,34 @@ def data_dir() -> Path:
 def interop_dir() -> Path:
     """google/rappor's own small collection (copied from shared/interop/google_rappor_small)."""
     return DATA_DIR / "google_rappor_small"
+
+
+def run_limited(code: str, *, address_space: int, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh Python whose address space is capped at ``address_space`` bytes.
+
+    For memory tests that must fail cleanly (MemoryError, non-zero exit) rather than
+    exhaust the shared machine when the code under test regresses: the old O(k**2)
+    parser or an unbounded read of /dev/zero dies here instead of swapping.
+    """
+    prelude = ("import resource\n"
+               f"resource.setrlimit(resource.RLIMIT_AS, ({address_space}, {address_space}))\n")
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=timeout,
+                          env=env, cwd=REPO_DIR)
+
+
+@pytest.fixture
+def run_limited_python() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """:func:`run_limited` as a fixture."""
+    return run_limited
+
+
+@pytest.fixture
+def one_report() -> tuple[Params, list[list[int]], list[str]]:
+    """A decode whose standard errors are partly infinite: one report in all (cohort 0 of 4, k=16)
+    against 24 candidates, more than its 16 rows (issue 13, item 6).  ``(params, counts, candidates)``."""
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    counts = [[1, 1, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 1]] + [[0] * 17] * 3
+    candidates = ["v10", "v9", "v2", "decoy4", "v17", "v14", "v1", "v20", "decoy7", "decoy2", "decoy1", "decoy3",
+                  "v4", "v12", "v11", "v8", "decoy10", "v19", "decoy9", "v7", "v15", "v16", "v18", "decoy8"]
+    return params, counts, candidates

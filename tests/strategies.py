@@ -38,12 +38,12 @@ def report_batches(draw: st.DrawFn, p: Params, max_n: int = 40) -> ReportBatch:
 
 @st.composite
 def aggregates(draw: st.DrawFn, p: Params, max_reports: int = 2**60) -> Aggregate:
-    """Aggregates with per-cohort totals up to ``max_reports`` (so three of them still fit in int64)."""
+    """Aggregates with up to ``max_reports`` reports in all (so three of them still fit in int64)."""
     m, k = p.num_cohorts, p.num_bloombits
     seed = draw(st.integers(0, 2**32 - 1))
     big = draw(st.booleans())
     rng = np.random.default_rng(seed)
-    n = rng.integers(0, max_reports if big else 50, size=m, dtype=np.int64, endpoint=True)
+    n = rng.integers(0, max_reports // m if big else 50, size=m, dtype=np.int64, endpoint=True)
     ones = (rng.random((m, k)) * (n[:, None] + 1)).astype(np.int64)
     ones = np.minimum(ones, n[:, None])
     return Aggregate(params=p, counts=np.column_stack([n, ones]))

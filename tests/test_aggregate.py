@@ -11,6 +11,7 @@ import pytest
 from rappor import (
     Aggregate,
     IncompatibleParamsError,
+    InvalidParameterError,
     Params,
     ReportBatch,
     ReportFormatError,
@@ -133,6 +134,9 @@ BAD_COUNTS = [
     ("5,1,2,3\n5,1,2,6\n", 2, "at most the cohort's 5 reports, found 6 for bit 2"),
     ("99999999999999999999,1,2,3\n5,1,2,3\n", 1, "at most 2**63 - 1"),
     ("5;1;2;3\n5;1;2;3\n", 1, "found 1"),
+    # Two cohorts of 2**62 reports: each fits in int64, their total does not (it wrapped to -2**63).
+    ("4611686018427387904,0,0,0\n4611686018427387904,0,0,0\n", 2,
+     "expected at most 2**63 - 1 reports in all cohorts together (the int64 range), found 9223372036854775808"),
 ]
 
 
@@ -163,3 +167,60 @@ def test_check_cohort_balance_at_threshold_is_balanced(params: Params) -> None:
     counts = np.zeros((4, 9), dtype=np.int64)
     counts[:, 0] = [15, 5, 10, 10]  # spread 10 == N/m = 10: google/rappor warns only above
     assert check_cohort_balance(Aggregate(params=params, counts=counts)) is True
+
+
+# --- int64: totals never wrap around -------------------------------------------------------------------
+
+_BIG = 2**62  # two cohorts of it hold 2**63 reports, one more than int64 can
+
+
+def test_aggregate_fail_total_reports_beyond_int64() -> None:
+    counts = np.array([[_BIG, 0, 0, 0], [_BIG, 0, 0, 0]], dtype=np.int64)
+    with pytest.raises(InvalidParameterError, match=r"at most 2\*\*63 - 1 reports over all cohorts.*"
+                                                    r"Got 9223372036854775808 instead"):
+        Aggregate(params=_params(k=3, m=2), counts=counts)
+
+
+def test_aggregate_total_reports_exact_near_int64_max() -> None:
+    counts = np.array([[_BIG, 0, 0, 0], [_BIG - 1, 0, 0, 0]], dtype=np.int64)
+    agg = Aggregate(params=_params(k=3, m=2), counts=counts)
+    assert agg.total_reports == 2**63 - 1
+    assert check_cohort_balance(agg) is True  # N/m is positive (it was -4.6e18 when the sum wrapped)
+
+
+def test_aggregate_merge_fail_total_beyond_int64() -> None:
+    params = _params(k=3, m=2)
+    a = Aggregate(params=params, counts=np.array([[_BIG, 0, 0, 0], [0, 0, 0, 0]]))
+    b = Aggregate(params=params, counts=np.array([[0, 0, 0, 0], [_BIG, 0, 0, 0]]))
+    with pytest.raises(InvalidParameterError, match="the total number of reports over all cohorts would exceed"):
+        a.merge(b)
+    with pytest.raises(InvalidParameterError, match="a count would exceed 2"):
+        a.merge(a).merge(a)  # per cell: 3 * 2**62
+
+
+def test_add_counts_fail_beyond_int64() -> None:
+    """The accumulator of sum-bits, from_report_chunks and the engines refuses to wrap around."""
+    from rappor.aggregate import _add_counts
+
+    total = np.array([[_BIG, 1, 0, 0], [0, 0, 0, 0]], dtype=np.int64)
+    _add_counts(total, np.array([[_BIG - 1, 0, 0, 0], [0, 0, 0, 0]], dtype=np.int64))
+    assert total[0, 0] == 2**63 - 1
+    with pytest.raises(InvalidParameterError, match="would exceed 2\\*\\*63 - 1"):
+        _add_counts(total, np.array([[0, 0, 0, 0], [1, 0, 0, 0]], dtype=np.int64))  # total 2**63
+    with pytest.raises(InvalidParameterError, match="would exceed 2\\*\\*63 - 1"):
+        _add_counts(total, np.array([[1, 0, 0, 0], [0, 0, 0, 0]], dtype=np.int64))  # one entry wraps
+
+
+def test_merge_counts_cli_fail_total_beyond_int64(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two files, one cohort of 2**62 each: the merged total is refused, naming the file that overflows
+    (it printed a warning about "N/m = -4.6e18" and wrote the wrapped counts)."""
+    from rappor.cli import main
+
+    (tmp_path / "p.csv").write_text("k,h,m,p,q,f\n3,2,2,0.5,0.75,0.5\n")
+    (tmp_path / "a.csv").write_text(f"{_BIG},0,0,0\n0,0,0,0\n")
+    (tmp_path / "b.csv").write_text(f"0,0,0,0\n{_BIG},0,0,0\n")
+    assert main(["merge-counts", "--params", str(tmp_path / "p.csv"), str(tmp_path / "a.csv"), str(tmp_path / "b.csv"),
+                 "-o", str(tmp_path / "out.csv")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"rappor: error: {tmp_path / 'b.csv'}: expected counts whose sum"), err
+    assert "warning" not in err and not (tmp_path / "out.csv").exists()

@@ -55,6 +55,13 @@ def _counts_by_hand(rows: list[tuple[str, int, str]]) -> str:
 GOOD_COUNTS = _counts_by_hand(ROWS).encode()
 GOOD_CANDIDATES = b"apple\nbanana\ncherry\n"
 KEY = bytes(range(100, 132))
+#: A key file as rappor keygen writes it, for the cases that pass one in the wrong place.
+KEY_FILE = (KEY.hex() + "\n").encode()
+
+#: The issue's forged report: a client id with line breaks that spell a fourth report
+#: (all ones, cohort 3); the file holds 3 real reports, quoted as rappor encode quotes.
+FORGED_REPORTS = ('client,cohort,irr\nalice,1,00000001\n"x\nmallory,3,11111111\ny",2,00000010\n'
+                  'bob,1,00000100\n').encode()
 
 
 def crlf_bom(data: bytes) -> bytes:
@@ -140,6 +147,24 @@ def _map_bytes(candidates: bytes, params: Params = PARAMS) -> bytes:
     return buffer.getvalue().encode()
 
 
+def _sorted_map_bytes(candidates: bytes) -> bytes:
+    """The map in the layout google/rappor ships with its analysis app: quoted candidate, distinct
+    indices ascending, an empty field for each index saved where hashes coincide."""
+    cmap = hash_candidates(candidates.decode().splitlines(), PARAMS)
+    width = PARAMS.num_hashes * PARAMS.num_cohorts
+    rows = []
+    for j, string in enumerate(cmap.strings):
+        cells = [str(i + 1) for i in np.flatnonzero(cmap.matrix[:, j].toarray().ravel())]
+        rows.append(",".join([f'"{string}"', *cells, *[""] * (width - len(cells))]) + "\n")
+    return "".join(rows).encode()
+
+
+SORTED_MAP = _sorted_map_bytes(GOOD_CANDIDATES)
+assert SORTED_MAP.count(b",\n") >= 1  # some hashes coincide: rows with fewer than h * m indices
+HUGE_PARAMS_CSV = b"k,h,m,p,q,f\n4294967296,2,4294967296,0.5,0.75,0.5\n"  # k = m = 2**32
+TWO_62 = b"4611686018427387904"  # 2**62: two cohorts of it make 2**63 reports, one more than int64 holds
+
+
 def _decode(bad: str, files: dict[str, bytes | None], bad_name: str | None, line: int | None, expected: str, *,
             params: str = "params.csv", cands: str | None = None, extra: tuple[str, ...] = ()) -> Case:
     inputs = _base(**{"map.csv": _map_bytes(GOOD_CANDIDATES)})
@@ -178,6 +203,15 @@ def _expect_same_encoding(out: Path, stdout: str) -> None:
     assert main(["encode", "--params", str(out.parent / "params.csv"), "--key-file", str(out.parent / "key"),
                  str(out.parent / "plain.csv"), "-o", str(out.parent / "plain.out"), "--seed", "3"]) == 0
     assert (out / "result").read_bytes() == (out.parent / "plain.out").read_bytes()
+
+
+def _expect_same_as_plain_key(out: Path, stdout: str) -> None:
+    # A key file with a BOM and CRLF holds the same key as keygen's file: same reports.
+    d = out.parent
+    write_key_file(d / "plain.key", KEY)
+    assert main(["encode", "--params", str(d / "params.csv"), "--key-file", str(d / "plain.key"),
+                 str(d / "in.csv"), "-o", str(d / "plain.out"), "--seed", "3"]) == 0
+    assert (out / "result").read_bytes() == (d / "plain.out").read_bytes()
 
 
 NAN_PARAMS = b"k,h,m,p,q,f\n8,2,4,nan,0.75,0.5\n"
@@ -230,6 +264,20 @@ CASES: list[Case] = [
     _sum("open-quote", b'client,cohort,irr\n"c1,0,00000001\n', 2, "expected"),
     _sum("nul-bytes", b"\0" * 64, 1, "expected the header"),
     _sum("directory", None, None, "is a directory, expected a file"),
+    Case("sum-bits/forged-report-in-quoted-id", _base(**{"r.csv": FORGED_REPORTS}),
+         ["sum-bits", "--params", "{d}/params.csv", "{d}/r.csv", "-o", "{out}"],
+         check=_expect_text(_counts_by_hand([("alice", 1, "00000001"), ("x", 2, "00000010"),
+                                             ("bob", 1, "00000100")]).encode())),
+    Case("sum-bits/forged-report-in-quoted-id-skip", _base(**{"r.csv": FORGED_REPORTS}),
+         ["sum-bits", "--params", "{d}/params.csv", "{d}/r.csv", "-o", "{out}", "--on-error", "skip"],
+         check=_expect_text(_counts_by_hand([("alice", 1, "00000001"), ("x", 2, "00000010"),
+                                             ("bob", 1, "00000100")]).encode()),
+         outputs=["result", "result.rejects.csv"]),
+    _sum("unclosed-quote-swallows-the-rest", b'client,cohort,irr\n"c1,0,00000001\nc2,1,00000001\n', 2,
+         "expected 3 comma-separated columns (client,cohort,irr), found 1"),
+    Case("sum-bits/params-k-m-2-32", _base(**{"p.csv": HUGE_PARAMS_CSV}),
+         ["sum-bits", "--params", "{d}/p.csv", "{d}/reports.csv", "-o", "{out}"],
+         expected="needs about 256 EiB of memory"),  # was ValueError: array is too big
     # ---------------------------------------------------------------- counts.csv
     Case("merge-counts/bom-crlf", _base(**{"c2.csv": crlf_bom(GOOD_COUNTS)}),
          ["merge-counts", "--params", "{d}/params.csv", "{d}/c2.csv", "-o", "{out}"],
@@ -245,10 +293,16 @@ CASES: list[Case] = [
     _merge("non-utf8", b"0,0,0,0,0,0,0,0,\xe9\n", 1, "expected UTF-8 text"),
     _merge("empty", b"", None, "found an empty file"),
     _merge("missing", b"", None, "no such file"),  # file removed below
+    _merge("total-overflows-int64", TWO_62 + b",0" * 8 + b"\n" + TWO_62 + b",0" * 8 + b"\n" + b"0,0,0,0,0,0,0,0,0\n" * 2,
+           2, "expected at most 2**63 - 1 reports in all cohorts together"),
+    Case("merge-counts/params-k-m-2-32", _base(**{"p.csv": HUGE_PARAMS_CSV}),
+         ["merge-counts", "--params", "{d}/p.csv", "{d}/counts.csv", "-o", "{out}"],
+         expected="a counts table of m = 4294967296 cohorts x (k + 1) = 4294967297 counts needs about 256 EiB"),
     Case("merge-counts/sum-overflows-int64",
-         _base(**{"big.csv": b"4611686018427387904" + b",0" * 8 + b"\n" + b"0,0,0,0,0,0,0,0,0\n" * 3}),
-         ["merge-counts", "--params", "{d}/params.csv", "{d}/big.csv", "{d}/big.csv", "-o", "{out}"],
-         expected="a count would exceed 2**63 - 1"),
+         _base(**{"big.csv": b"4611686018427387904" + b",0" * 8 + b"\n" + b"0,0,0,0,0,0,0,0,0\n" * 3,
+                  "big2.csv": b"4611686018427387904" + b",0" * 8 + b"\n" + b"0,0,0,0,0,0,0,0,0\n" * 3}),
+         ["merge-counts", "--params", "{d}/params.csv", "{d}/big.csv", "{d}/big2.csv", "-o", "{out}"],
+         bad="big2.csv", expected="a total number of reports above 2**63 - 1"),
     # ---------------------------------------------------------------- candidates
     Case("hash-candidates/bom-crlf", _base(**{"c.txt": crlf_bom(GOOD_CANDIDATES)}),
          ["hash-candidates", "--params", "{d}/params.csv", "{d}/c.txt", "-o", "{out}"],
@@ -258,6 +312,8 @@ CASES: list[Case] = [
     _cands("blank-line", b"apple\n\nbanana\n", 2, "blank line"),
     _cands("non-utf8", b"apple\nbanan\xe1\n", 2, "expected UTF-8 text"),
     _cands("directory", None, None, "is a directory"),
+    _cands("lone-cr-line-endings", b"apple\rbanana\rcherry\r", 1, "found a carriage return inside the line"),
+    _cands("cr-inside-a-candidate", b"apple\r\nba\rnana\r\n", 2, "found a carriage return inside the line"),
     # ---------------------------------------------------------------- encode: input and key file
     Case("encode/bom-crlf", {"params.csv": PARAMS_CSV, "in.csv": crlf_bom(b"client,value\na,x\nb,y\n"),
                              "plain.csv": b"client,value\na,x\nb,y\n"},
@@ -267,11 +323,14 @@ CASES: list[Case] = [
     _encode("three-fields", {"in.csv": b"client,value\na,x,y\n"}, "in.csv", 2, "expected 2 comma-separated"),
     _encode("non-utf8", {"in.csv": b"client,value\na,x\nb,\xff\n"}, "in.csv", 3, "expected UTF-8 text"),
     _encode("empty-client", {"in.csv": b"client,value\n,x\n"}, "in.csv", 2, "expected a client id"),
+    Case("encode/key-bom-crlf", {"params.csv": PARAMS_CSV, "in.csv": b"client,value\na,x\nb,y\n",
+                                 "key": crlf_bom(KEY.hex().encode() + b"\n")},
+         ["encode", "--params", "{d}/params.csv", "--key-file", "{d}/key", "{d}/in.csv", "-o", "{out}",
+          "--seed", "3"], check=_expect_same_as_plain_key),
     _encode("key-not-hex", {"key": b"this is not a key at all, not hex\n"}, "key", None, "expected a key as hex"),
     _encode("key-short", {"key": b"00112233\n"}, "key", None, "expected a key of at least 16 bytes"),
     _encode("key-directory", {"key": None}, "key", None, "is a directory"),
     _encode("params-other-k-ok-but-nan", {"params.csv": NAN_PARAMS}, "params.csv", 2, "finite"),
-    _encode("jobs-zero", {}, None, None, "jobs", extra=("--jobs", "0")),
     # ---------------------------------------------------------------- decode: counts, map, candidates together
     Case("decode/map-bom-crlf", _base(**{"map.csv": crlf_bom(_map_bytes(GOOD_CANDIDATES)),
                                          "plain.csv": _map_bytes(GOOD_CANDIDATES)}),
@@ -293,12 +352,31 @@ CASES: list[Case] = [
     _decode("candidates-duplicate", {"c.txt": b"a\nb\na\n"}, "c.txt", 3, "expected distinct", cands="c.txt"),
     _decode("summary-is-a-directory", {"sumdir": None}, "sumdir", None, "cannot write file: is a directory",
             extra=("--summary", "{d}/sumdir")),
-    _decode("alpha-nan", {}, None, None, "'significance_level' parameter", extra=("--alpha", "nan")),
-    # ---------------------------------------------------------------- discover (2 slots x 4 cohorts)
+    # Bad option values are usage errors naming the flag (tests/test_cli_flags.py); a value that only
+    # conflicts with another flag is an error naming both.
+    Case("plan/epsilon-one-not-below-inf", {}, ["plan", "--reports", "1000", "--candidates", "10", "--epsilon-inf",
+                                                 "4", "--epsilon-one", "5", "-o", "{out}"],
+         expected="--epsilon-one 5 must be below --epsilon-inf 4"),
+    Case("decode/map-google-sorted-layout", _base(**{"map.csv": SORTED_MAP, "plain.csv": _map_bytes(GOOD_CANDIDATES)}),
+         ["decode", "--params", "{d}/params.csv", "--counts", "{d}/counts.csv", "--map", "{d}/map.csv", "--all",
+          "-o", "{out}"], check=_expect_same_decode),
+    _decode("map-index-outside-every-cohort", {"map.csv": b"apple,1,2,9,10,17,18,25,33\n"}, "map.csv", 1,
+            "found 33 in column 9, outside every cohort"),
+    _decode("map-cohort-without-index", {"map.csv": b"apple,1,2,3,10,17,18,,\n"}, "map.csv", 1,
+            "expected 1 to h = 2 distinct indices of cohort 0 in [1, 8]"),
+    _decode("candidates-lone-cr", {"c.txt": b"apple\rbanana\r"}, "c.txt", 1, "found a carriage return",
+            cands="c.txt"),
+    _decode("counts-total-overflows-int64",
+            {"counts.csv": TWO_62 + b",0" * 8 + b"\n" + TWO_62 + b",0" * 8 + b"\n" + b"0,0,0,0,0,0,0,0,0\n" * 2},
+            "counts.csv", 2, "expected at most 2**63 - 1 reports in all cohorts together"),
+    Case("decode/params-k-m-2-32", _base(**{"p.csv": HUGE_PARAMS_CSV}),
+         ["decode", "--params", "{d}/p.csv", "--counts", "{d}/counts.csv", "--candidates", "{d}/cand.txt",
+          "-o", "{out}"], expected="needs about 256 EiB of memory"),
+    # ------------------------------------- discover (2 slots + the confirmation slot, x 4 cohorts)
     Case("discover/counts-wrong-rows", _base(), ["discover", "--params", "{d}/params.csv", "--counts",
                                                  "{d}/counts.csv", "--max-length", "4", "-o", "{out}"],
-         bad="counts.csv", line=4, expected="expected 8 rows"),
-    Case("discover/list-is-a-directory", _base(**{"dc.csv": b"10,1,2,3,4,5,6,7,8\n" * 8, "listdir": None}),
+         bad="counts.csv", line=4, expected="expected 12 rows"),
+    Case("discover/list-is-a-directory", _base(**{"dc.csv": b"10,1,2,3,4,5,6,7,8\n" * 12, "listdir": None}),
          ["discover", "--params", "{d}/params.csv", "--counts", "{d}/dc.csv", "--max-length", "4", "-o", "{out}",
           "--list", "{d}/listdir"], bad="listdir", expected="cannot write file: is a directory"),
     # ---------------------------------------------------------------- simulate and keygen
@@ -313,8 +391,120 @@ CASES: list[Case] = [
     Case("simulate/out-is-a-file", {"file": b"x"}, ["simulate", "--out", "{d}/file", "--no-report"],
          bad="file", expected="not a directory"),
     Case("keygen/exists", {}, ["keygen", "-o", "{d}/key"], bad="key", expected="already exists"),
+    # ---------------------------------------------------------------- a key file where another file belongs
+    *[Case(f"key-as-{where}", {**_base(**{"map.csv": _map_bytes(GOOD_CANDIDATES)}), "k.key": KEY_FILE,
+                               "in.csv": b"client,value\na,x\n", "key": KEY_FILE},
+           argv, bad="k.key", expected=f"this looks like a key file (written by rappor keygen), not {what}")
+      for where, what, argv in [
+          ("privacy-params", "a params file", ["privacy", "--params", "{d}/k.key"]),
+          ("sum-bits-params", "a params file", ["sum-bits", "--params", "{d}/k.key", "{d}/reports.csv"]),
+          ("sum-bits-reports", "a reports file", ["sum-bits", "--params", "{d}/params.csv", "{d}/k.key",
+                                                  "-o", "{out}"]),
+          ("sum-bits-reports-skip", "a reports file", ["sum-bits", "--params", "{d}/params.csv", "{d}/k.key",
+                                                       "-o", "{out}", "--on-error", "skip"]),
+          ("merge-counts", "a counts file", ["merge-counts", "--params", "{d}/params.csv", "{d}/k.key"]),
+          ("hash-candidates", "a candidates file", ["hash-candidates", "--params", "{d}/params.csv",
+                                                    "{d}/k.key", "-o", "{out}"]),
+          ("decode-counts", "a counts file", ["decode", "--params", "{d}/params.csv", "--counts", "{d}/k.key",
+                                              "--map", "{d}/map.csv", "-o", "{out}"]),
+          ("decode-map", "a map file", ["decode", "--params", "{d}/params.csv", "--counts", "{d}/counts.csv",
+                                        "--map", "{d}/k.key", "-o", "{out}"]),
+          ("decode-candidates", "a candidates file", ["decode", "--params", "{d}/params.csv", "--counts",
+                                                      "{d}/counts.csv", "--candidates", "{d}/k.key",
+                                                      "-o", "{out}", "--summary", "{out}.json", "--all"]),
+          ("encode-input", "a 'client,value' input file", ["encode", "--params", "{d}/params.csv", "--key-file",
+                                                          "{d}/key", "{d}/k.key", "-o", "{out}"]),
+          ("encode-params", "a params file", ["encode", "--params", "{d}/k.key", "--key-file", "{d}/key",
+                                              "{d}/in.csv", "-o", "{out}"]),
+          ("simulate-params", "a params file", ["simulate", "--params", "{d}/k.key", "--out", "{d}/out",
+                                                "--no-report"]),
+          ("simulate-population", "a population file", ["simulate", "--population", "{d}/k.key", "--out",
+                                                        "{d}/out", "--no-report", "--clients", "100"]),
+      ]],
     Case("keygen/no-such-dir", {}, ["keygen", "-o", "{d}/nope/key"], bad="nope/key", expected="cannot write file"),
 ]
+
+_ENCODE = ["encode", "--params", "{d}/params.csv", "--key-file", "{d}/key", "{d}/in.csv"]
+_SUM = ["sum-bits", "--params", "{d}/params.csv", "{d}/reports.csv"]
+_DECODE = ["decode", "--params", "{d}/params.csv", "--counts", "{d}/counts.csv", "--map", "{d}/map.csv"]
+_OVERWRITE = "refusing to overwrite an input"
+_SHARED = "two outputs cannot share a file"
+
+
+def _same(name: str, argv: list[str], first: str, second: str, why: str, **extra: bytes | None) -> Case:
+    """Two paths of one command are the same file: refused before anything is read or written.
+
+    ``first`` and ``second`` are the two paths as the message must name them (``{d}`` expanded).
+    """
+    files = _base(**{"in.csv": b"client,value\na,x\nb,y\n", "map.csv": _map_bytes(GOOD_CANDIDATES)})
+    files.update(extra)
+    return Case(f"{argv[0]}/{name}", files, argv, expected=f"{first} is the same file as {second}: {why}")
+
+
+#: No output may be an input or another output (compared by device and inode, so spellings
+#: with ``.`` and ``..`` are caught), and files that are added up may not repeat.
+SAME_FILE_CASES: list[Case] = [
+    _same("out-is-the-key", [*_ENCODE, "-o", "{d}/key"], "-o {d}/key", "--key-file {d}/key", _OVERWRITE),
+    _same("out-is-the-input", [*_ENCODE, "-o", "{d}/./in.csv"], "-o {d}/./in.csv", "INPUT {d}/in.csv", _OVERWRITE),
+    _same("out-is-the-params", [*_ENCODE, "-o", "{d}/out/../params.csv"], "-o {d}/out/../params.csv",
+          "--params {d}/params.csv", _OVERWRITE),
+    _same("rejects-is-the-output", [*_ENCODE, "-o", "{out}", "--on-error", "skip", "--rejects", "{out}"],
+          "--rejects {out}", "-o {out}", _SHARED),
+    _same("rejects-is-the-key", [*_ENCODE, "-o", "{out}", "--on-error", "skip", "--rejects", "{d}/key"],
+          "--rejects {d}/key", "--key-file {d}/key", _OVERWRITE),
+    _same("rejects-and-output-on-stdout", [*_ENCODE, "-o", "-", "--on-error", "skip", "--rejects", "-"],
+          "--rejects <stdout>", "-o <stdout>", _SHARED),
+    _same("out-is-the-reports", [*_SUM, "-o", "{d}/reports.csv"], "-o {d}/reports.csv", "REPORTS {d}/reports.csv",
+          _OVERWRITE),
+    _same("out-is-the-params", [*_SUM, "-o", "{d}/params.csv"], "-o {d}/params.csv", "--params {d}/params.csv",
+          _OVERWRITE),
+    _same("rejects-is-the-output", [*_SUM, "-o", "{out}", "--on-error", "skip", "--rejects", "{out}"],
+          "--rejects {out}", "-o {out}", _SHARED),
+    _same("default-rejects-is-an-input",
+          ["sum-bits", "--params", "{d}/params.csv", "{d}/r.csv.rejects.csv", "-o", "{d}/r.csv", "--on-error", "skip"],
+          "--rejects {d}/r.csv.rejects.csv", "REPORTS {d}/r.csv.rejects.csv", _OVERWRITE,
+          **{"r.csv.rejects.csv": GOOD_REPORTS}),
+    _same("reports-twice", [*_SUM, "{d}/./reports.csv", "-o", "{out}"], "REPORTS {d}/./reports.csv",
+          "REPORTS {d}/reports.csv", "it would be counted twice"),
+    _same("stdin-twice", ["sum-bits", "--params", "{d}/params.csv", "-", "-", "-o", "{out}"], "REPORTS <stdin>",
+          "REPORTS <stdin>", "it would be counted twice"),
+    _same("out-is-the-counts", ["merge-counts", "--params", "{d}/params.csv", "{d}/counts.csv", "-o", "{d}/counts.csv"],
+          "-o {d}/counts.csv", "COUNTS {d}/counts.csv", _OVERWRITE),
+    _same("counts-twice", ["merge-counts", "--params", "{d}/params.csv", "{d}/counts.csv", "{d}/out/../counts.csv",
+                           "-o", "{out}"], "COUNTS {d}/out/../counts.csv", "COUNTS {d}/counts.csv",
+          "it would be counted twice"),
+    _same("out-is-the-counts", [*_DECODE, "-o", "{d}/counts.csv"], "-o {d}/counts.csv", "--counts {d}/counts.csv",
+          _OVERWRITE),
+    _same("out-is-the-map", [*_DECODE, "-o", "{d}/map.csv"], "-o {d}/map.csv", "--map {d}/map.csv", _OVERWRITE),
+    _same("summary-is-the-output", [*_DECODE, "-o", "{out}", "--summary", "{out}"], "--summary {out}", "-o {out}",
+          _SHARED),
+    _same("summary-is-the-params", [*_DECODE, "-o", "{out}", "--summary", "{d}/params.csv"],
+          "--summary {d}/params.csv", "--params {d}/params.csv", _OVERWRITE),
+    _same("out-is-the-candidates", ["decode", "--params", "{d}/params.csv", "--counts", "{d}/counts.csv",
+                                    "--candidates", "{d}/cand.txt", "-o", "{d}/cand.txt"], "-o {d}/cand.txt",
+          "--candidates {d}/cand.txt", _OVERWRITE),
+    _same("out-is-the-candidates", ["hash-candidates", "--params", "{d}/params.csv", "{d}/cand.txt", "-o",
+                                    "{d}/cand.txt"], "-o {d}/cand.txt", "CANDIDATES {d}/cand.txt", _OVERWRITE),
+    _same("out-is-the-params", ["hash-candidates", "--params", "{d}/params.csv", "{d}/cand.txt", "-o",
+                                "{d}/params.csv"], "-o {d}/params.csv", "--params {d}/params.csv", _OVERWRITE),
+    _same("out-is-the-params", ["privacy", "--params", "{d}/params.csv", "-o", "{d}/params.csv"],
+          "-o {d}/params.csv", "--params {d}/params.csv", _OVERWRITE),
+    _same("params-out-is-the-output", ["plan", "--reports", "1000", "--candidates", "10", "-o", "{out}",
+                                       "--params-out", "{out}"], "--params-out {out}", "-o {out}", _SHARED),
+    _same("params-inside-out-dir", ["simulate", "--params", "{d}/params.csv", "--out", "{d}", "--no-report"],
+          "--out {d}/params.csv", "--params {d}/params.csv", _OVERWRITE),
+    _same("discovery-params-inside-out-dir", ["simulate", "--discover", "--discovery-params", "{d}/found.csv",
+                                              "--out", "{d}", "--no-report"],
+          "--out {d}/found.csv", "--discovery-params {d}/found.csv", _OVERWRITE, **{"found.csv": PARAMS_CSV}),
+    _same("out-is-the-counts", ["discover", "--params", "{d}/params.csv", "--counts", "{d}/counts.csv", "-o",
+                                "{d}/counts.csv"], "-o {d}/counts.csv", "--counts {d}/counts.csv", _OVERWRITE),
+    _same("list-is-the-output", ["discover", "--params", "{d}/params.csv", "--counts", "{d}/counts.csv", "-o",
+                                 "{out}", "--list", "{out}"], "--list {out}", "-o {out}", _SHARED),
+    _same("population-inside-out-dir", ["simulate", "--population", "{d}/truth.csv", "--out", "{d}", "--no-report"],
+          "--out {d}/truth.csv", "--population {d}/truth.csv", _OVERWRITE,
+          **{"truth.csv": b"string,count\na,1\n"}),
+]
+CASES += SAME_FILE_CASES
 
 #: Cases whose file is deleted before the run (a missing path).
 _REMOVE = {"hash-candidates/params-missing": "p.csv", "merge-counts/missing": "bad.csv"}
@@ -326,7 +516,7 @@ def _setup(case: Case, d: Path) -> Path:
             (d / name).mkdir()
         else:
             (d / name).write_bytes(content)
-            if name == "key":
+            if name in ("key", "k.key"):
                 os.chmod(d / name, 0o600)
     if case.id.startswith("encode/") and "key" not in case.files or case.id == "keygen/exists":
         write_key_file(d / "key", KEY)
@@ -369,13 +559,93 @@ def test_bad_input(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str
     if case.bad is not None:
         where = f"{tmp_path / case.bad}:" + (f"{case.line}:" if case.line is not None else "")
         assert err.startswith(f"rappor: error: {where} "), (where, err)
-    assert case.expected in err, err
+    assert case.expected.format(d=tmp_path, out=out / "result") in err, err
     assert captured.out == ""
     # No partial output, no temporary file left behind, inputs untouched.
     if out.is_dir():
         assert sorted(p.name for p in out.iterdir()) == [], list(out.iterdir())
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp") or p.name.startswith(".")]
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.id.startswith("key-as-")],
+                         ids=[c.id for c in CASES if c.id.startswith("key-as-")])
+def test_bad_input_key_file_is_never_echoed(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 13, item 4: the key, hex or raw, is in no message and no file the run leaves.
+    out = _setup(case, tmp_path)
+    main([a.format(d=tmp_path, out=out / "result") for a in case.argv])
+    captured = capsys.readouterr()
+    leaked = [KEY.hex(), KEY.hex().upper(), KEY.hex()[:20]]
+    for text in (captured.out, captured.err):
+        assert not any(k in text for k in leaked), text
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path.name not in ("k.key", "key"):
+            data = path.read_bytes()
+            assert KEY not in data and not any(k.encode() in data for k in leaked), path
+
+
+HUGE = 10_000_000  # characters of the huge line below: 10 MB
+_HUGE_LINE_CASES = [
+    # (id, files, argv, what the message quotes); every file name is in {d}
+    ("params-header", {"p.csv": b"k,h," + b"m" * 60_000 + b"\n8,2,4,.5,.75,.5\n"},
+     ["privacy", "--params", "{d}/p.csv"], "(60,004 characters)"),
+    ("reports-header", {"r.csv": b"x" * HUGE + b"\n"},
+     ["sum-bits", "--params", "{d}/params.csv", "{d}/r.csv", "-o", "{out}"], f"({HUGE:,} characters)"),
+    ("reports-cohort", {"r.csv": b"client,cohort,irr\nc," + b"9" * HUGE + b",00000001\n"},
+     ["sum-bits", "--params", "{d}/params.csv", "{d}/r.csv", "-o", "{out}"], f"({HUGE:,} characters)"),
+    ("reports-cohort-quoted", {"r.csv": b'client,cohort,irr\n"c",' + b"9" * HUGE + b",00000001\n"},
+     ["sum-bits", "--params", "{d}/params.csv", "{d}/r.csv", "-o", "{out}"], f"({HUGE:,} characters)"),
+    ("counts", {"c.csv": b"9" * HUGE + b",0,0,0,0,0,0,0,0\n"},
+     ["merge-counts", "--params", "{d}/params.csv", "{d}/c.csv"], f"({HUGE:,} characters)"),
+    ("candidates", {"c.txt": b"a" * HUGE + b"\nb\n" + b"a" * HUGE + b"\n"},
+     ["hash-candidates", "--params", "{d}/params.csv", "{d}/c.txt", "-o", "{out}"], f"({HUGE:,} characters)"),
+    ("map", {"map.csv": b"a" * HUGE + b"," + b"1," * 7 + b"x\n"},
+     ["decode", "--params", "{d}/params.csv", "--counts", "{d}/counts.csv", "--map", "{d}/map.csv", "-o", "{out}"],
+     f"({HUGE + 16:,} characters)"),
+    ("map-index", {"map.csv": b"a," + b"9" * HUGE + b"," + b"1," * 6 + b"1\n"},  # was a ValueError traceback
+     ["decode", "--params", "{d}/params.csv", "--counts", "{d}/counts.csv", "--map", "{d}/map.csv", "-o", "{out}"],
+     f"({HUGE:,} characters) in column 2"),
+    ("population", {"pop.csv": b"string,count\n" + b"s" * HUGE + b",many\n"},
+     ["simulate", "--population", "{d}/pop.csv", "--out", "{d}/out", "--no-report", "--clients", "10"],
+     f"({HUGE + 5:,} characters)"),
+    ("population-no-comma", {"pop.csv": b"s" * HUGE + b"\n"},
+     ["simulate", "--population", "{d}/pop.csv", "--out", "{d}/out", "--no-report", "--clients", "10"],
+     f"({HUGE:,} characters)"),
+    ("encode-header", {"in.csv": b"client," + b"v" * HUGE + b"\na,x\n"},
+     ["encode", "--params", "{d}/params.csv", "--key-file", "{d}/key", "{d}/in.csv", "-o", "{out}"],
+     f"({HUGE + 7:,} characters)"),
+]
+
+
+@pytest.mark.parametrize(("files", "argv", "quoted"), [c[1:] for c in _HUGE_LINE_CASES],
+                         ids=[c[0] for c in _HUGE_LINE_CASES])
+def test_bad_input_huge_line_gives_a_short_message(files: dict[str, bytes], argv: list[str], quoted: str,
+                                                   tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 13, item 8: a 10 MB line made 10 MB of stderr; now at most 80 characters of it, and its length.
+    out = _setup(Case("huge", {**_base(**{"map.csv": _map_bytes(GOOD_CANDIDATES)}), **files}, argv), tmp_path)
+    write_key_file(tmp_path / "key", KEY)
+    assert main([a.format(d=tmp_path, out=out / "result") for a in argv]) == 1
+    err = capsys.readouterr().err
+    assert len(err) < 500 and err.startswith("rappor: error: ") and quoted in err, err[:1000]
+
+
+@pytest.mark.parametrize("command", ["sum-bits", "encode"])
+def test_bad_input_huge_rejected_rows_stay_small(command: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 13, item 8: a 10 MB bad row made a 10 MB rejects file; now 80 characters and the length.
+    (tmp_path / "params.csv").write_bytes(PARAMS_CSV)
+    write_key_file(tmp_path / "key", KEY)
+    if command == "sum-bits":
+        (tmp_path / "in.csv").write_bytes(b"client,cohort,irr\n" + b"c" * HUGE + b",9,00000001\nc,1,00000001\n")
+        argv = ["sum-bits", "--params", str(tmp_path / "params.csv")]
+    else:
+        (tmp_path / "in.csv").write_bytes(b"client,value\n" + b"c" * HUGE + b",x,y\nc,x\n")
+        argv = ["encode", "--params", str(tmp_path / "params.csv"), "--key-file", str(tmp_path / "key")]
+    assert main([*argv, str(tmp_path / "in.csv"), "-o", str(tmp_path / "out.csv"), "--on-error", "skip"]) == 0
+    assert len(capsys.readouterr().err) < 500
+    rejects = (tmp_path / "out.csv.rejects.csv").read_text()
+    row_length = HUGE + (11 if command == "sum-bits" else 4)
+    assert len(rejects) < 500 and f"({row_length:,} characters)" in rejects, rejects[:1000]
 
 
 def test_bad_input_failed_run_keeps_the_old_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -422,7 +692,8 @@ def test_bad_input_map_file(tmp_path: Path) -> None:
         (text + text.split(b"\n")[0] + b"\n", 3, "expected distinct candidates"),
         (text.replace(b",", b",x", 1), 1, "expected a positive integer row index"),
         (b"a" + b",99" * 8 + b"\n", 1, "expected row indices in [1, m * k] = [1, 32]"),
-        (b"a" + b",1" * 8 + b"\n", 1, "expected the indices of cohort 1 in [9, 16]"),
+        (b"a" + b",1" * 8 + b"\n", 1, "distinct indices of cohort 1 in [9, 16] (cohort*k + bit + 1 with k = 8), "
+                                       "found none"),
         (b"a,1,2,9,10,17,18,25,\xff\n", 1, "expected UTF-8 text"),
     ]
     for content, line, expected in cases:

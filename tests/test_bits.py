@@ -8,6 +8,7 @@ import pytest
 from rappor._bits import (
     BitStringError,
     bits_to_bitstrings,
+    bitstring_codes_to_bits,
     bitstrings_to_bits,
     num_words,
     pack_bits,
@@ -108,3 +109,13 @@ def test_pack_unpack_empty(k: int) -> None:
     words = pack_bits(np.zeros((0, k), dtype=np.uint8))
     assert words.shape == (0, num_words(k))
     assert unpack_bits(words, k).shape == (0, k)
+
+
+@pytest.mark.parametrize("k", [1, 7, 64, 65, 1000])
+def test_bitstring_codes_to_bits_is_the_bit_string_order(k: int) -> None:
+    # The vectorized reader converts byte codes with this; it must agree with bitstrings_to_bits.
+    rng = np.random.default_rng(k)
+    strings = ["".join(rng.choice(["0", "1"], k)) for _ in range(5)]
+    codes = np.frombuffer("".join(strings).encode(), dtype=np.uint8).reshape(5, k)
+    assert np.array_equal(bitstring_codes_to_bits(codes), bitstrings_to_bits(strings, k))
+    assert (bitstring_codes_to_bits(np.full((1, k), ord("x"), dtype=np.uint8)) > 1).all()

@@ -30,6 +30,10 @@ BAD_CANDIDATES = [
     (b"a\n  \n", 2, "found only whitespace"),
     (b"a\nb\na\n", 3, "found 'a' again (first on line 1)"),
     (b"a\n\xff\xfe\n", 2, "expected UTF-8 text"),
+    # Lone-CR line endings were hashed as one candidate 'a\rb\rc'; a CR inside a line is refused.
+    (b"a\rb\rc\r", 1, "found a carriage return inside the line at column 2 (CR line endings?"),
+    (b"a\r\nb\rc\r\n", 2, "found a carriage return inside the line at column 2"),
+    (b"a\nb\r\r\n", 2, "found a carriage return inside the line at column 2"),
 ]
 
 

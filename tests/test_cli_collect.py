@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -160,3 +163,63 @@ def test_sum_bits_fail_directory_as_input(tiny: Path, capsys: pytest.CaptureFixt
     err = capsys.readouterr().err
     assert err.startswith(f"rappor: error: {tiny}")
     assert "directory" in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------- pipes, FIFOs, /dev/stdin (issue 13, item 9)
+# The input was opened once to sniff its format (4 bytes) and again to read it: from a
+# pipe the second open found the bytes gone ("found an empty file"), and a named FIFO
+# waited for a writer that had gone.  Each run is a subprocess with a timeout, so a
+# regression fails instead of hanging the suite.
+
+def _sum_bits_subprocess(tiny: Path, source: str, **options: object) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "rappor", "sum-bits", "--params", str(tiny / "params.csv"), source]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, **options)  # type: ignore[call-overload]
+
+
+def _feed(path_or_fd: str | int, data: bytes) -> threading.Thread:
+    """Write ``data`` to a FIFO path (opened when a reader comes) or a pipe's write end, then close."""
+    def write() -> None:
+        fd = os.open(path_or_fd, os.O_WRONLY) if isinstance(path_or_fd, str) else path_or_fd
+        try:
+            os.write(fd, data)
+        except BrokenPipeError:  # the reader went away (the bug this guards against)
+            pass
+        finally:
+            os.close(fd)
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_sum_bits_reads_a_named_fifo(tiny: Path) -> None:
+    fifo = tiny / "reports.fifo"
+    os.mkfifo(fifo)
+    writer = _feed(str(fifo), TINY_REPORTS.encode())
+    result = _sum_bits_subprocess(tiny, str(fifo))
+    writer.join(timeout=10)
+    assert (result.returncode, result.stdout) == (0, TINY_COUNTS), result.stderr
+
+
+def test_sum_bits_reads_process_substitution(tiny: Path) -> None:
+    # <(cat reports.csv): a pipe named /dev/fd/N.
+    read_end, write_end = os.pipe()
+    writer = _feed(write_end, TINY_REPORTS.encode())
+    try:
+        result = _sum_bits_subprocess(tiny, f"/dev/fd/{read_end}", pass_fds=(read_end,))
+    finally:
+        os.close(read_end)
+    writer.join(timeout=10)
+    assert (result.returncode, result.stdout) == (0, TINY_COUNTS), result.stderr
+
+
+@pytest.mark.parametrize("source", ["/dev/stdin", "-"])
+def test_sum_bits_reads_dev_stdin_from_a_pipe(tiny: Path, source: str) -> None:
+    result = _sum_bits_subprocess(tiny, source, input=TINY_REPORTS)
+    assert (result.returncode, result.stdout) == (0, TINY_COUNTS), result.stderr
+
+
+def test_sum_bits_parquet_through_a_pipe_is_named(tiny: Path) -> None:
+    result = _sum_bits_subprocess(tiny, "/dev/stdin", input="PAR1" + "\0" * 60)
+    assert result.returncode == 1
+    assert result.stderr.startswith("rappor: error: /dev/stdin:1: expected the header") and "Parquet" in result.stderr

@@ -44,9 +44,11 @@ def test_privacy_json_infinite_epsilon_is_valid_json(tmp_path: Path, capsys: pyt
     assert data["epsilon_inf"] == "Infinity"
 
 
-def test_privacy_bad_delta_exits_1(params_csv: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["privacy", "--params", str(params_csv), "--delta", "2"]) == 1
-    assert "rappor: error:" in capsys.readouterr().err
+def test_privacy_bad_delta_is_a_usage_error(params_csv: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["privacy", "--params", str(params_csv), "--delta", "2"])
+    assert exc.value.code == 2
+    assert "argument --delta: expected a number in (0, 1), got '2'" in capsys.readouterr().err
 
 
 def test_privacy_missing_params_file_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

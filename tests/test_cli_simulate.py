@@ -11,7 +11,8 @@ from rappor.aggregate import read_counts
 from rappor.cli import main
 from rappor.params import read_params
 
-FILES = ("params.csv", "counts.csv", "map.csv", "truth.csv", "results.csv", "metrics.json", "report.html")
+FILES = ("params.csv", "counts.csv", "map.csv", "candidates.txt", "truth.csv", "results.csv", "metrics.json",
+         "report.html")
 
 
 def _run(tmp_path, *extra):
@@ -39,6 +40,35 @@ def test_simulate_writes_every_file(tmp_path, capsys):
     assert sum(int(r["count"]) for r in rows) == 3000
     printed = capsys.readouterr().out
     assert "total variation" in printed and "detected" in printed
+    # The "wrote" line names every file written, and only those.
+    (wrote,) = [line for line in printed.splitlines() if line.startswith("wrote ")]
+    assert wrote.startswith(f"wrote {out}/: ")
+    assert sorted(wrote.split(": ", 1)[1].split(", ")) == sorted(p.name for p in out.iterdir()) == sorted(FILES)
+
+
+def test_simulate_printout_agrees_with_metrics_json(tmp_path, capsys):
+    """Masses and times: the same names and numbers in the printout and metrics.json."""
+    import re
+
+    status, out = _run(tmp_path, "--remove-every", "3", "--no-report")
+    assert status == 0
+    printed = capsys.readouterr().out
+    saved = json.loads((out / "metrics.json").read_text())
+    metrics, details = saved["metrics"], saved["simulation"]
+
+    def value(label):
+        (match,) = re.findall(rf"^{label} +(-?[0-9.]+)", printed, flags=re.M)
+        return float(match)
+
+    for label, key in (("allocated mass", "allocated_mass"), ("unallocated mass", "unallocated_mass"),
+                       ("unexplained mass", "unexplained_mass"), ("true unexplained mass", "true_unexplained_mass")):
+        assert value(label) == pytest.approx(metrics[key], abs=5e-5), label
+    assert metrics["unallocated_mass"] == pytest.approx(1 - metrics["allocated_mass"])
+    assert f"± {metrics['unexplained_std_error']:.4f} (SE)" in printed
+    assert "estimated_unexplained_mass" not in metrics
+    head = printed.split("simulated ", 1)[1].splitlines()[0]
+    assert f"simulation {details['simulation seconds']:.3f} s, decode {details['decode seconds']:.3f} s" in head
+    assert "whole command" in head
 
 
 def test_simulate_params_file_and_no_report(tmp_path):
@@ -70,10 +100,12 @@ def test_simulate_bad_population_file_is_a_clean_error(tmp_path, capsys):
     assert not out.exists() or not any(out.iterdir())
 
 
-def test_simulate_bad_clients_is_a_clean_error(tmp_path, capsys):
-    status = main(["simulate", "--clients", "0", "--out", str(tmp_path / "o")])
-    assert status == 1
-    assert "n_clients" in capsys.readouterr().err
+def test_simulate_bad_clients_is_a_usage_error_naming_the_flag(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", "--clients", "0", "--out", str(tmp_path / "o")])
+    assert exc.value.code == 2
+    assert "argument --clients: expected an integer >= 1, got '0'" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
 
 
 def test_simulate_empirical_bayes_estimator(tmp_path):

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import math
+import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from scipy import stats
 
 import rappor
@@ -25,14 +24,8 @@ from rappor import (
     Params,
     hash_candidates,
 )
-from rappor import _estimation
-from rappor.decoder import DecodeResult
-
-_SPEC = importlib.util.spec_from_file_location(
-    "_rappor_scenario", Path(__file__).parent.parent / "benchmarks" / "_scenario.py")
-scenario = importlib.util.module_from_spec(_SPEC)
-sys.modules["_rappor_scenario"] = scenario
-_SPEC.loader.exec_module(scenario)
+from rappor import simulation as scenario
+from rappor.decoder import _problem
 
 PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=16, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 
@@ -112,7 +105,7 @@ def test_debias_unbiased_over_seeds():
     ys, vs = [], []
     for _ in range(200):
         agg = scenario.simulate_counts(PARAMS, values, by_cohort, rng)
-        d = _estimation.debias(agg.counts, PARAMS.p11, PARAMS.p01)
+        d = _problem.debias(agg.counts, PARAMS.p11, PARAMS.p01)
         ys.append(d.y)
         vs.append(d.var)
     mean = np.mean(ys, axis=0)
@@ -151,7 +144,7 @@ def test_decode_sampled_null_is_deterministic_by_default():
     cmap = hash_candidates([f"v{i}" for i in range(1, 11)] + [f"decoy{i}" for i in range(50)], params)
     a, b = Decoder().decode(sc.aggregate, cmap), Decoder().decode(sc.aggregate, cmap)
     c = Decoder(rng=5).decode(sc.aggregate, cmap)
-    assert a.diagnostics["null_exact"] is False
+    assert a.diagnostics.null_exact is False
     np.testing.assert_array_equal(a.pvalue, b.pvalue)
     # Another seed draws other patterns: p-values move, but only by sampling error.
     assert not np.array_equal(a.pvalue, c.pvalue)
@@ -200,31 +193,6 @@ def test_decode_normal_null_is_anticonservative_with_heavy_non_candidates():
     assert hits >= 8  # measured 30/40; P(X <= 7 | 20, 0.75) < 1e-4
 
 
-def test_random_string_null_matches_monte_carlo():
-    """Saddlepoint tail of a random string's score vs direct simulation of random strings.
-
-    A residual with a heavy string on bits 0 and 1 of every cohort (skewed law).  With
-    200,000 simulated strings the Monte Carlo tail ``q`` has relative sd
-    ``sqrt((1 - q) / (q n))`` (7% at q = 1e-3); we allow 25% (3.5 sd, false failure < 1e-3)
-    for q in {0.1, 0.01, 0.001}.
-    """
-    rng = np.random.default_rng(7)
-    k, h, m = 16, 2, 64
-    resid = rng.normal(size=(m, k))
-    resid[:, :2] += 3.0
-    resid = (resid - resid.mean()).ravel()
-    null = _estimation.random_string_null(resid, k, h, rng)
-    assert null.exact and null.skewness > 0.03  # right-skewed (measured 0.07)
-    bits = rng.integers(0, k, size=(200_000, m, h))
-    fresh = bits[:, :, 1] != bits[:, :, 0]
-    v = resid.reshape(m, k)
-    score = v[np.arange(m), bits[:, :, 0]].sum(axis=1) + (v[np.arange(m), bits[:, :, 1]] * fresh).sum(axis=1)
-    for q in (0.1, 0.01, 0.001):
-        x = np.quantile(score, 1.0 - q)
-        assert abs(float(null.sf(x)) / float(np.mean(score >= x)) - 1.0) < 0.25
-    assert float(null.sf(np.inf)) < 1e-12
-
-
 @pytest.mark.slow
 def test_decode_interval_coverage():
     """95% intervals of the planted strings cover the truth in 88-100% of 40x5 cases.
@@ -246,13 +214,13 @@ def test_confidence_interval_fcr_level():
     wald = res.confidence_interval(0.95)
     fcr = res.confidence_interval(0.95, adjust="fcr")
     det = res.detected
-    r, m = int(det.sum()), res.diagnostics["distinguishable"]
+    r, m = int(det.sum()), res.diagnostics.distinguishable
     z = stats.norm.isf(r * 0.05 / m / 2)
     np.testing.assert_allclose(fcr.high[det], np.clip(res.proportion[det] + z * res.prop_std_error[det], 0, 1))
     np.testing.assert_array_equal(fcr.low[~det], wald.low[~det])
     assert np.all(fcr.high[det] - fcr.low[det] > wald.high[det] - wald.low[det])
     tab = res.table(adjust="none")
-    np.testing.assert_allclose(np.sort(tab["prop_high_95"]), np.sort(wald.high[det]))
+    np.testing.assert_array_equal(tab["prop_high_95"], wald.high)
 
 
 @pytest.mark.slow
@@ -299,7 +267,7 @@ def test_decode_boolean_closed_form():
     assert res.proportion[0] == pytest.approx(share.mean(), rel=1e-3)
     se = math.sqrt(sum(r * (1 - r) / 1000 for r in counts[:, 1] / 1000) / 4) / 0.5
     assert res.prop_std_error[0] == pytest.approx(se, rel=0.05)
-    assert res.diagnostics["unexplained_mass"] == pytest.approx(1 - res.proportion[0])
+    assert res.diagnostics.unexplained_mass == pytest.approx(1 - res.proportion[0])
 
 
 def test_decode_indistinguishable_candidates_grouped(params):
@@ -325,30 +293,7 @@ def test_decode_empty_lasso_selection_does_not_crash(params):
     res = Decoder(screening="lasso").decode(agg, hash_candidates([f"x{i}" for i in range(50)], params))
     assert not res.detected.any()
     assert np.all(res.proportion == 0)
-    assert res.diagnostics["selected"] == 0
-
-
-def test_nonneg_fit_no_columns():
-    assert _estimation.nonneg_fit(np.zeros((5, 0)), np.ones(5)).shape == (0,)
-
-
-def test_adjust_pvalues_bh_matches_definition():
-    p = np.array([0.01, 0.04, 0.03, 0.5])
-    adj = _estimation.adjust_pvalues(p, "fdr")
-    np.testing.assert_allclose(adj, [0.04, 0.16 / 3, 0.16 / 3, 0.5])  # p * n / rank, then running min from the top
-    np.testing.assert_allclose(_estimation.adjust_pvalues(p, "bonferroni"), [0.04, 0.16, 0.12, 1.0])
-
-
-def test_adjust_pvalues_adaptive_match_definitions():
-    p = np.array([0.002, 0.01, 0.02, 0.03, 0.04, 0.045, 0.2, 0.3, 0.6, 0.9])
-    bh = _estimation.adjust_pvalues(p, "fdr")
-    # Storey: pi0 = (1 + #{p > 1/2}) / (n / 2) = 3 / 5; p > 1/2 never rejected.
-    storey = _estimation.adjust_pvalues(p, "storey", 0.05)
-    np.testing.assert_allclose(storey[:8], 0.6 * bh[:8])
-    assert storey[8:].tolist() == [1.0, 1.0]
-    # BKY: stage 1 (BH at 0.05 / 1.05) rejects 1, so m0 = 9 and the factor is 9/10 * 1.05.
-    np.testing.assert_allclose(_estimation.adjust_pvalues(p, "adaptive-fdr", 0.05), np.minimum(bh * 0.945, 1))
-    assert (storey <= 0.05).sum() == 6 and (bh <= 0.05).sum() == 2
+    assert res.diagnostics.selected == 0
 
 
 def _all_true(seed: int, n_values: int = 40) -> tuple[Aggregate, CandidateMap]:
@@ -381,15 +326,24 @@ def test_decode_adaptive_fdr_no_decoys_on_planted(correction):
 
 # --- outputs ------------------------------------------------------------------------------
 
-def test_result_table_sorted_and_columns(tmp_path):
+def test_result_table_every_candidate_in_input_order(tmp_path):
+    """table() is indexed like every array attribute; results.csv lists ranking()'s rows."""
     (agg, _), cmap = planted(4)
     res = Decoder().decode(agg, cmap)
     tab = res.table()
     assert tab.dtype.names == ("string", "estimate", "std_error", "proportion", "prop_std_error",
-                               "prop_low_95", "prop_high_95", "pvalue")
-    assert np.all(np.diff(tab["estimate"]) <= 0)
-    full = res.table(all=True)
-    assert len(full) == len(cmap) and full.dtype.names[-1] == "detected"
+                               "prop_low_95", "prop_high_95", "pvalue", "adjusted_pvalue", "significant", "detected")
+    assert tab["string"].tolist() == list(cmap.strings)
+    ci = res.confidence_interval(0.95, adjust="selective")
+    np.testing.assert_array_equal(tab["prop_low_95"], ci.low)
+    np.testing.assert_array_equal(tab["detected"], res.detected)
+    ranked = tab[res.ranking()]
+    assert np.all(np.diff(ranked["estimate"]) <= 0) and ranked["detected"].all()
+    assert len(res.ranking(all=True)) == len(cmap)
+    res.to_csv(tmp_path / "r.csv")
+    lines = (tmp_path / "r.csv").read_text().splitlines()
+    assert lines[0] == "string,estimate,std_error,proportion,prop_std_error,prop_low_95,prop_high_95,pvalue"
+    assert [line.split(",")[0] for line in lines[1:]] == ranked["string"].tolist()
     res.to_csv(tmp_path / "r.csv", all=True)
     lines = (tmp_path / "r.csv").read_text().splitlines()
     assert lines[0].endswith(",pvalue,detected") and len(lines) == len(cmap) + 1
@@ -430,171 +384,7 @@ def test_decode_google_rappor_md5_map_beats_reference(interop_dir):
     assert m.false_positives == 0
     assert m.total_variation <= 0.307
     # Same answer from our own hashing of the candidates would differ (other hash); the map rules.
-    assert res.table()["string"][0] == "v1"
-
-
-def test_column_groups_matches_brute_force():
-    rng = np.random.default_rng(11)
-    dense = (rng.random((30, 40)) < 0.2).astype(float)
-    dense[:, 5] = dense[:, 2]
-    dense[:, 17] = dense[:, 2]
-    dense[:, 9] = 0.0
-    rep, zero = _estimation.column_groups(sp.csc_matrix(dense))
-    expected = [next(i for i in range(40) if np.array_equal(dense[:, i], dense[:, j])) for j in range(40)]
-    assert rep.tolist() == expected
-    assert 9 in zero.tolist() and rep[17] == 2
-
-
-@pytest.mark.parametrize("iterations", [2000, 1])
-def test_orthogonal_part_in_span_and_free_coefficient(monkeypatch: pytest.MonkeyPatch, iterations: int) -> None:
-    """LSQR (and, when it stops early, the normal-equation fallback) against a dense reference."""
-    monkeypatch.setattr(_estimation, "_LSQR_ITERATIONS", iterations)
-    rng = np.random.default_rng(13)
-    dense = (rng.random((60, 25)) < 0.2) * rng.uniform(0.5, 2.0, size=(60, 25))
-    a = sp.csc_matrix(dense)
-    v = rng.normal(size=60)
-    beta = np.linalg.lstsq(dense, v, rcond=None)[0]
-    np.testing.assert_allclose(_estimation.orthogonal_part(a, v), v - dense @ beta, atol=1e-8)
-    assert _estimation.in_span(a, dense @ rng.normal(size=25)) and not _estimation.in_span(a, v)
-    # The free column's coefficient is the last unconstrained least-squares coefficient.
-    b = dense @ rng.normal(size=25) + 0.7 * v + 0.1 * rng.normal(size=60)
-    full = np.column_stack([dense, v])
-    coef = np.linalg.lstsq(full, b, rcond=None)[0]
-    se = math.sqrt(2.0 * np.linalg.inv(full.T @ full)[-1, -1])
-    got = _estimation.free_column_coefficient(a, v, b, dispersion=2.0)
-    assert got is not None
-    np.testing.assert_allclose(got, [coef[-1], se], rtol=1e-8)
-    assert _estimation.free_column_coefficient(a, dense[:, 3] + dense[:, 7], b) is None  # in the span
-
-
-@pytest.mark.parametrize("collide", [False, True])
-def test_column_groups_weighted_blocks_and_key_collisions(monkeypatch: pytest.MonkeyPatch, collide: bool) -> None:
-    """Values count (not only the pattern), blocks of columns, and keys that all collide.
-
-    With every key forced equal the exact comparison alone must give the right groups.
-    """
-    rng = np.random.default_rng(12)
-    dense = (rng.random((25, 60)) < 0.3) * rng.choice([1.0, 2.5], size=(25, 60))
-    dense[:, 7] = dense[:, 3]
-    dense[:, 40] = dense[:, 3]
-    dense[:, 8] = 2.0 * (dense[:, 3] != 0)  # same pattern as column 3, other values: not equal
-    dense[:, [11, 12]] = 0.0
-    monkeypatch.setattr(_estimation, "_GROUP_BLOCK_NNZ", 16)  # a few columns per block
-    if collide:
-        monkeypatch.setattr(_estimation, "_wrapping_sums", lambda words, cols, n: np.zeros(n, dtype=np.uint64))
-    rep, zero = _estimation.column_groups(sp.csc_matrix(dense))
-    expected = [next(i for i in range(60) if np.array_equal(dense[:, i], dense[:, j])) for j in range(60)]
-    assert rep.tolist() == expected and rep[40] == 3 and rep[8] == 8
-    assert zero.tolist() == [11, 12]
-
-
-def test_local_fdr_all_null_puts_prior_mass_at_zero():
-    """Pure N(0, 1) z-scores: the NPMLE puts most prior mass at 0 and no q-value passes 0.05.
-
-    5,000 null z-scores; the largest is about 3.7, where a N(0,1) tail leaves no room for
-    an effect: the fitted prior mass at 0 is >= 0.9 (measured 0.99+) and the estimated FDR
-    of any set stays above 0.05.
-    """
-    rng = np.random.default_rng(3)
-    p = stats.norm.sf(rng.normal(size=5000))
-    lfdr, grid, w = _estimation.local_fdr(stats.norm.isf(p))
-    assert grid[0] == 0.0 and w[0] >= 0.9 and np.all((lfdr >= 0) & (lfdr <= 1))
-    assert np.min(_estimation.adjust_pvalues(p, "lfdr")) > 0.05
-
-
-def test_local_fdr_detects_clear_effects():
-    """200 effects at 5 sd among 4,800 nulls: nearly all found, estimated FDR honest.
-
-    At z = 5 - 1.64 (the 5% lower tail) the local fdr is still tiny, so >= 180 of the 200
-    effects pass at 0.05; false detections are at most 5% of the rejections plus
-    sampling slack (binomial sd of ~1.7 on ~190): we allow 20.
-    """
-    rng = np.random.default_rng(4)
-    z = rng.normal(size=5000)
-    z[:200] += 5.0
-    rejected = _estimation.adjust_pvalues(stats.norm.sf(z), "lfdr") <= 0.05
-    assert rejected[:200].sum() >= 180 and rejected[200:].sum() <= 20
-
-
-def test_random_string_null_degenerate_residual():
-    """A zero residual (exact fit): every random string scores 0, so P(score >= x) is a step."""
-    null = _estimation.random_string_null(np.zeros(4 * 8), 8, 2, np.random.default_rng(0))
-    assert null.sd == 0.0
-    np.testing.assert_allclose(null.sf(np.array([-1.0, 0.0, 1e-3])), [1.0, 1.0, 0.0], atol=1e-300)
-
-
-def test_posterior_effects_properties():
-    """Median is 0 exactly when the local fdr is >= 1/2, nondecreasing in z, near z for clear effects."""
-    rng = np.random.default_rng(5)
-    z = rng.normal(size=3000)
-    z[:300] += rng.uniform(0.0, 8.0, size=300)
-    lfdr, median, mean = _estimation.posterior_effects(z)
-    assert np.all(median >= 0)
-    np.testing.assert_array_equal(median > 0, lfdr < 0.5)
-    order = np.argsort(z)
-    assert np.all(np.diff(median[order]) >= -1e-9)
-    # Far beyond any null z (the max of 2,700 N(0,1) is about 3.6) the posterior is that of
-    # the effects alone: its median stays within about one sd of z (more only at the edge of
-    # the prior's support, effects <= 8, where z up to ~10 is shrunk towards it: measured
-    # shrinkage 0.15-2.2, mean 0.58).
-    clear = z > 6
-    assert clear.any() and np.all((median[clear] > z[clear] - 3.0) & (median[clear] < z[clear] + 1.0))
-    assert np.mean(np.abs(median[clear] - z[clear])) < 0.7
-    assert np.all(mean >= 0) and np.all(np.diff(mean[order]) >= -1e-9)
-    assert all(x.size == 0 for x in _estimation.posterior_effects(np.zeros(0)))
-
-
-def test_posterior_effects_blockwise_equals_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Posteriors summarized a block of rows at a time (large lists) equal the one-block result."""
-    rng = np.random.default_rng(8)
-    z = np.concatenate([rng.normal(size=500), rng.normal(size=40) + 4.0])
-    whole = _estimation.posterior_effects(z)
-    monkeypatch.setattr(_estimation, "_POSTERIOR_BLOCK", 7)
-    for got, want in zip(_estimation.posterior_effects(z), whole):
-        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)  # (BLAS rounding differs by block)
-    np.testing.assert_allclose(_estimation.local_fdr(z)[0], whole[0], rtol=1e-12, atol=1e-15)
-
-
-def test_posterior_effects_far_below_zero_is_absent():
-    """A p-value of 1 is z = -inf: its posterior sits on mu = 0, not on the prior's top atom.
-
-    Regression: the likelihoods underflowed to 0 for the whole row and the fallback put the
-    posterior on the largest grid point, so a candidate with p = 1 got the largest effect.
-    """
-    rng = np.random.default_rng(6)
-    z = np.concatenate([rng.normal(size=200), [6.0, 7.0, -np.inf, -60.0, np.inf]])
-    lfdr, median, mean = _estimation.posterior_effects(z)
-    assert np.all(np.isfinite(lfdr)) and np.all(np.isfinite(median)) and np.all(np.isfinite(mean))
-    np.testing.assert_array_equal(median[-3:-1], [0.0, 0.0])
-    np.testing.assert_allclose(lfdr[-3:-1], 1.0)
-    assert np.all(mean[-3:-1] < 1e-6)
-    assert median[-1] > 6.0 and median[-1] >= median[-4]  # +inf: clipped, the largest effect
-
-
-def test_selective_interval_of_detected_zero_share_is_not_degenerate():
-    """A detected candidate whose least-squares share is 0 has no Wald z for the pivot.
-
-    Regression: its selective interval was [0, 0] (a point, covering nothing but 0); it now
-    gets the FCR interval, as does a string barely above the detection cutoff.  Strong
-    strings keep the Wald interval (far above the cutoff the pivot is the Wald interval).
-    """
-    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
-    prop = np.array([0.2, 0.0, 0.031, 0.0, 0.001])
-    se = np.full(5, 0.01)
-    pv = np.array([1e-80, 1e-5, 1e-4, 0.3, 0.5])
-    sig = np.array([True, True, True, False, False])
-    res = DecodeResult(strings=tuple("abcde"), estimate=prop * 1e5, std_error=se * 1e5, proportion=prop,
-                       prop_std_error=se, pvalue=pv, adjusted_pvalue=np.minimum(pv * 5, 1.0), significant=sig,
-                       group=np.arange(5), n_reports=100_000, params=params, significance_level=0.05,
-                       correction="fdr")
-    sel = res.confidence_interval(0.95, adjust="selective")
-    fcr = res.confidence_interval(0.95, adjust="fcr")
-    z_fcr = stats.norm.isf(3 / 5 * 0.05 / 2)  # 3 detected of 5 tests (Benjamini-Yekutieli)
-    assert sel.low[1] == 0.0 and sel.high[1] == pytest.approx(z_fcr * 0.01)
-    assert (sel.low[1], sel.high[1]) == (fcr.low[1], fcr.high[1])
-    np.testing.assert_allclose([sel.low[0], sel.high[0]], [0.2 - 1.959964 * 0.01, 0.2 + 1.959964 * 0.01],
-                               atol=1e-6)
-    assert sel.low[2] <= 0.031 <= sel.high[2] and sel.high[2] > sel.low[2]
+    assert res.table()[res.ranking()]["string"][0] == "v1"
 
 
 def test_standard_errors_reach_the_information_bound():
@@ -612,11 +402,11 @@ def test_standard_errors_reach_the_information_bound():
     cmap = hash_candidates([f"v{i}" for i in range(1, 101)] + [f"decoy{i}" for i in range(900)], params)
     sc = scenario.zipf_scenario(params, n_reports=100_000, n_values=100, rng=0)
     res = Decoder().decode(sc.aggregate, cmap)
-    deb = _estimation.debias(sc.aggregate.counts, params.p11, params.p01)
+    deb = _problem.debias(sc.aggregate.counts, params.p11, params.p01)
     w = 1.0 / deb.var
     info = np.asarray(cmap.matrix.T @ w).ravel()  # 0/1 columns: a' W a = W summed over the column's rows
     bound = 1.0 / np.sqrt(info - info**2 / w.sum())
-    dispersion = res.diagnostics["dispersion"]
+    dispersion = res.diagnostics.dispersion
     assert 1.0 <= dispersion < 1.15  # the model fits: Pearson chi2 / dof about 1
     ratio = res.prop_std_error / (bound * math.sqrt(dispersion))
     assert np.all(ratio >= 1.0 - 1e-9) and np.all(ratio <= 1.03)
@@ -644,8 +434,8 @@ def test_unexplained_mass_is_unbiased_with_absent_candidates(n_true: int, n_deco
         sc = scenario.zipf_scenario(params, n_reports=100_000, n_values=n_values, rng=seed)
         truth = 1.0 - sum(sc.truth().get(s, 0) for s in strings) / sc.aggregate.total_reports
         d = Decoder().decode(sc.aggregate, cmap).diagnostics
-        assert d["screened"] == (len(strings) > 819) and 0.0 <= d["unexplained_mass"] <= 1.0
-        zs.append((d["unexplained_mass_unclipped"] - truth) / d["unexplained_std_error"])
+        assert d.screened == (len(strings) > 819) and 0.0 <= d.unexplained_mass <= 1.0
+        zs.append((d.unexplained_mass_unclipped - truth) / d.unexplained_std_error)
     assert max(abs(z) for z in zs) < 3.5 and abs(float(np.mean(zs))) < 2.0, zs
 
 
@@ -726,13 +516,10 @@ def test_decode_cross_validated_penalty():
     plug = Decoder().decode(agg, cmap)
     cv = Decoder(lasso_alpha="cv").decode(agg, cmap)
     again = Decoder(lasso_alpha="cv").decode(agg, cmap)
-    assert cv.diagnostics["screened"] and plug.diagnostics["screened"]
-    assert cv.diagnostics["lasso_alpha"] == again.diagnostics["lasso_alpha"]  # seeded: deterministic
-    assert 0.25 < cv.diagnostics["lasso_alpha"] / plug.diagnostics["lasso_alpha"] < 4.0
+    assert cv.diagnostics.screened and plug.diagnostics.screened
+    assert cv.diagnostics.lasso_alpha == again.diagnostics.lasso_alpha  # seeded: deterministic
+    assert 0.25 < cv.diagnostics.lasso_alpha / plug.diagnostics.lasso_alpha < 4.0
     assert cv.detected[:5].all() and not cv.detected[5:].any()
-    bic = Decoder(lasso_alpha="bic").decode(agg, cmap)
-    assert 0.25 < bic.diagnostics["lasso_alpha"] / plug.diagnostics["lasso_alpha"] < 4.0
-    assert bic.detected[:5].all() and not bic.detected[5:].any()
 
 
 def test_empirical_bayes_shares_stay_near_least_squares():
@@ -752,42 +539,6 @@ def test_empirical_bayes_shares_stay_near_least_squares():
     assert np.all(np.abs(eb.proportion - ls.proportion) <= 4 * ls.prop_std_error)
     assert float(np.sum(eb.proportion)) <= 1.0 + 1e-12
     assert rappor.evaluate_result(eb, sim.truth).total_variation < rappor.evaluate_result(ls, sim.truth).total_variation
-
-
-def test_project_capped_simplex():
-    from rappor.decoder import _project_capped_simplex
-
-    rng = np.random.default_rng(6)
-    for _ in range(20):
-        w = rng.exponential(size=rng.integers(1, 30)) * rng.uniform(0.01, 0.2)
-        cap = rng.uniform(0.0, 1.0)
-        x = _project_capped_simplex(w, cap)
-        assert np.all(x >= 0) and x.sum() <= cap + 1e-12
-        if w.sum() <= cap:
-            np.testing.assert_array_equal(x, w)
-        else:  # KKT: x = max(w - tau, 0) with one tau >= 0 and the cap active
-            tau = (w - x)[x > 0]
-            assert np.isclose(x.sum(), cap) and (tau.size == 0 or np.ptp(tau) < 1e-12)
-            assert np.all(w[x == 0] <= (tau[0] if tau.size else np.inf) + 1e-12)
-
-
-def test_truncated_normal_interval_covers_conditionally():
-    """Draws of N(mu, 1) kept only above the cutoff: the conditional interval covers mu 95% of the time.
-
-    4,000 kept draws per mu: the coverage's SE is sqrt(0.95 x 0.05 / 4000) = 0.0034; we allow
-    4 SE (0.014), a false failure below 1e-4 per mu.  Far above the cutoff it is the Wald interval.
-    """
-    rng = np.random.default_rng(7)
-    cutoff = 2.0
-    for mu in (0.0, 1.5, 3.0, 6.0):
-        z = rng.normal(mu, 1.0, size=400_000)
-        z = z[z > cutoff][:4000]
-        assert len(z) == 4000
-        low, high = _estimation.truncated_normal_interval(z, cutoff, 0.95)
-        assert np.all(low <= high)
-        assert abs(np.mean((low <= mu) & (mu <= high)) - 0.95) < 0.014
-    low, high = _estimation.truncated_normal_interval(np.array([15.0]), cutoff, 0.95)
-    np.testing.assert_allclose([low[0], high[0]], [15.0 - 1.959964, 15.0 + 1.959964], atol=1e-4)
 
 
 def test_selective_intervals_cover_detected_and_are_narrower_than_fcr():
@@ -826,3 +577,23 @@ def test_selective_intervals_refused_for_empirical_bayes():
     assert res.table_interval == "fcr"
     with pytest.raises(InvalidParameterError, match="least-squares"):
         res.confidence_interval(0.95, adjust="selective")
+
+
+def test_decode_imports_scikit_learn_only_when_it_screens():
+    """scikit-learn (1-2 s to import) is loaded by the screening Lasso only, not by ``import rappor.decoder``
+    nor by a decode of few candidates; scipy.stats only once a decode runs."""
+    code = (
+        "import sys, numpy as np\n"
+        "import rappor.decoder\n"
+        "from rappor import Aggregate, Decoder, Params, hash_candidates\n"
+        "loaded = lambda: ','.join(m for m in ('sklearn', 'scipy.stats') if m in sys.modules) or '-'\n"
+        "print(loaded())\n"
+        "p = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)\n"
+        "agg = Aggregate(params=p, counts=np.column_stack([np.full(4, 1000), np.full((4, 8), 560)]))\n"
+        "Decoder().decode(agg, hash_candidates(['a', 'b', 'c'], p))\n"
+        "print(loaded())\n"
+        "Decoder().decode(agg, hash_candidates([f'c{i}' for i in range(40)], p))\n"  # 40 > 0.8 x 32 rows
+        "print(loaded())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["-", "scipy.stats", "sklearn,scipy.stats"]

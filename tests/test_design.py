@@ -53,3 +53,22 @@ def test_hash_candidates_empty_and_duplicates() -> None:
     assert empty.matrix.shape == (16, 0) and len(empty) == 0
     with pytest.raises(InvalidParameterError, match="'b' is repeated"):
         hash_candidates(["a", "b", "b"], params)
+
+
+def test_hash_candidates_str_and_its_utf8_bytes_are_one_candidate() -> None:
+    """``"a"`` and ``b"a"`` set the same bits: a repeat (an error, as for ``["a", "a"]``), not two columns."""
+    params = Params(num_bloombits=8, num_hashes=2, num_cohorts=2, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    with pytest.raises(InvalidParameterError,
+                       match=r"'a' \(index 0\) and b'a' \(index 1\) are the same candidate \(a str is hashed as"):
+        hash_candidates(["a", b"a"], params)  # type: ignore[list-item]
+    with pytest.raises(InvalidParameterError, match=r"'é' \(index 1\) and b'\\xc3\\xa9' \(index 2\)"):
+        hash_candidates(["x", "é", "é".encode()], params)  # type: ignore[list-item]
+    with pytest.raises(InvalidParameterError, match="b'z' is repeated"):
+        hash_candidates([b"z", "y", b"z"], params)  # type: ignore[list-item]
+    assert len(hash_candidates(["a", b"b"], params)) == 2  # type: ignore[list-item]
+
+
+def test_hash_candidates_fail_lone_surrogate() -> None:
+    params = Params(num_bloombits=8, num_hashes=2, num_cohorts=2, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    with pytest.raises(InvalidParameterError, match="lone surrogate U\\+D800 at character 1"):
+        hash_candidates(["ok", "a\ud800"], params)

@@ -36,10 +36,11 @@ def _params(k: int = 64, m: int = 8, f: float = EPS4_F) -> Params:
 
 def test_spec_levels_and_wire_params() -> None:
     spec = DiscoverySpec(params=_params(m=8), max_length=7, segment=2)
-    assert spec.levels == 4
-    assert [spec.prefix_length(s) for s in range(4)] == [2, 4, 6, 7]
-    assert spec.wire_params.num_cohorts == 32
+    assert spec.levels == 5  # 4 slots of prefixes and the confirmation slot
+    assert [spec.prefix_length(s) for s in range(5)] == [2, 4, 6, 7, 7]
+    assert spec.wire_params.num_cohorts == 40
     assert spec.wire_cohort(3, 5) == 29
+    assert DiscoverySpec(params=_params(m=8), max_length=7, segment=2, confirmation=False).levels == 4
 
 
 def test_spec_split_is_injective_over_slots_values() -> None:

@@ -356,41 +356,6 @@ def test_cohort_fast_path_matches_encoder() -> None:
     assert batch.cohorts.tolist() == [Encoder(params, client_secret(key, i)).cohort for i in ids]
 
 
-# --- Threshold arithmetic (32-bit resolution, edges) ---------------------------------------------
-
-
-def test_prr_thresholds_edges() -> None:
-    f = 0.3
-    t = round(f * 2**31)
-    u = np.array([[0, t - 1, t, 2 * t - 1, 2 * t, 2**32 - 1]], dtype=np.uint32)
-    for b in (0, 1):
-        bloom = np.full(u.shape, b, dtype=np.uint8)
-        got = encoder_module._permanent_response(bloom, u, f)
-        assert got.tolist() == [[1, 1, 0, 0, b, b]]
-
-
-def test_prr_f_one_and_zero() -> None:
-    u = np.array([[0, 2**31 - 1, 2**31, 2**32 - 1]], dtype=np.uint32)
-    bloom = np.array([[0, 0, 1, 1]], dtype=np.uint8)
-    assert encoder_module._permanent_response(bloom, u, 1.0).tolist() == [[1, 1, 0, 0]]
-    assert encoder_module._permanent_response(bloom, u, 0.0).tolist() == bloom.tolist()
-
-
-def test_prr_resolution_finer_than_google_rappor() -> None:
-    # f = 0.001 is not a multiple of 1/128 but still has its own threshold.
-    assert encoder_module._prr_threshold(0.001) == round(0.001 * 2**31)
-    assert encoder_module._prr_threshold(0.001) != encoder_module._prr_threshold(0.0)
-
-
-def test_irr_thresholds_edges() -> None:
-    v = np.array([[0, 2**32 - 1, 0, 2**32 - 1]], dtype=np.uint32)
-    prr = np.array([[1, 1, 0, 0]], dtype=np.uint8)
-    assert encoder_module._instantaneous_response(prr, v, 0.0, 1.0).tolist() == [[1, 1, 0, 0]]
-    assert encoder_module._instantaneous_response(prr, v, 1.0, 0.0).tolist() == [[0, 0, 1, 1]]
-    half = encoder_module._instantaneous_response(prr, np.array([[2**31 - 1, 2**31, 2**31 - 1, 2**31]], dtype=np.uint32), 0.5, 0.5)
-    assert half.tolist() == [[1, 0, 1, 0]]
-
-
 # --- Randomness: the default path uses the OS CSPRNG ----------------------------------------------
 
 
@@ -644,3 +609,21 @@ def test_combined_rates_per_bit_large() -> None:
         on = bloom[:, j]
         assert stats.binomtest(int(bits[on, j].sum()), int(on.sum()), params.p11).pvalue > ALPHA / 256
         assert stats.binomtest(int(bits[~on, j].sum()), int((~on).sum()), params.p01).pvalue > ALPHA / 256
+
+
+def test_encoder_fail_lone_surrogates_in_values_and_ids() -> None:
+    """Lone surrogates (no UTF-8 form) raise InvalidParameterError naming where, not UnicodeEncodeError."""
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    key = bytes(range(32))
+    enc = Encoder(params, key, rng=0)
+    for call in (lambda: enc.encode("a\ud800"), lambda: enc.encode_batch(["ok", "\udfff"]),
+                 lambda: enc.trace("\ud800")):
+        with pytest.raises(InvalidParameterError, match="lone surrogate U\\+D[8F]"):
+            call()
+    with pytest.raises(InvalidParameterError,
+                       match=r"'client_id' parameter of client_secret .* lone surrogate U\+D800 at character 2"):
+        client_secret(key, "ab\ud800")
+    with pytest.raises(InvalidParameterError, match=r"Got client_ids\[1\], a str holding the lone surrogate U\+DC80"):
+        encode_clients(params, key, ["a", "b\udc80"], ["x", "y"], rng=0)
+    with pytest.raises(InvalidParameterError, match=r"Got values\[2\], a str holding the lone surrogate U\+D800"):
+        encode_clients(params, key, ["a", "b", "c"], ["x", b"y", "\ud800"], rng=0)

@@ -12,7 +12,11 @@ Runs are derandomized (a fixed sequence of examples) so CI is deterministic.
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import io
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -44,7 +48,7 @@ from rappor import (
     write_reports,
 )
 from rappor.encoder import read_key_file
-from rappor._commands.encode import _rows as _encode_rows
+from rappor._commands._encode_input import iter_rows as _encode_rows
 from rappor.simulation import read_population
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -161,6 +165,228 @@ def test_fuzz_map_fast_path_equals_csv_path(rows: list[tuple[str, list[str]]], s
     assert fast == slow
 
 
+# ------------------------------------------------------------------ CSV readers = the csv module
+#
+# The reports reader (rappor.reports) and rappor encode's client,value reader read their
+# input in blocks, with a fast path for quote-free lines.  Whatever the bytes and the
+# block size, they must give exactly what the csv module gives on the whole file
+# (csv.reader(open(path, newline="")), default dialect, no field size limit): same
+# rows, same rejects, or the same first error at the line where its record starts.
+
+_CSV_TOKENS = [b",", b'"', b'""', b"\r", b"\n", b"\r\n", b"0", b"1", b"01010101", b"3", b"c", b" ", b"\x00",
+               b"\xc3\xa9", b"\xff", b"\xef\xbb\xbf"]
+
+
+@contextlib.contextmanager
+def _no_field_limit() -> Iterator[None]:
+    old = csv.field_size_limit(2**31 - 1)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(old)
+
+
+def _csv_module_records(data: bytes, *, strict: bool = False, errors: str = "replace",
+                        ) -> Iterator[tuple[int, list[str] | None, str | None, str]]:
+    """``(start line, fields, csv error, record text)`` of each record, by the csv module on the whole text.
+
+    The record text keeps its line breaks; undecodable bytes are decoded with ``errors``.
+    """
+    text = data.decode("utf-8", errors=errors).removeprefix("\ufeff")
+    consumed: list[str] = []
+
+    def lines() -> Iterator[str]:
+        for physical in io.StringIO(text, newline=""):
+            consumed.append(physical)
+            yield physical
+
+    reader = csv.reader(lines(), strict=strict)
+    line = 1
+    while True:
+        consumed.clear()
+        try:
+            fields: list[str] | None = next(reader)
+            error = None
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            fields, error = None, str(exc)
+        yield line, fields, error, "".join(consumed)
+        line += len(consumed)
+
+
+def _reports_by_csv_module(data: bytes, skip: bool) -> tuple[Any, ...]:
+    from rappor._excerpt import clip, excerpt
+    from rappor.reports import _check_cells
+
+    cohorts: list[int] = []
+    irrs: list[str] = []
+    rejects: list[tuple[int, str, str]] = []
+    records = _csv_module_records(data)
+    next(records)  # the header (the generated files always have a good one)
+    for line, fields, error, record in records:
+        text = record.rstrip("\r\n")
+        if fields == []:
+            continue
+        try:
+            if error is not None:
+                raise ReportFormatError(f"expected a CSV row, found {excerpt(text)} ({error})", path="f", line=line)
+            cohort, irr = _check_cells(fields or [], SMALL, 3, "f", line)
+        except ReportFormatError as exc:
+            if not skip:
+                return ("error", line, exc.message)
+            rejects.append((line, exc.message, clip(text)))
+            continue
+        cohorts.append(cohort)
+        irrs.append(irr)
+    return ("rows", cohorts, irrs, rejects)
+
+
+def _reports_by_reader(path: Path, skip: bool) -> tuple[Any, ...]:
+    sink: list[Any] = []
+    try:
+        batch = read_reports(path, SMALL, on_error="skip" if skip else "raise", rejects=sink if skip else None)
+    except ReportFormatError as exc:
+        return ("error", exc.line, exc.message)
+    return ("rows", batch.cohorts.tolist(), batch.bitstrings() if len(batch) else [],
+            [(r.line, r.reason, r.text) for r in sink])
+
+
+_REPORT_ROWS = st.one_of(
+    st.builds(lambda c, b: b"c,%d,%s\n" % (c, b), st.integers(0, 5), st.sampled_from([b"01010101", b"0101010", b"11"])),
+    st.builds(lambda i, c: b'"%s",%d,11110000\n' % (i, c),  # quoted ids: line breaks, commas, quotes, CRs
+              st.lists(st.sampled_from([b"x", b"\n", b"\r", b"\r\n", b",", b'""', b"mallory,7,11111111"]),
+                       max_size=4).map(b"".join), st.integers(0, 4)),
+    st.lists(st.sampled_from(_CSV_TOKENS), max_size=8).map(b"".join),
+)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(_REPORT_ROWS, max_size=10), block=st.integers(1, 48), skip=st.booleans())
+def test_fuzz_reports_reader_equals_csv_module(rows: list[bytes], block: int, skip: bool, scratch: Path) -> None:
+    """Quoted line breaks, quotes, commas, CRs, NULs and bad bytes, at any block size."""
+    import rappor.reports
+
+    data = b"client,cohort,irr\n" + b"".join(rows)
+    path = _write(scratch, data)
+    expected = _reports_by_csv_module(data, skip)
+    with pytest.MonkeyPatch.context() as patch, _no_field_limit():
+        patch.setattr(rappor.reports, "_BLOCK_BYTES", block)
+        assert _reports_by_reader(path, skip) == expected
+
+
+def _encode_input_by_csv_module(data: bytes, skip: bool) -> tuple[Any, ...]:
+    """What rappor encode's reader must give: strict csv module, blank rows skipped, rows checked."""
+    from rappor._excerpt import clip
+
+    rows: list[tuple[int, str, str]] = []
+    rejects: list[tuple[int, str, str]] = []
+    header_seen = False
+    for start, fields, error, record in _csv_module_records(data, strict=True, errors="surrogateescape"):
+        reason = None if error is None else f"malformed CSV: {error}"
+        where = start
+        if fields is not None:
+            if fields in ([], [""]):
+                continue
+            bad = next((i for i, ch in enumerate(record) if "\udc80" <= ch <= "\udcff"), None)
+            if bad is not None:
+                where = start + len(re.findall("\r\n|\r|\n", record[:bad]))
+                reason = f"expected UTF-8 text, found the byte 0x{ord(record[bad]) - 0xDC00:02x}"
+            elif not header_seen:
+                if [f.strip().strip('"') for f in fields] != ["client", "value"]:
+                    return ("error", start, "header")
+                header_seen = True
+                continue
+            elif len(fields) != 2:
+                reason = f"expected 2 comma-separated fields (client,value), found {len(fields)}"
+            elif not fields[0]:
+                reason = "expected a client id, found an empty field"
+            else:
+                rows.append((start, fields[0], fields[1]))
+                continue
+        if not skip or not header_seen:
+            return ("error", where, reason if header_seen else "header")
+        raw = record.encode("utf-8", errors="surrogateescape").decode("utf-8", errors="replace")
+        rejects.append((where, reason, clip(raw.rstrip("\r\n"))))
+    if not header_seen:
+        return ("error", None, "header")
+    return ("rows", rows, rejects)
+
+
+def _encode_input_by_reader(path: Path, skip: bool) -> tuple[Any, ...]:
+    sink: list[Any] = []
+    try:
+        rows = list(_encode_rows(path, sink if skip else None))
+    except ReportFormatError as exc:
+        header = exc.message.startswith("expected the header") or "looks like a key file" in exc.message
+        return ("error", exc.line, "header" if header else exc.message)
+    return ("rows", rows, [(r.line, r.reason, r.text) for r in sink])
+
+
+_ENCODE_ROWS = st.one_of(
+    st.sampled_from([b"a,x\n", b"b,y\r\n", b"c,\n", b"\n", b",v\n", b"d,e,f\n", b"g,\xff\n", b"h,\x00\n"]),
+    st.builds(lambda c, v: b'"%s",%s\n' % (c, v),
+              st.lists(st.sampled_from([b"x", b"\n", b"\r", b",", b'""']), max_size=3).map(b"".join),
+              st.sampled_from([b"v", b'"w\nx"', b'"y"z', b'"open'])),
+    st.lists(st.sampled_from(_CSV_TOKENS), max_size=8).map(b"".join),
+)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(header=st.sampled_from([b"client,value\n", b"client, value\r\n", b'"client","value"\n', b"\n\nclient,value\n"]),
+       rows=st.lists(_ENCODE_ROWS, max_size=10), block=st.integers(1, 48), skip=st.booleans())
+def test_fuzz_encode_input_equals_csv_module(header: bytes, rows: list[bytes], block: int, skip: bool,
+                                             scratch: Path) -> None:
+    import rappor._commands._encode_input as encode_input
+
+    data = header + b"".join(rows)
+    path = _write(scratch, data)
+    expected = _encode_input_by_csv_module(data, skip)
+    with pytest.MonkeyPatch.context() as patch, _no_field_limit():
+        patch.setattr(encode_input, "BLOCK_BYTES", block)
+        assert _encode_input_by_reader(path, skip) == expected
+
+
+_CLIENT_IDS = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+                      min_size=1, max_size=12)
+
+
+@FUZZ
+@given(data=st.data())
+def test_fuzz_client_ids_round_trip(data: st.DataObject, scratch: Path) -> None:
+    """Any text client id (line breaks, quotes, commas, CRs, leading spaces) is written so that it reads back.
+
+    write_reports and rappor encode: the csv module reads every id back exactly, and
+    read_reports finds exactly the reports written (none split, none forged).
+    """
+    from rappor.cli import main
+    from rappor.encoder import write_key_file
+
+    ids = data.draw(st.lists(st.one_of(_CLIENT_IDS, st.sampled_from([" lead", "a\rb", "\r", "x\n7,11111111\ny",
+                                                                    '"', "a,b", "\r\n"])), min_size=1, max_size=8))
+    batch = data.draw(strategies.report_batches(SMALL, max_n=len(ids)).filter(lambda b: len(b) == len(ids)))
+    write_reports(scratch / "r.csv", batch, client_ids=ids)
+    with open(scratch / "r.csv", newline="", encoding="utf-8") as fh:
+        assert [row[0] for row in csv.reader(fh)][1:] == ids
+    back = read_reports(scratch / "r.csv", SMALL)
+    assert back.cohorts.tolist() == batch.cohorts.tolist() and back.bitstrings() == batch.bitstrings()
+
+    (scratch / "params.csv").write_bytes(SMALL.to_csv().encode())
+    if not (scratch / "key").exists():
+        write_key_file(scratch / "key", bytes(range(32)))
+    with open(scratch / "values.csv", "w", newline="", encoding="utf-8") as fh:
+        # QUOTE_ALL: csv.writer's QUOTE_MINIMAL leaves a lone CR bare (which rappor._io.csv_field does not).
+        csv.writer(fh, lineterminator="\n", quoting=csv.QUOTE_ALL).writerows([("client", "value"),
+                                                                             *[(i, "v") for i in ids]])
+    assert main(["encode", "--params", str(scratch / "params.csv"), "--key-file", str(scratch / "key"),
+                 str(scratch / "values.csv"), "-o", str(scratch / "enc.csv"), "--seed", "1"]) == 0
+    with open(scratch / "enc.csv", newline="", encoding="utf-8") as fh:
+        assert [row[0] for row in csv.reader(fh)][1:] == ids
+    assert len(read_reports(scratch / "enc.csv", SMALL)) == len(ids)
+
+
 @FUZZ
 @given(params=strategies.params())
 def test_fuzz_params_round_trip(params: Params, scratch: Path) -> None:
@@ -192,6 +418,26 @@ def test_fuzz_counts_round_trip(data: st.DataObject, scratch: Path) -> None:
 def test_fuzz_candidates_and_map_round_trip(strings: list[str], scratch: Path) -> None:
     write_candidates(strings, scratch / "cands.txt")
     assert read_candidates(scratch / "cands.txt") == strings
+    cmap = hash_candidates(strings, SMALL)
+    write_map(cmap, scratch / "map.csv")
+    back = read_map(scratch / "map.csv", SMALL)
+    assert list(back.strings) == strings
+    assert (back.matrix != cmap.matrix).nnz == 0
+
+
+#: Any text a client may have sent (no lone surrogates, which UTF-8 cannot hold), with the
+#: characters that matter to CSV and line splitting drawn often.
+_ANY_CANDIDATE = st.one_of(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=10),
+    st.text(alphabet='\r\n",\ufeff a\x00\t\x85\u2028\x0b\x1c', max_size=8),
+)
+
+
+@FUZZ
+@given(strings=st.lists(_ANY_CANDIDATE, min_size=1, max_size=8, unique=True))
+def test_fuzz_map_round_trip_any_strings(strings: list[str], scratch: Path) -> None:
+    """write_map then read_map gives back every candidate string exactly: CR, LF, quotes, commas,
+    a leading BOM, NUL, Unicode line separators, the empty string (a bare CR made unreadable files)."""
     cmap = hash_candidates(strings, SMALL)
     write_map(cmap, scratch / "map.csv")
     back = read_map(scratch / "map.csv", SMALL)

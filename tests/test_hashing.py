@@ -229,6 +229,15 @@ def test_value_bytes_fail_not_str_or_bytes(value: object) -> None:
         value_bytes(value)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("value", ["\ud800", "ab\udfff", "\udc80x"])
+def test_value_bytes_fail_lone_surrogate(value: str, params: Params) -> None:
+    """UTF-8 has no form for a lone surrogate: the package's error, never UnicodeEncodeError."""
+    with pytest.raises(InvalidParameterError, match=f"lone surrogate U\\+{ord(value.strip('abx')):04X}"):
+        value_bytes(value)
+    with pytest.raises(InvalidParameterError, match="encodable as UTF-8"):
+        bloom_bits_table(["fine", value], params)
+
+
 def test_value_bytes_exact_no_normalization() -> None:
     assert value_bytes("A ") == b"A "
     assert value_bytes("é") == b"\xc3\xa9"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import struct
 import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
@@ -95,18 +96,9 @@ def test_report_without_result_has_privacy_section(params):
 
 
 def test_report_without_matplotlib_says_so(params, monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def fake_import(name, *args, **kwargs):
-        if name.startswith("matplotlib"):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", fake_import)
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # `import matplotlib.figure` fails
     text = render_report(params=params)
-    assert "Plots need matplotlib" in text and "<img" not in text
+    assert "matplotlib is needed for plots: pip install &#x27;rappor[plot]&#x27;." in text and "<img" not in text
 
 
 _CHROMIUM = Path("/usr/bin/chromium")
@@ -138,3 +130,68 @@ def test_report_renders_in_headless_chromium(params, tmp_path):
     assert (grey < 0.3).mean() > 0.005  # ... with text on it
     saturation = rgb.max(axis=2) - rgb.min(axis=2)
     assert (saturation > 0.4).sum() > 500  # the plots were decoded and drawn
+
+
+def _text(page: str) -> str:
+    parser = _Collector()
+    parser.feed(page)
+    return " ".join(" ".join(parser.text).split())
+
+
+def _decoded_page(estimator: str = "least-squares") -> tuple[str, object]:
+    from rappor import Decoder, Params
+    from rappor.metrics import evaluate_result
+
+    params = Params(k=16, h=2, m=64, p=0.5, q=0.75, f=0.5)
+    sim = simulate(params, Population.zipf(100), 100_000, rng=0)
+    cmap = hash_candidates([f"v{i}" for i in range(1, 101)], params)
+    result = Decoder(estimator=estimator).decode(sim.aggregate, cmap)
+    page = render_report(params=params, result=result, truth=sim.truth, metrics=evaluate_result(result, sim.truth),
+                         aggregate=sim.aggregate, candidate_map=cmap)
+    return _text(page), result
+
+
+def test_report_residual_heat_map_is_the_tested_fit():
+    """Issue 16: the heat map was of the detected strings only (mean +0.60, mostly red) while the summary
+    tested the fit with every share.  The caption now states whose residuals they are, with the summary's
+    chi-square and its p-value, and their mean is about 0 (1,024 cells: 4 SE = 0.125)."""
+    import re
+
+    pytest.importorskip("matplotlib")
+    text, result = _decoded_page()
+    residual = result.summary()["residual"]
+    assert "Residual heat map: standardized residuals per (cohort, bit) of the least-squares fit" in text
+    assert f"Sum of squares {residual['chi2']:.1f} on {residual['dof']} degrees of freedom" in text
+    (mean,) = re.findall(r"Residual heat map.*?; mean ([+-][0-9.]+)", text)
+    assert abs(float(mean)) < 0.125
+
+
+def test_report_says_what_decided_detected():
+    """The level, the correction and the p-value threshold it comes to, next to the p-values."""
+    text, result = _decoded_page()
+    threshold = result.pvalue[result.significant].max()
+    assert "Detected (7): adjusted p-value <= 0.05 (the significance level), adjusted by Benjamini-Hochberg" in text
+    assert f"pvalue (passes if <= {threshold:.3g})" in text and "adjusted pvalue (passes if <= 0.05)" in text
+    # The decoder's summary and the accuracy metrics use one meaning of "unexplained mass".
+    summary = result.summary()
+    assert "unexplained_mass estimated share of reports the candidates do not explain" in text
+    assert "unallocated_mass 1 - allocated_mass" in text
+    assert f"{summary['unexplained_mass']:.4g}" in text
+
+
+def test_report_empirical_bayes_shows_significant_and_detected():
+    pytest.importorskip("matplotlib")
+    text, result = _decoded_page("empirical-bayes")
+    assert "posterior median share > 0" in text and " significant " in text
+    assert "Residual heat map: standardized residuals per (cohort, bit) of the empirical-Bayes shares" in text
+
+
+def test_report_notes_ties_at_the_null_floor(data_dir):
+    from rappor import Decoder, read_counts, read_params
+
+    sample = data_dir.parent.parent / "data" / "sample"
+    params = read_params(sample / "params.csv")
+    agg = read_counts(sample / "counts.csv", params)
+    result = Decoder().decode(agg, hash_candidates((sample / "candidates.txt").read_text().split(), params))
+    text = _text(render_report(params=params, result=result))
+    assert "Tied p-values: v1, v2 share the p-value" in text and "floor of the random-string null" in text

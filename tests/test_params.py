@@ -7,7 +7,9 @@ import io
 import itertools
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -202,3 +204,72 @@ def test_check_same_params_names_differences() -> None:
     check_same_params(a, Params(**GOOD), "counts.csv")
     with pytest.raises(IncompatibleParamsError, match=r"counts.csv was made with different parameters: .*k=32 \(expected 16\)"):
         check_same_params(a, Params(**dict(GOOD, num_bloombits=32)), "counts.csv")
+
+
+SHORT = {"k": 16, "h": 2, "m": 8, "p": 0.5, "q": 0.75, "f": 0.5}
+LONG_OF = {"k": "num_bloombits", "h": "num_hashes", "m": "num_cohorts", "p": "prob_p", "q": "prob_q", "f": "prob_f"}
+
+
+def test_params_short_names_as_keywords() -> None:
+    """k, h, m, p, q, f (params.csv's header) are accepted as keywords, alone or mixed with the long names."""
+    assert Params(**SHORT) == Params(**{LONG_OF[key]: value for key, value in SHORT.items()})  # type: ignore[arg-type]
+    mixed = dict(SHORT, num_cohorts=8)
+    del mixed["m"]
+    assert Params(**mixed).m == 8  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("short", list(SHORT))
+def test_params_fail_both_names_given(short: str) -> None:
+    with pytest.raises(InvalidParameterError, match=f"both {LONG_OF[short]}=.* and {short}="):
+        Params(**SHORT, **{LONG_OF[short]: SHORT[short]})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("short", list(SHORT))
+def test_params_fail_missing_names_both(short: str) -> None:
+    kwargs = {key: value for key, value in SHORT.items() if key != short}
+    with pytest.raises(InvalidParameterError, match=f"needs {LONG_OF[short]} \\(or its short name {short}\\)"):
+        Params(**kwargs)  # type: ignore[arg-type]
+
+
+def test_params_error_names_the_keyword_used() -> None:
+    with pytest.raises(InvalidParameterError, match="The 'k' parameter of Params must be"):
+        Params(**dict(SHORT, k=0))  # type: ignore[arg-type]
+
+
+def test_read_params_of_a_large_other_file_reads_only_its_start(tmp_path: Path) -> None:
+    # Issue 13, item 7: `rappor privacy --params reports.csv` read the whole file (385 MB
+    # reached 1.9 GB) before checking its first line.  Now the bad header stops the read.
+    import tracemalloc
+
+    path = tmp_path / "reports.csv"
+    with path.open("w") as fh:
+        fh.write("client,cohort,irr\n")
+        fh.writelines(f"c{i},{i % 64},0110100101101001\n" for i in range(400_000))  # 10 MB
+    tracemalloc.start()
+    try:
+        with pytest.raises(ReportFormatError) as info:
+            read_params(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert info.value.line == 1 and "expected the header 'k,h,m,p,q,f', found 'client,cohort,irr'" in str(info.value)
+    assert peak < 2**20  # the old reader held every line: about 60 MB here
+
+
+def test_read_params_stops_after_one_row_too_many(tmp_path: Path) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text("k,h,m,p,q,f\n8,2,4,0.5,0.75,0.5\n" + "junk\n" * 1000)
+    with pytest.raises(ReportFormatError, match="expected exactly one data row") as info:
+        read_params(path)
+    assert info.value.line == 3
+
+
+def test_read_params_dev_zero_is_a_bounded_read(run_limited_python: Callable[..., Any]) -> None:
+    # A line without end is read only up to 64 KiB (the old reader read until out of memory).
+    result = run_limited_python(
+        "from rappor import ReportFormatError, read_params\n"
+        "try:\n    read_params('/dev/zero')\n"
+        "except ReportFormatError as exc:\n    print(exc)\n",
+        address_space=1 << 30)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout == "/dev/zero:1: expected a line of at most 65,536 bytes, found a longer one\n"

@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from rappor import Params, hash_candidates  # noqa: E402
-from rappor.plots import plot_epsilon, plot_estimates, plot_residuals  # noqa: E402
+from rappor.plots import plot_epsilon, plot_estimates, plot_fit_residuals, plot_residuals  # noqa: E402
 from rappor.simulation import Population, simulate  # noqa: E402
 
 
@@ -49,6 +49,21 @@ def test_plot_residuals_heatmap(params):
     sim = simulate(params, pop, 2_000, rng=0)
     ax = plot_residuals(sim.aggregate, hash_candidates(list(pop.strings), params), pop.probabilities)
     assert ax.images[0].get_array().shape == (params.m, params.k)
+
+
+def test_plot_fit_residuals_titles_the_tested_fit(params):
+    from rappor import Decoder
+    from rappor.metrics import fit_residuals
+
+    pop = Population.zipf(5)
+    sim = simulate(params, pop, 5_000, rng=0)
+    cmap = hash_candidates(list(pop.strings), params)
+    result = Decoder().decode(sim.aggregate, cmap)
+    ax = plot_fit_residuals(result, sim.aggregate, cmap)
+    residual = result.summary()["residual"]
+    assert ax.get_title().startswith("Residuals of the tested fit")
+    assert f"chi-square {residual['chi2']:.1f} on {residual['dof']} dof" in ax.get_title()
+    np.testing.assert_array_equal(ax.images[0].get_array(), fit_residuals(result, sim.aggregate, cmap).residuals)
 
 
 def test_plot_epsilon_curves(params):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -117,6 +119,12 @@ BAD_REPORTS = [
     ("client,cohort,irr\nc1,99999999999999999999,00000001\n", 2, "found '99999999999999999999'"),
     ('client,cohort,irr\n"c,1",0,00000001\nc2,x,00000001\n', 3, "found 'x'"),
     ("client,cohort,bloom,prr,irr\nc1,0,00000001,00000001\n", 2, "expected 5 comma-separated columns"),
+    # A quoted field may hold line breaks: a record, and its line number, is where it starts.
+    ('client,cohort,irr\n"a\nb",0,00000001\nc,9,00000001\n', 4, "found '9'"),
+    ('client,cohort,irr\nc,0,00000001\n"a\r\n\nb",9,00000001\n', 3, "found '9'"),
+    ('client,cohort,irr\n"x\nmallory,7,11111111\ny",0\n', 2, "expected 3 comma-separated columns"),
+    ('client,cohort,irr\n"never closed,0,00000001\nc,1,00000001\n', 2, "found 1"),
+    ('client,cohort,irr\nc,1,0000000\r1\n', 2, "found 7 characters"),  # a lone CR ends a line
 ]
 
 
@@ -154,50 +162,53 @@ def test_read_reports_fail_non_utf8_bit(tmp_path: Path, params: Params) -> None:
     assert info.value.line == 3  # the undecodable client id on line 2 is not used, so it is accepted
 
 
-_hyp = pytest.importorskip("hypothesis")
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-_ROW = st.one_of(
-    st.builds(lambda c, b: f"c,{c},{b}", st.integers(0, 5), st.text("01", min_size=7, max_size=9)),
-    st.text("01,2c-\" \r", max_size=14),
-)
-
-
-def _reference(lines: list[str], params: Params) -> tuple[list[int], list[str]] | int:
-    """Line-by-line reference parser: the results, or the line number of the first error."""
-    cohorts, irrs = [], []
-    for lineno, line in enumerate(lines, start=2):
-        text = line[:-1] if line.endswith("\r") else line
-        if not text:
-            continue
-        try:
-            cohort, irr = reports_module._parse_row(text, params, 3, "f", lineno)
-        except ReportFormatError:
-            return lineno
-        cohorts.append(cohort)
-        irrs.append(irr)
-    return cohorts, irrs
+def test_read_reports_forged_report_in_a_quoted_id(tmp_path: Path) -> None:
+    # Issue 13, item 5: a client id holding line breaks once smuggled a fourth, forged
+    # report (all ones, cohort 7) past the reader: 3 real reports must stay 3.
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    ids = ["alice", "x\nmallory,7,1111111111111111\ny", "bob"]
+    batch = ReportBatch.from_bits(params, [1, 2, 3], np.zeros((3, 16), dtype=np.uint8))
+    write_reports(tmp_path / "r.csv", batch, client_ids=ids)
+    for on_error in ("raise", "skip"):
+        rejects: list[object] = []
+        back = read_reports(tmp_path / "r.csv", params, on_error=on_error,  # type: ignore[arg-type]
+                            rejects=rejects if on_error == "skip" else None)
+        assert back.cohorts.tolist() == [1, 2, 3] and not back.bits().any() and rejects == []
 
 
-@settings(max_examples=100, deadline=None)
-@given(rows=st.lists(_ROW, max_size=12), block=st.integers(1, 64))
-def test_read_reports_vectorized_path_agrees_with_row_parser(tmp_path_factory: pytest.TempPathFactory,
-                                                             rows: list[str], block: int) -> None:
-    params = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
-    path = tmp_path_factory.mktemp("fuzz") / "r.csv"
-    path.write_bytes(("client,cohort,irr\n" + "\n".join(rows) + "\n").encode())
-    expected = _reference(rows, params)
-    old = reports_module._BLOCK_BYTES
-    reports_module._BLOCK_BYTES = block
-    try:
-        if isinstance(expected, int):
-            with pytest.raises(ReportFormatError) as info:
-                read_reports(path, params)
-            assert info.value.line == expected
-        else:
-            batch = read_reports(path, params)
-            strings = batch.bitstrings() if len(batch) else []  # unpack_bits of 0 reports fails (rappor._bits)
-            assert (batch.cohorts.tolist(), strings) == expected
-    finally:
-        reports_module._BLOCK_BYTES = old
+def test_read_reports_one_report_at_k_65536_is_linear(tmp_path: Path,
+                                                      run_limited_python: Callable[..., Any]) -> None:
+    # Issue 13, item 7: the bit-string parser built a k x k table (_bit_of_char): one
+    # report at k = 16,384 took 1 GB and 6 s, at k = 65,536 about 16 GB.  Now O(k) per
+    # report.  The child has 2 GiB of address space (the old parser died there of
+    # MemoryError); tracemalloc's peak includes the 16 MiB read block.
+    k = 65536
+    bits = np.random.default_rng(1).integers(0, 2, (3, k))
+    rows = [f"c{i},{i}," + "".join(map(str, b[::-1])) for i, b in enumerate(bits)]  # character 0 = bit k-1
+    (tmp_path / "r.csv").write_text("client,cohort,irr\n" + "\n".join(rows) + "\n")
+    np.save(tmp_path / "bits.npy", bits)
+    result = run_limited_python(
+        "import tracemalloc, numpy as np\n"
+        "from rappor import Params, read_reports\n"
+        f"p = Params(num_bloombits={k}, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)\n"
+        "tracemalloc.start()\n"
+        f"batch = read_reports({str(tmp_path / 'r.csv')!r}, p)\n"
+        "peak = tracemalloc.get_traced_memory()[1]\n"
+        f"assert (batch.bits() == np.load({str(tmp_path / 'bits.npy')!r})).all()\n"
+        "assert batch.cohorts.tolist() == [0, 1, 2]\n"
+        "print(peak)\n",
+        address_space=2 << 30)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert int(result.stdout) < 64 * 2**20
+
+
+def test_iter_reports_unclosed_quote_is_bounded(tmp_path: Path, params: Params,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # A quote that never closes would take the rest of the file into one field (the csv
+    # module's answer); past _MAX_CLIENT_BYTES it is an error at the line where it starts.
+    monkeypatch.setattr(reports_module, "_MAX_CLIENT_BYTES", 1 << 16)
+    monkeypatch.setattr(reports_module, "_BLOCK_BYTES", 1 << 12)
+    (tmp_path / "r.csv").write_bytes(b'client,cohort,irr\nc,0,00000001\n"c,1,00000001\n' + b"c,1,00000001\n" * 20000)
+    with pytest.raises(ReportFormatError) as info:
+        read_reports(tmp_path / "r.csv", params, on_error="skip", rejects=[])
+    assert info.value.line == 3 and "an unclosed quote" in info.value.message

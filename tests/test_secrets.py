@@ -138,10 +138,13 @@ def test_secrets_world_readable_key_file_warns(tmp_path: Path) -> None:
     with pytest.warns(InsecureKeyFileWarning, match="can be read by every user") as record:
         read_key_file(path)
     _assert_clean(str(record[0].message).encode(), [bytes(range(32))], "the warning")
-    os.chmod(path, 0o640)  # group-readable only: not "every user"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        read_key_file(path)
+    # Any access beyond the owner's warns: group-readable, and writable by others (a
+    # replaced key would silently change every client's cohort and PRR).
+    for mode, says in ((0o640, "can be read by its group"), (0o602, "can be changed by every user"),
+                       (0o620, "can be changed by its group"), (0o666, "can be read and changed by every user")):
+        os.chmod(path, mode)
+        with pytest.warns(InsecureKeyFileWarning, match=says):
+            read_key_file(path)
 
 
 def test_secrets_keygen_file_is_private(tmp_path: Path) -> None:
@@ -209,4 +212,4 @@ def test_secrets_weak_randomness_guard_is_effective(no_weak_randomness: list[int
     with pytest.raises(_Forbidden):
         Encoder(PARAMS, bytes(range(32)), rng=0)
     with pytest.raises(_Forbidden):
-        rappor.simulation.encode_batch(PARAMS, ["v"], [0], [0])
+        rappor.simulation.simulate_reports(PARAMS, ["v"], [0], [0])

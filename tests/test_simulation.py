@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from rappor import Params
+from rappor.design import hash_candidates
 from rappor.exceptions import InvalidParameterError, ReportFormatError
 from rappor.hashing import bloom_filter
 from rappor.simulation import (
@@ -15,9 +16,12 @@ from rappor.simulation import (
     Simulation,
     _bernoulli_words,
     candidate_strings,
-    encode_batch,
     read_population,
     simulate,
+    simulate_counts,
+    simulate_reports,
+    true_ones,
+    zipf_scenario,
 )
 
 # Non-dyadic probabilities exercise every digit of the 32-bit thresholds and the tie path.
@@ -69,16 +73,16 @@ def _rates_given_bloom(batch, bloom):
     return ones[bloom == 1].sum(), ones[bloom == 0].sum(), len(batch) * (bloom == 1).sum(), len(batch) * (bloom == 0).sum()
 
 
-def test_encode_batch_bit_rates_match_p11_p01(rng):
+def test_simulate_reports_bit_rates_match_p11_p01(rng):
     n = 20_000
-    batch = encode_batch(ODD, ["x"], np.zeros(n, dtype=np.int64), np.full(n, 2), rng=rng)
+    batch = simulate_reports(ODD, ["x"], np.zeros(n, dtype=np.int64), np.full(n, 2), rng=rng)
     bloom = bloom_filter("x", 2, ODD)
     ones1, ones0, n1, n0 = _rates_given_bloom(batch, bloom)
     assert stats.binomtest(int(ones1), int(n1), ODD.p11).pvalue > PMIN
     assert stats.binomtest(int(ones0), int(n0), ODD.p01).pvalue > PMIN
 
 
-def test_encode_batch_same_distribution_as_encoder(rng):
+def test_simulate_reports_same_distribution_as_encoder(rng):
     # The real client (keyed PRR, numpy IRR noise) and the batch encoder: per-bit rates
     # given the Bloom bits must agree (chi-square test of homogeneity per bit class).
     encoder = pytest.importorskip("rappor.encoder")
@@ -87,7 +91,7 @@ def test_encode_batch_same_distribution_as_encoder(rng):
     ids = [f"c{i}" for i in range(n)]
     real = encoder.encode_clients(ODD, key, ids, ["x"] * n, rng=rng)
     cohorts = real.cohorts
-    fast = encode_batch(ODD, ["x"], np.zeros(n, dtype=np.int64), cohorts, rng=rng)
+    fast = simulate_reports(ODD, ["x"], np.zeros(n, dtype=np.int64), cohorts, rng=rng)
     real_bits, fast_bits = real.bits(), fast.bits()
     blooms = np.stack([bloom_filter("x", c, ODD) for c in range(ODD.num_cohorts)])[cohorts]
     for bloom_value in (0, 1):
@@ -99,13 +103,13 @@ def test_encode_batch_same_distribution_as_encoder(rng):
         assert stats.binomtest(int(fast_bits[mask].sum()), int(mask.sum()), expected).pvalue > PMIN
 
 
-def test_encode_batch_prr_reused_across_reports(rng):
+def test_simulate_reports_prr_reused_across_reports(rng):
     # Two reports of one PRR unit share the PRR: where the Bloom bit is 1,
     # P(both reports 1) = (1 - f/2) q**2 + (f/2) p**2, not p11**2 (RAPPOR Sec. 3).
     n = 20_000
     p, q, f = ODD.p, ODD.q, ODD.f
     units = np.repeat(np.arange(n), 2)
-    batch = encode_batch(ODD, ["x"], np.zeros(2 * n, dtype=np.int64), np.zeros(2 * n, dtype=np.int64),
+    batch = simulate_reports(ODD, ["x"], np.zeros(2 * n, dtype=np.int64), np.zeros(2 * n, dtype=np.int64),
                          prr_units=units, rng=rng)
     bits = batch.bits().reshape(n, 2, -1)
     bloom = bloom_filter("x", 0, ODD)
@@ -131,33 +135,33 @@ def test_encoder_trace_prr_reuse_matches_theory(rng):
 
 
 @pytest.mark.parametrize("k", [1, 7, 8, 30, 64, 65, 128])
-def test_encode_batch_shapes_and_high_bits_clear(k, rng):
+def test_simulate_reports_shapes_and_high_bits_clear(k, rng):
     params = Params(num_bloombits=k, num_hashes=1, num_cohorts=3, prob_p=0.5, prob_q=0.75, prob_f=0.5)
-    batch = encode_batch(params, ["a", "b", "c"], [0, 1, 2, 0, 1], [0, 1, 2, 2, 1], rng=rng)
+    batch = simulate_reports(params, ["a", "b", "c"], [0, 1, 2, 0, 1], [0, 1, 2, 2, 1], rng=rng)
     assert batch.words.shape == (5, (k + 63) // 64)
     assert batch.cohorts.tolist() == [0, 1, 2, 2, 1]
     assert batch.bits().shape == (5, k)
 
 
-def test_encode_batch_seeded_is_reproducible(params):
-    a = encode_batch(params, ["a", "b"], [0, 1, 1], [0, 1, 2], rng=7)
-    b = encode_batch(params, ["a", "b"], [0, 1, 1], [0, 1, 2], rng=7)
+def test_simulate_reports_seeded_is_reproducible(params):
+    a = simulate_reports(params, ["a", "b"], [0, 1, 1], [0, 1, 2], rng=7)
+    b = simulate_reports(params, ["a", "b"], [0, 1, 1], [0, 1, 2], rng=7)
     assert np.array_equal(a.words, b.words)
 
 
-def test_encode_batch_fail_value_out_of_range(params):
+def test_simulate_reports_fail_value_out_of_range(params):
     with pytest.raises(InvalidParameterError, match="values"):
-        encode_batch(params, ["a"], [1], [0], rng=0)
+        simulate_reports(params, ["a"], [1], [0], rng=0)
 
 
-def test_encode_batch_fail_cohort_out_of_range(params):
+def test_simulate_reports_fail_cohort_out_of_range(params):
     with pytest.raises(InvalidParameterError, match="cohorts"):
-        encode_batch(params, ["a"], [0], [params.num_cohorts], rng=0)
+        simulate_reports(params, ["a"], [0], [params.num_cohorts], rng=0)
 
 
-def test_encode_batch_fail_unit_with_two_values(params):
+def test_simulate_reports_fail_unit_with_two_values(params):
     with pytest.raises(InvalidParameterError, match="same value and cohort"):
-        encode_batch(params, ["a", "b"], [0, 1], [0, 0], prr_units=[5, 5], rng=0)
+        simulate_reports(params, ["a", "b"], [0, 1], [0, 0], prr_units=[5, 5], rng=0)
 
 
 # --------------------------------------------------------------------------- populations
@@ -320,3 +324,38 @@ def test_simulate_fail_bad_arguments(params, kwargs, name):
     n = args.pop("n_clients")
     with pytest.raises(InvalidParameterError, match=name):
         simulate(params, Population.uniform(3), n, **args)
+
+
+# --------------------------------------------------------------------------- counts drawn from their exact law
+
+
+def test_true_ones_counts_clients_per_set_bit(params, rng):
+    # Against the candidate map (rows c * k + b, a 1 where the value sets the bit in cohort c):
+    # n1[c, b] = sum_s X[c*k + b, s] n[s, c]; repeated hashes of one value count once in both.
+    values = [f"s{i}" for i in range(30)]
+    by_cohort = rng.integers(0, 50, size=(len(values), params.m))
+    design = hash_candidates(values, params).matrix.toarray().reshape(params.m, params.k, len(values))
+    expected = np.einsum("cbs,sc->cb", design, by_cohort)
+    assert np.array_equal(true_ones(params, values, by_cohort), expected)
+
+
+def test_simulate_counts_matches_the_binomial_law(params, rng):
+    # E[ones_cb] = p01 N_c + (p11 - p01) n1_cb; |z| < 5.5 over 32 cells: false failure about 1e-6.
+    values = [f"s{i}" for i in range(10)]
+    by_cohort = rng.integers(100, 2_000, size=(len(values), params.m))
+    agg = simulate_counts(params, values, by_cohort, rng)
+    n_c = by_cohort.sum(axis=0)
+    assert agg.n_reports.tolist() == n_c.tolist()
+    n1 = true_ones(params, values, by_cohort)
+    mean = params.p01 * n_c[:, None] + (params.p11 - params.p01) * n1
+    var = n1 * params.p11 * (1 - params.p11) + (n_c[:, None] - n1) * params.p01 * (1 - params.p01)
+    assert np.abs((agg.bit_counts - mean) / np.sqrt(var)).max() < 5.5
+
+
+def test_zipf_scenario_truth_and_reproducibility(params):
+    a = zipf_scenario(params, n_reports=5_000, n_values=20, rng=3)
+    b = zipf_scenario(params, n_reports=5_000, n_values=20, rng=3)
+    assert np.array_equal(a.aggregate.counts, b.aggregate.counts)
+    assert sum(a.truth().values()) == a.aggregate.total_reports == 5_000
+    assert a.values[:2] == ("v1", "v2") and a.true_counts[0] >= a.true_counts[-1]
+    assert a.true_proportions.sum() == pytest.approx(1.0)

@@ -12,6 +12,12 @@ from typing import Any
 
 from ..exceptions import ReportFormatError
 from ..params import Params
+from ._common import real
+
+
+#: The files ``rappor simulate --discover`` writes into --out DIR.
+OUTPUT_NAMES = ("params.csv", "discovery-params.csv", "counts.csv", "discovery-counts.csv", "found.csv", "found.txt",
+                "candidates.txt", "results.csv", "truth.csv", "metrics.json")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -22,11 +28,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--discover", action="store_true",
                        help="also send discovery reports, find strings outside the candidate list and report "
                             "precision/recall of the top 10/50 and the TV with and without discovery")
-    group.add_argument("--discovery-share", type=float, default=0.5, metavar="S",
-                       help="share of clients sending a discovery report instead of a full-string one [0.5]")
+    group.add_argument("--discovery-share", type=real(0.0, 1.0), default=0.5, metavar="S",
+                       help="share of clients sending a discovery report instead of a full-string one "
+                            "[default: 0.5]")
     group.add_argument("--discovery-params", metavar="PATH", default=None,
-                       help="parameters of one discovery slot [k=256, h=1, m=32, p=0, q=1 and f giving the "
-                            "epsilon_inf of --params]")
+                       help="parameters of one discovery slot [default: k=256, h=1, m=32, p=0, q=1 and f giving "
+                            "the epsilon_inf of --params]")
     add_spec_arguments(group)  # type: ignore[arg-type]
 
 
@@ -77,7 +84,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
         scores = topk_scores(truth, [res.strings[i] for i in det], res.proportion[det])
         missing = sum(c for s, c in truth.items() if s not in set(cands)) / max(sum(truth.values()), 1)
         rows[name] = {"candidates": len(cands), "total_variation": met.total_variation,
-                      "estimated_unexplained": met.estimated_unexplained_mass,
+                      "unexplained_mass": met.unexplained_mass,
                       "true_share_outside_list": missing, **scores}
         results[name] = res
     sig = found.significant
@@ -108,11 +115,11 @@ def run(args: argparse.Namespace, params: Params) -> int:
       f"precision {disc_scores['precision@10']:.2f}; top-50 recall {disc_scores['recall@50']:.2f} "
       f"precision {disc_scores['precision@50']:.2f}; {int(disc_scores['false'])} false\n")
     header = f"{'':<20}{'cands':>8}{'TV':>8}{'R@10':>7}{'P@10':>7}{'R@50':>7}{'P@50':>7}{'false':>7}" \
-             f"{'unexpl.est':>12}{'outside':>9}\n"
+             f"{'unexplained':>12}{'outside':>9}\n"
     w(header)
     for name, r in rows.items():
         w(f"{name:<20}{r['candidates']:>8}{r['total_variation']:>8.4f}{r['recall@10']:>7.2f}{r['precision@10']:>7.2f}"
-          f"{r['recall@50']:>7.2f}{r['precision@50']:>7.2f}{int(r['false']):>7}{r['estimated_unexplained']:>12.4f}"
+          f"{r['recall@50']:>7.2f}{r['precision@50']:>7.2f}{int(r['false']):>7}{r['unexplained_mass']:>12.4f}"
           f"{r['true_share_outside_list']:>9.4f}\n")
     w(f"wrote {out}/{{params,discovery-params,counts,discovery-counts,found,truth,results}}.csv, found.txt, "
       f"candidates.txt, metrics.json in {time.perf_counter() - started:.1f} s\n")

@@ -1,14 +1,23 @@
 """Estimate the frequency of candidate strings from aggregated counts.
 
-Reads google/rappor's ``params.csv`` and ``counts.csv`` and either a ``map.csv``
-(from ``rappor hash-candidates`` or google/rappor's ``hash_candidates.py``) or a
-candidate list (one string per line, hashed here).  Writes ``results.csv`` with
-google/rappor's columns ``string,estimate,std_error,proportion,prop_std_error,
-prop_low_95,prop_high_95`` plus ``pvalue`` (one-sided, unadjusted), sorted by
-estimate (intervals of detected strings adjusted for their selection: conditional
-on detection by default, ``--intervals fcr`` or ``wald`` otherwise); by default only the detected strings, with ``--all`` every candidate and a
-``detected`` column.  ``--summary`` writes a JSON summary (detected, allocated and
-unexplained mass, residual diagnostics, epsilons, time).  See docs/decoder.md.
+Reads google/rappor's params.csv and counts.csv and either a map.csv (from 'rappor
+hash-candidates' or google/rappor's hash_candidates.py) or a candidate list (one string
+per line, hashed here).  Writes results.csv with google/rappor's columns string,
+estimate, std_error, proportion, prop_std_error, prop_low_95, prop_high_95, plus pvalue
+(one-sided, unadjusted), sorted by estimate: by default only the detected strings, with
+--all every candidate and a 'detected' column.  The intervals of detected strings are
+adjusted for their selection (see --intervals).  --summary writes a JSON summary
+(detected, allocated and unexplained mass, residual test, epsilons, time).
+
+A candidate is detected when its p-value, adjusted by --correction, is at most --level
+(with --estimator empirical-bayes: when its posterior median share is positive).
+
+P-values come from the law of a random string's score given the residuals.  That law has
+a floor: a random string reaches the top score in every cohort with probability about
+(h!/k^h)^m, and no p-value falls below it.  With few cohorts (k=16 h=2 m=4: a few 1e-9)
+the strongest strings all sit at the floor and tie: the tie means 'beyond any random
+string', not equal evidence, and their estimates still rank them.  A note on stderr names
+them when it happens.  See docs/decoder.md.
 """
 
 from __future__ import annotations
@@ -16,10 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from typing import Any
 
 from .._io import atomic_output
-from ._common import add_output_argument, add_params_argument, add_seed_argument, load_params
+from ._common import (CommandFiles, add_level_argument, add_output_argument, add_params_argument, add_seed_argument,
+                      load_params)
 
 NAME = "decode"
 HELP = "estimate candidate frequencies (counts.csv + map.csv -> results.csv)"
@@ -33,20 +44,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--map", metavar="PATH", help="candidate map (google/rappor map.csv)")
     source.add_argument("--candidates", metavar="PATH", help="candidate strings, one per line (hashed here)")
     add_output_argument(parser, help_text="results CSV")
-    parser.add_argument("--summary", metavar="PATH", help="also write a JSON summary")
-    parser.add_argument("--alpha", type=float, default=0.05, metavar="LEVEL",
-                        help="significance level of the detection tests [default: 0.05]")
+    parser.add_argument("--summary", metavar="PATH", help="also write a JSON summary [default: none]")
+    add_level_argument(parser, help_text="significance level of the detection tests, compared with the adjusted "
+                       "p-values")
     parser.add_argument("--correction", choices=["fdr", "lfdr", "adaptive-fdr", "storey", "bonferroni", "none"],
-                        default="fdr", help="multiple-testing correction: fdr (Benjamini-Hochberg), adaptive-fdr "
+                        default="fdr", metavar="METHOD", help="multiple-testing correction: fdr (Benjamini-Hochberg), adaptive-fdr "
                         "(Benjamini-Krieger-Yekutieli two-stage), storey (Storey's pi0), lfdr (empirical-Bayes local fdr), "
                         "bonferroni, none [default: fdr]")
     parser.add_argument("--null", choices=["random-strings", "normal"], default="random-strings",
                         help="null law of the test statistics: that of random strings given the residuals, or "
                         "the standard normal [default: random-strings]")
-    parser.add_argument("--lasso-alpha", type=_penalty, default=None, metavar="ALPHA|cv|bic",
-                        help="penalty of the screening Lasso: a number > 0, 'cv' (cross-validation over "
-                        "cohorts, one-standard-error rule) or 'bic' (information criterion) "
-                        "[default: the plug-in z_(1-alpha/S)/n]")
+    parser.add_argument("--lasso-alpha", type=_penalty, default=None, metavar="ALPHA|cv",
+                        help="penalty of the screening Lasso: a number > 0 or 'cv' (cross-validation over "
+                        "cohorts, one-standard-error rule) [default: the plug-in z_(1-level/S)/n]")
     parser.add_argument("--estimator", choices=["least-squares", "empirical-bayes"], default="least-squares",
                         help="least-squares: report the significant candidates with least-squares shares; "
                         "empirical-bayes: report every candidate more likely present than absent, with its "
@@ -56,7 +66,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="prop_low_95/prop_high_95 of detected strings: conditional on detection (selective), "
                         "false-coverage-rate adjusted (Benjamini-Yekutieli 2005) or plain Wald; auto: selective "
                         "with least squares, fcr with empirical Bayes [default: auto]")
-    add_seed_argument(parser)
+    add_seed_argument(parser, help_text="seed of the random-string null's sampled bit patterns (drawn when "
+                      "k^h > 4096)", shown="a fixed seed: decoding is deterministic")
     parser.add_argument("--all", action="store_true", help="list every candidate, with a 'detected' column")
 
 
@@ -64,14 +75,14 @@ _ADJUST: dict[str, Any] = {"auto": None, "selective": "selective", "fcr": "fcr",
 
 
 def _penalty(text: str) -> float | str:
-    if text in ("cv", "bic"):
+    if text == "cv":
         return text
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a number > 0, 'cv' or 'bic', got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or 'cv', got {text!r}")
     return value
 
 
@@ -88,7 +99,18 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def files(args: argparse.Namespace) -> CommandFiles:
+    """``--params``, ``--counts`` and ``--map`` or ``--candidates`` in; ``-o`` and ``--summary`` out."""
+    inputs = [("--params", args.params), ("--counts", args.counts)]
+    inputs.append(("--map", args.map) if args.map is not None else ("--candidates", args.candidates))
+    outputs = [("-o", args.output)]
+    if args.summary is not None:
+        outputs.append(("--summary", args.summary))
+    return CommandFiles(inputs=inputs, outputs=outputs)
+
+
 def run(args: argparse.Namespace) -> int:
+    from .._explain import floor_tie
     from ..aggregate import read_counts
     from ..candidates import read_candidates
     from ..decoder import Decoder
@@ -101,9 +123,12 @@ def run(args: argparse.Namespace) -> int:
         cmap = read_map(args.map, params)
     else:
         cmap = hash_candidates(read_candidates(args.candidates), params)
-    decoder = Decoder(significance_level=args.alpha, correction=args.correction, null=args.null,
+    decoder = Decoder(significance_level=args.level, correction=args.correction, null=args.null,
                       estimator=args.estimator, lasso_alpha=args.lasso_alpha, rng=args.seed)
     result = decoder.decode(aggregate, cmap)
+    tie = floor_tie(result)
+    if tie is not None:
+        sys.stderr.write(f"rappor: note: {tie.text}\n")
     if args.summary is None:
         result.to_csv(args.output, all=args.all, adjust=_ADJUST[args.intervals])
         return 0

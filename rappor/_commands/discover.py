@@ -1,10 +1,10 @@
 """Find frequent strings that are in no candidate list, from discovery reports alone.
 
-Reads the per-(slot, cohort) bit counts of the discovery reports (``rappor sum-bits``
+Reads the per-(slot, cohort) bit counts of the discovery reports ('rappor sum-bits'
 of them, with the wire parameters: num_cohorts = slots x cohorts per slot) and writes
 the values found, most frequent first, with their estimated share of the discovery
 reports, its standard error, a pooled z-score and p-value, and whether they pass
-Bonferroni at --alpha.  --list writes the significant ones one per line for
+Bonferroni at --level.  --list writes the significant ones one per line for
 'rappor decode --candidates', which estimates them from the full-string reports:
 
     rappor discover --params disc-params.csv --counts disc-counts.csv \\
@@ -22,7 +22,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._common import add_output_argument, add_params_argument, load_params
+from ._common import CommandFiles, add_level_argument, add_output_argument, add_params_argument, integer, load_params
 
 if TYPE_CHECKING:
     from ..discovery.spec import DiscoverySpec
@@ -36,12 +36,13 @@ def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
     """``--max-length``, ``--segment``, ``--alphabet`` (the discovery layout)."""
     from ..discovery.spec import ALPHABETS
 
-    parser.add_argument("--max-length", type=int, default=30, metavar="BYTES",
+    parser.add_argument("--max-length", type=integer(1), default=30, metavar="BYTES",
                         help="longest discoverable value, in UTF-8 bytes [default: 30]")
-    parser.add_argument("--segment", type=int, default=2, choices=(1, 2, 3),
+    parser.add_argument("--segment", type=integer(1), default=2, choices=(1, 2, 3),
                         help="bytes added per slot [default: 2]")
-    parser.add_argument("--alphabet", default="bytes", choices=sorted(ALPHABETS),
-                        help="bytes tried when extending a prefix (bytes: all 256) [default: bytes]")
+    parser.add_argument("--alphabet", default="bytes", choices=sorted(ALPHABETS), metavar="NAME",
+                        help=f"bytes tried when extending a prefix: {', '.join(sorted(ALPHABETS))} (bytes: all 256) "
+                             "[default: bytes]")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -51,11 +52,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_spec_arguments(parser)
     add_output_argument(parser, help_text="found values CSV")
     parser.add_argument("--list", metavar="PATH", help="also write the significant values one per line "
-                        "(a candidate list for 'rappor decode --candidates')")
-    parser.add_argument("--alpha", type=float, default=0.05, metavar="LEVEL",
-                        help="family-wise level of the 'significant' column (Bonferroni) [default: 0.05]")
-    parser.add_argument("--beam", type=int, default=1000, metavar="B", help="most prefixes kept per slot [1000]")
-    parser.add_argument("--summary", metavar="PATH", help="also write a JSON summary (per-slot diagnostics)")
+                        "(a candidate list for 'rappor decode --candidates') [default: none]")
+    add_level_argument(parser, help_text="family-wise level of the 'significant' column (Bonferroni)")
+    parser.add_argument("--beam", type=integer(1), default=1000, metavar="B",
+                        help="most prefixes kept per slot [default: 1000]")
+    parser.add_argument("--summary", metavar="PATH",
+                        help="also write a JSON summary (per-slot diagnostics) [default: none]")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """``--params`` and ``--counts`` in; ``-o``, ``--list`` and ``--summary`` out."""
+    outputs = [("-o", args.output)]
+    outputs += [(option, path) for option, path in (("--list", args.list), ("--summary", args.summary)) if path]
+    return CommandFiles(inputs=[("--params", args.params), ("--counts", args.counts)], outputs=outputs)
 
 
 def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
@@ -73,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
     spec = spec_from_args(args)
     aggregate = read_counts(args.counts, spec.wire_params)
-    result = discover(aggregate, spec, beam=args.beam, significance_level=args.alpha)
+    result = discover(aggregate, spec, beam=args.beam, significance_level=args.level)
     listed = [s for s in result.candidates() if s.strip() and "\n" not in s and "\r" not in s]
     # Open every extra output first: a bad path must not leave a partial set behind.
     with atomic_output(args.list) if args.list else _nothing() as list_out, \

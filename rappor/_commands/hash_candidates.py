@@ -2,12 +2,12 @@
 
 CANDIDATES is UTF-8 text with one candidate per line (used exactly as written: no
 trimming).  Blank lines and repeated candidates are errors, naming the line; with
-``--allow-duplicates`` repeats are dropped with a warning instead.  Each output row is
+'--allow-duplicates' repeats are dropped with a warning instead.  Each output row is
 the candidate, then for cohort 0..m-1 and hash 0..h-1 the 1-based row
-``cohort*k + bit + 1`` of its Bloom bit.
+'cohort*k + bit + 1' of its Bloom bit.
 
-``--hashing google`` hashes as google/rappor's client does (MD5; see
-:mod:`rappor.compat`), for collections that client encoded.
+'--hashing google' hashes as google/rappor's client does (MD5; see
+rappor.compat), for collections that client encoded.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ..candidates import read_candidates
 from ..compat import hash_candidates_google
 from ..design import hash_candidates
 from ..map_file import write_map
-from ._common import add_output_argument, add_params_argument, load_params
+from ._common import CommandFiles, add_output_argument, add_params_argument, load_params
 
 NAME = "hash-candidates"
 HELP = "hash candidate strings into map.csv"
@@ -37,6 +37,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="Bloom hashing of the clients: 'rappor' (this package, MurmurHash3) or "
                              "'google' (google/rappor's client, MD5) [default: rappor]")
     add_output_argument(parser, help_text="output map.csv ('-' for stdout)")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """CANDIDATES and ``--params`` in; ``-o`` out."""
+    return CommandFiles(inputs=[("CANDIDATES", args.candidates), ("--params", args.params)],
+                        outputs=[("-o", args.output)])
 
 
 def run(args: argparse.Namespace) -> int:

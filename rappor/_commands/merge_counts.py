@@ -8,10 +8,11 @@ unbalanced (max - min > N/m).
 from __future__ import annotations
 
 import argparse
-import functools
 
+from .._io import display_name
 from ..aggregate import Aggregate, check_cohort_balance, read_counts, write_counts
-from ._common import add_output_argument, add_params_argument, load_params
+from ..exceptions import InvalidParameterError, ReportFormatError
+from ._common import CommandFiles, add_output_argument, add_params_argument, load_params
 
 NAME = "merge-counts"
 HELP = "add up counts.csv files made with the same parameters"
@@ -25,10 +26,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_output_argument(parser, help_text="output counts.csv ('-' for stdout)")
 
 
+def files(args: argparse.Namespace) -> CommandFiles:
+    """COUNTS (summed: none may repeat) and ``--params`` in; ``-o`` out."""
+    return CommandFiles(inputs=[("--params", args.params)], outputs=[("-o", args.output)],
+                        summed=[("COUNTS", path) for path in args.counts])
+
+
 def run(args: argparse.Namespace) -> int:
     """Read every counts file, merge, write the sum."""
     params = load_params(args)
-    merged = functools.reduce(Aggregate.merge, (read_counts(p, params) for p in args.counts), Aggregate.empty(params))
+    merged = Aggregate.empty(params)
+    for path in args.counts:
+        counts = read_counts(path, params)
+        try:
+            merged = merged.merge(counts)
+        except InvalidParameterError:  # the parameters are the same: the sum is out of the int64 range
+            msg = ("expected counts whose sum with the files before it fits in int64, found a count or a total "
+                   "number of reports above 2**63 - 1")
+            raise ReportFormatError(msg, path=display_name(path)) from None
     check_cohort_balance(merged)
     write_counts(merged, args.output)
     return 0

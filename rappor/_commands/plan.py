@@ -5,8 +5,11 @@ instantaneous noise altogether (reports become linkable; not recommended).
 
 The prediction is the generalized least squares z-statistic of a candidate's frequency
 given the Bloom design (the m*h bits that carry each string, and their collisions with
-the other candidates), Bonferroni-corrected over the candidates.  The one-bit reference
-formula z(1 - alpha) sd / N is shown alongside.  See rappor.planner.
+the other candidates), Bonferroni-corrected over the candidates.  Each design is printed
+with 'reference', the RAPPOR paper's one-bit formula z(1 - level) sd / N (which ignores
+the bits that carry a string, their collisions and the number of candidates), and
+'inflation', the variance inflation from Bloom collisions (1 = none).  The output ends
+with a legend.  See rappor.planner.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import json
 import math
 from typing import Any
 
-from ._common import add_output_argument, add_seed_argument
+from ..exceptions import InvalidParameterError
+from ._common import CommandFiles, add_level_argument, add_output_argument, add_seed_argument, integer, real
 
 NAME = "plan"
 HELP = "propose parameters for privacy targets and predict the detectable frequency"
@@ -24,25 +28,34 @@ ORDER = 16
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--reports", type=int, required=True, metavar="N", help="number of reports expected")
-    parser.add_argument("--candidates", type=int, required=True, metavar="S", help="number of candidate strings")
-    parser.add_argument("--epsilon-inf", type=float, default=4.0, metavar="E",
+    parser.add_argument("--reports", type=integer(1), required=True, metavar="N", help="number of reports expected")
+    parser.add_argument("--candidates", type=integer(1), required=True, metavar="S",
+                        help="number of candidate strings")
+    parser.add_argument("--epsilon-inf", type=real(0.0, low_open=True), default=4.0, metavar="E",
                         help="target epsilon of the permanent response [default: 4.0]")
     irr = parser.add_mutually_exclusive_group()
-    irr.add_argument("--epsilon-one", type=float, default=None, metavar="E1",
+    irr.add_argument("--epsilon-one", type=real(0.0, low_open=True), default=None, metavar="E1",
                      help="target epsilon of one report, below --epsilon-inf [default: epsilon_inf / 4, the "
                           "ratio of google/rappor's demo parameters h=2 f=0.5 p=0.5 q=0.75 (4.39 / 1.07)]")
     irr.add_argument("--no-irr", action="store_true",
                      help="no instantaneous noise (p=0, q=1): every report reveals the permanent response, so "
                           "one client's reports can be linked over time; not recommended")
-    parser.add_argument("--alpha", type=float, default=0.05, metavar="A",
-                        help="significance level of the detection test, Bonferroni over candidates [default: 0.05]")
-    parser.add_argument("--top", type=int, default=5, metavar="K", help="also list the K best designs [default: 5]")
+    add_level_argument(parser, help_text="significance level of the detection test, Bonferroni over the candidates")
+    parser.add_argument("--top", type=integer(0), default=5, metavar="K",
+                        help="also list the next K designs [default: 5]")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.add_argument("--params-out", metavar="PATH", default=None,
-                        help="also write the recommended parameters as a params.csv")
-    add_seed_argument(parser)
+                        help="also write the recommended parameters as a params.csv [default: none]")
+    add_seed_argument(parser, default=0, help_text="seed of the random Bloom designs behind 'inflation'")
     add_output_argument(parser)
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """No input; ``-o`` and ``--params-out`` out."""
+    outputs = [("-o", args.output)]
+    if args.params_out:
+        outputs.append(("--params-out", args.params_out))
+    return CommandFiles(outputs=outputs)
 
 
 def _fmt(row: dict[str, Any]) -> str:
@@ -52,26 +65,46 @@ def _fmt(row: dict[str, Any]) -> str:
             f"inflation {row['inflation']:.3f})")
 
 
+#: What the columns of the text output mean (printed under the table).
+LEGEND = """\
+# recommended: the smallest design (k, then m, then h) whose detect>= is within 5% of the best.
+# detect>=   smallest share of reports detected with probability 1/2: the generalized least
+#            squares z-test of a share given the Bloom design, Bonferroni over the S candidates
+# reference  the RAPPOR paper's one-bit formula z(1 - level) sd / N (Sec. 4; sd of one bit's
+#            count): it ignores the m*h bits carrying a string, their collisions and S; for comparison
+# inflation  variance inflation from Bloom collisions with the other candidates, m h [(X'X)^-1]_jj
+#            on random designs (1 = no collision); detect>= grows with its square root
+"""
+
+
 def run(args: argparse.Namespace) -> int:
     from .._io import atomic_output
     from ..params import write_params
     from ..planner import plan
 
     epsilon_one = math.inf if args.no_irr else args.epsilon_one
+    if not args.no_irr and epsilon_one is not None and epsilon_one >= args.epsilon_inf:
+        msg = (f"--epsilon-one {epsilon_one:g} must be below --epsilon-inf {args.epsilon_inf:g} (one report reveals "
+               "at most the permanent response); --no-irr asks for no instantaneous noise at all")
+        raise InvalidParameterError(msg)
     result = plan(args.reports, args.candidates, epsilon_inf=args.epsilon_inf, epsilon_one=epsilon_one,
-                  significance_level=args.alpha, rng=0 if args.seed is None else args.seed)
+                  significance_level=args.level, rng=args.seed)
     best = result.best.as_dict()
+    others = [p.as_dict() for p in result.plans if p is not result.best][:args.top]
     with atomic_output(args.output) as out:
         if args.json:
             clean = {key: (v if not isinstance(v, float) or math.isfinite(v) else str(v)) for key, v in best.items()}
-            out.write(json.dumps({"recommended": clean, "alternatives": result.table(max(args.top, 0)),
+            out.write(json.dumps({"recommended": clean, "alternatives": others,
                                   "n_reports": result.n_reports, "n_candidates": result.n_candidates},
                                  indent=2) + "\n")
         else:
-            out.write(f"# {result.n_reports} reports, {result.n_candidates} candidates, alpha={args.alpha:g}\n")
+            out.write(f"# {result.n_reports} reports, {result.n_candidates} candidates, level={args.level:g}\n")
             out.write("recommended: " + _fmt(best) + "\n")
-            for row in result.table(max(args.top, 0)):
+            if others:
+                out.write(f"next {len(others)} designs:\n")
+            for row in others:
                 out.write("  " + _fmt(row) + "\n")
+            out.write(LEGEND)
     if args.params_out:
         write_params(result.best.params, args.params_out)
     return 0

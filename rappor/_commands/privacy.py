@@ -12,7 +12,7 @@ import argparse
 import json
 import math
 
-from ._common import add_output_argument, add_params_argument, load_params
+from ._common import CommandFiles, add_output_argument, add_params_argument, integer, load_params, open_unit
 
 NAME = "privacy"
 HELP = "privacy figures of a params.csv (epsilon, zCDP, (epsilon, delta) for T reports)"
@@ -21,18 +21,23 @@ ORDER = 15
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_params_argument(parser)
-    parser.add_argument("--reports", type=int, default=1, metavar="T",
+    parser.add_argument("--reports", type=integer(1), default=1, metavar="T",
                         help="number of reports of changing values to account for [default: 1]")
-    parser.add_argument("--delta", type=float, default=1e-6, metavar="D",
+    parser.add_argument("--delta", type=open_unit, default=1e-6, metavar="D",
                         help="delta of the (epsilon, delta) figures [default: 1e-6]")
     parser.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
     parser.add_argument("--discovery-params", metavar="PATH", default=None,
                         help="also account for discovery reports with these parameters (one slot; see "
-                             "'rappor discover'): the per-client epsilons of the two collections together")
+                             "'rappor discover'): the per-client epsilons of the two collections together [default: none]")
     parser.add_argument("--split", choices=("clients", "budget"), default="clients",
                         help="with --discovery-params: clients (each client sends one of the two reports: "
                              "the larger epsilon) or budget (both: the sum) [default: clients]")
     add_output_argument(parser)
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """``--params`` in; ``-o`` out."""
+    return CommandFiles(inputs=[("--params", args.params)], outputs=[("-o", args.output)])
 
 
 def _json_number(value: float) -> float | str:

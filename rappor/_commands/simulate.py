@@ -3,8 +3,14 @@
 Draws N clients from a distribution over U strings (or from a string,count file),
 encodes their reports, sums the bits, decodes against a candidate list (optionally
 with decoys and with every R-th true string removed) and compares with the truth.
-Writes into DIR: params.csv, counts.csv, map.csv, truth.csv, results.csv,
-metrics.json and report.html (each file atomically), and prints a short summary.
+Writes into DIR: params.csv, counts.csv, map.csv, candidates.txt, truth.csv,
+results.csv, metrics.json and report.html (each file atomically), and prints the
+detected strings and a summary: accuracy against the truth, the masses (allocated: the
+detected shares; unallocated: one minus allocated; unexplained: the decoder's estimate of the
+share the candidates do not explain, as in metrics.json and summary.json) and the time
+of the simulation, of the decode and of the whole command.  With few cohorts the top
+strings' p-values can tie at the floor of the random-string null; a note says so (see
+'rappor decode --help').
 
 Without --params the parameters are k=16 h=2 m=64 p=0.5 q=0.75 f=0.5; without other
 options: 100,000 clients, Zipf (s=1) over 100 strings, seed 0.
@@ -21,13 +27,15 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-from ..exceptions import ReportFormatError
+from ..exceptions import InvalidParameterError, ReportFormatError
 from ..params import Params, read_params, write_params
-from ._common import add_params_argument
+from ._common import CommandFiles, add_params_argument, add_seed_argument, integer, real
 
 NAME = "simulate"
 HELP = "simulate a collection, decode it and write a report"
@@ -37,28 +45,53 @@ ORDER = 60
 DEFAULT_PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 
 
+#: The files written into --out DIR (with --discover: ``_discover_simulate.OUTPUT_NAMES``).
+OUTPUT_NAMES = ("params.csv", "counts.csv", "map.csv", "candidates.txt", "truth.csv", "results.csv", "metrics.json",
+                "report.html")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """``--params``, ``--population`` (and ``--discovery-params``) in; the files of DIR out.
+
+    An input inside DIR must not be one of the files the run replaces there.
+    """
+    from ._discover_simulate import OUTPUT_NAMES as DISCOVERY_OUTPUT_NAMES
+
+    named = (("--params", args.params), ("--population", args.population),
+             ("--discovery-params", getattr(args, "discovery_params", None)))
+    names = DISCOVERY_OUTPUT_NAMES if getattr(args, "discover", False) else OUTPUT_NAMES
+    return CommandFiles(inputs=[(option, path) for option, path in named if path is not None],
+                        outputs=[("--out", os.path.join(args.out, name)) for name in names])
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     """Register the arguments of ``rappor simulate``."""
-    add_params_argument(parser, required=False)
-    parser.add_argument("--clients", type=int, default=100_000, metavar="N", help="number of clients [100000]")
+    add_params_argument(parser, required=False, default="k=16 h=2 m=64 p=0.5 q=0.75 f=0.5")
+    parser.add_argument("--clients", type=integer(1), default=100_000, metavar="N",
+                        help="number of clients [default: 100000]")
     parser.add_argument("--dist", default="zipf", choices=("zipf", "exponential", "gaussian", "uniform"),
-                        help="distribution of values over v1..vU [zipf]")
-    parser.add_argument("--dist-param", type=float, default=None, metavar="X",
-                        help="Zipf exponent [1], exponential rate [U/5] or Gaussian std [U/6]")
-    parser.add_argument("--unique", type=int, default=100, metavar="U", help="number of distinct values [100]")
+                        help="distribution of values over v1..vU [default: zipf]")
+    parser.add_argument("--dist-param", type=real(0.0), default=None, metavar="X",
+                        help="Zipf exponent, exponential rate or Gaussian std (not for uniform) "
+                             "[default: 1, U/5 and U/6]")
+    parser.add_argument("--unique", type=integer(1), default=100, metavar="U",
+                        help="number of distinct values [default: 100]")
     parser.add_argument("--population", metavar="PATH", default=None,
-                        help="read the distribution from a string,count CSV instead of --dist/--unique")
-    parser.add_argument("--decoys", type=int, default=0, metavar="D", help="candidates no client holds [0]")
-    parser.add_argument("--remove-every", type=int, default=0, metavar="R",
-                        help="leave every R-th true string out of the candidates [0: keep all]")
-    parser.add_argument("--reports-per-client", type=int, default=1, metavar="R", help="reports per client [1]")
-    parser.add_argument("--values-per-client", type=int, default=1, metavar="V",
-                        help="distinct values per client; reports of one value share its PRR [1]")
+                        help="read the distribution from a string,count CSV instead of --dist/--unique "
+                             "[default: none]")
+    parser.add_argument("--decoys", type=integer(0), default=0, metavar="D",
+                        help="candidates no client holds [default: 0]")
+    parser.add_argument("--remove-every", type=integer(0), default=0, metavar="R",
+                        help="leave every R-th true string out of the candidates [default: 0, keep all]")
+    parser.add_argument("--reports-per-client", type=integer(1), default=1, metavar="R",
+                        help="reports per client [default: 1]")
+    parser.add_argument("--values-per-client", type=integer(1), default=1, metavar="V",
+                        help="distinct values per client; reports of one value share its PRR [default: 1]")
     parser.add_argument("--method", choices=("batch", "client"), default="batch",
-                        help="batch: fast numpy encoder; client: the real keyed client (slow) [batch]")
+                        help="batch: fast numpy encoder; client: the real keyed client (slow) [default: batch]")
     parser.add_argument("--estimator", choices=("least-squares", "empirical-bayes"), default="least-squares",
-                        help="decoder estimator (see rappor decode --help) [least-squares]")
-    parser.add_argument("--seed", type=int, default=0, metavar="INT", help="random seed [0]")
+                        help="decoder estimator (see rappor decode --help) [default: least-squares]")
+    add_seed_argument(parser, default=0, help_text="random seed of the simulation")
     parser.add_argument("--no-report", action="store_true", help="skip report.html (no matplotlib needed)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
     from ._discover_simulate import configure as configure_discovery
@@ -74,12 +107,19 @@ def run(args: argparse.Namespace) -> int:
     from ..metrics import evaluate_result
     from ..simulation import Population, candidate_strings, read_population, simulate
 
-    started = time.perf_counter()
+    started = time.perf_counter()  # the command's own work (imports and start-up before run() excluded)
     params = DEFAULT_PARAMS if args.params is None else read_params(args.params)
     if args.discover:
         from ._discover_simulate import run as run_discovery
 
         return run_discovery(args, params)
+    if args.dist_param is not None and args.population is None:
+        if args.dist == "uniform":
+            raise InvalidParameterError("--dist-param has no meaning with --dist uniform")
+        if args.dist != "zipf" and args.dist_param == 0:
+            name = "rate" if args.dist == "exponential" else "standard deviation"
+            raise InvalidParameterError(f"--dist-param is the {name} of --dist {args.dist}: expected a number > 0, "
+                                        "got 0")
     if args.population is not None:
         population = read_population(args.population)
     else:
@@ -113,8 +153,8 @@ def run(args: argparse.Namespace) -> int:
         "encoder": args.method,
         "estimator": args.estimator,
         "seed": args.seed,
-        "simulate seconds": round(t_sim - started, 3),
-        "decode seconds": round(t_dec - t_sim, 3),
+        "simulation seconds": round(t_sim - started, 3),  # drawing clients, encoding, counting
+        "decode seconds": round(t_dec - t_sim, 3),  # candidate map and Decoder.decode
     }
     page = None
     if not args.no_report:  # render before writing anything, so a failure leaves no partial set
@@ -126,28 +166,35 @@ def run(args: argparse.Namespace) -> int:
 
     from .._io import atomic_output
 
-    write_params(params, out / "params.csv")
-    write_counts(sim.aggregate, out / "counts.csv")
-    write_map(cmap, out / "map.csv")
-    write_candidates(candidates, out / "candidates.txt")
-    with atomic_output(out / "truth.csv") as fh:
-        fh.write(sim.truth_csv())
-    result.to_csv(out / "results.csv")
-    with atomic_output(out / "metrics.json") as fh:
-        json.dump({"params": params.as_dict(), "simulation": details, "metrics": metrics.as_dict()}, fh, indent=2)
-        fh.write("\n")
+    def write_text(name: str, text: str) -> None:
+        with atomic_output(out / name) as fh:
+            fh.write(text)
+
+    writers: dict[str, Callable[[Path], None]] = {
+        "params.csv": lambda path: write_params(params, path),
+        "counts.csv": lambda path: write_counts(sim.aggregate, path),
+        "map.csv": lambda path: write_map(cmap, path),
+        "candidates.txt": lambda path: write_candidates(candidates, path),
+        "truth.csv": lambda path: write_text(path.name, sim.truth_csv()),
+        "results.csv": lambda path: result.to_csv(path),
+        "metrics.json": lambda path: write_text(path.name, json.dumps(
+            {"params": params.as_dict(), "simulation": details, "metrics": metrics.as_dict()}, indent=2) + "\n"),
+    }
     if page is not None:
-        with atomic_output(out / "report.html") as fh:
-            fh.write(page)
+        writers["report.html"] = lambda path: write_text(path.name, page)
+    for name, write in writers.items():
+        write(out / name)
     _print_results(result, sim)
-    _print_summary(sim, metrics, out, time.perf_counter() - started, report=not args.no_report,
-                   unexplained_se=float(result.diagnostics.get("unexplained_std_error", float("nan"))))
+    _print_summary(sim, metrics, details, time.perf_counter() - started)
+    sys.stdout.write(f"wrote {out}{os.sep}: {', '.join(writers)}\n")
     return 0
 
 
 def _print_results(result: Any, sim: Any, *, limit: int = 20) -> None:
-    """The detected strings: true share, estimated share and its 95% interval."""
-    table = result.table()
+    """The detected strings: true share, estimated share and its 95% interval; the detection rule."""
+    from .._explain import detection_rule, floor_tie
+
+    table = result.table()[result.ranking()]  # the detected strings, largest first
     truth = sim.truth
     total = max(sum(truth.values()), 1)
     header = f"{'string':<16}{'true':>9}{'estimate':>10}{'95% interval':>20}{'p-value':>11}"
@@ -161,27 +208,31 @@ def _print_results(result: Any, sim: Any, *, limit: int = 20) -> None:
         lines.append(f"... and {len(table) - limit} more detected strings (results.csv)")
     if len(table) == 0:
         lines.append("(no candidate detected)")
+    lines.append(textwrap.fill(detection_rule(result).text, width=100))
+    tie = floor_tie(result)
+    if tie is not None:
+        lines.append(textwrap.fill("note: " + tie.text, width=100))
     sys.stdout.write("\n".join(lines) + "\n\n")
 
 
-def _print_summary(sim: Any, metrics: Any, out: Path, seconds: float, *, report: bool,
-                   unexplained_se: float = float("nan")) -> None:
+def _print_summary(sim: Any, metrics: Any, details: dict[str, Any], seconds: float) -> None:
     m = metrics
     lines = [
         f"simulated {sim.n_reports:,} reports from {sim.n_clients:,} clients ({sim.population.name}, "
-        f"{len(sim.population)} values) in {seconds:.1f} s",
+        f"{len(sim.population)} values): simulation {details['simulation seconds']:.3f} s, decode "
+        f"{details['decode seconds']:.3f} s (metrics.json), whole command {seconds:.1f} s",
         f"{'candidates':<24}{m.n_candidates:>10}",
         f"{'detected':<24}{m.n_detected:>10}",
         f"{'false positives':<24}{m.false_positives:>10}",
         f"{'false negatives':<24}{m.false_negatives:>10}",
         f"{'total variation':<24}{m.total_variation:>10.4f}",
-        f"{'allocated mass':<24}{m.allocated_mass:>10.4f}",
-        f"{'true unexplained mass':<24}{m.true_unexplained_mass:>10.4f}",
-        f"{'estimated unexplained':<24}{m.estimated_unexplained_mass:>10.4f} ± {unexplained_se:.4f} (SE)",
+        f"{'allocated mass':<24}{m.allocated_mass:>10.4f}   sum of the detected shares",
+        f"{'unallocated mass':<24}{m.unallocated_mass:>10.4f}   1 - allocated mass",
+        f"{'unexplained mass':<24}{m.unexplained_mass:>10.4f} ± {m.unexplained_std_error:.4f} (SE)   "
+        "estimated share the candidates do not explain",
+        f"{'true unexplained mass':<24}{m.true_unexplained_mass:>10.4f}   true share of non-candidate values",
         f"{'interval coverage':<24}{m.coverage:>10.3f}",
         f"{'smallest detected':<24}{m.smallest_detected:>10.4f}",
         f"{'largest missed':<24}{m.largest_missed:>10.4f}",
-        f"wrote {out}/{{params,counts,map,truth,results}}.csv, metrics.json"
-        + (", report.html" if report else ""),
     ]
     sys.stdout.write("\n".join(lines) + "\n")

@@ -1,8 +1,8 @@
 """Count reports per cohort and bit: reports CSV files -> google/rappor counts.csv.
 
-Each REPORTS file is our ``client,cohort,irr`` CSV or google/rappor's
-``client,cohort,bloom,prr,irr`` (the header decides); several files are summed into one
-table, and ``-`` reads standard input.  The output has one row per cohort: the number of
+Each REPORTS file is our 'client,cohort,irr' CSV or google/rappor's
+'client,cohort,bloom,prr,irr' (the header decides); several files are summed into one
+table, and '-' reads standard input.  The output has one row per cohort: the number of
 reports, then the number of ones of bit 0, 1, ..., k-1.  A warning is printed when the
 cohorts are unbalanced (max - min > N/m, google/rappor's check).
 """
@@ -15,16 +15,17 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
-import numpy as np
 
 from .._io import STDIO, atomic_output, display_name
+from .._lazy import import_optional
 from .._rejects import RejectsWriter, resolve_rejects_path
-from ..aggregate import Aggregate, check_cohort_balance, write_counts
+from ..aggregate import Aggregate, _add_counts, _zero_counts, check_cohort_balance, write_counts
 from ..engines import report_format
-from ..exceptions import InvalidParameterError
+from ..exceptions import InvalidParameterError, MissingDependencyError
 from ..params import Params
 from ..reports import iter_reports
-from ._common import add_on_error_arguments, add_output_argument, add_params_argument, load_params
+from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
+                      load_params)
 
 NAME = "sum-bits"
 HELP = "sum report bits per cohort (reports CSV -> counts.csv)"
@@ -39,12 +40,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_output_argument(parser, help_text="output counts.csv ('-' for stdout)")
     add_on_error_arguments(parser, kept="the good rows are counted")
     parser.add_argument("--engine", choices=("numpy", "dask", "spark"), default="numpy",
-                        help="numpy: this process (default); dask or spark: count partitions on a cluster "
-                             "(pip install 'rappor[dask]' or 'rappor[spark]'); the counts are identical")
+                        help="numpy: this process; dask or spark: count partitions on a cluster "
+                             "(pip install 'rappor[dask]' or 'rappor[spark]'); the counts are identical "
+                             "[default: numpy]")
     parser.add_argument("--scheduler", metavar="ADDRESS", default=None,
                         help="Dask scheduler address, e.g. tcp://host:8786 (--engine dask) [default: local threads]")
     parser.add_argument("--spark-master", metavar="URL", default=None,
                         help="Spark master URL, e.g. spark://host:7077 (--engine spark) [default: local[*]]")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """REPORTS (summed: none may repeat) and ``--params`` in; ``-o`` and the rejects file out."""
+    outputs = [("-o", args.output)]
+    if args.on_error == "skip":
+        outputs.append(("--rejects", resolve_rejects_path(args.output, args.rejects, "counts")))
+    return CommandFiles(inputs=[("--params", args.params)], outputs=outputs,
+                        summed=[("REPORTS", path) for path in args.reports])
 
 
 @contextlib.contextmanager
@@ -57,8 +68,8 @@ def progress_bar(paths: Sequence[str]) -> Iterator[Callable[[int], None] | None]
         yield None
         return
     try:
-        from tqdm import tqdm
-    except ImportError:
+        tqdm = import_optional("tqdm", "a progress bar").tqdm
+    except MissingDependencyError:
         yield None
         return
     sizes = [os.path.getsize(p) if p != STDIO and os.path.isfile(p) else None for p in paths]
@@ -76,10 +87,11 @@ def run(args: argparse.Namespace) -> int:
         report_format(path) == "parquet" for path in args.reports
     ):
         return _run_engine(args, params)
-    counts = np.zeros((params.num_cohorts, params.num_bloombits + 1), dtype=np.int64)
+    counts = _zero_counts(params)
     with progress_bar(args.reports) as progress:
         for path in args.reports:
-            counts += Aggregate.from_report_chunks(iter_reports(path, params, progress=progress), params).counts
+            chunks = iter_reports(path, params, progress=progress)
+            _add_counts(counts, Aggregate.from_report_chunks(chunks, params).counts)
     aggregate = Aggregate(params=params, counts=counts)
     check_cohort_balance(aggregate)
     write_counts(aggregate, args.output)
@@ -108,13 +120,13 @@ def _run_engine(args: argparse.Namespace, params: Params) -> int:
 def _run_skipping(args: argparse.Namespace, params: Params) -> int:
     """``--on-error skip``: count the good rows, stream the bad ones to the rejects file."""
     rejects_path = resolve_rejects_path(args.output, args.rejects, "counts")
-    counts = np.zeros((params.num_cohorts, params.num_bloombits + 1), dtype=np.int64)
+    counts = _zero_counts(params)
     # Both files are committed only if every input was read: a fatal error leaves neither.
     with atomic_output(rejects_path) as fh, progress_bar(args.reports) as progress:
         sink = RejectsWriter(fh)
         for path in args.reports:
             chunks = iter_reports(path, params, progress=progress, on_error="skip", rejects=sink)
-            counts += Aggregate.from_report_chunks(chunks, params).counts
+            _add_counts(counts, Aggregate.from_report_chunks(chunks, params).counts)
         aggregate = Aggregate(params=params, counts=counts)
         check_cohort_balance(aggregate)
         write_counts(aggregate, args.output)

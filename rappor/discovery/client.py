@@ -35,18 +35,21 @@ import numpy as np
 from .._validation import check_probability
 from ..encoder import (
     _check_secret,
-    _cohort_from_mac,
-    _HmacSha256,
-    _instantaneous_response,
+    _cohort_of_key,
+    _keyed_index,
+    _keyed_word,
     _noise,
     _normalize_rng,
-    _permanent_response,
     _prr_key_prefix,
     _prr_message,
     _uniforms_from_stream,
 )
 from ..exceptions import InvalidParameterError
 from ..hashing import value_bytes
+from ..randomizer import (
+    instantaneous_response_from_words,
+    permanent_response_from_words,
+)
 from ..reports import Report
 from .spec import DiscoverySpec
 
@@ -57,22 +60,17 @@ _ROLE_LABEL = b"rappor/discovery/role"
 _DISCOVERY_PRR_LABEL = b"rappor/prr/discovery/v1"
 
 
-def _word(secret: bytes, label: bytes, owner: str) -> int:
-    key = _check_secret(secret, "secret", owner)
-    return int.from_bytes(_HmacSha256(key).digest(label)[:8], "big")
-
-
 def discovery_slot(secret: bytes, levels: int) -> int:
     """The slot of the client holding ``secret``: uniform over ``[0, levels)``, fixed for its lifetime."""
     if isinstance(levels, bool) or not isinstance(levels, (int, np.integer)) or levels < 1:
         raise InvalidParameterError(f"The 'levels' parameter of discovery_slot must be an int >= 1. Got {levels!r}.")
-    return (_word(secret, _SLOT_LABEL, "discovery_slot") * int(levels)) >> 64
+    return _keyed_index(_check_secret(secret, "secret", "discovery_slot"), _SLOT_LABEL, int(levels))
 
 
 def discovery_role(secret: bytes, share: float) -> bool:
     """Whether the client sends a discovery report (instead of its full-string one) under a client split."""
     s = check_probability(share, "share", "discovery_role")
-    return _word(secret, _ROLE_LABEL, "discovery_role") < round(s * 2**64)
+    return _keyed_word(_check_secret(secret, "secret", "discovery_role"), _ROLE_LABEL) < round(s * 2**64)
 
 
 class DiscoveryEncoder:
@@ -106,7 +104,7 @@ class DiscoveryEncoder:
         key = _check_secret(secret, "secret", "DiscoveryEncoder")
         self._spec = spec
         self._slot = discovery_slot(key, spec.levels)
-        self._cohort = _cohort_from_mac(_HmacSha256(key), spec.params.num_cohorts)
+        self._cohort = _cohort_of_key(key, spec.params.num_cohorts)
         self._prr_xof = hashlib.shake_256(_prr_key_prefix(key, _DISCOVERY_PRR_LABEL))
         self._rng = _normalize_rng(rng)
 
@@ -137,11 +135,11 @@ class DiscoveryEncoder:
         xof = self._prr_xof.copy()
         xof.update(_prr_message(wire, self._spec.fragment(data, self._slot)))
         u = _uniforms_from_stream(xof.digest(4 * k), 1, k)
-        return bloom, _permanent_response(bloom, u, params.prob_f)
+        return bloom, permanent_response_from_words(bloom, u, params.prob_f)
 
     def encode(self, value: str | bytes) -> Report:
         """One discovery report of ``value`` (``str`` as UTF-8): wire cohort and IRR bits."""
         params = self._spec.params
         _, prr = self._prr(value)
-        irr = _instantaneous_response(prr, _noise(prr.shape, self._rng), params.prob_p, params.prob_q)
+        irr = instantaneous_response_from_words(prr, _noise(prr.shape, self._rng), params.prob_p, params.prob_q)
         return Report(cohort=self._spec.wire_cohort(self._slot, self._cohort), bits=irr[0])

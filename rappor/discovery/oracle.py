@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from ..aggregate import Aggregate
 from ..exceptions import IncompatibleParamsError
+from ..randomizer import debias
 from .spec import DiscoverySpec
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ class SlotOracle:
         self.beta = 1.0 - (1.0 - 1.0 / k) ** h
         self.trim = md // 8
         self.trim_factor = _trimmed_mean_variance(self.trim / md)
-        self.t: Array = (y - params.p01 * n[:, None]) / d
+        self.t: Array = debias(y, params.p01 * n[:, None], d)
         rate = np.divide(y, n[:, None], out=np.zeros_like(y), where=n[:, None] > 0)
         self.var_t: Array = n[:, None] * rate * (1.0 - rate) / d**2
         self._set_null()

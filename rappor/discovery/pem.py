@@ -30,7 +30,7 @@ from ..aggregate import Aggregate
 from ..exceptions import InvalidParameterError
 from ..simulation import Population
 from .oracle import SlotOracle
-from .search import DiscoveryResult, _tails
+from .search import DiscoveryResult, _normal_sf, _tails
 from .spec import COMPLETE, PARTIAL, DiscoverySpec
 
 __all__ = ["PAD", "pem_discover", "pem_population"]
@@ -95,8 +95,6 @@ def pem_discover(aggregate: Aggregate, spec: DiscoverySpec, *, top_k: int = 50) 
     prop = last_est[idx] / n_last
     prop_se = last_se[idx] / n_last
     z = np.divide(prop, prop_se, out=np.zeros_like(prop), where=prop_se > 0)
-    from .search import _normal_sf
-
     return DiscoveryResult(values=tuple(keep), proportion=prop, prop_std_error=prop_se, zscore=z,
                            pvalue=_normal_sf(z), first_slot=np.full(idx.size, spec.levels - 1 - int(spec.confirmation),
                                                                     dtype=np.int64),

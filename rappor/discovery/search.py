@@ -41,17 +41,23 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from .._io import PathLike, atomic_output
+from .._lazy import lazy_module
 from .._validation import check_int, check_probability, check_real
 from ..aggregate import Aggregate
 from ..exceptions import InvalidParameterError
 from .oracle import SlotOracle
 from .spec import COMPLETE, PARTIAL, DiscoverySpec
+
+if TYPE_CHECKING:
+    from scipy import special
+else:  # imported on first use: keeps `import rappor` light
+    special = lazy_module("scipy.special")
 
 __all__ = ["DiscoveryResult", "discover", "display_string"]
 
@@ -197,15 +203,11 @@ def _tails(symbols: bytes, length: int) -> list[bytes]:
 
 
 def _normal_sf(z: Array) -> Array:
-    from scipy import special
-
     out: Array = 0.5 * special.erfc(z / math.sqrt(2.0))
     return out
 
 
 def _normal_isf(p: float) -> float:
-    from scipy import special
-
     return float(math.sqrt(2.0) * special.erfcinv(2.0 * p))
 
 

@@ -7,7 +7,8 @@ Two methods draw the same law:
     sum of independent Bernoulli bits: with ``B`` clients of the cohort whose Bloom
     filter sets the bit, among ``n``, the count is ``Binomial(B, p11) + Binomial(n - B,
     p01)`` exactly (RAPPOR Sec. 4; bits of one report are independent given the Bloom
-    filter because the PRR and IRR flip each bit on its own).  The clients' values,
+    filter because the PRR and IRR flip each bit on its own;
+    :func:`rappor.simulation.simulate_counts`).  The clients' values,
     roles, slots and cohorts are drawn as multinomial counts, so time and memory
     depend on the number of distinct values and cells, not on the number of clients:
     10 million clients cost what 1 million do.
@@ -41,7 +42,14 @@ from ..exceptions import InvalidParameterError
 from ..hashing import bloom_bits_table
 from ..params import Params
 from ..reports import ReportBatch
-from ..simulation import Population, _bloom_bytes, _encode_rows
+from ..simulation import (
+    Population,
+    _bloom_bytes,
+    _draw_counts,
+    _encode_rows,
+    _set_bit_counts,
+    simulate_counts,
+)
 from .spec import DiscoverySpec
 
 __all__ = ["DiscoverySimulation", "simulate_discovery"]
@@ -105,44 +113,12 @@ class DiscoverySimulation:
                 f"discovery_reports={self.discovery.total_reports}, split={self.split!r}, method={self.method!r})")
 
 
-def _bit_counts_from_cells(params: Params, bits: npt.NDArray[np.integer], weights: npt.NDArray[np.int64],
-                           cohort_of_column: npt.NDArray[np.int64], num_cohorts: int) -> npt.NDArray[np.int64]:
-    """Clients with each Bloom bit set: ``(num_cohorts, k)`` from ``(V, M, h)`` bits and ``(V, M)`` client counts.
-
-    Column ``j`` of ``bits``/``weights`` is cohort ``cohort_of_column[j]``; a bit two hashes
-    of one value share is counted once.
-    """
-    k, h = params.num_bloombits, params.num_hashes
-    v, mm = weights.shape
-    flat_bits = bits.astype(np.int64).reshape(v, mm, h)
-    keep = np.ones(flat_bits.shape, dtype=bool)
-    if h > 1:
-        srt = np.sort(flat_bits, axis=2)
-        keep[:, :, 1:] = srt[:, :, 1:] != srt[:, :, :-1]
-        flat_bits = srt
-    rows = cohort_of_column[None, :, None] * k + flat_bits
-    w = np.broadcast_to(weights[:, :, None], flat_bits.shape)
-    out = np.bincount(rows[keep], weights=w[keep], minlength=num_cohorts * k)
-    return np.rint(out).astype(np.int64).reshape(num_cohorts, k)
-
-
-def _draw_counts(params: Params, n_per_cohort: npt.NDArray[np.int64], ones: npt.NDArray[np.int64],
-                 gen: np.random.Generator) -> npt.NDArray[np.int64]:
-    """Exact law of the aggregate: ``Binomial(B, p11) + Binomial(n - B, p01)`` per (cohort, bit)."""
-    y = gen.binomial(ones, params.p11) + gen.binomial(n_per_cohort[:, None] - ones, params.p01)
-    counts = np.empty((n_per_cohort.size, params.num_bloombits + 1), dtype=np.int64)
-    counts[:, 0] = n_per_cohort
-    counts[:, 1:] = y
-    return counts
-
-
 def _aggregate_method(params: Params, spec: DiscoverySpec, encoded: list[bytes], strings: tuple[str, ...],
                       full_clients: npt.NDArray[np.int64], disc_clients: npt.NDArray[np.int64],
                       gen: np.random.Generator) -> tuple[Aggregate, Aggregate]:
     m = params.num_cohorts
     cells = gen.multinomial(full_clients, np.full(m, 1.0 / m))  # (U, m)
-    ones = _bit_counts_from_cells(params, bloom_bits_table(list(strings), params), cells, np.arange(m), m)
-    full = Aggregate(params=params, counts=_draw_counts(params, cells.sum(axis=0), ones, gen))
+    full = simulate_counts(params, strings, cells, gen)
 
     wire = spec.wire_params
     md, levels = spec.params.num_cohorts, spec.levels
@@ -150,7 +126,7 @@ def _aggregate_method(params: Params, spec: DiscoverySpec, encoded: list[bytes],
     counts = np.zeros((levels * md, wire.num_bloombits + 1), dtype=np.int64)
     for slot in range(levels):
         fcells = gen.multinomial(per_slot[:, slot], np.full(md, 1.0 / md))  # (U, md)
-        slot_ones = _bit_counts_from_cells(wire, spec.bloom_bits(encoded, slot), fcells, np.arange(md), md)
+        slot_ones = _set_bit_counts(spec.bloom_bits(encoded, slot), fcells, wire.num_bloombits)
         counts[slot * md:(slot + 1) * md] = _draw_counts(wire, fcells.sum(axis=0), slot_ones, gen)
     return full, Aggregate(params=wire, counts=counts)
 

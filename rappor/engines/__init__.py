@@ -25,20 +25,20 @@ partitions by the engine, CSV files are counted one file per task.  See
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-import numpy as np
-
 from .._io import STDIO, PathLike, display_name
+from .._lazy import import_optional
 from .._validation import check_options
 from ..aggregate import Aggregate
 from ..exceptions import InvalidParameterError, ReportFormatError
 from ..params import Params
 from ..parquet import check_file_params, parquet_files, report_columns
-from ._partition import file_counts, sum_counts
+from ._partition import empty_counts, file_counts, sum_counts
 
 __all__ = [
     "ENGINES",
@@ -92,14 +92,30 @@ def _is_url(path: PathLike) -> bool:
 
 
 def report_format(path: PathLike) -> Literal["csv", "parquet"]:
-    """``"parquet"`` for a Parquet file (by its magic bytes or a ``.parquet``/``.pq`` name) or a directory, else ``"csv"``."""
+    """``"parquet"`` for a Parquet file (by its magic bytes or a ``.parquet``/``.pq`` name) or a directory, else ``"csv"``.
+
+    Only a regular file is opened to look at its first bytes.  Standard input, a pipe,
+    a FIFO or a device (``<(cat r.csv)``, ``/dev/stdin``) is never opened here: a
+    second open would find the bytes already taken (or wait for a writer that is
+    gone), so such an input is CSV, read once by :func:`rappor.reports.iter_reports`,
+    whose header check names a Parquet file that arrives that way (Parquet needs
+    seeking).
+    """
     if str(path) == STDIO:
         return "csv"
     if _is_url(path):
         return "parquet"
     p = Path(path)
-    if p.is_dir() or p.suffix.lower() in (".parquet", ".pq"):
+    if p.suffix.lower() in (".parquet", ".pq"):
         return "parquet"
+    try:
+        mode = os.stat(p).st_mode
+    except OSError:
+        return "csv"  # the CSV reader reports the error with the file's name
+    if stat.S_ISDIR(mode):
+        return "parquet"
+    if not stat.S_ISREG(mode):
+        return "csv"
     try:
         with open(p, "rb") as fh:
             head = fh.read(4)
@@ -132,8 +148,7 @@ def report_sources(paths: Sequence[PathLike], params: Params) -> list[ReportSour
         if report_format(path) == "csv":
             sources.append(ReportSource(path=os.fspath(path), kind="csv"))
             continue
-        import pyarrow.parquet as pq
-
+        pq = import_optional("pyarrow.parquet", "Parquet reports")
         for file in parquet_files(path):
             name = display_name(file)
             try:
@@ -175,7 +190,7 @@ class NumpyEngine:
                 msg = f"The numpy engine reads local files; use the dask or spark engine for {s.path!r}."
                 raise InvalidParameterError(msg)
         tables = [file_counts(s.path, s.kind, params) for s in sources]
-        counts = sum_counts(tables) if tables else np.zeros((params.m, params.k + 1), dtype=np.int64)
+        counts = sum_counts(tables) if tables else empty_counts(params)
         return Aggregate(params=params, counts=counts)
 
 
@@ -237,7 +252,17 @@ def aggregate_files(
 
     Examples
     --------
-    >>> agg = aggregate_files(["reports.parquet"], params, engine="dask")  # doctest: +SKIP
+    Count a Parquet file on Dask (local threads here; a ``client`` or ``scheduler`` for a
+    cluster) and get the table the embedded numpy path gives:
+
+    >>> from rappor import Params, Population, simulate
+    >>> from rappor.parquet import write_parquet_reports
+    >>> params = Params(k=16, h=2, m=4, p=0.5, q=0.75, f=0.5)
+    >>> sim = simulate(params, Population.zipf(10), 1_000, rng=0)
+    >>> write_parquet_reports("reports.parquet", sim.reports)
+    >>> agg = aggregate_files(["reports.parquet"], params, engine="dask")
+    >>> bool((agg.counts == sim.aggregate.counts).all())
+    True
     """
     built = get_engine(engine, **options) if isinstance(engine, str) else engine
     sources = report_sources(paths, params)

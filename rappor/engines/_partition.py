@@ -17,10 +17,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..aggregate import Aggregate
+from .._lazy import lazy_module
+from ..aggregate import Aggregate, _add_counts, _zero_counts
 from ..params import Params
 from ..parquet import aggregate_parquet, arrow_to_batch
 from ..reports import iter_reports
+
+pa = lazy_module("pyarrow", "Parquet reports")
 
 __all__ = [
     "arrow_counts",
@@ -35,8 +38,8 @@ __all__ = [
 
 
 def empty_counts(params: Params) -> npt.NDArray[np.int64]:
-    """A zero ``(num_cohorts, num_bloombits + 1)`` table."""
-    return np.zeros((params.num_cohorts, params.num_bloombits + 1), dtype=np.int64)
+    """A zero ``(num_cohorts, num_bloombits + 1)`` table (refused first if it cannot fit in memory)."""
+    return _zero_counts(params)
 
 
 def arrow_counts(table: Any, params: Params, *, source: str = "<partition>") -> npt.NDArray[np.int64]:
@@ -53,17 +56,18 @@ def file_counts(path: str, kind: str, params: Params) -> npt.NDArray[np.int64]:
 
 def pandas_counts(frame: Any, params: Params, source: str = "<dask partition>") -> npt.NDArray[np.int64]:
     """Counts of a pandas partition (Dask) holding the columnar layout."""
-    import pyarrow as pa
-
     table = pa.Table.from_pandas(frame, preserve_index=False)
     return arrow_counts(table, params, source=source)
 
 
 def sum_counts(tables: Iterable[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
-    """Exact int64 sum of partial tables."""
+    """Exact int64 sum of partial tables (an error rather than a wrap-around beyond ``2**63 - 1``)."""
     total: npt.NDArray[np.int64] | None = None
     for table in tables:
-        total = table.copy() if total is None else total + table
+        if total is None:
+            total = table.copy()
+        else:
+            _add_counts(total, table)
     if total is None:
         msg = "sum_counts needs at least one table"
         raise ValueError(msg)
@@ -84,8 +88,6 @@ def spark_schema(params: Params) -> str:
 
 
 def _counts_to_arrow(counts: npt.NDArray[np.int64], params: Params) -> Any:
-    import pyarrow as pa
-
     cohort, column = np.nonzero(counts)
     return pa.RecordBatch.from_arrays(
         [
@@ -102,7 +104,7 @@ def spark_arrow_partition(batches: Iterator[Any], params: Params) -> Iterator[An
     total = empty_counts(params)
     for batch in batches:
         if batch.num_rows:
-            total += arrow_counts(batch, params, source="<spark partition>")
+            _add_counts(total, arrow_counts(batch, params, source="<spark partition>"))
     yield _counts_to_arrow(total, params)
 
 
@@ -111,5 +113,5 @@ def spark_file_partition(batches: Iterator[Any], params: Params) -> Iterator[Any
     total = empty_counts(params)
     for batch in batches:
         for path, kind in zip(batch.column("path").to_pylist(), batch.column("kind").to_pylist()):
-            total += file_counts(path, kind, params)
+            _add_counts(total, file_counts(path, kind, params))
     yield _counts_to_arrow(total, params)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .._lazy import import_optional
 from .._validation import check_int
 from ..aggregate import Aggregate
 from ..exceptions import InvalidParameterError, RapporError, ReportFormatError
@@ -28,13 +29,8 @@ _LOCAL_SCHEDULERS = ("threads", "processes", "synchronous", "sync", "single-thre
 
 
 def _import_dask() -> Any:
-    try:
-        import dask
-        import dask.dataframe
-    except ImportError:
-        msg = "The dask engine needs Dask: pip install 'rappor[dask]'."
-        raise InvalidParameterError(msg) from None
-    return dask
+    import_optional("dask.dataframe", "the dask engine")
+    return import_optional("dask", "the dask engine")
 
 
 class DaskEngine:
@@ -105,11 +101,7 @@ class DaskEngine:
         elif self.scheduler is None or self.scheduler in _LOCAL_SCHEDULERS:
             counts = graph.compute(scheduler=self.scheduler or "threads")
         else:
-            try:
-                from distributed import Client
-            except ImportError:
-                msg = "A Dask scheduler address needs distributed: pip install 'rappor[dask]'."
-                raise InvalidParameterError(msg) from None
-            with Client(self.scheduler) as client:
+            distributed = import_optional("distributed", "a Dask scheduler address")
+            with distributed.Client(self.scheduler) as client:
                 counts = client.compute(graph).result()
         return counts

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .._lazy import import_optional
 from .._validation import check_int
 from ..aggregate import Aggregate
 from ..exceptions import InvalidParameterError, RapporError, ReportFormatError
@@ -36,12 +37,7 @@ __all__ = ["SparkEngine"]
 
 
 def _import_pyspark() -> Any:
-    try:
-        import pyspark.sql
-    except ImportError:
-        msg = "The spark engine needs PySpark: pip install 'rappor[spark]' (and Java 17 or later)."
-        raise InvalidParameterError(msg) from None
-    return pyspark.sql
+    return import_optional("pyspark.sql", "the spark engine", note=" (and Java 17 or later)")
 
 
 class SparkEngine:

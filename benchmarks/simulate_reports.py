@@ -1,4 +1,4 @@
-"""Batch (simulation) encoding speed: reports/s of :func:`rappor.simulation.encode_batch`.
+"""Batch (simulation) encoding speed: reports/s of :func:`rappor.simulation.simulate_reports`.
 
 Measures, on one core, the packed-bit encoder (PRR + IRR, the same law as the real
 client) at k = 32 and k = 128, for dyadic probabilities (p=0.5, q=0.75, f=0.5: few
@@ -8,7 +8,7 @@ same figure for a naive numpy encoder that draws one float per bit, as a ratio.
 
 Targets (issue 7): >= 3 million reports/s at k = 32 and >= 1 million at k = 128.
 
-    python benchmarks/encode_batch.py [--reports N] [--repeat R]
+    python benchmarks/simulate_reports.py [--reports N] [--repeat R]
 """
 
 from __future__ import annotations

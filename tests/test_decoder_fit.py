@@ -1,4 +1,4 @@
-"""The decoder's constrained fit: ``min ||A w - b||^2`` with ``w >= 0`` and ``sum(w) <= total``.
+"""Tests of rappor.decoder._fit, the constrained fit: ``min ||A w - b||^2`` with ``w >= 0`` and ``sum(w) <= total``.
 
 The solver is checked against an independent reference (SLSQP on the same objective) and
 against the KKT conditions, which characterise the optimum of this convex program.
@@ -6,13 +6,15 @@ against the KKT conditions, which characterise the optimum of this convex progra
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy import optimize
 
-from rappor import _estimation
-from rappor._estimation import nonneg_fit
+from rappor.decoder import _fit
+from rappor.decoder._fit import nonneg_fit
 
 
 def _objective(a, b, w):
@@ -69,7 +71,7 @@ def _random_problem(rng, n, s, kind):
 def test_matches_reference_and_kkt(kind, cap, gram, monkeypatch):
     """Both Gram representations: stored, and formed lazily from a sparse design (large maps)."""
     if gram == "sparse-lazy":
-        monkeypatch.setattr(_estimation, "_DENSE_GRAM_MAX", 0)
+        monkeypatch.setattr(_fit, "_DENSE_GRAM_MAX", 0)
 
     def fit(a, b, max_sum=None):
         return nonneg_fit(sp.csc_matrix(a) if gram == "sparse-lazy" else a, b, max_sum=max_sum)
@@ -112,7 +114,7 @@ def test_capped_uses_columns_outside_uncapped_support():
 
 @pytest.mark.parametrize("dense_gram_max", [2048, 0])
 def test_sparse_input_same_as_dense(dense_gram_max, monkeypatch):
-    monkeypatch.setattr(_estimation, "_DENSE_GRAM_MAX", dense_gram_max)  # 0: the lazy Gram
+    monkeypatch.setattr(_fit, "_DENSE_GRAM_MAX", dense_gram_max)  # 0: the lazy Gram
     rng = np.random.default_rng(11)
     a = rng.normal(size=(40, 15)) * (rng.random((40, 15)) < 0.3)
     b = a @ rng.exponential(size=15) + 0.1 * rng.normal(size=40)
@@ -130,3 +132,29 @@ def test_degenerate_inputs():
     np.testing.assert_array_equal(nonneg_fit(a, a @ np.ones(3), max_sum=0.0), np.zeros(3))
     # b pointing away from every column: the optimum is w = 0.
     np.testing.assert_array_equal(nonneg_fit(np.abs(a), -np.ones(6)), np.zeros(3))
+
+def test_nonneg_fit_no_columns():
+    assert _fit.nonneg_fit(np.zeros((5, 0)), np.ones(5)).shape == (0,)
+
+
+
+@pytest.mark.parametrize("iterations", [2000, 1])
+def test_orthogonal_part_in_span_and_free_coefficient(monkeypatch: pytest.MonkeyPatch, iterations: int) -> None:
+    """LSQR (and, when it stops early, the normal-equation fallback) against a dense reference."""
+    monkeypatch.setattr(_fit, "_LSQR_ITERATIONS", iterations)
+    rng = np.random.default_rng(13)
+    dense = (rng.random((60, 25)) < 0.2) * rng.uniform(0.5, 2.0, size=(60, 25))
+    a = sp.csc_matrix(dense)
+    v = rng.normal(size=60)
+    beta = np.linalg.lstsq(dense, v, rcond=None)[0]
+    np.testing.assert_allclose(_fit.orthogonal_part(a, v), v - dense @ beta, atol=1e-8)
+    assert _fit.in_span(a, dense @ rng.normal(size=25)) and not _fit.in_span(a, v)
+    # The free column's coefficient is the last unconstrained least-squares coefficient.
+    b = dense @ rng.normal(size=25) + 0.7 * v + 0.1 * rng.normal(size=60)
+    full = np.column_stack([dense, v])
+    coef = np.linalg.lstsq(full, b, rcond=None)[0]
+    se = math.sqrt(2.0 * np.linalg.inv(full.T @ full)[-1, -1])
+    got = _fit.free_column_coefficient(a, v, b, dispersion=2.0)
+    assert got is not None
+    np.testing.assert_allclose(got, [coef[-1], se], rtol=1e-8)
+    assert _fit.free_column_coefficient(a, dense[:, 3] + dense[:, 7], b) is None  # in the span

@@ -1,0 +1,211 @@
+"""``rappor encode``'s input: a ``client,value`` CSV, read in blocks (private).
+
+The file is read through :func:`rappor._csv_blocks.iter_csv_blocks` in blocks of
+:data:`BLOCK_BYTES`, so memory is bounded by the block (and the chunk of rows being
+encoded), not by the input (issue 13, item 7: the whole input used to be held, about
+230 bytes a row).  The rows are exactly those of the csv module in strict mode on the
+whole file; fields are taken exactly (RFC 4180: a space is part of a field), because
+values are hashed exactly; only the header tolerates spaces and quotes around its
+names.  Blocks without quotes are split at C speed; everything else goes through the
+csv module, record by record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from .._csv_blocks import PlainBlock, Record, iter_csv_blocks
+from .._excerpt import excerpt
+from .._io import PathLike, display_name, open_input_binary
+from .._keyfile import looks_like_key_file, not_a_key_file_error
+from .._rejects import RejectedRow, RejectSink
+from ..exceptions import ReportFormatError
+
+__all__ = ["BLOCK_BYTES", "iter_chunks", "iter_rows"]
+
+#: Bytes read at a time (memory per block: about 10 times this in Python strings).
+BLOCK_BYTES = 1 << 20
+#: Longest row (a longer one, e.g. an unclosed quote, is an error rather than a memory blow-up).
+MAX_ROW_BYTES = 1 << 26
+
+_HEADER = ["client", "value"]
+
+#: Rows in file order, grouped: ``(line numbers, clients, values)``.
+_Group = tuple[Sequence[int], list[str], list[str]]
+
+
+def _check_header(row: list[str], raw: bytes, name: str, line: int) -> None:
+    if [cell.strip().strip('"') for cell in row] != _HEADER:
+        if looks_like_key_file(raw):
+            raise not_a_key_file_error(name, "a 'client,value' input file")
+        raise ReportFormatError(f"expected the header 'client,value', found {excerpt(','.join(row))}",
+                                path=name, line=line)
+
+
+def _row_error(row: list[str], name: str, line: int) -> ReportFormatError | None:
+    """The error of a parsed data row, or None if it is a good ``client,value`` row."""
+    if len(row) != 2:
+        return ReportFormatError(f"expected 2 comma-separated fields (client,value), found {len(row)}",
+                                 path=name, line=line)
+    if not row[0]:
+        return ReportFormatError("expected a client id, found an empty field", path=name, line=line)
+    return None
+
+
+def _utf8_error(raw: bytes, name: str, line: int) -> ReportFormatError | None:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return ReportFormatError(f"expected UTF-8 text, found the byte 0x{raw[exc.start]:02x}", path=name, line=line)
+    return None
+
+
+class _Reader:
+    """The state of one pass over the input: header seen or not, where bad rows go."""
+
+    def __init__(self, name: str, rejects: RejectSink | None) -> None:
+        self.name = name
+        self.rejects = rejects
+        self.header_seen = False
+
+    def bad(self, error: ReportFormatError, text: str) -> None:
+        """Reject the row when skipping (and past the header); raise otherwise."""
+        if self.rejects is None or not self.header_seen:
+            raise error
+        self.rejects.append(RejectedRow(path=self.name, line=error.line or 0, reason=error.message, text=text))
+
+    def record(self, rec: Record) -> tuple[int, str, str] | None:
+        """The row of a record parsed by the csv module, or None (blank, header or rejected)."""
+        if rec.error is not None:
+            self.bad(ReportFormatError(f"malformed CSV: {rec.error}", path=self.name, line=rec.line), rec.text)
+            return None
+        if not rec.cells or rec.cells == [""]:
+            return None
+        try:
+            rec.raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = rec.line_of(exc.start)
+            msg = f"expected UTF-8 text, found the byte 0x{rec.raw[exc.start]:02x}"
+            self.bad(ReportFormatError(msg, path=self.name, line=line), rec.text)
+            return None
+        return self.cells(rec.cells, rec.line, rec.text, rec.raw)
+
+    def cells(self, row: list[str], line: int, text: str, raw: bytes) -> tuple[int, str, str] | None:
+        if not self.header_seen:
+            _check_header(row, raw, self.name, line)
+            self.header_seen = True
+            return None
+        error = _row_error(row, self.name, line)
+        if error is not None:
+            self.bad(error, text)
+            return None
+        return line, row[0], row[1]
+
+    def plain_lines(self, block: PlainBlock) -> _Group:
+        """The rows of a plain block, line by line (blank lines, bad rows, bad bytes, the header)."""
+        lines: list[int] = []
+        clients: list[str] = []
+        values: list[str] = []
+        data = block.data()
+        for number, raw in enumerate(data.split(b"\n")[:-1], start=block.first_line):
+            raw = raw[:-1] if raw.endswith(b"\r") else raw
+            if not raw:
+                continue
+            text = raw.decode("utf-8", errors="replace")
+            error = _utf8_error(raw, self.name, number)
+            if error is not None:
+                self.bad(error, text)
+                continue
+            row = self.cells(text.split(","), number, text, raw)
+            if row is not None:
+                lines.append(row[0])
+                clients.append(row[1])
+                values.append(row[2])
+        return lines, clients, values
+
+
+def _plain_columns(block: PlainBlock) -> _Group | None:
+    """The rows of a plain block split at C speed, if it has no special case; else None.
+
+    "No special case": valid UTF-8, no blank line, and every line one comma after a
+    non-empty client.  Then the rows are the lines, in order, with nothing to reject.
+    """
+    raw = block.data()
+    data = np.frombuffer(raw, dtype=np.uint8)
+    ends = np.flatnonzero(data == ord("\n"))
+    commas = np.flatnonzero(data == ord(","))
+    if commas.size != ends.size:
+        return None
+    starts = np.append(0, ends[:-1] + 1)
+    # As many commas as lines, each strictly inside its own line: exactly one per line,
+    # after a non-empty client (a blank line has no room for one).
+    if not ((commas > starts).all() and (commas < ends).all()):
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")  # a plain block has no lone CR
+    fields = text[:-1].replace("\n", ",").split(",")
+    return range(block.first_line, block.first_line + ends.size), fields[0::2], fields[1::2]
+
+
+def _groups(path: PathLike, rejects: RejectSink | None) -> Iterator[_Group]:
+    name = display_name(path)
+    reader = _Reader(name, rejects)
+    lines: list[int] = []  # rows parsed by the csv module, not yet yielded
+    clients: list[str] = []
+    values: list[str] = []
+    with open_input_binary(path) as fh:
+        items = iter_csv_blocks(fh, name, strict=True,
+                                block_bytes=BLOCK_BYTES, max_record_bytes=MAX_ROW_BYTES)
+        for item in items:
+            if isinstance(item, Record):
+                row = reader.record(item)
+                if row is not None:
+                    lines.append(row[0])
+                    clients.append(row[1])
+                    values.append(row[2])
+                continue
+            if clients:
+                yield lines, clients, values
+                lines, clients, values = [], [], []
+            fast = _plain_columns(item) if reader.header_seen else None
+            group = fast if fast is not None else reader.plain_lines(item)
+            if group[1]:
+                yield group
+    if not reader.header_seen:
+        raise ReportFormatError("expected the header 'client,value', found an empty file", path=name)
+    if clients:
+        yield lines, clients, values
+
+
+def iter_rows(path: PathLike, rejects: RejectSink | None = None) -> Iterator[tuple[int, str, str]]:
+    """Yield ``(line, client, value)`` for each data row; errors name the file and line.
+
+    With a ``rejects`` sink (``--on-error skip``) a bad data row is appended there as a
+    :class:`rappor._rejects.RejectedRow` and left out; a bad header is always fatal.
+    """
+    for lines, clients, values in _groups(path, rejects):
+        yield from zip(lines, clients, values)
+
+
+def iter_chunks(path: PathLike, rejects: RejectSink | None, size: int) -> Iterator[tuple[list[str], list[str]]]:
+    """The input's ``(clients, values)`` in chunks of ``size`` rows, in input order."""
+    clients: list[str] = []
+    values: list[str] = []
+    for _, group_clients, group_values in _groups(path, rejects):
+        start = 0
+        while start < len(group_clients):
+            take = min(size - len(clients), len(group_clients) - start)
+            clients.extend(group_clients[start:start + take])
+            values.extend(group_values[start:start + take])
+            start += take
+            if len(clients) == size:
+                yield clients, values
+                clients, values = [], []
+    if clients:
+        yield clients, values

@@ -1,0 +1,151 @@
+"""Memory estimates checked before large allocations (rappor/_memory.py) and where they are checked."""
+
+from __future__ import annotations
+
+import resource
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rappor._memory as memory
+from rappor import (
+    Aggregate,
+    InsufficientMemoryError,
+    InvalidParameterError,
+    Params,
+    ReportBatch,
+    hash_candidates,
+    hash_candidates_google,
+    read_counts,
+    read_map,
+    write_counts,
+    write_map,
+)
+from rappor.cli import main
+
+HUGE = Params(num_bloombits=2**32, num_hashes=2, num_cohorts=2**32, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+SMALL = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("1000000", 1_000_000), ("8G", 8 << 30), ("8g", 8 << 30), ("8GiB", 8 << 30), ("8GB", 8 << 30),
+    ("512M", 512 << 20), ("1.5K", 1536), (" 2T ", 2 << 40), ("none", None), ("unlimited", None),
+])
+def test_memory_limit_env_override(monkeypatch: pytest.MonkeyPatch, text: str, expected: int | None) -> None:
+    monkeypatch.setenv(memory.ENV_VAR, text)
+    limit = memory.memory_limit()
+    assert (None if limit is None else limit[0]) == expected
+    if limit is not None:
+        assert memory.ENV_VAR in limit[1]
+
+
+@pytest.mark.parametrize("text", ["lots", "-1G", "0", "G", "infG", "nan"])
+def test_memory_limit_fail_bad_env_value(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    monkeypatch.setenv(memory.ENV_VAR, text)
+    with pytest.raises(InvalidParameterError, match="RAPPOR_MEMORY_LIMIT environment variable must be"):
+        memory.memory_limit()
+
+
+def test_memory_limit_from_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(memory.ENV_VAR, raising=False)
+    limit = memory.memory_limit()
+    assert limit is not None and 0 < limit[0] < 1 << 50
+
+
+def test_memory_limit_honours_ulimit_v(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(memory.ENV_VAR, raising=False)
+    soft = 1 << 40  # 1 TiB of address space, less what this process has mapped
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (soft, resource.RLIM_INFINITY))
+    limit = memory.memory_limit()
+    assert limit is not None
+    room = memory._address_space_room()
+    assert room is not None and 0 < room < soft
+    if limit[1] == "room left under ulimit -v":
+        assert limit[0] == room
+
+
+def test_check_memory_small_needs_are_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(memory.ENV_VAR, "1K")
+    memory.check_memory(memory.CHECK_ABOVE - 1, "a small table")  # below the threshold: no error
+
+
+def test_check_memory_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(memory.ENV_VAR, "100M")
+    with pytest.raises(InsufficientMemoryError) as info:
+        memory.check_memory(3 << 30, "a big table")
+    assert str(info.value) == ("a big table needs about 3 GiB of memory, more than the 100 MiB of "
+                               "RAPPOR_MEMORY_LIMIT=100M: use smaller parameters (or set RAPPOR_MEMORY_LIMIT, "
+                               "e.g. RAPPOR_MEMORY_LIMIT=64G, if the estimate is wrong)")
+    assert isinstance(info.value, MemoryError)
+
+
+def test_format_bytes() -> None:
+    assert memory.format_bytes(2**67) == "128 EiB"
+    assert memory.format_bytes(1536) == "1.5 KiB"
+    assert memory.format_bytes(10) == "10 bytes"
+
+
+def test_design_bytes_grows_with_candidates_and_parameters() -> None:
+    one = memory.design_bytes(SMALL, 1000)
+    assert memory.design_bytes(SMALL, 2000) > one
+    wide = Params(num_bloombits=8, num_hashes=2, num_cohorts=2**31, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    assert memory.design_bytes(wide, 1) > 2**31 * 2 * 8  # int64 row indices beyond 2**31 rows
+
+
+# --- k = m = 2**32: a clear error, not "ValueError: array is too big" ------------------------------------
+
+def test_huge_params_counts_table_refused() -> None:
+    with pytest.raises(InsufficientMemoryError, match=r"a counts table of m = 4294967296 cohorts x \(k \+ 1\) = "
+                                                      r"4294967297 counts needs about 256 EiB"):
+        Aggregate.empty(HUGE)
+
+
+def test_huge_params_candidate_map_refused() -> None:
+    with pytest.raises(InsufficientMemoryError, match="the candidate map of 1 candidates x m = 4294967296 cohorts"):
+        hash_candidates(["a"], HUGE)
+    google = Params(num_bloombits=128, num_hashes=16, num_cohorts=2**32, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    with pytest.raises(InsufficientMemoryError, match="the candidate map"):
+        hash_candidates_google(["a"], google)
+
+
+@pytest.mark.parametrize("command", ["sum-bits", "merge-counts", "decode", "hash-candidates"])
+def test_huge_params_cli_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    (tmp_path / "p.csv").write_text("k,h,m,p,q,f\n4294967296,2,4294967296,0.5,0.75,0.5\n")
+    (tmp_path / "r.csv").write_text("client,cohort,irr\n")
+    (tmp_path / "c.csv").write_text("0,0\n")
+    (tmp_path / "cand.txt").write_text("a\n")
+    inputs = {"sum-bits": ["{d}/r.csv"], "merge-counts": ["{d}/c.csv"], "hash-candidates": ["{d}/cand.txt"],
+              "decode": ["--counts", "{d}/c.csv", "--candidates", "{d}/cand.txt"]}[command]
+    argv = [command, "--params", str(tmp_path / "p.csv"), *[a.format(d=tmp_path) for a in inputs],
+            "-o", str(tmp_path / "out")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rappor: error: ") and err.count("\n") == 1, err
+    assert "needs about" in err and "more than the" in err and "RAPPOR_MEMORY_LIMIT" in err
+    assert not (tmp_path / "out").exists()
+
+
+# --- every site checks before allocating -------------------------------------------------------------
+
+def test_sites_check_before_allocating(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cmap = hash_candidates(["a", "b"], SMALL)
+    write_map(cmap, tmp_path / "map.csv")
+    write_counts(Aggregate.empty(SMALL), tmp_path / "counts.csv")
+    monkeypatch.setattr(memory, "CHECK_ABOVE", 0)  # every estimate is checked, against 100 bytes
+    monkeypatch.setenv(memory.ENV_VAR, "100")
+    with pytest.raises(InsufficientMemoryError, match="the candidate map of 2 candidates"):
+        hash_candidates(["a", "b"], SMALL)
+    with pytest.raises(InsufficientMemoryError, match="the candidate map of 2 candidates"):
+        hash_candidates_google(["a", "b"], SMALL)
+    with pytest.raises(InsufficientMemoryError, match="the candidate map of 2 candidates"):
+        read_map(tmp_path / "map.csv", SMALL)
+    with pytest.raises(InsufficientMemoryError, match="a counts table of m = 4 cohorts"):
+        read_counts(tmp_path / "counts.csv", SMALL)
+    with pytest.raises(InsufficientMemoryError, match="a counts table"):
+        Aggregate.empty(SMALL)
+    with pytest.raises(InsufficientMemoryError, match="a counts table"):
+        Aggregate.from_reports(ReportBatch(params=SMALL, cohorts=np.zeros(0, np.int64),
+                                           words=np.zeros((0, 1), dtype=np.uint64)))
+    monkeypatch.setenv(memory.ENV_VAR, "none")
+    assert len(read_map(tmp_path / "map.csv", SMALL)) == 2
