@@ -48,6 +48,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
     from ..metrics import evaluate_result
     from ..params import read_params, write_params
     from ..simulation import candidate_strings, read_population
+    from .discover import listed_strings
 
     started = time.perf_counter()
     if args.discovery_params is not None:
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
     sim = simulate_discovery(params, spec, population, args.clients, discovery_share=args.discovery_share,
                              rng=args.seed)
     found = discover(sim.discovery, spec)
-    listed = [s for s in found.candidates() if s.strip() and "\n" not in s and "\r" not in s]
+    listed = listed_strings(found)
     known = candidate_strings(population, decoys=args.decoys, remove_every=args.remove_every or 2)
     decoder = Decoder(estimator=args.estimator)
     truth = sim.full_truth
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
     write_counts(sim.full, out / "counts.csv")
     write_counts(sim.discovery, out / "discovery-counts.csv")
     found.to_csv(out / "found.csv")
-    write_candidates(listed or ["(none)"], out / "found.txt")
+    write_candidates(listed, out / "found.txt")  # empty when nothing is significant
     write_candidates(known, out / "candidates.txt")
     results["with discovery"].to_csv(out / "results.csv")
     with atomic_output(out / "truth.csv") as fh:

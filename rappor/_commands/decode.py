@@ -18,6 +18,11 @@ a floor: a random string reaches the top score in every cohort with probability 
 the strongest strings all sit at the floor and tie: the tie means 'beyond any random
 string', not equal evidence, and their estimates still rank them.  A note on stderr names
 them when it happens.  See docs/decoder.md.
+
+With --discover (discovery counts) and --discovery-params, the values found in the
+discovery reports ('rappor discover') join the candidates (--map or --candidates, which
+are then optional) before decoding: discover and decode in one command
+(docs/discovery.md).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import sys
 from typing import Any
 
 from .._io import atomic_output
+from . import _discover_decode
 from ._common import (CommandFiles, add_level_argument, add_output_argument, add_params_argument, add_seed_argument,
                       load_params)
 
@@ -40,7 +46,7 @@ ORDER = 50
 def configure(parser: argparse.ArgumentParser) -> None:
     add_params_argument(parser)
     parser.add_argument("--counts", required=True, metavar="PATH", help="counts file (google/rappor counts.csv)")
-    source = parser.add_mutually_exclusive_group(required=True)
+    source = parser.add_mutually_exclusive_group()
     source.add_argument("--map", metavar="PATH", help="candidate map (google/rappor map.csv)")
     source.add_argument("--candidates", metavar="PATH", help="candidate strings, one per line (hashed here)")
     add_output_argument(parser, help_text="results CSV")
@@ -69,6 +75,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_seed_argument(parser, help_text="seed of the random-string null's sampled bit patterns (drawn when "
                       "k^h > 4096)", shown="a fixed seed: decoding is deterministic")
     parser.add_argument("--all", action="store_true", help="list every candidate, with a 'detected' column")
+    _discover_decode.configure(parser)
 
 
 _ADJUST: dict[str, Any] = {"auto": None, "selective": "selective", "fcr": "fcr", "wald": "none"}
@@ -102,11 +109,13 @@ def _clean(value: Any) -> Any:
 def files(args: argparse.Namespace) -> CommandFiles:
     """``--params``, ``--counts`` and ``--map`` or ``--candidates`` in; ``-o`` and ``--summary`` out."""
     inputs = [("--params", args.params), ("--counts", args.counts)]
-    inputs.append(("--map", args.map) if args.map is not None else ("--candidates", args.candidates))
+    if args.map is not None or args.candidates is not None:
+        inputs.append(("--map", args.map) if args.map is not None else ("--candidates", args.candidates))
     outputs = [("-o", args.output)]
     if args.summary is not None:
         outputs.append(("--summary", args.summary))
-    return CommandFiles(inputs=inputs, outputs=outputs)
+    found_in, found_out = _discover_decode.files(args)
+    return CommandFiles(inputs=inputs + found_in, outputs=outputs + found_out)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -117,24 +126,34 @@ def run(args: argparse.Namespace) -> int:
     from ..design import hash_candidates
     from ..map_file import read_map
 
+    _discover_decode.check(args)
     params = load_params(args)
     aggregate = read_counts(args.counts, params)
+    cmap = None
     if args.map is not None:
         cmap = read_map(args.map, params)
-    else:
+    elif args.candidates is not None:
         cmap = hash_candidates(read_candidates(args.candidates), params)
+    found = None
+    if args.discover is not None:
+        cmap, found = _discover_decode.add_discovered(args, params, cmap)
+    if cmap is None:  # pragma: no cover - _discover_decode.check refuses it
+        raise AssertionError("internal error: no candidates")
     decoder = Decoder(significance_level=args.level, correction=args.correction, null=args.null,
                       estimator=args.estimator, lasso_alpha=args.lasso_alpha, rng=args.seed)
     result = decoder.decode(aggregate, cmap)
     tie = floor_tie(result)
     if tie is not None:
         sys.stderr.write(f"rappor: note: {tie.text}\n")
-    if args.summary is None:
-        result.to_csv(args.output, all=args.all, adjust=_ADJUST[args.intervals])
-        return 0
-    # Open the summary first: a bad --summary path must not leave a results file behind.
-    with atomic_output(args.summary) as out:
-        result.to_csv(args.output, all=args.all, adjust=_ADJUST[args.intervals])
-        json.dump(_clean(result.summary()), out, indent=2, sort_keys=False)
-        out.write("\n")
+    # Open --found and the summary first: a bad path must not leave a results file behind.
+    with _discover_decode.found_output(args, found) as found_out:
+        if found_out is not None and found is not None:
+            found.write_csv(found_out)
+        if args.summary is None:
+            result.to_csv(args.output, all=args.all, adjust=_ADJUST[args.intervals])
+            return 0
+        with atomic_output(args.summary) as out:
+            result.to_csv(args.output, all=args.all, adjust=_ADJUST[args.intervals])
+            json.dump(_clean(result.summary()), out, indent=2, sort_keys=False)
+            out.write("\n")
     return 0

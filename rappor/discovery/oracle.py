@@ -47,6 +47,11 @@ Array = npt.NDArray[np.float64]
 
 #: Fragments hashed at once (bounds the temporaries to a few tens of MB).
 _BLOCK = 1 << 15
+#: Random bit patterns behind the trimmed estimate's null law, and the seed they are drawn
+#: with (plus the slot number): fixed, so the search is deterministic.
+_NULL_DRAWS = 4096
+_NULL_SEED = 0x5EED
+
 #: Cells of one block of the sparse product (float32: 64 MB).
 _CELLS = 1 << 24
 
@@ -102,6 +107,7 @@ class SlotOracle:
         self.beta = 1.0 - (1.0 - 1.0 / k) ** h
         self.trim = md // 8
         self.trim_factor = _trimmed_mean_variance(self.trim / md)
+        self._null_bits: npt.NDArray[np.int64] | None = None
         self.t: Array = debias(y, params.p01 * n[:, None], d)
         rate = np.divide(y, n[:, None], out=np.zeros_like(y), where=n[:, None] > 0)
         self.var_t: Array = n[:, None] * rate * (1.0 - rate) / d**2
@@ -118,15 +124,18 @@ class SlotOracle:
         rr_var = float(rr.sum()) / denom
         self.collision_var = max(null_var - rr_var, 0.0)
         self.null_std_error = float(np.sqrt(max(null_var, rr_var)))
-        # The trimmed estimate drops the cohorts hit by the few large collisions, so its
-        # collision part comes from the bulk of the bits (interquartile range / 1.349 is
-        # the standard deviation of a normal law).
-        if k >= 4:
-            q75, q25 = np.percentile(self.t, [75.0, 25.0], axis=1)
-            bulk = ((q75 - q25) / 1.349) ** 2
-        else:
-            bulk = spread
-        self.robust_collision_var = max(float(bulk.sum()) / denom - rr_var, 0.0)
+        # The trimmed estimate's null law, by simulation: an absent fragment's bits are
+        # uniform in every cohort, so the trimmed estimates of random bit patterns (drawn
+        # once, with a fixed seed: the result is deterministic) give its mean (below 0
+        # when the collisions are skewed: the trimming drops their large values, not the
+        # small ones) and its variance.
+        if self._null_bits is None:
+            gen = np.random.default_rng(_NULL_SEED + self.slot)
+            self._null_bits = gen.integers(0, k, size=(_NULL_DRAWS, md, h), dtype=np.int64)
+        est, rr_null = self._trimmed_raw(self._null_bits)
+        self.trim_offset = float(est.mean())
+        self.trim_null_var = float(est.var())
+        self.trim_rr_mean = float(rr_null.mean())
 
     def explain(self, fragments: Sequence[tuple[bytes, bytes]]) -> Array:
         """Fit the counts of ``(head, tail)`` fragments jointly and subtract them from the slot.
@@ -199,12 +208,20 @@ class SlotOracle:
         nobody has fitted in a few cohorts gets their counts there.  The trimmed
         estimate drops the ``r = floor(m / 8)`` largest and ``r`` smallest ``y_c`` and
         scales the rest by ``m / (m - 2r)``; a true fragment's ``y_c`` are alike across
-        cohorts (clients pick cohorts uniformly), so it loses little: for normal noise
+        cohorts (clients pick cohorts uniformly), so it loses little (for normal noise
         the variance grows by the factor ``sigma_w**2 / (1 - 2 alpha)**2`` of the
-        alpha-trimmed mean (``alpha = r / m``; Huber, *Robust Statistics*, 1981, sec. 3.3;
-        1.08 at ``alpha = 1/8``), applied to the randomized-response variance at the
-        fragment's bits plus the collision variance of the bulk of the bits.
+        alpha-trimmed mean, ``alpha = r / m``; Huber, *Robust Statistics*, 1981, sec. 3.3;
+        1.08 at ``alpha = 1/8``).  The null law (an absent fragment's bits are uniform in
+        each cohort) is simulated from the slot's own counts (:meth:`_set_null`): its
+        mean is subtracted, its variance is the standard error, plus that factor times
+        the excess of the fragment's randomized-response variance over an absent one's.
         """
+        est, rr = self._trimmed_raw(idx)
+        var = self.trim_null_var + self.trim_factor * np.maximum(rr - self.trim_rr_mean, 0.0)
+        return est - self.trim_offset, np.sqrt(var)
+
+    def _trimmed_raw(self, idx: npt.NDArray[np.integer]) -> tuple[Array, Array]:
+        """Trimmed estimates before the null offset, and the randomized-response variances at the bits."""
         md = self.cohorts.size
         h = idx.shape[2]
         k = self.spec.params.num_bloombits
@@ -218,7 +235,7 @@ class SlotOracle:
             est = y[:, r:md - r].sum(axis=1) * (md / (md - 2 * r))
         else:
             est = y.sum(axis=1)
-        return est, np.sqrt((var + self.robust_collision_var) * self.trim_factor)
+        return est, var
 
     def score_pairs(self, fragments: Sequence[tuple[bytes, bytes]]) -> tuple[Array, Array]:
         """Estimated reports of ``(head, tail)`` fragments in this slot, and standard errors.
@@ -322,9 +339,14 @@ class SlotOracle:
         scale = 1.0 - self.beta
         offset = self.beta * float(self.background.sum())
         var_low = float(self.var_t.min(axis=1).sum()) * h / (h * h) / scale**2
-        se_low = float(np.sqrt(var_low + self.collision_var))
-        pre = z_floor - 1.0 if robust else z_floor
-        floor_sum = (pre * se_low * scale + offset) * h if pre > 0 and se_low > 0 else -np.inf
+        if robust:
+            # The trimmed estimate differs from the sum by the trimmed cohorts: about a
+            # quarter of a standard error for normal noise; one is left as margin.
+            se_low, shift, pre = float(np.sqrt(self.trim_null_var)), self.trim_offset, z_floor - 1.0
+        else:
+            se_low, shift, pre = float(np.sqrt(var_low + self.collision_var)), 0.0, z_floor
+        bound = pre * se_low + shift
+        floor_sum = (bound * scale + offset) * h if pre > 0 and se_low > 0 else -np.inf
         found_h: list[npt.NDArray[np.int64]] = []
         found_t: list[npt.NDArray[np.int64]] = []
         step = self._chunk(len(tails))

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .._io import PathLike, atomic_output
+from .._io import PathLike, atomic_output, csv_field
 from .._lazy import lazy_module
 from .._validation import check_int, check_probability, check_real
 from ..aggregate import Aggregate
@@ -140,12 +140,15 @@ class DiscoveryResult:
     def to_csv(self, path: PathLike | None) -> None:
         """Write ``string,proportion,prop_std_error,zscore,pvalue,significant,first_slot,slots`` (atomically)."""
         with atomic_output(path) as out:
-            out.write("string,proportion,prop_std_error,zscore,pvalue,significant,first_slot,slots\n")
-            for i, s in enumerate(self.strings):
-                cell = '"' + s.replace('"', '""') + '"' if any(ch in s for ch in ',"\r\n') or s != s.strip() else s
-                out.write(f"{cell},{self.proportion[i]!r},{self.prop_std_error[i]!r},{self.zscore[i]:.4f},"
-                          f"{self.pvalue[i]:.4g},{str(bool(self.significant[i])).lower()},"
-                          f"{int(self.first_slot[i])},{int(self.slots[i])}\n")
+            self.write_csv(out)
+
+    def write_csv(self, out: IO[str]) -> None:
+        """Write the CSV of :meth:`to_csv` to an open text file (values as :func:`display_string`)."""
+        out.write("string,proportion,prop_std_error,zscore,pvalue,significant,first_slot,slots\n")
+        for i, s in enumerate(self.strings):
+            out.write(f"{csv_field(s)},{float(self.proportion[i])!r},{float(self.prop_std_error[i])!r},"
+                      f"{self.zscore[i]:.4f},{self.pvalue[i]:.4g},{str(bool(self.significant[i])).lower()},"
+                      f"{int(self.first_slot[i])},{int(self.slots[i])}\n")
 
 
 @dataclass
@@ -178,7 +181,8 @@ class _Pooled:
         return (self.weighted + self.found_weighted) / math.sqrt(weight) if weight > 0 else 0.0
 
 
-#: z-scores of the fragments fitted and subtracted, round by round: the heavy ones alone
+#: Trimmed z-scores of the fragments fitted and subtracted, round by round (trimmed, so
+#: that an absent fragment lifted by a collision with a heavy one is not fitted): the heavy ones alone
 #: first (fitted together with absent fragments that share their bits, their count is
 #: split between them), then the rest above 10 once the heavy ones' collisions are gone.
 #: A fragment of ``c`` reports adds about ``c**2 / (m k)`` to an absent fragment's
@@ -187,6 +191,10 @@ class _Pooled:
 #: left alone, since fitting selected noise (absent fragments with a high z) takes
 #: counts away from the true fragments they collide with.
 _EXPLAIN_CUTS = (20.0, 10.0)
+
+#: Fewest cohorts per slot the search accepts (with fewer, nothing is trimmed and a few
+#: collisions with frequent fragments make absent ones look frequent).
+_MIN_COHORTS = 8
 
 #: Pooled values whose z-score over all their slots falls below this are dropped.
 _PRUNE_Z = 1.5
@@ -336,6 +344,11 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000, fal
     started = time.perf_counter()
     if not isinstance(spec, DiscoverySpec):
         raise InvalidParameterError(f"The 'spec' parameter of discover must be a DiscoverySpec. Got {spec!r}.")
+    if spec.params.num_cohorts < _MIN_COHORTS:
+        msg = (f"discover needs at least {_MIN_COHORTS} cohorts per slot (the trimmed estimates drop the "
+               f"num_cohorts // 8 highest and lowest cohorts); the discovery parameters have "
+               f"{spec.params.num_cohorts}.")
+        raise InvalidParameterError(msg)
     width = check_int(beam, "beam", "discover", low=1)
     alpha = check_probability(significance_level, "significance_level", "discover", open_low=True, open_high=True)
     limit = check_int(max_candidates, "max_candidates", "discover", low=1)
@@ -379,7 +392,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000, fal
             # A fragment's count is at most its prefix's: only strong prefixes can have
             # children this strong (half the cut leaves a margin of several standard errors).
             for cut in _EXPLAIN_CUTS:
-                scores.explain(scores.above(cut, cut / 2.0), cut, budget)
+                scores.explain(scores.above(cut, cut / 2.0, robust=True), cut, budget)
         final = scores.above(min(th.pending, th.reserve), robust=True)
         kept: list[tuple[float, bytes]] = []
         reserved: list[tuple[float, bytes]] = []
