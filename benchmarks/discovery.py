@@ -1,25 +1,46 @@
-"""Discovery over seeds: our search against PEM, top-10/top-50 precision and recall, final TV.
+"""Discovery over seeds: our search against PEM, top-10/top-50 precision and recall, final TV, time and memory.
 
 Population: 20,000 realistic strings of 5-30 bytes (``realistic_population``), Zipf(1.1),
-ranks at random.  Full-string and discovery reports both use h = 1 and
-``f = 2 / (1 + exp(eps / 2))`` (``epsilon_inf = eps``), p = 0, q = 1; full-string k = 128,
-m = 64; discovery k = 256, 32 cohorts per slot, 2-byte segments over all 256 bytes,
-max_length 30 (15 slots).  Clients split: a share ``--share`` sends a discovery report
-instead of its full-string one, so every client's epsilon_inf is ``eps``.
+ranks at random (top-1 share 14.6%, 10th 1.2%, 50th 0.2%).  Full-string reports: k = 128,
+h = 1, m = 64; discovery reports: k = 256, h = 1, 32 cohorts per slot, 2-byte segments over
+all 256 bytes, max_length 30 (15 prefix slots and the confirmation slot); p = 0, q = 1 and
+``f = 2 / (1 + exp(eps / 2))`` for both, so ``epsilon_inf = epsilon_one = eps``.
 
-The analyst's list ("known") is the population minus every other string of the true
-top 100 (a stale dictionary); the final distribution decodes the full-string reports
-against the known list alone, against known + our discoveries, and against known + PEM's.
+``--split clients`` (default): a share ``--share`` of the clients sends a discovery report
+instead of its full-string one, so every client's epsilon_inf is ``eps``.
+``--split budget``: every client sends both, with ``eps * (1 - fraction)`` and
+``eps * fraction`` (``--fraction``), so every client's epsilon_inf is ``eps`` too.
+
+Candidate lists for the final decode of the full-string reports:
+
+* ``stale``: the population minus every other string of the true top 100 (a stale
+  dictionary of 19,950 strings: the decoder screens them, and its unexplained mass then
+  reads "not explained by the detected strings");
+* ``short``: the true top 500 minus every other of the top 100 (450 strings, fewer than
+  0.8 x rows: no screening, so the unexplained mass is the mass outside the list).
+
+Each is decoded alone, with our discoveries added, and (stale only) with PEM's.  Reported
+per list: TV, decoded top-10/50 recall and precision and false strings, the decoder's
+unexplained mass, what it estimates (``stale``: 1 - true mass of the detected strings;
+``short``: the true mass outside the list) and the true mass outside list + discoveries
+(the strings too rare to discover).
+
+Every run is a fresh process (one at a time), so ``peak_mb`` is that run's peak memory.
 
 Run:  python benchmarks/discovery.py --clients 1000000 --eps 4 --seeds 0 1 2
+      python benchmarks/discovery.py --clients 1000000 --eps 4 --seeds 0 1 2 --share 0.5 0.65 0.75 0.85 --no-pem
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import math
+import multiprocessing
+import resource
 import time
+from typing import Any
 
 import numpy as np
 
@@ -37,79 +58,108 @@ def _params(eps: float, k: int, m: int) -> Params:
                   prob_f=2.0 / (1.0 + math.exp(eps / 2.0)))
 
 
-def _final(sim, candidates: list[str]) -> dict[str, float]:
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _final(sim: Any, candidates: list[str], screened_target: bool) -> dict[str, float]:
     cands = list(dict.fromkeys(candidates))
+    t0 = time.perf_counter()
     res = Decoder().decode(sim.full, hash_candidates(cands, sim.params))
-    met = evaluate_result(res, sim.full_truth)
+    seconds = time.perf_counter() - t0
+    truth = sim.full_truth
+    total = sum(truth.values())
+    met = evaluate_result(res, truth)
     det = np.flatnonzero(res.detected)
-    scores = topk_scores(sim.full_truth, [res.strings[i] for i in det], res.proportion[det])
+    detected = [res.strings[i] for i in det]
+    scores = topk_scores(truth, detected, res.proportion[det])
+    outside = sum(c for s, c in truth.items() if s not in set(cands)) / total
+    target = 1.0 - sum(truth.get(s, 0) for s in detected) / total if screened_target else outside
     return {"tv": met.total_variation, "unexplained_mass": met.unexplained_mass,
-            "unexplained_true": met.true_unexplained_mass, **{f"decoded_{k}": v for k, v in scores.items()}}
+            "unexplained_se": met.unexplained_std_error, "unexplained_target": target, "outside": outside,
+            "candidates": len(cands), "decode_s": seconds, **{f"decoded_{k}": v for k, v in scores.items()}}
 
 
-def run_one(n: int, eps: float, seed: int, share: float, pem: bool) -> dict[str, float]:
-    full_p = _params(eps, 128, 64)
-    spec = DiscoverySpec(params=_params(eps, 256, 32), max_length=30, segment=2)
+def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: float, pem: bool,
+            beam: int) -> dict[str, Any]:
+    """One collection: simulate, discover, decode (and PEM); returns the figures."""
+    if split == "clients":
+        full_p, disc_p = _params(eps, 128, 64), _params(eps, 256, 32)
+    else:
+        full_p, disc_p = _params(eps * (1.0 - fraction), 128, 64), _params(eps * fraction, 256, 32)
+    spec = DiscoverySpec(params=disc_p, max_length=30, segment=2)
     pop = realistic_population(20_000, exponent=1.1, rng=seed)
     ranked = list(pop.strings)
-    known = [s for i, s in enumerate(ranked) if not (i < 100 and i % 2 == 1)]
-    out: dict[str, float] = {"clients": n, "eps": eps, "seed": seed, "share": share}
+    stale = [s for i, s in enumerate(ranked) if not (i < 100 and i % 2 == 1)]
+    short = stale[:450]
+    out: dict[str, Any] = {"clients": n, "eps": eps, "seed": seed, "split": split,
+                           "share": share if split == "clients" else 1.0,
+                           "fraction": fraction if split == "budget" else None, "beam": beam}
     t0 = time.perf_counter()
-    sim = simulate_discovery(full_p, spec, pop, n, discovery_share=share, rng=seed)
+    sim = simulate_discovery(full_p, spec, pop, n, discovery_share=share, split=split, rng=seed)
     out["simulate_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    res = discover(sim.discovery, spec)
+    res = discover(sim.discovery, spec, beam=beam)
     out["discover_s"] = time.perf_counter() - t0
+    out["discover_peak_mb"] = _peak_mb()
+    out["pooled"] = res.n_tested
     found = res.candidates()
     sig = res.significant
     for key, v in topk_scores(sim.truth, [s for s, k in zip(res.strings, sig) if k], res.proportion[sig]).items():
         out[f"ours_{key}"] = v
-    for key, v in _final(sim, known).items():
-        out[f"known_{key}"] = v
-    for key, v in _final(sim, known + found).items():
-        out[f"ours+known_{key}"] = v
-    for key, v in _final(sim, found).items():
-        out[f"ours_only_{key}"] = v
-    # The strings neither in the list nor discovered: the mass discovery could not reach.
-    reach = set(known) | set(found)
-    total = sum(sim.full_truth.values())
-    out["ours+known_missing_true"] = sum(c for s, c in sim.full_truth.items() if s not in reach) / total
-    reach = set(found)
-    out["ours_only_missing_true"] = sum(c for s, c in sim.full_truth.items() if s not in reach) / total
+    top10 = sim.top(10)
+    out["ours_missed_top10"] = [s for s in top10 if s not in set(found)]
+    for name, cands, screened in (("stale", stale, True), ("stale+ours", stale + found, True),
+                                  ("short", short, False), ("short+ours", short + found, False),
+                                  ("ours", found, False)):
+        if not cands:
+            continue
+        for key, v in _final(sim, cands, screened).items():
+            out[f"{name}_{key}"] = v
     if pem:
-        ppop = pem_population(pop, 30)
-        psim = simulate_discovery(full_p, spec, ppop, n, discovery_share=share, rng=seed)
+        pspec = DiscoverySpec(params=disc_p, max_length=30, segment=2, confirmation=False)
+        psim = simulate_discovery(full_p, pspec, pem_population(pop, 30), n, discovery_share=share, split=split,
+                                  rng=seed)
         t0 = time.perf_counter()
-        pres = pem_discover(psim.discovery, spec, top_k=50)
+        pres = pem_discover(psim.discovery, pspec, top_k=50)
         out["pem_s"] = time.perf_counter() - t0
         pfound = pres.candidates()
         # Every PEM output counts (junk byte strings that are not UTF-8 are false strings).
         for key, v in topk_scores(sim.truth, list(pres.strings), pres.proportion).items():
             out[f"pem_{key}"] = v
-        for key, v in _final(sim, known + pfound).items():
-            out[f"pem+known_{key}"] = v
+        for key, v in _final(sim, stale + pfound, True).items():
+            out[f"stale+pem_{key}"] = v
+    out["peak_mb"] = _peak_mb()
     return out
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--clients", type=int, nargs="+", default=[1_000_000])
     ap.add_argument("--eps", type=float, nargs="+", default=[4.0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--share", type=float, nargs="+", default=[0.5])
+    ap.add_argument("--share", type=float, nargs="+", default=[0.75])
+    ap.add_argument("--split", choices=("clients", "budget"), default="clients")
+    ap.add_argument("--fraction", type=float, nargs="+", default=[0.5],
+                    help="with --split budget: the discovery report's share of epsilon")
+    ap.add_argument("--beam", type=int, default=1000)
     ap.add_argument("--no-pem", action="store_true")
     ap.add_argument("--json", metavar="PATH", help="append one JSON line per run")
     args = ap.parse_args()
+    ctx = multiprocessing.get_context("spawn")
     for n in args.clients:
         for eps in args.eps:
             for share in args.share:
-                for seed in args.seeds:
-                    row = run_one(n, eps, seed, share, not args.no_pem)
-                    print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}),
-                          flush=True)
-                    if args.json:
-                        with open(args.json, "a", encoding="utf-8") as fh:
-                            fh.write(json.dumps(row) + "\n")
+                for fraction in args.fraction:
+                    for seed in args.seeds:
+                        with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+                            row = pool.submit(run_one, n, eps, seed, share, args.split, fraction, not args.no_pem,
+                                              args.beam).result()
+                        print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}),
+                              flush=True)
+                        if args.json:
+                            with open(args.json, "a", encoding="utf-8") as fh:
+                                fh.write(json.dumps(row) + "\n")
 
 
 if __name__ == "__main__":
