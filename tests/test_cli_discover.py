@@ -168,3 +168,19 @@ def test_decode_discover_counts_of_the_wrong_layout(collection: Path, full_strin
     err = capsys.readouterr().err
     assert f"{collection / 'counts.csv'}" in err and "rows" in err
     assert not (tmp_path / "r.csv").exists()
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ("c1,999,{bits}", "cohort"),            # wire cohort beyond slots x cohorts
+    ("c1,3,0101", "k = 64 characters"),     # wrong width
+])
+def test_discover_bad_reports_name_file_and_line(collection: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 row: str, message: str) -> None:
+    lines = (collection / "reports.csv").read_text().splitlines()[:5]
+    bits = lines[1].split(",")[2]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("\n".join(lines + [row.format(bits=bits)]) + "\n")
+    assert _discover(collection, tmp_path / "found.csv", "--reports", str(bad)) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"rappor: error: {bad}:6") and message in err, err
+    assert not (tmp_path / "found.csv").exists()

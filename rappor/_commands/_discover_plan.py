@@ -27,9 +27,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def full_reports(args: argparse.Namespace) -> int:
     """Full-string reports to plan for."""
+    reports = int(args.reports)
     if args.discovery_share is None:
-        return int(args.reports)
-    return max(1, round(args.reports * (1.0 - args.discovery_share)))
+        return reports
+    return max(1, round(reports * (1.0 - float(args.discovery_share))))
 
 
 def check(args: argparse.Namespace) -> None:
@@ -55,7 +56,7 @@ def write_text(out: IO[str], result: DiscoveryPlan) -> None:
               f"(share {result.discovery_share:g}), {result.n_full_reports} a full-string one\n")
     out.write(f"  discovery params (one slot): k={p.num_bloombits} h={p.num_hashes} m={p.num_cohorts} "
               f"p={p.prob_p:.4f} q={p.prob_q:.4f} f={p.prob_f:.4f}; max_length={result.spec.max_length} "
-              f"segment={result.spec.segment} alphabet={result.spec.alphabet}: {result.spec.levels} slots\n")
+              f"segment={result.spec.segment} alphabet={result.spec.as_dict()['alphabet']}: {result.spec.levels} slots\n")
     out.write(f"  per client (one report each): eps_inf={priv.epsilon_inf:.3f} eps1={priv.epsilon_one:.3f} "
               f"(full-string {priv.epsilon_inf_full:.3f}/{priv.epsilon_one_full:.3f}, discovery "
               f"{priv.epsilon_inf_discovery:.3f}/{priv.epsilon_one_discovery:.3f})\n")

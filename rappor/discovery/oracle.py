@@ -18,11 +18,20 @@ For slot ``s`` with ``n_c`` reports in cohort ``c`` and ``y_cj`` ones on bit ``j
   estimate has variance ``sum_c Var_j(t_cj) / (h (1 - beta)**2)`` where ``Var_j`` is the
   spread of the debiased counts over the cohort's bits (the "random string" null of the
   decoder, in closed form).  The standard error adds the excess of that spread over the
-  randomized-response part, so that z-scores of absent fragments stay standard normal
+  randomized-response part, so that z-scores of absent fragments have variance one
   when heavy values collide.
+* That null law has heavy tails: an absent fragment that lands, in a few cohorts, on
+  the bits of frequent fragments nobody has fitted gets their counts there, and among
+  millions of candidates some do.  The search therefore decides on the *trimmed*
+  estimate (:meth:`SlotOracle.trimmed`: the ``m // 8`` largest and smallest per-cohort
+  terms dropped), whose null mean and variance are simulated from the slot's own
+  counts with random bit patterns (fixed seed).
 
-:meth:`SlotOracle.score` is linear in the number of fragments (one hash per fragment and
-cohort, ``h`` look-ups), so prefix extensions over all 256 bytes are cheap.
+Scoring is linear in the number of fragments.  The extensions of many prefixes by every
+tail of the alphabet are one sparse matrix product (the bit index is additive, see
+:mod:`rappor.discovery.spec`): ``E R`` with ``E`` the tails' one-hot bits (``T x m h k``,
+``m h`` ones a row) and ``R[(c, i, b), f] = t_c[(a_ci(f) + b) mod k]`` for head ``f``
+(:meth:`SlotOracle.extensions_above`); 131,328 tails of one prefix cost about 5 ms.
 """
 
 from __future__ import annotations
