@@ -1,33 +1,39 @@
-"""Accuracy and speed of :class:`rappor.Decoder` on issue 4's scenarios; prints a table.
+"""Decoder accuracy over issue 14's scenario classes, every mode side by side, against google/rappor.
 
-Scenario: 100,000 reports (one per client), values v1..v100 with Zipf(1) frequencies,
-k=16 h=2 m=64 p=0.5 q=0.75 f=0.5, candidates v1..v100 plus 0, 900 or 9,900 decoys;
-then a null scenario (only decoys), a 100,000-candidate timing, and google/rappor's own
-small collection (``tests/data/google_rappor_small``; its R decoder: TV 0.307).
+Each class (``benchmarks/_classes.py``: large decoy lists, missing mass, k=128, high privacy,
+p and q close, issue 4's public scenario, small all-real lists, decoys only) is simulated
+with google/rappor's MD5 hashing and encoding rules, ``--seeds`` collections each, and
+decoded by every mode.  For each (class, mode): total variation to the truth (undetected =
+0, as results.csv is read: its rows are the detected strings) -- mean, sd, min-max --,
+detected strings and false positives (mean, min-max / max); for the ``decoys-only`` class
+the share of decodes with any detection (the per-decode false-detection rate, to hold at
+``alpha``).  ``ratio`` is the mean TV over the reference's *best* run per collection.
 
-Counts are drawn exactly from their binomial distribution (:func:`rappor.simulation.zipf_scenario`);
-the row marked ``sim`` encodes every client with :func:`rappor.simulation.simulate`
-(same law as the real client) to confirm the shortcut.  BLAS threads are pinned with
-threadpoolctl when available (``--threads``).
-
-Every figure is a mean over the seeds with its range (min-max) beside it: single decodes
-vary a lot (empirical-Bayes detections over seeds 0-4 range from 12 to 100).  The coverage
-of the detected strings' 95% intervals (the interval results.csv reports) is pooled over
-the seeds, with the median width; with 5 seeds it rests on about 30 intervals, so quote
-it from ``--seeds 20``.  The last lines say what the figures compare with: google/rappor's
-R decoder on the same scenario and, at 10,000 candidates, the genie bound of
-``benchmarks/oracle_bound.py``.
+The reference (google/rappor's R decoder) is read from ``--reference DIR`` when its runs
+are there: write the collections with ``--export DIR``, run ``bin/decode_dist.R`` on each
+(see ``benchmarks/_reference.py`` for the layout and command), then rerun with
+``--reference DIR``.  Modes of the research prototype (``benchmarks/_research_decoder.py``)
+are added with ``--research``.
 
 Usage::
 
-    python benchmarks/accuracy.py [--seeds 5] [--correction fdr] [--estimator least-squares] [--quick]
+    python benchmarks/accuracy.py [--seeds 20] [--classes issue4,decoys-1k] [--modes default,eb]
+        [--research] [--reference DIR] [--export DIR] [--json FILE]
+
+Issue 4's detailed scenario (coverage, encoder check, timing, interop) is
+``benchmarks/accuracy_issue4.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
 import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -36,140 +42,249 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import rappor  # noqa: E402
-from _scenario import zipf_scenario  # noqa: E402
+from _classes import CLASSES, Collection, ScenarioClass, collection, export_collection  # noqa: E402
+from _reference import ReferenceRun, read_reference  # noqa: E402
 
-PARAMS = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
-
-
-def candidates(n_values: int, n_decoys: int) -> list[str]:
-    return [f"v{i}" for i in range(1, n_values + 1)] + [f"decoy{i}" for i in range(n_decoys)]
-
-
-def detected_coverage(result: rappor.DecodeResult, truth: dict[str, int]) -> tuple[int, int, list[float]]:
-    """(covered, detected, widths): detected strings whose 95% interval holds the true share."""
-    n = sum(truth.values())
-    ci = result.confidence_interval(0.95, adjust=result.table_interval)  # the interval results.csv reports
-    det = np.flatnonzero(result.detected)
-    true_share = np.array([truth.get(result.strings[i], 0) / n for i in det])
-    covered = int(np.sum((ci.low[det] <= true_share) & (true_share <= ci.high[det])))
-    return covered, len(det), (ci.high[det] - ci.low[det]).tolist()
+#: A mode turns a collection into (shares, detected): the share results.csv gives each candidate
+#: (0 where it has no row) and its detected column (the strings vouched for).
+Mode = Callable[[Collection], tuple[np.ndarray, np.ndarray]]
 
 
-def _collection(seed: int, encoder: bool) -> tuple[rappor.Aggregate, dict[str, int]]:
-    if encoder:
-        from rappor.simulation import Population, simulate
+def decoder_mode(**kwargs: object) -> Mode:
+    """A mode that runs :class:`rappor.Decoder` with ``kwargs``; its rows are the detected strings."""
+    decoder = rappor.Decoder(**kwargs)  # type: ignore[arg-type]
 
-        sim = simulate(PARAMS, Population.zipf(100), 100_000, rng=seed)
-        return sim.aggregate, sim.truth
-    sc = zipf_scenario(PARAMS, n_reports=100_000, n_values=100, rng=seed)
-    return sc.aggregate, sc.truth()
+    def run(col: Collection) -> tuple[np.ndarray, np.ndarray]:
+        res = decoder.decode(col.aggregate, col.candidate_map)
+        detected = np.asarray(res.detected, dtype=bool)
+        return np.where(detected, np.nan_to_num(res.proportion), 0.0), detected
+    return run
 
 
-def run_scenario(n_decoys: int, seeds: range, decoder: rappor.Decoder, encoder: bool = False) -> dict[str, np.ndarray]:
-    """Per-seed figures (arrays over the seeds), plus the detected intervals' coverage and widths pooled."""
-    rows, widths = [], []
-    cmap = rappor.hash_candidates(candidates(100, n_decoys), PARAMS)
+#: Every combination of the current decoder's options that changes its answer.
+MODES: dict[str, Mode] = {
+    "default": decoder_mode(),
+    "storey": decoder_mode(correction="storey"),
+    "adaptive-fdr": decoder_mode(correction="adaptive-fdr"),
+    "bonferroni": decoder_mode(correction="bonferroni"),
+    "lfdr": decoder_mode(correction="lfdr"),
+    "eb": decoder_mode(estimator="empirical-bayes"),
+    "normal": decoder_mode(null="normal"),
+    "normal+storey": decoder_mode(null="normal", correction="storey"),
+    "normal+bonferroni": decoder_mode(null="normal", correction="bonferroni"),
+    "normal+lfdr": decoder_mode(null="normal", correction="lfdr"),
+    "normal+eb": decoder_mode(null="normal", estimator="empirical-bayes"),
+}
+
+
+@dataclass
+class Row:
+    """Per-seed figures of one (class, mode)."""
+
+    tv: list[float]
+    detected: list[int]
+    fp: list[int]
+    seconds: list[float]
+    rows: list[int] = field(default_factory=list)
+    rows_fp: list[int] = field(default_factory=list)
+
+    def summary(self) -> dict[str, float]:
+        tv, det, fp = np.array(self.tv), np.array(self.detected), np.array(self.fp)
+        rows = np.array(self.rows or self.detected)
+        rows_fp = np.array(self.rows_fp or self.fp)
+        return {"tv": float(tv.mean()), "tv_sd": float(tv.std(ddof=1)) if len(tv) > 1 else 0.0,
+                "tv_min": float(tv.min()), "tv_max": float(tv.max()), "det": float(det.mean()),
+                "det_min": int(det.min()), "det_max": int(det.max()), "fp": float(fp.mean()), "fp_max": int(fp.max()),
+                "any_fp": float(np.mean(fp > 0)), "seconds": float(np.mean(self.seconds)), "n": len(tv),
+                "rows": float(rows.mean()), "rows_fp": float(rows_fp.mean())}
+
+
+def score(col: Collection, shares: np.ndarray, detected: np.ndarray) -> tuple[float, int, int, int, int]:
+    """(TV, detected, false positives, rows, false rows) of a decode.
+
+    TV is that of ``shares`` (every candidate's share in results.csv, 0 without a row);
+    detected and false positives read the ``detected`` column; rows and false rows count
+    the candidates with a positive share (what a reader that takes every row as a
+    detection would count).
+    """
+    m = rappor.metrics.evaluate(col.truth, col.candidate_map.strings, shares, detected=np.ones(len(shares), dtype=bool))
+    absent = col.true_share == 0
+    rows = shares > 0
+    return (m.total_variation, int(detected.sum()), int((detected & absent).sum()), int(rows.sum()),
+            int((rows & absent).sum()))
+
+
+def run_class(scenario: ScenarioClass, seeds: range, modes: dict[str, Mode]) -> dict[str, Row]:
+    rows = {name: Row([], [], [], []) for name in modes}
     for seed in seeds:
-        aggregate, truth = _collection(seed, encoder)
-        t0 = time.perf_counter()
-        res = decoder.decode(aggregate, cmap)
-        seconds = time.perf_counter() - t0
-        m = rappor.evaluate(truth, res.strings, res.proportion, detected=res.detected)
-        tv_all = rappor.evaluate(truth, res.strings, res.proportion, detected=np.ones(len(res), bool)).total_variation
-        covered, det, width = detected_coverage(res, truth)
-        widths.extend(width)
-        rows.append((m.total_variation, tv_all, m.n_detected, m.false_positives, covered, det, seconds,
-                     res.diagnostics.unexplained_mass))
-    r = np.array(rows, dtype=float)
-    out = dict(zip(("TV", "TV_all", "detected", "FP", "covered", "n_intervals", "seconds", "unexplained"), r.T))
-    out["coverage"] = np.array([r[:, 4].sum() / max(r[:, 5].sum(), 1)])
-    out["width"] = np.array([np.median(widths) if widths else np.nan])
-    return out
+        col = collection(scenario, seed)
+        for name, mode in modes.items():
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                shares, detected = mode(col)
+            seconds = time.perf_counter() - t0
+            tv, det, fp, n_rows, rows_fp = score(col, shares, detected)
+            r = rows[name]
+            r.tv.append(tv), r.detected.append(det), r.fp.append(fp), r.seconds.append(seconds)
+            r.rows.append(n_rows), r.rows_fp.append(rows_fp)
+    return rows
 
 
-def spread(values: np.ndarray, digits: int, range_digits: int | None = None) -> str:
-    """``mean (min-max)``."""
-    r = digits if range_digits is None else range_digits
-    return f"{values.mean():.{digits}f} ({values.min():.{r}f}-{values.max():.{r}f})"
+def reference_rows(runs: list[ReferenceRun]) -> dict[str, Row]:
+    """The reference as two rows: every run (``ref-all``) and the best run of each collection (``ref-best``)."""
+    if not runs:
+        return {}
+    every = Row([r.total_variation for r in runs], [r.detected for r in runs], [r.false_positives for r in runs],
+                [r.seconds for r in runs])
+    best = Row([], [], [], [])
+    for seed in sorted({r.seed for r in runs}):
+        top = min((r for r in runs if r.seed == seed), key=lambda r: r.total_variation)
+        best.tv.append(top.total_variation), best.detected.append(top.detected)
+        best.fp.append(top.false_positives), best.seconds.append(top.seconds)
+    return {"ref-all": every, "ref-best": best}
 
 
-def run_null(seeds: range, decoder: rappor.Decoder, n_decoys: int = 1000) -> tuple[float, int]:
-    """Data from v1..v100, candidates only decoys: per-candidate false-positive rate, decodes with any."""
-    fp, any_fp = 0, 0
-    for seed in seeds:
-        sc = zipf_scenario(PARAMS, n_reports=100_000, n_values=100, rng=1000 + seed)
-        res = decoder.decode(sc.aggregate, rappor.hash_candidates(candidates(0, n_decoys), PARAMS))
-        fp += int(res.detected.sum())
-        any_fp += int(res.detected.any())
-    return fp / max(len(seeds) * n_decoys, 1), any_fp
+def print_class(scenario: ScenarioClass, table: dict[str, dict[str, float]]) -> None:
+    ref = table.get("ref-best")
+    print(f"\n## {scenario.name}: {scenario.description}")
+    if scenario.kind == "null":
+        print(f"{'mode':<22} {'decodes w/ FP':>13} {'FP mean':>8} {'FP max':>7} {'rows':>6} {'n':>4} {'s':>6}")
+        for name, s in table.items():
+            print(f"{name:<22} {s['any_fp']:13.3f} {s['fp']:8.2f} {s['fp_max']:7d} {s['rows']:6.1f} {s['n']:4d} "
+                  f"{s['seconds']:6.2f}")
+        return
+    print(f"{'mode':<22} {'TV':>6} {'sd':>6} {'min-max':>12} {'det':>6} {'(min-max)':>10} {'FP':>5} {'max':>4} "
+          f"{'ratio':>6} {'rows':>6} {'FProws':>6} {'n':>4} {'s':>6}")
+    for name, s in table.items():
+        ratio = s["tv"] / ref["tv"] if ref else math.nan
+        print(f"{name:<22} {s['tv']:6.3f} {s['tv_sd']:6.3f} {s['tv_min']:5.3f}-{s['tv_max']:5.3f} {s['det']:6.1f} "
+              f"{s['det_min']:>4d}-{s['det_max']:<4d} {s['fp']:5.2f} {s['fp_max']:4d} {ratio:6.3f} {s['rows']:6.1f} "
+              f"{s['rows_fp']:6.1f} {s['n']:4d} "
+              f"{s['seconds']:6.2f}")
 
 
-def run_interop(decoder: rappor.Decoder) -> float:
-    d = HERE.parent / "tests" / "data" / "google_rappor_small"
-    params = rappor.read_params(d / "params.csv")
-    agg = rappor.read_counts(d / "counts.csv", params)
-    cmap = rappor.read_map(d / "map.csv", params)
-    truth = {}
-    for line in (d / "truth.csv").read_text().splitlines()[1:]:
-        s, c, _ = line.split(",")
-        truth[s.strip('"')] = int(c)
-    res = decoder.decode(agg, cmap)
-    m = rappor.evaluate(truth, res.strings, res.proportion, detected=res.detected)
-    return m.total_variation, m.n_detected, m.false_positives
+def print_summary(results: dict[str, dict[str, dict[str, float]]], alpha: float) -> None:
+    """Per mode: worst and mean ratio to the reference's best run, FP excess, null rate."""
+    dist = [c for c in CLASSES if c.name in results and c.kind == "distribution"]
+    nulls = [c for c in CLASSES if c.name in results and c.kind == "null"]
+    modes = list(next(iter(results.values())).keys())
+    print(f"\n## Summary (ratio = mean TV / mean TV of the reference's best run; goal: worst <= 1, mean <= 0.85; "
+          f"decoys-only decodes with any FP <= {alpha})")
+    print(f"{'mode':<22} {'worst ratio':>11} {'(class)':<14} {'mean ratio':>10} {'FP > ref in':<30} {'null FP rate':>12}")
+    for mode in modes:
+        ratios, fp_over = [], []
+        for c in dist:
+            t = results[c.name]
+            if "ref-best" in t and mode in t:
+                ratios.append((t[mode]["tv"] / t["ref-best"]["tv"], c.name))
+                if t[mode]["fp"] > t["ref-all"]["fp"] + 1e-9:
+                    fp_over.append(c.name)
+        null = ", ".join(f"{results[c.name][mode]['any_fp']:.3f}" for c in nulls if mode in results[c.name])
+        if ratios:
+            worst = max(ratios)
+            mean = float(np.mean([r for r, _ in ratios]))
+            print(f"{mode:<22} {worst[0]:11.3f} {worst[1]:<14} {mean:10.3f} {','.join(fp_over) or '-':<30} {null:>12}")
+        else:
+            print(f"{mode:<22} {'-':>11} {'':<14} {'-':>10} {'-':<30} {null:>12}")
+
+
+def markdown(results: dict[str, dict[str, dict[str, float]]]) -> str:
+    """The table as markdown: one row per (class, mode), TV mean (sd) [min-max], ratio, detections."""
+    lines = ["| class | mode | TV mean (sd) [min-max] | ratio | detected (min-max) | FP mean (max) | rows (false) |",
+             "|---|---|---|---|---|---|---|"]
+    for c in CLASSES:
+        table = results.get(c.name)
+        if not table:
+            continue
+        ref = table.get("ref-best")
+        for name, s in table.items():
+            if c.kind == "null":
+                lines.append(f"| {c.name} | {name} | decodes with a detection: {s['any_fp']:.3f} | | | "
+                             f"{s['fp']:.2f} ({s['fp_max']}) | {s['rows']:.1f} |")
+                continue
+            ratio = f"{s['tv'] / ref['tv']:.3f}" if ref else "-"
+            lines.append(f"| {c.name} | {name} | {s['tv']:.3f} ({s['tv_sd']:.3f}) [{s['tv_min']:.3f}-{s['tv_max']:.3f}] | "
+                         f"{ratio} | {s['det']:.1f} ({s['det_min']}-{s['det_max']}) | {s['fp']:.2f} ({s['fp_max']}) | "
+                         f"{s['rows']:.1f} ({s['rows_fp']:.1f}) |")
+    # A compact matrix: mean TV per class and mode (decoys-only: share of decodes with a detection).
+    modes = list(next(iter(results.values())).keys())
+    lines += ["", "| class | " + " | ".join(modes) + " |", "|---|" + "---|" * len(modes)]
+    for c in CLASSES:
+        table = results.get(c.name)
+        if table:
+            key = "any_fp" if c.kind == "null" else "tv"
+            lines.append(f"| {c.name} | " + " | ".join(f"{table[m][key]:.3f}" if m in table else "-" for m in modes) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--correction", default="fdr", choices=["fdr", "lfdr", "adaptive-fdr", "storey", "bonferroni", "none"])
+    parser.add_argument("--seeds", type=int, default=5, help="collections per class [default: 5; 20 for the table]")
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--classes", default="all", help="comma-separated class names [default: all]")
+    parser.add_argument("--modes", default="all", help="comma-separated mode names [default: all]")
+    parser.add_argument("--research", action="store_true", help="add the research prototype's modes")
+    parser.add_argument("--reference", default=None, help="directory of the reference's runs (see --export)")
+    parser.add_argument("--export", default=None, help="write the collections for the reference and exit")
+    parser.add_argument("--json", default=None, help="write the table as JSON")
+    parser.add_argument("--from-json", default=None, help="print the tables of a --json file instead of decoding")
+    parser.add_argument("--markdown", default=None, help="write the table as markdown")
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads (threadpoolctl) [default: 1]")
-    parser.add_argument("--no-unexplained", action="store_true", help="classical model without the non-candidate column")
-    parser.add_argument("--quick", action="store_true", help="skip the 100,000-candidate timing")
-    parser.add_argument("--null", default="random-strings", choices=["random-strings", "normal"],
-                        help="null law of the test statistics [default: random-strings]")
-    parser.add_argument("--estimator", default="least-squares", choices=["least-squares", "empirical-bayes"],
-                        help="decoder estimator [default: least-squares]")
-    parser.add_argument("--null-decodes", type=int, default=60, help="decodes of the null scenario [default: 60]")
     args = parser.parse_args(argv)
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:  # pragma: no cover - optional
-        threads = "default (threadpoolctl not installed)"
+        pass
     else:
         threadpool_limits(args.threads, user_api="blas")
-        threads = str(args.threads)
-    decoder = rappor.Decoder(correction=args.correction, model_unexplained=not args.no_unexplained, null=args.null,
-                             estimator=args.estimator)
-    seeds = range(args.seeds)
-    print(f"decoder: {decoder!r}; seeds 0-{args.seeds - 1}; BLAS threads {threads}")
-    print("each figure: mean over the seeds (min-max); cover95 / width: detected strings' 95% intervals, pooled")
-    print(f"{'candidates':>12} {'TV':>19} {'TV_all':>7} {'detected':>16} {'FP':>14} {'cover95':>8} {'width':>6} "
-          f"{'unexpl':>7} {'seconds':>8}")
-    for decoys, encoder in ((0, False), (0, True), (900, False), (9900, False), (9900, True)):
-        r = run_scenario(decoys, seeds, decoder, encoder)
-        label = f"{100 + decoys:,}" + (" sim" if encoder else "")
-        print(f"{label:>12} {spread(r['TV'], 3):>19} {r['TV_all'].mean():7.3f} {spread(r['detected'], 1, 0):>16} "
-              f"{spread(r['FP'], 1, 0):>14} {r['coverage'][0]:8.3f} {r['width'][0]:6.3f} {r['unexplained'].mean():7.3f} "
-              f"{r['seconds'].mean():8.3f}", flush=True)
-    rate, any_fp = run_null(range(args.null_decodes), decoder)
-    if args.null_decodes:
-        print(f"null (1,000 decoys only, {args.null_decodes} decodes): false-positive rate per candidate "
-              f"{rate:.5f}, decodes with any FP {any_fp} of {args.null_decodes} = {any_fp / args.null_decodes:.3f} "
-              f"(level {decoder.significance_level})")
-    if not args.quick:
-        for params in (PARAMS, rappor.Params(num_bloombits=128, num_hashes=2, num_cohorts=128, prob_p=0.5,
-                                             prob_q=0.75, prob_f=0.5)):
-            sc = zipf_scenario(params, n_reports=100_000, n_values=100, rng=0)
-            cmap = rappor.hash_candidates(candidates(100, 99_900), params)
-            t0 = time.perf_counter()
-            res = decoder.decode(sc.aggregate, cmap)
-            print(f"100,000 candidates (k={params.k} m={params.m}): {time.perf_counter() - t0:.2f} s, "
-                  f"detected {int(res.detected.sum())}", flush=True)
-    tv, det, fp = run_interop(decoder)
-    print(f"google/rappor small collection: TV {tv:.3f}, detected {det}, FP {fp} (its R decoder: TV 0.307, 9 detected, 1 FP)")
-    print("compare with: google/rappor's R decoder on this scenario, TV 0.26-0.30 / 13-19 detected (100 candidates), "
-          "0.32-0.37 / 0-5 false positives (10,000; docs/decoder.md); at 10,000 candidates no decoder averages below "
-          "the genie bound, 0.293 (benchmarks/oracle_bound.py)")
+    classes = [c for c in CLASSES if args.classes == "all" or c.name in args.classes.split(",")]
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    if args.export:
+        for c in classes:
+            for seed in seeds:
+                export_collection(collection(c, seed), args.export)
+        print(f"wrote {len(classes)} classes x {len(seeds)} collections under {args.export}")
+        return 0
+    if args.from_json:
+        results = json.loads(Path(args.from_json).read_text())
+        for c in CLASSES:
+            if c.name in results:
+                print_class(c, results[c.name])
+        print_summary(results, 0.05)
+        if args.markdown:
+            Path(args.markdown).write_text(markdown(results))
+        return 0
+    modes = dict(MODES)
+    if args.research:
+        from _research_decoder import RESEARCH_MODES
+
+        modes.update(RESEARCH_MODES)
+    if args.modes != "all":
+        wanted = args.modes.split(",")
+        unknown = [m for m in wanted if m not in modes]
+        if unknown:
+            parser.error(f"unknown modes {unknown}; known: {sorted(modes)}")
+        modes = {m: modes[m] for m in wanted}
+    print(f"{len(classes)} classes, seeds {seeds.start}..{seeds.stop - 1}, modes: {', '.join(modes)}")
+    results: dict[str, dict[str, dict[str, float]]] = {}
+    for c in classes:
+        rows = run_class(c, seeds, modes)
+        if args.reference:
+            rows.update(reference_rows(read_reference(args.reference, c.name, seeds)))
+        results[c.name] = {name: r.summary() for name, r in rows.items()}
+        print_class(c, results[c.name])
+        sys.stdout.flush()
+    print_summary(results, 0.05)
+    issue4 = results.get("issue4", {}).get("ref-all")
+    if issue4:
+        print(f"\nreference on issue 4's public scenario: TV {issue4['tv_min']:.3f}-{issue4['tv_max']:.3f} (mean "
+              f"{issue4['tv']:.3f}), detected {issue4['det_min']}-{issue4['det_max']} over {issue4['n']} runs "
+              "(published: TV 0.26-0.30, 13-19 detected)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    if args.markdown:
+        Path(args.markdown).write_text(markdown(results))
     return 0
 
 

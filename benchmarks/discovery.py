@@ -27,6 +27,9 @@ unexplained mass, what it estimates (``stale``: 1 - true mass of the detected st
 
 Every run is a fresh process (one at a time), so ``peak_mb`` is that run's peak memory.
 
+``--method reports`` encodes every client's reports (OS-independent seeded IRR) and sums
+them, so ``simulate_s`` and ``simulate_peak_mb`` are a real collection's time and memory.
+
 Run:  python benchmarks/discovery.py --clients 1000000 --eps 4 --seeds 0 1 2
       python benchmarks/discovery.py --clients 1000000 --eps 4 --seeds 0 1 2 --share 0.5 0.65 0.75 0.85 --no-pem
 """
@@ -109,23 +112,25 @@ def _two_columns(sim: Any, cands: list[str], det: np.ndarray, truth: dict[str, i
 
 
 def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: float, pem: bool,
-            beam: int) -> dict[str, Any]:
+            beam: int, method: str = "aggregate", alphabet: str = "bytes") -> dict[str, Any]:
     """One collection: simulate, discover, decode (and PEM); returns the figures."""
     if split == "clients":
         full_p, disc_p = _params(eps, 128, 64), _params(eps, 256, 32)
     else:
         full_p, disc_p = _params(eps * (1.0 - fraction), 128, 64), _params(eps * fraction, 256, 32)
-    spec = DiscoverySpec(params=disc_p, max_length=30, segment=2)
+    spec = DiscoverySpec(params=disc_p, max_length=30, segment=2, alphabet=alphabet)
     pop = realistic_population(20_000, exponent=1.1, rng=seed)
     ranked = list(pop.strings)
     stale = [s for i, s in enumerate(ranked) if not (i < 100 and i % 2 == 1)]
     short = stale[:450]
     out: dict[str, Any] = {"clients": n, "eps": eps, "seed": seed, "split": split,
                            "share": share if split == "clients" else 1.0,
-                           "fraction": fraction if split == "budget" else None, "beam": beam}
+                           "fraction": fraction if split == "budget" else None, "beam": beam, "method": method,
+                           "alphabet": alphabet}
     t0 = time.perf_counter()
-    sim = simulate_discovery(full_p, spec, pop, n, discovery_share=share, split=split, rng=seed)
+    sim = simulate_discovery(full_p, spec, pop, n, discovery_share=share, split=split, method=method, rng=seed)
     out["simulate_s"] = time.perf_counter() - t0
+    out["simulate_peak_mb"] = _peak_mb()
     t0 = time.perf_counter()
     res = discover(sim.discovery, spec, beam=beam)
     out["discover_s"] = time.perf_counter() - t0
@@ -145,9 +150,9 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
         for key, v in _final(sim, cands, screened).items():
             out[f"{name}_{key}"] = v
     if pem:
-        pspec = DiscoverySpec(params=disc_p, max_length=30, segment=2, confirmation=False)
+        pspec = DiscoverySpec(params=disc_p, max_length=30, segment=2, alphabet=alphabet, confirmation=False)
         psim = simulate_discovery(full_p, pspec, pem_population(pop, 30), n, discovery_share=share, split=split,
-                                  rng=seed)
+                                  method=method, rng=seed)
         t0 = time.perf_counter()
         pres = pem_discover(psim.discovery, pspec, top_k=50)
         out["pem_s"] = time.perf_counter() - t0
@@ -172,6 +177,10 @@ def main() -> None:
                     help="with --split budget: the discovery report's share of epsilon")
     ap.add_argument("--beam", type=int, default=1000)
     ap.add_argument("--no-pem", action="store_true")
+    ap.add_argument("--method", choices=("aggregate", "reports"), default="aggregate",
+                    help="aggregate: counts drawn per value (fast, exact in law); reports: every client's "
+                         "report encoded and summed (time and memory of a real collection)")
+    ap.add_argument("--alphabet", default="bytes", help="the search's alphabet (rappor discover --alphabet)")
     ap.add_argument("--json", metavar="PATH", help="append one JSON line per run")
     args = ap.parse_args()
     ctx = multiprocessing.get_context("spawn")
@@ -182,7 +191,7 @@ def main() -> None:
                     for seed in args.seeds:
                         with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
                             row = pool.submit(run_one, n, eps, seed, share, args.split, fraction, not args.no_pem,
-                                              args.beam).result()
+                                              args.beam, args.method, args.alphabet).result()
                         print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}),
                               flush=True)
                         if args.json:

@@ -14,8 +14,8 @@ busy machine moves the figures less than wall time would):
    k=128 m=128 h=2) with its string-method fast path against the same call forced through
    the csv module (``_split_row`` disabled, as ``tests/test_fuzz.py`` does to compare
    them); and the reports reader's numpy block parser against the csv module row by row
-   (:func:`rappor.reports._parse_row` on every line), on 200,000 reports at k=32.
-3. **Active-set QP** (:func:`rappor._estimation.nonneg_fit`): least squares with ``w >= 0``
+   (:func:`rappor.formats.reports_csv._parse_row` on every line), on 200,000 reports at k=32.
+3. **Active-set QP** (:func:`rappor.decoder._fit.nonneg_fit`): least squares with ``w >= 0``
    and ``sum(w) <= 1`` on a 1,000-candidate design (k=16 m=64 h=2).
    ``scipy.optimize.lsq_linear`` only bounds each variable: the script shows the sum of
    its solution (above the cap) and both times, with and without the cap.
@@ -63,22 +63,22 @@ def murmur(repeat: int) -> None:
 
 
 def csv_paths(repeat: int, n_map: int) -> None:
-    import rappor.map_file
+    import rappor.formats.map
     from rappor import Params, hash_candidates, read_map, write_map
     from rappor._bits import bitstrings_to_bits
-    from rappor.reports import _parse_block, _parse_row
+    from rappor.formats.reports_csv import _parse_block, _parse_row
 
     params = Params(num_bloombits=128, num_hashes=2, num_cohorts=128, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "map.csv"
         write_map(hash_candidates([f"https://example.com/candidate/{i}" for i in range(n_map)], params), path)
         t_fast, fast = best(lambda: read_map(path, params), repeat)
-        split_row = rappor.map_file._split_row
-        rappor.map_file._split_row = lambda text, width: None
+        split_row = rappor.formats.map._split_row
+        rappor.formats.map._split_row = lambda text, width: None
         try:
             t_csv, slow = best(lambda: read_map(path, params), repeat)
         finally:
-            rappor.map_file._split_row = split_row
+            rappor.formats.map._split_row = split_row
     assert fast.strings == slow.strings and (fast.matrix != slow.matrix).nnz == 0
     print(f"read_map {n_map:,} candidates k=128 m=128 h=2: csv module {t_csv:.2f} s, fast path {t_fast:.2f} s "
           f"({t_csv / t_fast:.1f}x)")
@@ -94,7 +94,7 @@ def csv_paths(repeat: int, n_map: int) -> None:
         rows = [_parse_row(text, rparams, 3, "<bench>", i) for i, text in enumerate(lines)]
         return np.array([c for c, _ in rows]), bitstrings_to_bits([irr for _, irr in rows], k)
 
-    t_block, (cohorts, parsed, _) = best(lambda: _parse_block(data, rparams, 3, "<bench>", 1), repeat)
+    t_block, (cohorts, parsed) = best(lambda: _parse_block(data, rparams, 3, "<bench>", 1), repeat)
     t_rows, (cohorts2, parsed2) = best(slow_rows, repeat)
     assert np.array_equal(cohorts, cohorts2) and np.array_equal(parsed, parsed2)
     print(f"reports CSV {n:,} rows k={k}: csv module row by row {t_rows:.2f} s, numpy block {t_block:.2f} s "
@@ -105,7 +105,7 @@ def qp(repeat: int) -> None:
     from scipy.optimize import lsq_linear
 
     from rappor import Params, hash_candidates
-    from rappor._estimation import nonneg_fit
+    from rappor.decoder._fit import nonneg_fit
 
     params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     s = 1_000

@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
                     rows["genie-uz"].append((honest, -1, -1))
             for name, prop, det in (("oracle", shares, shares > 0), ("eb", eb.proportion, eb.detected),
                                     ("ls", ls.proportion, ls.detected)):
-                m = rappor.evaluate(truth, strings, prop, detected=det)
+                m = rappor.metrics.evaluate(truth, strings, prop, detected=det)
                 rows[name].append((m.total_variation, m.n_detected, m.false_positives))
         for name, values in rows.items():
             tv, det, fp = np.mean(np.array(values, dtype=float), axis=0)

@@ -1,6 +1,6 @@
 """The screening Lasso's penalty: plug-in default vs cross-validation (CV-min, CV-1se).
 
-Issue 4's scenario (``benchmarks/accuracy.py``): 100,000 reports, values v1..v100 with
+Issue 4's scenario (``benchmarks/accuracy_issue4.py``): 100,000 reports, values v1..v100 with
 Zipf(1) frequencies, k=16 h=2 m=64 p=0.5 q=0.75 f=0.5; candidates v1..v100 plus 900 or
 9,900 decoys (both screened: more candidates than 0.8 x 1,024 rows), 5 seeds; and the
 null scenario (data v1..v100, candidates 1,000 decoys only).  For each penalty the
@@ -36,7 +36,7 @@ import rappor  # noqa: E402
 from rappor.decoder._problem import scale_rows, weighted_problem  # noqa: E402
 from rappor.decoder._screen import cv_lasso  # noqa: E402
 from _scenario import zipf_scenario  # noqa: E402
-from accuracy import PARAMS, candidates  # noqa: E402
+from accuracy_issue4 import PARAMS, candidates  # noqa: E402
 
 METHODS = ("plug-in", "cv-min", "cv-1se", "plug-in*sqrt(phi)")
 
@@ -91,7 +91,7 @@ def run_scenario(n_decoys: int, seeds: range, folds: int, curve: bool) -> dict[s
         alphas, cv_seconds = penalties(sc.aggregate, cmap, folds, curve and seed == seeds[0])
         for method, alpha in alphas.items():
             res, seconds = decode(sc.aggregate, cmap, alpha, method)
-            m = rappor.evaluate(truth, res.strings, res.proportion, detected=res.detected)
+            m = rappor.metrics.evaluate(truth, res.strings, res.proportion, detected=res.detected)
             n_rows = 64 * 16
             out[method].append((m.total_variation, m.n_detected, m.false_positives, res.diagnostics.selected,
                                 res.diagnostics.lasso_alpha * n_rows,

@@ -31,7 +31,7 @@ def main() -> None:
             started = time.perf_counter()
             result = audit_encoder(params, encoder=encoder, n_pairs=args.pairs, n_samples=args.samples,
                                    n_reports=args.samples, rng=args.seed)
-            print(result.table())
+            print(result.to_text())
             print(f"({time.perf_counter() - started:.1f} s)\n")
 
 

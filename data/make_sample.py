@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from rappor import Params, write_params
-from rappor.aggregate import write_counts
-from rappor.candidates import write_candidates
-from rappor.reports import write_reports
+from rappor.formats.counts import write_counts
+from rappor.formats.candidates import write_candidates
+from rappor.formats.reports_csv import write_reports
 from rappor.simulation import Population, candidate_strings, simulate
 
 HERE = Path(__file__).parent

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import rappor
 from rappor.aggregate import Aggregate
-from rappor.candidates import read_candidates
+from rappor.formats.candidates import read_candidates
 from rappor.decoder import Decoder
 from rappor.metrics import evaluate_result
-from rappor.reports import read_reports
+from rappor.formats.reports_csv import read_reports
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 

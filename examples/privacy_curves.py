@@ -12,7 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rappor import Params, epsilon_from_lying_probability, loss, rdp, rho_zcdp
+from rappor import Params
+from rappor.mechanisms import epsilon_from_lying_probability
+from rappor.privacy import loss, rdp, rho_zcdp
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("outdir", nargs="?", type=Path, default=Path(__file__).resolve().parent / "output",

@@ -8,13 +8,17 @@
   of its inputs or another output (compared by device and inode).
 * :func:`remove_temporary_files` deletes uncommitted temporary outputs after a signal.
 * :func:`read_input_bytes` and :func:`iter_text_lines` read a path or ``-`` (stdin),
-  accept a UTF-8 byte-order mark and CRLF line endings, and turn every failure into a
+  accept a UTF-8 byte-order mark and CRLF line endings, and turn bad content into a
   :class:`~rappor.exceptions.ReportFormatError` naming the file (and line).
+
+A file that cannot be opened, read or written is a
+:class:`~rappor.exceptions.RapporIOError` naming it (with the ``errno`` that caused it).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import secrets
@@ -25,14 +29,14 @@ from pathlib import Path
 from typing import IO, Any, Union
 
 from ._keyfile import looks_like_key_file, not_a_key_file_error
-from .exceptions import InvalidParameterError, ReportFormatError
+from .exceptions import InvalidParameterError, RapporError, RapporIOError, ReportFormatError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 STDIO = "-"
 
 __all__ = ["PathLike", "atomic_output", "check_distinct_files", "csv_field", "display_name", "file_identity",
-           "iter_text_lines", "output_target", "read_input_bytes", "remove_temporary_files"]
+           "iter_text_lines", "output_directory", "output_target", "read_input_bytes", "remove_temporary_files"]
 
 
 def display_name(path: PathLike | None) -> str:
@@ -42,7 +46,7 @@ def display_name(path: PathLike | None) -> str:
     return os.fspath(path)
 
 
-def _os_error(path: PathLike, exc: OSError) -> ReportFormatError:
+def _os_error(path: PathLike, exc: OSError) -> RapporIOError:
     reason = exc.strerror or exc.__class__.__name__
     if isinstance(exc, IsADirectoryError):
         reason = "is a directory, expected a file"
@@ -50,7 +54,7 @@ def _os_error(path: PathLike, exc: OSError) -> ReportFormatError:
         reason = "no such file"
     elif isinstance(exc, PermissionError):
         reason = "permission denied"
-    return ReportFormatError(f"cannot read file: {reason}", path=display_name(path))
+    return RapporIOError(f"cannot read file: {reason}", path=display_name(path), errno=exc.errno)
 
 
 def read_input_bytes(path: PathLike, *, max_bytes: int | None = None, what: str = "this file") -> bytes:
@@ -90,6 +94,8 @@ def open_input_binary(path: PathLike) -> Iterator[IO[bytes]]:
         except MemoryError:
             # Name the file in the CLI's message (rappor.cli): the likeliest cause is in it.
             raise MemoryError(f"while reading {display_name(path)}") from None
+        except RapporError:
+            raise  # already names its file
         except OSError as exc:  # a failed read (EIO ...): "cannot read file", not the write wording above
             if isinstance(exc, BrokenPipeError):
                 raise
@@ -232,9 +238,9 @@ class _AtomicFile:
         _PENDING.discard(self.tmp)
 
 
-def _write_error(path: PathLike, exc: OSError) -> ReportFormatError:
+def _write_error(path: PathLike, exc: OSError) -> RapporIOError:
     reason = exc.strerror or exc.__class__.__name__
-    return ReportFormatError(f"cannot write file: {reason}", path=os.fspath(path))
+    return RapporIOError(f"cannot write file: {reason}", path=os.fspath(path), errno=exc.errno)
 
 
 def _same_file_as_stdout(st: os.stat_result) -> bool:
@@ -257,7 +263,7 @@ def output_target(path: PathLike) -> tuple[str, Path, os.stat_result | None]:
 
     Raises
     ------
-    ReportFormatError
+    RapporIOError
         If the target is a directory, or another kind of special file (a block device, a socket).
     """
     if str(path) == STDIO:
@@ -271,14 +277,14 @@ def output_target(path: PathLike) -> tuple[str, Path, os.stat_result | None]:
     if st is None:
         return "replace", Path(os.path.realpath(path)), None
     if stat.S_ISDIR(st.st_mode):
-        raise ReportFormatError("cannot write file: is a directory", path=os.fspath(path))
+        raise RapporIOError("cannot write file: is a directory", path=os.fspath(path), errno=errno.EISDIR)
     if _same_file_as_stdout(st):
         return "stdout", Path(STDIO), st
     if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
         return "straight", Path(path), st
     if not stat.S_ISREG(st.st_mode):
         msg = "cannot write file: not a regular file, a character device or a FIFO"
-        raise ReportFormatError(msg, path=os.fspath(path))
+        raise RapporIOError(msg, path=os.fspath(path))
     return "replace", Path(os.path.realpath(path)), st
 
 
@@ -290,16 +296,16 @@ def _naming_write_errors(name: str) -> Iterator[None]:
     """
     try:
         yield
-    except BrokenPipeError:
+    except (BrokenPipeError, RapporError):
         raise
     except OSError as exc:
-        raise ReportFormatError(f"cannot write: {exc.strerror or exc}", path=name) from None
+        raise RapporIOError(f"cannot write: {exc.strerror or exc}", path=name, errno=exc.errno) from None
 
 
 def _stdout(binary: bool) -> IO[Any]:
     stream: Any = sys.stdout
     if stream is None:  # the process was started with its standard output closed (`>&-`)
-        raise ReportFormatError("cannot write: standard output is closed", path="<stdout>")
+        raise RapporIOError("cannot write: standard output is closed", path="<stdout>", errno=errno.EBADF)
     return stream.buffer if binary else stream  # type: ignore[no-any-return]
 
 
@@ -386,6 +392,26 @@ def _write_straight(path: PathLike, target: Path, binary: bool, newline: str | N
         fh = os.fdopen(fd, "w", encoding="utf-8", newline=newline)
     with _naming_write_errors(os.fspath(path)), fh:
         yield fh
+
+
+def output_directory(path: PathLike) -> Path:
+    """Create the directory ``path`` (and its parents) that a command writes its outputs into; return it.
+
+    Raises
+    ------
+    RapporIOError
+        If ``path`` exists and is not a directory, or cannot be created.
+    """
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise RapporIOError("cannot write the outputs: exists and is not a directory", path=os.fspath(out),
+                            errno=errno.ENOTDIR)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RapporIOError(f"cannot create the output directory: {exc.strerror or exc}", path=os.fspath(out),
+                            errno=exc.errno) from None
+    return out
 
 
 def text_buffer() -> io.StringIO:

@@ -67,7 +67,7 @@ def import_optional(name: str, purpose: str, *, note: str = "") -> ModuleType:
     except ImportError:
         package, install = EXTRAS[name.partition(".")[0]]
         msg = f"{package} is needed for {purpose}: {install}{note}."
-        raise MissingDependencyError(msg) from None
+        raise MissingDependencyError(msg, name=name) from None
 
 
 def has_module(name: str) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-from typing import Any
+from typing import Any, TypeAlias, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -103,7 +103,13 @@ def check_cohorts(values: npt.ArrayLike, num_cohorts: int, owner: str, name: str
     return cohorts
 
 
-def check_rng(rng: Any) -> np.random.Generator:
+#: What every ``rng`` parameter accepts (SciPy's SPEC 7): a generator, or what
+#: :func:`numpy.random.default_rng` turns into one (an int seed, a ``SeedSequence`` or a
+#: ``BitGenerator``); ``None`` draws fresh entropy from the operating system.
+RngLike: TypeAlias = Union[np.random.Generator, np.random.BitGenerator, np.random.SeedSequence, int, None]
+
+
+def check_rng(rng: RngLike) -> np.random.Generator:
     """Normalize ``rng`` (Generator, int seed or None) to a :class:`numpy.random.Generator` (SPEC 7)."""
     if isinstance(rng, np.random.Generator):
         return rng

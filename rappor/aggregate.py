@@ -1,13 +1,15 @@
-"""Aggregation: per-cohort report counts and bit sums, the table the decoder reads.
+"""Aggregation: :class:`Aggregate`, per-cohort report counts and bit sums, the table the decoder reads.
 
 The table has shape ``(num_cohorts, num_bloombits + 1)``: column 0 is the number of
 reports of the cohort, column ``1 + j`` the number of reports with bit ``j`` set
-(google/rappor ``counts.csv``).  Aggregates form a commutative monoid under
-:meth:`Aggregate.merge` (exact int64 addition) with :meth:`Aggregate.empty` as identity.
+(google/rappor ``counts.csv``, read and written by :mod:`rappor.formats.counts`).
+Aggregates form a commutative monoid under :meth:`Aggregate.merge` (exact int64
+addition) with :meth:`Aggregate.empty` as identity.
 
 Every count, and the total number of reports over all cohorts, fits in int64: a table
 whose total would exceed ``2**63 - 1`` is refused (when read, merged or built) rather
-than wrapped around to a negative number.
+than wrapped around to a negative number
+(:class:`~rappor.exceptions.CountOverflowError`).
 """
 
 from __future__ import annotations
@@ -20,55 +22,55 @@ import numpy as np
 import numpy.typing as npt
 
 from ._bits import unpack_bits
-from ._excerpt import excerpt
-from ._io import MAX_LINE_BYTES, PathLike, atomic_output, display_name, iter_text_lines
 from ._memory import check_counts_table
-from .exceptions import IncompatibleParamsError, InvalidParameterError, ReportFormatError, UnbalancedCohortsWarning
+from ._moved import moved_names
+from .exceptions import CountOverflowError, IncompatibleParamsError, InvalidParameterError, UnbalancedCohortsWarning
 from .params import Params, check_same_params
 from .reports import ReportBatch
 
-__all__ = ["Aggregate", "check_cohort_balance", "read_counts", "write_counts"]
+__all__ = ["Aggregate", "check_cohort_balance"]
 
 # _BYTE_BITS[v, i] is bit i of the byte value v, in the packed-byte order of rappor._bits.
 _BYTE_BITS = unpack_bits(np.arange(256, dtype=np.uint64)[:, None], 8).astype(np.int64)
 
-_INT64_MAX = int(np.iinfo(np.int64).max)
+#: Largest exact count (int64).
+INT64_MAX = int(np.iinfo(np.int64).max)
 
 
-def _zero_counts(params: Params) -> npt.NDArray[np.int64]:
+def zero_counts(params: Params) -> npt.NDArray[np.int64]:
     """A zero ``(num_cohorts, num_bloombits + 1)`` int64 table, refused before allocation when
     it cannot fit in memory (:class:`~rappor.exceptions.InsufficientMemoryError`)."""
     check_counts_table(params)
     return np.zeros((params.num_cohorts, params.num_bloombits + 1), dtype=np.int64)
 
 
-def _exact_total(column: npt.NDArray[np.int64]) -> int:
+def exact_total(column: npt.NDArray[np.int64]) -> int:
     """The exact sum of non-negative int64 counts (numpy's int64 sum would wrap around)."""
     if float(np.sum(column, dtype=np.float64)) < 2.0**62:  # far from 2**63: the int64 sum is exact
         return int(np.sum(column))
     return sum(column.tolist())
 
 
-def _add_counts(total: npt.NDArray[np.int64], part: npt.NDArray[np.int64]) -> None:
+def add_counts(total: npt.NDArray[np.int64], part: npt.NDArray[np.int64]) -> None:
     """``total += part`` for non-negative int64 tables, refusing a sum beyond ``2**63 - 1``.
 
     Raises
     ------
-    InvalidParameterError
+    CountOverflowError
         If some entry would wrap around (both are non-negative, so a wrapped sum is
         smaller than ``part``) or the total number of reports would exceed ``2**63 - 1``.
     """
     np.add(total, part, out=total)
-    if (total < part).any() or _exact_total(total[:, 0]) > _INT64_MAX:
+    if (total < part).any() or exact_total(total[:, 0]) > INT64_MAX:
         msg = ("Cannot count these reports exactly: a count, or the total number of reports over all cohorts, "
                "would exceed 2**63 - 1 (the int64 range).")
-        raise InvalidParameterError(msg)
+        raise CountOverflowError(msg)
 
 
 def _exact_reports(counts: npt.NDArray[np.int64]) -> int:
     """Total reports of a counts table, refusing a total beyond ``2**63 - 1``."""
-    total = _exact_total(counts[:, 0])
-    if total > _INT64_MAX:
+    total = exact_total(counts[:, 0])
+    if total > INT64_MAX:
         msg = (f"The 'counts' parameter of Aggregate must hold at most 2**63 - 1 reports over all cohorts (the "
                f"int64 range of every total). Got {total} instead.")
         raise InvalidParameterError(msg)
@@ -115,7 +117,7 @@ class Aggregate:
     @classmethod
     def empty(cls, params: Params) -> Aggregate:
         """The identity of :meth:`merge`: no reports."""
-        return cls(params=params, counts=_zero_counts(params))
+        return cls(params=params, counts=zero_counts(params))
 
     @classmethod
     def from_reports(cls, reports: ReportBatch) -> Aggregate:
@@ -128,7 +130,7 @@ class Aggregate:
         """
         params = reports.params
         m, k = params.num_cohorts, params.num_bloombits
-        counts = _zero_counts(params)
+        counts = zero_counts(params)
         cohorts = reports.cohorts
         n = cohorts.shape[0]
         if n == 0:
@@ -156,7 +158,7 @@ class Aggregate:
 
     @classmethod
     def from_report_chunks(cls, chunks: Iterable[ReportBatch], params: Params) -> Aggregate:
-        """Count reports arriving in chunks (e.g. from :func:`rappor.reports.iter_reports`).
+        """Count reports arriving in chunks (e.g. from :func:`rappor.formats.reports_csv.iter_reports`).
 
         Parameters
         ----------
@@ -172,13 +174,13 @@ class Aggregate:
         ------
         IncompatibleParamsError
             If a chunk has other parameters.
-        InvalidParameterError
+        CountOverflowError
             If the total would exceed ``2**63 - 1`` reports.
         """
-        total = _zero_counts(params)
+        total = zero_counts(params)
         for chunk in chunks:
             check_same_params(params, chunk.params, "A chunk of reports")
-            _add_counts(total, cls.from_reports(chunk).counts)
+            add_counts(total, cls.from_reports(chunk).counts)
         return cls(params=params, counts=total)
 
     def merge(self, other: Aggregate) -> Aggregate:
@@ -188,7 +190,7 @@ class Aggregate:
         ------
         IncompatibleParamsError
             If the parameters differ.
-        InvalidParameterError
+        CountOverflowError
             If a count, or the total number of reports, would exceed ``2**63 - 1``.
         """
         if self.params != other.params:
@@ -196,16 +198,23 @@ class Aggregate:
             raise IncompatibleParamsError(msg)
         total = self.counts + other.counts
         if (total < self.counts).any():  # both are >= 0, so a smaller sum means int64 wrapped around
-            raise InvalidParameterError("Cannot merge these aggregates exactly: a count would exceed 2**63 - 1.")
-        if _exact_total(total[:, 0]) > _INT64_MAX:
+            raise CountOverflowError("Cannot merge these aggregates exactly: a count would exceed 2**63 - 1.")
+        if exact_total(total[:, 0]) > INT64_MAX:
             msg = ("Cannot merge these aggregates exactly: the total number of reports over all cohorts would "
                    "exceed 2**63 - 1.")
-            raise InvalidParameterError(msg)
+            raise CountOverflowError(msg)
         return Aggregate(params=self.params, counts=total)
 
     @property
+    def reports_per_cohort(self) -> npt.NDArray[np.int64]:
+        """Reports per cohort, shape ``(num_cohorts,)``; their sum is :attr:`total_reports`."""
+        return self.counts[:, 0]
+
+    @property
     def n_reports(self) -> npt.NDArray[np.int64]:
-        """Reports per cohort, shape ``(num_cohorts,)``."""
+        """Deprecated: :attr:`reports_per_cohort` (an ``n_reports`` is an int everywhere else)."""
+        warnings.warn("Aggregate.n_reports is deprecated: use Aggregate.reports_per_cohort (an array) or "
+                      "Aggregate.total_reports (an int)", DeprecationWarning, stacklevel=2)
         return self.counts[:, 0]
 
     @property
@@ -216,7 +225,7 @@ class Aggregate:
     @property
     def total_reports(self) -> int:
         """Total number of reports (exact; at most ``2**63 - 1``)."""
-        return _exact_total(self.counts[:, 0])
+        return exact_total(self.counts[:, 0])
 
     def __repr__(self) -> str:
         return f"Aggregate(total_reports={self.total_reports}, params={self.params!r})"
@@ -245,7 +254,7 @@ def check_cohort_balance(aggregate: Aggregate, *, stacklevel: int = 2) -> bool:
     UnbalancedCohortsWarning
         When ``max - min > N / m``.
     """
-    n_per_cohort = aggregate.n_reports
+    n_per_cohort = aggregate.reports_per_cohort
     total, m = aggregate.total_reports, aggregate.params.num_cohorts
     spread = int(n_per_cohort.max() - n_per_cohort.min())
     if spread * m <= total:
@@ -257,93 +266,5 @@ def check_cohort_balance(aggregate: Aggregate, *, stacklevel: int = 2) -> bool:
     return False
 
 
-def _parse_count(text: str, name: str, lineno: int, column: int) -> int:
-    cell = text.strip()
-    if not cell.isascii() or not cell.isdigit():
-        what = "a negative number" if cell.startswith("-") and cell[1:].isdigit() else excerpt(cell)
-        msg = f"expected a non-negative integer count in column {column}, found {what}"
-        raise ReportFormatError(msg, path=name, line=lineno)
-    # More than 19 significant digits is too large; int() of thousands of digits would even fail.
-    value = int(cell) if len(cell.lstrip("0")) <= len(str(_INT64_MAX)) else _INT64_MAX + 1
-    if value > _INT64_MAX:
-        msg = f"expected a count of at most 2**63 - 1 in column {column}, found {excerpt(cell)}"
-        raise ReportFormatError(msg, path=name, line=lineno)
-    return value
-
-
-def read_counts(path: PathLike, params: Params) -> Aggregate:
-    """Read a google/rappor ``counts.csv``.
-
-    The file has no header and ``num_cohorts`` rows; row ``i`` is cohort ``i`` and holds
-    ``num_bloombits + 1`` integers: the number of reports of the cohort, then the
-    number of ones of bit 0, bit 1, ..., bit ``k - 1``.  Blank lines, a UTF-8
-    byte-order mark, CRLF line endings and spaces around numbers are accepted.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The file, or ``"-"`` for standard input.
-    params : Params
-
-    Returns
-    -------
-    Aggregate
-
-    Raises
-    ------
-    ReportFormatError
-        For a row of the wrong width, the wrong number of rows, a count that is not a
-        non-negative integer, a bit count larger than the cohort's report count, or
-        report counts whose total exceeds ``2**63 - 1``; the message names the file and
-        line.
-    InsufficientMemoryError
-        If the ``(m, k + 1)`` table cannot fit in memory (checked before reading).
-    """
-    name = display_name(path)
-    m, k = params.num_cohorts, params.num_bloombits
-    counts = _zero_counts(params)
-    total = 0
-    row = 0
-    last_line = 0
-    longest = max(MAX_LINE_BYTES, 24 * (k + 1))  # k + 1 numbers of up to 20 digits, with some spaces
-    for lineno, text in iter_text_lines(path, what="a counts file", max_line_bytes=longest):
-        last_line = lineno
-        if not text.strip():
-            continue
-        if row >= m:
-            msg = f"expected {m} rows (one per cohort, m = {m}), found more"
-            raise ReportFormatError(msg, path=name, line=lineno)
-        cells = text.split(",")
-        if len(cells) != k + 1:
-            msg = (f"expected {k + 1} comma-separated counts (reports, then bits 0..{k - 1} with k = {k}), "
-                   f"found {len(cells)}")
-            raise ReportFormatError(msg, path=name, line=lineno)
-        values = [_parse_count(cell, name, lineno, col) for col, cell in enumerate(cells, start=1)]
-        bad = next((j for j in range(k) if values[1 + j] > values[0]), None)
-        if bad is not None:
-            msg = (f"expected bit counts of at most the cohort's {values[0]} reports, found {values[1 + bad]} "
-                   f"for bit {bad}")
-            raise ReportFormatError(msg, path=name, line=lineno)
-        total += values[0]
-        if total > _INT64_MAX:
-            msg = (f"expected at most 2**63 - 1 reports in all cohorts together (the int64 range), found {total} "
-                   f"up to this row")
-            raise ReportFormatError(msg, path=name, line=lineno)
-        counts[row] = values
-        row += 1
-    if row == 0:
-        raise ReportFormatError(f"expected {m} rows of counts (one per cohort), found an empty file", path=name)
-    if row < m:
-        msg = f"expected {m} rows (one per cohort, m = {m}), found {row}"
-        raise ReportFormatError(msg, path=name, line=last_line)
-    return Aggregate(params=params, counts=counts)
-
-
-def write_counts(aggregate: Aggregate, path: PathLike) -> None:
-    """Write ``aggregate`` as a google/rappor ``counts.csv``, atomically (``"-"`` for stdout).
-
-    See :func:`read_counts` for the layout.
-    """
-    with atomic_output(path) as fh:
-        for row in aggregate.counts.tolist():
-            fh.write(",".join(map(str, row)) + "\n")
+#: Old import paths (before issue 15): the counts file's reader and writer live in rappor.formats.counts.
+__getattr__ = moved_names(__name__, "rappor.formats.counts", ("read_counts", "write_counts"))

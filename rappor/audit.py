@@ -43,7 +43,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ._lazy import lazy_module
-from ._validation import check_int, check_real, check_rng
+from ._results import record_table
+from ._validation import RngLike, check_int, check_real, check_rng
 from .encoder import Encoder, client_secret, encode_clients, prr_uniforms
 from .exceptions import InvalidParameterError
 from .hashing import bloom_bits, bloom_filter
@@ -251,8 +252,15 @@ class AuditResult:
         """Every row passed, and the convergence check (if any) passed."""
         return all(r.passed for r in self.rows) and (self.convergence is None or self.convergence.passed)
 
-    def table(self) -> str:
-        """The audit as a plain-text table."""
+    def table(self) -> np.ndarray:
+        """The rows as a numpy structured array (``values`` joined by ``/``), one row per :class:`AuditRow`."""
+        columns = (("mechanism", "U"), ("values", "U"), ("differing_bits", "i8"), ("n_samples", "i8"),
+                   ("epsilon", "f8"), ("epsilon_estimate", "f8"), ("epsilon_lower_bound", "f8"), ("passed", "?"))
+        return record_table(columns, [(r.mechanism, "/".join(r.values), r.differing_bits, r.n_samples, r.epsilon,
+                                       r.epsilon_estimate, r.epsilon_lower_bound, r.passed) for r in self.rows])
+
+    def to_text(self) -> str:
+        """The audit as a plain-text table, ending with ``PASSED`` or ``FAILED``."""
         lines = [f"privacy audit of the {self.encoder!r} encoder, {self.params!r}",
                  f"false-alarm probability <= {self.significance_level:g} (Clopper-Pearson, union bound)",
                  f"{'mechanism':<10} {'values':<14} {'bits':>4} {'samples':>8} {'claimed':>8} "
@@ -366,7 +374,7 @@ def _convergence(params: Params, sampler: Sampler, value: str, n_reports: int, r
 
 def audit_encoder(params: Params, *, encoder: Literal["client", "batch", "never-clearing"] | Sampler = "client",
                   n_pairs: int = 2, n_samples: int = 20_000, n_reports: int = 20_000,
-                  significance_level: float = 1e-6, rng: Any = None) -> AuditResult:
+                  significance_level: float = 1e-6, rng: RngLike = None) -> AuditResult:
     """Audit an encoder's likelihood ratios against ``epsilon_one`` and ``epsilon_inf``.
 
     Parameters

@@ -5,7 +5,8 @@ Each subcommand lives in its own module under :mod:`rappor._commands` and define
 discovers them, parses the command line and maps errors to exit codes:
 
 * 0 success;
-* 1 bad data or parameters (a :class:`~rappor.exceptions.RapporError`), printed as
+* 1 bad data or parameters, a file that cannot be read or written, a missing optional
+  extra (any :class:`~rappor.exceptions.RapporError`), printed as
   ``rappor: error: <message>`` on standard error, without a traceback;
 * 2 usage errors (argparse);
 * 128 + N after signal N (SIGINT, SIGTERM, SIGHUP), once every temporary output is

@@ -28,6 +28,9 @@ The exact derivations (byte strings, byte order, thresholds) are specified in
     uses the big-endian uint32 ``u`` at bytes ``4j .. 4j + 3`` of ``X``.  With
     ``t = min(round(f 2**31), 2**31)``: ``u < t`` gives 1, ``t <= u < 2t`` gives 0 and
     otherwise the Bloom bit is kept (:func:`rappor.randomizer.permanent_response_from_words`).
+``PRR of one of several variables`` (association analysis; see ``docs/client.md``)
+    the same with the label ``b"rappor/prr/v2/var" || uint32_be(len(name)) || utf8(name)``
+    in place of ``b"rappor/prr/v2"``; a boolean's value bytes are ``b"TRUE"`` or ``b"FALSE"``.
 ``IRR``
     a fresh uniform uint32 ``v`` per bit: bit is 1 iff ``v < round(q 2**32)`` where the
     PRR bit is 1 and iff ``v < round(p 2**32)`` where it is 0.  ``round`` is Python's
@@ -54,7 +57,7 @@ import os
 import stat
 import struct
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,8 +67,8 @@ import numpy.typing as npt
 from ._bits import pack_bits
 from ._io import PathLike, display_name, output_target, read_input_bytes
 from ._keyfile import MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, parse_key_text
-from ._validation import check_cohort, check_rng
-from .exceptions import InsecureKeyFileWarning, InvalidParameterError, ReportFormatError
+from ._validation import RngLike, check_cohort, check_rng
+from .exceptions import InsecureKeyFileWarning, InvalidParameterError, RapporIOError, ReportFormatError
 from .hashing import bloom_bit_indices, bloom_bits_table, utf8_problem, value_bytes
 from .params import Params
 from .randomizer import (
@@ -77,6 +80,7 @@ from .reports import Report, ReportBatch
 
 __all__ = [
     "MIN_SECRET_BYTES",
+    "VARIABLE_PRR_LABEL",
     "EncodeTrace",
     "Encoder",
     "client_secret",
@@ -84,6 +88,7 @@ __all__ = [
     "encode_clients",
     "generate_key",
     "prr_uniforms",
+    "prr_uniforms_of_variable",
     "read_key_file",
     "write_key_file",
 ]
@@ -93,6 +98,9 @@ MIN_SECRET_BYTES = MIN_KEY_BYTES
 
 _COHORT_LABEL = b"rappor/cohort"
 _PRR_LABEL = b"rappor/prr/v2"
+#: Label of the PRRs of a named variable (several variables per client); differs from
+#: ``_PRR_LABEL || uint32_be(len(secret))`` at byte 14 (``/`` against a length byte < 0x2f).
+VARIABLE_PRR_LABEL = b"rappor/prr/v2/var"
 _CLIENT_LABEL = b"rappor/client/"
 
 
@@ -161,6 +169,18 @@ def derive_cohort(secret: bytes, num_cohorts: int) -> int:
     return _cohort_of_key(key, int(num_cohorts))
 
 
+def _prr_label(variable: str | None) -> bytes:
+    """The PRR label of one of several variables: ``VARIABLE_PRR_LABEL || uint32_be(len(name)) || utf8(name)``
+    (independent PRRs per variable; ``None`` gives the one-variable label, unchanged)."""
+    if variable is None:
+        return _PRR_LABEL
+    if not isinstance(variable, str) or not variable:
+        msg = f"The 'variable' parameter must be a non-empty str or None. Got {variable!r} instead."
+        raise InvalidParameterError(msg)
+    name = variable.encode("utf-8")
+    return VARIABLE_PRR_LABEL + struct.pack(">I", len(name)) + name
+
+
 def _prr_key_prefix(secret: bytes, label: bytes = _PRR_LABEL) -> bytes:
     """``label || uint32_be(len(secret)) || secret``: the keyed part of the PRR's SHAKE-256 input.
 
@@ -215,7 +235,7 @@ def _noise(shape: tuple[int, ...], rng: np.random.Generator | None) -> npt.NDArr
     return rng.integers(0, WORD_SPAN, size=shape, dtype=np.uint32)
 
 
-def _normalize_rng(rng: Any) -> np.random.Generator | None:
+def _normalize_rng(rng: RngLike) -> np.random.Generator | None:
     return None if rng is None else check_rng(rng)
 
 
@@ -309,13 +329,14 @@ class Encoder:
     16
     """
 
-    __slots__ = ("_params", "_cohort", "_prr_xof", "_rng")
+    __slots__ = ("_params", "_cohort", "_prr_xof", "_rng", "_variable_xofs")
 
-    def __init__(self, params: Params, secret: bytes, *, cohort: int | None = None, rng: Any = None) -> None:
+    def __init__(self, params: Params, secret: bytes, *, cohort: int | None = None, rng: RngLike = None) -> None:
         self._params = _check_params(params, "Encoder")
         key = _check_secret(secret, "secret", "Encoder")
         # The PRR's SHAKE-256 with the key already absorbed; copied for each value.
         self._prr_xof = hashlib.shake_256(_prr_key_prefix(key))
+        self._variable_xofs = _VariablePrrs(key)
         m = params.num_cohorts
         if cohort is None:
             self._cohort = _cohort_of_key(key, m)
@@ -393,6 +414,107 @@ class Encoder:
         return ReportBatch(params=self._params, cohorts=cohorts, words=pack_bits(irr))
 
 
+    def encode_variables(self, values: Mapping[str, str | bytes | bool]) -> dict[str, Report]:
+        """One fresh report of each variable's value: the client's reports for an association analysis.
+
+        Parameters
+        ----------
+        values : mapping of str to str, bytes or bool
+            Variable name -> value.  A ``bool`` is a boolean variable, reported as a
+            one-bit Bloom filter holding the value (``params`` with ``k = 1``, ``h = 1``,
+            as google/rappor); ``str``/``bytes`` is a string variable.
+
+        Returns
+        -------
+        dict of str to Report
+            Same keys; all reports in the client's cohort.
+
+        Notes
+        -----
+        Every variable gets its own permanent response, keyed by the client's secret and
+        domain-separated by the variable's name (``docs/client.md``), so the PRRs of two
+        variables are independent even for equal values; the privacy costs add
+        (:func:`rappor.association.multi_variable_privacy`).
+        """
+        from .association._variables import boolean_params
+
+        out: dict[str, Report] = {}
+        for name, value in values.items():
+            boolean = isinstance(value, (bool, np.bool_))
+            params = boolean_params(self._params) if boolean else self._params
+            k = params.num_bloombits
+            if boolean:
+                data = _TRUE if value else _FALSE
+                bloom = np.array([[1 if value else 0]], dtype=np.uint8)
+            else:
+                data = value_bytes(value)  # type: ignore[arg-type]
+                idx = _bloom_indices_of_rows([data], np.array([self._cohort], dtype=np.int64), params)
+                bloom = _bloom_matrix(idx, k)
+            u = _uniforms_from_stream(self._variable_xofs.digest(name, self._cohort, data, 4 * k), 1, k)
+            prr = permanent_response_from_words(bloom, u, params.prob_f)
+            out[name] = Report(cohort=self._cohort, bits=self._irr(prr)[0])
+        return out
+
+
+# ---------------------------------------------------------------- several variables per client
+# (association analysis: rappor.association; the PRR's label names the variable)
+
+_TRUE, _FALSE = b"TRUE", b"FALSE"
+
+
+class _VariablePrrs:
+    """SHAKE-256 states with ``secret`` and one variable's label absorbed, made on first use."""
+
+    __slots__ = ("_secret", "_states")
+
+    def __init__(self, secret: bytes) -> None:
+        self._secret = secret
+        self._states: dict[str, Any] = {}
+
+    def digest(self, variable: str, cohort: int, data: bytes, size: int) -> bytes:
+        state = self._states.get(variable)
+        if state is None:
+            state = self._states[variable] = hashlib.shake_256(_prr_key_prefix(self._secret, _prr_label(variable)))
+        xof = state.copy()
+        xof.update(_prr_message(cohort, data))
+        return xof.digest(size)
+
+    def __repr__(self) -> str:
+        return "_VariablePrrs(<secret hidden>)"
+
+
+def _boolean_values(values: Sequence[Any], params: Params) -> list[bytes]:
+    """``b"TRUE"``/``b"FALSE"`` for boolean values (bool, or the texts 1/0/true/false)."""
+    if params.num_bloombits != 1 or params.num_hashes != 1:
+        msg = f"Boolean values need parameters with one bit and one hash. Got {params!r} instead."
+        raise InvalidParameterError(msg)
+    out = []
+    for i, v in enumerate(values):
+        text = v.strip().lower() if isinstance(v, str) else v
+        if text is True or text in ("1", "true"):
+            out.append(_TRUE)
+        elif text is False or text in ("0", "false"):
+            out.append(_FALSE)
+        else:
+            msg = f"Expected a boolean (1, 0, true or false) at index {i}. Got {v!r} instead."
+            raise InvalidParameterError(msg)
+    return out
+
+
+def prr_uniforms_of_variable(secret: bytes, variable: str, cohort: int, value: str | bytes | bool,
+                             num_bloombits: int) -> npt.NDArray[np.uint32]:
+    """:func:`prr_uniforms` of one of several variables (label ``b"rappor/prr/v2/var"`` and the name).
+
+    A boolean value's bytes are ``b"TRUE"`` or ``b"FALSE"``.
+    """
+    key = _check_secret(secret, "secret", "prr_uniforms_of_variable")
+    data = (_TRUE if value else _FALSE) if isinstance(value, (bool, np.bool_)) else value_bytes(value)
+    message = _prr_key_prefix(key, _prr_label(variable)) + _prr_message(int(cohort), data)
+    uniforms: npt.NDArray[np.uint32] = _uniforms_from_stream(
+        hashlib.shake_256(message).digest(4 * num_bloombits), 1, num_bloombits)[0]
+    return uniforms
+
+
 def client_secret(key: bytes, client_id: str) -> bytes:
     """The secret of client ``client_id`` under ``key``: ``HMAC-SHA256(key, b"rappor/client/" || utf8(id))``.
 
@@ -422,7 +544,7 @@ def client_secret(key: bytes, client_id: str) -> bytes:
 
 
 def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values: Sequence[str | bytes], *,
-                   rng: Any = None) -> ReportBatch:
+                   rng: RngLike = None, variable: str | None = None, boolean: bool = False) -> ReportBatch:
     """One report per ``(client_ids[i], values[i])``, each client's secret derived from ``key``.
 
     Equivalent to ``Encoder(params, client_secret(key, client_ids[i])).encode(values[i])``
@@ -442,6 +564,12 @@ def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values
     rng : numpy.random.Generator, int or None, default=None
         ``None`` uses :func:`os.urandom`; otherwise numpy's (non-cryptographic)
         generator, for simulation and tests.
+    variable : str or None, default=None
+        The variable these values belong to, when a client reports several
+        (:meth:`Encoder.encode_variables`): its PRRs use the variable's label.
+    boolean : bool, default=False
+        The values are booleans (``TRUE``/``FALSE``): a one-bit Bloom filter holding the
+        value; ``params`` must then have one bit and one hash.
 
     Returns
     -------
@@ -485,17 +613,23 @@ def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values
         _raise_not_utf8(client_ids, "client_ids")
     client_cohorts = [_cohort_of_key(s, m) for s in secrets]
     pack = struct.Struct(">I").pack
-    head = _PRR_LABEL + pack(32)  # _prr_key_prefix of a 32-byte secret is head || secret
+    head = _prr_label(variable) + pack(32)  # _prr_key_prefix of a 32-byte secret is head || secret
     prefixes = [head + s + pack(c) for s, c in zip(secrets, client_cohorts)]
-    try:
-        datas = [v.encode("utf-8") if type(v) is str else value_bytes(v) for v in values]
-    except (UnicodeEncodeError, InvalidParameterError):
-        _raise_not_utf8(values, "values")
-        raise
+    if boolean:
+        datas = _boolean_values(values, params)
+    else:
+        try:
+            datas = [v.encode("utf-8") if type(v) is str else value_bytes(v) for v in values]
+        except (UnicodeEncodeError, InvalidParameterError):
+            _raise_not_utf8(values, "values")
+            raise
     shake_256, out_bytes = hashlib.shake_256, 4 * k
     stream = b"".join([shake_256(prefixes[r] + d).digest(out_bytes) for r, d in zip(rows, datas)])
     cohorts = np.array(client_cohorts, dtype=np.int64)[np.array(rows, dtype=np.intp)]
-    bloom = _bloom_matrix(_bloom_indices_of_rows(datas, cohorts, params), k)
+    if boolean:
+        bloom = np.array([[d == _TRUE] for d in datas], dtype=np.uint8).reshape(n, 1)
+    else:
+        bloom = _bloom_matrix(_bloom_indices_of_rows(datas, cohorts, params), k)
     prr = permanent_response_from_words(bloom, _uniforms_from_stream(stream, n, k), params.prob_f)
     irr = instantaneous_response_from_words(prr, _noise(prr.shape, generator), params.prob_p, params.prob_q)
     return ReportBatch(params=params, cohorts=cohorts, words=pack_bits(irr))
@@ -560,8 +694,12 @@ def read_key_file(path: PathLike) -> bytes:
 
     Raises
     ------
+    RapporIOError
+        If the file is missing or unreadable.
     ReportFormatError
-        If the file is missing, unreadable, or not hexadecimal text of at least 16 bytes.
+        If it is not hexadecimal text of at least 16 bytes.
+    InvalidParameterError
+        If ``path`` is ``"-"``.
 
     Warns
     -----
@@ -571,7 +709,7 @@ def read_key_file(path: PathLike) -> bytes:
     """
     name = display_name(path)
     if str(path) == "-":
-        raise ReportFormatError("a key file must be a file path, not standard input", path=name)
+        raise InvalidParameterError(f"{name}: a key file must be a file path, not standard input")
     raw = read_input_bytes(path, max_bytes=MAX_KEY_FILE_BYTES, what="a key file (hexadecimal text)")
     try:
         mode = os.stat(path).st_mode
@@ -615,9 +753,9 @@ def write_key_file(path: PathLike, key: bytes, *, overwrite: bool = False) -> No
 
     Raises
     ------
-    ReportFormatError
-        If the file exists (and ``overwrite`` is false), is not a regular file, or cannot
-        be written.
+    RapporIOError
+        If the file exists (and ``overwrite`` is false; ``errno.EEXIST``), is not a
+        regular file, or cannot be written.
     """
     import tempfile
 
@@ -625,14 +763,14 @@ def write_key_file(path: PathLike, key: bytes, *, overwrite: bool = False) -> No
     name = "<stdout>" if str(path) == "-" else display_name(path)
     how, where, _ = output_target(path)  # through a symbolic link to the file it names
     if how != "replace":
-        raise ReportFormatError("cannot write key file: not a regular file (a key needs a file of its own)",
-                                path=name)
+        raise RapporIOError("cannot write key file: not a regular file (a key needs a file of its own)",
+                            path=name)
     target = os.fspath(where)
     directory = os.path.dirname(target) or "."
     try:
         fd, tmp = tempfile.mkstemp(prefix=".rappor-key.", dir=directory)  # created with mode 0600
     except OSError as exc:
-        raise ReportFormatError(f"cannot write file: {exc.strerror or exc}", path=name) from None
+        raise RapporIOError(f"cannot write file: {exc.strerror or exc}", path=name, errno=exc.errno) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -643,11 +781,11 @@ def write_key_file(path: PathLike, key: bytes, *, overwrite: bool = False) -> No
             os.replace(tmp, target)
         else:
             os.link(tmp, target)  # fails if target exists
-    except FileExistsError:
-        raise ReportFormatError("cannot write key file: it already exists (refusing to replace a key)",
-                                path=name) from None
+    except FileExistsError as exc:
+        raise RapporIOError("cannot write key file: it already exists (refusing to replace a key)",
+                            path=name, errno=exc.errno) from None
     except OSError as exc:
-        raise ReportFormatError(f"cannot write file: {exc.strerror or exc}", path=name) from None
+        raise RapporIOError(f"cannot write file: {exc.strerror or exc}", path=name, errno=exc.errno) from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from ._lazy import lazy_module
 from ._results import ConfidenceInterval
-from ._validation import check_int, check_options, check_probability, check_real, check_rng
+from ._validation import RngLike, check_int, check_options, check_probability, check_real, check_rng
 from .exceptions import InvalidParameterError
 from .params import Params
 from .privacy import binary_rr_rdp, renyi_divergence, tight_rho
@@ -265,7 +265,7 @@ class BinaryRandomizedResponse(_Measurement):
         """Renyi DP curve (:func:`rappor.privacy.binary_rr_rdp`)."""
         return binary_rr_rdp(self.prob, orders)
 
-    def __call__(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.bool_]:
+    def __call__(self, values: npt.ArrayLike, *, rng: RngLike = None) -> npt.NDArray[np.bool_]:
         """Randomize each bit of ``values`` (bool or 0/1 array of any shape)."""
         bits = _binary_values(values, "BinaryRandomizedResponse")
         truthful = check_rng(rng).random(bits.shape) < self.prob
@@ -380,7 +380,7 @@ class KaryRandomizedResponse(_Measurement):
             raise InvalidParameterError(msg)
         return arr.astype(np.int64)
 
-    def __call__(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.int64]:
+    def __call__(self, values: npt.ArrayLike, *, rng: RngLike = None) -> npt.NDArray[np.int64]:
         """Randomize each category of ``values`` (integer array of any shape)."""
         x = self._categories(values, "KaryRandomizedResponse")
         gen = check_rng(rng)
@@ -429,7 +429,7 @@ class KaryRandomizedResponse(_Measurement):
 # --------------------------------------------------------------------------- unary RAPPOR
 
 
-def _unary_flip(bits: npt.NDArray[np.bool_], flip: float, rng: Any) -> npt.NDArray[np.bool_]:
+def _unary_flip(bits: npt.NDArray[np.bool_], flip: float, rng: RngLike) -> npt.NDArray[np.bool_]:
     return bits ^ (check_rng(rng).random(bits.shape) < flip)
 
 
@@ -488,7 +488,7 @@ class BasicRappor(_Measurement):
         out[np.arange(x.size), x] = True
         return out
 
-    def __call__(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.bool_]:
+    def __call__(self, values: npt.ArrayLike, *, rng: RngLike = None) -> npt.NDArray[np.bool_]:
         """Randomized one-hot reports, shape (n, d)."""
         return _unary_flip(self.encode(values), self.flip_prob, rng)
 
@@ -538,7 +538,7 @@ class KRappor(_Measurement):
         """Renyi DP curve ``2 max_items * binary_rr_rdp(1 - flip_prob)``."""
         return 2.0 * self.max_items * binary_rr_rdp(1.0 - self.flip_prob, orders)
 
-    def __call__(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.bool_]:
+    def __call__(self, values: npt.ArrayLike, *, rng: RngLike = None) -> npt.NDArray[np.bool_]:
         """Randomize 0/1 vectors ``values`` of shape (n, d), each with at most ``max_items`` ones."""
         bits = _binary_values(values, "KRappor")
         if bits.ndim != 2 or bits.shape[1] != self.num_categories:
@@ -670,7 +670,7 @@ class TwoStageRappor(_Measurement):
         return np.maximum(renyi_divergence([self.p11, 1 - self.p11], [self.p01, 1 - self.p01], orders),
                           renyi_divergence([self.p01, 1 - self.p01], [self.p11, 1 - self.p11], orders))
 
-    def permanent(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.bool_]:
+    def permanent(self, values: npt.ArrayLike, *, rng: RngLike = None) -> npt.NDArray[np.bool_]:
         """The permanent response: each bit replaced by a fair coin with probability ``f``."""
         bits = _binary_values(values, "TwoStageRappor.permanent")
         gen = check_rng(rng)
@@ -678,13 +678,13 @@ class TwoStageRappor(_Measurement):
         coin = gen.random(bits.shape) < 0.5
         return permanent_response(bits, replace, coin)
 
-    def instantaneous(self, prr: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.bool_]:
+    def instantaneous(self, prr: npt.ArrayLike, *, rng: RngLike = None) -> npt.NDArray[np.bool_]:
         """The instantaneous response: 1 with probability ``q`` where the PRR is 1, ``p`` where 0."""
         bits = _binary_values(prr, "TwoStageRappor.instantaneous")
         u = check_rng(rng).random(bits.shape)
         return instantaneous_response(bits, u < self.prob_p, u < self.prob_q)
 
-    def __call__(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.bool_]:
+    def __call__(self, values: npt.ArrayLike, *, rng: RngLike = None) -> npt.NDArray[np.bool_]:
         """One report of each value (fresh permanent response each)."""
         gen = check_rng(rng)
         return self.instantaneous(self.permanent(values, rng=gen), rng=gen)

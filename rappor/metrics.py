@@ -329,10 +329,10 @@ def _spread_bits(k: int, h: int) -> float:
 
 def _standardized(aggregate: Aggregate, rate: npt.NDArray[np.float64],
                   var_rate: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    n_c = aggregate.n_reports.astype(np.float64)[:, None]
+    n_c = aggregate.reports_per_cohort.astype(np.float64)[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
         res = (aggregate.bit_counts - n_c * rate) / np.sqrt(n_c * var_rate * (1 - var_rate))
-    res[aggregate.n_reports == 0, :] = np.nan
+    res[aggregate.reports_per_cohort == 0, :] = np.nan
     return np.asarray(res, dtype=np.float64)
 
 
@@ -402,7 +402,7 @@ def fit_residuals(result: Any, aggregate: Aggregate, candidate_map: CandidateMap
     if group is not None:
         shares[np.asarray(group) != np.arange(s)] = 0.0  # a group's share, counted once
     ones = aggregate.bit_counts.astype(np.float64)
-    n_c = aggregate.n_reports.astype(np.float64)[:, None]
+    n_c = aggregate.reports_per_cohort.astype(np.float64)[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
         observed = (ones + 0.5) / (n_c + 1.0)
     rate = _report_rate(aggregate, candidate_map, shares, 0.0)

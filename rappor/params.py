@@ -1,35 +1,29 @@
-"""RAPPOR parameters: the immutable :class:`Params` and google/rappor's ``params.csv``.
+"""RAPPOR parameters: the immutable, validated :class:`Params` and the quantities derived from them.
 
-The file format (google/rappor ``doc/data-flow.md``) is a header line ``k,h,m,p,q,f``
-and one data row, e.g.::
-
-    k,h,m,p,q,f
-    16,2,8,0.5,0.75,0.5
+The ``params.csv`` file (header ``k,h,m,p,q,f``) is read and written by
+:mod:`rappor.formats.params`.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from dataclasses import dataclass
 from typing import Any
 
-from ._excerpt import excerpt
-from ._io import PathLike, atomic_output, display_name, iter_text_lines
+from ._moved import moved_names
 from ._validation import check_int, check_probability
-from .exceptions import IncompatibleParamsError, InvalidParameterError, ReportFormatError
+from .exceptions import IncompatibleParamsError, InvalidParameterError
 from .randomizer import report_probabilities
 
-__all__ = ["MAX_COHORTS", "Params", "check_same_params", "read_params", "write_params"]
+__all__ = ["MAX_COHORTS", "Params", "check_same_params"]
 
 #: Cohorts are hash seeds (unsigned 32-bit), so at most 2**32 of them.
 MAX_COHORTS = 2**32
 
-_HEADER = ("k", "h", "m", "p", "q", "f")
+#: The names of the parameters in google/rappor's order (the ``params.csv`` header).
+PARAM_NAMES = ("k", "h", "m", "p", "q", "f")
 #: Marks a keyword of :class:`Params` that was not given (``None`` is a value, and a wrong one).
 _UNSET: Any = object()
-_MAX_LINE_BYTES = 1 << 16  # a params line is a few dozen characters: read no more of another file
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, init=False)
@@ -202,9 +196,10 @@ class Params:
         )
 
     def to_csv(self) -> str:
-        """The ``params.csv`` text: header ``k,h,m,p,q,f`` and one row."""
-        d = self.as_dict()
-        return ",".join(_HEADER) + "\n" + ",".join(repr(d[key]) for key in _HEADER) + "\n"
+        """The ``params.csv`` text: header ``k,h,m,p,q,f`` and one row (:func:`rappor.formats.params.params_text`)."""
+        from .formats.params import params_text
+
+        return params_text(self)
 
 
 def _one_name_each(long: tuple[tuple[str, Any], ...], short: tuple[tuple[str, Any], ...]) -> list[tuple[str, Any]]:
@@ -226,103 +221,12 @@ def check_same_params(expected: Params, found: Params, what: str) -> None:
     if expected != found:
         diffs = ", ".join(
             f"{key}={found.as_dict()[key]!r} (expected {expected.as_dict()[key]!r})"
-            for key in _HEADER
+            for key in PARAM_NAMES
             if expected.as_dict()[key] != found.as_dict()[key]
         )
         msg = f"{what} was made with different parameters: {diffs}"
         raise IncompatibleParamsError(msg)
 
 
-def _parse_int(text: str, name: str, path: str, line: int) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        msg = f"expected an integer for {name!r}, found {excerpt(text)}"
-        raise ReportFormatError(msg, path=path, line=line) from None
-
-
-def _parse_float(text: str, name: str, path: str, line: int) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        msg = f"expected a number for {name!r}, found {excerpt(text)}"
-        raise ReportFormatError(msg, path=path, line=line) from None
-    if not math.isfinite(value):
-        msg = f"expected a finite number for {name!r}, found {excerpt(text)}"
-        raise ReportFormatError(msg, path=path, line=line)
-    return value
-
-
-def _split(text: str, path: str, line: int) -> list[str]:
-    try:
-        row = next(csv.reader(io.StringIO(text), skipinitialspace=True), [])
-    except csv.Error as exc:  # e.g. a stray carriage return inside the line
-        raise ReportFormatError(f"expected a CSV row, found {excerpt(text)} ({exc})", path=path, line=line) from None
-    return [cell.strip() for cell in row]
-
-
-def _is_header(cells: list[str]) -> bool:
-    return sorted(cells) == sorted(_HEADER) and len(cells) == len(_HEADER)
-
-
-def read_params(path: PathLike) -> Params:
-    """Read a google/rappor ``params.csv`` (header ``k,h,m,p,q,f``, one data row).
-
-    Spaces after commas, quoted header names, a UTF-8 byte-order mark, CRLF line endings
-    and trailing blank lines are accepted.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        The file, or ``"-"`` for standard input.
-
-    Returns
-    -------
-    Params
-
-    Raises
-    ------
-    ReportFormatError
-        If the file does not have that form or holds invalid parameters; the message
-        names the file and the line.
-    """
-    name = display_name(path)
-    lines: list[tuple[int, str]] = []
-    for number, text in iter_text_lines(path, what="a params file", max_line_bytes=_MAX_LINE_BYTES):
-        if not text.strip():
-            continue
-        lines.append((number, text))
-        if (len(lines) == 1 and not _is_header(_split(text, name, number))) or len(lines) > 2:
-            break  # a bad header, or one row too many: the error is known, read no further
-    if not lines:
-        raise ReportFormatError("expected a header 'k,h,m,p,q,f' and one data row, found an empty file", path=name)
-    head_no, head_text = lines[0]
-    header = _split(head_text, name, head_no)
-    if not _is_header(header):
-        msg = f"expected the header 'k,h,m,p,q,f', found {excerpt(head_text)}"
-        raise ReportFormatError(msg, path=name, line=head_no)
-    if len(lines) < 2:
-        raise ReportFormatError("expected one data row after the header, found none", path=name, line=head_no + 1)
-    if len(lines) > 2:
-        raise ReportFormatError("expected exactly one data row, found another", path=name, line=lines[2][0])
-    row_no, row_text = lines[1]
-    cells = _split(row_text, name, row_no)
-    if len(cells) != len(header):
-        msg = f"expected {len(header)} comma-separated values, found {len(cells)}"
-        raise ReportFormatError(msg, path=name, line=row_no)
-    raw = dict(zip(header, cells))
-    values: dict[str, Any] = {}
-    for key in ("k", "h", "m"):
-        values[key] = _parse_int(raw[key], key, name, row_no)
-    for key in ("p", "q", "f"):
-        values[key] = _parse_float(raw[key], key, name, row_no)
-    try:
-        return Params.from_dict(values)
-    except InvalidParameterError as exc:
-        raise ReportFormatError(str(exc), path=name, line=row_no) from None
-
-
-def write_params(params: Params, path: PathLike) -> None:
-    """Write ``params`` as a google/rappor ``params.csv`` (atomically; ``"-"`` for stdout)."""
-    with atomic_output(path) as fh:
-        fh.write(params.to_csv())
+#: Old import paths (before issue 15): the file's reader and writer live in rappor.formats.params.
+__getattr__ = moved_names(__name__, "rappor.formats.params", ("read_params", "write_params"))

@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ._lazy import lazy_module
-from ._validation import check_int, check_options, check_probability, check_real, check_rng
+from ._results import record_table
+from ._validation import RngLike, check_int, check_options, check_probability, check_real, check_rng
 from .exceptions import InvalidParameterError
 from .params import Params
 
@@ -61,7 +62,7 @@ _MAX_EXACT_CANDIDATES = 400
 
 
 def design_inflation(num_bloombits: int, num_hashes: int, num_cohorts: int, num_candidates: int, *,
-                     n_designs: int = 2, rng: Any = 0) -> float:
+                     n_designs: int = 2, rng: RngLike = 0) -> float:
     """Mean variance inflation ``m h [(X'X)^-1]_jj`` of random Bloom designs (1 = no collisions).
 
     Parameters
@@ -160,7 +161,7 @@ def _bit_sigma(params: Params, n_reports: int) -> tuple[float, float]:
 
 def detection_frequency(params: Params, n_reports: int, n_candidates: int, *, significance_level: float = 0.05,
                         power: float = 0.5, correction: Literal["bonferroni", "none"] = "bonferroni",
-                        inflation: float | None = None, rng: Any = 0) -> DetectionPrediction:
+                        inflation: float | None = None, rng: RngLike = 0) -> DetectionPrediction:
     """Predict the smallest frequency of a candidate that the decoder detects.
 
     Parameters
@@ -208,6 +209,12 @@ def detection_frequency(params: Params, n_reports: int, n_candidates: int, *, si
                                std_error=sd, inflation=infl, critical_z=z)
 
 
+#: Columns of :meth:`PlanResult.table`, in the order of :meth:`Plan.as_dict`.
+PLAN_COLUMNS = (("k", "i8"), ("h", "i8"), ("m", "i8"), ("p", "f8"), ("q", "f8"), ("f", "f8"), ("epsilon_one", "f8"),
+                ("epsilon_inf", "f8"), ("detection_frequency", "f8"), ("reference_detection_frequency", "f8"),
+                ("std_error", "f8"), ("inflation", "f8"))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Plan:
     """One proposed design: its parameters, privacy and predicted detection."""
@@ -236,9 +243,15 @@ class PlanResult:
     n_reports: int
     n_candidates: int
 
-    def table(self, limit: int = 10) -> list[dict[str, Any]]:
-        """The first ``limit`` plans as dicts (see :meth:`Plan.as_dict`)."""
-        return [p.as_dict() for p in self.plans[:limit]]
+    def table(self, limit: int | None = 10) -> np.ndarray:
+        """The first ``limit`` plans, best first, as a numpy structured array: the columns of :meth:`Plan.as_dict`.
+
+        Parameters
+        ----------
+        limit : int or None, default=10
+            How many plans (``None``: all of them).
+        """
+        return record_table(PLAN_COLUMNS, [tuple(p.as_dict().values()) for p in self.plans[:limit]])
 
 
 def _flip_for_epsilon_inf(epsilon_inf: float, h: int) -> float:
@@ -282,7 +295,7 @@ def plan(n_reports: int, n_candidates: int, *, epsilon_inf: float = 4.0, epsilon
          num_bloombits: tuple[int, ...] = (8, 16, 32, 64, 128, 256),
          num_hashes: tuple[int, ...] = (1, 2, 4),
          num_cohorts: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256),
-         min_reports_per_cohort: int = 100, tolerance: float = 1.05, rng: Any = 0) -> PlanResult:
+         min_reports_per_cohort: int = 100, tolerance: float = 1.05, rng: RngLike = 0) -> PlanResult:
     """Propose RAPPOR parameters meeting privacy targets, with predicted detection.
 
     Parameters
@@ -377,7 +390,7 @@ def plan(n_reports: int, n_candidates: int, *, epsilon_inf: float = 4.0, epsilon
 
 
 def simulate_detection(params: Params, n_reports: int, n_candidates: int, frequency: float, *, critical_z: float,
-                       reps: int = 100, rng: Any = None) -> int:
+                       reps: int = 100, rng: RngLike = None) -> int:
     """Count how often candidate 0 at ``frequency`` is detected in a binomial-count simulation.
 
     Each repetition draws a random Bloom design (uniform hashes), gives candidate 0 the

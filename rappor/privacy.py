@@ -69,6 +69,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._lazy import lazy_module
+from ._results import record_table
 from ._validation import check_int, check_options, check_probability, check_real
 from .exceptions import InvalidParameterError
 from .params import Params
@@ -438,6 +439,10 @@ def _refined_epsilon(curve: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.f
     return eps, order
 
 
+#: Columns of :meth:`PrivacyLoss.table` (and of ``rappor.discovery``'s privacy table).
+MEASURE_COLUMNS = (("name", "U"), ("description", "U"), ("value", "f8"))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PrivacyLoss:
     """What a RAPPOR configuration costs, by several accountings (returned by :func:`loss`).
@@ -490,11 +495,15 @@ class PrivacyLoss:
         """The fields as a plain ``dict`` (JSON-ready; infinities stay ``float('inf')``)."""
         return asdict(self)
 
-    def table(self) -> list[tuple[str, str, float]]:
-        """Rows ``(name, description, value)`` for display."""
+    def table(self) -> np.ndarray:
+        """Every measure as a row ``(name, description, value)`` of a numpy structured array.
+
+        The type of every ``table()`` in rappor (:meth:`rappor.decoder.DecodeResult.table`):
+        ``t["value"]`` is a column, ``t[t["name"] == "epsilon_one"]`` a row.
+        """
         d = self.delta
         t = f"{self.reports} report{'' if self.reports == 1 else 's'}"
-        return [
+        return record_table(MEASURE_COLUMNS, [
             ("epsilon_one", "pure epsilon, one report", self.epsilon_one),
             ("epsilon_inf", "pure epsilon, permanent response (any number of reports of one value)",
              self.epsilon_inf),
@@ -507,7 +516,7 @@ class PrivacyLoss:
             ("epsilon_rdp", f"{t}, optimal RDP conversion at alpha={self.rdp_order:.3g} (delta={d:g})",
              self.epsilon_rdp),
             ("epsilon_delta", f"{t}, best of the above (delta={d:g})", self.epsilon_delta),
-        ]
+        ])
 
 
 def loss(params: Params, *, reports: int = 1, delta: float = 1e-6) -> PrivacyLoss:

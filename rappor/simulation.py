@@ -51,7 +51,7 @@ import numpy.typing as npt
 from ._excerpt import excerpt
 from ._io import PathLike, csv_field, display_name, iter_text_lines
 from ._lazy import lazy_module
-from ._validation import check_cohorts, check_int, check_options, check_real, check_rng
+from ._validation import RngLike, check_cohorts, check_int, check_options, check_real, check_rng
 from .aggregate import Aggregate
 from .decoder import Decoder
 from .design import CandidateMap, hash_candidates
@@ -230,7 +230,7 @@ class Population:
         return cls(strings=strings, probabilities=np.array([counts[s] for s in strings], dtype=np.float64),
                    name=name)
 
-    def sample(self, size: int, *, rng: Any = None) -> npt.NDArray[np.int64]:
+    def sample(self, size: int, *, rng: RngLike = None) -> npt.NDArray[np.int64]:
         """Draw ``size`` values independently; returns indices into :attr:`strings`."""
         n = check_int(size, "size", "Population.sample", low=0)
         gen = check_rng(rng)
@@ -433,7 +433,7 @@ def _bloom_table(params: Params, strings: Sequence[str], values: npt.NDArray[np.
 
 
 def simulate_reports(params: Params, strings: Sequence[str], values: npt.ArrayLike, cohorts: npt.ArrayLike, *,
-                     prr_units: npt.ArrayLike | None = None, rng: Any = None) -> ReportBatch:
+                     prr_units: npt.ArrayLike | None = None, rng: RngLike = None) -> ReportBatch:
     """Encode many reports at once with numpy's generator (simulation only).
 
     Parameters
@@ -610,7 +610,7 @@ class Simulation:
 
 
 def simulate(params: Params, population: Population, n_clients: int, *, reports_per_client: int = 1,
-             values_per_client: int = 1, method: Literal["batch", "client"] = "batch", rng: Any = None,
+             values_per_client: int = 1, method: Literal["batch", "client"] = "batch", rng: RngLike = None,
              ) -> Simulation:
     """Simulate a collection: clients, their values, their reports and the aggregate.
 
@@ -739,7 +739,7 @@ def true_ones(params: Params, values: Sequence[str], counts_by_cohort: npt.Array
 
 
 def simulate_counts(params: Params, values: Sequence[str], counts_by_cohort: npt.ArrayLike,
-                    rng: Any = None) -> Aggregate:
+                    rng: RngLike = None) -> Aggregate:
     """The aggregated counts of one report per client, drawn exactly from their law (no report is encoded).
 
     Parameters
@@ -792,11 +792,11 @@ class Scenario:
         return self.true_counts / max(int(self.counts_by_cohort.sum()), 1)
 
     def truth(self) -> dict[str, int]:
-        """``{value: reports}`` for the values present (the form :func:`rappor.evaluate` takes)."""
+        """``{value: reports}`` for the values present (the form :func:`rappor.metrics.evaluate` takes)."""
         return {v: int(c) for v, c in zip(self.values, self.true_counts) if c > 0}
 
 
-def zipf_scenario(params: Params, *, n_reports: int, n_values: int, rng: Any = None, exponent: float = 1.0,
+def zipf_scenario(params: Params, *, n_reports: int, n_values: int, rng: RngLike = None, exponent: float = 1.0,
                   prefix: str = "v") -> Scenario:
     """Clients with values ``v1 .. vU`` drawn from Zipf(``exponent``), spread uniformly over cohorts.
 

@@ -10,18 +10,19 @@ import pytest
 
 from rappor import (
     Aggregate,
+    CountOverflowError,
     IncompatibleParamsError,
     InvalidParameterError,
     Params,
     ReportBatch,
     ReportFormatError,
     UnbalancedCohortsWarning,
-    check_cohort_balance,
     read_counts,
     read_params,
     read_reports,
     write_counts,
 )
+from rappor.aggregate import check_cohort_balance
 
 
 def _params(k: int = 8, m: int = 4) -> Params:
@@ -112,7 +113,7 @@ def test_read_counts_google_file_with_crlf(interop_dir: Path) -> None:
     params = read_params(interop_dir / "params.csv")
     assert b"\r\n" in (interop_dir / "counts.csv").read_bytes()  # google/rappor's csv.writer
     agg = read_counts(interop_dir / "counts.csv", params)
-    assert agg.n_reports.tolist() == [2500] * 8
+    assert agg.reports_per_cohort.tolist() == [2500] * 8
 
 
 def test_read_counts_hand_written(tmp_path: Path) -> None:
@@ -192,23 +193,23 @@ def test_aggregate_merge_fail_total_beyond_int64() -> None:
     params = _params(k=3, m=2)
     a = Aggregate(params=params, counts=np.array([[_BIG, 0, 0, 0], [0, 0, 0, 0]]))
     b = Aggregate(params=params, counts=np.array([[0, 0, 0, 0], [_BIG, 0, 0, 0]]))
-    with pytest.raises(InvalidParameterError, match="the total number of reports over all cohorts would exceed"):
+    with pytest.raises(CountOverflowError, match="the total number of reports over all cohorts would exceed"):
         a.merge(b)
-    with pytest.raises(InvalidParameterError, match="a count would exceed 2"):
+    with pytest.raises(CountOverflowError, match="a count would exceed 2"):
         a.merge(a).merge(a)  # per cell: 3 * 2**62
 
 
 def test_add_counts_fail_beyond_int64() -> None:
     """The accumulator of sum-bits, from_report_chunks and the engines refuses to wrap around."""
-    from rappor.aggregate import _add_counts
+    from rappor.aggregate import add_counts
 
     total = np.array([[_BIG, 1, 0, 0], [0, 0, 0, 0]], dtype=np.int64)
-    _add_counts(total, np.array([[_BIG - 1, 0, 0, 0], [0, 0, 0, 0]], dtype=np.int64))
+    add_counts(total, np.array([[_BIG - 1, 0, 0, 0], [0, 0, 0, 0]], dtype=np.int64))
     assert total[0, 0] == 2**63 - 1
-    with pytest.raises(InvalidParameterError, match="would exceed 2\\*\\*63 - 1"):
-        _add_counts(total, np.array([[0, 0, 0, 0], [1, 0, 0, 0]], dtype=np.int64))  # total 2**63
-    with pytest.raises(InvalidParameterError, match="would exceed 2\\*\\*63 - 1"):
-        _add_counts(total, np.array([[1, 0, 0, 0], [0, 0, 0, 0]], dtype=np.int64))  # one entry wraps
+    with pytest.raises(CountOverflowError, match="would exceed 2\\*\\*63 - 1"):
+        add_counts(total, np.array([[0, 0, 0, 0], [1, 0, 0, 0]], dtype=np.int64))  # total 2**63
+    with pytest.raises(CountOverflowError, match="would exceed 2\\*\\*63 - 1"):
+        add_counts(total, np.array([[1, 0, 0, 0], [0, 0, 0, 0]], dtype=np.int64))  # one entry wraps
 
 
 def test_merge_counts_cli_fail_total_beyond_int64(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

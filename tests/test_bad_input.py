@@ -376,8 +376,9 @@ CASES: list[Case] = [
     Case("discover/counts-wrong-rows", _base(), ["discover", "--params", "{d}/params.csv", "--counts",
                                                  "{d}/counts.csv", "--max-length", "4", "-o", "{out}"],
          bad="counts.csv", line=4, expected="expected 12 rows"),
-    Case("discover/list-is-a-directory", _base(**{"dc.csv": b"10,1,2,3,4,5,6,7,8\n" * 12, "listdir": None}),
-         ["discover", "--params", "{d}/params.csv", "--counts", "{d}/dc.csv", "--max-length", "4", "-o", "{out}",
+    Case("discover/list-is-a-directory", _base(**{"dc.csv": b"10,1,2,3,4,5,6,7,8\n" * 24, "listdir": None,
+                                                   "dp.csv": b"k,h,m,p,q,f\n8,2,8,0.5,0.75,0.5\n"}),
+         ["discover", "--params", "{d}/dp.csv", "--counts", "{d}/dc.csv", "--max-length", "4", "-o", "{out}",
           "--list", "{d}/listdir"], bad="listdir", expected="cannot write file: is a directory"),
     # ---------------------------------------------------------------- simulate and keygen
     Case("simulate/params-nan", {"p.csv": NAN_PARAMS}, ["simulate", "--params", "{d}/p.csv", "--out", "{d}/out",
@@ -505,6 +506,76 @@ SAME_FILE_CASES: list[Case] = [
           **{"truth.csv": b"string,count\na,1\n"}),
 ]
 CASES += SAME_FILE_CASES
+
+# ---------------------------------------------------------------- association (decode-assoc, simulate-assoc)
+#: 40 report pairs: a string variable 's' (the IRRs of ROWS) and a boolean 'b', one cohort column.
+ASSOC_REPORTS = ("client,cohort,s,b\n" + "".join(f"{a},{c},{s},{i % 2}\n" for i, (a, c, s) in enumerate(ROWS))).encode()
+_ASSOC = ["decode-assoc", "--params", "{d}/params.csv", "--reports", "{d}/r.csv", "--var1", "s", "--map1",
+          "{d}/map.csv", "--var2", "b", "--bool", "--categories", "all", "-o", "{out}"]
+
+
+def _assoc(bad: str, reports: bytes, line: int | None, expected: str, **files: bytes) -> Case:
+    inputs: dict[str, bytes | None] = {"params.csv": PARAMS_CSV, "map.csv": _map_bytes(GOOD_CANDIDATES),
+                                       "r.csv": reports}
+    inputs.update(files)
+    return Case(f"decode-assoc/{bad}", inputs, _ASSOC, bad="r.csv" if "map.csv" not in files else "map.csv",
+                line=line, expected=expected)
+
+
+def _assoc_row(row: str) -> bytes:
+    lines = ASSOC_REPORTS.decode().splitlines(keepends=True)
+    return "".join(lines[:3] + [row + "\n"] + lines[3:]).encode()
+
+
+def _check_assoc_same_as_plain(out: Path, stdout: str) -> None:
+    """The BOM + CRLF file decodes exactly like the plain one."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        (t / "params.csv").write_bytes(PARAMS_CSV)
+        (t / "map.csv").write_bytes(_map_bytes(GOOD_CANDIDATES))
+        (t / "r.csv").write_bytes(ASSOC_REPORTS)
+        assert main([a.format(d=t, out=t / "expected") for a in _ASSOC]) == 0
+        assert (out / "result").read_bytes() == (t / "expected").read_bytes()
+
+
+ASSOC_CASES = [
+    _assoc("blank-string", _assoc_row("x,1,,0"), 4, "blank value of variable 's' (pass --remove-bad-rows"),
+    _assoc("blank-boolean", _assoc_row("x,1,00000001,"), 4, "blank value of variable 'b'"),
+    _assoc("short-bits", _assoc_row("x,1,0000001,0"), 4, "variable 's': expected a bit string of 8 characters"),
+    _assoc("not-bits", _assoc_row("x,1,0000001x,0"), 4, "expected only '0' and '1'"),
+    _assoc("boolean-two-bits", _assoc_row("x,1,00000001,10"), 4, "variable 'b': expected a bit string of 1"),
+    _assoc("cohort-out-of-range", _assoc_row("x,4,00000001,0"), 4, "expected a cohort, an integer in [0, 3]"),
+    _assoc("cohort-negative", _assoc_row("x,-1,00000001,0"), 4, "expected a cohort"),
+    _assoc("columns", _assoc_row("x,1,00000001"), 4, "expected 4 comma-separated columns"),
+    _assoc("missing-column", b"client,cohort,s\nc0,1,00000001\n", 1, "expected a column 'b' in the header"),
+    _assoc("empty", b"", None, "found an empty file"),
+    _assoc("not-utf8", ASSOC_REPORTS + b"c,1,\xff0000001,0\n", 42, "expected UTF-8 text"),
+    _assoc("map-other-params", ASSOC_REPORTS, 1, "was the map made with other parameters?",
+           **{"map.csv": _map_bytes(GOOD_CANDIDATES, OTHER_K_PARAMS)}),
+    Case("decode-assoc/bom-crlf-accepted", {"params.csv": PARAMS_CSV, "map.csv": _map_bytes(GOOD_CANDIDATES),
+                                            "r.csv": crlf_bom(ASSOC_REPORTS)}, _ASSOC,
+         check=_check_assoc_same_as_plain),
+    Case("decode-assoc/schema-missing-var", {"params.csv": PARAMS_CSV, "map.csv": _map_bytes(GOOD_CANDIDATES),
+                                             "r.csv": ASSOC_REPORTS,
+                                             "vars.csv": b"metric,var,var_type,params\nm,s,string,params\n"},
+         ["decode-assoc", "--metric-name", "m", "--schema", "{d}/vars.csv", "--params-dir", "{d}", "--reports",
+          "{d}/r.csv", "--var1", "s", "--var2", "b", "--map1", "{d}/map.csv", "--output-dir", "{d}/out"],
+         bad="vars.csv", expected="couldn't find metric 'm', field 'b' in the schema"),
+    Case("simulate-assoc/params-nan", {"p.csv": NAN_PARAMS},
+         ["simulate-assoc", "--params", "{d}/p.csv", "--out", "{d}/out", "--no-report"], bad="p.csv", line=2,
+         expected="finite"),
+    Case("simulate-assoc/out-is-a-file", {"file": b"x"}, ["simulate-assoc", "--out", "{d}/file", "--no-report"],
+         bad="file", expected="not a directory"),
+    _same("out-is-the-reports", [*_ASSOC[:-1], "{d}/r.csv"], "-o {d}/r.csv", "--reports {d}/r.csv", _OVERWRITE,
+          **{"r.csv": ASSOC_REPORTS}),
+    _same("summary-is-the-output", [*_ASSOC, "--summary", "{out}"], "--summary {out}", "-o {out}", _SHARED,
+          **{"r.csv": ASSOC_REPORTS}),
+    _same("params-inside-out-dir", ["simulate-assoc", "--params", "{d}/params.csv", "--out", "{d}", "--no-report"],
+          "--out {d}/params.csv", "--params {d}/params.csv", _OVERWRITE),
+]
+CASES += ASSOC_CASES
 
 #: Cases whose file is deleted before the run (a missing path).
 _REMOVE = {"hash-candidates/params-missing": "p.csv", "merge-counts/missing": "bad.csv"}
@@ -715,8 +786,8 @@ def read_map_bom(tmp_path: Path, text: bytes):  # type: ignore[no-untyped-def]
 def test_bad_input_parquet(tmp_path: Path) -> None:
     """Parquet reports: not Parquet, other parameters, missing, empty directory."""
     pytest.importorskip("pyarrow")
-    from rappor import IncompatibleParamsError, ReportBatch, ReportFormatError
-    from rappor.parquet import aggregate_parquet, write_parquet_reports
+    from rappor import IncompatibleParamsError, RapporIOError, ReportBatch, ReportFormatError
+    from rappor.formats.parquet import aggregate_parquet, write_parquet_reports
 
     batch = ReportBatch.from_bitstrings(PARAMS, [c for _, c, _ in ROWS], [s for _, _, s in ROWS])
     write_parquet_reports(tmp_path / "r.parquet", batch)
@@ -729,10 +800,10 @@ def test_bad_input_parquet(tmp_path: Path) -> None:
     other = Params(num_bloombits=8, num_hashes=2, num_cohorts=8, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     with pytest.raises(IncompatibleParamsError, match="m=4"):
         aggregate_parquet(tmp_path / "r.parquet", other)
-    with pytest.raises(ReportFormatError, match="no such file"):
+    with pytest.raises(RapporIOError, match="no such file"):
         aggregate_parquet(tmp_path / "nope.parquet", PARAMS)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ReportFormatError, match="found none"):
+    with pytest.raises(RapporIOError, match="found none"):
         aggregate_parquet(tmp_path / "empty", PARAMS)
     truncated = tmp_path / "trunc.parquet"
     truncated.write_bytes((tmp_path / "r.parquet").read_bytes()[:-20])

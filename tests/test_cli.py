@@ -67,14 +67,14 @@ def test_python_dash_m_runs() -> None:
 def test_cli_out_of_memory_names_the_file_and_the_cause(tmp_path, capsys: pytest.CaptureFixture[str],
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     # Issue 13, item 7: an out-of-memory death named no file and no cause.
-    import rappor.reports
+    import rappor.formats.reports_csv
 
     def no_memory(*args: object, **kwargs: object) -> None:
         raise MemoryError
 
     (tmp_path / "params.csv").write_text("k,h,m,p,q,f\n8,2,4,0.5,0.75,0.5\n")
     (tmp_path / "r.csv").write_text("client,cohort,irr\nc,0,00000001\n")
-    monkeypatch.setattr(rappor.reports, "_parse_block", no_memory)
+    monkeypatch.setattr(rappor.formats.reports_csv, "_parse_block", no_memory)
     assert main(["sum-bits", "--params", str(tmp_path / "params.csv"), str(tmp_path / "r.csv")]) == 1
     err = capsys.readouterr().err
     assert err == (f"rappor: error: out of memory while reading {tmp_path / 'r.csv'} in 'rappor sum-bits': "

@@ -39,7 +39,7 @@ def _spec() -> DiscoverySpec:
 def collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Discovery reports of 3,960 clients as CSV and Parquet, their counts, and the parameter files."""
     pytest.importorskip("pyarrow")
-    from rappor.parquet import write_parquet_reports
+    from rappor.formats.parquet import write_parquet_reports
 
     d = tmp_path_factory.mktemp("discovery")
     spec = _spec()
@@ -81,7 +81,12 @@ def test_parquet_and_csv_reports_give_the_same_counts_and_discoveries(collection
     rows = [line.split(",") for line in outputs[0].splitlines()[1:]]
     significant = {row[0] for row in rows if row[5] == "true"}
     assert {"alpha.com", "bravo", "charlie.org/x"} <= significant
-    assert significant <= set(VALUES)  # no string nobody holds
+    # At most one string nobody holds.  The p-values come from the exact chance law of the
+    # confirming evidence (rappor.discovery.confirmation), so the expected number of false
+    # significant values is at most the level, 0.05; one is the tolerance of issue 18.  This
+    # small collection (3,960 clients, 241,075 values pooled) gave 4 false values with
+    # normal p-values of the trimmed z-scores.
+    assert len(significant - set(VALUES)) <= 1
 
 
 def test_discover_outputs_hold_no_secret(collection: Path, tmp_path: Path) -> None:
@@ -101,7 +106,7 @@ def _decode_args(d: Path, full: Path, out: Path, *extra: str) -> list[str]:
 @pytest.fixture(scope="module")
 def full_strings(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A full-string collection (simulated) of the same values, and a stale candidate list."""
-    from rappor.aggregate import write_counts
+    from rappor.formats.counts import write_counts
     from rappor.simulation import Population, simulate
 
     d = tmp_path_factory.mktemp("full")
@@ -132,6 +137,31 @@ def test_decode_discover_equals_discover_then_decode(collection: Path, full_stri
     assert (tmp_path / "found2.csv").read_bytes() == (tmp_path / "found.csv").read_bytes()
     detected = {line.split(",")[0] for line in (tmp_path / "one.csv").read_text().splitlines()[1:]}
     assert {"alpha.com", "bravo", "charlie.org/x"} <= detected
+
+
+def test_decode_discover_reports_unexplained_mass_with_and_without(collection: Path, full_strings: Path,
+                                                                   tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The stale list (bravo, zulu) leaves alpha.com and charlie.org/x (68% of the clients)
+    unexplained; with the discovered values only the rare ones (1.5%) are left."""
+    import re
+
+    d, full = collection, full_strings
+    assert main(_decode_args(d, full, tmp_path / "one.csv", "--candidates", str(full / "stale.txt"),
+                             "--discover", str(d / "counts.csv"), "--discovery-params", str(d / "disc-params.csv"),
+                             "--max-length", "14", "--alphabet", "printable")) == 0
+    err = capsys.readouterr().err
+    match = re.search(r"unexplained mass ([0-9.]+) \(SE ([0-9.]+)\) with the discovered values, ([0-9.]+) "
+                      r"\(SE ([0-9.]+)\) with the candidates alone; discovery confirms values above about "
+                      r"([0-9.]+)% of the discovery reports", err)
+    assert match is not None, err
+    with_d, se_with, without, se_without, floor = map(float, match.groups())
+    true_rare = 60 / 3960
+    # Within 4 standard errors of the true share outside each list (binomial sampling of the
+    # 20,000 simulated clients is far smaller than the decoder's SE here).
+    assert abs(with_d - true_rare) <= 4 * se_with + 0.01
+    assert abs(without - (1800 + 900 + 60) / 3960) <= 4 * se_without + 0.01
+    assert 0.0 < floor < 100.0 * 900 / 3960  # charlie.org/x (23%) is above the floor
 
 
 @pytest.mark.parametrize(("extra", "message"), [

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import rappor._commands._encode_input as encode_input
-import rappor._commands.encode as encode_command
-from rappor import Encoder, Params, ReportFormatError, client_secret, read_key_file, write_key_file
+import rappor.file_encoder as file_encoder
+from rappor import Encoder, Params, read_key_file, write_key_file
+from rappor.encoder import client_secret
 from rappor.cli import build_parser, main
 
 KEY = bytes(range(100, 132))
@@ -88,7 +88,7 @@ def test_encode_irr_fresh_unless_seeded(tmp_path: Path) -> None:
 
 
 def test_encode_parallel_equals_serial_with_seed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(encode_command, "CHUNK_ROWS", 7)  # several chunks, so workers are used
+    monkeypatch.setattr(file_encoder, "CHUNK_ROWS", 7)  # several chunks, so workers are used
     params, key, inp = _setup(tmp_path, ROWS)
     serial, parallel = tmp_path / "s.csv", tmp_path / "p.csv"
     assert _run(params, key, inp, serial, "--seed", "3", "--jobs", "1") == 0
@@ -220,7 +220,7 @@ def test_keygen_creates_private_key(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_encode_output_has_one_row_per_input_row_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(encode_command, "CHUNK_ROWS", 4)
+    monkeypatch.setattr(file_encoder, "CHUNK_ROWS", 4)
     rows = [(f"c{i % 5}", f"v{i}") for i in range(23)]  # repeated clients
     params, key, inp = _setup(tmp_path, rows)
     out = tmp_path / "o.csv"
@@ -233,9 +233,9 @@ def test_encode_output_has_one_row_per_input_row_in_order(tmp_path: Path, monkey
 
 
 def test_encode_output_reads_back_as_reports(tmp_path: Path) -> None:
-    # The output is the reports file every later stage reads (rappor.reports.read_reports).
+    # The output is the reports file every later stage reads (rappor.formats.reports_csv.read_reports).
     from rappor import read_params
-    from rappor.reports import read_reports
+    from rappor.formats.reports_csv import read_reports
 
     rows = ROWS + [("with,comma", "v"), ('with "quote"', "w")]
     params, key, inp = _setup(tmp_path, rows)
@@ -246,57 +246,6 @@ def test_encode_output_reads_back_as_reports(tmp_path: Path) -> None:
     written = _read(out)[1:]
     assert batch.bitstrings() == [r[2] for r in written]
     assert batch.cohorts.tolist() == [int(r[1]) for r in written]
-
-
-def test_encode_input_parser_fuzz(tmp_path: Path) -> None:
-    # Any bytes give either rows or a ReportFormatError naming the file: never another exception.
-    hypothesis = pytest.importorskip("hypothesis")
-    from hypothesis import strategies as st
-
-    from rappor import ReportFormatError
-
-    alphabet = st.sampled_from([b"client,value\n", b"a,b\n", b",", b'"', b"\r\n", b"\n", b"x", b" ", b"\xff",
-                                b"\xef\xbb\xbf", b"\xc3\xa9", b"\x00"])
-    path = tmp_path / "fuzz.csv"
-
-    @hypothesis.settings(max_examples=300, deadline=None, database=None,
-                         suppress_health_check=[hypothesis.HealthCheck.function_scoped_fixture])
-    @hypothesis.given(st.lists(alphabet, max_size=12).map(b"".join))
-    def check(data: bytes) -> None:
-        path.write_bytes(data)
-        try:
-            rows = list(encode_input.iter_rows(path))
-        except ReportFormatError as exc:
-            assert str(exc).startswith(str(path))
-        else:
-            assert all(client and isinstance(value, str) for _, client, value in rows)
-
-    check()
-
-
-def test_encode_input_plain_blocks_take_the_fast_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Quote-free blocks are split at C speed (_plain_columns); the differential test in
-    # tests/test_fuzz.py checks that this gives the csv module's rows on every input.
-    taken: list[bool] = []
-    real = encode_input._plain_columns
-
-    def spy(block):  # type: ignore[no-untyped-def]
-        result = real(block)
-        taken.append(result is not None)
-        return result
-
-    monkeypatch.setattr(encode_input, "_plain_columns", spy)
-    monkeypatch.setattr(encode_input, "BLOCK_BYTES", 64)
-    path = tmp_path / "in.csv"
-    path.write_bytes(b"client,value\r\n" + b"".join(b"c%d,v%d\r\n" % (i, i) for i in range(100)))
-    rows = list(encode_input.iter_rows(path))
-    assert rows == [(i + 2, f"c{i}", f"v{i}") for i in range(100)]
-    assert len(taken) > 10 and all(taken)
-    taken.clear()
-    path.write_bytes(b'client,value\n"a",b\nc,\xff\nd,e,f\n,x\n\ng,h\n')  # each line a special case
-    with pytest.raises(ReportFormatError):
-        list(encode_input.iter_rows(path))
-    assert not any(taken)
 
 
 @pytest.mark.parametrize("jobs", ["0", "-2"])
@@ -340,7 +289,7 @@ def _mixed(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 def test_encode_skip_writes_good_rows_and_rejects(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from rappor import read_params
-    from rappor.reports import read_reports
+    from rappor.formats.reports_csv import read_reports
 
     params, key, inp = _mixed(tmp_path)
     out = tmp_path / "reports.csv"
@@ -376,7 +325,7 @@ def test_encode_skip_reasons_match_fail_fast_errors(tmp_path: Path, capsys: pyte
 
 
 def test_encode_skip_parallel_equals_serial(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(encode_command, "CHUNK_ROWS", 1)  # several chunks, so workers are used
+    monkeypatch.setattr(file_encoder, "CHUNK_ROWS", 1)  # several chunks, so workers are used
     params, key, inp = _mixed(tmp_path)
     serial, parallel = tmp_path / "s.csv", tmp_path / "p.csv"
     assert _run(params, key, inp, serial, "--seed", "3", "--jobs", "1", "--on-error", "skip") == 0
@@ -413,28 +362,3 @@ def test_encode_skip_stdout_needs_rejects(tmp_path: Path, capsys: pytest.Capture
     out = capsys.readouterr().out
     assert [r[0] for r in csv.reader(io.StringIO(out))][1:] == MIXED_GOOD
     assert len(_read(tmp_path / "bad.csv")) == 7
-
-
-def test_encode_input_memory_is_bounded_by_the_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Issue 13, item 7: rappor encode held its whole input (about 230 bytes a row; 69 MB
-    # of Python objects for these 200,000 rows).  Read in 64 KiB blocks and 4,096-row
-    # chunks, the peak stays near 2 MB whatever the number of rows (tracemalloc counts
-    # Python and numpy allocations).
-    import tracemalloc
-
-    monkeypatch.setattr(encode_input, "BLOCK_BYTES", 1 << 16)
-    peaks = []
-    for n in (50_000, 200_000):
-        path = tmp_path / f"in{n}.csv"
-        with path.open("w") as fh:
-            fh.write("client,value\n")
-            fh.writelines(f"client-{i:08d},https://example.com/page/{i % 1000}\n" for i in range(n))
-        tracemalloc.start()
-        try:
-            rows = sum(len(clients) for clients, _ in encode_input.iter_chunks(path, None, 4096))
-            peaks.append(tracemalloc.get_traced_memory()[1])
-        finally:
-            tracemalloc.stop()
-        assert rows == n
-    assert peaks[1] < 8 * 2**20, peaks  # the file is 9 MB; the old reader needed 69 MB
-    assert peaks[1] < 1.5 * peaks[0], peaks  # independent of the input's size

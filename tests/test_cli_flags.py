@@ -17,6 +17,7 @@ from rappor.cli import build_parser, main
 
 REPO = Path(__file__).parent.parent
 SAMPLE = REPO / "data" / "sample"
+ASSOC = Path(__file__).parent / "data" / "assoc_google"
 
 #: A valid invocation of each command (bad values are appended to it).
 BASE = {
@@ -29,6 +30,10 @@ BASE = {
     "simulate": ["simulate", "--clients", "2000", "--unique", "10", "--no-report", "--out", "{tmp}/out"],
     "discover": ["discover", "--params", str(SAMPLE / "params.csv"), "--counts", str(SAMPLE / "counts.csv"),
                  "-o", "{tmp}/r.csv"],
+    "decode-assoc": ["decode-assoc", "--params", str(ASSOC / "m_params.csv"), "--reports", str(ASSOC / "reports.csv"),
+                     "--var1", "domain", "--map1", str(ASSOC / "domain_map.csv"), "--var2", "flag..HTTPS", "--bool",
+                     "-o", "{tmp}/r.csv"],
+    "simulate-assoc": ["simulate-assoc", "--clients", "2000", "--unique", "10", "--no-report", "--out", "{tmp}/out"],
 }
 
 #: (command, flag, bad values): every numeric option of every command.
@@ -65,6 +70,22 @@ BAD = [
     ("discover", "--level", ["0", "1.5"]),
     ("discover", "--alpha", ["7"]),
     ("discover", "--beam", ["0"]),
+    ("decode", "--max-length", ["0", "x"]),
+    ("decode", "--segment", ["0", "4"]),
+    ("decode", "--beam", ["0", "x"]),
+    ("plan", "--discovery-share", ["0", "1", "-0.5", "nan"]),
+    ("decode-assoc", "--reports-sample-size", ["0", "-2", "x"]),
+    ("decode-assoc", "--max-em-iters", ["-1", "x"]),
+    ("decode-assoc", "--tolerance", ["-1", "nan", "inf"]),
+    ("decode-assoc", "--num-cores", ["0"]),
+    ("decode-assoc", "--level", ["0", "1", "nan"]),
+    ("decode-assoc", "--alpha", ["5"]),  # the deprecated alias names itself
+    ("decode-assoc", "--seed", ["-1"]),
+    ("simulate-assoc", "--clients", ["0", "1e5"]),
+    ("simulate-assoc", "--unique", ["0"]),
+    ("simulate-assoc", "--unique2", ["0"]),
+    ("simulate-assoc", "--remove-every", ["-1"]),
+    ("simulate-assoc", "--seed", ["-1"]),
 ]
 
 #: Values that are fine alone but conflict with another option: (argv after BASE, flags the message names).

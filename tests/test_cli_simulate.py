@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from rappor.aggregate import read_counts
+from rappor.formats.counts import read_counts
 from rappor.cli import main
-from rappor.params import read_params
+from rappor.formats.params import read_params
 
 FILES = ("params.csv", "counts.csv", "map.csv", "candidates.txt", "truth.csv", "results.csv", "metrics.json",
          "report.html")

@@ -21,18 +21,20 @@ from rappor import (
     Decoder,
     InvalidParameterError,
     Params,
+    hash_candidates,
+    read_candidates,
+    read_counts,
+    read_map,
+    read_params,
+)
+from rappor.compat import (
     google_bloom_bits,
     google_bloom_bits_table,
     google_bloom_filter,
     google_effective_prob_f,
     google_prr,
     google_prr_batch,
-    hash_candidates,
     hash_candidates_google,
-    read_candidates,
-    read_counts,
-    read_map,
-    read_params,
 )
 from rappor._bits import bits_to_bitstrings, bitstrings_to_bits
 from rappor.cli import main

@@ -380,7 +380,7 @@ def test_decode_google_rappor_md5_map_beats_reference(interop_dir):
     agg = rappor.read_counts(interop_dir / "counts.csv", params)
     cmap = rappor.read_map(interop_dir / "map.csv", params)
     res = Decoder().decode(agg, cmap)
-    m = rappor.evaluate(_truth(interop_dir), res.strings, res.proportion, detected=res.detected)
+    m = rappor.metrics.evaluate(_truth(interop_dir), res.strings, res.proportion, detected=res.detected)
     assert m.false_positives == 0
     assert m.total_variation <= 0.307
     # Same answer from our own hashing of the candidates would differ (other hash); the map rules.
@@ -459,8 +459,8 @@ def test_empirical_bayes_estimator_lowers_total_variation():
         cmap = hash_candidates(cands, agg.params)
         ls = Decoder().decode(agg, cmap)
         pm = Decoder(estimator="empirical-bayes").decode(agg, cmap)
-        gains.append(rappor.evaluate_result(ls, truth).total_variation
-                     - rappor.evaluate_result(pm, truth).total_variation)
+        gains.append(rappor.metrics.evaluate_result(ls, truth).total_variation
+                     - rappor.metrics.evaluate_result(pm, truth).total_variation)
         reported.append(int(pm.detected.sum()) - int(ls.detected.sum()))
         np.testing.assert_array_equal(pm.significant, ls.significant)  # the test's answer is unchanged
         assert pm.summary()["estimator"] == "empirical-bayes" and pm.summary()["detected"] == pm.detected.sum()
@@ -500,8 +500,8 @@ def test_empirical_bayes_estimator_uniform_shares_sum_at_most_one():
     pm = Decoder(estimator="empirical-bayes").decode(sc.aggregate, cmap)
     ls = Decoder().decode(sc.aggregate, cmap)
     assert float(np.sum(pm.proportion)) <= 1.0 + 1e-12
-    tv_pm = rappor.evaluate_result(pm, sc.truth()).total_variation
-    tv_ls = rappor.evaluate_result(ls, sc.truth()).total_variation
+    tv_pm = rappor.metrics.evaluate_result(pm, sc.truth()).total_variation
+    tv_ls = rappor.metrics.evaluate_result(ls, sc.truth()).total_variation
     assert tv_pm < tv_ls
 
 
@@ -538,7 +538,7 @@ def test_empirical_bayes_shares_stay_near_least_squares():
     eb = Decoder(estimator="empirical-bayes").decode(sim.aggregate, cmap)
     assert np.all(np.abs(eb.proportion - ls.proportion) <= 4 * ls.prop_std_error)
     assert float(np.sum(eb.proportion)) <= 1.0 + 1e-12
-    assert rappor.evaluate_result(eb, sim.truth).total_variation < rappor.evaluate_result(ls, sim.truth).total_variation
+    assert rappor.metrics.evaluate_result(eb, sim.truth).total_variation < rappor.metrics.evaluate_result(ls, sim.truth).total_variation
 
 
 def test_selective_intervals_cover_detected_and_are_narrower_than_fcr():

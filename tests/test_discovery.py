@@ -134,9 +134,9 @@ def test_simulation_methods_agree_in_law() -> None:
     a = simulate_discovery(params, spec, pop, 60_000, method="aggregate", rng=3)
     b = simulate_discovery(params, spec, pop, 60_000, method="reports", rng=4)
     for agg_a, agg_b, p in ((a.full, b.full, params), (a.discovery, b.discovery, spec.wire_params)):
-        ya = agg_a.bit_counts / np.maximum(agg_a.n_reports[:, None], 1)
-        yb = agg_b.bit_counts / np.maximum(agg_b.n_reports[:, None], 1)
-        n = np.minimum(agg_a.n_reports, agg_b.n_reports)[:, None]
+        ya = agg_a.bit_counts / np.maximum(agg_a.reports_per_cohort[:, None], 1)
+        yb = agg_b.bit_counts / np.maximum(agg_b.reports_per_cohort[:, None], 1)
+        n = np.minimum(agg_a.reports_per_cohort, agg_b.reports_per_cohort)[:, None]
         sd = np.sqrt(2 * 0.25 / np.maximum(n, 1))
         assert np.all(np.abs(ya - yb) < 5 * sd + 1e-12)
         assert abs(agg_a.total_reports - agg_b.total_reports) < 5 * math.sqrt(60_000)

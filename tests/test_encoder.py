@@ -23,22 +23,20 @@ from scipy import stats
 
 import rappor.encoder as encoder_module
 from rappor import (
-    EncodeTrace,
     Encoder,
     InsecureKeyFileWarning,
     InvalidParameterError,
     Params,
+    RapporIOError,
     Report,
     ReportBatch,
     ReportFormatError,
-    client_secret,
-    derive_cohort,
     encode_clients,
     generate_key,
-    prr_uniforms,
     read_key_file,
     write_key_file,
 )
+from rappor.encoder import EncodeTrace, client_secret, derive_cohort, prr_uniforms
 from rappor._bits import bits_to_bitstrings
 from rappor.hashing import bloom_filter
 
@@ -517,7 +515,7 @@ def test_key_file_round_trip(tmp_path: Path) -> None:
 def test_write_key_file_refuses_to_replace(tmp_path: Path) -> None:
     path = tmp_path / "key"
     write_key_file(path, SECRET)
-    with pytest.raises(ReportFormatError, match="already exists"):
+    with pytest.raises(RapporIOError, match="already exists"):
         write_key_file(path, bytes(32))
     assert read_key_file(path) == SECRET
     write_key_file(path, bytes(range(1, 33)), overwrite=True)
@@ -535,7 +533,7 @@ def test_read_key_file_warns_when_world_readable(tmp_path: Path) -> None:
 
 def test_read_key_file_missing_is_error(tmp_path: Path) -> None:
     path = tmp_path / "nokey"
-    with pytest.raises(ReportFormatError, match="nokey.*no such file"):
+    with pytest.raises(RapporIOError, match="nokey.*no such file"):
         read_key_file(path)
 
 
@@ -561,7 +559,7 @@ def test_read_key_file_accepts_whitespace_and_uppercase(tmp_path: Path) -> None:
 
 
 def test_read_key_file_fail_stdin() -> None:
-    with pytest.raises(ReportFormatError, match="not standard input"):
+    with pytest.raises(InvalidParameterError, match="<stdin>: .*not standard input"):
         read_key_file("-")
 
 

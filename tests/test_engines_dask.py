@@ -10,8 +10,8 @@ import pytest
 from rappor import Aggregate, Params, ReportBatch
 from rappor.engines import NumpyEngine, aggregate_files, get_engine, report_sources
 from rappor.exceptions import IncompatibleParamsError, InvalidParameterError
-from rappor.parquet import ParquetReportWriter, write_parquet_reports
-from rappor.reports import write_reports
+from rappor.formats.parquet import ParquetReportWriter, write_parquet_reports
+from rappor.formats.reports_csv import write_reports
 
 pytest.importorskip("dask.dataframe")
 pytestmark = pytest.mark.dask

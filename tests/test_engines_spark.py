@@ -15,8 +15,8 @@ import pytest
 from rappor import Aggregate, Params, ReportBatch
 from rappor.engines import aggregate_files
 from rappor.exceptions import IncompatibleParamsError
-from rappor.parquet import ParquetReportWriter, write_parquet_reports
-from rappor.reports import write_reports
+from rappor.formats.parquet import ParquetReportWriter, write_parquet_reports
+from rappor.formats.reports_csv import write_reports
 
 pytest.importorskip("pyspark.sql")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):

@@ -48,7 +48,7 @@ from rappor import (
     write_reports,
 )
 from rappor.encoder import read_key_file
-from rappor._commands._encode_input import iter_rows as _encode_rows
+from rappor.formats.client_values import iter_rows as _encode_rows
 from rappor.simulation import read_population
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -154,20 +154,20 @@ def test_fuzz_map_fast_path_equals_csv_path(rows: list[tuple[str, list[str]]], s
     Same map, or the same error on the same line with the same message, on rows that are
     valid, nearly valid (cells off by one, odd strings) or not at all.
     """
-    import rappor.map_file
+    import rappor.formats.map
 
     text = "".join(f"{name},{','.join(cells)}\n" for name, cells in rows).encode()
     path = _write(scratch, text)
     fast = _read_map_outcome(path)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(rappor.map_file, "_split_row", lambda text, width: None)
+        patch.setattr(rappor.formats.map, "_split_row", lambda text, width: None)
         slow = _read_map_outcome(path)
     assert fast == slow
 
 
 # ------------------------------------------------------------------ CSV readers = the csv module
 #
-# The reports reader (rappor.reports) and rappor encode's client,value reader read their
+# The reports reader (rappor.formats.reports_csv) and rappor encode's client,value reader read their
 # input in blocks, with a fast path for quote-free lines.  Whatever the bytes and the
 # block size, they must give exactly what the csv module gives on the whole file
 # (csv.reader(open(path, newline="")), default dialect, no field size limit): same
@@ -217,7 +217,7 @@ def _csv_module_records(data: bytes, *, strict: bool = False, errors: str = "rep
 
 def _reports_by_csv_module(data: bytes, skip: bool) -> tuple[Any, ...]:
     from rappor._excerpt import clip, excerpt
-    from rappor.reports import _check_cells
+    from rappor.formats.reports_csv import _check_cells
 
     cohorts: list[int] = []
     irrs: list[str] = []
@@ -266,13 +266,13 @@ _REPORT_ROWS = st.one_of(
 @given(rows=st.lists(_REPORT_ROWS, max_size=10), block=st.integers(1, 48), skip=st.booleans())
 def test_fuzz_reports_reader_equals_csv_module(rows: list[bytes], block: int, skip: bool, scratch: Path) -> None:
     """Quoted line breaks, quotes, commas, CRs, NULs and bad bytes, at any block size."""
-    import rappor.reports
+    import rappor.formats.reports_csv
 
     data = b"client,cohort,irr\n" + b"".join(rows)
     path = _write(scratch, data)
     expected = _reports_by_csv_module(data, skip)
     with pytest.MonkeyPatch.context() as patch, _no_field_limit():
-        patch.setattr(rappor.reports, "_BLOCK_BYTES", block)
+        patch.setattr(rappor.formats.reports_csv, "_BLOCK_BYTES", block)
         assert _reports_by_reader(path, skip) == expected
 
 
@@ -339,7 +339,7 @@ _ENCODE_ROWS = st.one_of(
        rows=st.lists(_ENCODE_ROWS, max_size=10), block=st.integers(1, 48), skip=st.booleans())
 def test_fuzz_encode_input_equals_csv_module(header: bytes, rows: list[bytes], block: int, skip: bool,
                                              scratch: Path) -> None:
-    import rappor._commands._encode_input as encode_input
+    import rappor.formats.client_values as encode_input
 
     data = header + b"".join(rows)
     path = _write(scratch, data)
@@ -541,7 +541,7 @@ def test_fuzz_corrupted_parquet(data: st.DataObject, scratch: Path) -> None:
     footer escaping as tracebacks.)
     """
     pytest.importorskip("pyarrow")
-    from rappor.parquet import aggregate_parquet, read_parquet_reports, write_parquet_reports
+    from rappor.formats.parquet import aggregate_parquet, read_parquet_reports, write_parquet_reports
 
     valid = scratch / "valid.parquet"
     if not valid.exists():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rappor import InvalidParameterError, ReportFormatError
+from rappor import InvalidParameterError, RapporIOError, ReportFormatError
 from rappor._io import atomic_output, csv_field, display_name, iter_text_lines, read_input_bytes
 
 
@@ -76,10 +76,10 @@ def test_atomic_output_newlines_written_as_given(tmp_path: Path) -> None:
 
 
 def test_atomic_output_fail_directory_or_missing_parent(tmp_path: Path) -> None:
-    with pytest.raises(ReportFormatError, match="is a directory"):
+    with pytest.raises(RapporIOError, match="is a directory"):
         with atomic_output(tmp_path):
             pass
-    with pytest.raises(ReportFormatError, match="cannot write file"):
+    with pytest.raises(RapporIOError, match="cannot write file"):
         with atomic_output(tmp_path / "no" / "such" / "dir.csv"):
             pass
 
@@ -110,11 +110,11 @@ def test_iter_text_lines_fail_invalid_utf8_names_line(tmp_path: Path) -> None:
 
 
 def test_read_input_fail_missing_and_directory(tmp_path: Path) -> None:
-    with pytest.raises(ReportFormatError, match="missing.txt: cannot read file: no such file"):
+    with pytest.raises(RapporIOError, match="missing.txt: cannot read file: no such file"):
         read_input_bytes(tmp_path / "missing.txt")
-    with pytest.raises(ReportFormatError, match="is a directory"):
+    with pytest.raises(RapporIOError, match="is a directory"):
         read_input_bytes(tmp_path)
-    with pytest.raises(ReportFormatError, match="missing.txt: cannot read file"):
+    with pytest.raises(RapporIOError, match="missing.txt: cannot read file"):
         list(iter_text_lines(tmp_path / "missing.txt"))
 
 
@@ -234,7 +234,7 @@ def test_atomic_output_fail_socket(tmp_path: Path) -> None:
     path = tmp_path / "sock"
     with socket.socket(socket.AF_UNIX) as sock:
         sock.bind(str(path))
-        with pytest.raises(ReportFormatError, match="not a regular file, a character device or a FIFO"):
+        with pytest.raises(RapporIOError, match="not a regular file, a character device or a FIFO"):
             with atomic_output(path):
                 pass
     assert stat.S_ISSOCK(os.stat(path).st_mode)
@@ -291,7 +291,7 @@ def test_atomic_output_dev_stdout_is_standard_output(tmp_path: Path) -> None:
 
 def test_atomic_output_closed_stdout(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stdout", None)
-    with pytest.raises(ReportFormatError, match="<stdout>: cannot write: standard output is closed"):
+    with pytest.raises(RapporIOError, match="<stdout>: cannot write: standard output is closed"):
         with atomic_output("-"):
             pass
 
@@ -355,7 +355,7 @@ def test_open_input_binary_read_error_says_cannot_read(tmp_path: Path) -> None:
     # /proc/self/mem opens but fails to read at offset 0 (EIO): a read error, not "cannot write".
     if not os.path.exists("/proc/self/mem"):
         pytest.skip("needs Linux /proc")
-    with pytest.raises(ReportFormatError, match="cannot read file: Input/output error"):
+    with pytest.raises(RapporIOError, match="cannot read file: Input/output error"):
         list(iter_text_lines("/proc/self/mem"))
-    with pytest.raises(ReportFormatError, match="cannot read file"):
+    with pytest.raises(RapporIOError, match="cannot read file"):
         read_input_bytes("/proc/self/mem", max_bytes=10)

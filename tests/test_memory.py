@@ -16,12 +16,12 @@ from rappor import (
     Params,
     ReportBatch,
     hash_candidates,
-    hash_candidates_google,
     read_counts,
     read_map,
     write_counts,
     write_map,
 )
+from rappor.compat import hash_candidates_google
 from rappor.cli import main
 
 HUGE = Params(num_bloombits=2**32, num_hashes=2, num_cohorts=2**32, prob_p=0.5, prob_q=0.75, prob_f=0.5)
@@ -149,3 +149,31 @@ def test_sites_check_before_allocating(tmp_path: Path, monkeypatch: pytest.Monke
                                            words=np.zeros((0, 1), dtype=np.uint64)))
     monkeypatch.setenv(memory.ENV_VAR, "none")
     assert len(read_map(tmp_path / "map.csv", SMALL)) == 2
+
+
+def test_decode_is_refused_before_estimating(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 15 (asked in issue 13's memory checks): Decoder.decode checks its working
+    # arrays against the memory available before it estimates anything.
+    import numpy as np
+
+    import rappor.decoder._decoder as decoder_module
+    from rappor import Aggregate, Decoder, InsufficientMemoryError, Params, hash_candidates
+
+    params = Params(k=8, h=2, m=4, p=0.25, q=0.75, f=0.5)
+    cmap = hash_candidates([f"v{i}" for i in range(50)], params)
+    agg = Aggregate(params=params, counts=np.column_stack([np.full(4, 1000), np.full((4, 8), 400)]))
+    design = cmap.matrix.data.nbytes + cmap.matrix.indices.nbytes + cmap.matrix.indptr.nbytes
+    needed = memory.decode_bytes(design, 32, 50, dense_columns=50)
+    assert needed >= 2 * design + 8 * 50**2
+    estimated: list[bool] = []
+    real = decoder_module.estimate
+    monkeypatch.setattr(decoder_module, "estimate", lambda *a: estimated.append(True) or real(*a))
+    Decoder().decode(agg, cmap)  # fits: decoded
+    assert estimated == [True]
+    monkeypatch.setattr(memory, "CHECK_ABOVE", 0)  # every estimate is checked
+    monkeypatch.setenv(memory.ENV_VAR, str(needed - 1))
+    with pytest.raises(InsufficientMemoryError, match="decoding 50 candidates .* needs about"):
+        Decoder().decode(agg, cmap)
+    assert estimated == [True]  # refused before estimating
+    monkeypatch.setenv(memory.ENV_VAR, str(needed))
+    Decoder().decode(agg, cmap)

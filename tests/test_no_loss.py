@@ -54,7 +54,7 @@ def test_no_loss_chunk_boundaries(tmp_path: Path, chunk_size: int) -> None:
 
 def test_no_loss_block_boundaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Tiny read blocks: lines (and CRLF pairs) split across blocks are neither lost nor doubled."""
-    from rappor import reports as reports_module
+    from rappor.formats import reports_csv as reports_module
 
     batch = _batch(300, seed=1)
     write_reports(tmp_path / "r.csv", batch)
@@ -109,7 +109,7 @@ def test_no_loss_sum_bits_several_files_and_merge_counts(tmp_path: Path,
 
 def test_no_loss_parquet_path(tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
-    from rappor.parquet import aggregate_parquet, write_parquet_reports
+    from rappor.formats.parquet import aggregate_parquet, write_parquet_reports
 
     batch = _batch(1000, seed=7)
     write_parquet_reports(tmp_path / "r.parquet", batch, row_group_size=64)
@@ -162,7 +162,7 @@ def test_no_loss_skip_needs_a_sink(tmp_path: Path) -> None:
 @pytest.mark.parametrize("block", [3, 1 << 24])
 def test_no_loss_skip_across_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int) -> None:
     """Many bad rows scattered over many blocks: accepted + rejected == data rows, exactly."""
-    from rappor import reports as reports_module
+    from rappor.formats import reports_csv as reports_module
 
     monkeypatch.setattr(reports_module, "_BLOCK_BYTES", block)
     batch = _batch(400, seed=3)

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rappor import IncompatibleParamsError, InvalidParameterError, Params, ReportFormatError
-from rappor.params import MAX_COHORTS, check_same_params, read_params, write_params
+from rappor import IncompatibleParamsError, InvalidParameterError, Params, RapporIOError, ReportFormatError
+from rappor.formats.params import read_params, write_params
+from rappor.params import MAX_COHORTS, check_same_params
 
 GOOD = {"num_bloombits": 16, "num_hashes": 2, "num_cohorts": 8, "prob_p": 0.5, "prob_q": 0.75, "prob_f": 0.5}
 
@@ -179,7 +180,7 @@ def test_read_params_fail_names_file_and_line(tmp_path: Path, content: bytes, wh
 
 
 def test_read_params_fail_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(ReportFormatError, match="nope.csv: cannot read file: no such file"):
+    with pytest.raises(RapporIOError, match="nope.csv: cannot read file: no such file"):
         read_params(tmp_path / "nope.csv")
 
 

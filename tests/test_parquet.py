@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rappor import Aggregate, Params, ReportBatch
+from rappor import Aggregate, Params, RapporIOError, ReportBatch
 from rappor.exceptions import IncompatibleParamsError, InvalidParameterError, ReportFormatError
-from rappor.parquet import (
+from rappor.formats.parquet import (
     ParquetReportWriter,
     aggregate_parquet,
     iter_parquet_reports,
@@ -155,9 +155,9 @@ def test_parquet_fail_not_parquet(tmp_path: Path, params: Params) -> None:
     path.write_text("client,cohort,irr\nc1,0,01010101\n")
     with pytest.raises(ReportFormatError, match="not a readable Parquet file"):
         read_parquet_reports(path, params)
-    with pytest.raises(ReportFormatError, match="no such file"):
+    with pytest.raises(RapporIOError, match="no such file"):
         read_parquet_reports(tmp_path / "missing.parquet", params)
-    with pytest.raises(ReportFormatError, match="found none"):
+    with pytest.raises(RapporIOError, match="found none"):
         read_parquet_reports(tmp_path, params)
 
 

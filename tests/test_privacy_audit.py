@@ -23,7 +23,7 @@ PARAMS = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q
 
 def test_audit_real_client_passes() -> None:
     result = audit_encoder(PARAMS, encoder="client", n_pairs=1, n_samples=10_000, n_reports=10_000, rng=1)
-    assert result.passed, result.table()
+    assert result.passed, result.to_text()
     assert {r.mechanism for r in result.rows} == {"report", "permanent"}
     assert all(r.differing_bits == 2 * PARAMS.num_hashes for r in result.rows)
     assert result.convergence is not None and result.convergence.prr_differs_at >= 1
@@ -34,7 +34,7 @@ def test_audit_real_client_passes() -> None:
 
 def test_audit_batch_encoder_passes() -> None:
     result = audit_encoder(PARAMS, encoder="batch", n_pairs=2, n_samples=40_000, rng=2)
-    assert result.passed, result.table()
+    assert result.passed, result.to_text()
     assert [r.mechanism for r in result.rows] == ["report", "report"]
     assert result.convergence is None  # the packed encoder does not expose its PRR
 
@@ -43,7 +43,7 @@ def test_audit_fails_on_never_clearing_encoder() -> None:
     """A PRR that never clears a true Bloom bit breaks both epsilons; the audit says so."""
     result = audit_encoder(PARAMS, encoder="never-clearing", n_pairs=1, n_samples=10_000, n_reports=2_000, rng=3)
     assert not result.passed
-    assert all(not r.passed for r in result.rows), result.table()
+    assert all(not r.passed for r in result.rows), result.to_text()
     report = next(r for r in result.rows if r.mechanism == "report")
     # Its true one-report epsilon: p11 becomes q, so 2 ln(q (1 - p01) / (p01 (1 - q))).
     true_eps = 2 * math.log(0.75 * (1 - PARAMS.p01) / (PARAMS.p01 * 0.25))
@@ -51,14 +51,14 @@ def test_audit_fails_on_never_clearing_encoder() -> None:
     permanent = next(r for r in result.rows if r.mechanism == "permanent")
     assert permanent.epsilon_lower_bound > PARAMS.epsilon_inf  # true value: infinite
     assert permanent.epsilon_estimate == math.inf
-    assert "VIOLATED" in result.table() and result.table().endswith("FAILED")
+    assert "VIOLATED" in result.to_text() and result.to_text().endswith("FAILED")
 
 
 def test_audit_fails_when_f_is_smaller_than_claimed() -> None:
     """The batch encoder run with f = 0.2 while the parameters claim f = 0.5."""
     actual = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.2)
     result = audit_encoder(PARAMS, encoder=batch_sampler(actual), n_pairs=1, n_samples=20_000, rng=4)
-    assert not result.passed, result.table()
+    assert not result.passed, result.to_text()
     assert result.rows[0].epsilon_lower_bound > PARAMS.epsilon_one
 
 
@@ -111,6 +111,6 @@ def test_audit_large(k: int, h: int, p: float, q: float, f: float) -> None:
     params = Params(num_bloombits=k, num_hashes=h, num_cohorts=8, prob_p=p, prob_q=q, prob_f=f)
     for encoder in ("client", "batch"):
         result = audit_encoder(params, encoder=encoder, n_pairs=3, n_samples=200_000, n_reports=100_000, rng=7)
-        assert result.passed, result.table()
+        assert result.passed, result.to_text()
     broken = audit_encoder(params, encoder="never-clearing", n_pairs=3, n_samples=200_000, rng=8)
-    assert not broken.passed, broken.table()
+    assert not broken.passed, broken.to_text()

@@ -27,7 +27,7 @@ def test_readme_python_quick_start_runs() -> None:
 
         truth = namespace["sim"].truth  # type: ignore[attr-defined]
         (quoted,) = re.findall(r"total_variation +# ([0-9.]+) here \(least squares: ([0-9.]+)\)", code)
-        computed = [rappor.evaluate_result(namespace[name], truth).total_variation for name in ("eb", "result")]
+        computed = [rappor.metrics.evaluate_result(namespace[name], truth).total_variation for name in ("eb", "result")]
         assert [float(q) for q in quoted] == [round(tv, len(q) - 2) for q, tv in zip(quoted, computed)]
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rappor import Params, ReportBatch, ReportFormatError, iter_reports, read_reports, write_reports
-from rappor import reports as reports_module
+from rappor import Params, RapporIOError, ReportBatch, ReportFormatError, iter_reports, read_reports, write_reports
+from rappor.formats import reports_csv as reports_module
 from rappor.exceptions import InvalidParameterError
 
 
@@ -151,7 +151,7 @@ def test_read_reports_fail_line_number_in_later_block(tmp_path: Path, params: Pa
 
 
 def test_read_reports_fail_missing_file(tmp_path: Path, params: Params) -> None:
-    with pytest.raises(ReportFormatError, match="no such file"):
+    with pytest.raises(RapporIOError, match="no such file"):
         read_reports(tmp_path / "missing.csv", params)
 
 

@@ -264,7 +264,7 @@ def test_simulate_counts_and_truth(params):
     assert sim.n_clients == 2_000 and sim.n_reports == 6_000
     assert sim.aggregate.total_reports == 6_000
     assert sum(sim.truth.values()) == 6_000
-    assert np.array_equal(np.bincount(sim.reports.cohorts, minlength=params.m), sim.aggregate.n_reports)
+    assert np.array_equal(np.bincount(sim.reports.cohorts, minlength=params.m), sim.aggregate.reports_per_cohort)
     # every report of a client is in that client's cohort
     assert np.array_equal(sim.reports.cohorts, sim.client_cohorts[sim.report_clients])
 
@@ -294,7 +294,7 @@ def test_simulate_aggregate_bit_rates(params, rng):
     blooms = np.stack([[bloom_filter(s, c, params) for c in range(params.m)] for s in sim.population.strings])
     set_counts = np.zeros((params.m, params.k))
     np.add.at(set_counts, sim.reports.cohorts, blooms[sim.report_values, sim.reports.cohorts])
-    n_c = sim.aggregate.n_reports[:, None]
+    n_c = sim.aggregate.reports_per_cohort[:, None]
     mean = params.p01 * n_c + (params.p11 - params.p01) * set_counts
     var = n_c * max(params.p11 * (1 - params.p11), params.p01 * (1 - params.p01))
     z = (sim.aggregate.bit_counts - mean) / np.sqrt(var)
@@ -345,7 +345,7 @@ def test_simulate_counts_matches_the_binomial_law(params, rng):
     by_cohort = rng.integers(100, 2_000, size=(len(values), params.m))
     agg = simulate_counts(params, values, by_cohort, rng)
     n_c = by_cohort.sum(axis=0)
-    assert agg.n_reports.tolist() == n_c.tolist()
+    assert agg.reports_per_cohort.tolist() == n_c.tolist()
     n1 = true_ones(params, values, by_cohort)
     mean = params.p01 * n_c[:, None] + (params.p11 - params.p01) * n1
     var = n1 * params.p11 * (1 - params.p11) + (n_c[:, None] - n1) * params.p01 * (1 - params.p01)

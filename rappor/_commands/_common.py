@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from .._io import check_distinct_files
-from ..params import Params, read_params
+from ..formats.params import read_params
+from ..params import Params
 
 
 def integer(low: int) -> Callable[[str], int]:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import sys
 from typing import IO, TYPE_CHECKING, ContextManager
 
 if TYPE_CHECKING:
+    from ..decoder import DecodeResult
     from ..design import CandidateMap
     from ..discovery.search import DiscoveryResult
     from ..params import Params
@@ -23,7 +25,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                             "hold and decode them with the candidates (--map or --candidates, optional with "
                             "--discover) [default: none]")
     group.add_argument("--discovery-params", metavar="PATH", default=None,
-                       help="parameters of one discovery slot (required with --discover)")
+                       help="parameters of one discovery slot (required with --discover) [default: none]")
     group.add_argument("--found", metavar="PATH", default=None,
                        help="also write the discovered values CSV (as 'rappor discover -o') [default: none]")
     add_spec_arguments(group)  # type: ignore[arg-type]
@@ -96,3 +98,30 @@ def found_output(args: argparse.Namespace, result: DiscoveryResult | None) -> Co
     if result is None or args.found is None:
         return contextlib.nullcontext()
     return atomic_output(args.found)
+
+
+def detection_floor(result: DiscoveryResult) -> float:
+    """Smallest share of the discovery reports a value confirmed by the last slot alone can have.
+
+    ``z_significant`` (the Bonferroni cutoff as a normal quantile) times the null standard
+    error of the confirmation slot's share: values rarer than this stay in the unexplained
+    mass.  NaN when the search recorded no slot.
+    """
+    slots = [s for s in result.diagnostics.get("slots", []) if "null_std_error" in s]
+    if not slots:
+        return math.nan
+    return float(result.diagnostics["z_significant"]) * float(slots[-1]["null_std_error"])
+
+
+def unexplained_report(with_discovery: DecodeResult, without: DecodeResult | None, found: DiscoveryResult) -> str:
+    """The line ``decode --discover`` prints: unexplained mass with (and without) the discovered values."""
+    d = with_discovery.diagnostics
+    text = f"rappor: unexplained mass {d.unexplained_mass:.4f} (SE {d.unexplained_std_error:.4f}) with the discovered values"
+    if without is not None:
+        w = without.diagnostics
+        text += f", {w.unexplained_mass:.4f} (SE {w.unexplained_std_error:.4f}) with the candidates alone"
+    floor = detection_floor(found)
+    if math.isfinite(floor):
+        text += (f"; discovery confirms values above about {floor:.2%} of the discovery reports, "
+                 "rarer ones stay unexplained")
+    return text + "\n"

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-from ..exceptions import ReportFormatError
+from .._io import output_directory
 from ..params import Params
 from ._common import real
 
@@ -39,14 +37,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, params: Params) -> int:
     from .._io import atomic_output
-    from ..aggregate import write_counts
-    from ..candidates import write_candidates
     from ..decoder import Decoder
     from ..design import hash_candidates
     from ..discovery import DiscoverySpec, discover, realistic_population, simulate_discovery
     from ..discovery.evaluate import topk_scores
+    from ..formats.candidates import write_candidates
+    from ..formats.counts import write_counts
+    from ..formats.params import read_params, write_params
     from ..metrics import evaluate_result
-    from ..params import read_params, write_params
     from ..simulation import candidate_strings, read_population
     from .discover import listed_strings
 
@@ -65,10 +63,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
     else:
         population = realistic_population(args.unique, exponent=1.1 if args.dist_param is None else args.dist_param,
                                           max_length=max(5, args.max_length), rng=args.seed)
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ReportFormatError("cannot write the outputs: exists and is not a directory", path=os.fspath(out))
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_directory(args.out)
     sim = simulate_discovery(params, spec, population, args.clients, discovery_share=args.discovery_share,
                              rng=args.seed)
     found = discover(sim.discovery, spec)

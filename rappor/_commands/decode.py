@@ -47,8 +47,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_params_argument(parser)
     parser.add_argument("--counts", required=True, metavar="PATH", help="counts file (google/rappor counts.csv)")
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--map", metavar="PATH", help="candidate map (google/rappor map.csv)")
-    source.add_argument("--candidates", metavar="PATH", help="candidate strings, one per line (hashed here)")
+    source.add_argument("--map", metavar="PATH", help="candidate map (google/rappor map.csv); one of --map, --candidates, --discover "
+                        "is required [default: none]")
+    source.add_argument("--candidates", metavar="PATH", help="candidate strings, one per line (hashed here) [default: none]")
     add_output_argument(parser, help_text="results CSV")
     parser.add_argument("--summary", metavar="PATH", help="also write a JSON summary [default: none]")
     add_level_argument(parser, help_text="significance level of the detection tests, compared with the adjusted "
@@ -120,11 +121,11 @@ def files(args: argparse.Namespace) -> CommandFiles:
 
 def run(args: argparse.Namespace) -> int:
     from .._explain import floor_tie
-    from ..aggregate import read_counts
-    from ..candidates import read_candidates
+    from ..formats.candidates import read_candidates
+    from ..formats.counts import read_counts
     from ..decoder import Decoder
     from ..design import hash_candidates
-    from ..map_file import read_map
+    from ..formats.map import read_map
 
     _discover_decode.check(args)
     params = load_params(args)
@@ -135,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.candidates is not None:
         cmap = hash_candidates(read_candidates(args.candidates), params)
     found = None
+    known = cmap
     if args.discover is not None:
         cmap, found = _discover_decode.add_discovered(args, params, cmap)
     if cmap is None:  # pragma: no cover - _discover_decode.check refuses it
@@ -142,6 +144,11 @@ def run(args: argparse.Namespace) -> int:
     decoder = Decoder(significance_level=args.level, correction=args.correction, null=args.null,
                       estimator=args.estimator, lasso_alpha=args.lasso_alpha, rng=args.seed)
     result = decoder.decode(aggregate, cmap)
+    if found is not None:
+        # The unexplained mass with and without the discovered values (issue 18: it should
+        # fall toward the share of values too rare to discover).
+        without = decoder.decode(aggregate, known) if known is not None and known is not cmap else None
+        sys.stderr.write(_discover_decode.unexplained_report(result, without, found))
     tie = floor_tie(result)
     if tie is not None:
         sys.stderr.write(f"rappor: note: {tie.text}\n")

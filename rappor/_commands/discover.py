@@ -86,7 +86,7 @@ def files(args: argparse.Namespace) -> CommandFiles:
 
 def discovery_aggregate(spec: DiscoverySpec, counts: str | None, reports: list[str] | None) -> Aggregate:
     """The discovery counts: read from ``counts``, or summed from the ``reports`` files (CSV or Parquet)."""
-    from ..aggregate import read_counts
+    from ..formats.counts import read_counts
 
     if counts is not None:
         return read_counts(counts, spec.wire_params)

@@ -13,37 +13,35 @@ google/rappor bit string (character 0 = bit k-1).
 With '--on-error skip' bad data rows are left out and written, with their line
 numbers and reasons, to a rejects file (see docs/reliability.md).
 
+Several variables per client (for 'rappor decode-assoc'): with the header
+'client,NAME1,NAME2,...' each row is one client's values; the output is
+'client,cohort,NAME1,NAME2,...' with one bit string per variable, each with its own
+permanent response.  '--bool NAME' marks a boolean column (1/0/true/false, one bit).
+See docs/association.md.
+
 Create a key with 'rappor keygen -o KEY'.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
-import os
 import sys
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from .._io import STDIO, atomic_output, csv_field, display_name
-from .._rejects import RejectSink, RejectsWriter, resolve_rejects_path
-from .._workers import WorkerPool
+from .._io import STDIO, atomic_output, display_name
+from .._rejects import RejectsWriter, resolve_rejects_path
 from ..exceptions import InsecureRandomnessWarning
-from ..params import Params
+from ..file_encoder import default_jobs, encode_file
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument, integer,
                       load_params)
-from ._encode_input import iter_chunks
+
+if TYPE_CHECKING:
+    from ..params import Params
 
 NAME = "encode"
 HELP = "encode client values into reports (client,value -> client,cohort,irr)"
 ORDER = 20
-
-#: Rows encoded per vectorized call (bounds memory: about 100 bytes per row and bit).
-CHUNK_ROWS = 65536
-
-_SPECIAL = frozenset(',"\r\n')
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -61,6 +59,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_on_error_arguments(parser, kept="the good rows are encoded")
     parser.add_argument("--jobs", type=integer(1), default=None, metavar="N",
                         help="worker processes for large inputs [default: number of CPUs, at most 8]")
+    parser.add_argument("--bool", action="append", default=[], metavar="NAME",
+                        help="with several value columns (header client,NAME1,NAME2,...): column NAME holds "
+                             "booleans (1/0/true/false), encoded as one bit (repeatable) [default: none]")
 
 
 def files(args: argparse.Namespace) -> CommandFiles:
@@ -72,36 +73,8 @@ def files(args: argparse.Namespace) -> CommandFiles:
                         outputs=outputs)
 
 
-def _default_jobs() -> int:
-    try:
-        return max(1, min(8, len(os.sched_getaffinity(0))))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, min(8, os.cpu_count() or 1))
-
-
-_WORKER: dict[str, Any] = {}
-
-
-def _init_worker(params: Params, key: bytes, seed: int | None) -> None:
-    _WORKER.update(params=params, key=key, seed=seed)
-
-
-def _encode_chunk(index: int, clients: list[str], values: list[str]) -> tuple[int, str]:
-    """Encode one chunk; its number of rows and its rendered output rows (runs in a worker or inline)."""
-    from ..encoder import encode_clients
-
-    seed = _WORKER["seed"]
-    # One generator per chunk, keyed by the chunk's index: the output for a given
-    # --seed does not depend on --jobs.
-    rng = None if seed is None else np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index,)))
-    batch = encode_clients(_WORKER["params"], _WORKER["key"], clients, values, rng=rng)
-    # Client ids need quoting only if one holds a comma, quote or line break: checked once.
-    names = clients if _SPECIAL.isdisjoint("".join(clients)) else [csv_field(c) for c in clients]
-    return len(clients), "".join(map("{},{},{}\n".format, names, batch.cohorts.tolist(), batch.bitstrings()))
-
-
 def run(args: argparse.Namespace) -> int:
-    """Encode INPUT and write ``client,cohort,irr``."""
+    """Encode INPUT and write ``client,cohort,irr`` (:func:`rappor.file_encoder.encode_file`)."""
     from ..encoder import read_key_file
 
     params = load_params(args)
@@ -111,48 +84,51 @@ def run(args: argparse.Namespace) -> int:
                       f"{args.seed}, not from the operating system's CSPRNG; these reports are NOT private "
                       "against anyone who knows or guesses the seed (use --seed for tests and simulation only)",
                       InsecureRandomnessWarning, stacklevel=2)
-    jobs = _default_jobs() if args.jobs is None else args.jobs
+    if _encode_several_variables(args, params, key):
+        return 0
+    jobs = default_jobs() if args.jobs is None else args.jobs
     if args.on_error == "raise":
-        _encode_file(args, params, key, jobs, None)
+        encode_file(args.input, args.output, params, key, seed=args.seed, jobs=jobs)
         return 0
     rejects_path = resolve_rejects_path(args.output, args.rejects, "reports")
     # Both files are committed only if the whole input was read: a fatal error leaves neither.
     # The rejects hold raw client values: readable by their owner only.
     with atomic_output(rejects_path, private=True) as fh:
         sink = RejectsWriter(fh)
-        written = _encode_file(args, params, key, jobs, sink)
+        written = encode_file(args.input, args.output, params, key, seed=args.seed, jobs=jobs, on_error="skip",
+                              rejects=sink)
     where = display_name(rejects_path) if rejects_path != STDIO else "<stdout>"
     sys.stderr.write(f"rappor: skipped {sink.count} bad row(s); {written} reports written; "
                      f"rejected rows are in {where}\n")
     return 0
 
 
-def _encode_file(args: argparse.Namespace, params: Params, key: bytes, jobs: int,
-                 rejects: RejectSink | None) -> int:
-    """Encode INPUT into OUTPUT (atomically); return the number of reports written.
+def _encode_several_variables(args: argparse.Namespace, params: Params, key: bytes) -> bool:
+    """Encode ``client,<var1>,<var2>,...`` inputs (association analysis; rappor.association._encode).
 
-    Rows are parsed (and rejected) in this process, in input order, so the output and
-    the rejects do not depend on ``jobs``.
+    Returns False, having read nothing, for the one-variable ``client,value`` layout.
     """
-    chunks = enumerate(iter_chunks(args.input, rejects, CHUNK_ROWS))
-    written = 0
-    with atomic_output(args.output) as out:
-        head = list(itertools.islice(chunks, 2))
-        todo = itertools.chain(head, chunks)
-        out.write("client,cohort,irr\n")
-        if len(head) < 2 or jobs == 1:
-            # One chunk or one job: no worker processes.
-            _init_worker(params, key, args.seed)
-            try:
-                for index, (clients, values) in todo:
-                    size, text = _encode_chunk(index, clients, values)
-                    out.write(text)
-                    written += size
-            finally:
-                _WORKER.clear()
-            return written
-        with WorkerPool(jobs, _encode_chunk, setup=_init_worker, setup_args=(params, key, args.seed)) as pool:
-            for size, text in pool.imap((index, clients, values) for index, (clients, values) in todo):
-                out.write(text)
-                written += size
-    return written
+    from ..association._encode import encode_multi_file, multi_header
+    from ..exceptions import ReportFormatError
+
+    if str(args.input) == STDIO:
+        first = sys.stdin.buffer.peek(1 << 16).split(b"\n", 1)[0] if hasattr(sys.stdin.buffer, "peek") else b""
+    else:
+        try:
+            with open(args.input, "rb") as fh:
+                first = fh.readline(1 << 16)
+        except OSError:
+            return False  # the one-variable path reports the error
+    names = multi_header(first.decode("utf-8", errors="replace").lstrip("\ufeff").rstrip("\r\n"))
+    if names is None:
+        if args.bool:
+            raise ReportFormatError("--bool needs several value columns (header client,NAME1,NAME2,...)",
+                                    path=display_name(args.input))
+        return False
+    if args.on_error != "raise":
+        raise ReportFormatError("--on-error skip is for one-variable inputs; with several value columns bad "
+                                "rows are errors", path=display_name(args.input))
+    written = encode_multi_file(args.input, args.output, params, key, args.bool, args.seed)
+    sys.stderr.write(f"rappor: encoded {written} clients x {len(names)} variables\n")
+    return True
+

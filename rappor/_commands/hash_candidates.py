@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 
 from .._io import STDIO
-from ..candidates import read_candidates
+from ..formats.candidates import read_candidates
 from ..compat import hash_candidates_google
 from ..design import hash_candidates
-from ..map_file import write_map
+from ..formats.map import write_map
 from ._common import CommandFiles, add_output_argument, add_params_argument, load_params
 
 NAME = "hash-candidates"

@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 
 from .._io import display_name
-from ..aggregate import Aggregate, check_cohort_balance, read_counts, write_counts
-from ..exceptions import InvalidParameterError, ReportFormatError
+from ..aggregate import Aggregate, check_cohort_balance
+from ..exceptions import CountOverflowError, ReportFormatError
+from ..formats.counts import read_counts, write_counts
 from ._common import CommandFiles, add_output_argument, add_params_argument, load_params
 
 NAME = "merge-counts"
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         counts = read_counts(path, params)
         try:
             merged = merged.merge(counts)
-        except InvalidParameterError:  # the parameters are the same: the sum is out of the int64 range
+        except CountOverflowError:  # the sum is out of the int64 range
             msg = ("expected counts whose sum with the files before it fits in int64, found a count or a total "
                    "number of reports above 2**63 - 1")
             raise ReportFormatError(msg, path=display_name(path)) from None

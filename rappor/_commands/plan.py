@@ -83,7 +83,7 @@ LEGEND = """\
 
 def run(args: argparse.Namespace) -> int:
     from .._io import atomic_output
-    from ..params import write_params
+    from ..formats.params import write_params
     from ..planner import plan
 
     epsilon_one = math.inf if args.no_irr else args.epsilon_one

@@ -33,8 +33,10 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-from ..exceptions import InvalidParameterError, ReportFormatError
-from ..params import Params, read_params, write_params
+from .._io import output_directory
+from ..exceptions import InvalidParameterError
+from ..formats.params import read_params, write_params
+from ..params import Params
 from ._common import CommandFiles, add_params_argument, add_seed_argument, integer, real
 
 NAME = "simulate"
@@ -101,9 +103,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Simulate, aggregate, decode, score and write the files."""
-    from ..aggregate import write_counts
-    from ..candidates import write_candidates
-    from ..map_file import write_map
+    from ..formats.candidates import write_candidates
+    from ..formats.counts import write_counts
+    from ..formats.map import write_map
     from ..metrics import evaluate_result
     from ..simulation import Population, candidate_strings, read_population, simulate
 
@@ -124,10 +126,7 @@ def run(args: argparse.Namespace) -> int:
         population = read_population(args.population)
     else:
         population = Population.make(args.dist, args.unique, args.dist_param)
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ReportFormatError("cannot write the outputs: exists and is not a directory", path=os.fspath(out))
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_directory(args.out)
 
     sim = simulate(params, population, args.clients, reports_per_client=args.reports_per_client,
                    values_per_client=args.values_per_client, method=args.method, rng=args.seed)

@@ -1,10 +1,11 @@
 """Count reports per cohort and bit: reports CSV files -> google/rappor counts.csv.
 
 Each REPORTS file is our 'client,cohort,irr' CSV or google/rappor's
-'client,cohort,bloom,prr,irr' (the header decides); several files are summed into one
-table, and '-' reads standard input.  The output has one row per cohort: the number of
-reports, then the number of ones of bit 0, 1, ..., k-1.  A warning is printed when the
-cohorts are unbalanced (max - min > N/m, google/rappor's check).
+'client,cohort,bloom,prr,irr' (the header decides), or Parquet (a file or a directory);
+several files are summed into one table, and '-' reads standard input.  The output has
+one row per cohort: the number of reports, then the number of ones of bit 0, 1, ...,
+k-1.  A warning is printed when the cohorts are unbalanced (max - min > N/m,
+google/rappor's check).
 """
 
 from __future__ import annotations
@@ -14,16 +15,15 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-
+from typing import Any
 
 from .._io import STDIO, atomic_output, display_name
 from .._lazy import import_optional
 from .._rejects import RejectsWriter, resolve_rejects_path
-from ..aggregate import Aggregate, _add_counts, _zero_counts, check_cohort_balance, write_counts
-from ..engines import report_format
+from ..aggregate import Aggregate, check_cohort_balance
+from ..engines import aggregate_files
 from ..exceptions import InvalidParameterError, MissingDependencyError
-from ..params import Params
-from ..reports import iter_reports
+from ..formats.counts import write_counts
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
                       load_params)
 
@@ -78,31 +78,9 @@ def progress_bar(paths: Sequence[str]) -> Iterator[Callable[[int], None] | None]
         yield bar.update
 
 
-def run(args: argparse.Namespace) -> int:
-    """Sum the reports of every input and write counts.csv."""
-    params = load_params(args)
-    if args.on_error == "skip":
-        return _run_skipping(args, params)
-    if args.engine != "numpy" or args.scheduler or args.spark_master or any(
-        report_format(path) == "parquet" for path in args.reports
-    ):
-        return _run_engine(args, params)
-    counts = _zero_counts(params)
-    with progress_bar(args.reports) as progress:
-        for path in args.reports:
-            chunks = iter_reports(path, params, progress=progress)
-            _add_counts(counts, Aggregate.from_report_chunks(chunks, params).counts)
-    aggregate = Aggregate(params=params, counts=counts)
-    check_cohort_balance(aggregate)
-    write_counts(aggregate, args.output)
-    return 0
-
-
-def _run_engine(args: argparse.Namespace, params: Params) -> int:
-    """Parquet inputs or a distributed engine: :func:`rappor.engines.aggregate_files`."""
-    from ..engines import aggregate_files
-
-    options: dict[str, str] = {}
+def _engine_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--scheduler``/``--spark-master`` as options of :func:`rappor.engines.get_engine`."""
+    options: dict[str, Any] = {}
     if args.scheduler is not None:
         if args.engine != "dask":
             raise InvalidParameterError("--scheduler needs --engine dask.")
@@ -111,26 +89,32 @@ def _run_engine(args: argparse.Namespace, params: Params) -> int:
         if args.engine != "spark":
             raise InvalidParameterError("--spark-master needs --engine spark.")
         options["master"] = args.spark_master
-    aggregate = aggregate_files(args.reports, params, engine=args.engine, **options)
-    check_cohort_balance(aggregate)
-    write_counts(aggregate, args.output)
-    return 0
+    return options
 
 
-def _run_skipping(args: argparse.Namespace, params: Params) -> int:
-    """``--on-error skip``: count the good rows, stream the bad ones to the rejects file."""
+def run(args: argparse.Namespace) -> int:
+    """Sum the reports of every input and write counts.csv (:func:`rappor.engines.aggregate_files`)."""
+    params = load_params(args)
+    options = _engine_options(args)
+    if args.on_error == "raise":
+        with progress_bar(args.reports) as progress:
+            aggregate = aggregate_files(args.reports, params, engine=args.engine, progress=progress, **options)
+        _write(aggregate, args.output)
+        return 0
     rejects_path = resolve_rejects_path(args.output, args.rejects, "counts")
-    counts = _zero_counts(params)
     # Both files are committed only if every input was read: a fatal error leaves neither.
     with atomic_output(rejects_path) as fh, progress_bar(args.reports) as progress:
         sink = RejectsWriter(fh)
-        for path in args.reports:
-            chunks = iter_reports(path, params, progress=progress, on_error="skip", rejects=sink)
-            _add_counts(counts, Aggregate.from_report_chunks(chunks, params).counts)
-        aggregate = Aggregate(params=params, counts=counts)
-        check_cohort_balance(aggregate)
-        write_counts(aggregate, args.output)
+        aggregate = aggregate_files(args.reports, params, engine=args.engine, progress=progress,
+                                    on_error="skip", rejects=sink, **options)
+        _write(aggregate, args.output)
     where = display_name(rejects_path) if rejects_path != STDIO else "<stdout>"
     sys.stderr.write(f"rappor: skipped {sink.count} bad row(s); {aggregate.total_reports} reports counted; "
                      f"rejected rows are in {where}\n")
     return 0
+
+
+def _write(aggregate: Aggregate, output: str) -> None:
+    """Warn about unbalanced cohorts (google/rappor's check), then write counts.csv."""
+    check_cohort_balance(aggregate)
+    write_counts(aggregate, output)

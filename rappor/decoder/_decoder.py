@@ -17,7 +17,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .._validation import check_int, check_options, check_probability, check_real, check_rng
+from .._memory import check_decode
+from .._validation import RngLike, check_int, check_options, check_probability, check_real, check_rng
 from ..aggregate import Aggregate
 from ..design import CandidateMap
 from ..exceptions import (
@@ -28,6 +29,7 @@ from ..exceptions import (
 )
 from ._adjust import CORRECTIONS
 from ._estimate import DecodeOptions, estimate
+from ._fit import _DENSE_GRAM_MAX
 from ._null import NULLS
 from ._result import DecodeResult
 
@@ -168,7 +170,7 @@ class Decoder:
                  model_unexplained: bool = True, max_refits: int = 5,
                  null: Literal["random-strings", "normal"] = "random-strings",
                  estimator: Literal["least-squares", "empirical-bayes"] = "least-squares",
-                 rng: np.random.Generator | int | None = None) -> None:
+                 rng: RngLike = None) -> None:
         self.significance_level = significance_level
         self.correction = correction
         self.lasso_alpha = lasso_alpha
@@ -213,6 +215,10 @@ class Decoder:
             If the aggregate and the map were made with different parameters.
         DecodeError
             If there are no reports, or the parameters carry no information.
+        InsufficientMemoryError
+            Before any work, if the decode's working arrays (about twice the candidate
+            map's design, :func:`rappor._memory.decode_bytes`) cannot fit in the memory
+            available.
 
         Warns
         -----
@@ -252,7 +258,10 @@ class Decoder:
         n_total = aggregate.total_reports
         if n_total == 0:
             raise DecodeError("The counts hold no reports. Cannot decode.")
-        est = estimate(options, aggregate.counts, candidate_map.matrix, params)
+        matrix = candidate_map.matrix
+        check_decode(params, matrix.data.nbytes + matrix.indices.nbytes + matrix.indptr.nbytes, len(candidate_map),
+                     dense_columns=min(len(candidate_map), _DENSE_GRAM_MAX))
+        est = estimate(options, aggregate.counts, matrix, params)
         significant = (np.nan_to_num(est.adjusted_pvalue, nan=1.0) <= options.significance_level
                        if len(candidate_map) else np.zeros(0, bool))
         _warn_groups(est.group, candidate_map.strings)

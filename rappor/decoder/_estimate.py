@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._lazy import lazy_module
-from .._validation import check_rng
+from .._validation import RngLike, check_rng
 from ..params import Params
 from ._adjust import DetectionRule
 from ._bayes import empirical_bayes_shares
@@ -67,7 +67,7 @@ class DecodeOptions:
     max_refits: int
     null: str
     estimator: str
-    rng: np.random.Generator | int | None
+    rng: RngLike
 
     @property
     def rule(self) -> DetectionRule:

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._lazy import lazy_module
-from .._validation import check_int, check_options, check_real, check_rng
+from .._validation import RngLike, check_int, check_options, check_real, check_rng
 from ..exceptions import InvalidParameterError
 from ._problem import Array, column_sq_norms
 
@@ -206,7 +206,7 @@ def _alpha_max(a_std: sp.csc_matrix, b: Array, n_candidates: int, has_free: bool
 def cv_lasso(a: sp.spmatrix | Array, b: npt.ArrayLike, cohort_of_row: npt.ArrayLike, *,
              free: Array | None = None, n_folds: int = 5, alphas: npt.ArrayLike | None = None,
              n_alphas: int = 30, eps: float = 1e-2,
-             rng: np.random.Generator | int | None = None) -> CVCurve:
+             rng: RngLike = None) -> CVCurve:
     """K-fold cross-validation, over whole cohorts, of the screening Lasso's penalty.
 
     Parameters
@@ -320,7 +320,7 @@ def cv_lasso(a: sp.spmatrix | Array, b: npt.ArrayLike, cohort_of_row: npt.ArrayL
 def cv_lasso_alpha(a: sp.spmatrix | Array, b: npt.ArrayLike, cohort_of_row: npt.ArrayLike, *,
                    free: Array | None = None, n_folds: int = 5, alphas: npt.ArrayLike | None = None,
                    rule: Literal["min", "1se"] = "min", n_alphas: int = 30, eps: float = 1e-2,
-                   rng: np.random.Generator | int | None = None) -> float:
+                   rng: RngLike = None) -> float:
     """The screening Lasso's penalty chosen by cross-validation over whole cohorts.
 
     Parameters

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_probability
+from .._validation import RngLike, check_probability
 from ..encoder import (
     _check_secret,
     _cohort_of_key,
@@ -98,7 +98,7 @@ class DiscoveryEncoder:
 
     __slots__ = ("_spec", "_slot", "_cohort", "_prr_xof", "_rng")
 
-    def __init__(self, spec: DiscoverySpec, secret: bytes, *, rng: Any = None) -> None:
+    def __init__(self, spec: DiscoverySpec, secret: bytes, *, rng: RngLike = None) -> None:
         if not isinstance(spec, DiscoverySpec):
             raise InvalidParameterError(f"The 'spec' parameter of DiscoveryEncoder must be a DiscoverySpec. Got {spec!r}.")
         key = _check_secret(secret, "secret", "DiscoveryEncoder")

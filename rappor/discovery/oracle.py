@@ -104,7 +104,7 @@ class SlotOracle:
         self.spec = spec
         self.slot = slot
         self.cohorts = np.arange(slot * md, (slot + 1) * md, dtype=np.int64)
-        n = aggregate.n_reports[slot * md:(slot + 1) * md].astype(np.float64)
+        n = aggregate.reports_per_cohort[slot * md:(slot + 1) * md].astype(np.float64)
         y = aggregate.bit_counts[slot * md:(slot + 1) * md].astype(np.float64)
         d = params.p11 - params.p01
         self.n_reports = float(n.sum())

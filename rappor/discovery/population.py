@@ -8,11 +8,10 @@ non-ASCII character (multi-byte UTF-8), so discovery over bytes is exercised too
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 
-from .._validation import check_int, check_real, check_rng
+from .._validation import RngLike, check_int, check_real, check_rng
 from ..exceptions import InvalidParameterError
 from ..simulation import Population
 
@@ -65,7 +64,7 @@ def _one(gen: np.random.Generator) -> str:
     return _name(gen)  # word
 
 
-def realistic_strings(num_unique: int, *, min_length: int = 5, max_length: int = 30, rng: Any = None) -> list[str]:
+def realistic_strings(num_unique: int, *, min_length: int = 5, max_length: int = 30, rng: RngLike = None) -> list[str]:
     """``num_unique`` distinct strings of ``min_length`` to ``max_length`` UTF-8 bytes.
 
     About 45% hostnames (``www.brightnews.com``), 30% URLs without scheme
@@ -106,7 +105,7 @@ def realistic_strings(num_unique: int, *, min_length: int = 5, max_length: int =
 
 
 def realistic_population(num_unique: int = 20_000, *, exponent: float = 1.1, min_length: int = 5,
-                         max_length: int = 30, rng: Any = None) -> Population:
+                         max_length: int = 30, rng: RngLike = None) -> Population:
     """A Zipf(``exponent``) law over :func:`realistic_strings`, ranks assigned at random.
 
     The string of rank ``r`` (1-based) has probability proportional to ``r**-exponent``;

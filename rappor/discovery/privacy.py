@@ -27,9 +27,13 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+import numpy as np
+
+from .._results import record_table
 from .._validation import check_options, check_real
 from ..exceptions import InvalidParameterError
 from ..params import Params
+from ..privacy import MEASURE_COLUMNS
 
 __all__ = ["DiscoveryPrivacy", "discovery_params", "discovery_privacy"]
 
@@ -61,18 +65,19 @@ class DiscoveryPrivacy:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def table(self) -> list[tuple[str, str, float]]:
-        """Rows ``(name, description, value)`` for display."""
+    def table(self) -> np.ndarray:
+        """Every measure as a row ``(name, description, value)`` of a numpy structured array
+        (the columns of :meth:`rappor.privacy.PrivacyLoss.table`)."""
         how = ("one report per client: the larger" if self.split == "clients"
                else "both reports per client: the sum (basic composition)")
-        return [
+        return record_table(MEASURE_COLUMNS, [
             ("epsilon_inf_full", "pure epsilon, full-string permanent response", self.epsilon_inf_full),
             ("epsilon_inf_discovery", "pure epsilon, discovery permanent response", self.epsilon_inf_discovery),
             ("epsilon_inf_client", f"per client, {how}", self.epsilon_inf),
             ("epsilon_one_full", "pure epsilon, one full-string report", self.epsilon_one_full),
             ("epsilon_one_discovery", "pure epsilon, one discovery report", self.epsilon_one_discovery),
             ("epsilon_one_client", f"per client, {how}", self.epsilon_one),
-        ]
+        ])
 
 
 def discovery_privacy(params: Params, discovery: Params, *, split: Literal["clients", "budget"] = "clients",

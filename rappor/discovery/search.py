@@ -25,11 +25,12 @@ The search walks the slots in order (:mod:`rappor.discovery.spec`).  It keeps a
    length, keeps a fixed top-k per group and has no test.
 4. A value is *found* in one slot and *confirmed* by the later ones: different clients
    and hash seeds, so the confirmation is independent of the selection.  Its
-   ``proportion``, standard error, z-score and p-value pool the confirming slots
-   (inverse-variance weights); ``significant`` is Bonferroni at ``significance_level``
-   over every value ever pooled.  The selection slot's z-scores have heavy tails
-   (millions of candidates, collisions); a fixed value's z-score in a later slot does
-   not, so the test holds its level with no two-slot rule and no value left out.
+   ``proportion``, standard error and z-score pool the confirming slots' trimmed
+   estimates (inverse-variance weights); its p-value is the exact chance probability
+   of its confirming evidence (:mod:`rappor.discovery.confirmation`: the convolution of
+   the cohorts' own counts, which holds with heavy collisions and few reports, where a
+   normal p-value of the z-score does not); ``significant`` is Bonferroni at
+   ``significance_level`` over every value ever pooled.
 
 The full-string reports then estimate the list (``rappor decode --candidates`` or
 ``rappor decode --discover``), which controls the false discoveries a second time.
@@ -51,6 +52,7 @@ from .._lazy import lazy_module
 from .._validation import check_int, check_probability, check_real
 from ..aggregate import Aggregate
 from ..exceptions import InvalidParameterError
+from .confirmation import ConfirmationNull
 from .oracle import SlotOracle
 from .spec import COMPLETE, PARTIAL, DiscoverySpec
 
@@ -84,7 +86,8 @@ class DiscoveryResult:
         error, pooled over the confirming slots (the slots after the one where the
         value was found: the selection slot would bias it up).
     zscore, pvalue : ndarray of shape (n,)
-        Pooled z-score of the confirming slots and its one-sided normal p-value.
+        Pooled z-score of the confirming slots, and the exact probability that a value
+        nobody holds has confirming evidence as strong (:mod:`rappor.discovery.confirmation`).
     first_slot, slots : ndarray of int, shape (n,)
         Slot where the value was found and the number of confirming slots.
     found_zscore : ndarray of shape (n,)
@@ -162,13 +165,15 @@ class _Pooled:
     weight: float = 0.0
     weighted: float = 0.0
     slots: int = 0
+    evidence: float = 0.0  # the confirming statistic S (rappor.discovery.confirmation)
 
     @classmethod
     def found(cls, slot: int, share: float, se: float) -> _Pooled:
         w = 1.0 / (se * se) if se > 0 and math.isfinite(se) else 0.0
         return cls(first_slot=slot, found_z=share / se if w > 0 else 0.0, found_weight=w, found_weighted=w * share)
 
-    def add(self, share: float, se: float) -> None:
+    def add(self, share: float, se: float, evidence: float) -> None:
+        self.evidence += evidence
         if se > 0 and math.isfinite(se):
             w = 1.0 / (se * se)
             self.weight += w
@@ -256,7 +261,7 @@ class _SlotScores:
         self.tails = tails
         self.known = known
         self.known_pairs = [oracle.spec.split(v, oracle.slot) for v in known]
-        self._known_bits = oracle.spec.fragment_bits(self.known_pairs, oracle.slot)
+        self.known_bits = oracle.spec.fragment_bits(self.known_pairs, oracle.slot)
         self._known_set = set(self.known_pairs)
         self.fitted: dict[tuple[bytes, bytes], float] = {}
 
@@ -270,7 +275,7 @@ class _SlotScores:
         hi, ti, est, se = self.oracle.extensions_above(heads, self.tails, z_floor, robust=robust)
         for i, j, e, s in zip(hi.tolist(), ti.tolist(), est.tolist(), se.tolist()):
             out[(heads[i], self.tails[j])] = (e, s)
-        est_k, se_k = self.oracle.score_bits(self._known_bits, robust=robust)
+        est_k, se_k = self.oracle.score_bits(self.known_bits, robust=robust)
         for pair, e, s in zip(self.known_pairs, est_k.tolist(), se_k.tolist()):
             out[pair] = (e + self.fitted.get(pair, 0.0), s)
         others = [pair for pair in self.fitted if pair not in self._known_set]
@@ -364,6 +369,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000, fal
     n_reports = 0
     per_slot: list[dict[str, Any]] = []
     traced: dict[bytes, list[tuple[float, bool]]] = {bytes(v): [] for v in trace}
+    chance = ConfirmationNull(spec.params.num_hashes)
     for slot in range(spec.levels):
         oracle = SlotOracle(aggregate, spec, slot)
         n_reports += int(oracle.n_reports)
@@ -394,6 +400,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000, fal
             for cut in _EXPLAIN_CUTS:
                 scores.explain(scores.above(cut, cut / 2.0, robust=True), cut, budget)
         final = scores.above(min(th.pending, th.reserve), robust=True)
+        chance.add_slot(oracle)
         kept: list[tuple[float, bytes]] = []
         reserved: list[tuple[float, bytes]] = []
         found = 0
@@ -411,10 +418,12 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000, fal
                 n_pooled += 1
                 found += 1
         dropped = 0
-        for value, pair in zip(scores.known, scores.known_pairs):
+        fitted = np.array([scores.fitted.get(pair, 0.0) for pair in scores.known_pairs], dtype=np.float64)
+        evidence = chance.statistic(slot, scores.known_bits, fitted).tolist()
+        for value, pair, x in zip(scores.known, scores.known_pairs, evidence):
             e, s = final[pair]
             entry = pool[value]
-            entry.add(e / n, s / n)
+            entry.add(e / n, s / n, x)
             if entry.all_z() < _PRUNE_Z:
                 del pool[value]
                 dropped += 1
@@ -442,15 +451,15 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000, fal
     zs = np.divide(prop, prop_se, out=np.zeros_like(prop), where=weight > 0)
     shown = np.flatnonzero(zs >= _SHOW_Z)
     order = shown[np.argsort(-prop[shown], kind="stable")]
-    pval = _normal_sf(zs)
+    first = np.array([pool[values[i]].first_slot for i in order], dtype=np.int64)
+    pval = chance.pvalues(np.array([pool[values[i]].evidence for i in order], dtype=np.float64), first)
     cutoff = alpha / max(n_pooled, 1)
     return DiscoveryResult(
         values=tuple(values[i] for i in order), proportion=prop[order], prop_std_error=prop_se[order],
-        zscore=zs[order], pvalue=pval[order],
-        first_slot=np.array([pool[values[i]].first_slot for i in order], dtype=np.int64),
+        zscore=zs[order], pvalue=pval, first_slot=first,
         slots=np.array([pool[values[i]].slots for i in order], dtype=np.int64),
         found_zscore=np.array([pool[values[i]].found_z for i in order], dtype=np.float64),
-        significant=pval[order] <= cutoff, n_tested=n_pooled, n_reports=n_reports, spec=spec,
+        significant=pval <= cutoff, n_tested=n_pooled, n_reports=n_reports, spec=spec,
         significance_level=alpha,
         diagnostics={"z_extend": t_extend, "z_reserve": th.reserve, "z_pending": th.pending,
                      "z_significant": _normal_isf(cutoff), "beam": width, "pooled": len(values), "slots": per_slot,

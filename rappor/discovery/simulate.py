@@ -31,12 +31,12 @@ Clients are split between the collections with ``split``:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from .._validation import check_int, check_options, check_probability, check_rng
+from .._validation import RngLike, check_int, check_options, check_probability, check_rng
 from ..aggregate import Aggregate
 from ..exceptions import InvalidParameterError
 from ..hashing import bloom_bits_table
@@ -162,7 +162,7 @@ def _reports_method(params: Params, spec: DiscoverySpec, encoded: list[bytes], s
 
 def simulate_discovery(params: Params, spec: DiscoverySpec, population: Population, n_clients: int, *,
                        discovery_share: float = 0.5, split: Split = "clients", method: Method = "aggregate",
-                       chunk_size: int = 1 << 20, rng: Any = None) -> DiscoverySimulation:
+                       chunk_size: int = 1 << 20, rng: RngLike = None) -> DiscoverySimulation:
     """Simulate ``n_clients`` clients sending full-string and discovery reports.
 
     Parameters

@@ -17,28 +17,29 @@ made it.
 
 Engine packages are imported only inside their adapter modules, so ``import rappor``
 and the numpy engine never import Dask or Spark.  Reports may be CSV (``rappor encode``
-or google/rappor layout) or Parquet (:mod:`rappor.parquet`); Parquet is split into
-partitions by the engine, CSV files are counted one file per task.  See
-``docs/scaling.md`` for sizing a billion-report job.
+or google/rappor layout, :mod:`rappor.formats.reports_csv`) or Parquet
+(:mod:`rappor.formats.parquet`); Parquet is split into partitions by the engine, CSV
+files are counted one file per task.  :func:`aggregate_files` is what ``rappor
+sum-bits`` runs, whatever the engine.  See ``docs/scaling.md`` for sizing a
+billion-report job.
 """
 
 from __future__ import annotations
 
 import os
-import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from .._io import STDIO, PathLike, display_name
+from .._io import STDIO, PathLike
 from .._lazy import import_optional
+from .._rejects import OnError, RejectSink, check_on_error
 from .._validation import check_options
-from ..aggregate import Aggregate
+from ..aggregate import Aggregate, add_counts
 from ..exceptions import InvalidParameterError, ReportFormatError
+from ..formats.parquet import check_parquet_file, parquet_files, report_format
 from ..params import Params
-from ..parquet import check_file_params, parquet_files, report_columns
-from ._partition import empty_counts, file_counts, sum_counts
+from ._partition import empty_counts, file_counts
 
 __all__ = [
     "ENGINES",
@@ -46,6 +47,7 @@ __all__ = [
     "NumpyEngine",
     "ReportSource",
     "aggregate_files",
+    "check_distributed_options",
     "get_engine",
     "parquet_groups",
     "report_format",
@@ -54,7 +56,8 @@ __all__ = [
 
 ENGINES = ("numpy", "dask", "spark")
 EngineName = Literal["numpy", "dask", "spark"]
-_PARQUET_MAGIC = b"PAR1"
+#: Called with the number of bytes read so far of a CSV input, after each block.
+Progress = Callable[[int], None]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,39 +94,6 @@ def _is_url(path: PathLike) -> bool:
     return "://" in os.fspath(path)
 
 
-def report_format(path: PathLike) -> Literal["csv", "parquet"]:
-    """``"parquet"`` for a Parquet file (by its magic bytes or a ``.parquet``/``.pq`` name) or a directory, else ``"csv"``.
-
-    Only a regular file is opened to look at its first bytes.  Standard input, a pipe,
-    a FIFO or a device (``<(cat r.csv)``, ``/dev/stdin``) is never opened here: a
-    second open would find the bytes already taken (or wait for a writer that is
-    gone), so such an input is CSV, read once by :func:`rappor.reports.iter_reports`,
-    whose header check names a Parquet file that arrives that way (Parquet needs
-    seeking).
-    """
-    if str(path) == STDIO:
-        return "csv"
-    if _is_url(path):
-        return "parquet"
-    p = Path(path)
-    if p.suffix.lower() in (".parquet", ".pq"):
-        return "parquet"
-    try:
-        mode = os.stat(p).st_mode
-    except OSError:
-        return "csv"  # the CSV reader reports the error with the file's name
-    if stat.S_ISDIR(mode):
-        return "parquet"
-    if not stat.S_ISREG(mode):
-        return "csv"
-    try:
-        with open(p, "rb") as fh:
-            head = fh.read(4)
-    except OSError:
-        return "csv"  # the CSV reader reports the error with the file's name
-    return "parquet" if head == _PARQUET_MAGIC else "csv"
-
-
 def report_sources(paths: Sequence[PathLike], params: Params) -> list[ReportSource]:
     """Classify input paths as CSV or Parquet (by content) and check Parquet metadata.
 
@@ -137,6 +107,10 @@ def report_sources(paths: Sequence[PathLike], params: Params) -> list[ReportSour
         A Parquet file was written with other parameters.
     ReportFormatError
         A Parquet file cannot be read or lacks the report columns.
+    RapporIOError
+        A path to Parquet files does not exist, or is a directory without any.
+    MissingDependencyError
+        If an input is Parquet and pyarrow is not installed.
     """
     sources: list[ReportSource] = []
     for path in paths:
@@ -148,15 +122,9 @@ def report_sources(paths: Sequence[PathLike], params: Params) -> list[ReportSour
         if report_format(path) == "csv":
             sources.append(ReportSource(path=os.fspath(path), kind="csv"))
             continue
-        pq = import_optional("pyarrow.parquet", "Parquet reports")
+        import_optional("pyarrow.parquet", "Parquet reports")  # the missing extra first, whatever the path holds
         for file in parquet_files(path):
-            name = display_name(file)
-            try:
-                schema = pq.read_schema(file)
-            except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for bad files
-                raise ReportFormatError(f"not a readable Parquet file: {exc}", path=name) from None
-            check_file_params(schema.metadata, params, name)
-            columns = tuple(report_columns(schema.names, params, name))
+            columns = tuple(check_parquet_file(file, params))
             sources.append(ReportSource(path=os.fspath(file), kind="parquet", columns=columns))
     return sources
 
@@ -165,17 +133,28 @@ def report_sources(paths: Sequence[PathLike], params: Params) -> list[ReportSour
 class Engine(Protocol):
     """What an aggregation engine provides.
 
-    ``aggregate(sources, params)`` returns the exact :class:`~rappor.Aggregate` of every
-    report in ``sources``; partial tables are combined with exact int64 addition
-    (:meth:`Aggregate.merge` is associative and commutative, so any partitioning and
-    any order of combination gives the same table).
+    ``aggregate(sources, params, progress=..., on_error=..., rejects=...)`` returns the
+    exact :class:`~rappor.Aggregate` of every report in ``sources``; partial tables are
+    combined with exact int64 addition (:meth:`Aggregate.merge` is associative and
+    commutative, so any partitioning and any order of combination gives the same
+    table).  ``progress`` and ``on_error``/``rejects`` are those of
+    :func:`aggregate_files`.
     """
 
     name: str
 
-    def aggregate(self, sources: Sequence[ReportSource], params: Params) -> Aggregate:
+    def aggregate(self, sources: Sequence[ReportSource], params: Params, *, progress: Progress | None = None,
+                  on_error: OnError = "raise", rejects: RejectSink | None = None) -> Aggregate:
         """Count the reports of ``sources``."""
         ...
+
+
+def check_distributed_options(engine: str, on_error: OnError) -> None:
+    """Refuse ``on_error="skip"`` on an engine whose workers cannot hand rejected rows back to this process."""
+    if on_error != "raise":
+        msg = (f"The {engine} engine stops at the first bad row (on_error='raise'): skipping bad rows and "
+               f"collecting them in a rejects file needs the numpy engine.")
+        raise InvalidParameterError(msg)
 
 
 class NumpyEngine:
@@ -183,14 +162,17 @@ class NumpyEngine:
 
     name = "numpy"
 
-    def aggregate(self, sources: Sequence[ReportSource], params: Params) -> Aggregate:
-        """Count the reports of ``sources`` one after the other."""
+    def aggregate(self, sources: Sequence[ReportSource], params: Params, *, progress: Progress | None = None,
+                  on_error: OnError = "raise", rejects: RejectSink | None = None) -> Aggregate:
+        """Count the reports of ``sources`` one after the other (see :func:`aggregate_files`)."""
         for s in sources:
             if _is_url(s.path):
                 msg = f"The numpy engine reads local files; use the dask or spark engine for {s.path!r}."
                 raise InvalidParameterError(msg)
-        tables = [file_counts(s.path, s.kind, params) for s in sources]
-        counts = sum_counts(tables) if tables else empty_counts(params)
+        counts = empty_counts(params)
+        for s in sources:
+            add_counts(counts, file_counts(s.path, s.kind, params, progress=progress, on_error=on_error,
+                                           rejects=rejects))
         return Aggregate(params=params, counts=counts)
 
 
@@ -226,11 +208,14 @@ def aggregate_files(
     params: Params,
     *,
     engine: EngineName | Engine = "numpy",
+    progress: Progress | None = None,
+    on_error: OnError = "raise",
+    rejects: RejectSink | None = None,
     **options: Any,
 ) -> Aggregate:
     """Aggregate report files (CSV or Parquet, mixed) with the chosen engine.
 
-    This is what ``rappor sum-bits --engine ...`` calls.
+    This is what ``rappor sum-bits`` runs, with any ``--engine``.
 
     Parameters
     ----------
@@ -241,6 +226,16 @@ def aggregate_files(
         Parameters every report must have been made with.
     engine : {"numpy", "dask", "spark"} or Engine, default="numpy"
         The engine, by name or as an already built object.
+    progress : callable or None, default=None
+        Called with the number of bytes read of a CSV input after each block (for a
+        progress bar), by the engines that read in this process (numpy); the
+        distributed engines do not call it.
+    on_error : {"raise", "skip"}, default="raise"
+        ``"raise"`` stops at the first bad row.  ``"skip"`` leaves bad rows of CSV inputs
+        out and appends each, as a :class:`rappor._rejects.RejectedRow`, to ``rejects``
+        (numpy engine only; a bad header, or a bad Parquet file, still raises).
+    rejects : list or None, default=None
+        Where skipped rows go (anything with ``append``); required with ``"skip"``.
     **options
         Passed to :func:`get_engine` (``client``/``scheduler`` for Dask,
         ``spark``/``master`` for Spark).
@@ -250,13 +245,22 @@ def aggregate_files(
     Aggregate
         Identical, count for count, whichever engine computed it.
 
+    Raises
+    ------
+    ReportFormatError, RapporIOError, IncompatibleParamsError
+        For a bad, unreadable or mismatched input (naming the file and line).
+    CountOverflowError
+        If a count would exceed ``2**63 - 1``.
+    InvalidParameterError
+        For ``on_error="skip"`` with a distributed engine, or bad engine options.
+
     Examples
     --------
     Count a Parquet file on Dask (local threads here; a ``client`` or ``scheduler`` for a
     cluster) and get the table the embedded numpy path gives:
 
     >>> from rappor import Params, Population, simulate
-    >>> from rappor.parquet import write_parquet_reports
+    >>> from rappor.formats.parquet import write_parquet_reports
     >>> params = Params(k=16, h=2, m=4, p=0.5, q=0.75, f=0.5)
     >>> sim = simulate(params, Population.zipf(10), 1_000, rng=0)
     >>> write_parquet_reports("reports.parquet", sim.reports)
@@ -264,9 +268,10 @@ def aggregate_files(
     >>> bool((agg.counts == sim.aggregate.counts).all())
     True
     """
+    sink = check_on_error(on_error, rejects, "aggregate_files")
     built = get_engine(engine, **options) if isinstance(engine, str) else engine
     sources = report_sources(paths, params)
     if built.name != "numpy" and any(s.path == STDIO for s in sources):
         msg = f"The {built.name} engine cannot read standard input; give report files."
         raise ReportFormatError(msg, path="<stdin>")
-    return built.aggregate(sources, params)
+    return built.aggregate(sources, params, progress=progress, on_error=on_error, rejects=sink)

@@ -1,9 +1,9 @@
 """Per-partition counting functions shared by every engine (private; no engine imports).
 
 Every engine counts with exactly the code of the embedded path: a partition's Arrow
-data goes through :func:`rappor.parquet.arrow_to_batch` and
+data goes through :func:`rappor.formats.parquet.arrow_to_batch` and
 :meth:`rappor.Aggregate.from_reports`, a CSV file through
-:func:`rappor.reports.iter_reports`.  Engines only distribute these functions and add
+:func:`rappor.formats.reports_csv.iter_reports`.  Engines only distribute these functions and add
 up their ``(num_cohorts, num_bloombits + 1)`` partial tables, so their counts equal the
 embedded ones exactly.  The functions live in the installed package so that Spark and
 Dask workers import them by name instead of shipping pickled code.
@@ -11,17 +11,18 @@ Dask workers import them by name instead of shipping pickled code.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from .._lazy import lazy_module
-from ..aggregate import Aggregate, _add_counts, _zero_counts
+from .._rejects import OnError, RejectSink
+from ..aggregate import Aggregate, add_counts, zero_counts
+from ..formats.parquet import aggregate_parquet, arrow_to_batch
+from ..formats.reports_csv import iter_reports
 from ..params import Params
-from ..parquet import aggregate_parquet, arrow_to_batch
-from ..reports import iter_reports
 
 pa = lazy_module("pyarrow", "Parquet reports")
 
@@ -39,7 +40,7 @@ __all__ = [
 
 def empty_counts(params: Params) -> npt.NDArray[np.int64]:
     """A zero ``(num_cohorts, num_bloombits + 1)`` table (refused first if it cannot fit in memory)."""
-    return _zero_counts(params)
+    return zero_counts(params)
 
 
 def arrow_counts(table: Any, params: Params, *, source: str = "<partition>") -> npt.NDArray[np.int64]:
@@ -47,11 +48,18 @@ def arrow_counts(table: Any, params: Params, *, source: str = "<partition>") -> 
     return Aggregate.from_reports(arrow_to_batch(table, params, source=source)).counts
 
 
-def file_counts(path: str, kind: str, params: Params) -> npt.NDArray[np.int64]:
-    """Counts of one reports file (``kind`` is ``"csv"`` or ``"parquet"``), streamed in chunks."""
+def file_counts(path: str, kind: str, params: Params, *, progress: Callable[[int], None] | None = None,
+                on_error: OnError = "raise", rejects: RejectSink | None = None) -> npt.NDArray[np.int64]:
+    """Counts of one reports file (``kind`` is ``"csv"`` or ``"parquet"``), streamed in chunks.
+
+    ``progress``, ``on_error`` and ``rejects`` apply to CSV files, as in
+    :func:`rappor.formats.reports_csv.iter_reports` (a Parquet file has no rows to skip:
+    it is read whole or refused).
+    """
     if kind == "parquet":
         return aggregate_parquet(path, params).counts
-    return Aggregate.from_report_chunks(iter_reports(path, params), params).counts
+    chunks = iter_reports(path, params, progress=progress, on_error=on_error, rejects=rejects)
+    return Aggregate.from_report_chunks(chunks, params).counts
 
 
 def pandas_counts(frame: Any, params: Params, source: str = "<dask partition>") -> npt.NDArray[np.int64]:
@@ -67,7 +75,7 @@ def sum_counts(tables: Iterable[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]
         if total is None:
             total = table.copy()
         else:
-            _add_counts(total, table)
+            add_counts(total, table)
     if total is None:
         msg = "sum_counts needs at least one table"
         raise ValueError(msg)
@@ -104,7 +112,7 @@ def spark_arrow_partition(batches: Iterator[Any], params: Params) -> Iterator[An
     total = empty_counts(params)
     for batch in batches:
         if batch.num_rows:
-            _add_counts(total, arrow_counts(batch, params, source="<spark partition>"))
+            add_counts(total, arrow_counts(batch, params, source="<spark partition>"))
     yield _counts_to_arrow(total, params)
 
 
@@ -113,5 +121,5 @@ def spark_file_partition(batches: Iterator[Any], params: Params) -> Iterator[Any
     total = empty_counts(params)
     for batch in batches:
         for path, kind in zip(batch.column("path").to_pylist(), batch.column("kind").to_pylist()):
-            _add_counts(total, file_counts(path, kind, params))
+            add_counts(total, file_counts(path, kind, params))
     yield _counts_to_arrow(total, params)

@@ -15,12 +15,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._lazy import import_optional
+from .._rejects import OnError, RejectSink
 from .._validation import check_int
 from ..aggregate import Aggregate
 from ..exceptions import InvalidParameterError, RapporError, ReportFormatError
+from ..formats.parquet import report_columns
 from ..params import Params
-from ..parquet import report_columns
-from . import ReportSource, parquet_groups
+from . import Progress, ReportSource, check_distributed_options, parquet_groups
 from ._partition import empty_counts, file_counts, pandas_counts, sum_counts
 
 __all__ = ["DaskEngine"]
@@ -80,8 +81,14 @@ class DaskEngine:
             parts = [add(parts[i : i + self.fan_in]) for i in range(0, len(parts), self.fan_in)]
         return parts[0]
 
-    def aggregate(self, sources: Sequence[ReportSource], params: Params) -> Aggregate:
-        """Count the reports of ``sources`` on the Dask scheduler."""
+    def aggregate(self, sources: Sequence[ReportSource], params: Params, *, progress: Progress | None = None,
+                  on_error: OnError = "raise", rejects: RejectSink | None = None) -> Aggregate:
+        """Count the reports of ``sources`` on the Dask scheduler.
+
+        ``progress`` is not called (the workers read the files); ``on_error`` must be
+        ``"raise"`` (see :func:`rappor.engines.check_distributed_options`).
+        """
+        check_distributed_options(self.name, on_error)
         try:
             counts = self._compute(sources, params)
         except RapporError:

@@ -22,15 +22,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from .._lazy import import_optional
+from .._rejects import OnError, RejectSink
 from .._validation import check_int
 from ..aggregate import Aggregate
 from ..exceptions import InvalidParameterError, RapporError, ReportFormatError
+from ..formats.parquet import report_columns
 from ..params import Params
-from ..parquet import report_columns
-from . import ReportSource, parquet_groups
+from . import Progress, ReportSource, check_distributed_options, parquet_groups
 from ._partition import empty_counts, spark_arrow_partition, spark_file_partition, spark_schema
 
 __all__ = ["SparkEngine"]
@@ -83,14 +82,19 @@ class SparkEngine:
         session.sparkContext.setLogLevel("OFF")
         return session, True
 
-    def aggregate(self, sources: Sequence[ReportSource], params: Params) -> Aggregate:
+    def aggregate(self, sources: Sequence[ReportSource], params: Params, *, progress: Progress | None = None,
+                  on_error: OnError = "raise", rejects: RejectSink | None = None) -> Aggregate:
         """Count the reports of ``sources`` on the Spark cluster.
+
+        ``progress`` is not called (the executors read the files); ``on_error`` must be
+        ``"raise"`` (see :func:`rappor.engines.check_distributed_options`).
 
         A failure inside Spark (an unreadable file, a bad row found by a worker) is raised
         as a :class:`~rappor.exceptions.ReportFormatError` carrying the worker's
         ``rappor`` message, or the first line of the Java cause, instead of a Py4J
         stack trace.
         """
+        check_distributed_options(self.name, on_error)
         try:
             return self._aggregate(sources, params)
         except RapporError:

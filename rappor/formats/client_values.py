@@ -1,4 +1,9 @@
-"""``rappor encode``'s input: a ``client,value`` CSV, read in blocks (private).
+"""The encoder's input, a ``client,value`` CSV: its readers and its writer own the format.
+
+:func:`iter_client_values` and :func:`read_client_values` read it, :func:`write_client_values`
+writes it.  One row per report to make (a client may appear several times): the client's id,
+from which its secret is derived, and the value it reports.  This is what ``rappor
+encode`` and :func:`rappor.encode_file` read.
 
 The file is read through :func:`rappor._csv_blocks.iter_csv_blocks` in blocks of
 :data:`BLOCK_BYTES`, so memory is bounded by the block (and the chunk of rows being
@@ -18,12 +23,13 @@ import numpy as np
 
 from .._csv_blocks import PlainBlock, Record, iter_csv_blocks
 from .._excerpt import excerpt
-from .._io import PathLike, display_name, open_input_binary
+from .._io import PathLike, atomic_output, csv_field, display_name, open_input_binary
 from .._keyfile import looks_like_key_file, not_a_key_file_error
-from .._rejects import RejectedRow, RejectSink
-from ..exceptions import ReportFormatError
+from .._rejects import OnError, RejectedRow, RejectSink, check_on_error
+from .._validation import check_int
+from ..exceptions import InvalidParameterError, ReportFormatError
 
-__all__ = ["BLOCK_BYTES", "iter_chunks", "iter_rows"]
+__all__ = ["iter_client_values", "iter_rows", "read_client_values", "write_client_values"]
 
 #: Bytes read at a time (memory per block: about 10 times this in Python strings).
 BLOCK_BYTES = 1 << 20
@@ -193,11 +199,52 @@ def iter_rows(path: PathLike, rejects: RejectSink | None = None) -> Iterator[tup
         yield from zip(lines, clients, values)
 
 
-def iter_chunks(path: PathLike, rejects: RejectSink | None, size: int) -> Iterator[tuple[list[str], list[str]]]:
-    """The input's ``(clients, values)`` in chunks of ``size`` rows, in input order."""
+#: Rows per chunk of :func:`iter_client_values` by default.
+DEFAULT_CHUNK_ROWS = 65536
+
+
+def iter_client_values(path: PathLike, *, chunk_size: int = DEFAULT_CHUNK_ROWS, on_error: OnError = "raise",
+                       rejects: RejectSink | None = None) -> Iterator[tuple[list[str], list[str]]]:
+    """Read a ``client,value`` CSV in chunks: ``(clients, values)`` of at most ``chunk_size`` rows, in file order.
+
+    The header must be ``client,value`` (spaces or quotes around the names are
+    accepted); data fields are taken exactly as the csv module reads them (a space is
+    part of a value; quote fields holding commas, quotes or line breaks); every client
+    id must be non-empty.  A UTF-8 byte-order mark, CRLF line endings and blank lines
+    are accepted.  Memory is bounded by a read block and the chunk, not by the file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file, or ``"-"`` for standard input (read once, front to back).
+    chunk_size : int, default=65536
+        Largest number of rows per chunk.
+    on_error : {"raise", "skip"}, default="raise"
+        ``"raise"`` stops at the first bad data row.  ``"skip"`` leaves bad data rows out
+        and appends a :class:`rappor._rejects.RejectedRow` (file, line, reason, text) for
+        each to ``rejects``; a bad header still raises.
+    rejects : list or None, default=None
+        Where skipped rows go (anything with ``append``); required with ``"skip"``.
+
+    Yields
+    ------
+    (list of str, list of str)
+        The clients and the values of the next rows.
+
+    Raises
+    ------
+    ReportFormatError
+        For a missing or wrong header, or (with ``on_error="raise"``) a row without
+        exactly two fields, an empty client or bytes that are not UTF-8; the message
+        names the file and line.
+    RapporIOError
+        If the file cannot be opened or read.
+    """
+    size = check_int(chunk_size, "chunk_size", "iter_client_values", low=1)
+    sink = check_on_error(on_error, rejects, "iter_client_values")
     clients: list[str] = []
     values: list[str] = []
-    for _, group_clients, group_values in _groups(path, rejects):
+    for _, group_clients, group_values in _groups(path, sink):
         start = 0
         while start < len(group_clients):
             take = min(size - len(clients), len(group_clients) - start)
@@ -209,3 +256,47 @@ def iter_chunks(path: PathLike, rejects: RejectSink | None, size: int) -> Iterat
                 clients, values = [], []
     if clients:
         yield clients, values
+
+
+def read_client_values(path: PathLike, *, on_error: OnError = "raise",
+                       rejects: RejectSink | None = None) -> tuple[list[str], list[str]]:
+    """Read a whole ``client,value`` CSV: ``(clients, values)``, one entry per row (see :func:`iter_client_values`)."""
+    clients: list[str] = []
+    values: list[str] = []
+    for chunk_clients, chunk_values in iter_client_values(path, on_error=on_error, rejects=rejects):
+        clients += chunk_clients
+        values += chunk_values
+    return clients, values
+
+
+def write_client_values(path: PathLike, clients: Sequence[str], values: Sequence[str]) -> None:
+    """Write a ``client,value`` CSV, atomically (``"-"`` for standard output).
+
+    Fields are quoted where the csv module, and :func:`iter_client_values`, need it to
+    read them back exactly (a comma, a quote, a line break, white space at an edge).
+
+    Raises
+    ------
+    InvalidParameterError
+        If the lengths differ, a client id is empty or not a str, or a field cannot be
+        written as UTF-8 (a lone surrogate): such a file could not be read back.
+    """
+    if len(clients) != len(values):
+        msg = (f"The 'values' parameter of write_client_values must have the length of clients ({len(clients)}). "
+               f"Got {len(values)} instead.")
+        raise InvalidParameterError(msg)
+    for name, column in (("clients", clients), ("values", values)):
+        for i, field in enumerate(column):
+            if not isinstance(field, str) or (name == "clients" and not field):
+                what = "a non-empty str" if name == "clients" else "a str"
+                msg = f"The {name!r} parameter of write_client_values must hold {what}. Got {field!r} at index {i}."
+                raise InvalidParameterError(msg)
+            try:
+                field.encode("utf-8")
+            except UnicodeEncodeError:
+                msg = (f"The {name!r} parameter of write_client_values must hold text encodable as UTF-8. "
+                       f"Got {excerpt(field)} at index {i}.")
+                raise InvalidParameterError(msg) from None
+    with atomic_output(path) as fh:
+        fh.write(",".join(_HEADER) + "\n")
+        fh.write("".join(f"{csv_field(c)},{csv_field(v)}\n" for c, v in zip(clients, values)))

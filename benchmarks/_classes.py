@@ -1,0 +1,219 @@
+"""Scenario classes of issue 14, simulated with google/rappor's hashing and encoding rules (private).
+
+Each :class:`ScenarioClass` is a population of true strings, a number of reports (one per
+client), RAPPOR parameters and the analyst's candidate list.  :func:`collection` draws one
+collection of it: aggregated counts as google/rappor's own client would produce them, the
+candidate map as its ``hash_candidates.py`` would write it, and the truth.
+
+Encoding rules (google/rappor ``client/python/rappor.py``; :mod:`rappor.compat`): the Bloom
+filter of value ``v`` in cohort ``c`` sets bits ``MD5(uint32_be(c) || v)[j] mod k``; the
+permanent randomized response keeps a bit with probability ``1 - f_eff`` and otherwise draws
+it uniformly, with ``f_eff = ceil(128 f) / 128`` (:func:`rappor.compat.google_effective_prob_f`:
+its mask compares 7 random bits); the instantaneous one reports a 1 with probability ``q``
+where the PRR is 1 and ``p`` elsewhere.  With one report per client (a fresh secret each)
+the report bits of a client are independent given its Bloom filter, with
+``P(1 | bit set) = p11 = q (1 - f_eff / 2) + p f_eff / 2`` and
+``P(1 | bit clear) = p01 = p (1 - f_eff / 2) + q f_eff / 2`` (Erlingsson, Pihur and Korolova
+2014, Section 3), so the ones of each (cohort, bit) are exactly
+``Binomial(n1, p11) + Binomial(N_c - n1, p01)`` (``n1``: clients of cohort ``c`` whose filter
+sets the bit), independent across (cohort, bit).  That is what :func:`collection` samples:
+the same law as encoding every client, in a few vectorized draws.
+
+``params.csv`` carries the nominal ``f`` (what an analyst of google/rappor data writes), so
+with ``f = 0.45`` the decoders see 0.45 while the data were made with 58/128 = 0.453.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+import rappor
+from rappor.compat import google_bloom_bits_table, google_effective_prob_f, hash_candidates_google
+from rappor.simulation import Population
+
+__all__ = ["CLASSES", "Collection", "ScenarioClass", "clients", "collection", "draw_counts", "export_collection"]
+
+#: Issue 4's public scenario parameters (also the default of most classes).
+ISSUE4 = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+
+
+@dataclass(frozen=True)
+class ScenarioClass:
+    """A scenario class: who reports what, with which parameters, against which candidates.
+
+    ``candidates(population)`` builds the candidate list from the population's strings;
+    ``kind`` is ``"distribution"`` (scored by total variation) or ``"null"`` (every candidate
+    absent: scored by the share of decodes with any detection).
+    """
+
+    name: str
+    description: str
+    params: rappor.Params
+    population: Population
+    n_reports: int
+    candidates: Callable[[Population], list[str]]
+    kind: str = "distribution"
+
+
+def _all_real(pop: Population) -> list[str]:
+    return list(pop.strings)
+
+
+def _with_decoys(n_decoys: int) -> Callable[[Population], list[str]]:
+    def build(pop: Population) -> list[str]:
+        return rappor.simulation.candidate_strings(pop, decoys=n_decoys)
+    return build
+
+
+def _even_ranks_plus_decoys(n_decoys: int) -> Callable[[Population], list[str]]:
+    """The strings of even rank (v2, v4, ...) plus decoys: the odd ranks' mass is missing."""
+    def build(pop: Population) -> list[str]:
+        kept = [s for i, s in enumerate(pop.strings, start=1) if i % 2 == 0]
+        return kept + [f"decoy{i}" for i in range(1, n_decoys + 1)]
+    return build
+
+
+def _decoys_only(n_decoys: int) -> Callable[[Population], list[str]]:
+    def build(pop: Population) -> list[str]:
+        return [f"decoy{i}" for i in range(1, n_decoys + 1)]
+    return build
+
+
+def _params(k: int, h: int, m: int, p: float, q: float, f: float) -> rappor.Params:
+    return rappor.Params(num_bloombits=k, num_hashes=h, num_cohorts=m, prob_p=p, prob_q=q, prob_f=f)
+
+
+CLASSES: tuple[ScenarioClass, ...] = (
+    ScenarioClass("decoys-1k", "Zipf(1) over 100, 100k reports, 100 real + 900 decoys", ISSUE4,
+                  Population.zipf(100), 100_000, _with_decoys(900)),
+    ScenarioClass("decoys-10k", "Zipf(1) over 100, 100k reports, 100 real + 9,900 decoys", ISSUE4,
+                  Population.zipf(100), 100_000, _with_decoys(9_900)),
+    ScenarioClass("missing-half", "Zipf(1) over 100, 100k reports; candidates v2, v4, .., v100 (57% of the mass "
+                  "missing) + 950 decoys", ISSUE4, Population.zipf(100), 100_000, _even_ranks_plus_decoys(950)),
+    ScenarioClass("k128-5k", "k=128 h=2 m=32, Zipf(1) over 500, 1M reports, 500 real + 4,500 decoys",
+                  _params(128, 2, 32, 0.5, 0.75, 0.5), Population.zipf(500), 1_000_000, _with_decoys(4_500)),
+    ScenarioClass("high-privacy", "f=0.75 k=16 h=2 m=64, Zipf(1) over 200, 1M reports, all 200 real",
+                  _params(16, 2, 64, 0.5, 0.75, 0.75), Population.zipf(200), 1_000_000, _all_real),
+    ScenarioClass("pq-close", "p=0.45 q=0.55 f=0.5 k=16 h=2 m=64, Zipf(1) over 200, 1M reports, all real",
+                  _params(16, 2, 64, 0.45, 0.55, 0.5), Population.zipf(200), 1_000_000, _all_real),
+    ScenarioClass("issue4", "issue 4's public scenario: Zipf(1) over 100, 100k reports, all 100 real", ISSUE4,
+                  Population.zipf(100), 100_000, _all_real),
+    ScenarioClass("uniform-100", "uniform over 100, 100k reports, all real", ISSUE4, Population.uniform(100),
+                  100_000, _all_real),
+    ScenarioClass("zipf-k8", "k=8 h=2 m=128 p=0.39 q=0.61 f=0.45, Zipf(1) over 100, 1M reports, all real",
+                  _params(8, 2, 128, 0.39, 0.61, 0.45), Population.zipf(100), 1_000_000, _all_real),
+    ScenarioClass("gauss-200", "Gaussian over 200, 1M reports, all real", ISSUE4, Population.gaussian(200),
+                  1_000_000, _all_real),
+    ScenarioClass("mixed-small", "Zipf(1) over 30, 100k reports, 30 real + 170 decoys (not screened)", ISSUE4,
+                  Population.zipf(30), 100_000, _with_decoys(170)),
+    ScenarioClass("hp-decoys", "f=0.75 k=16 h=2 m=64, Zipf(1) over 200, 1M reports, 200 real + 800 decoys",
+                  _params(16, 2, 64, 0.5, 0.75, 0.75), Population.zipf(200), 1_000_000, _with_decoys(800)),
+    ScenarioClass("decoys-only", "data Zipf(1) over 100, 100k reports; 1,000 candidates, all decoys", ISSUE4,
+                  Population.zipf(100), 100_000, _decoys_only(1_000), kind="null"),
+    ScenarioClass("decoys-only-1M", "data Zipf(1) over 100, 1M reports; 1,000 candidates, all decoys", ISSUE4,
+                  Population.zipf(100), 1_000_000, _decoys_only(1_000), kind="null"),
+)
+
+
+@dataclass(frozen=True)
+class Collection:
+    """One simulated collection of a class: counts, candidate map and truth."""
+
+    scenario: ScenarioClass
+    seed: int
+    aggregate: rappor.Aggregate
+    candidate_map: rappor.CandidateMap
+    truth: dict[str, int]
+
+    @property
+    def true_share(self) -> npt.NDArray[np.float64]:
+        """True share of every candidate (0 for decoys), in candidate order."""
+        n = sum(self.truth.values())
+        return np.array([self.truth.get(s, 0) / n for s in self.candidate_map.strings])
+
+
+@lru_cache(maxsize=32)
+def _bloom(strings: tuple[str, ...], params: rappor.Params) -> npt.NDArray[np.int64]:
+    """``bloom[v, c, b]``: whether value ``v`` sets bit ``b`` in cohort ``c`` (google/rappor MD5)."""
+    table = google_bloom_bits_table(list(strings), params)  # (U, m, h)
+    u, m, h = table.shape
+    out = np.zeros((u, m, params.num_bloombits), dtype=np.int64)
+    out[np.repeat(np.arange(u), m * h), np.tile(np.repeat(np.arange(m), h), u), table.reshape(-1)] = 1
+    return out
+
+
+@lru_cache(maxsize=32)
+def _candidate_map(scenario_name: str) -> rappor.CandidateMap:
+    sc = _by_name(scenario_name)
+    return hash_candidates_google(sc.candidates(sc.population), sc.params)
+
+
+def _by_name(name: str) -> ScenarioClass:
+    for sc in CLASSES:
+        if sc.name == name:
+            return sc
+    raise KeyError(name)
+
+
+def clients(scenario: ScenarioClass, rng: np.random.Generator) -> npt.NDArray[np.int64]:
+    """Clients per (value, cohort), shape ``(U, m)``: values from the population, cohorts uniform.
+
+    One multinomial over (value, cohort) pairs: the same law as drawing each client's value,
+    then its cohort.
+    """
+    m = scenario.params.num_cohorts
+    joint = np.outer(scenario.population.probabilities, np.full(m, 1.0 / m)).ravel()
+    out: npt.NDArray[np.int64] = rng.multinomial(scenario.n_reports, joint / joint.sum()).reshape(-1, m)
+    return out
+
+
+def draw_counts(params: rappor.Params, strings: tuple[str, ...], by_cohort: npt.NDArray[np.int64],
+                rng: np.random.Generator) -> rappor.Aggregate:
+    """Aggregated counts of one google/rappor report per client (the module docstring's law)."""
+    bloom = _bloom(strings, params)
+    n1 = np.einsum("vc,vcb->cb", by_cohort, bloom)  # clients of cohort c whose filter sets bit b
+    n_c = by_cohort.sum(axis=0)
+    f = google_effective_prob_f(params.prob_f)
+    p, q = params.prob_p, params.prob_q
+    p11 = q * (1 - f / 2) + p * f / 2
+    p01 = p * (1 - f / 2) + q * f / 2
+    ones = rng.binomial(n1, p11) + rng.binomial(n_c[:, None] - n1, p01)
+    return rappor.Aggregate(params=params, counts=np.column_stack([n_c, ones]).astype(np.int64))
+
+
+def collection(scenario: ScenarioClass, seed: int) -> Collection:
+    """Draw one collection of ``scenario`` (deterministic in ``seed``; see the module docstring)."""
+    rng = np.random.default_rng([14, seed])
+    by_cohort = clients(scenario, rng)
+    aggregate = draw_counts(scenario.params, scenario.population.strings, by_cohort, rng)
+    truth = {s: int(c) for s, c in zip(scenario.population.strings, by_cohort.sum(axis=1)) if c > 0}
+    return Collection(scenario=scenario, seed=seed, aggregate=aggregate, candidate_map=_candidate_map(scenario.name),
+                      truth=truth)
+
+
+def export_collection(col: Collection, root: str) -> Path:
+    """Write ``col`` for google/rappor's ``bin/decode_dist.R``; returns the seed's directory.
+
+    Layout: ``root/<class>/params.csv`` and ``map.csv`` (once per class) and
+    ``root/<class>/seed<N>/counts.csv`` and ``truth.csv`` (``string,count``), all written by
+    this package's writers.  The reference's runs are expected in
+    ``root/<class>/seed<N>/run<R>/results.csv`` (``--output-dir``), as
+    :func:`read_reference` reads them.
+    """
+    base = Path(root) / col.scenario.name
+    base.mkdir(parents=True, exist_ok=True)
+    if not (base / "params.csv").exists():
+        rappor.write_params(col.scenario.params, base / "params.csv")
+    if not (base / "map.csv").exists():
+        rappor.write_map(col.candidate_map, base / "map.csv")
+    out = base / f"seed{col.seed}"
+    out.mkdir(exist_ok=True)
+    rappor.write_counts(col.aggregate, out / "counts.csv")
+    (out / "truth.csv").write_text("string,count\n" + "".join(f"{s},{c}\n" for s, c in col.truth.items()))
+    return out

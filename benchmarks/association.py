@@ -1,0 +1,213 @@
+"""Association analysis: accuracy against the truth and speed; prints tables.
+
+``accuracy``: simulated collections with a known joint distribution (string x boolean and
+string x string), with and without strings outside the candidate lists; for each, the
+joint table's total variation to the clients' realized joint and the coverage of its
+95% intervals, for
+
+* ``ours``: :class:`rappor.association.AssociationDecoder` defaults (detected candidates +
+  "Other" with shrunk bit rates, mix-SQP to a certified gap of 1e-3, SEs on the simplex);
+* ``ours/ref-other``: the same with google/rappor's ``GetOtherProbs``;
+* ``true-marginals product`` (a yardstick, not an estimator): the product of the true
+  marginals over the same categories, i.e. what is left when the dependence is not
+  estimated at all;
+* ``baseline``: google/rappor's algorithm re-implemented plainly
+  (:mod:`rappor.association._reference`): the same detected candidates, no "Other", one
+  row per report, EM from the uniform table for at most 1000 iterations (epsilon 1e-6),
+  ``ComputeVar`` standard errors.
+
+Total variation is over the cells (detected candidates + Other) x (the other variable's
+categories); the truth puts every string that is not a category into Other, and the
+baseline's Other cells are 0.  Coverage counts the cells whose interval holds the truth
+(the baseline has no Other cells to cover).
+
+``speed``: one string x boolean collection of N report pairs and C candidates (all of them
+in the table, plus Other): time and peak memory of each stage of the decode.
+
+Usage::
+
+    python benchmarks/association.py accuracy [--n 100000] [--seeds 10] [--pairs sb,ss] [--outside both|yes|no]
+        [--no-baseline] [--no-ref-other]
+    python benchmarks/association.py speed [--n 1000000] [--candidates 100] [--method sqp]
+
+BLAS threads are pinned to 1 (threadpoolctl) unless ``--threads``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+import warnings
+
+import numpy as np
+
+import rappor
+from rappor.association import AssociationDecoder, example_joint, simulate_association, total_variation
+from rappor.association._reference import reference_conditional_probabilities, reference_em
+
+PARAMS = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+
+
+def _scenario(pair: str, outside: bool) -> tuple[np.ndarray, list, list]:
+    """string x bool: v1..v100, Zipf(1), P(TRUE | v_i) = 0.2 + 0.1 (i mod 7); string x string: a1..a30 x b1..b10
+    (rappor.association.example_joint); outside: every 5th value of each string variable is not a candidate."""
+    if pair == "sb":
+        return example_joint("string-bool", 100, remove_every=5 if outside else 0)
+    return example_joint("string-string", 30, 10, remove_every=5 if outside else 0)
+
+
+def _coverage(low: np.ndarray, high: np.ndarray, truth: np.ndarray) -> tuple[int, int]:
+    ok = np.isfinite(low) & np.isfinite(high)
+    return int(((low <= truth) & (truth <= high) & ok).sum()), int(truth.size)
+
+
+def _baseline(sim, res) -> dict:
+    """association.R plainly: same categories minus Other, per-report EM, ComputeVar."""
+    started = time.perf_counter()
+    conds = []
+    cats = []
+    for batch, var, labels in zip(sim.reports, sim.variables, res.categories):
+        names = [c for c in labels if c != "Other"]
+        index = {s: i for i, s in enumerate(var.candidate_map.strings)}
+        conds.append(reference_conditional_probabilities(batch, var, [index[s] for s in names]))
+        cats.append(names)
+    fit = reference_em(conds, max_em_iters=1000, epsilon=1e-6, estimate_var=True)
+    seconds = time.perf_counter() - started
+    full_cats = [c + (["Other"] if "Other" in labels else []) for c, labels in zip(cats, res.categories)]
+    truth = sim.truth(full_cats)
+    est = np.zeros(truth.shape)
+    est[tuple(slice(0, len(c)) for c in cats)] = fit.table
+    inner = truth[tuple(slice(0, len(c)) for c in cats)]
+    z = 1.959963984540054
+    cov = _coverage(np.clip(fit.table - z * fit.std_error, 0, 1), np.clip(fit.table + z * fit.std_error, 0, 1), inner)
+    return {"tv": total_variation(est, truth), "covered": cov[0], "cells": cov[1], "seconds": seconds,
+            "iterations": fit.iterations}
+
+
+def _ours(sim, other: str) -> tuple[dict, object]:
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = AssociationDecoder(other=other).decode(sim.reports, sim.variables)
+    seconds = time.perf_counter() - started
+    truth = sim.truth(res.categories)
+    ci = res.confidence_interval()
+    cov = _coverage(ci.low, ci.high, truth)
+    return {"tv": total_variation(res.proportion, truth), "covered": cov[0], "cells": cov[1], "seconds": seconds,
+            "iterations": res.iterations, "pvalue": res.independence.pvalue if res.independence else None,
+            "shape": list(res.shape), "converged": res.converged}, res
+
+
+def accuracy(args: argparse.Namespace) -> None:
+    rows = []
+    cases = {"both": (False, True), "yes": (True,), "no": (False,)}[args.outside]
+    for pair in args.pairs.split(","):
+        for outside in cases:
+            joint, values, cands = _scenario(pair, outside)
+            for seed in range(args.seeds):
+                sim = simulate_association(PARAMS, joint, values, args.n, candidates=cands, rng=1000 + seed)
+                out = {"pair": pair, "outside": outside, "seed": seed, "n": args.n}
+                out["ours"], res = _ours(sim, "shrunk")
+                truth = sim.truth(res.categories)
+                product = np.multiply.outer(truth.sum(axis=1), truth.sum(axis=0))
+                out["true-marginals product"] = {"tv": total_variation(product, truth), "covered": 0, "cells": 0,
+                                                 "seconds": 0.0, "iterations": 0}
+                if not args.no_ref_other:
+                    out["ours/ref-other"], _ = _ours(sim, "reference")
+                if not args.no_baseline:
+                    out["baseline"] = _baseline(sim, res)
+                rows.append(out)
+                print(json.dumps(out), file=sys.stderr, flush=True)
+    methods = ["ours", "ours/ref-other"] + ([] if args.no_baseline else ["baseline"]) + ["true-marginals product"]
+    print(f"N = {args.n:,}, {args.seeds} seeds, params {PARAMS.as_dict()}")
+    print(f"{'pair':<6}{'outside':<9}{'method':<24}{'TV mean':>9}{'TV sd':>8}{'coverage':>10}{'cells':>7}"
+          f"{'seconds':>9}{'iters':>7}")
+    for pair in args.pairs.split(","):
+        for outside in cases:
+            sel = [r for r in rows if r["pair"] == pair and r["outside"] == outside]
+            for m in methods:
+                sel_m = [r for r in sel if m in r]
+                if not sel_m:
+                    continue
+                tv = np.array([r[m]["tv"] for r in sel_m])
+                covered = sum(r[m]["covered"] for r in sel_m)
+                cells = sum(r[m]["cells"] for r in sel_m)
+                secs = np.mean([r[m]["seconds"] for r in sel_m])
+                its = np.mean([r[m]["iterations"] for r in sel_m])
+                print(f"{pair:<6}{str(outside):<9}{m:<24}{tv.mean():>9.4f}{tv.std(ddof=1) if tv.size > 1 else 0:>8.4f}"
+                      f"{covered / max(cells, 1):>10.3f}{cells / len(sel_m):>7.1f}{secs:>9.2f}{its:>7.0f}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(rows, fh, indent=1)
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def speed(args: argparse.Namespace) -> None:
+    joint, values, _ = example_joint("string-bool", args.candidates)
+    t0 = time.perf_counter()
+    sim = simulate_association(PARAMS, joint, values, args.n, rng=0)
+    t1 = time.perf_counter()
+    c1 = time.process_time()
+    base_mb = _peak_mb()
+    dec = AssociationDecoder(candidates="all", method=args.method, max_iterations=args.max_iterations)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dec.decode(sim.reports, sim.variables)
+    t2 = time.perf_counter()
+    c2 = time.process_time()
+    d = res.diagnostics
+    print(f"N = {args.n:,} report pairs, {args.candidates} candidates + Other x boolean "
+          f"({res.proportion.size} cells), {res.n_patterns:,} distinct patterns, method {args.method}")
+    print(f"simulate            {t1 - t0:8.2f} s")
+    print(f"marginal decode     {d['marginal_seconds']:8.2f} s")
+    print(f"group + likelihood  {d['likelihood_seconds']:8.2f} s")
+    print(f"fit                 {d['em_elapsed_time']:8.2f} s  ({res.iterations} iterations, gap {res.gap:.2g}, "
+          f"converged {res.converged})")
+    print(f"covariance          {d['covariance_seconds']:8.2f} s")
+    print(f"independence test   {d['independence_seconds']:8.2f} s  (marginal fits: {d['independence_iterations']} iterations)")
+    print(f"decode total        {t2 - t1:8.2f} s wall, {c2 - c1:.2f} s CPU; load average {os.getloadavg()[0]:.1f} "
+          f"on {os.cpu_count()} cores")
+    print(f"peak RSS            {_peak_mb():8.0f} MB (after simulating: {base_mb:.0f} MB)")
+    truth = sim.truth(res.categories)
+    print(f"TV to the truth     {total_variation(res.proportion, truth):8.4f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    a = sub.add_parser("accuracy")
+    a.add_argument("--n", type=int, default=100_000)
+    a.add_argument("--seeds", type=int, default=10)
+    a.add_argument("--pairs", default="sb,ss")
+    a.add_argument("--no-baseline", action="store_true")
+    a.add_argument("--no-ref-other", action="store_true", help="skip google's Other rates (slow at 1M x 300 cells)")
+    a.add_argument("--outside", choices=("both", "yes", "no"), default="both")
+    a.add_argument("--json", default=None)
+    s = sub.add_parser("speed")
+    s.add_argument("--n", type=int, default=1_000_000)
+    s.add_argument("--candidates", type=int, default=100)
+    s.add_argument("--method", choices=("sqp", "em"), default="sqp")
+    s.add_argument("--max-iterations", type=int, default=1000)
+    for p in (a, s):
+        p.add_argument("--threads", action="store_true", help="let BLAS use every core")
+    args = parser.parse_args()
+    if not args.threads:
+        try:
+            import scipy.linalg  # noqa: F401  (load scipy's own BLAS first, so that the limit covers it)
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(1)
+        except ImportError:  # pragma: no cover
+            pass
+    accuracy(args) if args.what == "accuracy" else speed(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Encoding files of client values: :func:`encode_file` (``client,value`` in, ``client,cohort,irr`` out).
+
+This module owns the batch encoding of files, which ``rappor encode`` runs: the input
+is read in chunks by :func:`rappor.formats.client_values.iter_client_values`, each chunk
+is encoded by :func:`rappor.encoder.encode_clients` (in worker processes,
+:class:`rappor._workers.WorkerPool`, when asked), and the rows are written in input
+order by :func:`rappor.formats.reports_csv.report_rows` into an atomic output.  The
+output does not depend on the number of workers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from typing import Any
+
+import numpy as np
+
+from ._io import PathLike, atomic_output
+from ._rejects import OnError, RejectSink, check_on_error
+from ._validation import check_int
+from .encoder import encode_clients
+from .formats.client_values import iter_client_values
+from .formats.reports_csv import HEADER, report_rows
+from .params import Params
+
+__all__ = ["encode_file"]
+
+#: Rows encoded per vectorized call, and per task of a worker (bounds memory: about 100
+#: bytes per row and bit).
+CHUNK_ROWS = 65536
+
+
+def default_jobs() -> int:
+    """Worker processes used when none are asked for: the CPUs this process may run on, at most 8."""
+    try:
+        return max(1, min(8, len(os.sched_getaffinity(0))))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, min(8, os.cpu_count() or 1))
+
+
+#: What :func:`_encode_chunk` needs, set once per process (a worker, or this one).
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(params: Params, key: bytes, seed: int | None) -> None:
+    _WORKER.update(params=params, key=key, seed=seed)
+
+
+def _encode_chunk(index: int, clients: list[str], values: list[str]) -> tuple[int, str]:
+    """Encode one chunk: its number of rows and its output rows (runs in a worker or inline)."""
+    seed = _WORKER["seed"]
+    # One generator per chunk, keyed by the chunk's index: the output for a given seed
+    # does not depend on the number of workers.
+    rng = None if seed is None else np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index,)))
+    batch = encode_clients(_WORKER["params"], _WORKER["key"], clients, values, rng=rng)
+    return len(clients), report_rows(clients, batch)
+
+
+def encode_file(input: PathLike, output: PathLike, params: Params, key: bytes, *,  # noqa: A002
+                seed: int | None = None, jobs: int | None = 1, on_error: OnError = "raise",
+                rejects: RejectSink | None = None) -> int:
+    """Encode a ``client,value`` CSV into a reports CSV ``client,cohort,irr``; return the reports written.
+
+    Every row gives one report, ``encode_clients(params, key, [client], [value])``: the
+    client's secret, cohort and permanent randomized responses derive from ``key`` and
+    its id (HMAC-SHA256, see ``docs/client.md``), so encoding the file again gives the
+    same cohorts and PRRs and fresh instantaneous responses.  Rows are read, checked
+    (and rejected) in this process, in input order, so the output and the rejects do
+    not depend on ``jobs``.
+
+    Parameters
+    ----------
+    input : str or os.PathLike
+        The ``client,value`` CSV (:mod:`rappor.formats.client_values`), or ``"-"`` for
+        standard input.
+    output : str or os.PathLike
+        The reports CSV (:mod:`rappor.formats.reports_csv`), written atomically: it
+        appears complete or not at all; ``"-"`` writes to standard output.
+    params : Params
+    key : bytes
+        The collection's key, at least 16 bytes (:func:`rappor.encoder.read_key_file`).
+    seed : int or None, default=None
+        ``None`` draws the instantaneous noise from the operating system's CSPRNG.  An
+        int draws it from numpy's generator seeded with it (one stream per chunk of
+        :data:`CHUNK_ROWS` rows): reproducible, and **not private** against anyone who
+        knows or guesses the seed; for tests and simulation only.
+    jobs : int or None, default=1
+        Worker processes; ``None`` uses :func:`default_jobs`.  An input of one chunk is
+        encoded in this process whatever ``jobs`` is.
+    on_error : {"raise", "skip"}, default="raise"
+        ``"skip"`` leaves bad data rows out and appends each to ``rejects`` (see
+        :func:`rappor.formats.client_values.iter_client_values`).
+    rejects : list or None, default=None
+        Where skipped rows go; required with ``"skip"``.
+
+    Returns
+    -------
+    int
+        The number of reports written.
+
+    Raises
+    ------
+    ReportFormatError
+        For a bad header, or a bad row with ``on_error="raise"`` (naming file and line).
+    RapporIOError
+        If the input cannot be read or the output cannot be written.
+    InvalidParameterError
+        For bad arguments (``jobs < 1``, a short key, ...).
+    """
+    sink = check_on_error(on_error, rejects, "encode_file")
+    workers = default_jobs() if jobs is None else check_int(jobs, "jobs", "encode_file", low=1)
+    if seed is not None:
+        seed = check_int(seed, "seed", "encode_file", low=0)
+    chunks = enumerate(iter_client_values(input, chunk_size=CHUNK_ROWS, on_error=on_error, rejects=sink))
+    written = 0
+    with atomic_output(output) as out:
+        head = list(itertools.islice(chunks, 2))
+        todo = itertools.chain(head, chunks)
+        out.write(HEADER)
+        if len(head) < 2 or workers == 1:
+            # One chunk or one job: no worker processes.
+            _init_worker(params, key, seed)
+            try:
+                for index, (clients, values) in todo:
+                    size, text = _encode_chunk(index, clients, values)
+                    out.write(text)
+                    written += size
+            finally:
+                _WORKER.clear()
+            return written
+        from ._workers import WorkerPool  # multiprocessing: imported only when workers run (`import rappor` stays light)
+
+        with WorkerPool(workers, _encode_chunk, setup=_init_worker, setup_args=(params, key, seed)) as pool:
+            for size, text in pool.imap((index, clients, values) for index, (clients, values) in todo):
+                out.write(text)
+                written += size
+    return written

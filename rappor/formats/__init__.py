@@ -1,0 +1,55 @@
+"""File formats: one module per kind of file rappor reads or writes, each owning its reader and writer.
+
+=======================  ===================================================================
+``formats.params``       google/rappor ``params.csv``: :func:`read_params`, :func:`write_params`
+``formats.client_values``  the encoder's input ``client,value``: :func:`iter_client_values`,
+                         :func:`read_client_values`, :func:`write_client_values`
+``formats.reports_csv``  reports CSV, ours ``client,cohort,irr`` or google/rappor's
+                         ``client,cohort,bloom,prr,irr``: :func:`iter_reports`,
+                         :func:`read_reports`, :func:`write_reports`
+``formats.parquet``      reports as Parquet (needs pyarrow): :func:`read_parquet_reports`,
+                         :func:`write_parquet_reports`, streaming and aggregation
+``formats.counts``       google/rappor ``counts.csv``: :func:`read_counts`, :func:`write_counts`
+``formats.candidates``   candidate lists, one string per line: :func:`read_candidates`,
+                         :func:`write_candidates`
+``formats.map``          google/rappor ``map.csv``: :func:`read_map`, :func:`write_map`
+=======================  ===================================================================
+
+A reader names the file and the line of any content that is not its format
+(:class:`~rappor.exceptions.ReportFormatError`) and the file it cannot open or read
+(:class:`~rappor.exceptions.RapporIOError`); a writer writes atomically (the file
+appears complete or not at all; ``"-"`` is standard output).  The readers and writers
+are also at the top level (``rappor.read_reports`` ...).  Not here: the key file
+(:func:`rappor.encoder.read_key_file`), the results of a decode
+(:meth:`rappor.decoder.DecodeResult.to_csv`) and rejected rows (``rappor._rejects``).
+"""
+
+from __future__ import annotations
+
+from .candidates import read_candidates, write_candidates
+from .client_values import iter_client_values, read_client_values, write_client_values
+from .counts import read_counts, write_counts
+from .map import read_map, write_map
+from .params import read_params, write_params
+from .parquet import iter_parquet_reports, read_parquet_reports, write_parquet_reports
+from .reports_csv import iter_reports, read_reports, write_reports
+
+__all__ = [
+    "iter_client_values",
+    "iter_parquet_reports",
+    "iter_reports",
+    "read_candidates",
+    "read_client_values",
+    "read_counts",
+    "read_map",
+    "read_params",
+    "read_parquet_reports",
+    "read_reports",
+    "write_candidates",
+    "write_client_values",
+    "write_counts",
+    "write_map",
+    "write_params",
+    "write_parquet_reports",
+    "write_reports",
+]

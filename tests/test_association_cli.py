@@ -1,0 +1,230 @@
+"""``rappor decode-assoc``: google/rappor's inputs and outputs, our simpler form, Parquet, bad input."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rappor
+from rappor.association import AssociationDecoder, Variable, simulate_association
+from rappor.association._files import read_assoc_reports, write_assoc_parquet, write_assoc_reports
+from rappor.cli import main
+from rappor.exceptions import ConvergenceWarning
+from rappor.map_file import read_map, write_map
+
+GOOGLE = Path(__file__).parent / "data" / "assoc_google"
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _google_args(reports: Path, out: Path, *extra: str) -> list[str]:
+    return ["decode-assoc", "--metric-name", "m", "--schema", str(GOOGLE / "rappor-vars.csv"),
+            "--params-dir", str(GOOGLE), "--reports", str(reports), "--var1", "domain", "--var2", "flag..HTTPS",
+            "--map1", str(GOOGLE / "domain_map.csv"), "--create-bool-map", "--output-dir", str(out), *extra]
+
+
+class _FixedMarginal:
+    """A decoder stand-in returning google/rappor's marginal decode of ``domain``."""
+
+    def __init__(self, strings: tuple[str, ...]) -> None:
+        rows = {r["string"]: float(r["proportion"]) for r in _rows(GOOGLE / "reference_output" / "marginal-domain.csv")}
+        self.detected = np.array([s in rows for s in strings])
+        self.proportion = np.array([rows.get(s, 0.0) for s in strings])
+
+    def decode(self, aggregate: object, cmap: object) -> "_FixedMarginal":
+        return self
+
+
+def test_em_with_reference_other_equals_decode_assoc_r() -> None:
+    # google/rappor's decode_assoc.R output (20 EM iterations, its GetOtherProbs, see
+    # tests/data/assoc_google/README.md) is reproduced to 1e-10 given its marginal decode.
+    params = rappor.read_params(GOOGLE / "m_params.csv")
+    names = ["domain", "flag..HTTPS"]
+    cmap = read_map(GOOGLE / "domain_map.csv", params)
+    variables = [Variable.string("domain", cmap), Variable.boolean("flag..HTTPS", params)]
+    data = read_assoc_reports(GOOGLE / "reports.csv", names, [v.params for v in variables])
+    dec = AssociationDecoder(other="reference", method="em", max_iterations=20, tolerance=0.0,
+                             decoder=_FixedMarginal(cmap.strings))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = dec.decode(data.batches, variables)
+    expected = {(r["domain"], r["flag..HTTPS"]): float(r["proportion"])
+                for r in _rows(GOOGLE / "reference_output" / "assoc-results.csv")}
+    assert res.iterations == 20
+    for i, s in enumerate(res.categories[0]):
+        for j, b in enumerate(res.categories[1]):
+            assert res.proportion[i, j] == pytest.approx(expected[(s, b)], abs=1e-10)
+
+
+def test_google_form_writes_assoc_results_and_metrics(tmp_path: Path) -> None:
+    assert main(_google_args(GOOGLE / "reports.csv", tmp_path)) == 0
+    lines = (tmp_path / "assoc-results.csv").read_text().splitlines()
+    reference = (GOOGLE / "reference_output" / "assoc-results.csv").read_text().splitlines()
+    # google/rappor's columns first, then ours; the boolean varies fastest, Other last.
+    assert lines[0] == reference[0] + ',"std_error","prop_low_95","prop_high_95"'
+    assert [line.split(",")[0] for line in lines[1:]] == ['"TRUE"', '"FALSE"'] * 4
+    assert [line.split(",")[1] for line in lines[1:]][-2:] == ['"Other"', '"Other"']
+    metrics = json.loads((tmp_path / "assoc-metrics.json").read_text())
+    for key in ("num_reports", "reports_sample_size", "estimate_dimensions", "sum_estimates",
+                "total_elapsed_time", "em_elapsed_time", "num_em_iters"):
+        assert key in metrics
+    assert metrics["num_reports"] == 5000 and metrics["converged"] is True
+    assert metrics["sum_estimates"] == pytest.approx(1.0)
+
+
+def test_our_form_writes_the_table_and_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, summary = tmp_path / "r.csv", tmp_path / "s.json"
+    code = main(["decode-assoc", "--params", str(GOOGLE / "m_params.csv"), "--reports", str(GOOGLE / "reports.csv"),
+                 "--var1", "domain", "--map1", str(GOOGLE / "domain_map.csv"), "--var2", "flag..HTTPS", "--bool",
+                 "-o", str(out), "--summary", str(summary)])
+    assert code == 0
+    rows = _rows(out)
+    assert list(rows[0]) == ["domain", "flag..HTTPS", "proportion", "std_error", "prop_low_95", "prop_high_95",
+                             "given_flag..HTTPS", "given_flag..HTTPS_std_error", "given_domain",
+                             "given_domain_std_error"]
+    assert sum(float(r["proportion"]) for r in rows) == pytest.approx(1.0)
+    data = json.loads(summary.read_text())
+    assert data["independence"]["df"] == 3 and 0 <= data["independence"]["pvalue"] <= 1
+
+
+def test_reports_sample_size_analyses_a_sample(tmp_path: Path) -> None:
+    assert main(_google_args(GOOGLE / "reports.csv", tmp_path, "--reports-sample-size", "1000")) == 0
+    metrics = json.loads((tmp_path / "assoc-metrics.json").read_text())
+    assert metrics["num_reports"] == 1000 and metrics["reports_read"] == 5000
+
+
+def test_parquet_reports_give_the_csv_results(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    params = rappor.read_params(GOOGLE / "m_params.csv")
+    names = ["domain", "flag..HTTPS"]
+    data = read_assoc_reports(GOOGLE / "reports.csv", names, [params, rappor.association.boolean_params(params)])
+    write_assoc_parquet(tmp_path / "r.parquet", data.batches, names)
+    back = read_assoc_reports(tmp_path / "r.parquet", names, [b.params for b in data.batches])
+    for a, b in zip(data.batches, back.batches):
+        np.testing.assert_array_equal(a.words, b.words)
+        np.testing.assert_array_equal(a.cohorts, b.cohorts)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert main(_google_args(GOOGLE / "reports.csv", tmp_path / "a")) == 0
+    assert main(_google_args(tmp_path / "r.parquet", tmp_path / "b")) == 0
+    assert (tmp_path / "a" / "assoc-results.csv").read_text() == (tmp_path / "b" / "assoc-results.csv").read_text()
+
+
+def test_parquet_bit_string_columns_are_read(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    table = pa.table({"cohort": [0, 1], "s": ["10100000", None], "b": ["1", "0"]})
+    pq.write_table(table, tmp_path / "t.parquet")
+    params = rappor.read_params(GOOGLE / "m_params.csv")
+    bparams = rappor.association.boolean_params(params)
+    with pytest.raises(rappor.ReportFormatError, match=r"t.parquet: row 2: blank value of variable 's'"):
+        read_assoc_reports(tmp_path / "t.parquet", ["s", "b"], [params, bparams])
+    data = read_assoc_reports(tmp_path / "t.parquet", ["s", "b"], [params, bparams], remove_bad_rows=True)
+    assert data.removed == 1 and data.batches[0].bitstrings() == ["10100000"]
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def _bad_reports(tmp_path: Path, rows: list[str]) -> Path:
+    path = tmp_path / "reports.csv"
+    path.write_text("client,cohort,domain,flag..HTTPS\n" + "\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ("c1,0,1010101,1", r"reports.csv:3: variable 'domain': expected a bit string of 8 characters, found 7"),
+    ("c1,0,1010101x,1", r"reports.csv:3: variable 'domain': expected only '0' and '1'"),
+    ("c1,128,10101010,1", r"reports.csv:3: expected a cohort, an integer in \[0, 127\], found '128'"),
+    ("c1,x,10101010,1", r"reports.csv:3: expected a cohort"),
+    ("c1,0,10101010,11", r"reports.csv:3: variable 'flag..HTTPS': expected a bit string of 1 characters"),
+    ("c1,0,10101010", r"reports.csv:3: expected 4 comma-separated columns"),
+    ("c1,0,,1", r"reports.csv:3: blank value of variable 'domain' \(pass --remove-bad-rows"),
+    ("c1,0,10101010,", r"reports.csv:3: blank value of variable 'flag..HTTPS'"),
+])
+def test_bad_report_rows_name_the_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], row: str,
+                                                message: str) -> None:
+    path = _bad_reports(tmp_path, ["c0,3,00110000,1", row])
+    assert main(_google_args(path, tmp_path)) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rappor: error: ") and "Traceback" not in err
+    assert __import__("re").search(message, err), err
+    assert not (tmp_path / "assoc-results.csv").exists()
+
+
+def test_remove_bad_rows_drops_blank_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = (GOOGLE / "reports.csv").read_text().splitlines()[1:]
+    path = _bad_reports(tmp_path, good + ["c0,0,10101010,", "c0,0,,0"])
+    assert main(_google_args(path, tmp_path, "--remove-bad-rows")) == 0
+    assert "removed 2 row(s) with a blank value; 5000 left" in capsys.readouterr().err
+    assert json.loads((tmp_path / "assoc-metrics.json").read_text())["num_reports"] == 5000
+
+
+def test_only_bad_rows_exit_with_status_9(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # decode_assoc.R quits with status 9 when nothing is left to analyse.
+    path = _bad_reports(tmp_path, ["c0,0,10101010,", "c0,0,,0"])
+    assert main(_google_args(path, tmp_path, "--remove-bad-rows")) == 9
+    assert "no reports to analyse" in capsys.readouterr().err
+
+
+def test_missing_column_and_map_of_other_params(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "reports.csv"
+    path.write_text("client,cohort,domain\nc0,0,10101010\n")
+    assert main(_google_args(path, tmp_path)) == 1
+    assert "reports.csv:1: expected a column 'flag..HTTPS' in the header" in capsys.readouterr().err
+    other = rappor.Params(num_bloombits=16, num_hashes=1, num_cohorts=128, prob_p=0.25, prob_q=0.75, prob_f=0.5)
+    write_map(rappor.hash_candidates(["a", "b"], other), tmp_path / "map16.csv")
+    args = _google_args(GOOGLE / "reports.csv", tmp_path)
+    args[args.index("--map1") + 1] = str(tmp_path / "map16.csv")
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "map16.csv:1: expected" in err and "was the map made with other parameters?" in err
+
+
+def test_schema_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copy(GOOGLE / "m_params.csv", tmp_path / "m_params.csv")
+    shutil.copy(GOOGLE / "m_params.csv", tmp_path / "n_params.csv")
+    (tmp_path / "vars.csv").write_text("metric,var,var_type,params\nm,domain,string,m_params\n"
+                                       "m,flag..HTTPS,boolean,n_params\n")
+    args = _google_args(GOOGLE / "reports.csv", tmp_path)
+    args[args.index("--schema") + 1] = str(tmp_path / "vars.csv")
+    assert main(args) == 1
+    assert "vars.csv: the variables should have the same params" in capsys.readouterr().err
+    args[args.index("--var2") + 1] = "nope"
+    assert main(args) == 1
+    assert "couldn't find metric 'm', field 'nope'" in capsys.readouterr().err
+
+
+def test_string_variable_needs_a_map(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["decode-assoc", "--params", str(GOOGLE / "m_params.csv"), "--reports", str(GOOGLE / "reports.csv"),
+                 "--var1", "domain", "--var2", "flag..HTTPS", "--bool"])
+    assert code == 1
+    assert "--map1 (or --candidates1) must be provided" in capsys.readouterr().err
+
+
+def test_string_by_string_from_written_reports(tmp_path: Path) -> None:
+    params = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=16, prob_p=0.25, prob_q=0.75, prob_f=0.0)
+    joint = np.array([[0.3, 0.05], [0.05, 0.3], [0.15, 0.15]])
+    sim = simulate_association(params, joint, [["a", "b", "c"], ["x", "y"]], 20000, names=["s", "t"], rng=2)
+    write_assoc_reports(tmp_path / "r.csv", sim.reports, ["s", "t"])
+    (tmp_path / "c1.txt").write_text("a\nb\nc\n")
+    (tmp_path / "c2.txt").write_text("x\ny\n")
+    from rappor.params import write_params
+
+    write_params(params, tmp_path / "p.csv")
+    out = tmp_path / "out.csv"
+    assert main(["decode-assoc", "--params", str(tmp_path / "p.csv"), "--reports", str(tmp_path / "r.csv"),
+                 "--var1", "s", "--candidates1", str(tmp_path / "c1.txt"), "--var2", "t",
+                 "--candidates2", str(tmp_path / "c2.txt"), "--categories", "all", "-o", str(out)]) == 0
+    rows = {(r["s"], r["t"]): float(r["proportion"]) for r in _rows(out)}
+    assert rows[("a", "x")] == pytest.approx(0.3, abs=0.05) and rows[("b", "y")] == pytest.approx(0.3, abs=0.05)
