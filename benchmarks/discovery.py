@@ -30,7 +30,8 @@ Every run is a fresh process (one at a time), so ``peak_mb`` is that run's peak 
 ``--method reports`` encodes every client's reports (OS-independent seeded IRR) and sums
 them, so ``simulate_s`` and ``simulate_peak_mb`` are a real collection's time and memory.
 
-Run:  python benchmarks/discovery.py --clients 1000000 --eps 4 --seeds 0 1 2
+Run:  python benchmarks/discovery.py --clients 1000000 --eps 4 --seeds 0 1 2 --json runs.jsonl
+      python benchmarks/discovery.py --from-json runs.jsonl    (the tables of docs/discovery.md)
       python benchmarks/discovery.py --clients 1000000 --eps 4 --seeds 0 1 2 --share 0.5 0.65 0.75 0.85 --no-pem
 """
 
@@ -166,6 +167,64 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
     return out
 
 
+#: Tables of ``--from-json``: (title, [(column, key), ...]).
+_TABLES = [
+    ("Discovery alone (significant values), against the true top 10 / 50 of the discovery reports",
+     [("ours R@10", "ours_recall@10"), ("ours P@10", "ours_precision@10"), ("ours R@50", "ours_recall@50"),
+      ("ours P@50", "ours_precision@50"), ("ours false", "ours_false"), ("PEM R@10", "pem_recall@10"),
+      ("PEM P@10", "pem_precision@10"), ("PEM R@50", "pem_recall@50"), ("PEM false", "pem_false")]),
+    ("Final distribution: full-string decode against the stale list alone, + ours, + PEM",
+     [("TV stale", "stale_tv"), ("TV +ours", "stale+ours_tv"), ("TV +PEM", "stale+pem_tv"),
+      ("R@10 stale", "stale_decoded_recall@10"), ("R@10 +ours", "stale+ours_decoded_recall@10"),
+      ("R@10 +PEM", "stale+pem_decoded_recall@10"), ("R@50 stale", "stale_decoded_recall@50"),
+      ("R@50 +ours", "stale+ours_decoded_recall@50"), ("R@50 +PEM", "stale+pem_decoded_recall@50"),
+      ("false +ours", "stale+ours_decoded_false")]),
+    ("Unexplained mass (decoder's estimate) against what it estimates and the mass too rare to discover",
+     [("short", "short_unexplained_mass"), ("short: outside", "short_outside"),
+      ("short+ours", "short+ours_unexplained_mass"), ("short+ours: outside (too rare)", "short+ours_outside"),
+      ("stale", "stale_unexplained_mass"), ("stale+ours", "stale+ours_unexplained_mass"),
+      ("stale+ours: 1 - detected", "stale+ours_unexplained_target"), ("stale+ours: outside", "stale+ours_outside")]),
+    ("Time and memory (one process per run; shared machine)",
+     [("simulate s", "simulate_s"), ("discover s", "discover_s"), ("PEM s", "pem_s"),
+      ("decode stale+ours s", "stale+ours_decode_s"), ("peak MB", "peak_mb")]),
+]
+
+
+def summarize(paths: list[str]) -> str:
+    """Markdown tables of the JSON lines in ``paths``: mean and sample standard deviation over seeds."""
+    rows: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    row = json.loads(line)
+                    key = (row["clients"], row["eps"], row["split"], row["share"], row.get("fraction"),
+                           row.get("method", "aggregate"), row.get("alphabet", "bytes"))
+                    rows.setdefault(key, []).append(row)
+    out = []
+    for title, cols in _TABLES:
+        out.append(f"{title}\n")
+        out.append("| N | eps | split | alphabet | seeds | " + " | ".join(c for c, _ in cols) + " |")
+        out.append("|" + " --- |" * (5 + len(cols)))
+        for key, group in sorted(rows.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+            n, eps, split, share, fraction, method, alphabet = key
+            how = f"clients {share:g}" if split == "clients" else f"budget {fraction:g}"
+            if method != "aggregate":
+                how += f" ({method})"
+            cells = []
+            for _, k in cols:
+                vals = [float(r[k]) for r in group if r.get(k) is not None]
+                if not vals:
+                    cells.append("")
+                elif len(vals) == 1:
+                    cells.append(f"{vals[0]:.3g}")
+                else:
+                    cells.append(f"{np.mean(vals):.3g} ± {np.std(vals, ddof=1):.2g}")
+            out.append(f"| {n:,} | {eps:g} | {how} | {alphabet} | {len(group)} | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--clients", type=int, nargs="+", default=[1_000_000])
@@ -182,7 +241,12 @@ def main() -> None:
                          "report encoded and summed (time and memory of a real collection)")
     ap.add_argument("--alphabet", default="bytes", help="the search's alphabet (rappor discover --alphabet)")
     ap.add_argument("--json", metavar="PATH", help="append one JSON line per run")
+    ap.add_argument("--from-json", nargs="+", metavar="PATH",
+                    help="print markdown tables (mean ± sd over seeds) of earlier --json runs and exit")
     args = ap.parse_args()
+    if args.from_json:
+        print(summarize(args.from_json))
+        return
     ctx = multiprocessing.get_context("spawn")
     for n in args.clients:
         for eps in args.eps:
