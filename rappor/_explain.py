@@ -12,6 +12,11 @@ Two things a reader of a results table cannot see from the numbers alone:
   (``m = 4``, ``k = 16``, ``h = 2``: a few 1e-9) the strongest strings all get that floor
   and tie, whatever their estimates (:func:`floor_tie`).
 
+And, for a simulation whose truth is known, **what a decode of this size can find**: the
+planner's smallest detectable share and the number of true candidates expected to be
+detected (:func:`outlook_text`), with a plain warning when that share is large (high
+privacy or few reports: :func:`detectable_share_note`, also under ``rappor plan``).
+
 Only public fields of the result are read (``pvalue``, ``adjusted_pvalue``,
 ``significant``, ``detected``, ``group``, ``significance_level``, ``correction``,
 ``estimator``, ``diagnostics``: a DecodeDiagnostics or a mapping), so duck-typed results
@@ -22,14 +27,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from .metrics import _diagnostic
+from .params import Params
 
-__all__ = ["CORRECTION_NAMES", "DetectionRule", "FloorTie", "detection_rule", "floor_tie"]
+if TYPE_CHECKING:
+    from .planner import DetectionOutlook
+
+__all__ = ["CORRECTION_NAMES", "DetectionRule", "FloorTie", "detectable_share_note", "detection_rule", "floor_tie",
+           "outlook_text"]
 
 #: What each ``correction`` of :class:`rappor.Decoder` is, in words.
 CORRECTION_NAMES = {
@@ -117,6 +127,65 @@ def detection_rule(result: Any) -> DetectionRule:
         text = f"Detected ({n_significant}): {test}; {cut}."
     return DetectionRule(level=level, correction=correction, n_tests=n_tests, n_significant=n_significant,
                          pvalue_threshold=threshold, next_pvalue=next_p, by_posterior=by_posterior, text=text)
+
+
+def detectable_share_note(frequency: float, n_reports: int, params: Params | None = None) -> str | None:
+    """A plain warning when the smallest detectable share is large (high privacy, few reports), else None.
+
+    ``frequency`` is the planner's smallest share detected with probability 1/2
+    (:func:`rappor.planner.detection_frequency`) at ``n_reports``.  At or above
+    :data:`rappor.planner.LARGE_DETECTION_FREQUENCY` at most ``floor(1 / frequency)``
+    strings can be that frequent, so a decode lists only a handful of strings whatever
+    the data; above 1 no string can be detected at all.  Either way it says how many
+    reports would help (:func:`rappor.planner.reports_for_frequency`).
+    """
+    from .planner import LARGE_DETECTION_FREQUENCY, reports_for_frequency
+
+    if not math.isfinite(frequency):
+        return ("No string can be detected: the candidates cannot be told apart with these parameters "
+                "(more Bloom bits or cohorts are needed).")
+    if frequency < LARGE_DETECTION_FREQUENCY:
+        return None
+    privacy = ""
+    if params is not None:
+        privacy = (f" at these privacy parameters (f={params.f:.4g}, p={params.p:.4g}, q={params.q:.4g}: "
+                   f"epsilon_inf {params.epsilon_inf:.3g}, epsilon_one {params.epsilon_one:.3g})")
+    if frequency >= 1.0:
+        return (f"No string can be detected with {n_reports:,} reports{privacy}: even a string every client "
+                f"holds is detected with probability below 1/2 (smallest detectable share {frequency:.3g}). "
+                f"About {_rounded(reports_for_frequency(frequency, n_reports, 0.1)):,} reports would make a share of 0.1 "
+                "detectable.")
+    return (f"The smallest detectable share is large ({frequency:.3g}){privacy}: at most {int(1.0 / frequency)} "
+            f"strings can be that frequent, so a decode of {n_reports:,} reports lists only a handful of "
+            "strings whatever the data, and the mass of the rarer ones stays undetected. About "
+            f"{_rounded(reports_for_frequency(frequency, n_reports, 0.01)):,} reports would bring it down to 0.01.")
+
+
+def _rounded(n: int) -> int:
+    """``n`` to two significant figures (a planning figure, not a count)."""
+    return n if n < 100 else int(round(n, 1 - int(math.floor(math.log10(n)))))
+
+
+def outlook_text(outlook: DetectionOutlook, params: Params, *, found: int | None = None) -> str:
+    """What a decode of this size can be expected to find, in words (``rappor simulate``, the HTML report).
+
+    ``outlook`` is :func:`rappor.planner.detection_outlook` of the true candidates'
+    shares; ``found``, when given, the number the decode detected.
+    """
+    size = (f"{outlook.n_reports:,} reports, {outlook.n_candidates:,} candidates, "
+            f"k={params.k} h={params.h} m={params.m}")
+    if not math.isfinite(outlook.frequency):  # more candidates than Bloom bits in all cohorts
+        found_text = f" Found {found}." if found is not None else ""
+        return (f"At this size ({size}) there are more candidates than bits: no string can be detected with "
+                f"probability 1/2 (planner), whatever its share; more Bloom bits or cohorts are needed.{found_text}")
+    text = (f"A decode of this size ({size}) detects a string with probability 1/2 when its share is "
+            f"{outlook.frequency:.3g} (the planner's prediction, as 'rappor plan' makes it: a z-test Bonferroni-"
+            "corrected over the candidates; the default Benjamini-Hochberg test finds a few more). "
+            f"{outlook.above} of the {outlook.n_strings:,} true candidates have a share at least that large "
+            f"({outlook.mass_above:.2f} of the reports): expect about {outlook.expected:.1f} detected")
+    text += f"; found {found}." if found is not None else "."
+    note = detectable_share_note(outlook.frequency, outlook.n_reports, params)
+    return text if note is None else f"{text} {note}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -17,7 +17,8 @@ The hierarchy (each class means one thing)::
     ├── IndistinguishableCandidatesWarning
     ├── InsecureKeyFileWarning
     ├── InsecureRandomnessWarning
-    └── ConvergenceWarning                              # an iterative fit stopped before converging
+    ├── ConvergenceWarning                              # an iterative fit stopped before converging
+    └── DeprecatedOptionWarning(RapporWarning, FutureWarning)  # an option that will be removed; says why
 
 Every error ``rappor`` raises on purpose is a :class:`RapporError`, and also an
 instance of the builtin it refines, so ``except OSError`` or ``except ImportError``
@@ -33,6 +34,7 @@ __all__ = [
     "ConvergenceWarning",
     "CountOverflowError",
     "DecodeError",
+    "DeprecatedOptionWarning",
     "IncompatibleParamsError",
     "IndistinguishableCandidatesWarning",
     "InsecureKeyFileWarning",
@@ -205,3 +207,11 @@ class InsecureRandomnessWarning(RapporWarning):
 
 class ConvergenceWarning(RapporWarning):
     """An iterative fit (e.g. the association EM) stopped at its iteration cap before converging."""
+
+
+class DeprecatedOptionWarning(RapporWarning, FutureWarning):
+    """An option that will be removed, with why and what to use instead.
+
+    A :class:`FutureWarning` too (Python's category for deprecations meant for end users),
+    so it is shown by default; ``rappor`` commands always print it.
+    """

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import plots
-from ._explain import detection_rule, floor_tie
+from ._explain import detection_rule, floor_tie, outlook_text
 from ._io import PathLike, atomic_output
 from ._lazy import import_optional
 from .exceptions import MissingDependencyError
@@ -228,10 +228,27 @@ def _result_notes(result: Any, shown: int) -> list[str]:
     return [f'<p class="note">{note}</p>' for note in notes]
 
 
+def _outlook_parts(outlook: Any, params: Params, result: Any, metrics: Metrics | None) -> list[str]:
+    """The planner's outlook (:func:`rappor.planner.detection_outlook`): its text, and found vs expected."""
+    found = int(_detected_mask(result).sum()) if result is not None else None
+    rows: list[tuple[str, str, Any]] = [
+        ("smallest detectable share", "share detected with probability 1/2 at this size (the planner)",
+         outlook.frequency),
+        ("smallest detected share", "smallest true share among the detected strings",
+         metrics.smallest_detected if metrics is not None else None),
+        ("expected detected", "true candidates a decode of this size finds, on average (the planner)",
+         outlook.expected),
+        ("detected", "found by this decode", found),
+        ("true candidates above", "true candidates with a share at least the detectable one", outlook.above),
+    ]
+    return [f'<p class="note">{html.escape(outlook_text(outlook, params, found=found))}</p>',
+            _table(rows, ["figure", "meaning", "value"], text_columns=(1,))]
+
+
 def render_report(*, params: Params, result: Any = None, truth: Mapping[str, int] | None = None,
                   metrics: Metrics | None = None, aggregate: Any = None, candidate_map: Any = None,
                   title: str = "RAPPOR report", details: Mapping[str, Any] | None = None,
-                  max_rows: int = 500) -> str:
+                  max_rows: int = 500, outlook: Any = None) -> str:
     """The HTML text of a self-contained report (see :func:`write_report`)."""
     parts = [
         "<!DOCTYPE html>",
@@ -248,6 +265,8 @@ def render_report(*, params: Params, result: Any = None, truth: Mapping[str, int
     if result is not None and _summary_rows(result):
         parts += ["<h2>Decoder summary</h2>", _table(_summary_rows(result), ["key (summary())", "meaning", "value"],
                                                      text_columns=(1,))]
+    if outlook is not None:
+        parts += ["<h2>What a decode of this size can find</h2>", *_outlook_parts(outlook, params, result, metrics)]
     if metrics is not None:
         meanings = [(key, METRIC_MEANINGS.get(key, ""), value) for key, value in metrics.as_dict().items()]
         parts += ["<h2>Accuracy against the truth</h2>",
@@ -269,7 +288,8 @@ def write_report(path: PathLike, **kwargs: Any) -> None:
     **kwargs
         ``params`` (required), ``result`` (a DecodeResult), ``truth`` (true counts),
         ``metrics``, ``aggregate`` and ``candidate_map`` (for the residual plot),
-        ``title``, ``details`` (extra rows describing the collection), ``max_rows``.
+        ``title``, ``details`` (extra rows describing the collection), ``max_rows``, ``outlook``
+        (a :class:`rappor.planner.DetectionOutlook`: what a decode of this size can find).
     """
     text = render_report(**kwargs)
     with atomic_output(path) as fh:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from ._lazy import lazy_module
 from ._results import record_table
@@ -55,7 +56,8 @@ else:  # imported on first use: keeps `import rappor` light
     sparse = lazy_module("scipy.sparse")
     stats = lazy_module("scipy.stats")
 
-__all__ = ["DEFAULT_EPSILON_RATIO", "DetectionPrediction", "Plan", "PlanResult", "design_inflation", "detection_frequency", "plan",
+__all__ = ["DEFAULT_EPSILON_RATIO", "DetectionOutlook", "DetectionPrediction", "Plan", "PlanResult", "design_inflation",
+           "detection_frequency", "detection_outlook", "detection_probability", "plan", "reports_for_frequency",
            "simulate_detection"]
 
 _MAX_EXACT_CANDIDATES = 400
@@ -207,6 +209,136 @@ def detection_frequency(params: Params, n_reports: int, n_candidates: int, *, si
     return DetectionPrediction(frequency=(z + float(stats.norm.ppf(pw))) * sd,
                                reference_frequency=float(stats.norm.isf(a)) * sd_ref / n,
                                std_error=sd, inflation=infl, critical_z=z)
+
+
+def detection_probability(prediction: DetectionPrediction, frequency: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Probability that a candidate of each ``frequency`` is detected: ``Phi(x / sd - critical_z)``.
+
+    The formula of :func:`detection_frequency` solved for ``power``: a frequency ``x``
+    is detected when its estimate, ``N(x, sd^2)``, exceeds ``critical_z sd``.
+    """
+    x = np.asarray(frequency, dtype=np.float64)
+    if prediction.std_error == 0.0:
+        return np.asarray(x > 0, dtype=np.float64)
+    out: npt.NDArray[np.float64] = stats.norm.cdf(x / prediction.std_error - prediction.critical_z)
+    return out
+
+
+def reports_for_frequency(detectable: float, n_reports: int, frequency: float) -> int:
+    """Reports that bring the smallest detectable share from ``detectable`` (at ``n_reports``) to ``frequency``.
+
+    The standard error of a share falls as ``1 / sqrt(N)`` and nothing else in
+    :func:`detection_frequency` depends on ``N``, so ``N' = N (detectable / frequency)^2``.
+    """
+    target = check_probability(frequency, "frequency", "reports_for_frequency", open_low=True)
+    return math.ceil(check_int(n_reports, "n_reports", "reports_for_frequency", low=1) * (detectable / target) ** 2)
+
+
+#: A smallest detectable share at or above this is "large": at most 1/0.05 = 20 strings can be
+#: that frequent, so the decode can only ever list a handful of strings (see :class:`DetectionOutlook`).
+LARGE_DETECTION_FREQUENCY = 0.05
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DetectionOutlook:
+    """What a decode of a given size can be expected to find among given true frequencies.
+
+    Built by :func:`detection_outlook`.
+
+    Attributes
+    ----------
+    prediction : DetectionPrediction
+        The planner's prediction for this size (``prediction.frequency``: the smallest
+        share detected with probability 1/2).
+    n_reports, n_candidates : int
+        The size: reports decoded and candidates tested.
+    n_strings : int
+        True strings among the candidates (frequencies > 0 given).
+    expected : float
+        Expected number of them detected: the sum of :func:`detection_probability`.
+    above : int
+        How many have a frequency at least ``prediction.frequency``.
+    mass_above : float
+        Their total frequency.
+    """
+
+    prediction: DetectionPrediction
+    n_reports: int
+    n_candidates: int
+    n_strings: int
+    expected: float
+    above: int
+    mass_above: float
+
+    @property
+    def frequency(self) -> float:
+        """The smallest share detected with probability 1/2 (``prediction.frequency``)."""
+        return self.prediction.frequency
+
+    @property
+    def at_most(self) -> int:
+        """How many strings can have a share of at least :attr:`frequency` at all: ``floor(1 / frequency)``."""
+        return int(1.0 / self.frequency) if self.frequency > 0 else self.n_candidates
+
+    @property
+    def large(self) -> bool:
+        """Whether the smallest detectable share is at least :data:`LARGE_DETECTION_FREQUENCY`."""
+        return self.frequency >= LARGE_DETECTION_FREQUENCY
+
+    def reports_for(self, frequency: float) -> int:
+        """Reports needed for ``frequency`` to be the smallest detectable share (:func:`reports_for_frequency`)."""
+        return reports_for_frequency(self.frequency, self.n_reports, frequency)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (``metrics.json``'s ``detection_outlook``)."""
+        return {"detectable_share": _finite(self.frequency), "std_error": _finite(self.prediction.std_error),
+                "critical_z": self.prediction.critical_z, "inflation": _finite(self.prediction.inflation),
+                "reports": self.n_reports, "candidates": self.n_candidates, "true_candidates": self.n_strings,
+                "expected_detections": self.expected, "true_candidates_above": self.above,
+                "mass_above": self.mass_above, "at_most_detectable": self.at_most, "large": self.large}
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def detection_outlook(params: Params, n_reports: int, frequencies: npt.ArrayLike, *, n_candidates: int | None = None,
+                      significance_level: float = 0.05, rng: RngLike = 0) -> DetectionOutlook:
+    """How many of the strings with these true ``frequencies`` a decode of this size is expected to find.
+
+    Parameters
+    ----------
+    params : Params
+    n_reports : int
+        Reports decoded.
+    frequencies : array-like of float
+        True share of each candidate that is really held (zeros are ignored).
+    n_candidates : int or None, default=None
+        Candidates tested (decoys included); None: ``len(frequencies)``.
+    significance_level : float, default=0.05
+    rng : Generator, int or None, default=0
+        For the random designs of :func:`design_inflation`.
+
+    Returns
+    -------
+    DetectionOutlook
+
+    Notes
+    -----
+    The prediction is :func:`detection_frequency` (Bonferroni over the candidates);
+    the expected count is ``sum_j Phi(x_j / sd - z_{1 - level / S})``
+    (:func:`detection_probability`).  The decoder's default Benjamini-Hochberg test is less
+    strict than Bonferroni when several strings are present, so it tends to find a few
+    more (issue 4's scenario, 20 seeds: expected 6.2, found 4-9, mean 6.7).
+    """
+    x = np.asarray(frequencies, dtype=np.float64).reshape(-1)
+    x = x[np.isfinite(x) & (x > 0)]
+    s = len(x) if n_candidates is None else check_int(n_candidates, "n_candidates", "detection_outlook", low=1)
+    pred = detection_frequency(params, n_reports, max(s, 1), significance_level=significance_level, rng=rng)
+    above = x >= pred.frequency
+    return DetectionOutlook(prediction=pred, n_reports=int(n_reports), n_candidates=max(s, 1), n_strings=len(x),
+                            expected=float(detection_probability(pred, x).sum()), above=int(above.sum()),
+                            mass_above=float(x[above].sum()))
 
 
 #: Columns of :meth:`PlanResult.table`, in the order of :meth:`Plan.as_dict`.

@@ -28,7 +28,7 @@ def test_cli_decode_map_writes_results_and_summary(interop_dir, tmp_path):
 
 
 @pytest.mark.parametrize("options", [("--correction", "bonferroni", "--level", "0.01"),
-                                     ("--null", "normal", "--correction", "lfdr")])
+                                     ("--null", "normal", "--correction", "storey")])
 def test_cli_decode_all_lists_every_candidate(interop_dir, tmp_path, options):
     rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--all", *options))
     assert rc == 0

@@ -102,3 +102,15 @@ def test_plan_no_irr_with_epsilon_one_is_a_usage_error(capsys: pytest.CaptureFix
 def test_plan_impossible_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--reports", "200", "--candidates", "100000"]) == 1
     assert "rappor: error:" in capsys.readouterr().err
+
+
+def test_plan_says_when_the_detectable_share_is_large(capsys: pytest.CaptureFixture[str]) -> None:
+    """High privacy / few reports: detect>= above 1 or 0.05 gets a plain note; the usual case none (issue 14)."""
+    assert main(["plan", "--reports", "1000", "--candidates", "100", "--epsilon-inf", "0.5", "--top", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "# note: No string can be detected with 1,000 reports" in out
+    assert main(["plan", "--reports", "100000", "--candidates", "200", "--epsilon-inf", "1", "--top", "0"]) == 0
+    out = " ".join(capsys.readouterr().out.replace("#", " ").split())
+    assert "note: The smallest detectable share is large" in out and "strings can be that frequent" in out
+    assert main(["plan", "--reports", "100000", "--candidates", "200", "--top", "0"]) == 0
+    assert "# note:" not in capsys.readouterr().out

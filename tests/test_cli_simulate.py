@@ -115,3 +115,60 @@ def test_simulate_empirical_bayes_estimator(tmp_path):
     assert saved["simulation"]["estimator"] == "empirical-bayes"
     rows = (out / "results.csv").read_text().splitlines()[1:]
     assert saved["metrics"]["n_detected"] == len(rows)
+
+
+def test_demo_says_what_a_decode_of_its_size_can_find(tmp_path, capsys):
+    """The README's first command: the planner's smallest detectable share next to what was found.
+
+    The printed figures must be the planner's (rappor.planner.detection_outlook on the true
+    candidates' shares; checked against an exact GLS computation in tests/test_planner.py),
+    and the same in metrics.json and report.html.
+    """
+    import re
+
+    import numpy as np
+
+    from rappor import Params
+    from rappor.planner import detection_frequency, detection_outlook
+
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "demo"
+    assert main(["simulate", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    saved = json.loads((out / "metrics.json").read_text())
+    outlook = saved["detection_outlook"]
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    assert outlook["detectable_share"] == detection_frequency(params, 100_000, 100).frequency
+    with open(out / "truth.csv", newline="") as fh:
+        truth = {r["string"]: int(r["count"]) for r in csv.DictReader(fh)}
+    shares = np.array([truth.get(f"v{i}", 0) for i in range(1, 101)]) / 100_000
+    assert outlook["expected_detections"] == pytest.approx(detection_outlook(params, 100_000, shares).expected)
+
+    def value(label):
+        (match,) = re.findall(rf"^{label} +(-?[0-9.]+)", printed, flags=re.M)
+        return float(match)
+
+    assert value("smallest detectable") == pytest.approx(outlook["detectable_share"], abs=5e-5)
+    assert value("expected detected") == pytest.approx(outlook["expected_detections"], abs=0.05)
+    lines = printed.splitlines()
+    detectable = next(i for i, line in enumerate(lines) if line.startswith("smallest detectable"))
+    assert lines[detectable + 1].startswith("smallest detected")  # side by side
+    found = saved["metrics"]["n_detected"]
+    assert f"found {found}." in " ".join(printed.split())
+    assert "detects a string with probability 1/2 when its share is" in " ".join(printed.split())
+    page = (out / "report.html").read_text()
+    assert "What a decode of this size can find" in page and f"{outlook['detectable_share']:.4g}" in page
+    assert "smallest detectable share is large" not in printed  # no high-privacy note here
+
+
+def test_high_privacy_demo_says_its_detectable_share_is_large(tmp_path, capsys):
+    """f = 0.75: the printout says the smallest detectable share is large and what that means."""
+    pfile = tmp_path / "p.csv"
+    pfile.write_text("k,h,m,p,q,f\n16,2,64,0.5,0.75,0.75\n")
+    assert main(["simulate", "--params", str(pfile), "--unique", "200", "--out", str(tmp_path / "hp"),
+                 "--no-report"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    outlook = json.loads((tmp_path / "hp" / "metrics.json").read_text())["detection_outlook"]
+    assert outlook["large"] and outlook["detectable_share"] > 0.05
+    assert "The smallest detectable share is large" in printed
+    assert f"at most {outlook['at_most_detectable']} strings can be that frequent" in printed

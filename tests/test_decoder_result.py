@@ -123,3 +123,55 @@ def test_to_pandas_is_the_table(one_report):
     assert list(frame.columns) == list(table.dtype.names)
     assert frame["string"].tolist() == list(res.strings)
     np.testing.assert_array_equal(frame["prop_std_error"].to_numpy(), table["prop_std_error"])
+
+
+# --- diagnostics: residuals and the null's p-value floor (issue 14) --------------------------
+
+def _few_cohorts_decode(empty_cohort: bool = False, **options) -> tuple[DecodeResult, Aggregate, object]:
+    """Zipf over 10 strings, 100,000 reports, k=16 h=2 m=4: the strongest strings tie at the null's floor."""
+    from rappor import simulation
+
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    sc = simulation.zipf_scenario(params, n_reports=100_000, n_values=10, rng=0)
+    counts = np.array(sc.aggregate.counts)
+    if empty_cohort:
+        counts[2] = 0
+    agg = Aggregate(params=params, counts=counts)
+    cmap = hash_candidates(list(sc.values) + ["decoy1", "decoy2"], params)
+    return Decoder(**options).decode(agg, cmap), agg, cmap
+
+
+def test_diagnostics_residuals_are_the_final_fits():
+    """DecodeDiagnostics.residuals: per (cohort, bit), read-only, nan for an empty cohort, summing to chi2,
+    and equal to what rappor.metrics.fit_residuals recomputes from the counts and the public result."""
+    from rappor.metrics import fit_residuals
+
+    res, agg, cmap = _few_cohorts_decode(empty_cohort=True)
+    d = res.diagnostics
+    assert d.residuals is not None and d.residuals.shape == (4, 16)
+    assert np.isnan(d.residuals[2]).all() and np.isfinite(d.residuals[[0, 1, 3]]).all()
+    assert not d.residuals.flags.writeable
+    assert np.nansum(d.residuals**2) == pytest.approx(d.chi2, rel=1e-9)
+    assert np.nanmax(np.abs(d.residuals)) == d.max_abs_std_residual
+    np.testing.assert_allclose(d.residuals, fit_residuals(res, agg, cmap).residuals, rtol=1e-7, atol=1e-9)
+    assert d == dataclasses.replace(d)  # diagnostics still compare (the array is left out of ==)
+    assert DecodeDiagnostics().residuals is None and DecodeDiagnostics().pvalue_floor is None
+
+
+def test_diagnostics_pvalue_floor_is_where_the_top_strings_tie():
+    """With 4 cohorts the strongest strings' p-values tie at the floor of the random-string null.
+
+    Independent figure: a random string reaches the top score of a cohort with probability
+    h!/k^h = 2/256 (its two bits on the cohort's two largest residuals), of every cohort with
+    (2/256)^4 = 3.7e-9; the saddlepoint tail gives the same order (measured 2.3e-9; a factor 3
+    either way is allowed).  The normal null has no floor.
+    """
+    res, _, _ = _few_cohorts_decode()
+    floor = res.diagnostics.pvalue_floor
+    exact = (math.factorial(2) / 16**2) ** 4
+    assert floor is not None and exact / 3 <= floor <= exact * 3
+    finite = res.pvalue[np.isfinite(res.pvalue)]
+    assert finite.min() == floor and np.count_nonzero(finite == floor) >= 2  # the tie
+    assert np.all(finite >= floor)
+    assert res.summary()["null"]["pvalue_floor"] == floor
+    assert _few_cohorts_decode(null="normal")[0].diagnostics.pvalue_floor is None

@@ -30,6 +30,7 @@ CURATED = [
     "DecodeError",
     "DecodeResult",
     "Decoder",
+    "DeprecatedOptionWarning",
     "Encoder",
     "IncompatibleParamsError",
     "IndistinguishableCandidatesWarning",

@@ -26,9 +26,13 @@ def test_readme_python_quick_start_runs() -> None:
         import rappor
 
         truth = namespace["sim"].truth  # type: ignore[attr-defined]
-        (quoted,) = re.findall(r"total_variation +# ([0-9.]+) here \(least squares: ([0-9.]+)\)", code)
-        computed = [rappor.metrics.evaluate_result(namespace[name], truth).total_variation for name in ("eb", "result")]
-        assert [float(q) for q in quoted] == [round(tv, len(q) - 2) for q, tv in zip(quoted, computed)]
+        ((tv, detected),) = re.findall(r"total_variation +# ([0-9.]+) here, ([0-9]+) strings detected", code)
+        assert float(tv) == round(rappor.metrics.evaluate_result(result, truth).total_variation, len(tv) - 2)
+        assert int(detected) == int(result.detected.sum())  # type: ignore[attr-defined]
+        ((frequency, expected),) = re.findall(r"# ([0-9.]+) here: smallest share .*; ([0-9.]+) expected", code)
+        outlook = namespace["outlook"]
+        assert float(frequency) == round(outlook.frequency, len(frequency) - 2)  # type: ignore[attr-defined]
+        assert float(expected) == round(outlook.expected, len(expected) - 2)  # type: ignore[attr-defined]
 
 
 def _sh_blocks() -> list[str]:

@@ -10,7 +10,10 @@ adjusted for their selection (see --intervals).  --summary writes a JSON summary
 (detected, allocated and unexplained mass, residual test, epsilons, time).
 
 A candidate is detected when its p-value, adjusted by --correction, is at most --level
-(with --estimator empirical-bayes: when its posterior median share is positive).
+(with --estimator empirical-bayes, deprecated: when its posterior median share is positive).
+Combinations of options that are not sound are refused with a message saying why: --null
+normal with --correction lfdr or --estimator empirical-bayes (an empirical-Bayes prior needs
+calibrated z-scores; with decoys those combinations reported up to every decoy).
 
 P-values come from the law of a random string's score given the residuals.  That law has
 a floor: a random string reaches the top score in every cohort with probability about
@@ -60,7 +63,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "bonferroni, none [default: fdr]")
     parser.add_argument("--null", choices=["random-strings", "normal"], default="random-strings",
                         help="null law of the test statistics: that of random strings given the residuals, or "
-                        "the standard normal [default: random-strings]")
+                        "the standard normal (refused with --correction lfdr and --estimator empirical-bayes, "
+                        "whose priors need calibrated z-scores) [default: random-strings]")
     parser.add_argument("--lasso-alpha", type=_penalty, default=None, metavar="ALPHA|cv",
                         help="penalty of the screening Lasso: a number > 0 or 'cv' (cross-validation over "
                         "cohorts, one-standard-error rule) [default: the plug-in z_(1-level/S)/n]")
@@ -68,7 +72,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="least-squares: report the significant candidates with least-squares shares; "
                         "empirical-bayes: report every candidate more likely present than absent, with its "
                         "posterior-mean share (best total variation when most candidates are present, more "
-                        "false detections among decoys) [default: least-squares]")
+                        "false detections among decoys; deprecated: what it reports swings from seed to seed) "
+                        "[default: least-squares]")
     parser.add_argument("--intervals", choices=["auto", "selective", "fcr", "wald"], default="auto",
                         help="prop_low_95/prop_high_95 of detected strings: conditional on detection (selective), "
                         "false-coverage-rate adjusted (Benjamini-Yekutieli 2005) or plain Wald; auto: selective "
@@ -127,6 +132,9 @@ def run(args: argparse.Namespace) -> int:
     from ..design import hash_candidates
     from ..formats.map import read_map
 
+    from ..decoder._decoder import check_combination
+
+    check_combination(args.null, args.correction, args.estimator, cli=True)  # before reading the files
     _discover_decode.check(args)
     params = load_params(args)
     aggregate = read_counts(args.counts, params)

@@ -8,8 +8,10 @@ given the Bloom design (the m*h bits that carry each string, and their collision
 the other candidates), Bonferroni-corrected over the candidates.  Each design is printed
 with 'reference', the RAPPOR paper's one-bit formula z(1 - level) sd / N (which ignores
 the bits that carry a string, their collisions and the number of candidates), and
-'inflation', the variance inflation from Bloom collisions (1 = none).  The output ends
-with a legend.  See rappor.planner.
+'inflation', the variance inflation from Bloom collisions (1 = none).  When the smallest detectable share is
+large (0.05 or more: high privacy or few reports) a note says what that means: at most
+1/share strings can be that frequent, or none at all above 1, and how many reports would
+bring it down.  The output ends with a legend.  See rappor.planner.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import textwrap
 from typing import Any
 
 from ..exceptions import InvalidParameterError
@@ -82,6 +85,7 @@ LEGEND = """\
 
 
 def run(args: argparse.Namespace) -> int:
+    from .._explain import detectable_share_note
     from .._io import atomic_output
     from ..formats.params import write_params
     from ..planner import plan
@@ -108,6 +112,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             out.write(f"# {result.n_reports} reports, {result.n_candidates} candidates, level={args.level:g}\n")
             out.write("recommended: " + _fmt(best) + "\n")
+            note = detectable_share_note(result.best.prediction.frequency, result.n_reports, result.best.params)
+            if note is not None:  # high privacy or few reports: say what that share means
+                out.write(textwrap.fill(note, width=100, initial_indent="# note: ", subsequent_indent="#       ") + "\n")
             if others:
                 out.write(f"next {len(others)} designs:\n")
             for row in others:

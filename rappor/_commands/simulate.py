@@ -5,7 +5,9 @@ encodes their reports, sums the bits, decodes against a candidate list (optional
 with decoys and with every R-th true string removed) and compares with the truth.
 Writes into DIR: params.csv, counts.csv, map.csv, candidates.txt, truth.csv,
 results.csv, metrics.json and report.html (each file atomically), and prints the
-detected strings and a summary: accuracy against the truth, the masses (allocated: the
+detected strings, what a decode of this size can be expected to find (the planner's smallest
+detectable share and expected number of detections, as 'rappor plan' computes them, next to
+what was found; metrics.json's detection_outlook) and a summary: accuracy against the truth, the masses (allocated: the
 detected shares; unallocated: one minus allocated; unexplained: the decoder's estimate of the
 share the candidates do not explain, as in metrics.json and summary.json) and the time
 of the simulation, of the decode and of the whole command.  With few cohorts the top
@@ -92,7 +94,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", choices=("batch", "client"), default="batch",
                         help="batch: fast numpy encoder; client: the real keyed client (slow) [default: batch]")
     parser.add_argument("--estimator", choices=("least-squares", "empirical-bayes"), default="least-squares",
-                        help="decoder estimator (see rappor decode --help) [default: least-squares]")
+                        help="decoder estimator (see rappor decode --help; empirical-bayes is deprecated) "
+                        "[default: least-squares]")
     add_seed_argument(parser, default=0, help_text="random seed of the simulation")
     parser.add_argument("--no-report", action="store_true", help="skip report.html (no matplotlib needed)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
@@ -138,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
     result = sim.decode(cmap, decoder=Decoder(estimator=args.estimator))
     t_dec = time.perf_counter()
     metrics = evaluate_result(result, sim.truth)
+    outlook = _outlook(params, sim, cmap.strings, result.significance_level)
 
     details = {
         "population": population.name,
@@ -160,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         from ..html_report import render_report
 
         page = render_report(params=params, result=result, truth=sim.truth, metrics=metrics,
-                             aggregate=sim.aggregate, candidate_map=cmap, details=details,
+                             aggregate=sim.aggregate, candidate_map=cmap, details=details, outlook=outlook,
                              title=f"RAPPOR simulation: {population.name}, {sim.n_clients:,} clients")
 
     from .._io import atomic_output
@@ -177,21 +181,31 @@ def run(args: argparse.Namespace) -> int:
         "truth.csv": lambda path: write_text(path.name, sim.truth_csv()),
         "results.csv": lambda path: result.to_csv(path),
         "metrics.json": lambda path: write_text(path.name, json.dumps(
-            {"params": params.as_dict(), "simulation": details, "metrics": metrics.as_dict()}, indent=2) + "\n"),
+            {"params": params.as_dict(), "simulation": details, "metrics": metrics.as_dict(),
+             "detection_outlook": outlook.as_dict()}, indent=2) + "\n"),
     }
     if page is not None:
         writers["report.html"] = lambda path: write_text(path.name, page)
     for name, write in writers.items():
         write(out / name)
-    _print_results(result, sim)
-    _print_summary(sim, metrics, details, time.perf_counter() - started)
+    _print_results(result, sim, outlook)
+    _print_summary(sim, metrics, details, outlook, time.perf_counter() - started)
     sys.stdout.write(f"wrote {out}{os.sep}: {', '.join(writers)}\n")
     return 0
 
 
-def _print_results(result: Any, sim: Any, *, limit: int = 20) -> None:
-    """The detected strings: true share, estimated share and its 95% interval; the detection rule."""
-    from .._explain import detection_rule, floor_tie
+def _outlook(params: Params, sim: Any, strings: Any, level: float) -> Any:
+    """The planner's outlook for this decode: what a decode of its size finds among the true candidates."""
+    from ..planner import detection_outlook
+
+    total = max(sum(sim.truth.values()), 1)
+    shares = [sim.truth.get(s, 0) / total for s in strings]
+    return detection_outlook(params, sim.n_reports, shares, n_candidates=len(strings), significance_level=level)
+
+
+def _print_results(result: Any, sim: Any, outlook: Any, *, limit: int = 20) -> None:
+    """The detected strings: true share, estimated share and its 95% interval; the detection rule; the outlook."""
+    from .._explain import detection_rule, floor_tie, outlook_text
 
     table = result.table()[result.ranking()]  # the detected strings, largest first
     truth = sim.truth
@@ -211,10 +225,11 @@ def _print_results(result: Any, sim: Any, *, limit: int = 20) -> None:
     tie = floor_tie(result)
     if tie is not None:
         lines.append(textwrap.fill("note: " + tie.text, width=100))
+    lines.append(textwrap.fill(outlook_text(outlook, result.params, found=int(result.detected.sum())), width=100))
     sys.stdout.write("\n".join(lines) + "\n\n")
 
 
-def _print_summary(sim: Any, metrics: Any, details: dict[str, Any], seconds: float) -> None:
+def _print_summary(sim: Any, metrics: Any, details: dict[str, Any], outlook: Any, seconds: float) -> None:
     m = metrics
     lines = [
         f"simulated {sim.n_reports:,} reports from {sim.n_clients:,} clients ({sim.population.name}, "
@@ -222,6 +237,8 @@ def _print_summary(sim: Any, metrics: Any, details: dict[str, Any], seconds: flo
         f"{details['decode seconds']:.3f} s (metrics.json), whole command {seconds:.1f} s",
         f"{'candidates':<24}{m.n_candidates:>10}",
         f"{'detected':<24}{m.n_detected:>10}",
+        f"{'expected detected':<24}{outlook.expected:>10.1f}   planner: true candidates a decode of this size "
+        "finds, on average",
         f"{'false positives':<24}{m.false_positives:>10}",
         f"{'false negatives':<24}{m.false_negatives:>10}",
         f"{'total variation':<24}{m.total_variation:>10.4f}",
@@ -231,7 +248,8 @@ def _print_summary(sim: Any, metrics: Any, details: dict[str, Any], seconds: flo
         "estimated share the candidates do not explain",
         f"{'true unexplained mass':<24}{m.true_unexplained_mass:>10.4f}   true share of non-candidate values",
         f"{'interval coverage':<24}{m.coverage:>10.3f}",
-        f"{'smallest detected':<24}{m.smallest_detected:>10.4f}",
+        f"{'smallest detectable':<24}{outlook.frequency:>10.4f}   planner: share detected with probability 1/2",
+        f"{'smallest detected':<24}{m.smallest_detected:>10.4f}   smallest true share among the detected",
         f"{'largest missed':<24}{m.largest_missed:>10.4f}",
     ]
     sys.stdout.write("\n".join(lines) + "\n")

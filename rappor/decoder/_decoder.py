@@ -23,6 +23,7 @@ from ..aggregate import Aggregate
 from ..design import CandidateMap
 from ..exceptions import (
     DecodeError,
+    DeprecatedOptionWarning,
     IncompatibleParamsError,
     IndistinguishableCandidatesWarning,
     InvalidParameterError,
@@ -38,6 +39,56 @@ _ESTIMATORS = ("least-squares", "empirical-bayes")
 #: Smallest usable |p11 - p01|: a bit's debiased share has standard error at least
 #: 0.5 / (|p11 - p01| sqrt(N)), above 1 for every int64 number of reports N below this.
 _MIN_SIGNAL = 0.5 / math.sqrt(2.0**63)
+
+
+#: Option combinations that are refused, with why (measured in ``docs/decoder.md``, "Option
+#: combinations"): an empirical-Bayes prior fitted to z-scores whose null is not N(0, 1).
+#: Keys are ``(null, correction, estimator)`` with ``None`` for "any".
+UNSOUND_COMBINATIONS: dict[tuple[str | None, str | None, str | None], str] = {
+    ("normal", "lfdr", None): (
+        "the local fdr fits its prior to z-scores that must be N(0, 1) for an absent candidate, and the normal "
+        "null's are not when strings outside the list leave structure in the residuals: on 1,000 candidates "
+        "(100 real, 900 decoys; 20 seeds) it reported all 900 decoys on one seed and 458-870 on two others"),
+    ("normal", None, "empirical-bayes"): (
+        "the empirical-Bayes prior is fitted to z-scores that must be N(0, 1) for an absent candidate, and the "
+        "normal null's are not when strings outside the list leave structure in the residuals: on 1,000 "
+        "candidates (100 real, 900 decoys; 5 seeds) it reported up to 856 of the 900 decoys"),
+}
+
+
+def check_combination(null: str, correction: str, estimator: str, *, cli: bool = False) -> None:
+    """Refuse a ``null`` x ``correction`` x ``estimator`` combination that is not sound.
+
+    ``cli``: name the options as ``rappor decode``'s flags (``--null normal``) rather than
+    as the :class:`Decoder`'s parameters (``null='normal'``).
+
+    Raises
+    ------
+    InvalidParameterError
+        Naming the combination and why (:data:`UNSOUND_COMBINATIONS`); every other
+        combination is accepted (``tests/test_decoder_options.py`` checks the whole grid).
+    """
+    for (bad_null, bad_correction, bad_estimator), why in UNSOUND_COMBINATIONS.items():
+        if ((bad_null is None or null == bad_null) and (bad_correction is None or correction == bad_correction)
+                and (bad_estimator is None or estimator == bad_estimator)):
+            named = [(name, value) for name, value, bad in (("null", null, bad_null), ("correction", correction,
+                     bad_correction), ("estimator", estimator, bad_estimator)) if bad is not None]
+            if cli:
+                combination = " with ".join(f"--{name} {value}" for name, value in named)
+                default = "--null random-strings (the default)"
+            else:
+                combination = "Decoder: " + ", ".join(f"{name}={value!r}" for name, value in named)
+                default = "null='random-strings' (the default)"
+            msg = f"{combination} is not sound: {why}. Use {default}, whose p-values are calibrated."
+            raise InvalidParameterError(msg)
+
+
+#: Warning of ``estimator="empirical-bayes"`` (deprecated: its detections are not stable).
+EMPIRICAL_BAYES_DEPRECATED = (
+    "estimator='empirical-bayes' is deprecated and will be removed: its detections swing from seed to seed "
+    "(issue 4's scenario, 20 seeds: 5 to 100 strings reported, TV 0.17-0.32) because its prior is not "
+    "identifiable near 0. Use the default estimator: 'detected' is the list you can vouch for, and issue 14's "
+    "default shares give the distribution (docs/decoder.md, 'Empirical Bayes, deprecated').")
 
 
 def _options(choices: tuple[str, ...]) -> Callable[[Any, str, str], object]:
@@ -112,7 +163,10 @@ class Decoder:
         against the fitted residuals, by exact enumeration and a saddlepoint tail
         (:func:`rappor.decoder._null.random_string_null`); it keeps the false-positive
         rate at the nominal level when heavy non-candidate strings leave structure in
-        the residuals.  ``"normal"``: the standard normal of the Wald/score z.
+        the residuals.  ``"normal"``: the standard normal of the Wald/score z; refused
+        with ``correction="lfdr"`` and with ``estimator="empirical-bayes"``, whose priors
+        need calibrated z-scores (:data:`UNSOUND_COMBINATIONS`: with decoys they reported
+        up to every decoy).
     estimator : {"least-squares", "empirical-bayes"}, default="least-squares"
         What :attr:`DecodeResult.proportion` holds and which candidates are reported.
         ``"least-squares"``: the constrained weighted least-squares shares, reporting the
@@ -127,7 +181,9 @@ class Decoder:
         more false detections among decoys than a test controls (measured in
         ``docs/decoder.md``).  ``significant`` and the p-values still give the test's
         answer; ``detected`` holds this estimator's decision (see
-        :attr:`DecodeResult.detected` for why the two differ).
+        :attr:`DecodeResult.detected` for why the two differ).  *Deprecated* (a
+        ``FutureWarning``): the number of strings it reports swings from seed to seed
+        (issue 4's scenario, 20 seeds: 5 to 100; ``docs/decoder.md``).
     rng : numpy.random.Generator, int or None, default=None
         Draws the random-string patterns when ``k**h`` exceeds 4096 (otherwise every
         pattern is enumerated and nothing random is drawn).  ``None`` uses a fixed
@@ -188,6 +244,9 @@ class Decoder:
     def _validate(self) -> DecodeOptions:
         for name, check in self._parameter_constraints.items():
             check(getattr(self, name), name, "Decoder")
+        check_combination(self.null, self.correction, self.estimator)
+        if self.estimator == "empirical-bayes":
+            warnings.warn(EMPIRICAL_BAYES_DEPRECATED, DeprecatedOptionWarning, stacklevel=3)
         return DecodeOptions(significance_level=float(self.significance_level), correction=self.correction,
                              lasso_alpha=self.lasso_alpha, screening=self.screening,
                              model_unexplained=bool(self.model_unexplained), max_refits=int(self.max_refits),
@@ -210,7 +269,9 @@ class Decoder:
         Raises
         ------
         InvalidParameterError
-            If a configuration value or an argument has the wrong type or value.
+            If a configuration value or an argument has the wrong type or value, or the
+            combination of ``null``, ``correction`` and ``estimator`` is not sound
+            (:func:`check_combination`).
         IncompatibleParamsError
             If the aggregate and the map were made with different parameters.
         DecodeError
@@ -222,6 +283,8 @@ class Decoder:
 
         Warns
         -----
+        DeprecatedOptionWarning
+            With ``estimator="empirical-bayes"`` (deprecated).
         IndistinguishableCandidatesWarning
             When candidates set the same bits in every cohort with reports.
 

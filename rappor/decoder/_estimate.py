@@ -34,7 +34,8 @@ from .._validation import RngLike, check_rng
 from ..params import Params
 from ._adjust import DetectionRule
 from ._bayes import empirical_bayes_shares
-from ._fit import closed_form_fit, fit_support, free_column_coefficient, in_span, max_std_residual, orthogonal_part
+from ._fit import (closed_form_fit, fit_support, free_column_coefficient, in_span, max_std_residual, orthogonal_part,
+                   whitened_residuals)
 from ._null import RandomStringNull, normal_pvalues, null_pvalues
 from ._problem import Array, IntArray, WeightedDesign, WeightedProblem, weighted_problem
 from ._result import DecodeDiagnostics
@@ -122,18 +123,18 @@ def estimate(options: DecodeOptions, counts: npt.NDArray[np.int64], matrix: sp.c
     fit_unexplained = fitted.unexplained[0]
     raw, raw_se = fitted.reported_unexplained or fitted.unexplained
     null = fitted.null
+    residuals = whitened_residuals(problem, fitted.coef, fit_unexplained if fitted.modelled_unexplained else None)
     diagnostics = DecodeDiagnostics(
         cohorts_used=int(problem.n_rows // params.num_bloombits), distinguishable=int(problem.n_distinct),
         unexplained_mass=min(max(raw, 0.0), 1.0), unexplained_std_error=raw_se, unexplained_mass_unclipped=raw,
         modelled_unexplained=fitted.modelled_unexplained,
         chi2=float(fitted.rss), dof=int(dof), chi2_pvalue=float(stats.chi2.sf(fitted.rss, dof)),
         dispersion=float(max(1.0, fitted.rss / dof) if fitted.dispersion is None else fitted.dispersion),
-        max_abs_std_residual=max_std_residual(problem, fitted.coef,
-                                              fit_unexplained if fitted.modelled_unexplained else None),
+        max_abs_std_residual=max_std_residual(residuals), residuals=_by_cohort_and_bit(residuals, problem),
         screened=fitted.screened, lasso_alpha=fitted.lasso_alpha, selected=fitted.selected, refits=fitted.refits,
         null_law=fitted.null_law, null_mean=None if null is None else null.mean,
         null_sd=None if null is None else null.sd, null_skewness=None if null is None else null.skewness,
-        null_exact=None if null is None else null.exact,
+        null_exact=None if null is None else null.exact, pvalue_floor=None if null is None else null.floor,
     )
     coef = fitted.coef
     adjusted = options.rule.adjust(fitted.pvalue)
@@ -145,6 +146,14 @@ def estimate(options: DecodeOptions, counts: npt.NDArray[np.int64], matrix: sp.c
     return Estimates(proportion=problem.spread(coef, math.nan), prop_std_error=problem.spread(fitted.se, math.nan),
                      pvalue=problem.spread(fitted.pvalue, math.nan), adjusted_pvalue=problem.spread(adjusted, math.nan),
                      group=problem.group, reported=reported, diagnostics=diagnostics)
+
+
+def _by_cohort_and_bit(values: Array, problem: WeightedProblem) -> Array:
+    """Per-row ``values`` as a ``(num_cohorts, num_bloombits)`` table, nan for cohorts without reports."""
+    m, k = problem.params.num_cohorts, problem.params.num_bloombits
+    out = np.full(m * k, math.nan)
+    out[problem.rows] = values
+    return out.reshape(m, k)
 
 
 def _closed_form(problem: WeightedProblem) -> _DistinctFit:

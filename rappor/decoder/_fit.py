@@ -9,7 +9,7 @@ This module owns the least-squares solution of a :class:`~._problem.WeightedProb
 * :func:`closed_form_fit`, the orthogonal case (every row holds at most one candidate);
 * the Frisch-Waugh-Lovell helpers :func:`orthogonal_part`, :func:`in_span` and
   :func:`free_column_coefficient` (the unconstrained unexplained mass), and the
-  residual check :func:`max_std_residual`.
+  residuals of the final fit (:func:`whitened_residuals`, :func:`max_std_residual`).
 """
 
 from __future__ import annotations
@@ -425,15 +425,19 @@ def closed_form_fit(problem: WeightedProblem) -> ClosedFormFit:
     return ClosedFormFit(coef=coef, se=se, z=coef / se, rss=float(resid @ resid))
 
 
-def max_std_residual(problem: WeightedProblem, coef: Array, unexplained: float | None) -> float:
-    """Largest absolute whitened residual of the final fit (about 3-4 when the model fits).
+def whitened_residuals(problem: WeightedProblem, coef: Array, unexplained: float | None) -> Array:
+    """Whitened residual ``b - A coef`` of every row of the final fit (the rows of ``problem``).
 
     ``unexplained``: the coefficient of the non-candidate column, None when the model
-    has no such column.
+    has no such column.  Their sum of squares is the fit's residual sum of squares.
     """
-    if problem.n_rows == 0:
-        return math.nan
     fitted = problem.weight * (problem.design @ np.nan_to_num(coef))
     if unexplained is not None:
         fitted = fitted + unexplained * problem.background
-    return float(np.max(np.abs(problem.b - fitted)))
+    out: Array = problem.b - fitted
+    return out
+
+
+def max_std_residual(residuals: Array) -> float:
+    """Largest absolute whitened residual of the final fit (about 3-4 when the model fits; nan without rows)."""
+    return float(np.max(np.abs(residuals))) if residuals.size else math.nan

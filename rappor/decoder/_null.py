@@ -108,6 +108,16 @@ class RandomStringNull:
     skewness: float
     exact: bool
 
+    @property
+    def floor(self) -> float:
+        """The smallest p-value this law gives: its tail at the top of the tabulated grid.
+
+        No random string scores beyond about the top score of every cohort, which one
+        reaches with probability about ``(h! / k^h)^m``; :meth:`sf` is clamped there, so
+        candidates beyond it tie at this value (``docs/decoder.md``, "Its floor").
+        """
+        return float(np.exp(self.log_sf[-1]))
+
     def sf(self, x: Array) -> Array:
         """``P(a' r >= x)`` for a random string, interpolated in ``log`` (clamped at the grid ends)."""
         return np.exp(np.interp(np.asarray(x, dtype=np.float64), self.x, self.log_sf))

@@ -34,7 +34,7 @@ _REPR_SHOWN = 3
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DecodeDiagnostics:
-    """How the fit went: unexplained mass, residual check, screening, null law and time.
+    """How the fit went: unexplained mass, residuals, screening, null law and its floor, time.
 
     Every field has a "not known" default (``nan`` or ``None``), which is what a
     :class:`DecodeResult` built by hand carries.
@@ -61,6 +61,20 @@ class DecodeDiagnostics:
         Pearson dispersion ``max(1, chi2 / dof)``, the factor applied to the variances.
     max_abs_std_residual : float
         Largest absolute whitened residual (about 3-4 when the model fits).
+    residuals : ndarray of shape (num_cohorts, num_bloombits) or None
+        Whitened residual of every (cohort, bit) under the final least-squares fit
+        (every candidate's share and the non-candidate column's coefficient): the
+        debiased share less the fitted one, divided by its standard deviation.  Their
+        sum of squares is ``chi2``; each is about N(0, 1) when the model fits, and a
+        cohort's bits far above +3 point at strings missing from the candidate list.
+        ``nan`` for cohorts without reports; read-only.  The same figure as
+        :func:`rappor.metrics.fit_residuals` computes from the public result.
+    pvalue_floor : float or None
+        The smallest p-value the random-string null can give on this decode (None for
+        the normal null): no random string scores beyond about the top score of every
+        cohort, reached with probability about ``(h! / k^h)^m``, so candidates beyond
+        it all get this p-value and tie (``docs/decoder.md``, Method 8, "Its floor").
+        A p-value equal to it means "beyond any random string", not equal evidence.
     screened : bool or None
         Whether the Lasso screened the candidates.
     lasso_alpha : float or None
@@ -103,6 +117,14 @@ class DecodeDiagnostics:
     null_skewness: float | None = None
     null_exact: bool | None = None
     seconds: float = math.nan
+    residuals: Array | None = field(default=None, compare=False)
+    pvalue_floor: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.residuals is not None:
+            arr = np.array(self.residuals, dtype=np.float64, copy=True)
+            arr.flags.writeable = False
+            object.__setattr__(self, "residuals", arr)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
@@ -367,8 +389,10 @@ class DecodeResult:
         p-value, dispersion, largest standardized residual), ``epsilon_one``,
         ``epsilon_inf``, ``params``, ``significance_level``, ``correction``,
         ``estimator``, ``null`` (law of the test statistics and, for the random-string
-        null, the mean, sd and skewness of a random string's score, and whether its
-        patterns were enumerated exactly), ``screening``, ``seconds``.
+        null, the mean, sd and skewness of a random string's score, whether its
+        patterns were enumerated exactly and ``pvalue_floor``, the smallest p-value it
+        can give), ``screening``, ``seconds``.  The per-bit residuals are in
+        :attr:`diagnostics` (``residuals``), not in the summary.
         """
         d = self.diagnostics
         allocated = float(np.nansum(np.where(self.detected, self.proportion, 0.0)[_first_of_group(self.group)]))
@@ -391,7 +415,7 @@ class DecodeResult:
             "correction": self.correction,
             "estimator": self.estimator,
             "null": {"law": d.null_law, "mean": d.null_mean, "sd": d.null_sd, "skewness": d.null_skewness,
-                     "exact": d.null_exact},
+                     "exact": d.null_exact, "pvalue_floor": d.pvalue_floor},
             "screening": {"screened": d.screened, "lasso_alpha": d.lasso_alpha, "selected": d.selected,
                           "refits": d.refits},
             "seconds": d.seconds,
