@@ -113,7 +113,7 @@ def _two_columns(sim: Any, cands: list[str], det: np.ndarray, truth: dict[str, i
 
 
 def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: float, pem: bool,
-            beam: int, method: str = "aggregate", alphabet: str = "bytes") -> dict[str, Any]:
+            beam: int, method: str = "aggregate", alphabet: str = "bytes", chunk: int = 1 << 17) -> dict[str, Any]:
     """One collection: simulate, discover, decode (and PEM); returns the figures."""
     if split == "clients":
         full_p, disc_p = _params(eps, 128, 64), _params(eps, 256, 32)
@@ -129,7 +129,8 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
                            "fraction": fraction if split == "budget" else None, "beam": beam, "method": method,
                            "alphabet": alphabet}
     t0 = time.perf_counter()
-    sim = simulate_discovery(full_p, spec, pop, n, discovery_share=share, split=split, method=method, rng=seed)
+    sim = simulate_discovery(full_p, spec, pop, n, discovery_share=share, split=split, method=method,
+                             chunk_size=chunk, rng=seed)
     out["simulate_s"] = time.perf_counter() - t0
     out["simulate_peak_mb"] = _peak_mb()
     t0 = time.perf_counter()
@@ -153,7 +154,7 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
     if pem:
         pspec = DiscoverySpec(params=disc_p, max_length=30, segment=2, alphabet=alphabet, confirmation=False)
         psim = simulate_discovery(full_p, pspec, pem_population(pop, 30), n, discovery_share=share, split=split,
-                                  method=method, rng=seed)
+                                  method=method, chunk_size=chunk, rng=seed)
         t0 = time.perf_counter()
         pres = pem_discover(psim.discovery, pspec, top_k=50)
         out["pem_s"] = time.perf_counter() - t0
@@ -240,6 +241,8 @@ def main() -> None:
                     help="aggregate: counts drawn per value (fast, exact in law); reports: every client's "
                          "report encoded and summed (time and memory of a real collection)")
     ap.add_argument("--alphabet", default="bytes", help="the search's alphabet (rappor discover --alphabet)")
+    ap.add_argument("--chunk", type=int, default=1 << 17,
+                    help="reports encoded at once with --method reports (bounds the simulation's memory)")
     ap.add_argument("--json", metavar="PATH", help="append one JSON line per run")
     ap.add_argument("--from-json", nargs="+", metavar="PATH",
                     help="print markdown tables (mean ± sd over seeds) of earlier --json runs and exit")
@@ -255,7 +258,7 @@ def main() -> None:
                     for seed in args.seeds:
                         with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
                             row = pool.submit(run_one, n, eps, seed, share, args.split, fraction, not args.no_pem,
-                                              args.beam, args.method, args.alphabet).result()
+                                              args.beam, args.method, args.alphabet, args.chunk).result()
                         print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}),
                               flush=True)
                         if args.json:

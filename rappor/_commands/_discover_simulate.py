@@ -26,9 +26,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--discover", action="store_true",
                        help="also send discovery reports, find strings outside the candidate list and report "
                             "precision/recall of the top 10/50 and the TV with and without discovery")
-    group.add_argument("--discovery-share", type=real(0.0, 1.0), default=0.5, metavar="S",
+    group.add_argument("--discovery-share", type=real(0.0, 1.0), default=0.75, metavar="S",
                        help="share of clients sending a discovery report instead of a full-string one "
-                            "[default: 0.5]")
+                            "(measured choice, docs/discovery.md) [default: 0.75]")
     group.add_argument("--discovery-params", metavar="PATH", default=None,
                        help="parameters of one discovery slot [default: k=256, h=1, m=32, p=0, q=1 and f giving "
                             "the epsilon_inf of --params]")

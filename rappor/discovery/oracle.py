@@ -63,6 +63,8 @@ _NULL_SEED = 0x5EED
 
 #: Cells of one block of the sparse product (float32: 64 MB).
 _CELLS = 1 << 24
+#: Fragments scored exactly at once after the bound (bits and per-cohort terms: ~70 MB each at 32 cohorts).
+_SCORE_BLOCK = 1 << 18
 
 
 def _trimmed_mean_variance(alpha: float) -> float:
@@ -366,11 +368,19 @@ class SlotOracle:
             found_t.append(ti.astype(np.int64))
         hi = np.concatenate(found_h) if found_h else np.zeros(0, dtype=np.int64)
         ti = np.concatenate(found_t) if found_t else np.zeros(0, dtype=np.int64)
-        idx = (head_bits[hi] + tail_bits[ti]) % k
-        est, se = self.score_bits(idx, robust=robust)
-        keep = est >= z_floor * se
-        order = np.lexsort((ti[keep], hi[keep]))
-        return hi[keep][order], ti[keep][order], est[keep][order], se[keep][order]
+        # Exact scores block by block: millions of fragments can pass the bound at 10 M
+        # clients, and their bits and per-cohort terms would take gigabytes at once.
+        kept: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], Array, Array]] = []
+        for start in range(0, hi.size, _SCORE_BLOCK):
+            bh, bt = hi[start:start + _SCORE_BLOCK], ti[start:start + _SCORE_BLOCK]
+            est, se = self.score_bits((head_bits[bh] + tail_bits[bt]) % k, robust=robust)
+            keep = est >= z_floor * se
+            kept.append((bh[keep], bt[keep], est[keep], se[keep]))
+        if not kept:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+        hi, ti, est, se = (np.concatenate(parts) for parts in zip(*kept))
+        order = np.lexsort((ti, hi))
+        return hi[order], ti[order], est[order], se[order]
 
     def score_extensions(self, heads: Sequence[bytes], tails: Sequence[bytes]) -> tuple[Array, Array]:
         """Estimates and standard errors of every fragment ``(head, tail)``, ``head`` in ``heads``.
