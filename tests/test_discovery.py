@@ -200,10 +200,16 @@ def test_discover_needs_eight_cohorts_per_slot() -> None:
         discover(sim.discovery, spec)
 
 
+@pytest.mark.parametrize("block", [None, 7])
 @pytest.mark.parametrize("h", [1, 2])
-def test_extension_scores_equal_fragment_by_fragment_scores(h: int) -> None:
+def test_extension_scores_equal_fragment_by_fragment_scores(h: int, block: int | None,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     # The sparse product (SlotOracle.score_extensions, extensions_above) gives the same
-    # estimates as hashing and reading every fragment on its own (score_pairs, trimmed).
+    # estimates as hashing and reading every fragment on its own (score_pairs, trimmed),
+    # also when the exact scores are taken in small blocks (block=7: hundreds of blocks,
+    # as millions of fragments at 10 M clients are, in blocks of 2**18).
+    if block is not None:
+        monkeypatch.setattr("rappor.discovery.oracle._SCORE_BLOCK", block)
     params = Params(num_bloombits=64, num_hashes=h, num_cohorts=8, prob_p=0.0, prob_q=1.0, prob_f=0.3)
     spec = DiscoverySpec(params=params, max_length=10, segment=2)
     pop = realistic_population(300, max_length=10, rng=0)
