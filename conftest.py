@@ -16,7 +16,7 @@ import pytest
 #: Doctests (by their dotted name) that need an optional extra: the module to import and the
 #: extra that installs it.
 NEEDS_EXTRA = {
-    "rappor.parquet.ParquetReportWriter": ("pyarrow", "parquet"),
+    "rappor.formats.parquet.ParquetReportWriter": ("pyarrow", "parquet"),
     "rappor.engines.aggregate_files": ("dask.dataframe", "dask"),
 }
 

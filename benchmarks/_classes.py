@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 import rappor
 from rappor.compat import google_bloom_bits_table, google_effective_prob_f, hash_candidates_google
+from rappor.randomizer import report_probabilities
 from rappor.simulation import Population
 
 __all__ = ["CLASSES", "Collection", "ScenarioClass", "clients", "collection", "draw_counts", "export_collection"]
@@ -179,10 +180,7 @@ def draw_counts(params: rappor.Params, strings: tuple[str, ...], by_cohort: npt.
     bloom = _bloom(strings, params)
     n1 = np.einsum("vc,vcb->cb", by_cohort, bloom)  # clients of cohort c whose filter sets bit b
     n_c = by_cohort.sum(axis=0)
-    f = google_effective_prob_f(params.prob_f)
-    p, q = params.prob_p, params.prob_q
-    p11 = q * (1 - f / 2) + p * f / 2
-    p01 = p * (1 - f / 2) + q * f / 2
+    p11, p01 = report_probabilities(params.prob_p, params.prob_q, google_effective_prob_f(params.prob_f))
     ones = rng.binomial(n1, p11) + rng.binomial(n_c[:, None] - n1, p01)
     return rappor.Aggregate(params=params, counts=np.column_stack([n_c, ones]).astype(np.int64))
 

@@ -149,7 +149,7 @@ def working_statistics(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap, *
     candidate outside ``M`` gets the score statistic of adding it to ``M``.  Their errors are
     correlated (common modes: the unexplained mass, sums over decoys), which :func:`veb` avoids.
     """
-    res = rappor.Decoder(significance_level=significance).decode(aggregate, cmap)
+    res = rappor.Decoder(significance_level=significance, shares="detected").decode(aggregate, cmap)
     d = _design(aggregate, cmap)
     k, h, s, rep, uniq, weight, b, background = d.k, d.h, d.s_all, d.rep, d.uniq, d.weight, d.b, d.c
     n_rows, s_u = d.a.shape
@@ -485,7 +485,7 @@ def veb_mode(rule: str = "mean|median", fix_u: bool | float = False, **kwargs: o
     """``fix_u``: False (u free, fitted), True (the decoder's unexplained mass), or a number
     ``q``: that estimate less ``q`` standard errors, floored at 0 (a lower confidence bound)."""
     def run(col):  # type: ignore[no-untyped-def]
-        res = rappor.Decoder().decode(col.aggregate, col.candidate_map)
+        res = rappor.Decoder(shares="detected").decode(col.aggregate, col.candidate_map)
         fixed = None
         if fix_u is True:
             fixed = _diag(res, "unexplained_mass")
@@ -575,7 +575,7 @@ def _veb_for(col, working_z: float | None):  # type: ignore[no-untyped-def]
     """The default decode and the empirical-Bayes regression of a collection (cached per process)."""
     key = (col.scenario.name, col.seed, working_z)
     if key not in _VEB_CACHE:
-        res = rappor.Decoder().decode(col.aggregate, col.candidate_map)
+        res = rappor.Decoder(shares="detected").decode(col.aggregate, col.candidate_map)
         fit = veb(col.aggregate, col.candidate_map, init=np.nan_to_num(res.proportion),
                   fixed_unexplained=fixed_unexplained(res), working_z=working_z)
         _VEB_CACHE.clear()  # one collection at a time

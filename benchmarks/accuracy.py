@@ -51,19 +51,24 @@ Mode = Callable[[Collection], tuple[np.ndarray, np.ndarray]]
 
 
 def decoder_mode(**kwargs: object) -> Mode:
-    """A mode that runs :class:`rappor.Decoder` with ``kwargs``; its rows are the detected strings."""
+    """A mode that runs :class:`rappor.Decoder` with ``kwargs``; its shares are those of the rows of
+    its results.csv (:meth:`~rappor.decoder.DecodeResult.ranking`: by default every candidate with a
+    positive share, with ``shares="detected"`` the detected strings)."""
     decoder = rappor.Decoder(**kwargs)  # type: ignore[arg-type]
 
     def run(col: Collection) -> tuple[np.ndarray, np.ndarray]:
         res = decoder.decode(col.aggregate, col.candidate_map)
         detected = np.asarray(res.detected, dtype=bool)
-        return np.where(detected, np.nan_to_num(res.proportion), 0.0), detected
+        rows = np.zeros(len(detected), dtype=bool)
+        rows[res.ranking()] = True
+        return np.where(rows, np.nan_to_num(res.proportion), 0.0), detected
     return run
 
 
 #: Every combination of the current decoder's options that changes its answer.
 MODES: dict[str, Mode] = {
     "default": decoder_mode(),
+    "detected": decoder_mode(shares="detected"),  # the default before issue 14's phase 2
     "storey": decoder_mode(correction="storey"),
     "adaptive-fdr": decoder_mode(correction="adaptive-fdr"),
     "bonferroni": decoder_mode(correction="bonferroni"),
@@ -218,6 +223,32 @@ def markdown(results: dict[str, dict[str, dict[str, float]]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_reference_summary(path: str, root: str, classes: list[ScenarioClass], seeds: range,
+                            argv: list[str] | None) -> None:
+    """The reference's best run per collection (lowest TV of its runs): TV, detected and false
+    positives per seed, for the slow tests (``tests/test_decoder_shares_slow.py``) that compare
+    the default decoder with it without the reference's runs at hand."""
+    out: dict[str, object] = {
+        "command": "python benchmarks/accuracy.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "what": "google/rappor's R decoder (bin/decode_dist.R), 3 runs per collection of benchmarks/_classes.py; "
+                "per seed its best run (lowest TV), scored as results.csv is read (rows = detected)",
+        "classes": {},
+    }
+    for c in classes:
+        runs = read_reference(root, c.name, seeds)
+        best: dict[str, dict[str, float]] = {}
+        for seed in sorted({r.seed for r in runs}):
+            top = min((r for r in runs if r.seed == seed), key=lambda r: r.total_variation)
+            every = [r for r in runs if r.seed == seed]
+            best[str(seed)] = {"tv": round(top.total_variation, 6), "detected": top.detected,
+                               "false_positives": top.false_positives,
+                               "mean_false_positives": round(float(np.mean([r.false_positives for r in every])), 4),
+                               "runs": len(every)}
+        out["classes"][c.name] = best  # type: ignore[index]
+    Path(path).write_text(json.dumps(out, indent=1) + "\n")
+    print(f"wrote the reference's best runs of {len(classes)} classes x {len(seeds)} seeds to {path}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5, help="collections per class [default: 5; 20 for the table]")
@@ -230,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="write the table as JSON")
     parser.add_argument("--from-json", default=None, help="print the tables of a --json file instead of decoding")
     parser.add_argument("--markdown", default=None, help="write the table as markdown")
+    parser.add_argument("--reference-summary", default=None, metavar="FILE",
+                        help="with --reference: write the reference's best-run TV and false positives per class "
+                        "and seed as JSON (tests/data/reference_accuracy.json) and exit")
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads (threadpoolctl) [default: 1]")
     args = parser.parse_args(argv)
     try:
@@ -245,6 +279,11 @@ def main(argv: list[str] | None = None) -> int:
             for seed in seeds:
                 export_collection(collection(c, seed), args.export)
         print(f"wrote {len(classes)} classes x {len(seeds)} collections under {args.export}")
+        return 0
+    if args.reference_summary:
+        if not args.reference:
+            parser.error("--reference-summary needs --reference")
+        write_reference_summary(args.reference_summary, args.reference, classes, seeds, argv)
         return 0
     if args.from_json:
         results = json.loads(Path(args.from_json).read_text())

@@ -11,7 +11,7 @@ the row marked ``sim`` encodes every client with :func:`rappor.simulation.simula
 threadpoolctl when available (``--threads``).
 
 Every figure is a mean over the seeds with its range (min-max) beside it: single decodes
-vary a lot (empirical-Bayes detections over seeds 0-4 range from 12 to 100).  The coverage
+vary a lot (empirical-Bayes detections at 100 candidates over seeds 0-4 range from 7 to 100).  The coverage
 of the detected strings' 95% intervals (the interval results.csv reports) is pooled over
 the seeds, with the median width; with 5 seeds it rests on about 30 intervals, so quote
 it from ``--seeds 20``.  The last lines say what the figures compare with: google/rappor's
@@ -20,7 +20,11 @@ R decoder on the same scenario and, at 10,000 candidates, the genie bound of
 
 Usage::
 
-    python benchmarks/accuracy_issue4.py [--seeds 5] [--correction fdr] [--estimator least-squares] [--quick]
+    python benchmarks/accuracy_issue4.py [--seeds 5] [--correction fdr] [--estimator least-squares]
+        [--shares all] [--quick]
+
+``TV`` is that of results.csv's rows (:func:`rappor.metrics.evaluate_result`): by default every
+candidate with a positive share; with ``--shares detected`` the detected strings.
 """
 
 from __future__ import annotations
@@ -74,7 +78,7 @@ def run_scenario(n_decoys: int, seeds: range, decoder: rappor.Decoder, encoder: 
         t0 = time.perf_counter()
         res = decoder.decode(aggregate, cmap)
         seconds = time.perf_counter() - t0
-        m = rappor.metrics.evaluate(truth, res.strings, res.proportion, detected=res.detected)
+        m = rappor.metrics.evaluate_result(res, truth)  # TV of results.csv's rows (shares="all": every positive share)
         tv_all = rappor.metrics.evaluate(truth, res.strings, res.proportion, detected=np.ones(len(res), bool)).total_variation
         covered, det, width = detected_coverage(res, truth)
         widths.extend(width)
@@ -114,7 +118,7 @@ def run_interop(decoder: rappor.Decoder) -> float:
         s, c, _ = line.split(",")
         truth[s.strip('"')] = int(c)
     res = decoder.decode(agg, cmap)
-    m = rappor.metrics.evaluate(truth, res.strings, res.proportion, detected=res.detected)
+    m = rappor.metrics.evaluate_result(res, truth)
     return m.total_variation, m.n_detected, m.false_positives
 
 
@@ -129,6 +133,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="null law of the test statistics [default: random-strings]")
     parser.add_argument("--estimator", default="least-squares", choices=["least-squares", "empirical-bayes"],
                         help="decoder estimator [default: least-squares]")
+    parser.add_argument("--shares", default="all", choices=["all", "detected"],
+                        help="decoder shares: every candidate's (default) or the detected strings' [default: all]")
     parser.add_argument("--null-decodes", type=int, default=60, help="decodes of the null scenario [default: 60]")
     args = parser.parse_args(argv)
     try:
@@ -139,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         threadpool_limits(args.threads, user_api="blas")
         threads = str(args.threads)
     decoder = rappor.Decoder(correction=args.correction, model_unexplained=not args.no_unexplained, null=args.null,
-                             estimator=args.estimator)
+                             estimator=args.estimator, shares=args.shares)
     seeds = range(args.seeds)
     print(f"decoder: {decoder!r}; seeds 0-{args.seeds - 1}; BLAS threads {threads}")
     print("each figure: mean over the seeds (min-max); cover95 / width: detected strings' 95% intervals, pooled")

@@ -6,7 +6,9 @@ joint table's total variation to the clients' realized joint and the coverage of
 95% intervals, for
 
 * ``ours``: :class:`rappor.association.AssociationDecoder` defaults (detected candidates +
-  "Other" with shrunk bit rates, mix-SQP to a certified gap of 1e-3, SEs on the simplex);
+  "Other" with the bit rates of the undetected candidates and random strings, mix-SQP to a
+  certified gap of 1e-3, projected standard errors);
+* ``ours/shrunk`` (``--shrunk``): the same with Other's rates fitted to the unexplained counts;
 * ``ours/ref-other``: the same with google/rappor's ``GetOtherProbs``;
 * ``true-marginals product`` (a yardstick, not an estimator): the product of the true
   marginals over the same categories, i.e. what is left when the dependence is not
@@ -19,7 +21,18 @@ joint table's total variation to the clients' realized joint and the coverage of
 Total variation is over the cells (detected candidates + Other) x (the other variable's
 categories); the truth puts every string that is not a category into Other, and the
 baseline's Other cells are 0.  Coverage counts the cells whose interval holds the truth
-(the baseline has no Other cells to cover).
+(the baseline has no Other cells to cover).  Coverage is printed pooled over the seeds'
+cells with its standard error across seeds (``sd / sqrt(seeds)`` of the per-seed shares).
+
+``independence``: the level and power of the independence test.  Under the null the
+collection is drawn from the product of the scenario's marginals, under the alternative
+from the scenario itself; prints the share of p-values below 0.05 (and 0.01) over seeds
+with its binomial standard error.
+
+``calibration``: where the intervals miss.  Per cell, ``z = (estimate - truth) /
+std_error``, pooled over seeds and grouped by the cell's true share: mean and sd of ``z``
+and coverage of the 95% interval (``--exact``: every candidate and no Other, the exactly
+specified model).
 
 ``speed``: one string x boolean collection of N report pairs and C candidates (all of them
 in the table, plus Other): time and peak memory of each stage of the decode.
@@ -28,7 +41,10 @@ Usage::
 
     python benchmarks/association.py accuracy [--n 100000] [--seeds 10] [--pairs sb,ss] [--outside both|yes|no]
         [--no-baseline] [--no-ref-other]
-    python benchmarks/association.py speed [--n 1000000] [--candidates 100] [--method sqp]
+    python benchmarks/association.py independence [--n 100000] [--seeds 40] [--pairs sb,ss] [--outside both|yes|no]
+    python benchmarks/association.py calibration [--n 100000] [--seeds 6] [--pair ss] [--outside yes|no] [--exact]
+    python benchmarks/association.py speed [--n 1000000] [--candidates 100] [--method sqp] [--no-std-errors]
+        [--no-independence]
 
 BLAS threads are pinned to 1 (threadpoolctl) unless ``--threads``.
 """
@@ -111,20 +127,22 @@ def accuracy(args: argparse.Namespace) -> None:
             for seed in range(args.seeds):
                 sim = simulate_association(PARAMS, joint, values, args.n, candidates=cands, rng=1000 + seed)
                 out = {"pair": pair, "outside": outside, "seed": seed, "n": args.n}
-                out["ours"], res = _ours(sim, "shrunk")
+                out["ours"], res = _ours(sim, "undetected")
                 truth = sim.truth(res.categories)
                 product = np.multiply.outer(truth.sum(axis=1), truth.sum(axis=0))
                 out["true-marginals product"] = {"tv": total_variation(product, truth), "covered": 0, "cells": 0,
                                                  "seconds": 0.0, "iterations": 0}
+                if args.shrunk:
+                    out["ours/shrunk"], _ = _ours(sim, "shrunk")
                 if not args.no_ref_other:
                     out["ours/ref-other"], _ = _ours(sim, "reference")
                 if not args.no_baseline:
                     out["baseline"] = _baseline(sim, res)
                 rows.append(out)
                 print(json.dumps(out), file=sys.stderr, flush=True)
-    methods = ["ours", "ours/ref-other"] + ([] if args.no_baseline else ["baseline"]) + ["true-marginals product"]
+    methods = ["ours", "ours/shrunk", "ours/ref-other"] + ([] if args.no_baseline else ["baseline"]) + ["true-marginals product"]
     print(f"N = {args.n:,}, {args.seeds} seeds, params {PARAMS.as_dict()}")
-    print(f"{'pair':<6}{'outside':<9}{'method':<24}{'TV mean':>9}{'TV sd':>8}{'coverage':>10}{'cells':>7}"
+    print(f"{'pair':<6}{'outside':<9}{'method':<24}{'TV mean':>9}{'TV sd':>8}{'coverage':>10}{'cov se':>8}{'cells':>7}"
           f"{'seconds':>9}{'iters':>7}")
     for pair in args.pairs.split(","):
         for outside in cases:
@@ -138,11 +156,66 @@ def accuracy(args: argparse.Namespace) -> None:
                 cells = sum(r[m]["cells"] for r in sel_m)
                 secs = np.mean([r[m]["seconds"] for r in sel_m])
                 its = np.mean([r[m]["iterations"] for r in sel_m])
+                shares = np.array([r[m]["covered"] / r[m]["cells"] for r in sel_m if r[m]["cells"]])
+                cov_se = shares.std(ddof=1) / np.sqrt(shares.size) if shares.size > 1 else float("nan")
                 print(f"{pair:<6}{str(outside):<9}{m:<24}{tv.mean():>9.4f}{tv.std(ddof=1) if tv.size > 1 else 0:>8.4f}"
-                      f"{covered / max(cells, 1):>10.3f}{cells / len(sel_m):>7.1f}{secs:>9.2f}{its:>7.0f}")
+                      f"{covered / max(cells, 1):>10.3f}{cov_se:>8.3f}{cells / len(sel_m):>7.1f}{secs:>9.2f}{its:>7.0f}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)
+
+
+def independence(args: argparse.Namespace) -> None:
+    cases = {"both": (False, True), "yes": (True,), "no": (False,)}[args.outside]
+    print(f"N = {args.n:,}, {args.seeds} seeds per row, params {PARAMS.as_dict()}")
+    print(f"{'pair':<6}{'outside':<9}{'truth':<14}{'P(p<0.05)':>10}{'se':>7}{'P(p<0.01)':>10}{'median p':>10}"
+          f"{'cells':>7}{'seconds':>9}")
+    for pair in args.pairs.split(","):
+        for outside in cases:
+            joint, values, cands = _scenario(pair, outside)
+            null = np.multiply.outer(joint.sum(axis=1), joint.sum(axis=0))
+            for label, table in (("independent", null), ("dependent", joint)):
+                pvalues, cells, secs = [], [], []
+                for seed in range(args.seeds):
+                    sim = simulate_association(PARAMS, table, values, args.n, candidates=cands, rng=5000 + seed)
+                    started = time.perf_counter()
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        res = AssociationDecoder().decode(sim.reports, sim.variables)
+                    secs.append(time.perf_counter() - started)
+                    pvalues.append(res.independence.pvalue)
+                    cells.append(res.proportion.size)
+                    print(json.dumps({"pair": pair, "outside": outside, "truth": label, "seed": seed,
+                                      "pvalue": pvalues[-1], "method": res.independence.method,
+                                      "shape": list(res.shape)}), file=sys.stderr, flush=True)
+                p = np.array(pvalues)
+                rate = float((p < 0.05).mean())
+                print(f"{pair:<6}{str(outside):<9}{label:<14}{rate:>10.3f}{np.sqrt(rate * (1 - rate) / p.size):>7.3f}"
+                      f"{float((p < 0.01).mean()):>10.3f}{float(np.median(p)):>10.3f}{np.mean(cells):>7.1f}"
+                      f"{np.mean(secs):>9.2f}", flush=True)
+
+
+def calibration(args: argparse.Namespace) -> None:
+    joint, values, cands = _scenario(args.pair, args.outside == "yes")
+    options = {"candidates": "all", "other": "none"} if args.exact else {}
+    rows = []
+    for seed in range(args.seeds):
+        sim = simulate_association(PARAMS, joint, values, args.n, candidates=cands, rng=1000 + seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = AssociationDecoder(independence_test=False, **options).decode(sim.reports, sim.variables)
+        truth = sim.truth(res.categories).reshape(-1)
+        z = (res.proportion.reshape(-1) - truth) / res.std_error.reshape(-1)
+        rows += [(t, v) for t, v in zip(truth, z) if np.isfinite(v)]
+    truth, z = np.array(rows).T
+    print(f"N = {args.n:,}, {args.seeds} seeds, pair {args.pair}, outside {args.outside}, "
+          f"{'every candidate, no Other' if args.exact else 'defaults'}")
+    print(f"{'true share':<16}{'cells':>7}{'mean z':>8}{'sd z':>7}{'coverage':>10}")
+    for low, high in [(0, 0.001), (0.001, 0.005), (0.005, 0.02), (0.02, 1.0), (0, 1.0)]:
+        sel = (truth >= low) & (truth < high)
+        if sel.any():
+            print(f"[{low:g}, {high:g}){'':<{16 - len(f'[{low:g}, {high:g})')}}{sel.sum():>7}{z[sel].mean():>+8.2f}"
+                  f"{z[sel].std():>7.2f}{np.mean(np.abs(z[sel]) <= 1.959963984540054):>10.3f}")
 
 
 def _peak_mb() -> float:
@@ -156,7 +229,8 @@ def speed(args: argparse.Namespace) -> None:
     t1 = time.perf_counter()
     c1 = time.process_time()
     base_mb = _peak_mb()
-    dec = AssociationDecoder(candidates="all", method=args.method, max_iterations=args.max_iterations)
+    dec = AssociationDecoder(candidates="all", method=args.method, max_iterations=args.max_iterations,
+                             std_errors=not args.no_std_errors, independence_test=not args.no_independence)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = dec.decode(sim.reports, sim.variables)
@@ -189,13 +263,27 @@ def main() -> None:
     a.add_argument("--no-baseline", action="store_true")
     a.add_argument("--no-ref-other", action="store_true", help="skip google's Other rates (slow at 1M x 300 cells)")
     a.add_argument("--outside", choices=("both", "yes", "no"), default="both")
+    a.add_argument("--shrunk", action="store_true", help="also Other's rates fitted to the counts ('shrunk')")
     a.add_argument("--json", default=None)
+    i = sub.add_parser("independence")
+    i.add_argument("--n", type=int, default=100_000)
+    i.add_argument("--seeds", type=int, default=40)
+    i.add_argument("--pairs", default="sb,ss")
+    i.add_argument("--outside", choices=("both", "yes", "no"), default="both")
+    c = sub.add_parser("calibration")
+    c.add_argument("--n", type=int, default=100_000)
+    c.add_argument("--seeds", type=int, default=6)
+    c.add_argument("--pair", choices=("sb", "ss"), default="ss")
+    c.add_argument("--outside", choices=("yes", "no"), default="yes")
+    c.add_argument("--exact", action="store_true", help="every candidate in the table and no Other")
     s = sub.add_parser("speed")
     s.add_argument("--n", type=int, default=1_000_000)
     s.add_argument("--candidates", type=int, default=100)
     s.add_argument("--method", choices=("sqp", "em"), default="sqp")
     s.add_argument("--max-iterations", type=int, default=1000)
-    for p in (a, s):
+    s.add_argument("--no-std-errors", action="store_true", help="skip the covariance (the fit alone)")
+    s.add_argument("--no-independence", action="store_true", help="skip the independence test")
+    for p in (a, i, c, s):
         p.add_argument("--threads", action="store_true", help="let BLAS use every core")
     args = parser.parse_args()
     if not args.threads:
@@ -206,7 +294,7 @@ def main() -> None:
             threadpool_limits(1)
         except ImportError:  # pragma: no cover
             pass
-    accuracy(args) if args.what == "accuracy" else speed(args)
+    {"accuracy": accuracy, "independence": independence, "calibration": calibration, "speed": speed}[args.what](args)
 
 
 if __name__ == "__main__":

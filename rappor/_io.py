@@ -35,8 +35,9 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 STDIO = "-"
 
-__all__ = ["PathLike", "atomic_output", "check_distinct_files", "csv_field", "display_name", "file_identity",
-           "iter_text_lines", "output_directory", "output_target", "read_input_bytes", "remove_temporary_files"]
+__all__ = ["PathLike", "atomic_output", "check_distinct_files", "check_output_directory", "csv_field", "display_name",
+           "file_identity", "iter_text_lines", "output_directory", "output_target", "read_input_bytes",
+           "remove_temporary_files"]
 
 
 def display_name(path: PathLike | None) -> str:
@@ -394,6 +395,21 @@ def _write_straight(path: PathLike, target: Path, binary: bool, newline: str | N
         yield fh
 
 
+def check_output_directory(path: PathLike) -> Path:
+    """Refuse an output directory ``path`` that exists as something else, before any work; return it.
+
+    Raises
+    ------
+    RapporIOError
+        If ``path`` exists and is not a directory (``errno.ENOTDIR``).
+    """
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise RapporIOError("cannot write the outputs: exists and is not a directory", path=os.fspath(out),
+                            errno=errno.ENOTDIR)
+    return out
+
+
 def output_directory(path: PathLike) -> Path:
     """Create the directory ``path`` (and its parents) that a command writes its outputs into; return it.
 
@@ -402,10 +418,7 @@ def output_directory(path: PathLike) -> Path:
     RapporIOError
         If ``path`` exists and is not a directory, or cannot be created.
     """
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise RapporIOError("cannot write the outputs: exists and is not a directory", path=os.fspath(out),
-                            errno=errno.ENOTDIR)
+    out = check_output_directory(path)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

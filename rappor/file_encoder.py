@@ -6,25 +6,31 @@ is encoded by :func:`rappor.encoder.encode_clients` (in worker processes,
 :class:`rappor._workers.WorkerPool`, when asked), and the rows are written in input
 order by :func:`rappor.formats.reports_csv.report_rows` into an atomic output.  The
 output does not depend on the number of workers.
+
+:func:`encode_variables_file` is the same pipeline for several variables per client
+(``client,NAME1,NAME2,...`` in, ``client,cohort,NAME1,NAME2,...`` out: the reports file
+of ``rappor decode-assoc``), with the same streaming, workers, rejects and atomic
+output.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from ._io import PathLike, atomic_output
+from ._io import PathLike, atomic_output, csv_field
 from ._rejects import OnError, RejectSink, check_on_error
 from ._validation import check_int
 from .encoder import encode_clients
-from .formats.client_values import iter_client_values
+from .formats.client_values import iter_client_values, iter_client_variables
 from .formats.reports_csv import HEADER, report_rows
 from .params import Params
 
-__all__ = ["encode_file"]
+__all__ = ["encode_file", "encode_variables_file"]
 
 #: Rows encoded per vectorized call, and per task of a worker (bounds memory: about 100
 #: bytes per row and bit).
@@ -43,18 +49,39 @@ def default_jobs() -> int:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(params: Params, key: bytes, seed: int | None) -> None:
-    _WORKER.update(params=params, key=key, seed=seed)
+def _init_worker(params: Params, key: bytes, seed: int | None, names: Sequence[str] = (),
+                 booleans: Sequence[str] = ()) -> None:
+    _WORKER.update(params=params, key=key, seed=seed, names=list(names), booleans=frozenset(booleans))
+
+
+def _chunk_rng(index: int, *spawn: int) -> np.random.Generator | None:
+    """One generator per chunk (and variable), keyed by the chunk's index: the output for
+    a given seed does not depend on the number of workers.  None: the OS CSPRNG."""
+    seed = _WORKER["seed"]
+    return None if seed is None else np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index, *spawn)))
 
 
 def _encode_chunk(index: int, clients: list[str], values: list[str]) -> tuple[int, str]:
     """Encode one chunk: its number of rows and its output rows (runs in a worker or inline)."""
-    seed = _WORKER["seed"]
-    # One generator per chunk, keyed by the chunk's index: the output for a given seed
-    # does not depend on the number of workers.
-    rng = None if seed is None else np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index,)))
-    batch = encode_clients(_WORKER["params"], _WORKER["key"], clients, values, rng=rng)
+    batch = encode_clients(_WORKER["params"], _WORKER["key"], clients, values, rng=_chunk_rng(index))
     return len(clients), report_rows(clients, batch)
+
+
+def _encode_variables_chunk(index: int, clients: list[str], columns: list[list[str]]) -> tuple[int, str]:
+    """Encode one chunk of several variables: one report per variable per client, one row per client."""
+    from .association._variables import boolean_params  # the association package: only for this layout
+
+    params: Params = _WORKER["params"]
+    bitstrings = []
+    cohorts: list[int] = []
+    for j, (name, values) in enumerate(zip(_WORKER["names"], columns)):
+        boolean = name in _WORKER["booleans"]
+        batch = encode_clients(boolean_params(params) if boolean else params, _WORKER["key"], clients, values,
+                               rng=_chunk_rng(index, j), variable=name, boolean=boolean)
+        cohorts = batch.cohorts.tolist()  # the same for every variable: derived from the client's secret
+        bitstrings.append(batch.bitstrings())
+    ids = [csv_field(c) for c in clients]
+    return len(clients), "".join(",".join(row) + "\n" for row in zip(ids, map(str, cohorts), *bitstrings))
 
 
 def encode_file(input: PathLike, output: PathLike, params: Params, key: bytes, *,  # noqa: A002
@@ -112,18 +139,25 @@ def encode_file(input: PathLike, output: PathLike, params: Params, key: bytes, *
     workers = default_jobs() if jobs is None else check_int(jobs, "jobs", "encode_file", low=1)
     if seed is not None:
         seed = check_int(seed, "seed", "encode_file", low=0)
-    chunks = enumerate(iter_client_values(input, chunk_size=CHUNK_ROWS, on_error=on_error, rejects=sink))
+    chunks = iter_client_values(input, chunk_size=CHUNK_ROWS, on_error=on_error, rejects=sink)
+    return _encode_chunks(chunks, output, lambda: HEADER, _encode_chunk, workers, (params, key, seed))
+
+
+def _encode_chunks(chunks: Iterator[tuple[list[str], Any]], output: PathLike, header: Callable[[], str],
+                   encode: Callable[..., tuple[int, str]], workers: int, setup_args: tuple[Any, ...]) -> int:
+    """Encode ``chunks`` with ``encode`` (inline or in ``workers`` processes) into the atomic ``output``."""
+    numbered = enumerate(chunks)
     written = 0
     with atomic_output(output) as out:
-        head = list(itertools.islice(chunks, 2))
-        todo = itertools.chain(head, chunks)
-        out.write(HEADER)
+        head = list(itertools.islice(numbered, 2))  # reads the input's header
+        todo = itertools.chain(head, numbered)
+        out.write(header())
         if len(head) < 2 or workers == 1:
             # One chunk or one job: no worker processes.
-            _init_worker(params, key, seed)
+            _init_worker(*setup_args)
             try:
                 for index, (clients, values) in todo:
-                    size, text = _encode_chunk(index, clients, values)
+                    size, text = encode(index, clients, values)
                     out.write(text)
                     written += size
             finally:
@@ -131,8 +165,57 @@ def encode_file(input: PathLike, output: PathLike, params: Params, key: bytes, *
             return written
         from ._workers import WorkerPool  # multiprocessing: imported only when workers run (`import rappor` stays light)
 
-        with WorkerPool(workers, _encode_chunk, setup=_init_worker, setup_args=(params, key, seed)) as pool:
+        with WorkerPool(workers, encode, setup=_init_worker, setup_args=setup_args) as pool:
             for size, text in pool.imap((index, clients, values) for index, (clients, values) in todo):
                 out.write(text)
                 written += size
     return written
+
+
+def encode_variables_file(input: PathLike, output: PathLike, params: Params, key: bytes, *,  # noqa: A002
+                          booleans: Sequence[str] = (), seed: int | None = None, jobs: int | None = 1,
+                          on_error: OnError = "raise", rejects: RejectSink | None = None) -> int:
+    """Encode a ``client,NAME1,NAME2,...`` CSV into ``client,cohort,NAME1,NAME2,...``; return the clients written.
+
+    Every row is one client's values of several variables (association analysis,
+    ``docs/association.md``).  Each variable is encoded with
+    ``encode_clients(..., variable=NAME, boolean=NAME in booleans)``: its own permanent
+    response, domain-separated by its name, in the client's cohort; a boolean column
+    (``1``/``0``/``true``/``false``) as one bit.  The output holds each variable's IRR as
+    a google/rappor bit string, the reports file of ``rappor decode-assoc``.  Reading,
+    workers, seeds, rejects and the atomic output are those of :func:`encode_file`.
+
+    Parameters
+    ----------
+    input, output, params, key, seed, jobs, on_error, rejects
+        As :func:`encode_file` (a bad boolean is a bad row too).
+    booleans : sequence of str, default=()
+        The header names of the boolean columns.
+
+    Returns
+    -------
+    int
+        The number of clients (rows) written.
+
+    Raises
+    ------
+    ReportFormatError
+        For a bad header (fewer than two variables, repeated names, a ``booleans`` name
+        that is not among them) or a bad row with ``on_error="raise"`` (naming file and line).
+    RapporIOError, InvalidParameterError
+        As :func:`encode_file`.
+    """
+    sink = check_on_error(on_error, rejects, "encode_variables_file")
+    workers = default_jobs() if jobs is None else check_int(jobs, "jobs", "encode_variables_file", low=1)
+    if seed is not None:
+        seed = check_int(seed, "seed", "encode_variables_file", low=0)
+    names: list[str] = []
+    bools = list(booleans)
+    chunks = iter_client_variables(input, names, booleans=bools, chunk_size=CHUNK_ROWS, on_error=on_error,
+                                   rejects=sink)
+
+    def header() -> str:
+        return ",".join(["client", "cohort", *(csv_field(n) for n in names)]) + "\n"
+
+    return _encode_chunks(chunks, output, header, _encode_variables_chunk, workers,
+                          (params, key, seed, names, bools))

@@ -5,10 +5,11 @@ The metrics are those of google/rappor's regression suite (``tests/compare_dist.
 
 * **total variation distance** ``TV = 1/2 sum_s |e_s - t_s|`` over every true string and
   every candidate, where ``t_s`` is the true share of string ``s`` (0 for decoys) and
-  ``e_s`` the estimated share if ``s`` was detected, else 0 ("missing = 0");
+  ``e_s`` the estimated share if ``s`` is a row of results.csv (by default every candidate with a
+  share; ``evaluate``'s ``rows``, else the detected ones), else 0 ("missing = 0");
 * **detected**, **false positives** (detected, never reported) and **false negatives**
   (reported, in the candidate list, not detected);
-* **allocated mass**, the sum of the detected estimated shares, and the **unallocated
+* **allocated mass**, the sum of those estimated shares, and the **unallocated
   mass** ``1 - allocated``;
 * the **unexplained mass**: the decoder's own estimate of the share of reports the
   candidates do not explain (``DecodeResult.summary()["unexplained_mass"]``, the same
@@ -48,7 +49,7 @@ METRIC_MEANINGS = {
     "false_positives": "detected but never reported",
     "false_negatives": "reported, in the candidate list, not detected",
     "missing_candidates": "reported strings absent from the candidate list",
-    "allocated_mass": "sum of the detected strings' estimated shares",
+    "allocated_mass": "sum of the estimated shares of results.csv's rows (by default every candidate's)",
     "unallocated_mass": "1 - allocated_mass (undetected candidates included)",
     "unexplained_mass": "the decoder's estimate of the share the candidates do not explain "
                         "(summary()['unexplained_mass'])",
@@ -79,7 +80,7 @@ class Metrics:
     missing_candidates : int
         Reported strings absent from the candidate list (undetectable).
     allocated_mass : float
-        Sum of the estimated shares of the detected strings.
+        Sum of the estimated shares of the rows (``rows``; default: the detected strings).
     unallocated_mass : float
         ``1 - allocated_mass``: the share no detected string accounts for (undetected
         candidates included).
@@ -135,7 +136,8 @@ def _float_array(values: npt.ArrayLike, name: str, size: int) -> npt.NDArray[np.
 
 def evaluate(truth: Mapping[str, int], strings: Sequence[str], proportion: npt.ArrayLike, *,
              detected: npt.ArrayLike, low: npt.ArrayLike | None = None, high: npt.ArrayLike | None = None,
-             unexplained_mass: float = math.nan, unexplained_std_error: float = math.nan) -> Metrics:
+             unexplained_mass: float = math.nan, unexplained_std_error: float = math.nan,
+             rows: npt.ArrayLike | None = None) -> Metrics:
     """Score estimated shares of candidate strings against the true report counts.
 
     Parameters
@@ -153,6 +155,10 @@ def evaluate(truth: Mapping[str, int], strings: Sequence[str], proportion: npt.A
     unexplained_mass, unexplained_std_error : float, default=nan
         The decoder's estimate of the mass the candidates do not explain and its standard
         error, reported alongside the truth.
+    rows : array-like of bool, shape (len(strings),), optional
+        The candidates whose shares make the estimated distribution (the total variation
+        and the allocated mass), the others counting as 0: the rows of ``results.csv``.
+        Default: the detected ones.
 
     Returns
     -------
@@ -184,7 +190,11 @@ def evaluate(truth: Mapping[str, int], strings: Sequence[str], proportion: npt.A
     missing = {key: c for key, c in counts.items() if c > 0 and key not in candidate_set}
     missing_mass = sum(missing.values()) / total
 
-    estimate = np.where(det, est, 0.0)
+    kept = det if rows is None else np.asarray(rows, dtype=bool).reshape(-1)
+    if kept.shape != (s,):
+        msg = f"The 'rows' parameter of evaluate must have one entry per candidate ({s}). Got {kept.shape[0]} instead."
+        raise InvalidParameterError(msg)
+    estimate = np.where(kept, est, 0.0)
     tv = 0.5 * (float(np.abs(estimate - true_share).sum()) + missing_mass)
     allocated = float(estimate.sum())
 
@@ -238,7 +248,9 @@ def evaluate_result(result: Any, truth: Mapping[str, int], *, confidence_level: 
     """:func:`evaluate` a :class:`~rappor.decoder.DecodeResult` (or any object with its fields).
 
     Uses ``result.strings``, ``result.proportion``, ``result.detected`` (or
-    ``result.significant``), the unexplained mass and its standard error of
+    ``result.significant``), the rows of its ``results.csv`` (``result.ranking()``, when
+    it has one: the distribution is that of every candidate with a positive share by
+    default, ``shares="all"``), the unexplained mass and its standard error of
     ``result.diagnostics`` (those of ``result.summary()``) and, when available, the
     share interval of ``result.confidence_interval(confidence_level)``, scaled to
     shares when it is given in reports (``result.n_reports``).
@@ -255,8 +267,14 @@ def evaluate_result(result: Any, truth: Mapping[str, int], *, confidence_level: 
         value = _diagnostic(result, key)
         return math.nan if value is None else float(value)
 
+    rows = None
+    ranking = getattr(result, "ranking", None)
+    if callable(ranking):
+        rows = np.zeros(len(strings), dtype=bool)
+        rows[np.asarray(ranking(), dtype=np.int64)] = True
     return evaluate(truth, strings, proportion, detected=_detected_mask(result), low=low, high=high,
-                    unexplained_mass=number("unexplained_mass"), unexplained_std_error=number("unexplained_std_error"))
+                    unexplained_mass=number("unexplained_mass"), unexplained_std_error=number("unexplained_std_error"),
+                    rows=rows)
 
 
 def _share_interval(result: Any, confidence_level: float) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
@@ -397,7 +415,8 @@ def fit_residuals(result: Any, aggregate: Aggregate, candidate_map: CandidateMap
     (``diagnostics.modelled_unexplained`` false: orthogonal designs) it is 0.
     """
     s = len(candidate_map)
-    shares = np.nan_to_num(_float_array(result.proportion, "proportion", s))
+    fitted = getattr(result, "fitted_proportion", None)  # the test's fit when the shares differ from it
+    shares = np.nan_to_num(_float_array(result.proportion if fitted is None else fitted, "proportion", s))
     group = getattr(result, "group", None)
     if group is not None:
         shares[np.asarray(group) != np.arange(s)] = 0.0  # a group's share, counted once

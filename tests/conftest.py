@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -68,3 +69,24 @@ def one_report() -> tuple[Params, list[list[int]], list[str]]:
     candidates = ["v10", "v9", "v2", "decoy4", "v17", "v14", "v1", "v20", "decoy7", "decoy2", "decoy1", "decoy3",
                   "v4", "v12", "v11", "v8", "decoy10", "v19", "decoy9", "v7", "v15", "v16", "v18", "decoy8"]
     return params, counts, candidates
+
+
+def _load_by_path(path: Path) -> Any:
+    """Run the Python file ``path`` as a fresh module (benchmark scripts and test files are not importable)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_by_path_{path.parent.name}_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+@pytest.fixture
+def load_by_path() -> Callable[[Path], Any]:
+    """:func:`_load_by_path`: a benchmark script or another test file, loaded from its path."""
+    return _load_by_path

@@ -228,3 +228,37 @@ def test_string_by_string_from_written_reports(tmp_path: Path) -> None:
                  "--candidates2", str(tmp_path / "c2.txt"), "--categories", "all", "-o", str(out)]) == 0
     rows = {(r["s"], r["t"]): float(r["proportion"]) for r in _rows(out)}
     assert rows[("a", "x")] == pytest.approx(0.3, abs=0.05) and rows[("b", "y")] == pytest.approx(0.3, abs=0.05)
+
+
+def test_three_variables_from_written_reports(tmp_path: Path) -> None:
+    # --var3: a string x boolean x boolean table, every cell within 4 standard errors of the
+    # clients' realized table (false failure about 6e-5 per cell, 12 cells), summing to 1.
+    params = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=16, prob_p=0.25, prob_q=0.75, prob_f=0.0)
+    joint = np.zeros((3, 2, 2))
+    joint[0] = [[0.2, 0.05], [0.05, 0.05]]
+    joint[1] = [[0.02, 0.08], [0.08, 0.12]]
+    joint[2] = [[0.1, 0.05], [0.1, 0.1]]
+    sim = simulate_association(params, joint, [["a", "b", "c"], None, None], 30000, names=["s", "u", "v"], rng=4)
+    write_assoc_reports(tmp_path / "r.csv", sim.reports, ["s", "u", "v"])
+    (tmp_path / "c1.txt").write_text("a\nb\nc\n")
+    rappor.write_params(params, tmp_path / "p.csv")
+    out = tmp_path / "out.csv"
+    assert main(["decode-assoc", "--params", str(tmp_path / "p.csv"), "--reports", str(tmp_path / "r.csv"),
+                 "--var1", "s", "--candidates1", str(tmp_path / "c1.txt"), "--var2", "u", "--bool2", "--var3", "v",
+                 "--bool3", "--categories", "all", "--other", "none", "-o", str(out)]) == 0
+    rows = _rows(out)
+    assert len(rows) == 12 and sum(float(r["proportion"]) for r in rows) == pytest.approx(1.0)
+    truth = sim.truth([("a", "b", "c"), ("TRUE", "FALSE"), ("TRUE", "FALSE")])
+    for r in rows:
+        cell = (("a", "b", "c").index(r["s"]), ("TRUE", "FALSE").index(r["u"]), ("TRUE", "FALSE").index(r["v"]))
+        assert abs(float(r["proportion"]) - truth[cell]) < 4 * float(r["std_error"])
+
+
+def test_unconverged_fit_warns_and_says_so_in_the_metrics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # decode_assoc.R stops silently at --max-em-iters; we warn on stderr and record it.
+    out = tmp_path / "out"
+    assert main(_google_args(GOOGLE / "reports.csv", out, "--max-em-iters", "2", "--method", "em")) == 0
+    err = capsys.readouterr().err
+    assert "rappor: warning: the em fit stopped at its iteration cap after 2 iterations, before converging" in err
+    metrics = json.loads((out / "assoc-metrics.json").read_text())
+    assert metrics["converged"] is False and metrics["num_em_iters"] == 2 and metrics["log_likelihood_gap"] > 1e-3

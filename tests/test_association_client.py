@@ -156,7 +156,7 @@ def test_encode_several_columns_errors(tmp_path: Path, capsys: pytest.CaptureFix
     assert "v.csv:2: expected a boolean (1, 0, true or false) for 'flag', found 'yes'" in capsys.readouterr().err
     assert main(["encode", str(tmp_path / "v.csv"), "--params", str(tmp_path / "p.csv"), "--key-file", key,
                  "--bool", "nope", "-o", str(tmp_path / "o.csv")]) == 1
-    assert "--bool 'nope' is not a column" in capsys.readouterr().err
+    assert "v.csv:1: the boolean column 'nope' is not in the header" in capsys.readouterr().err
 
 
 def test_simulate_assoc_writes_every_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -185,3 +185,23 @@ def test_simulate_assoc_string_by_string(tmp_path: Path) -> None:
     assert main(["simulate-assoc", "--out", str(out), "--pair", "string-string", "--clients", "20000",
                  "--unique", "6", "--unique2", "3", "--no-report"]) == 0
     assert (out / "map2.csv").exists() and not (out / "report.html").exists()
+
+
+def test_encode_several_columns_skips_bad_rows_and_uses_workers(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # rappor encode with several value columns goes through rappor.file_encoder: --on-error
+    # skip and --jobs work as for one variable (the former encoder refused --on-error skip).
+    rappor.write_params(PARAMS, tmp_path / "p.csv")
+    key = str(_key(tmp_path))
+    rows = "".join(f"c{i},v{i % 3},{i % 2}\n" for i in range(40))
+    (tmp_path / "v.csv").write_text("client,domain,flag\n" + rows + "bad,x,maybe\n")
+    common = ["encode", str(tmp_path / "v.csv"), "--params", str(tmp_path / "p.csv"), "--key-file", key,
+              "--bool", "flag", "--seed", "5", "--on-error", "skip"]
+    assert main([*common, "--jobs", "1", "-o", str(tmp_path / "one.csv")]) == 0
+    err = capsys.readouterr().err
+    assert "skipped 1 bad row(s); 40 clients written" in err
+    assert (tmp_path / "one.csv.rejects.csv").read_text().splitlines()[1] == \
+        f'{tmp_path / "v.csv"},42,"expected a boolean (1, 0, true or false) for \'flag\', found \'maybe\'","bad,x,maybe"'
+    assert main([*common, "--jobs", "2", "-o", str(tmp_path / "two.csv")]) == 0
+    assert (tmp_path / "one.csv").read_bytes() == (tmp_path / "two.csv").read_bytes()
+    assert (tmp_path / "one.csv").read_text().splitlines()[0] == "client,cohort,domain,flag"

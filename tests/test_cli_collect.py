@@ -223,3 +223,14 @@ def test_sum_bits_parquet_through_a_pipe_is_named(tiny: Path) -> None:
     result = _sum_bits_subprocess(tiny, "/dev/stdin", input="PAR1" + "\0" * 60)
     assert result.returncode == 1
     assert result.stderr.startswith("rappor: error: /dev/stdin:1: expected the header") and "Parquet" in result.stderr
+
+
+def test_sum_bits_directory_without_parquet_names_it_with_or_without_pyarrow(
+        tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same mistake gets the same answer on every install: a directory holding no Parquet file is named
+    as such, not answered with "pyarrow is needed" when pyarrow happens to be missing."""
+    for name in ("pyarrow", "pyarrow.parquet"):
+        monkeypatch.setitem(sys.modules, name, None)
+    assert main(["sum-bits", "--params", str(tiny / "params.csv"), str(tiny)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"rappor: error: {tiny}") and "directory" in err and "pyarrow" not in err

@@ -19,12 +19,27 @@ def test_cli_decode_map_writes_results_and_summary(interop_dir, tmp_path):
                     "--summary", str(tmp_path / "s.json")))
     assert rc == 0
     lines = (tmp_path / "results.csv").read_text().splitlines()
+    # Two products: a row per candidate with a positive share, and the test's detected column.
+    assert lines[0] == "string,estimate,std_error,proportion,prop_std_error,prop_low_95,prop_high_95,pvalue,detected"
+    assert lines[1].startswith("v1,")
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["rows"] == len(lines) - 1 and summary["shares"] == "all"
+    assert summary["detected"] == sum(line.endswith(",true") for line in lines[1:]) > 0
+    assert summary["allocated_mass"] == pytest.approx(sum(float(line.split(",")[3]) for line in lines[1:]))
+    assert summary["candidates"] == 40 and summary["reports"] == 20000
+    assert summary["null"]["law"] == "random-strings" and summary["null"]["sd"] > 0
+
+
+def test_cli_decode_shares_detected_writes_google_rappor_layout(interop_dir, tmp_path):
+    """--shares detected: the detected strings only, google/rappor's columns (the decoder before issue 14)."""
+    rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--shares", "detected",
+                    "--summary", str(tmp_path / "s.json")))
+    assert rc == 0
+    lines = (tmp_path / "results.csv").read_text().splitlines()
     assert lines[0] == "string,estimate,std_error,proportion,prop_std_error,prop_low_95,prop_high_95,pvalue"
     assert lines[1].startswith("v1,")
     summary = json.loads((tmp_path / "s.json").read_text())
-    assert summary["detected"] == len(lines) - 1
-    assert summary["candidates"] == 40 and summary["reports"] == 20000
-    assert summary["null"]["law"] == "random-strings" and summary["null"]["sd"] > 0
+    assert summary["detected"] == summary["rows"] == len(lines) - 1 and summary["shares"] == "detected"
 
 
 @pytest.mark.parametrize("options", [("--correction", "bonferroni", "--level", "0.01"),

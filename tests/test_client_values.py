@@ -44,8 +44,8 @@ def test_client_values_plain_blocks_take_the_fast_path(tmp_path: Path, monkeypat
     taken: list[bool] = []
     real = client_values._plain_columns
 
-    def spy(block):  # type: ignore[no-untyped-def]
-        result = real(block)
+    def spy(block, *width):  # type: ignore[no-untyped-def]
+        result = real(block, *width)
         taken.append(result is not None)
         return result
 

@@ -54,6 +54,7 @@ BAD_VALUES = {
     "null": ["empirical", None],
     "estimator": ["bayes", None],
     "rng": ["seed"],
+    "shares": ["every", None],
 }
 
 
@@ -123,7 +124,7 @@ def test_decode_recovers_planted_distribution():
     res = Decoder().decode(agg, cmap)
     assert res.detected[:5].all()
     assert not res.detected[5:].any()
-    z = (res.proportion[:5] - truth) / res.prop_std_error[:5]
+    z = (res.fitted_proportion[:5] - truth) / res.prop_std_error[:5]  # the test's least-squares shares
     assert np.max(np.abs(z)) < 5
     assert res.n_reports == 200_000
     np.testing.assert_allclose(res.estimate, res.proportion * 200_000)
@@ -216,7 +217,7 @@ def test_confidence_interval_fcr_level():
     det = res.detected
     r, m = int(det.sum()), res.diagnostics.distinguishable
     z = stats.norm.isf(r * 0.05 / m / 2)
-    np.testing.assert_allclose(fcr.high[det], np.clip(res.proportion[det] + z * res.prop_std_error[det], 0, 1))
+    np.testing.assert_allclose(fcr.high[det], np.clip(res.fitted_proportion[det] + z * res.prop_std_error[det], 0, 1))
     np.testing.assert_array_equal(fcr.low[~det], wald.low[~det])
     assert np.all(fcr.high[det] - fcr.low[det] > wald.high[det] - wald.low[det])
     tab = res.table(adjust="none")
@@ -250,9 +251,11 @@ def test_decode_identity_map_debiases():
     cmap = CandidateMap.from_indices(params, ["a", "b", "c", "d"], [[0], [1], [2], [3]])
     n = 1000
     ones = np.array([700, 270, 260, 240])
-    res = Decoder().decode(Aggregate(params=params, counts=np.array([[n, *ones]])), cmap)
+    res = Decoder(shares="detected").decode(Aggregate(params=params, counts=np.array([[n, *ones]])), cmap)
     expected = (ones - params.p01 * n) / (params.p11 - params.p01)
     np.testing.assert_allclose(res.estimate, expected)
+    default = Decoder().decode(Aggregate(params=params, counts=np.array([[n, *ones]])), cmap)
+    np.testing.assert_allclose(default.fitted_proportion * n, expected)  # the test's fit is the same
     assert res.estimate[3] < 0  # left unclamped, as decode.R documents
     assert res.detected.tolist() == [True, False, False, False]
 
@@ -337,19 +340,34 @@ def test_result_table_every_candidate_in_input_order(tmp_path):
     ci = res.confidence_interval(0.95, adjust="selective")
     np.testing.assert_array_equal(tab["prop_low_95"], ci.low)
     np.testing.assert_array_equal(tab["detected"], res.detected)
+    # Default (shares="all"): a row for every candidate with a positive share, and the detected column.
     ranked = tab[res.ranking()]
-    assert np.all(np.diff(ranked["estimate"]) <= 0) and ranked["detected"].all()
+    assert np.all(np.diff(ranked["estimate"]) <= 0) and np.all((ranked["proportion"] > 0) | ranked["detected"])
+    assert set(np.flatnonzero((res.proportion > 0) | res.detected)) == set(res.ranking().tolist())
+    assert ranked["detected"].sum() == res.detected.sum()  # every detected string has a share here
     assert len(res.ranking(all=True)) == len(cmap)
     res.to_csv(tmp_path / "r.csv")
     lines = (tmp_path / "r.csv").read_text().splitlines()
-    assert lines[0] == "string,estimate,std_error,proportion,prop_std_error,prop_low_95,prop_high_95,pvalue"
+    assert lines[0] == "string,estimate,std_error,proportion,prop_std_error,prop_low_95,prop_high_95,pvalue,detected"
     assert [line.split(",")[0] for line in lines[1:]] == ranked["string"].tolist()
+    assert [line.split(",")[-1] for line in lines[1:]] == ["true" if d else "false" for d in ranked["detected"]]
     res.to_csv(tmp_path / "r.csv", all=True)
     lines = (tmp_path / "r.csv").read_text().splitlines()
     assert lines[0].endswith(",pvalue,detected") and len(lines) == len(cmap) + 1
     s = res.summary()
-    assert s["detected"] == int(res.detected.sum())
-    assert s["allocated_mass"] == pytest.approx(res.proportion[res.detected].sum())
+    assert s["detected"] == int(res.detected.sum()) and s["rows"] == len(res.ranking())
+    assert s["allocated_mass"] == pytest.approx(res.proportion[res.ranking()].sum())
+    # shares="detected": google/rappor's layout, the detected strings with their least-squares shares.
+    old = Decoder(shares="detected").decode(agg, cmap)
+    np.testing.assert_array_equal(old.proportion, res.fitted_proportion)
+    np.testing.assert_array_equal(old.detected, res.detected)
+    ranked = old.table()[old.ranking()]
+    assert np.all(np.diff(ranked["estimate"]) <= 0) and ranked["detected"].all()
+    old.to_csv(tmp_path / "r.csv")
+    lines = (tmp_path / "r.csv").read_text().splitlines()
+    assert lines[0] == "string,estimate,std_error,proportion,prop_std_error,prop_low_95,prop_high_95,pvalue"
+    assert [line.split(",")[0] for line in lines[1:]] == ranked["string"].tolist()
+    assert old.summary()["allocated_mass"] == pytest.approx(old.proportion[old.detected].sum())
     assert s["epsilon_inf"] == pytest.approx(PARAMS.epsilon_inf)
 
 
@@ -433,7 +451,7 @@ def test_unexplained_mass_is_unbiased_with_absent_candidates(n_true: int, n_deco
     for seed in range(4):
         sc = scenario.zipf_scenario(params, n_reports=100_000, n_values=n_values, rng=seed)
         truth = 1.0 - sum(sc.truth().get(s, 0) for s in strings) / sc.aggregate.total_reports
-        d = Decoder().decode(sc.aggregate, cmap).diagnostics
+        d = Decoder(shares="detected").decode(sc.aggregate, cmap).diagnostics  # the test's fit: shares do not change it
         assert d.screened == (len(strings) > 819) and 0.0 <= d.unexplained_mass <= 1.0
         zs.append((d.unexplained_mass_unclipped - truth) / d.unexplained_std_error)
     assert max(abs(z) for z in zs) < 3.5 and abs(float(np.mean(zs))) < 2.0, zs
@@ -457,7 +475,7 @@ def test_empirical_bayes_estimator_lowers_total_variation():
     for seed in range(10, 16):
         agg, truth = _zipf100(seed)
         cmap = hash_candidates(cands, agg.params)
-        ls = Decoder().decode(agg, cmap)
+        ls = Decoder(shares="detected").decode(agg, cmap)
         pm = Decoder(estimator="empirical-bayes").decode(agg, cmap)
         gains.append(rappor.metrics.evaluate_result(ls, truth).total_variation
                      - rappor.metrics.evaluate_result(pm, truth).total_variation)
@@ -498,7 +516,7 @@ def test_empirical_bayes_estimator_uniform_shares_sum_at_most_one():
     sc = scenario.zipf_scenario(params, n_reports=100_000, n_values=50, rng=0, exponent=0.0)
     cmap = hash_candidates([f"v{i}" for i in range(1, 51)], params)
     pm = Decoder(estimator="empirical-bayes").decode(sc.aggregate, cmap)
-    ls = Decoder().decode(sc.aggregate, cmap)
+    ls = Decoder(shares="detected").decode(sc.aggregate, cmap)
     assert float(np.sum(pm.proportion)) <= 1.0 + 1e-12
     tv_pm = rappor.metrics.evaluate_result(pm, sc.truth()).total_variation
     tv_ls = rappor.metrics.evaluate_result(ls, sc.truth()).total_variation
@@ -534,7 +552,7 @@ def test_empirical_bayes_shares_stay_near_least_squares():
     params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     sim = simulate(params, Population.make("zipf", 100, None), 100_000, rng=1000)
     cmap = hash_candidates([f"v{i}" for i in range(1, 101)], params)
-    ls = Decoder().decode(sim.aggregate, cmap)
+    ls = Decoder(shares="detected").decode(sim.aggregate, cmap)
     eb = Decoder(estimator="empirical-bayes").decode(sim.aggregate, cmap)
     assert np.all(np.abs(eb.proportion - ls.proportion) <= 4 * ls.prop_std_error)
     assert float(np.sum(eb.proportion)) <= 1.0 + 1e-12
@@ -561,7 +579,8 @@ def test_selective_intervals_cover_detected_and_are_narrower_than_fcr():
         share = np.array([truth.get(res.strings[i], 0) for i in det]) / sc.aggregate.total_reports
         sel = res.confidence_interval(0.95, adjust="selective")
         fcr = res.confidence_interval(0.95, adjust="fcr")
-        assert np.all((sel.low[det] <= res.proportion[det]) & (res.proportion[det] <= sel.high[det]))
+        ls = res.fitted_proportion  # the intervals are about the test's least-squares shares
+        assert np.all((sel.low[det] <= ls[det]) & (ls[det] <= sel.high[det]))
         covered += int(np.sum((sel.low[det] <= share) & (share <= sel.high[det])))
         total += len(det)
         widths_sel += list(sel.high[det] - sel.low[det])

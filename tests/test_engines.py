@@ -37,6 +37,7 @@ def _batch(n: int, seed: int) -> ReportBatch:
 @pytest.fixture
 def inputs(tmp_path: Path) -> tuple[Path, Path, Path, np.ndarray]:
     """A CSV and a Parquet reports file, a params file, and the counts of both together."""
+    pytest.importorskip("pyarrow", reason="writes a Parquet file: needs the parquet extra")
     a, b = _batch(300, 1), _batch(200, 2)
     write_reports(tmp_path / "a.csv", a)
     write_parquet_reports(tmp_path / "b.parquet", b)

@@ -99,3 +99,24 @@ def test_a_count_beyond_int64_in_a_file_is_a_format_error(tmp_path: Path) -> Non
 def test_every_public_error_class_is_documented() -> None:
     for name in exceptions.__all__:
         assert inspect.getdoc(getattr(exceptions, name)), name
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "--clients", "200", "--unique", "5", "--no-report", "--out", "{file}"],
+    ["simulate-assoc", "--clients", "200", "--unique", "5", "--no-report", "--out", "{file}"],
+    ["decode-assoc", "--metric-name", "m", "--schema", "{assoc}/rappor-vars.csv", "--params-dir", "{assoc}",
+     "--reports", "{assoc}/reports.csv", "--var1", "domain", "--var2", "flag..HTTPS", "--map1",
+     "{assoc}/domain_map.csv", "--create-bool-map", "--output-dir", "{file}"],
+])
+def test_an_output_directory_that_is_a_file_is_an_io_error(tmp_path: Path, argv: list[str]) -> None:
+    """Every command that writes into a directory refuses a regular file there with one error, an I/O
+    error (simulate-assoc and decode-assoc --output-dir raised a ReportFormatError of their own)."""
+    from rappor.cli import build_parser
+
+    target = tmp_path / "file"
+    target.write_text("x")
+    assoc = Path(__file__).parent / "data" / "assoc_google"
+    args = build_parser().parse_args([a.format(file=target, assoc=assoc) for a in argv])
+    with pytest.raises(RapporIOError, match="not a directory") as caught:
+        args._run(args)
+    assert caught.value.errno == errno.ENOTDIR and target.read_text() == "x"

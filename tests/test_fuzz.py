@@ -558,3 +558,33 @@ def test_fuzz_corrupted_parquet(data: st.DataObject, scratch: Path) -> None:
     path.write_bytes(bytes(raw))
     for read in (lambda p: read_parquet_reports(p, SMALL), lambda p: aggregate_parquet(p, SMALL)):
         _only_rappor_errors(read, path)
+
+
+@settings(max_examples=200, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(st.lists(st.sampled_from(["a", "b c", "", "x,y", 'q"r', "1", "true"]), min_size=1, max_size=4),
+                     max_size=12),
+       block=st.integers(1, 48))
+def test_fuzz_encode_variables_input_equals_csv_module(rows: list[list[str]], block: int, scratch: Path) -> None:
+    # client,NAME1,NAME2 (several variables per client): the same rows as the csv module,
+    # whatever the block size (fast path, line by line, quoted records); bad rows rejected.
+    import csv
+    import io
+
+    import rappor.formats.client_values as encode_input
+    from rappor._io import csv_field
+
+    data = ("client,u,v\n" + "".join(",".join(csv_field(f) for f in row) + "\n" for row in rows)).encode()
+    path = _write(scratch, data)
+    parsed = [r for r in csv.reader(io.StringIO(data.decode(), newline=""), strict=True)][1:]
+    good = [r for r in parsed if r not in ([], [""]) and len(r) == 3 and r[0]]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(encode_input, "BLOCK_BYTES", block)
+        header: list[str] = []
+        sink: list[Any] = []
+        got = [(c, u, v) for clients, (us, vs) in encode_input.iter_client_variables(path, header, rejects=sink,
+                                                                                    on_error="skip", chunk_size=5)
+               for c, u, v in zip(clients, us, vs)]
+    assert header == ["u", "v"]
+    assert got == [tuple(r) for r in good]
+    assert len(sink) == sum(1 for r in parsed if r not in ([], [""])) - len(good)

@@ -65,7 +65,12 @@ def _start_encode(workload: Path, out_dir: Path, *, prelude: str = "") -> tuple[
     """Start ``rappor encode --jobs 2``; return it once both workers run and its temporary output grows."""
     argv = ["encode", "--params", str(workload / "params.csv"), "--key-file", str(workload / "key"),
             str(workload / "in.csv"), "-o", str(out_dir / "reports.csv"), "--jobs", "2"]
-    code = f"{prelude}\nimport sys\nfrom rappor.cli import main\nsys.exit(main({argv!r}))\n"
+    # As from a terminal: SIGINT and SIGHUP at their defaults.  A process started with them ignored (pytest
+    # run in the background by a non-interactive shell, or under nohup) passes that on, and rappor rightly
+    # leaves an ignored signal ignored: the run would then finish normally.
+    terminal = ("import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+                "signal.signal(signal.SIGHUP, signal.SIG_DFL)\n")
+    code = f"{terminal}{prelude}\nimport sys\nfrom rappor.cli import main\nsys.exit(main({argv!r}))\n"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60

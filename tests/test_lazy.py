@@ -47,6 +47,7 @@ def test_sum_bits_parquet_without_pyarrow_is_a_cli_error(tmp_path, no_pyarrow: N
     # A directory of Parquet files: before, an unguarded import in rappor/engines gave a traceback.
     (tmp_path / "params.csv").write_text("k,h,m,p,q,f\n16,2,4,0.5,0.75,0.5\n")
     (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "part-0.parquet").write_bytes(b"PAR1")  # never read: pyarrow is missing
     status = main(["sum-bits", "--params", str(tmp_path / "params.csv"), str(tmp_path / "reports"),
                    "-o", str(tmp_path / "counts.csv")])
     err = capsys.readouterr().err
@@ -69,3 +70,21 @@ def test_plots_without_matplotlib_name_the_extra(monkeypatch: pytest.MonkeyPatch
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "matplotlib is needed for plots: pip install 'rappor[plot]'."
+
+
+def test_introspecting_a_missing_extra_is_not_an_error(no_pyarrow: None) -> None:
+    """`hasattr(module_attribute, "__wrapped__")`, which doctest collection runs on every attribute of every
+    module (inspect.unwrap), is False for a lazy module whose extra is missing: `pytest` on an install without
+    pyarrow stopped collecting at rappor/engines/_partition.py with a MissingDependencyError."""
+    import doctest
+    import inspect
+    import types
+
+    pa = lazy_module("pyarrow", "Parquet reports")
+    assert not hasattr(pa, "__wrapped__")
+    assert inspect.unwrap(pa) is pa
+    holder = types.ModuleType("holder", "A module with a lazy attribute.\n\n>>> 1 + 1\n2\n")
+    holder.pa = pa  # type: ignore[attr-defined]
+    assert len(doctest.DocTestFinder().find(holder)) == 1
+    with pytest.raises(MissingDependencyError, match=r"rappor\[parquet\]"):
+        pa.Table  # noqa: B018  (real use still names the extra)

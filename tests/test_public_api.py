@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -202,3 +203,39 @@ def test_every_table_is_a_structured_array() -> None:
     for owner, table in tables.items():
         assert isinstance(table, np.ndarray) and table.dtype.names, owner
         assert len(table) > 0, owner
+
+
+#: Old homes of the file-format functions (issue 15): kept for users, never used by the package itself.
+_OLD_HOMES = {
+    "map_file": None, "parquet": None, "candidates": None,  # whole modules, now rappor.formats.*
+    "params": {"read_params", "write_params"},
+    "aggregate": {"read_counts", "write_counts"},
+    "reports": {"iter_reports", "read_reports", "write_reports"},
+}
+
+
+def test_the_package_imports_file_formats_from_their_owners() -> None:
+    """Inside rappor/, every reader and writer comes from rappor.formats, not through an old path
+    (decode-assoc and simulate-assoc read maps through rappor.map_file and params through rappor.params)."""
+    import ast
+
+    package = Path(rappor.__file__).parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.parent == package and path.stem in ("map_file", "parquet", "candidates"):
+            continue  # the aliases themselves
+        here = path.relative_to(package.parent).with_suffix("").parts  # ("rappor", "_commands", "decode_assoc")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.module is None:
+                continue
+            base = here[:len(here) - node.level] if node.level else ()
+            absolute = ".".join((*base, node.module))  # what the import names, absolutely
+            if not absolute.startswith("rappor.") or absolute.count(".") != 1:
+                continue
+            module = absolute.removeprefix("rappor.")
+            if module not in _OLD_HOMES:
+                continue
+            moved = _OLD_HOMES[module]
+            if moved is None or {alias.name for alias in node.names} & moved:
+                found.append(f"{path.relative_to(package.parent)}:{node.lineno}: from {'.' * node.level}{node.module}")
+    assert found == [], "\n".join(found)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from collections.abc import Callable
+from typing import Any
 
 README = Path(__file__).parent.parent / "README.md"
 
@@ -33,6 +35,10 @@ def test_readme_python_quick_start_runs() -> None:
         outlook = namespace["outlook"]
         assert float(frequency) == round(outlook.frequency, len(frequency) - 2)  # type: ignore[attr-defined]
         assert float(expected) == round(outlook.expected, len(expected) - 2)  # type: ignore[attr-defined]
+        (old_tv,) = re.findall(r"evaluate_result\(old, sim.truth\).total_variation +# ([0-9.]+) here", code)
+        assert float(old_tv) == round(rappor.metrics.evaluate_result(namespace["old"], truth).total_variation, 3)
+        # The default's shares (every candidate) beat the detected strings' least-squares shares here.
+        assert float(tv) < float(old_tv)
 
 
 def _sh_blocks() -> list[str]:
@@ -97,3 +103,85 @@ def test_readme_every_measured_figure_names_its_command() -> None:
         scripts = re.findall(r"([a-z_0-9]+\.py)", label + ours)
         assert scripts, row
         assert all((benchmarks / script).is_file() for script in scripts), scripts
+
+
+def test_readme_reliability_counts_are_the_test_tables(load_by_path: Callable[[Path], Any]) -> None:
+    """The README's counts of bad-input cases and bad option values are the sizes of the tables that hold
+    them (they were 85 and 59 while the tables had grown to 162 and 89): update the README with the table."""
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    (cases,) = re.findall(r"malformed input \((\d+) cases, the `CASES` table of `tests/test_bad_input\.py`", text)
+    values, options = re.findall(r"bad values \((\d+) values of (\d+) options, the `BAD` table of "
+                                 r"`tests/test_cli_flags\.py`", text)[0]
+    tests = Path(__file__).parent
+    bad_input, cli_flags = load_by_path(tests / "test_bad_input.py"), load_by_path(tests / "test_cli_flags.py")
+    assert int(cases) == len(bad_input.CASES)
+    assert int(values) == sum(len(bad) for _, _, bad in cli_flags.BAD)
+    assert int(options) == len({(command, flag) for command, flag, _ in cli_flags.BAD})
+    reliability = " ".join((README.parent / "docs" / "reliability.md").read_text(encoding="utf-8").split())
+    (same_file,) = re.findall(r"`SAME_FILE_CASES` in `tests/test_bad_input.py` \((\d+) cases", reliability)
+    assert int(same_file) == len(bad_input.SAME_FILE_CASES)
+
+
+def _benchmark_commands() -> list[tuple[str, str, list[str]]]:
+    """``(document, script, arguments)`` of every benchmark command quoted in backticks in the README and docs/."""
+    import shlex
+
+    root = README.parent
+    found = []
+    for doc in [README, *sorted((root / "docs").glob("*.md"))]:
+        text = " ".join(doc.read_text(encoding="utf-8").split())  # spans may wrap
+        for span in re.findall(r"`([^`]*\.py(?: [^`]*)?)`", text):
+            words = shlex.split(span.replace("[", " ").replace("]", " "))
+            words = words[1:] if words[0] == "python" else words
+            script = Path(words[0]).name
+            if (root / "benchmarks" / script).is_file() and (words[0] == script or words[0].startswith("benchmarks/")):
+                found.append((doc.name, script, words[1:]))
+    return found
+
+
+def test_readme_and_docs_benchmark_commands_run_as_written() -> None:
+    """Every benchmark command the README and docs/ quote takes the options and case names it is given
+    (the README named `run.py --only encode-batch-k32 encode-batch-k128` after the cases had been renamed
+    simulate-reports-k32/-k128: run.py refused it)."""
+    import subprocess
+    import sys
+
+    commands = _benchmark_commands()
+    assert any(script == "run.py" for _, script, _ in commands)
+    helps: dict[tuple[str, ...], str] = {}
+
+    def help_text(*argv: str) -> str:
+        if argv not in helps:
+            done = subprocess.run([sys.executable, str(README.parent / "benchmarks" / argv[0]), *argv[1:], "--help"],
+                                  capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, (argv, done.stderr[-500:])
+            helps[argv] = done.stdout
+        return helps[argv]
+
+    run_cases = subprocess.run([sys.executable, str(README.parent / "benchmarks" / "run.py"), "--list"],
+                               capture_output=True, text=True, timeout=120, check=True).stdout
+    case_names = {line.split()[0] for line in run_cases.splitlines() if line.strip()}
+    for doc, script, args in commands:
+        sub = (args[0],) if args and not args[0].startswith("-") and script == "association.py" else ()
+        text = help_text(script, *sub)
+        for flag in (a.split("=")[0] for a in args if a.startswith("--")):
+            assert re.search(rf"{re.escape(flag)}\b", text), (doc, script, flag)
+        if script == "run.py" and "--only" in args:
+            names = [a for a in args[args.index("--only") + 1:] if not a.startswith("-")]
+            named = [n for n in names if n.islower()]  # CASE is a placeholder
+            assert set(named) <= case_names, (doc, named)
+
+
+def test_readme_layout_names_every_public_module() -> None:
+    """The Layout paragraph names each public module and subpackage of rappor/ and of rappor/formats/ (it
+    left out `exceptions`, `association/` and `discovery/`); the old module paths kept as aliases are not
+    modules of their own and are left out."""
+    text = README.read_text(encoding="utf-8")
+    layout = text[text.index("## Layout"):]
+    layout = layout[:layout.index("\n## ", 4)] if "\n## " in layout[4:] else layout
+    named = set(re.findall(r"`([a-z_]+)/?`", layout))
+    package = README.parent / "rappor"
+    aliases = {p.stem for p in package.glob("*.py") if "alias_module(" in p.read_text(encoding="utf-8")}
+    public = {p.stem for p in package.glob("[!_]*.py")} | {p.parent.name for p in package.glob("[!_]*/__init__.py")}
+    public |= {p.stem for p in (package / "formats").glob("[!_]*.py")}
+    assert sorted(public - aliases - named) == []

@@ -4,9 +4,14 @@ Reads google/rappor's params.csv and counts.csv and either a map.csv (from 'rapp
 hash-candidates' or google/rappor's hash_candidates.py) or a candidate list (one string
 per line, hashed here).  Writes results.csv with google/rappor's columns string,
 estimate, std_error, proportion, prop_std_error, prop_low_95, prop_high_95, plus pvalue
-(one-sided, unadjusted), sorted by estimate: by default only the detected strings, with
---all every candidate and a 'detected' column.  The intervals of detected strings are
-adjusted for their selection (see --intervals).  --summary writes a JSON summary
+(one-sided, unadjusted) and 'detected', sorted by estimate.  Two products in one file: by
+default a row for every candidate with a positive share -- the best estimate of the whole
+distribution, from an empirical-Bayes regression (summing 'proportion' gives it) -- and the
+'detected' column, the strings the test vouches for (false detections controlled).
+--shares detected writes the detected strings only, with their least-squares shares
+(google/rappor's layout, the decoder before issue 14); --all lists every candidate.  The
+intervals are those of the least-squares fit, adjusted for selection for detected
+strings (see --intervals).  --summary writes a JSON summary
 (detected, allocated and unexplained mass, residual test, epsilons, time).
 
 A candidate is detected when its p-value, adjusted by --correction, is at most --level
@@ -74,6 +79,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "posterior-mean share (best total variation when most candidates are present, more "
                         "false detections among decoys; deprecated: what it reports swings from seed to seed) "
                         "[default: least-squares]")
+    parser.add_argument("--shares", choices=["all", "detected"], default="all",
+                        help="all: a share for every candidate (empirical-Bayes regression; rows = candidates with "
+                        "a positive share, 'detected' column = the test's list); detected: least-squares shares "
+                        "of the detected strings only [default: all]")
     parser.add_argument("--intervals", choices=["auto", "selective", "fcr", "wald"], default="auto",
                         help="prop_low_95/prop_high_95 of detected strings: conditional on detection (selective), "
                         "false-coverage-rate adjusted (Benjamini-Yekutieli 2005) or plain Wald; auto: selective "
@@ -150,7 +159,8 @@ def run(args: argparse.Namespace) -> int:
     if cmap is None:  # pragma: no cover - _discover_decode.check refuses it
         raise AssertionError("internal error: no candidates")
     decoder = Decoder(significance_level=args.level, correction=args.correction, null=args.null,
-                      estimator=args.estimator, lasso_alpha=args.lasso_alpha, rng=args.seed)
+                      estimator=args.estimator, lasso_alpha=args.lasso_alpha, rng=args.seed,
+                      shares=args.shares)
     result = decoder.decode(aggregate, cmap)
     if found is not None:
         # The unexplained mass with and without the discovered values (issue 18: it should

@@ -111,9 +111,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--categories", choices=("detected", "all"), default="detected",
                      help="categories of a string variable: the candidates its marginal decode detects, or all "
                           "[default: detected]")
-    fit.add_argument("--other", choices=("shrunk", "reference", "none"), default="shrunk",
-                     help="the 'Other' category: shrunk bit rates, google/rappor's GetOtherProbs, or none "
-                          "[default: shrunk]")
+    fit.add_argument("--other", choices=("undetected", "shrunk", "reference", "none"), default="undetected",
+                     help="the 'Other' category: the left-out candidates' and random strings' bit rates, shrunk "
+                          "residual rates, google/rappor's GetOtherProbs, or none "
+                          "[default: undetected]")
     add_level_argument(parser, help_text="significance level of the marginal decodes")
     add_seed_argument(parser, default=0, help_text="seed of --reports-sample-size")
 
@@ -156,9 +157,9 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def _string_map(args: argparse.Namespace, j: int, params: Any) -> Any:
-    from ..candidates import read_candidates
+    from ..formats.candidates import read_candidates
     from ..design import hash_candidates
-    from ..map_file import read_map
+    from ..formats.map import read_map
 
     path_map, path_cand = getattr(args, f"map{j}"), getattr(args, f"candidates{j}")
     name = getattr(args, f"var{j}")
@@ -174,7 +175,7 @@ def _string_map(args: argparse.Namespace, j: int, params: Any) -> Any:
 
 def _google_types(args: argparse.Namespace, indices: list[int]) -> tuple[Any, list[str]]:
     """Parameters and variable types from the schema (decode_assoc.R's checks)."""
-    from ..params import read_params
+    from ..formats.params import read_params
     from ..association._files import read_schema
 
     schema = read_schema(args.schema)
@@ -204,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
     from ..association import AssociationDecoder, Variable
     from ..association._files import read_assoc_reports
     from ..decoder import Decoder
-    from ..params import read_params
+    from ..formats.params import read_params
     from ..reports import ReportBatch
 
     started = time.perf_counter()
@@ -243,10 +244,9 @@ def run(args: argparse.Namespace) -> int:
     summary.update(reports_read=n_total, reports_removed=data.removed, reports_sample_size=args.reports_sample_size,
                    total_elapsed_time=round(time.perf_counter() - started, 4))
     if google:
-        out_dir = Path(args.output_dir or ".")
-        if out_dir.exists() and not out_dir.is_dir():
-            raise ReportFormatError("cannot write the outputs: exists and is not a directory", path=os.fspath(out_dir))
-        out_dir.mkdir(parents=True, exist_ok=True)
+        from .._io import output_directory
+
+        out_dir = output_directory(args.output_dir or ".")
         result.to_csv(out_dir / "assoc-results.csv", layout="google")
         _write_json(out_dir / "assoc-metrics.json", summary)
         return 0

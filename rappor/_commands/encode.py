@@ -17,6 +17,7 @@ Several variables per client (for 'rappor decode-assoc'): with the header
 'client,NAME1,NAME2,...' each row is one client's values; the output is
 'client,cohort,NAME1,NAME2,...' with one bit string per variable, each with its own
 permanent response.  '--bool NAME' marks a boolean column (1/0/true/false, one bit).
+Reading, --jobs, --on-error skip and the atomic output are those of one variable.
 See docs/association.md.
 
 Create a key with 'rappor keygen -o KEY'.
@@ -25,14 +26,15 @@ Create a key with 'rappor keygen -o KEY'.
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._io import STDIO, atomic_output, display_name
 from .._rejects import RejectsWriter, resolve_rejects_path
 from ..exceptions import InsecureRandomnessWarning
-from ..file_encoder import default_jobs, encode_file
+from ..file_encoder import default_jobs, encode_file, encode_variables_file
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument, integer,
                       load_params)
 
@@ -84,31 +86,38 @@ def run(args: argparse.Namespace) -> int:
                       f"{args.seed}, not from the operating system's CSPRNG; these reports are NOT private "
                       "against anyone who knows or guesses the seed (use --seed for tests and simulation only)",
                       InsecureRandomnessWarning, stacklevel=2)
-    if _encode_several_variables(args, params, key):
-        return 0
+    several = _several_variables(args)
     jobs = default_jobs() if args.jobs is None else args.jobs
+
+    def encode(**options: Any) -> int:
+        if several:
+            return encode_variables_file(args.input, args.output, params, key, booleans=args.bool, seed=args.seed,
+                                         jobs=jobs, **options)
+        return encode_file(args.input, args.output, params, key, seed=args.seed, jobs=jobs, **options)
+
     if args.on_error == "raise":
-        encode_file(args.input, args.output, params, key, seed=args.seed, jobs=jobs)
+        written = encode()
+        if several:
+            sys.stderr.write(f"rappor: encoded {written} clients\n")
         return 0
     rejects_path = resolve_rejects_path(args.output, args.rejects, "reports")
     # Both files are committed only if the whole input was read: a fatal error leaves neither.
     # The rejects hold raw client values: readable by their owner only.
     with atomic_output(rejects_path, private=True) as fh:
         sink = RejectsWriter(fh)
-        written = encode_file(args.input, args.output, params, key, seed=args.seed, jobs=jobs, on_error="skip",
-                              rejects=sink)
+        written = encode(on_error="skip", rejects=sink)
     where = display_name(rejects_path) if rejects_path != STDIO else "<stdout>"
-    sys.stderr.write(f"rappor: skipped {sink.count} bad row(s); {written} reports written; "
-                     f"rejected rows are in {where}\n")
+    sys.stderr.write(f"rappor: skipped {sink.count} bad row(s); {written} {'clients' if several else 'reports'} "
+                     f"written; rejected rows are in {where}\n")
     return 0
 
 
-def _encode_several_variables(args: argparse.Namespace, params: Params, key: bytes) -> bool:
-    """Encode ``client,<var1>,<var2>,...`` inputs (association analysis; rappor.association._encode).
+def _several_variables(args: argparse.Namespace) -> bool:
+    """Whether INPUT has several value columns (``client,NAME1,NAME2,...``), from its first line.
 
-    Returns False, having read nothing, for the one-variable ``client,value`` layout.
+    Reads nothing from standard input (peeks at its buffer); an unreadable file is left
+    to the encoder to report.
     """
-    from ..association._encode import encode_multi_file, multi_header
     from ..exceptions import ReportFormatError
 
     if str(args.input) == STDIO:
@@ -118,17 +127,15 @@ def _encode_several_variables(args: argparse.Namespace, params: Params, key: byt
             with open(args.input, "rb") as fh:
                 first = fh.readline(1 << 16)
         except OSError:
-            return False  # the one-variable path reports the error
-    names = multi_header(first.decode("utf-8", errors="replace").lstrip("\ufeff").rstrip("\r\n"))
-    if names is None:
-        if args.bool:
-            raise ReportFormatError("--bool needs several value columns (header client,NAME1,NAME2,...)",
-                                    path=display_name(args.input))
-        return False
-    if args.on_error != "raise":
-        raise ReportFormatError("--on-error skip is for one-variable inputs; with several value columns bad "
-                                "rows are errors", path=display_name(args.input))
-    written = encode_multi_file(args.input, args.output, params, key, args.bool, args.seed)
-    sys.stderr.write(f"rappor: encoded {written} clients x {len(names)} variables\n")
-    return True
+            return False
+    line = first.decode("utf-8", errors="replace").lstrip("\ufeff").rstrip("\r\n")
+    try:
+        cells = [c.strip() for c in next(csv.reader([line]), [])]
+    except csv.Error:
+        cells = []
+    several = len(cells) >= 3 and cells[0] == "client"
+    if args.bool and not several:
+        raise ReportFormatError("--bool needs several value columns (header client,NAME1,NAME2,...)",
+                                path=display_name(args.input))
+    return several
 

@@ -27,10 +27,8 @@ import os
 import sys
 import time
 import warnings
-from pathlib import Path
 from typing import Any
 
-from ..exceptions import ReportFormatError
 from ._common import CommandFiles, add_params_argument, add_seed_argument, integer
 
 NAME = "simulate-assoc"
@@ -53,8 +51,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="leave every R-th value out of the candidates (0: keep all) [default: 0]")
     parser.add_argument("--categories", choices=("detected", "all"), default="detected",
                         help="categories of a string variable: detected candidates, or all [default: detected]")
-    parser.add_argument("--other", choices=("shrunk", "reference", "none"), default="shrunk",
-                        help="the Other category (see rappor decode-assoc --help) [default: shrunk]")
+    parser.add_argument("--other", choices=("undetected", "shrunk", "reference", "none"), default="undetected",
+                        help="the Other category (see rappor decode-assoc --help) [default: undetected]")
     add_seed_argument(parser, default=0, help_text="random seed")
     parser.add_argument("--no-report", action="store_true", help="skip report.html (no matplotlib needed)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
@@ -75,18 +73,16 @@ def run(args: argparse.Namespace) -> int:
     """Simulate, decode, score and write the files."""
     import numpy as np
 
-    from .._io import atomic_output
+    from .._io import atomic_output, check_output_directory, output_directory
     from ..association import AssociationDecoder, example_joint, simulate_association, total_variation
     from ..association._files import write_assoc_reports
-    from ..map_file import write_map
-    from ..params import read_params, write_params
+    from ..formats.map import write_map
+    from ..formats.params import read_params, write_params
     from .simulate import DEFAULT_PARAMS
 
     started = time.perf_counter()
     params = DEFAULT_PARAMS if args.params is None else read_params(args.params)
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise ReportFormatError("cannot write the outputs: exists and is not a directory", path=os.fspath(out))
+    out = check_output_directory(args.out)  # before the work; created when the outputs are written
     joint, values, candidates = example_joint(args.pair, args.unique, args.unique2, remove_every=args.remove_every)
     names = ["value", "flag"] if args.pair == "string-bool" else ["first", "second"]
     sim = simulate_association(params, joint, values, args.clients, candidates=candidates, names=names, rng=args.seed)
@@ -119,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         page = render_association_report(result=result, params=params, kinds=kinds, truth=truth, metrics=metrics,
                                          details=details, title=f"RAPPOR association simulation: {args.pair}, "
                                                                 f"{args.clients:,} clients")
-    out.mkdir(parents=True, exist_ok=True)
+    output_directory(out)
     write_params(params, out / "params.csv")
     write_assoc_reports(out / "reports.csv", sim.reports, names, [f"client{i}" for i in range(sim.n_clients)])
     for j, var in enumerate(sim.variables):

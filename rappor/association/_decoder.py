@@ -15,10 +15,10 @@ from .._validation import check_int, check_options, check_real, check_rng
 from ..aggregate import Aggregate
 from ..exceptions import ConvergenceWarning, DecodeError, IncompatibleParamsError, InvalidParameterError, RapporWarning
 from ..reports import ReportBatch
-from ._inference import constrained_covariance, projected_covariance
+from ._inference import constrained_covariance, independence_null_draws, projected_covariance
 from ._likelihood import CodedLikelihood, Factor, Patterns, bit_index_table, group_reports, likelihoods
 from ._mixture import FitResult, ProductLikelihood, _single_thread, fit_mixture
-from ._other import other_bit_probabilities
+from ._other import other_bit_probabilities, undetected_bit_probabilities
 from ._result import AssociationResult, IndependenceTest, check_variable_names
 from ._variables import OTHER, Variable
 
@@ -32,6 +32,8 @@ MAX_COVARIANCE_CELLS = 2048
 MAX_PROJECTED_CELLS = 512
 #: Monte Carlo draws of the projected normal (relative error of a variance about 2%).
 PROJECTION_DRAWS = 1000
+#: Draws of the independence statistic's law (Monte Carlo error of a p-value of 0.05: 0.007).
+INDEPENDENCE_DRAWS = 1000
 
 
 class AssociationDecoder:
@@ -42,12 +44,15 @@ class AssociationDecoder:
     candidates : {"detected", "all"}, default="detected"
         Categories of a string variable: the candidates its marginal decode detects (as
         google/rappor ``decode_assoc.R``) or every candidate of its map.
-    other : {"shrunk", "reference", "none"}, default="shrunk"
-        The category of strings that are not among them: per-(cohort, bit) probabilities
-        estimated from the counts the candidates leave unexplained, shrunk towards their
-        mean (``"shrunk"``), exactly as google/rappor's ``GetOtherProbs``
-        (``"reference"``), or no such category (``"none"``: the mass of other strings is
-        then spread over the candidates).  See :mod:`rappor.association._other`.
+    other : {"undetected", "shrunk", "reference", "none"}, default="undetected"
+        The category of strings that are not among them, with per-(cohort, bit)
+        probabilities of a 1: those of the candidates left out of the table in their
+        marginal shares plus random strings for the rest (``"undetected"``); estimated
+        from the counts the candidates leave unexplained, shrunk towards their mean
+        (``"shrunk"``: fitted to the same counts, it biases the table towards "Other");
+        exactly as google/rappor's ``GetOtherProbs`` (``"reference"``); or no such
+        category (``"none"``: the mass of other strings is then spread over the
+        candidates).  See :mod:`rappor.association._other`.
     method : {"sqp", "em"}, default="sqp"
         Maximizer of the likelihood: sequential quadratic programming (mix-SQP; a handful
         of iterations) or google/rappor's EM iteration (thousands at realistic noise).
@@ -86,7 +91,7 @@ class AssociationDecoder:
     }
 
     def __init__(self, *, candidates: Literal["detected", "all"] = "detected",
-                 other: Literal["shrunk", "reference", "none"] = "shrunk", method: Literal["sqp", "em"] = "sqp",
+                 other: Literal["undetected", "shrunk", "reference", "none"] = "undetected", method: Literal["sqp", "em"] = "sqp",
                  max_iterations: int = 1000, tolerance: float = 1e-3, std_errors: bool = True,
                  independence_test: bool = True, decoder: Any = None, rng: Any = None) -> None:
         self.candidates = candidates
@@ -106,7 +111,7 @@ class AssociationDecoder:
     def _validate(self) -> None:
         owner = "AssociationDecoder"
         check_options(self.candidates, "candidates", owner, ("detected", "all"))
-        check_options(self.other, "other", owner, ("shrunk", "reference", "none"))
+        check_options(self.other, "other", owner, ("undetected", "shrunk", "reference", "none"))
         check_options(self.method, "method", owner, ("sqp", "em"))
         check_int(self.max_iterations, "max_iterations", owner, low=0)
         check_real(self.tolerance, "tolerance", owner, low=0.0)
@@ -240,14 +245,27 @@ class AssociationDecoder:
         if self.other == "none":
             if columns.size == 0:
                 raise DecodeError(f"Nothing was detected in the marginal decode of variable {var.name!r}: "
-                                  f"no category to associate (model the other strings with other='shrunk').")
+                                  f"no category to associate (model the other strings with other='undetected').")
             return columns, labels, marginal, None
-        shares = np.nan_to_num(np.asarray(marginal.proportion, dtype=np.float64)[columns])
-        probs = other_bit_probabilities(aggregate, cmap, columns, shares, self.other)
+        if self.other == "undetected":
+            probs = undetected_bit_probabilities(cmap, columns, np.asarray(marginal.proportion, dtype=np.float64))
+        else:
+            shares = np.nan_to_num(np.asarray(marginal.proportion, dtype=np.float64)[columns])
+            probs = other_bit_probabilities(aggregate, cmap, columns, shares, self.other)
         return columns, labels + (OTHER,), marginal, probs
 
     def _independence(self, lik: ProductLikelihood, factors: list[Factor], joint: FitResult,
                       gen: np.random.Generator) -> tuple[IndependenceTest | None, list[int]]:
+        """Likelihood-ratio test of independence, its p-value from the statistic's law at the boundary.
+
+        The chi-square law of the statistic holds when no cell is near 0; with cells within a
+        few standard errors of 0 the statistic is stochastically smaller (every draw of
+        :func:`independence_null_draws` is at most its chi-square counterpart), so the
+        chi-square p-value is an upper bound.  When that bound is already below what
+        ``INDEPENDENCE_DRAWS`` draws can resolve it is reported as is (a valid, conservative
+        p-value); otherwise the p-value is the share of draws at least as large as the
+        statistic, ``(1 + #{draws >= statistic}) / (1 + draws)``.
+        """
         if len(factors) < 2:
             return None, []
         from scipy.stats import chi2
@@ -255,6 +273,7 @@ class AssociationDecoder:
         total = 0.0
         iterations: list[int] = []
         table = joint.table.reshape(lik.shape)
+        marginals = []
         for axis, f in enumerate(factors):
             single = ProductLikelihood([f], lik.weights)
             # Started from the joint fit's marginal (close to the independence fit's).
@@ -265,12 +284,29 @@ class AssociationDecoder:
                               max_iterations=max(self.max_iterations, 100), start=start, rng=gen)
             total += fit.log_likelihood
             iterations.append(fit.iterations)
+            marginals.append(fit.table)
         joint_ll = joint.log_likelihood
         shape = lik.shape
         df = int(np.prod(shape)) - 1 - sum(c - 1 for c in shape)
         stat = max(2.0 * (joint_ll - total), 0.0)
-        pvalue = float(chi2.sf(stat, df)) if df > 0 else math.nan
-        return IndependenceTest(statistic=stat, df=df, pvalue=pvalue), iterations
+        if df <= 0:
+            return IndependenceTest(statistic=stat, df=df, pvalue=math.nan), iterations
+        pvalue = float(chi2.sf(stat, df))
+        method = "likelihood-ratio, chi-square bound"
+        if pvalue * (INDEPENDENCE_DRAWS + 1) >= 1.0 and lik.size <= MAX_PROJECTED_CELLS:
+            null = marginals[0]
+            for m in marginals[1:]:
+                null = np.multiply.outer(null, m)
+            d = lik.forward(null.reshape(-1))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                curvature = np.where(d > 0, lik.weights / (d * d), 0.0)
+            with _single_thread():
+                cov = constrained_covariance(lik.hessian(curvature))
+                draws = independence_null_draws(marginals, cov, gen, draws=INDEPENDENCE_DRAWS)
+            if draws is not None:
+                pvalue = (1.0 + float((draws >= stat).sum())) / (1.0 + draws.size)
+                method = f"likelihood-ratio, boundary-aware ({draws.size} draws)"
+        return IndependenceTest(statistic=stat, df=df, pvalue=pvalue, method=method), iterations
 
 
 def _product_start(batches: Sequence[ReportBatch], variables: Sequence[Variable],

@@ -1,6 +1,17 @@
 """The "other" category: how often each (cohort, bit) is 1 in reports of non-candidate strings (private).
 
-Both estimates start from the counts that the candidates do not explain.  With ``N_c``
+``"undetected"`` (default)
+    The strings of "other" are the candidates left out of the table, in the shares the
+    marginal decode estimates for them, and strings outside the candidate list for the
+    rest of the other mass, each of those a random string (Bloom bit rate
+    ``1 - (1 - 1/k)^h``): ``o[c, j] = p01 + (p11 - p01) (sum_s w_s B[c, j, s] + w_rest u) /
+    (sum_s w_s + w_rest)``.  Nothing in it is fitted to the bit counts beyond the
+    decoder's shares: the rates of the two estimates below are, and the joint fit
+    exploits that noise (``docs/association.md``, *The Other category*: with 1,024
+    (cohort, bit) rates fitted to the same counts, "shrunk" raised a string variable's
+    log-likelihood by about 250 and its Other share from 0.15 to 0.5).
+
+The two other estimates start from the counts that the candidates do not explain.  With ``N_c``
 reports in cohort ``c``, candidate shares ``s_x`` (the marginal decode) and ``B[c, j, x]``
 the candidates' Bloom bits, the candidates are expected to give
 ``N_c sum_x s_x (p01 + (p11 - p01) B[c, j, x])`` ones in bit ``j``; the rest come from the
@@ -15,7 +26,7 @@ the candidates' Bloom bits, the candidates are expected to give
     clipped at 0, divided, then clipped to ``[0, 1]`` (``x / 0`` -> 1, ``0 / 0`` -> 0, in R's order).  At realistic noise
     most cells are pure noise, and a probability of exactly 0 or 1 makes every report
     with the opposite bit impossible for "other".
-``"shrunk"`` (default)
+``"shrunk"``
     The same residual with the real cohort sizes, turned into the Bloom-bit rate of
     other strings ``b[c, j] = (o[c, j] - p01) / (p11 - p01)`` and shrunk towards its
     mean by the method-of-moments empirical Bayes factor ``tau^2 / (tau^2 + se[c, j]^2)``
@@ -36,10 +47,51 @@ import numpy.typing as npt
 
 from ..aggregate import Aggregate
 from ..design import CandidateMap
+from ..params import Params
 
-__all__ = ["OtherMethod", "other_bit_probabilities"]
+__all__ = ["OtherMethod", "other_bit_probabilities", "undetected_bit_probabilities"]
 
 OtherMethod = Literal["shrunk", "reference"]
+
+
+def _random_string_rate(params: Params) -> float:
+    """Probability that a random string sets a given Bloom bit: ``1 - (1 - 1/k)^h``."""
+    return 1.0 - (1.0 - 1.0 / params.num_bloombits) ** params.num_hashes
+
+
+def undetected_bit_probabilities(cmap: CandidateMap, columns: npt.NDArray[np.intp],
+                                 proportions: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """P(report bit = 1 | the client's string is not among ``columns``), per cohort and bit.
+
+    Parameters
+    ----------
+    cmap : CandidateMap
+    columns : ndarray of int
+        The candidates of the table (columns of ``cmap``).
+    proportions : ndarray of float64, shape (n_candidates,)
+        The marginal decode's share of every candidate (``nan`` and negative count as 0).
+
+    Returns
+    -------
+    ndarray of float64, shape (m, k)
+        ``p01 + (p11 - p01) r`` with ``r`` the Bloom bit rate of the mixture of the other
+        candidates (weights: their shares) and of random strings (weight: the rest of
+        ``1 - sum(shares of columns)``).  See the module docstring.
+    """
+    params = cmap.params
+    shares = np.clip(np.nan_to_num(np.asarray(proportions, dtype=np.float64)), 0.0, None)
+    left_out = np.ones(shares.size, dtype=bool)
+    left_out[columns] = False
+    weights = np.where(left_out, shares, 0.0)
+    rest = max(1.0 - float(shares[columns].sum()) - float(weights.sum()), 0.0)
+    total = float(weights.sum()) + rest
+    uniform = _random_string_rate(params)
+    if total <= 0.0:
+        rate = np.full((params.num_cohorts, params.num_bloombits), uniform)
+    else:
+        rate = (_known_bits(cmap, np.arange(shares.size, dtype=np.intp), weights) + rest * uniform) / total
+    probabilities: npt.NDArray[np.float64] = params.p01 + (params.p11 - params.p01) * np.clip(rate, 0.0, 1.0)
+    return probabilities
 
 
 def _known_bits(cmap: CandidateMap, columns: npt.NDArray[np.intp], weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -93,8 +145,8 @@ def other_bit_probabilities(aggregate: Aggregate, cmap: CandidateMap, columns: n
     if shares.sum() > 1.0:
         shares = shares / shares.sum()
     other_share = 1.0 - float(shares.sum())
-    k, h = params.num_bloombits, params.num_hashes
-    uniform = 1.0 - (1.0 - 1.0 / k) ** h  # a random string's Bloom bit rate
+    k = params.num_bloombits
+    uniform = _random_string_rate(params)
     if other_share * float(n_c.sum()) < 1.0:
         return np.full((params.num_cohorts, k), p01 + (p11 - p01) * uniform)
     known_bits = _known_bits(cmap, columns, shares)  # share of reports whose Bloom bit is 1, by cell

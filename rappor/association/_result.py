@@ -50,7 +50,12 @@ class IndependenceTest:
     df : int
         ``prod C_j - 1 - sum_j (C_j - 1)``.
     pvalue : float
-        Upper tail of chi-square(df) at ``statistic``.
+        Share of draws of the statistic's law under independence (boundary included) at
+        least as large as ``statistic``; or, when the chi-square(df) upper tail is already
+        below what the draws resolve, that tail (an upper bound: the law is stochastically
+        smaller than chi-square when cells are near 0).
+    method : str
+        Which of the two, with the number of draws.
     """
 
     statistic: float

@@ -21,6 +21,9 @@ The package's modules (private), in the order a decode uses them:
 ``_adjust.py``                multiple-testing adjustment (Benjamini-Hochberg, Storey, two-stage,
                               Bonferroni, local fdr)
 ``_bayes.py``                 empirical Bayes: the NPMLE prior, local fdr, posterior shares
+``_shares.py``                every candidate's share, the default ``proportion``: empirical-Bayes
+                              regression (fixed unexplained mass, coordinate ascent with a fitted
+                              prior, bagged NPMLE priors)
 ``_intervals.py``             marginal, FCR-adjusted and selective confidence intervals
 ``_result.py``                :class:`DecodeResult` and :class:`DecodeDiagnostics`
 ============================  ==============================================================

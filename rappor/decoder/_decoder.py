@@ -36,6 +36,7 @@ from ._result import DecodeResult
 
 _SCREENING = ("auto", "lasso", "none")
 _ESTIMATORS = ("least-squares", "empirical-bayes")
+_SHARES = ("all", "detected")
 #: Smallest usable |p11 - p01|: a bit's debiased share has standard error at least
 #: 0.5 / (|p11 - p01| sqrt(N)), above 1 for every int64 number of reports N below this.
 _MIN_SIGNAL = 0.5 / math.sqrt(2.0**63)
@@ -184,6 +185,18 @@ class Decoder:
         :attr:`DecodeResult.detected` for why the two differ).  *Deprecated* (a
         ``FutureWarning``): the number of strings it reports swings from seed to seed
         (issue 4's scenario, 20 seeds: 5 to 100; ``docs/decoder.md``).
+    shares : {"all", "detected"}, default="all"
+        What :attr:`DecodeResult.proportion` holds with the least-squares estimator.
+        ``"all"``: a share for *every* candidate, the best estimate of the whole
+        distribution -- an empirical-Bayes regression (a prior of the shares fitted jointly
+        with them, bagged; :mod:`rappor.decoder._shares`) -- while :attr:`DecodeResult.detected`
+        stays the test's list, with its error control; ``results.csv`` then has a row for
+        every candidate with a positive share (or detected) and a ``detected`` column, so that summing
+        ``proportion`` gives the distribution (issue 14: lower total variation than
+        google/rappor's decoder in every scenario class measured, ``docs/decoder.md``).
+        ``"detected"``: the least-squares shares of the test's fit, and ``results.csv``
+        lists the detected strings only (the decoder before issue 14).  Ignored by
+        ``estimator="empirical-bayes"``.
     rng : numpy.random.Generator, int or None, default=None
         Draws the random-string patterns when ``k**h`` exceeds 4096 (otherwise every
         pattern is enumerated and nothing random is drawn).  ``None`` uses a fixed
@@ -201,8 +214,14 @@ class Decoder:
     >>> agg = rappor.Aggregate(params=params, counts=np.column_stack([np.full(4, n), ones]))
     >>> res = rappor.Decoder().decode(agg, cmap)
     >>> t = res.table()                        # every candidate, input order
-    >>> t["string"][t["detected"]].tolist(), round(float(res.proportion[0]), 2)
-    (['a'], 1.0)
+    >>> t["string"][t["detected"]].tolist()   # the test's list
+    ['a']
+    >>> round(float(res.fitted_proportion[0]), 2), round(float(res.proportion[0]), 2)
+    (1.0, 0.96)
+
+    ``fitted_proportion`` is the test's least-squares share; ``proportion`` (``shares="all"``)
+    the empirical-Bayes share, whose prior is fitted to the candidates themselves: with three
+    of them it is rough, and "b" and "c" get about 0.02 each.
     """
 
     #: Check of each parameter, run at the top of :meth:`decode` (scikit-learn's convention).
@@ -216,6 +235,7 @@ class Decoder:
         "max_refits": lambda value, name, owner: check_int(value, name, owner, low=0),
         "null": _options(NULLS),
         "estimator": _options(_ESTIMATORS),
+        "shares": _options(_SHARES),
         "rng": _check_rng,
     }
 
@@ -226,7 +246,7 @@ class Decoder:
                  model_unexplained: bool = True, max_refits: int = 5,
                  null: Literal["random-strings", "normal"] = "random-strings",
                  estimator: Literal["least-squares", "empirical-bayes"] = "least-squares",
-                 rng: RngLike = None) -> None:
+                 rng: RngLike = None, shares: Literal["all", "detected"] = "all") -> None:
         self.significance_level = significance_level
         self.correction = correction
         self.lasso_alpha = lasso_alpha
@@ -236,6 +256,7 @@ class Decoder:
         self.null = null
         self.estimator = estimator
         self.rng = rng
+        self.shares = shares
 
     def __repr__(self) -> str:
         args = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._parameter_constraints)
@@ -250,7 +271,8 @@ class Decoder:
         return DecodeOptions(significance_level=float(self.significance_level), correction=self.correction,
                              lasso_alpha=self.lasso_alpha, screening=self.screening,
                              model_unexplained=bool(self.model_unexplained), max_refits=int(self.max_refits),
-                             null=self.null, estimator=self.estimator, rng=self.rng)
+                             null=self.null, estimator=self.estimator, rng=self.rng,
+                             shares=self.shares)
 
     def decode(self, aggregate: Aggregate, candidate_map: CandidateMap) -> DecodeResult:
         """Estimate the share of every candidate in ``aggregate``.
@@ -345,6 +367,8 @@ class Decoder:
             diagnostics=replace(est.diagnostics, seconds=time.perf_counter() - start),
             detected=significant if est.reported is None else est.reported,
             estimator=self.estimator,
+            shares=self.shares if self.estimator == "least-squares" else "detected",
+            fitted_proportion=est.proportion if est.fitted_proportion is None else est.fitted_proportion,
         )
 
 

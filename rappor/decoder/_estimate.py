@@ -16,7 +16,9 @@ candidates (:class:`_DistinctFit`) and the per-candidate result (:class:`Estimat
    against the null (:func:`~._null.null_pvalues`), adjust (:mod:`._adjust`) and add
    the left-out candidates that pass to the model until none is left out;
 4. residual diagnostics, and with ``estimator="empirical-bayes"`` the posterior
-   shares (:func:`~._bayes.empirical_bayes_shares`);
+   shares (:func:`~._bayes.empirical_bayes_shares`); else with ``shares="all"``
+   (default) every candidate's share from the empirical-Bayes regression
+   (:func:`~._shares.regression_shares`), the detections staying the test's;
 5. spread the results back to every candidate (group members copy their group's).
 """
 
@@ -40,6 +42,7 @@ from ._null import RandomStringNull, normal_pvalues, null_pvalues
 from ._problem import Array, IntArray, WeightedDesign, WeightedProblem, weighted_problem
 from ._result import DecodeDiagnostics
 from ._screen import cv_lasso_alpha, lasso_screen
+from ._shares import fixed_unexplained, regression_shares
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -69,6 +72,7 @@ class DecodeOptions:
     null: str
     estimator: str
     rng: RngLike
+    shares: str = "detected"
 
     @property
     def rule(self) -> DetectionRule:
@@ -91,6 +95,7 @@ class Estimates:
     group: IntArray
     reported: npt.NDArray[np.bool_] | None  # the empirical-Bayes decision; None: the tests decide
     diagnostics: DecodeDiagnostics
+    fitted_proportion: Array | None = None  # the test's least-squares shares, when proportion differs
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -139,13 +144,30 @@ def estimate(options: DecodeOptions, counts: npt.NDArray[np.int64], matrix: sp.c
     coef = fitted.coef
     adjusted = options.rule.adjust(fitted.pvalue)
     reported: npt.NDArray[np.bool_] | None = None
+    fitted_proportion: Array | None = None
     if options.estimator == "empirical-bayes" and problem.n_distinct:
         coef, reported_distinct = empirical_bayes_shares(coef, fitted.se, fitted.pvalue,
                                                          1.0 - max(fit_unexplained, 0.0))
         reported = problem.spread(reported_distinct.astype(np.float64), 0.0) > 0.5
+    elif options.shares == "all" and problem.n_distinct:
+        fitted_proportion = problem.spread(coef, math.nan)
+        coef = _all_shares(problem, fitted, raw, raw_se)
     return Estimates(proportion=problem.spread(coef, math.nan), prop_std_error=problem.spread(fitted.se, math.nan),
                      pvalue=problem.spread(fitted.pvalue, math.nan), adjusted_pvalue=problem.spread(adjusted, math.nan),
-                     group=problem.group, reported=reported, diagnostics=diagnostics)
+                     group=problem.group, reported=reported, diagnostics=diagnostics,
+                     fitted_proportion=fitted_proportion)
+
+
+def _all_shares(problem: WeightedProblem, fitted: _DistinctFit, unexplained: float, unexplained_se: float) -> Array:
+    """Every distinguishable candidate's empirical-Bayes share (:func:`~._shares.regression_shares`)."""
+    design = problem.weighted_design()
+    u_star = fixed_unexplained(unexplained, unexplained_se) if fitted.modelled_unexplained else 0.0
+    s_u = problem.n_distinct
+    return regression_shares(design.candidates, problem.b, design.col_sq_norms[:s_u], np.nan_to_num(fitted.coef),
+                             background=design.background if fitted.modelled_unexplained else None,
+                             unexplained=u_star, screened=fitted.screened,
+                             dispersion=max(1.0, fitted.rss / max(problem.n_rows - fitted.n_parameters, 1))
+                             if fitted.dispersion is None else fitted.dispersion)
 
 
 def _by_cohort_and_bit(values: Array, problem: WeightedProblem) -> Array:

@@ -133,8 +133,11 @@ class DecodeResult:
 
     Every array attribute, :meth:`confidence_interval` and :meth:`table` are indexed
     the same way: entry ``i`` is candidate ``strings[i]``.  ``results.csv``
-    (:meth:`to_csv`) lists the rows of :meth:`ranking` instead: the detected strings,
-    largest estimate first, as google/rappor's decoder does.
+    (:meth:`to_csv`) lists the rows of :meth:`ranking` instead, largest estimate first:
+    with ``shares="all"`` (default) every candidate with a positive share (or detected)
+    and a ``detected`` column, so that its ``proportion`` column sums to the estimated
+    distribution; with ``shares="detected"`` the detected strings, as google/rappor's
+    decoder does.
 
     Attributes
     ----------
@@ -144,8 +147,12 @@ class DecodeResult:
         Estimated number of reports of each string and its standard error
         (``proportion * n_reports``).
     proportion, prop_std_error : ndarray of shape (n_candidates,)
-        Estimated share of reports and its standard error.  Candidates outside the
-        fitted support have share 0 and the standard error they would have if added.
+        Estimated share of reports and the standard error of the test's least-squares
+        share.  With ``shares="all"`` (default) the empirical-Bayes share of every
+        candidate (:mod:`rappor.decoder._shares`), made for the total variation of the
+        whole distribution; with ``shares="detected"`` the least-squares share
+        (:attr:`fitted_proportion`), where candidates outside the fitted support have
+        share 0 and the standard error they would have if added.
         ``nan`` for a candidate that sets no bit of any cohort with reports; ``inf``
         where the counts cannot tell a candidate's share apart from the others' (e.g.
         a single report).
@@ -177,8 +184,11 @@ class DecodeResult:
     n_reports : int
         Reports decoded.
     params : Params
-    significance_level, correction, estimator :
-        The test configuration and estimator used.
+    significance_level, correction, estimator, shares :
+        The test configuration, estimator and shares used.
+    fitted_proportion : ndarray of shape (n_candidates,)
+        The least-squares shares of the test's fit, which the p-values and the
+        confidence intervals are about (``proportion`` itself with ``shares="detected"``).
     diagnostics : DecodeDiagnostics
         Unexplained mass and its standard error, residual chi-square, dispersion,
         screening, null law and timing (see :meth:`summary`).
@@ -200,12 +210,16 @@ class DecodeResult:
     diagnostics: DecodeDiagnostics = field(default_factory=DecodeDiagnostics)
     detected: npt.NDArray[np.bool_] = None  # type: ignore[assignment]  # None -> significant
     estimator: str = "least-squares"
+    shares: str = "detected"
+    fitted_proportion: Array = None  # type: ignore[assignment]  # None -> proportion
 
     def __post_init__(self) -> None:
         if self.detected is None:
             object.__setattr__(self, "detected", self.significant)
+        if self.fitted_proportion is None:
+            object.__setattr__(self, "fitted_proportion", self.proportion)
         for name in ("estimate", "std_error", "proportion", "prop_std_error", "pvalue", "adjusted_pvalue",
-                     "significant", "detected", "group"):
+                     "significant", "detected", "group", "fitted_proportion"):
             arr = np.array(getattr(self, name), copy=True)
             arr.flags.writeable = False
             object.__setattr__(self, name, arr)
@@ -216,12 +230,13 @@ class DecodeResult:
     def __repr__(self) -> str:
         top = self.ranking()[:_REPR_SHOWN].tolist()
         shown = ", ".join(f"{_short(self.strings[i])}: {self.proportion[i]:.4g}" for i in top)
-        more = f", ... {int(self.detected.sum()) - len(top)} more" if self.detected.sum() > len(top) else ""
+        n_rows = len(self.ranking())
+        more = f", ... {n_rows - len(top)} more" if n_rows > len(top) else ""
         return (f"DecodeResult({len(self.strings):,} candidates, {int(self.detected.sum()):,} detected, "
                 f"{self.n_reports:,} reports;\n"
                 f"             estimator={self.estimator!r}, correction={self.correction!r}, "
                 f"significance_level={self.significance_level:g};\n"
-                f"             largest detected shares {{{shown}{more}}})")
+                f"             largest {'detected ' if self.shares == 'detected' else ''}shares {{{shown}{more}}})")
 
     @property
     def groups(self) -> tuple[tuple[str, ...], ...]:
@@ -241,6 +256,9 @@ class DecodeResult:
                             kind: Literal["proportion", "count"] = "proportion",
                             adjust: Literal["none", "fcr", "selective"] = "none") -> ConfidenceInterval:
         """Two-sided Wald interval ``estimate ± z * std_error``, clipped to ``[0, 1]`` (or ``[0, N]``).
+
+        The interval is that of the test's least-squares share (:attr:`fitted_proportion`);
+        with ``shares="all"`` the reported share, shrunk towards 0, usually lies inside it.
 
         Parameters
         ----------
@@ -278,13 +296,13 @@ class DecodeResult:
                 msg = (f"Selective intervals need least-squares estimates; this result used the {self.estimator!r} "
                        "estimator. Use adjust='fcr' or 'none'.")
                 raise InvalidParameterError(msg)
-            low, high = selective_interval(self.proportion, self.prop_std_error, self.pvalue, self.detected,
+            low, high = selective_interval(self.fitted_proportion, self.prop_std_error, self.pvalue, self.detected,
                                            _first_of_group(self.group), level, self._fcr_critical_value(level))
         else:
             z = np.full(len(self.strings), normal_critical_value(level))
             if adjust == "fcr":
                 z[self.detected] = self._fcr_critical_value(level)
-            low, high = wald_interval(self.proportion, self.prop_std_error, z)
+            low, high = wald_interval(self.fitted_proportion, self.prop_std_error, z)
         if kind == "count":
             low, high = low * self.n_reports, high * self.n_reports
         return ConfidenceInterval(low=low, high=high)
@@ -295,17 +313,21 @@ class DecodeResult:
         return fcr_critical_value(level, n_sel, len(self.strings) if n_tests is None else n_tests)
 
     def ranking(self, all: bool = False) -> IntArray:  # noqa: A002
-        """Indices of the detected candidates, largest estimate first: the rows of ``results.csv``.
+        """Indices of the rows of ``results.csv``, largest estimate first.
 
-        Ties keep input order; a ``nan`` estimate comes last.  ``result.table()[result.ranking()]``
-        is the table as ``results.csv`` lists it.
+        The rows are the candidates with a positive share or detected with
+        ``shares="all"`` (default: a detected string whose share is 0 still has its row),
+        the detected candidates with ``shares="detected"``.  Ties keep input
+        order; a ``nan`` estimate comes last.  ``result.table()[result.ranking()]`` is the
+        table as ``results.csv`` lists it.
 
         Parameters
         ----------
         all : bool, default=False
-            Every candidate instead of only the detected ones.
+            Every candidate instead.
         """
-        idx = np.arange(len(self.strings)) if all else np.flatnonzero(self.detected)
+        rows = self.detected if self.shares == "detected" else (np.nan_to_num(self.proportion) > 0) | self.detected
+        idx = np.arange(len(self.strings)) if all else np.flatnonzero(rows)
         key = np.where(np.isnan(self.estimate[idx]), -np.inf, self.estimate[idx])
         out: IntArray = idx[np.lexsort((idx, -key))]
         return out
@@ -354,30 +376,34 @@ class DecodeResult:
         """Write ``results.csv`` (atomically; ``"-"`` for standard output).
 
         google/rappor's columns ``string, estimate, std_error, proportion,
-        prop_std_error, prop_low_95, prop_high_95`` plus ``pvalue`` (unadjusted), one row
-        per detected string, largest estimate first (:meth:`ranking`); with
-        ``all=True`` every candidate and a ``detected`` column (``true``/``false``).
+        prop_std_error, prop_low_95, prop_high_95`` plus ``pvalue`` (unadjusted), largest
+        estimate first (:meth:`ranking`): with ``shares="all"`` (default) one row per
+        candidate with a positive share or detected and a ``detected`` column (``true``/``false``);
+        with ``shares="detected"`` one row per detected string (google/rappor's layout).
+        With ``all=True`` every candidate and the ``detected`` column.
         Numbers are written as Python's shortest round-trip repr (whole numbers without
         a decimal point); a missing value (``nan``) as ``NA`` and an infinite one as
         ``Inf`` or ``-Inf``, as R's ``write.csv`` does (R's ``read.csv`` and Python's
         ``float`` read both back).  ``adjust``: as in :meth:`table`.
         """
         rows = self.table(adjust=adjust)[self.ranking(all)]
-        names = (*_CSV_COLUMNS, "detected") if all else _CSV_COLUMNS
+        flag = all or self.shares != "detected"
+        names = (*_CSV_COLUMNS, "detected") if flag else _CSV_COLUMNS
         with atomic_output(path) as out:
             out.write(",".join(names) + "\n")
             for row in rows:
                 cells = [csv_field(str(row["string"]))]
                 cells += [_csv_float(float(row[name])) for name in _CSV_COLUMNS[1:]]
-                if all:
+                if flag:
                     cells.append("true" if row["detected"] else "false")
                 out.write(",".join(cells) + "\n")
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready summary: counts, masses, residual diagnostics, privacy and timing.
 
-        Keys: ``candidates``, ``detected``, ``reports``, ``allocated_mass`` (sum of the
-        detected shares), ``unexplained_mass`` and ``unexplained_std_error`` (share of
+        Keys: ``candidates``, ``detected``, ``rows`` (rows of ``results.csv``: with
+        ``shares="all"`` the candidates with a positive share or detected), ``reports``,
+        ``allocated_mass`` (sum of the shares of those rows), ``unexplained_mass`` and ``unexplained_std_error`` (share of
         reports whose value the candidates do not explain, from the model's
         non-candidate column: without screening its unconstrained least-squares
         coefficient with every candidate in the model, unbiased however many candidates
@@ -388,17 +414,20 @@ class DecodeResult:
         (indistinguishable candidates), ``residual`` (chi-square, degrees of freedom,
         p-value, dispersion, largest standardized residual), ``epsilon_one``,
         ``epsilon_inf``, ``params``, ``significance_level``, ``correction``,
-        ``estimator``, ``null`` (law of the test statistics and, for the random-string
+        ``estimator``, ``shares``, ``null`` (law of the test statistics and, for the random-string
         null, the mean, sd and skewness of a random string's score, whether its
         patterns were enumerated exactly and ``pvalue_floor``, the smallest p-value it
         can give), ``screening``, ``seconds``.  The per-bit residuals are in
         :attr:`diagnostics` (``residuals``), not in the summary.
         """
         d = self.diagnostics
-        allocated = float(np.nansum(np.where(self.detected, self.proportion, 0.0)[_first_of_group(self.group)]))
+        rows = np.zeros(len(self.strings), dtype=bool)
+        rows[self.ranking()] = True
+        allocated = float(np.nansum(np.where(rows, self.proportion, 0.0)[_first_of_group(self.group)]))
         return {
             "candidates": len(self.strings),
             "detected": int(self.detected.sum()),
+            "rows": int(rows.sum()),
             "reports": int(self.n_reports),
             "allocated_mass": allocated,
             "unexplained_mass": d.unexplained_mass,
@@ -414,6 +443,7 @@ class DecodeResult:
             "significance_level": self.significance_level,
             "correction": self.correction,
             "estimator": self.estimator,
+            "shares": self.shares,
             "null": {"law": d.null_law, "mean": d.null_mean, "sd": d.null_sd, "skewness": d.null_skewness,
                      "exact": d.null_exact, "pvalue_floor": d.pvalue_floor},
             "screening": {"screened": d.screened, "lasso_alpha": d.lasso_alpha, "selected": d.selected,

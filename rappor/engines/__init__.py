@@ -122,8 +122,9 @@ def report_sources(paths: Sequence[PathLike], params: Params) -> list[ReportSour
         if report_format(path) == "csv":
             sources.append(ReportSource(path=os.fspath(path), kind="csv"))
             continue
-        import_optional("pyarrow.parquet", "Parquet reports")  # the missing extra first, whatever the path holds
-        for file in parquet_files(path):
+        files = parquet_files(path)  # a directory without Parquet files is an error, with or without pyarrow
+        import_optional("pyarrow.parquet", "Parquet reports")  # then the missing extra, before reading any
+        for file in files:
             columns = tuple(check_parquet_file(file, params))
             sources.append(ReportSource(path=os.fspath(file), kind="parquet", columns=columns))
     return sources
