@@ -18,7 +18,7 @@ from rappor import Params
 from rappor.cli import main
 from rappor.discovery import DiscoverySpec
 from rappor.discovery.client import DiscoveryEncoder
-from rappor.params import write_params
+from rappor.formats.params import write_params
 from rappor.reports import ReportBatch, write_reports
 
 #: Strings and how many clients hold each (the last three are rare).

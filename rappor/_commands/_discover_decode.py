@@ -68,7 +68,7 @@ def add_discovered(args: argparse.Namespace, params: Params, cmap: CandidateMap 
     from ..design import CandidateMap, hash_candidates
     from ..discovery import DiscoverySpec, discover
     from ..exceptions import InvalidParameterError
-    from ..params import read_params
+    from ..formats.params import read_params
     from .discover import discovery_aggregate, listed_strings
 
     spec = DiscoverySpec(params=read_params(args.discovery_params), max_length=args.max_length,
