@@ -116,7 +116,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                           "[default: undetected]")
     fit.add_argument("--intervals", choices=("wald", "profile"), default="wald",
                      help="95%% intervals of the cells (prop_low_95, prop_high_95): estimate +- 1.96 standard "
-                          "errors, or profile likelihood (better for the large cells of big tables; about 15 "
+                          "errors, or profile likelihood (better for the large cells of big tables; about 10 "
                           "fits per cell) [default: wald]")
     fit.add_argument("--no-independence-test", dest="independence_test", action="store_false",
                      help="skip the likelihood-ratio test of independence (two more fits and 1,000 draws of its "

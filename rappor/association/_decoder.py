@@ -100,7 +100,7 @@ class AssociationDecoder(CheckedParameters):
     decoder : rappor.Decoder or None, default=None
         Decoder of the string variables' marginals (``rappor.Decoder()`` by default).
     profile_level : float or None, default=None
-        Also compute profile-likelihood intervals of the cells at this level (about 15
+        Also compute profile-likelihood intervals of the cells at this level (about 10
         mixture fits per cell: a minute for a 135-cell table of 100,000 reports); they are
         then what :meth:`AssociationResult.confidence_interval` returns at this level.
         See :mod:`rappor.association._profile`.
