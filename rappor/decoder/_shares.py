@@ -203,8 +203,7 @@ def coordinate_ascent(a: sp.csc_matrix, b: Array, col_sq_norms: Array, start: Ar
     grid = float(np.median(std_error)) * zgrid
     w = np.maximum(w, 1e-12)
     w /= w.sum()
-    post = np.zeros((len(moved), len(grid)))  # rows: moved candidates, visit order
-    post_idle = np.zeros((len(idle), len(grid)))
+    sums_idle = np.zeros(len(grid))
     n_total = len(moved) + idle_weight * len(idle)
     beta_m = beta[moved].copy()
     stat_m = np.zeros(len(moved))
@@ -216,15 +215,14 @@ def coordinate_ascent(a: sp.csc_matrix, b: Array, col_sq_norms: Array, start: Ar
         # to a constant per candidate.
         base = np.log(w)[None, :] - 0.5 * np.square(grid)[None, :] * inv_var[moved, None]
         scale = inv_var[moved]
-        max_change = _sweep(beta_m, q, gram, norms_m, base, scale, grid, post,
-                            np.sqrt(phi / norms_m), stat_m)
-        post /= post.sum(axis=1, keepdims=True)
+        max_change = _sweep(beta_m, q, gram, norms_m, base, scale, grid, np.sqrt(phi / norms_m), stat_m)
         beta[moved] = beta_m
         resid = target - a_m @ beta_m
         if a_idle_t is not None:
             stat_idle = (a_idle_t @ resid) / norms2[idle]
-            post_idle = _posterior_rows(stat_idle, grid, w, inv_var[idle])
-        w_em = np.maximum((post.sum(axis=0) + idle_weight * post_idle.sum(axis=0)) / n_total, 1e-300)
+            sums_idle = _posterior_sums(stat_idle, grid, w, inv_var[idle])
+        sums = _posterior_sums(stat_m, grid, w, scale)
+        w_em = np.maximum((sums + idle_weight * sums_idle) / n_total, 1e-300)
         w = _relaxed(w, w_em, RELAX)
         phi = min(max(1.0, float(resid @ resid) / max(n_rows - 1, 1)), max_dispersion)
         if max_change < TOL and sweeps >= MIN_SWEEPS:
@@ -234,34 +232,56 @@ def coordinate_ascent(a: sp.csc_matrix, b: Array, col_sq_norms: Array, start: Ar
 
 
 def _sweep(beta: Array, q: Array, gram: Array, norms2: Array, base: Array, scale: Array, grid: Array,
-           post: Array, std_error: Array, stat: Array) -> float:
+           std_error: Array, stat: Array) -> float:
     """One Gauss-Seidel sweep over the moved candidates; returns the largest move in SEs.
 
-    ``beta``, ``q`` (``A_M' r``), the statistics ``stat`` and the rows of ``post`` (not normalized: rows are divided by their sums afterwards) are updated in place.
+    ``beta``, ``q`` (``A_M' r``) and the statistics ``stat`` are updated in place.
     ``base[j] + (grid - b_j / 2) b_j / s_j^2`` is the log of prior x likelihood less
     ``b_j^2 / 2 s_j^2``, at most 0 and 0 at ``b_j``: it underflows only when ``b_j`` lies
     far (38 SE) from every grid point, where the maximum is subtracted instead.
+
+    The loop is the cost of the shares (one update per moved candidate per sweep), so each
+    update is a few level-1 BLAS calls on preallocated vectors (``dcopy``, ``daxpy``,
+    ``ddot``: about 0.3 us each against 1-3 us for the equivalent NumPy expressions) and
+    scalar arithmetic on Python floats; the posteriors are formed afterwards, vectorized,
+    from ``stat`` (:func:`_posterior_sums`).
     """
+    from scipy.linalg.blas import daxpy, dcopy, ddot
+
+    n = len(beta)
+    ones = np.ones(len(grid))
+    buf = np.empty(len(grid))
+    beta_l = beta.tolist()
+    norms_l = norms2.tolist()
+    scale_l = scale.tolist()
+    se_l = std_error.tolist()
+    exp = np.exp
     max_change = 0.0
-    for j in range(len(beta)):
-        old = beta[j]
-        bj = old + q[j] / norms2[j]
+    for j in range(n):
+        old = beta_l[j]
+        bj = old + q.item(j) / norms_l[j]
         stat[j] = bj
-        p = np.exp(base[j] + (grid - 0.5 * bj) * (bj * scale[j]))
-        tot = p.sum()
+        t = bj * scale_l[j]
+        dcopy(base[j], buf)
+        daxpy(grid, buf, a=t)
+        daxpy(ones, buf, a=-0.5 * bj * t)
+        exp(buf, out=buf)
+        tot = ddot(buf, ones)
         if not tot > 1e-250:
-            ll = base[j] + grid * (bj * scale[j])
-            p = np.exp(ll - ll.max())
-            tot = p.sum()
-        post[j] = p
-        new = float(p @ grid) / tot
+            dcopy(base[j], buf)
+            daxpy(grid, buf, a=t)
+            buf -= buf.max()
+            exp(buf, out=buf)
+            tot = ddot(buf, ones)
+        new = ddot(buf, grid) / tot
         delta = new - old
         if delta != 0.0:
-            q -= gram[j] * delta
-            beta[j] = new
-            change = abs(delta) / std_error[j]
+            daxpy(gram[j], q, a=-delta)
+            beta_l[j] = new
+            change = abs(delta) / se_l[j]
             if change > max_change:
                 max_change = change
+    beta[:] = beta_l
     return float(max_change)
 
 
@@ -272,12 +292,22 @@ def _relaxed(w: Array, w_em: Array, omega: float) -> Array:
     return relaxed
 
 
-def _posterior_rows(stat: Array, grid: Array, w: Array, inv_var: Array) -> Array:
-    """Posterior probabilities on ``grid`` of ``N(stat_j; beta, 1 / inv_var_j)`` under prior ``w``."""
-    ll = np.log(w)[None, :] - 0.5 * np.square(stat[:, None] - grid[None, :]) * inv_var[:, None]
-    p = np.exp(ll - ll.max(axis=1, keepdims=True))
-    out: Array = p / p.sum(axis=1, keepdims=True)
-    return out
+def _posterior_sums(stat: Array, grid: Array, w: Array, inv_var: Array) -> Array:
+    """Sum over ``j`` of the posterior probabilities on ``grid`` of ``N(stat_j; beta, 1 / inv_var_j)`` under prior ``w``.
+
+    The log posterior ``log w_g + stat_j grid_g / s_j^2 - grid_g^2 / 2 s_j^2`` (up to a
+    constant per row) is one matrix product of two columns by two rows; the rows are
+    normalized in the final product (``(1 / row sums) @ P``), so the posteriors themselves
+    are never divided.
+    """
+    if len(stat) == 0:
+        return np.zeros(len(grid))
+    ll = np.column_stack([stat * inv_var, -0.5 * inv_var]) @ np.vstack([grid, np.square(grid)])
+    ll += np.log(w)[None, :]
+    ll -= ll.max(axis=1, keepdims=True)
+    np.exp(ll, out=ll)
+    sums: Array = (1.0 / (ll @ np.ones(len(grid)))) @ ll
+    return sums
 
 
 #: Largest |z| of the fits (as :data:`._bayes.Z_CLIP`).
