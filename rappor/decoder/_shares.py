@@ -58,8 +58,11 @@ WORKING_Z = 1.0
 MAX_WORKING = 3000
 #: Idle candidates (screened lists) whose posteriors enter the prior's update; beyond it an
 #: evenly spaced sample by starting z (100,000 candidates: 97,000 idle posteriors per sweep
-#: would cost more than the rest of the decode).
-MAX_IDLE = 20_000
+#: would cost more than the rest of the decode).  2,000 (from 20,000, issue 14's speed pass):
+#: decoys-10k's 8,300 idle posteriors and their sparse products were a third of the shares'
+#: time, and the sample of 2,000 moved the TV by at most 0.002 (decoys-10k, k128-5k, seeds
+#: 0-2; ``docs/decoder.md``, "Speed").
+MAX_IDLE = 2_000
 #: Candidates per block when the bagged posteriors are formed (bounds the temporaries).
 BLOCK = 1 << 15
 #: Coordinate ascent: stop when no posterior mean moves by more than ``TOL`` standard errors
