@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from ._problem import Array
 
@@ -70,6 +71,15 @@ BLOCK = 1 << 15
 TOL = 1e-4
 MIN_SWEEPS = 10
 MAX_SWEEPS = 150
+#: Active set (issue 14's speed pass): every ``FULL_EVERY`` sweeps (and the first) visit every
+#: moved candidate; the sweeps between visit only those that, after the last full sweep, had
+#: a posterior mass off 0 above ``ACTIVE_MASS`` or moved by more than ``ACTIVE_MOVE`` SEs.
+#: The others keep their mean; their statistics are refreshed (``q`` is kept for every moved
+#: candidate) and enter ``G``'s update.  Skipping candidates for good stopped early in a
+#: worse optimum (phase 1, ``docs/decoder.md``); between full sweeps it does not.
+FULL_EVERY = 3
+ACTIVE_MASS = 1e-3
+ACTIVE_MOVE = 1e-3
 #: Over-relaxation of the prior's EM step after each sweep: ``w <- w (w_EM / w)^RELAX``,
 #: normalized (an extrapolation in log space; EM on mixture weights is slow).  Measured over
 #: 8 classes x 3 seeds: 2 with 150 sweeps gives the TV of plain EM (1) with 300 to within
@@ -211,34 +221,44 @@ def coordinate_ascent(a: sp.csc_matrix, b: Array, col_sq_norms: Array, start: Ar
     beta_m = beta[moved].copy()
     stat_m = np.zeros(len(moved))
     norms_m = norms2[moved]
+    every = np.arange(len(moved))
+    visit = every
     sweeps = 0
     for sweeps in range(1, MAX_SWEEPS + 1):
+        full = (sweeps - 1) % FULL_EVERY == 0
         inv_var = norms2 / phi  # 1 / s_j^2
         # log prior - grid^2 / (2 s_j^2): with the b_j grid / s_j^2 term, the log posterior up
         # to a constant per candidate.
         base = np.log(w)[None, :] - 0.5 * np.square(grid)[None, :] * inv_var[moved, None]
         scale = inv_var[moved]
-        max_change = _sweep(beta_m, q, gram, norms_m, base, scale, grid, np.sqrt(phi / norms_m), stat_m)
+        change = np.zeros(len(moved))
+        stat_m = beta_m + q / norms_m  # the statistics of the candidates not visited
+        _sweep(every if full else visit, beta_m, q, gram, norms_m, base, scale, grid, np.sqrt(phi / norms_m),
+               stat_m, change)
+        max_change = float(change.max(initial=0.0))
         beta[moved] = beta_m
         resid = target - a_m @ beta_m
         if a_idle_t is not None:
             stat_idle = (a_idle_t @ resid) / norms2[idle]
             sums_idle = _posterior_sums(stat_idle, grid, w, inv_var[idle])
-        sums = _posterior_sums(stat_m, grid, w, scale)
+        sums, zero_mass = _posterior_sums(stat_m, grid, w, scale, zero_mass=True)
+        if full:
+            visit = np.flatnonzero((zero_mass < 1.0 - ACTIVE_MASS) | (change > ACTIVE_MOVE))
         w_em = np.maximum((sums + idle_weight * sums_idle) / n_total, 1e-300)
         w = _relaxed(w, w_em, RELAX)
         phi = min(max(1.0, float(resid @ resid) / max(n_rows - 1, 1)), max_dispersion)
-        if max_change < TOL and sweeps >= MIN_SWEEPS:
+        if full and max_change < TOL and sweeps >= MIN_SWEEPS:
             break
     stat = beta + (a.T @ resid) / norms2
     return RegressionFit(mean=beta, statistic=stat, std_error=np.sqrt(phi / norms2), dispersion=phi, sweeps=sweeps)
 
 
-def _sweep(beta: Array, q: Array, gram: Array, norms2: Array, base: Array, scale: Array, grid: Array,
-           std_error: Array, stat: Array) -> float:
-    """One Gauss-Seidel sweep over the moved candidates; returns the largest move in SEs.
+def _sweep(visit: npt.NDArray[np.intp], beta: Array, q: Array, gram: Array, norms2: Array, base: Array, scale: Array,
+           grid: Array, std_error: Array, stat: Array, change: Array) -> None:
+    """One Gauss-Seidel sweep over the moved candidates ``visit`` (in that order).
 
-    ``beta``, ``q`` (``A_M' r``) and the statistics ``stat`` are updated in place.
+    ``beta``, ``q`` (``A_M' r``), the statistics ``stat`` and ``change`` (each move in SEs)
+    are updated in place.
     ``base[j] + (grid - b_j / 2) b_j / s_j^2`` is the log of prior x likelihood less
     ``b_j^2 / 2 s_j^2``, at most 0 and 0 at ``b_j``: it underflows only when ``b_j`` lies
     far (38 SE) from every grid point, where the maximum is subtracted instead.
@@ -251,7 +271,6 @@ def _sweep(beta: Array, q: Array, gram: Array, norms2: Array, base: Array, scale
     """
     from scipy.linalg.blas import daxpy, dcopy, ddot
 
-    n = len(beta)
     ones = np.ones(len(grid))
     buf = np.empty(len(grid))
     beta_l = beta.tolist()
@@ -259,8 +278,7 @@ def _sweep(beta: Array, q: Array, gram: Array, norms2: Array, base: Array, scale
     scale_l = scale.tolist()
     se_l = std_error.tolist()
     exp = np.exp
-    max_change = 0.0
-    for j in range(n):
+    for j in visit.tolist():
         old = beta_l[j]
         bj = old + q.item(j) / norms_l[j]
         stat[j] = bj
@@ -281,11 +299,8 @@ def _sweep(beta: Array, q: Array, gram: Array, norms2: Array, base: Array, scale
         if delta != 0.0:
             daxpy(gram[j], q, a=-delta)
             beta_l[j] = new
-            change = abs(delta) / se_l[j]
-            if change > max_change:
-                max_change = change
+            change[j] = abs(delta) / se_l[j]
     beta[:] = beta_l
-    return float(max_change)
 
 
 def _relaxed(w: Array, w_em: Array, omega: float) -> Array:
@@ -295,22 +310,33 @@ def _relaxed(w: Array, w_em: Array, omega: float) -> Array:
     return relaxed
 
 
-def _posterior_sums(stat: Array, grid: Array, w: Array, inv_var: Array) -> Array:
+@overload
+def _posterior_sums(stat: Array, grid: Array, w: Array, inv_var: Array) -> Array: ...
+
+
+@overload
+def _posterior_sums(stat: Array, grid: Array, w: Array, inv_var: Array, *,
+                    zero_mass: Literal[True]) -> tuple[Array, Array]: ...
+
+
+def _posterior_sums(stat: Array, grid: Array, w: Array, inv_var: Array, *,
+                    zero_mass: bool = False) -> Array | tuple[Array, Array]:
     """Sum over ``j`` of the posterior probabilities on ``grid`` of ``N(stat_j; beta, 1 / inv_var_j)`` under prior ``w``.
 
     The log posterior ``log w_g + stat_j grid_g / s_j^2 - grid_g^2 / 2 s_j^2`` (up to a
     constant per row) is one matrix product of two columns by two rows; the rows are
     normalized in the final product (``(1 / row sums) @ P``), so the posteriors themselves
-    are never divided.
+    are never divided.  With ``zero_mass``, also each row's posterior probability of ``grid[0]``.
     """
     if len(stat) == 0:
-        return np.zeros(len(grid))
+        return (np.zeros(len(grid)), np.zeros(0)) if zero_mass else np.zeros(len(grid))
     ll = np.column_stack([stat * inv_var, -0.5 * inv_var]) @ np.vstack([grid, np.square(grid)])
     ll += np.log(w)[None, :]
     ll -= ll.max(axis=1, keepdims=True)
     np.exp(ll, out=ll)
-    sums: Array = (1.0 / (ll @ np.ones(len(grid)))) @ ll
-    return sums
+    inv_tot = 1.0 / (ll @ np.ones(len(grid)))
+    sums: Array = inv_tot @ ll
+    return (sums, ll[:, 0] * inv_tot) if zero_mass else sums
 
 
 #: Largest |z| of the fits (as :data:`._bayes.Z_CLIP`).
