@@ -177,7 +177,9 @@ def coordinate_ascent(a: sp.csc_matrix, b: Array, col_sq_norms: Array, start: Ar
     -----
     The sweep runs on the Gram matrix of the moved candidates, ``Q = A_M' A_M``: with
     ``q = A_M' r`` kept up to date (``q -= Q_j delta_j``), a coordinate update costs
-    ``O(|M|)`` and no sparse product.
+    ``O(|M|)`` and no sparse product.  Every :data:`FULL_EVERY`-th sweep visits every moved
+    candidate, the others only the active set (:data:`ACTIVE_MASS`): on a list of decoys
+    most moved candidates have their posterior at 0 and do not move.
     """
     n_rows, s = a.shape
     target = b if offset is None else b - offset
