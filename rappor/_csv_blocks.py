@@ -35,7 +35,7 @@ import numpy as np
 
 from .exceptions import ReportFormatError
 
-__all__ = ["PlainBlock", "Record", "iter_csv_blocks"]
+__all__ = ["PlainBlock", "Record", "iter_csv_blocks", "iter_csv_records"]
 
 _BOM = b"\xef\xbb\xbf"
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")
@@ -219,6 +219,48 @@ def iter_csv_blocks(fh: IO[bytes], name: str, *, strict: bool = False, block_byt
         carry = buf[pos:]
         if open_record:
             _check_size(len(carry), max_record_bytes, name, line)
+
+
+def iter_csv_records(fh: IO[bytes], name: str, *, strict: bool = False, block_bytes: int = 1 << 22,
+                     max_record_bytes: int = 1 << 26) -> Iterator[tuple[int, list[str]]]:
+    """The records ``(line, cells)`` of the CSV stream ``fh``, as the csv module gives them, a block at a time.
+
+    For readers that want each record's fields as strings (not the vectorized fast
+    path): plain lines are split at commas, the rest parsed by the csv module (see
+    :func:`iter_csv_blocks`, whose parameters these are).  A blank line is ``[]``.
+
+    Raises
+    ------
+    ReportFormatError
+        For bytes that are not UTF-8 (naming the line), for bad quoting in ``strict``
+        mode and a record longer than ``max_record_bytes``.
+    """
+    from ._excerpt import excerpt
+
+    for item in iter_csv_blocks(fh, name, strict=strict, block_bytes=block_bytes, max_record_bytes=max_record_bytes):
+        if isinstance(item, Record):
+            if item.error is not None:
+                raise ReportFormatError(f"expected a CSV row, found {excerpt(item.text)} ({item.error})",
+                                        path=name, line=item.line)
+            if "\ufffd" in "".join(item.cells):  # the bytes were not UTF-8 (or held U+FFFD itself)
+                _check_utf8(item.raw, name, item.line)
+            yield item.line, item.cells
+            continue
+        raw = item.buffer[item.start:item.end]
+        _check_utf8(raw, name, item.first_line)
+        for offset, text in enumerate(raw.decode("utf-8").split("\n")[:-1]):
+            text = text.removesuffix("\r")
+            yield item.first_line + offset, text.split(",") if text else []
+
+
+def _check_utf8(raw: bytes, name: str, first_line: int) -> None:
+    """Raise for the first byte of ``raw`` that is not UTF-8, naming its line."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = first_line + len(_LINE_BREAK.findall(raw, 0, exc.start))
+        raise ReportFormatError(f"expected UTF-8 text, found the byte 0x{raw[exc.start]:02x}", path=name,
+                                line=line) from None
 
 
 def _count_newlines(buf: bytes, start: int, end: int) -> int:

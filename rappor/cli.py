@@ -36,7 +36,7 @@ from typing import Any, TextIO
 from . import __version__
 from ._interrupt import Interrupted, raise_on_termination
 from ._io import remove_temporary_files
-from .exceptions import RapporError, RapporWarning
+from .exceptions import RapporError, RapporIOError, RapporWarning
 
 __all__ = ["build_parser", "main"]
 
@@ -113,7 +113,8 @@ class _ClosedStandardOutput(io.TextIOBase):
     """Stands for a standard output the process was started without (``>&-``): writing fails cleanly."""
 
     def _fail(self) -> OSError:
-        return OSError(errno.EBADF, "cannot write: standard output is closed", "<stdout>")
+        # Already named: passes through the handlers that name write errors (rappor._io).
+        return RapporIOError("cannot write: standard output is closed", path="<stdout>", errno=errno.EBADF)
 
     def write(self, text: str) -> int:
         raise self._fail()

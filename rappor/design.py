@@ -129,7 +129,10 @@ _HASH_BLOCK_ENTRIES = 1 << 21
 
 
 def _hash_block(params: Params) -> int:
-    """Candidates per hashing block: :data:`_HASH_BLOCK`, fewer when ``m * h`` is large."""
+    """Candidates per hashing block: :data:`_HASH_BLOCK`, fewer when ``m * h`` is large.
+
+    Also the block ``rappor hash-candidates`` hashes and writes at a time.
+    """
     return max(1, min(_HASH_BLOCK, _HASH_BLOCK_ENTRIES // (params.num_cohorts * params.num_hashes)))
 
 

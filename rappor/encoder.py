@@ -67,6 +67,7 @@ import numpy.typing as npt
 from ._bits import pack_bits
 from ._io import PathLike, display_name, output_target, read_input_bytes
 from ._keyfile import MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, parse_key_text
+from ._memory import check_encode
 from ._validation import RngLike, check_cohort, check_rng
 from .exceptions import InsecureKeyFileWarning, InvalidParameterError, RapporIOError, ReportFormatError
 from .hashing import bloom_bit_indices, bloom_bits_table, utf8_problem, value_bytes
@@ -575,8 +576,15 @@ def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values
     -------
     ReportBatch
         Reports in input order.
+
+    Raises
+    ------
+    InsufficientMemoryError
+        If the batch cannot fit in memory (about 16 bytes per report bit,
+        :func:`rappor._memory.encode_bytes`), before anything is allocated.
     """
     _check_params(params, "encode_clients")
+    check_encode(params, len(client_ids))
     client_mac = hmac.new(_check_secret(key, "key", "encode_clients"), _CLIENT_LABEL, hashlib.sha256)
     generator = _normalize_rng(rng)
     n = len(client_ids)

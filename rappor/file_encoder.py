@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ._io import PathLike, atomic_output, csv_field
+from ._memory import check_encode
 from ._rejects import OnError, RejectSink, check_on_error
 from ._validation import check_int
 from .encoder import encode_clients
@@ -32,9 +33,18 @@ from .params import Params
 
 __all__ = ["encode_file", "encode_variables_file"]
 
-#: Rows encoded per vectorized call, and per task of a worker (bounds memory: about 100
-#: bytes per row and bit).
+#: Rows encoded per vectorized call, and per task of a worker, at most ...
 CHUNK_ROWS = 65536
+#: ... and at most this many report bits (rows x k) per call: a chunk takes about 16 bytes
+#: per bit (:data:`rappor._memory.ENCODE_BYTES_PER_BIT`), so about 64 MiB whatever k is.
+#: With 65,536 rows at any k, k = 4,096 needed 4 GB per worker and k = 2**32 was killed
+#: by the kernel without a word.
+CHUNK_BITS = 1 << 22
+
+
+def chunk_rows(params: Params) -> int:
+    """Rows per chunk at these parameters: :data:`CHUNK_ROWS`, fewer when ``k > 64``."""
+    return max(1, min(CHUNK_ROWS, CHUNK_BITS // params.num_bloombits))
 
 
 def default_jobs() -> int:
@@ -110,7 +120,7 @@ def encode_file(input: PathLike, output: PathLike, params: Params, key: bytes, *
     seed : int or None, default=None
         ``None`` draws the instantaneous noise from the operating system's CSPRNG.  An
         int draws it from numpy's generator seeded with it (one stream per chunk of
-        :data:`CHUNK_ROWS` rows): reproducible, and **not private** against anyone who
+        :func:`chunk_rows` rows): reproducible, and **not private** against anyone who
         knows or guesses the seed; for tests and simulation only.
     jobs : int or None, default=1
         Worker processes; ``None`` uses :func:`default_jobs`.  An input of one chunk is
@@ -134,12 +144,17 @@ def encode_file(input: PathLike, output: PathLike, params: Params, key: bytes, *
         If the input cannot be read or the output cannot be written.
     InvalidParameterError
         For bad arguments (``jobs < 1``, a short key, ...).
+    InsufficientMemoryError
+        If even one report per process cannot fit in memory (``k = 2**32``), before
+        anything is read.
     """
     sink = check_on_error(on_error, rejects, "encode_file")
     workers = default_jobs() if jobs is None else check_int(jobs, "jobs", "encode_file", low=1)
     if seed is not None:
         seed = check_int(seed, "seed", "encode_file", low=0)
-    chunks = iter_client_values(input, chunk_size=CHUNK_ROWS, on_error=on_error, rejects=sink)
+    rows = chunk_rows(params)
+    check_encode(params, rows, processes=workers)  # one report alone may not fit (k = 2**32)
+    chunks = iter_client_values(input, chunk_size=rows, on_error=on_error, rejects=sink)
     return _encode_chunks(chunks, output, lambda: HEADER, _encode_chunk, workers, (params, key, seed))
 
 
@@ -211,7 +226,9 @@ def encode_variables_file(input: PathLike, output: PathLike, params: Params, key
         seed = check_int(seed, "seed", "encode_variables_file", low=0)
     names: list[str] = []
     bools = list(booleans)
-    chunks = iter_client_variables(input, names, booleans=bools, chunk_size=CHUNK_ROWS, on_error=on_error,
+    rows = chunk_rows(params)
+    check_encode(params, rows, processes=workers)
+    chunks = iter_client_variables(input, names, booleans=bools, chunk_size=rows, on_error=on_error,
                                    rejects=sink)
 
     def header() -> str:

@@ -139,24 +139,51 @@ def bloom_bits_table(values: Sequence[str | bytes], params: Params, *,
                                                                                  "bloom_bits_table")
     encoded = [value_bytes(v) for v in values]
     out = np.empty((len(values), seeds.size, h), dtype=np.int64 if k > 2**31 - 1 else np.int32)
-    for i, w in enumerate(_hash_words(encoded, seeds, h)):
-        out[:, :, i] = reduce_words(w, k)
+    for start, words in _hash_words(encoded, seeds, h):
+        out[:, :, start:start + len(words)] = np.moveaxis(reduce_words(words, k), 0, -1)
     return out
 
 
-def _hash_words(keys: Sequence[bytes], seeds: npt.NDArray[np.int64], num_hashes: int,
-                ) -> Iterator[npt.NDArray[np.uint64]]:
-    """Word ``w_i`` (step 2 of the module docstring) of every key under every seed, ``i = 0 .. h-1``.
+#: At most this many (key, seed) pairs are hashed by mmh3's C function one pair at a time
+#: (about 0.2 us each) rather than by the vectorized MurmurHash3 (about 100 us a call, whatever
+#: its size): one candidate with h = k = 10**6 took 52 s, one vectorized call per hash pair.
+_SMALL_PAIRS = 64
+#: Hash words computed (and reduced) per batch: bounds the temporary arrays.
+_WORDS_PER_BATCH = 1 << 20
 
-    Yields arrays of shape ``(len(keys), len(seeds))``, one per hash, in hash order.
+
+def _hash_words(keys: Sequence[bytes], seeds: npt.NDArray[np.int64], num_hashes: int,
+                ) -> Iterator[tuple[int, npt.NDArray[np.uint64]]]:
+    """Words ``w_i`` (step 2 of the module docstring) of every key under every seed, in batches.
+
+    Yields ``(start, words)``: ``words[j]`` of shape ``(len(keys), len(seeds))`` holds
+    word ``w_{start + j}``; the batches cover ``i = 0 .. num_hashes - 1`` in order, at
+    most :data:`_WORDS_PER_BATCH` words each (but at least one block of two hashes).
     """
-    for b in range((num_hashes + 1) // 2):
-        prefix = _prefix(b)
-        # Vectorized MurmurHash3_x64_128 over all keys and all cohorts (seeds); bit-identical to mmh3.
-        h1, h2 = murmur3_x64_128([prefix + d for d in keys], seeds)
-        yield h1
-        if 2 * b + 1 < num_hashes:
-            yield h2
+    n_keys, n_seeds = len(keys), seeds.size
+    pairs = n_keys * n_seeds
+    blocks = (num_hashes + 1) // 2
+    per_batch = max(1, _WORDS_PER_BATCH // (2 * max(pairs, 1)))  # blocks of two hashes per batch
+    seed_list = [int(s) for s in seeds] if pairs <= _SMALL_PAIRS else None
+    for b0 in range(0, blocks, per_batch):
+        b1 = min(blocks, b0 + per_batch)
+        if seed_list is not None:
+            flat = [w for b in range(b0, b1) for prefix in (_prefix(b),) for d in keys for c in seed_list
+                    for w in _murmur(prefix + d, c)]
+            by_block = np.array(flat, dtype=np.uint64).reshape(b1 - b0, n_keys, n_seeds, 2)
+            words = np.moveaxis(by_block, 3, 1).reshape(2 * (b1 - b0), n_keys, n_seeds)
+        elif b1 - b0 == 1:  # a large batch of one block: its two words as they come, not copied
+            # Vectorized MurmurHash3_x64_128 over all keys and all cohorts (seeds); bit-identical to mmh3.
+            h1, h2 = murmur3_x64_128([_prefix(b0) + d for d in keys], seeds)
+            yield 2 * b0, h1[None]
+            if 2 * b0 + 1 < num_hashes:
+                yield 2 * b0 + 1, h2[None]
+            continue
+        else:
+            words = np.empty((2 * (b1 - b0), n_keys, n_seeds), dtype=np.uint64)
+            for b in range(b0, b1):
+                words[2 * (b - b0)], words[2 * (b - b0) + 1] = murmur3_x64_128([_prefix(b) + d for d in keys], seeds)
+        yield 2 * b0, words[:min(num_hashes, 2 * b1) - 2 * b0]
 
 
 def reduce_words(words: npt.NDArray[np.uint64], num_bloombits: int) -> npt.NDArray[np.uint64]:
@@ -224,6 +251,6 @@ def split_hash_words(parts: Sequence[bytes], seeds: npt.ArrayLike, num_hashes: i
     tag = _TAIL_TAG if tail else _HEAD_TAG
     seed_arr = np.asarray(seeds, dtype=np.int64).reshape(-1)
     out = np.empty((len(parts), seed_arr.size, num_hashes), dtype=np.uint64)
-    for i, w in enumerate(_hash_words([tag + value_bytes(p) for p in parts], seed_arr, num_hashes)):
-        out[:, :, i] = w
+    for start, words in _hash_words([tag + value_bytes(p) for p in parts], seed_arr, num_hashes):
+        out[:, :, start:start + len(words)] = np.moveaxis(words, 0, -1)
     return out

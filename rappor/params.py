@@ -172,7 +172,8 @@ class Params:
         f = self.prob_f
         if f == 0.0:
             return math.inf
-        return 2.0 * self.num_hashes * (math.log1p(-f / 2.0) - math.log(f / 2.0))
+        # ln(f) - ln(2), not ln(f / 2): the smallest subnormal f halves to 0.
+        return 2.0 * self.num_hashes * (math.log1p(-f / 2.0) - (math.log(f) - math.log(2.0)))
 
     @property
     def num_words(self) -> int:

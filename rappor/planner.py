@@ -392,7 +392,8 @@ def _flip_for_epsilon_inf(epsilon_inf: float, h: int) -> float:
     Rounding can leave :attr:`Params.epsilon_inf` a few ulps above the target; ``f`` is then
     nudged up (more noise) until the target holds exactly as ``Params`` computes it.
     """
-    f = 2.0 / (1.0 + math.exp(epsilon_inf / (2.0 * h)))
+    shrink = math.exp(-epsilon_inf / (2.0 * h))  # exp(-x): no overflow for a huge target (f -> 0)
+    f = 2.0 * shrink / (1.0 + shrink)
     for _ in range(64):
         if Params(num_bloombits=h, num_hashes=h, num_cohorts=1, prob_p=0.0, prob_q=1.0,
                   prob_f=f).epsilon_inf <= epsilon_inf:

@@ -51,6 +51,7 @@ import numpy.typing as npt
 from ._excerpt import excerpt
 from ._io import PathLike, csv_field, display_name, iter_text_lines
 from ._lazy import lazy_module
+from ._memory import check_memory
 from ._validation import RngLike, check_cohorts, check_int, check_options, check_real, check_rng
 from .aggregate import Aggregate
 from .decoder import Decoder
@@ -161,6 +162,7 @@ class Population:
     def zipf(cls, num_unique: int, *, exponent: float = 1.0) -> Population:
         """Zipf's law: P(``v_i``) proportional to ``i ** -exponent``, ``i = 1 .. num_unique``."""
         u = check_int(num_unique, "num_unique", "Population.zipf", low=1)
+        _check_population_size(u)
         s = check_real(exponent, "exponent", "Population.zipf", low=0.0)
         ranks = np.arange(1, u + 1, dtype=np.float64)
         return cls(strings=cls._names(u), probabilities=ranks**-s, name=f"zipf(s={s:g})")
@@ -178,6 +180,7 @@ class Population:
         geometric law with ratio ``exp(-lambda / U)``.
         """
         u = check_int(num_unique, "num_unique", "Population.exponential", low=1)
+        _check_population_size(u)
         lam = u / 5.0 if rate is None else check_real(rate, "rate", "Population.exponential", low=0.0, low_open=True)
         edges = -np.expm1(-lam * np.arange(u + 1, dtype=np.float64) / u)  # 1 - exp(-lam x), increasing
         return cls(strings=cls._names(u), probabilities=np.diff(edges), name=f"exponential(rate={lam:g})")
@@ -192,6 +195,7 @@ class Population:
         ``P(v_i)`` is proportional to ``Phi((i + 1/2 - mu) / std) - Phi((i - 1/2 - mu) / std)``.
         """
         u = check_int(num_unique, "num_unique", "Population.gaussian", low=1)
+        _check_population_size(u)
         sd = u / 6.0 if std is None else check_real(std, "std", "Population.gaussian", low=0.0, low_open=True)
         mu = (u + 1) / 2.0
         edges = special.ndtr((np.arange(u + 1, dtype=np.float64) + 0.5 - mu) / sd)
@@ -204,6 +208,7 @@ class Population:
     def uniform(cls, num_unique: int) -> Population:
         """Every one of ``v1 .. vU`` equally likely."""
         u = check_int(num_unique, "num_unique", "Population.uniform", low=1)
+        _check_population_size(u)
         return cls(strings=cls._names(u), probabilities=np.ones(u), name="uniform")
 
     @classmethod
@@ -303,6 +308,8 @@ def candidate_strings(population: Population | Sequence[str], *, decoys: int = 0
     strings = list(population.strings if isinstance(population, Population) else population)
     d = check_int(decoys, "decoys", "candidate_strings", low=0)
     r = check_int(remove_every, "remove_every", "candidate_strings", low=0)
+    check_memory(_BYTES_PER_VALUE * (len(strings) + d), f"a candidate list of {len(strings) + d:,} strings",
+                 remedy="use fewer decoys")
     kept = [s for i, s in enumerate(strings, start=1) if not (r and i % r == 0)]
     taken = set(strings)
     extra: list[str] = []
@@ -656,6 +663,13 @@ def simulate(params: Params, population: Population, n_clients: int, *, reports_
     rpc = check_int(reports_per_client, "reports_per_client", "simulate", low=1)
     vpc = check_int(values_per_client, "values_per_client", "simulate", low=1)
     how = check_options(method, "method", "simulate", ("batch", "client"))
+    # Checked before drawing: per report its client, value, cohort and words and the encoder's
+    # temporaries (a Python id and value string per report with method="client"), per held value
+    # 32 bytes.  Measured peaks (k = 16): 130 bytes a client batch, 700 client, 316 with 3 x 2.
+    per_report = (96 if how == "batch" else 768) + 16 * params.num_words
+    check_memory(per_report * n * rpc + 32 * n * vpc,
+                 f"simulating {n:,} clients x {rpc} report(s) x {vpc} value(s) ({how} method)",
+                 remedy="simulate fewer clients")
     gen = check_rng(rng)
     held = population.sample(n * vpc, rng=gen)  # unit u = client * vpc + slot
     report_clients = np.repeat(np.arange(n, dtype=np.int64), rpc)
@@ -693,6 +707,9 @@ def _set_bit_counts(bits: npt.NDArray[np.integer[Any]], clients: npt.NDArray[np.
     """
     k = num_bloombits
     v, mm, h = bits.shape
+    # Checked before allocating: the (m, k) tables here and in _draw_counts (float64 bincount,
+    # its rounding, the int64 counts, two binomial draws and the counts table: 48 bytes a cell).
+    check_memory(_SIMULATED_BYTES_PER_CELL * mm * k, f"simulated counts of m = {mm} cohorts x k = {k} bits")
     flat_bits = bits.astype(np.int64)
     keep = np.ones(flat_bits.shape, dtype=bool)
     if h > 1:
@@ -702,6 +719,21 @@ def _set_bit_counts(bits: npt.NDArray[np.integer[Any]], clients: npt.NDArray[np.
     weights = np.broadcast_to(np.asarray(clients)[:, :, None], flat_bits.shape)
     out = np.bincount(rows[keep], weights=weights[keep], minlength=mm * k)
     return np.rint(out).astype(np.int64).reshape(mm, k)
+
+
+#: Bytes a distinct simulated value or candidate string costs (str object, slots, sets).
+_BYTES_PER_VALUE = 256
+
+
+def _check_population_size(num_unique: int) -> None:
+    """Refuse, before building, a population whose values would not fit in memory (``--unique 10**9``:
+    its arrays and strings grew without bound)."""
+    check_memory(_BYTES_PER_VALUE * num_unique, f"a population of {num_unique:,} distinct values",
+                 remedy="use fewer distinct values")
+
+
+#: Peak bytes per (cohort, bit) cell of :func:`_set_bit_counts` and :func:`_draw_counts` together.
+_SIMULATED_BYTES_PER_CELL = 48
 
 
 def _draw_counts(params: Params, clients_per_cohort: npt.NDArray[np.int64], set_bits: npt.NDArray[np.int64],

@@ -420,6 +420,26 @@ CASES: list[Case] = [
                                                 "--no-report"]),
           ("simulate-population", "a population file", ["simulate", "--population", "{d}/k.key", "--out",
                                                         "{d}/out", "--no-report", "--clients", "100"]),
+          ("simulate-discovery-params", "a params file", ["simulate", "--discover", "--discovery-params",
+                                                          "{d}/k.key", "--out", "{d}/out", "--no-report"]),
+          ("simulate-assoc-params", "a params file", ["simulate-assoc", "--params", "{d}/k.key", "--out", "{d}/out",
+                                                      "--no-report"]),
+          ("discover-params", "a params file", ["discover", "--params", "{d}/k.key", "--counts", "{d}/counts.csv"]),
+          ("discover-counts", "a counts file", ["discover", "--params", "{d}/params.csv", "--counts", "{d}/k.key"]),
+          ("assoc-params", "a params file", ["decode-assoc", "--params", "{d}/k.key", "--reports", "{d}/reports.csv",
+                                             "--var1", "s", "--map1", "{d}/map.csv", "--var2", "b", "--bool"]),
+          # the reports and the schema were quoted whole as the header "found"
+          ("assoc-reports", "a reports file", ["decode-assoc", "--params", "{d}/params.csv", "--reports",
+                                               "{d}/k.key", "--var1", "s", "--map1", "{d}/map.csv", "--var2", "b",
+                                               "--bool", "-o", "{out}"]),
+          ("assoc-schema", "a schema file", ["decode-assoc", "--metric-name", "m", "--schema", "{d}/k.key",
+                                             "--params-dir", "{d}", "--reports", "{d}/reports.csv", "--var1", "s",
+                                             "--var2", "b", "--map1", "{d}/map.csv", "--output-dir", "{d}/out"]),
+          ("assoc-map", "a map file", ["decode-assoc", "--params", "{d}/params.csv", "--reports", "{d}/reports.csv",
+                                       "--var1", "s", "--map1", "{d}/k.key", "--var2", "b", "--bool"]),
+          ("assoc-candidates", "a candidates file", ["decode-assoc", "--params", "{d}/params.csv", "--reports",
+                                                     "{d}/reports.csv", "--var1", "s", "--candidates1", "{d}/k.key",
+                                                     "--var2", "b", "--bool"]),
       ]],
     Case("keygen/no-such-dir", {}, ["keygen", "-o", "{d}/nope/key"], bad="nope/key", expected="cannot write file"),
 ]
@@ -489,6 +509,9 @@ SAME_FILE_CASES: list[Case] = [
                                 "{d}/params.csv"], "-o {d}/params.csv", "--params {d}/params.csv", _OVERWRITE),
     _same("out-is-the-params", ["privacy", "--params", "{d}/params.csv", "-o", "{d}/params.csv"],
           "-o {d}/params.csv", "--params {d}/params.csv", _OVERWRITE),
+    _same("out-is-the-discovery-params", ["privacy", "--params", "{d}/params.csv", "--discovery-params",
+                                          "{d}/found.csv", "-o", "{d}/found.csv"],  # was replaced (exit 0)
+          "-o {d}/found.csv", "--discovery-params {d}/found.csv", _OVERWRITE, **{"found.csv": PARAMS_CSV}),
     _same("params-out-is-the-output", ["plan", "--reports", "1000", "--candidates", "10", "-o", "{out}",
                                        "--params-out", "{out}"], "--params-out {out}", "-o {out}", _SHARED),
     _same("params-inside-out-dir", ["simulate", "--params", "{d}/params.csv", "--out", "{d}", "--no-report"],
@@ -526,6 +549,12 @@ def _assoc_row(row: str) -> bytes:
     return "".join(lines[:3] + [row + "\n"] + lines[3:]).encode()
 
 
+def _assert_reports_read(summary: Path, n: int) -> None:
+    import json
+
+    assert json.loads(summary.read_text())["reports_read"] == n
+
+
 def _check_assoc_same_as_plain(out: Path, stdout: str) -> None:
     """The BOM + CRLF file decodes exactly like the plain one."""
     import tempfile
@@ -550,6 +579,9 @@ ASSOC_CASES = [
     _assoc("columns", _assoc_row("x,1,00000001"), 4, "expected 4 comma-separated columns"),
     _assoc("missing-column", b"client,cohort,s\nc0,1,00000001\n", 1, "expected a column 'b' in the header"),
     _assoc("empty", b"", None, "found an empty file"),
+    # a repeated column: the first was read, the second ignored (exit 0)
+    _assoc("repeated-column", b"client,cohort,s,b,s\nc0,1,00000001,0,11111111\n", 1,
+           "expected one column 's' in the header, found 2"),
     _assoc("not-utf8", ASSOC_REPORTS + b"c,1,\xff0000001,0\n", 42, "expected UTF-8 text"),
     _assoc("map-other-params", ASSOC_REPORTS, 1, "was the map made with other parameters?",
            **{"map.csv": _map_bytes(GOOD_CANDIDATES, OTHER_K_PARAMS)}),
@@ -562,9 +594,30 @@ ASSOC_CASES = [
          ["decode-assoc", "--metric-name", "m", "--schema", "{d}/vars.csv", "--params-dir", "{d}", "--reports",
           "{d}/r.csv", "--var1", "s", "--var2", "b", "--map1", "{d}/map.csv", "--output-dir", "{d}/out"],
          bad="vars.csv", expected="couldn't find metric 'm', field 'b' in the schema"),
+    *[Case(f"encode/several-variables-named-{reserved}", {"params.csv": PARAMS_CSV,
+                                                         "in.csv": f"client,{reserved},x\nc1,a,1\n".encode()},
+           ["encode", "--params", "{d}/params.csv", "--key-file", "{d}/key", "{d}/in.csv", "-o", "{out}"],
+           bad="in.csv", line=1, expected=f"expected variable names other than 'client' and 'cohort'")
+      for reserved in ("cohort", "client")],  # wrote 'client,cohort,cohort,x' (exit 0)
+    Case("decode-assoc/summary-in-a-missing-directory",  # the results file was left behind
+         {"params.csv": PARAMS_CSV, "map.csv": _map_bytes(GOOD_CANDIDATES), "r.csv": ASSOC_REPORTS},
+         [*_ASSOC, "--summary", "{d}/nodir/s.json"], bad="nodir/s.json", expected="cannot write file"),
+    Case("decode-assoc/cohort-as-a-variable", {"params.csv": PARAMS_CSV, "r.csv": b"client,cohort,b\nc0,1,0\n"},
+         ["decode-assoc", "--params", "{d}/params.csv", "--reports", "{d}/r.csv", "--var1", "b", "--bool1", "--var2",
+          "cohort", "--bool2", "-o", "{out}"], bad="r.csv", line=1,
+         expected="'cohort' is the cohort column, not a variable"),  # cohorts 0/1 were read as booleans (exit 0)
     Case("simulate-assoc/params-nan", {"p.csv": NAN_PARAMS},
          ["simulate-assoc", "--params", "{d}/p.csv", "--out", "{d}/out", "--no-report"], bad="p.csv", line=2,
          expected="finite"),
+    Case("simulate-assoc/out-cannot-be-created", {"file": b"x"},  # was "FILE: File exists", a bare mkdir
+         ["simulate-assoc", "--out", "{d}/file/sub", "--no-report", "--clients", "100"], bad="file/sub",
+         expected="cannot create the output directory"),
+    Case("decode-assoc/output-dir-cannot-be-created",
+         {"params.csv": PARAMS_CSV, "map.csv": _map_bytes(GOOD_CANDIDATES), "r.csv": ASSOC_REPORTS, "file": b"x",
+          "vars.csv": b"metric,var,var_type,params\nm,s,string,params\nm,b,boolean,params\n"},
+         ["decode-assoc", "--metric-name", "m", "--schema", "{d}/vars.csv", "--params-dir", "{d}", "--reports",
+          "{d}/r.csv", "--var1", "s", "--var2", "b", "--map1", "{d}/map.csv", "--output-dir", "{d}/file/sub"],
+         bad="file/sub", expected="cannot create the output directory"),
     Case("simulate-assoc/out-is-a-file", {"file": b"x"}, ["simulate-assoc", "--out", "{d}/file", "--no-report"],
          bad="file", expected="not a directory"),
     _same("out-is-the-reports", [*_ASSOC[:-1], "{d}/r.csv"], "-o {d}/r.csv", "--reports {d}/r.csv", _OVERWRITE,
@@ -573,6 +626,20 @@ ASSOC_CASES = [
           **{"r.csv": ASSOC_REPORTS}),
     _same("params-inside-out-dir", ["simulate-assoc", "--params", "{d}/params.csv", "--out", "{d}", "--no-report"],
           "--out {d}/params.csv", "--params {d}/params.csv", _OVERWRITE),
+    # google/rappor's form: the parameters file the schema names is an input (it was replaced, exit 0).
+    _same("output-dir-holds-the-schema-params",
+          ["decode-assoc", "--metric-name", "m", "--schema", "{d}/vars.csv", "--params-dir", "{d}", "--reports",
+           "{d}/r.csv", "--var1", "s", "--var2", "b", "--map1", "{d}/map.csv", "--output-dir", "{d}"],
+          "--output-dir {d}/assoc-results.csv", "--params-dir {d}/assoc-results.csv", _OVERWRITE,
+          **{"r.csv": ASSOC_REPORTS, "assoc-results.csv": PARAMS_CSV,
+             "vars.csv": b"metric,var,var_type,params\nm,s,string,assoc-results\nm,b,boolean,assoc-results\n"}),
+    # Issue 13, item 5: the client id's quoted line breaks spell a report; it stays one id (3 reports, not 4).
+    Case("decode-assoc/forged-quoted-row-is-one-report",
+         {"params.csv": PARAMS_CSV, "map.csv": _map_bytes(GOOD_CANDIDATES),
+          "r.csv": b'client,cohort,s,b\nalice,1,00000001,0\n"x\nmallory,3,11111111,1\ny",2,00000010,0\n'
+                   b'bob,1,00000100,1\n'},
+         [*_ASSOC, "--summary", "{d}/out/s.json"], outputs=["result", "s.json"],
+         check=lambda out, _: _assert_reports_read(out / "s.json", 3)),
 ]
 CASES += ASSOC_CASES
 
@@ -680,6 +747,24 @@ _HUGE_LINE_CASES = [
      f"({HUGE + 5:,} characters)"),
     ("population-no-comma", {"pop.csv": b"s" * HUGE + b"\n"},
      ["simulate", "--population", "{d}/pop.csv", "--out", "{d}/out", "--no-report", "--clients", "10"],
+     f"({HUGE:,} characters)"),
+    ("assoc-header", {"r.csv": b"client,cohort," + b"s" * HUGE + b",b\n"},
+     ["decode-assoc", "--params", "{d}/params.csv", "--reports", "{d}/r.csv", "--var1", "s", "--map1", "{d}/map.csv",
+      "--var2", "b", "--bool"], "characters)"),
+    ("assoc-cohort", {"r.csv": b"client,cohort,s,b\nc," + b"x" * HUGE + b",00000001,0\n"},
+     ["decode-assoc", "--params", "{d}/params.csv", "--reports", "{d}/r.csv", "--var1", "s", "--map1", "{d}/map.csv",
+      "--var2", "b", "--bool"], f"({HUGE:,} characters)"),
+    ("assoc-schema-header", {"vars.csv": b"metric,var," + b"t" * HUGE + b"\n"},
+     ["decode-assoc", "--metric-name", "m", "--schema", "{d}/vars.csv", "--params-dir", "{d}", "--reports",
+      "{d}/reports.csv", "--var1", "s", "--var2", "b", "--map1", "{d}/map.csv"], f"({HUGE + 11:,} characters)"),
+    ("encode-several-variables-header", {"in.csv": b"client,a,a," + b"v" * HUGE + b"\nc,x,y,z\n"},
+     ["encode", "--params", "{d}/params.csv", "--key-file", "{d}/key", "{d}/in.csv", "-o", "{out}"],
+     f"({HUGE + 11:,} characters)"),
+    ("encode-several-variables-row", {"in.csv": b"client,a," + b"v" * HUGE + b"\nc,x\n"},  # quoted the header
+     ["encode", "--params", "{d}/params.csv", "--key-file", "{d}/key", "{d}/in.csv", "-o", "{out}"],
+     f"({HUGE + 9:,} characters)"),
+    ("encode-several-variables-boolean", {"in.csv": b"client,a,b\nc,x," + b"t" * HUGE + b"\n"},
+     ["encode", "--params", "{d}/params.csv", "--key-file", "{d}/key", "--bool", "b", "{d}/in.csv", "-o", "{out}"],
      f"({HUGE:,} characters)"),
     ("encode-header", {"in.csv": b"client," + b"v" * HUGE + b"\na,x\n"},
      ["encode", "--params", "{d}/params.csv", "--key-file", "{d}/key", "{d}/in.csv", "-o", "{out}"],

@@ -362,3 +362,55 @@ def test_encode_skip_stdout_needs_rejects(tmp_path: Path, capsys: pytest.Capture
     out = capsys.readouterr().out
     assert [r[0] for r in csv.reader(io.StringIO(out))][1:] == MIXED_GOOD
     assert len(_read(tmp_path / "bad.csv")) == 7
+
+
+# Issue 13, item 9, for encode: the input was opened once to read its header (one value
+# column or several?) and again to encode it.  From a pipe (<(cat f)) or a FIFO the
+# second open found the header gone: "expected the header 'client,value', found '4,v14'".
+MULTI = "client,a,b\n" + "".join(f"c{i},v{i % 5},{i % 2}\n" for i in range(50))
+SINGLE = "client,value\n" + "".join(f"c{i},v{i % 5}\n" for i in range(50))
+
+
+@pytest.mark.parametrize("via", ["pipe", "fifo", "stdin"])
+@pytest.mark.parametrize("text", [SINGLE, MULTI], ids=["one-variable", "several-variables"])
+def test_encode_reads_a_pipe_or_fifo_once(tmp_path: Path, via: str, text: str) -> None:
+    import subprocess
+    import threading
+
+    params, key, _ = _setup(tmp_path, [])
+    (tmp_path / "in.csv").write_text(text)
+    extra = ["--bool", "b"] if text is MULTI else []
+    assert _run(params, key, tmp_path / "in.csv", tmp_path / "expected.csv", "--seed", "4", *extra) == 0
+    argv = [sys.executable, "-m", "rappor", "encode", "--params", str(params), "--key-file", str(key), "--seed", "4",
+            *extra]
+    options: dict[str, object] = {}
+    if via == "stdin":
+        argv.append("-")
+        options["input"] = text.encode()
+    else:
+        if via == "fifo":
+            os.mkfifo(tmp_path / "in.fifo")
+            source: str | int = str(tmp_path / "in.fifo")
+            argv.append(str(source))
+        else:
+            read_end, source = os.pipe()
+            argv.append(f"/dev/fd/{read_end}")
+            options["pass_fds"] = (read_end,)
+
+        def feed() -> None:
+            fd = os.open(source, os.O_WRONLY) if isinstance(source, str) else source
+            try:
+                os.write(fd, text.encode())
+            except BrokenPipeError:
+                pass
+            finally:
+                os.close(fd)
+
+        threading.Thread(target=feed, daemon=True).start()
+    try:
+        result = subprocess.run(argv, capture_output=True, timeout=60, **options)  # type: ignore[call-overload]
+    finally:
+        if via == "pipe":
+            os.close(read_end)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == (tmp_path / "expected.csv").read_bytes()

@@ -12,6 +12,8 @@ The table of same-file cases, one per option pair and command, is in
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import stat
 import subprocess
@@ -178,6 +180,21 @@ def test_cli_files_closed_stdout_in_a_real_process(files: Path, close: str) -> N
         assert run.stderr == ""
 
 
+@pytest.mark.parametrize("command", [["sum-bits", "--params", "{d}/params.csv", "-o", "{d}/c.csv"],
+                                     ["hash-candidates", "--params", "{d}/params.csv", "-", "-o", "{d}/m.csv"],
+                                     ["merge-counts", "--params", "{d}/params.csv", "-", "-o", "{d}/c.csv"],
+                                     ["privacy", "--params", "-"]],
+                         ids=["sum-bits", "hash-candidates", "merge-counts", "privacy"])
+def test_cli_files_closed_stdin_is_a_clean_error(files: Path, command: list[str]) -> None:
+    """``rappor sum-bits ... 0<&-`` (standard input read, but closed) ended in an AttributeError traceback."""
+    script = '"$0" -m rappor "$@" 0<&-; echo "status $?"'
+    run = subprocess.run(["sh", "-c", script, sys.executable, *(a.format(d=files) for a in command)],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.stdout == "status 1\n", (run.stdout, run.stderr)
+    assert run.stderr == "rappor: error: <stdin>: cannot read: standard input is closed\n"
+    assert not (files / "c.csv").exists() and not (files / "m.csv").exists()
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
 def test_cli_files_full_stdout_is_one_line_error(files: Path, buffered: bool) -> None:
@@ -203,3 +220,87 @@ def test_cli_files_default_rejects_need_a_regular_output(files: Path, capsys: py
     assert capsys.readouterr().err == (f"rappor: error: --on-error skip with the counts written to {fifo}, not a "
                                        f"regular file, needs --rejects PATH.\n")
     assert sorted(p.name for p in files.iterdir()) == before
+
+
+def _parquet_directory(files: Path) -> Path:
+    """``files/ds``: the reports of ``files/reports.csv`` as two Parquet files."""
+    pytest.importorskip("pyarrow")
+    from rappor import Params
+    from rappor.formats.parquet import write_parquet_reports
+    from rappor.formats.reports_csv import read_reports
+
+    params = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    batch = read_reports(files / "reports.csv", params)
+    (files / "ds").mkdir()
+    write_parquet_reports(files / "ds" / "part-0.parquet", batch)
+    write_parquet_reports(files / "ds" / "part-1.parquet", batch)
+    return files / "ds"
+
+
+def test_cli_files_output_inside_a_parquet_directory_is_refused(files: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # `sum-bits ds -o ds/part-0.parquet` replaced one of the inputs with counts.csv (exit 0).
+    ds = _parquet_directory(files)
+    before = (ds / "part-0.parquet").read_bytes()
+    for option in (["-o", str(ds / "part-0.parquet")],
+                   ["-o", str(files / "c.csv"), "--on-error", "skip", "--rejects", str(ds / "part-0.parquet")]):
+        assert main(["sum-bits", "--params", str(files / "params.csv"), str(ds), *option]) == 1
+        err = capsys.readouterr().err
+        assert f"is the same file as REPORTS {ds / 'part-0.parquet'}: refusing to overwrite an input" in err, err
+    assert (ds / "part-0.parquet").read_bytes() == before
+    assert not (files / "c.csv").exists()
+
+
+@pytest.mark.parametrize("how", ["file-and-its-directory", "link-inside-the-directory"])
+def test_cli_files_parquet_file_reached_twice_is_refused(files: Path, capsys: pytest.CaptureFixture[str],
+                                                         how: str) -> None:
+    # Both were counted twice in silence: `sum-bits ds ds/part-0.parquet`, a link ds/x.parquet -> part-0.
+    from rappor import InvalidParameterError, Params
+    from rappor.engines import aggregate_files
+
+    ds = _parquet_directory(files)
+    if how == "file-and-its-directory":
+        paths = [str(ds), str(ds / "part-0.parquet")]
+    else:
+        (ds / "x.parquet").symlink_to("part-0.parquet")
+        paths = [str(ds)]
+    assert main(["sum-bits", "--params", str(files / "params.csv"), *paths, "-o", str(files / "c.csv")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rappor: error: REPORTS ") and err.endswith(": it would be counted twice\n"), err
+    assert not (files / "c.csv").exists()
+    params = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    with pytest.raises(InvalidParameterError, match="it would be counted twice"):
+        aggregate_files(paths, params)
+
+
+class _FullStream(io.StringIO):
+    """A standard output on a full disk: every write fails with ENOSPC."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("several", [False, True], ids=["one-variable", "several-variables"])
+@pytest.mark.parametrize("target", ["stdout", "dev-full"])
+def test_cli_files_failed_write_names_the_output_not_the_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str], several: bool,
+                                                               target: str) -> None:
+    """An output written while the input is read: its failed write was named as the input's
+    ("m.csv: cannot read file: No space left on device"), or named nothing."""
+
+    (tmp_path / "params.csv").write_text("k,h,m,p,q,f\n16,2,8,0.25,0.75,0.5\n")
+    write_key_file(tmp_path / "key", bytes(range(32)))
+    header, row = ("client,a,b\n", "c{i},v{i},1\n") if several else ("client,value\n", "c{i},v{i}\n")
+    (tmp_path / "in.csv").write_text(header + "".join(row.format(i=i) for i in range(20_000)))
+    argv = ["encode", "--params", str(tmp_path / "params.csv"), "--key-file", str(tmp_path / "key"),
+            str(tmp_path / "in.csv"), *(["--bool", "b"] if several else [])]
+    if target == "stdout":
+        monkeypatch.setattr(sys, "stdout", _FullStream())
+        expected = "rappor: error: <stdout>: cannot write: No space left on device\n"
+    else:
+        if not os.path.exists("/dev/full"):
+            pytest.skip("needs /dev/full")
+        argv += ["-o", "/dev/full"]
+        expected = "rappor: error: /dev/full: cannot write: No space left on device\n"
+    assert main(argv) == 1
+    assert capsys.readouterr().err.endswith(expected)

@@ -172,3 +172,28 @@ def test_high_privacy_demo_says_its_detectable_share_is_large(tmp_path, capsys):
     assert outlook["large"] and outlook["detectable_share"] > 0.05
     assert "The smallest detectable share is large" in printed
     assert f"at most {outlook['at_most_detectable']} strings can be that frequent" in printed
+
+
+def test_simulate_table_marks_which_rows_are_detected(tmp_path, capsys):
+    """The printed table lists results.csv's rows (every candidate with a share), each marked
+    detected or not, and the count of detected rows agrees with results.csv and the summary."""
+    status, out = _run(tmp_path, "--no-report")
+    assert status == 0
+    printed = capsys.readouterr().out
+    lines = printed.splitlines()
+    header = next(line for line in lines if line.startswith("string"))
+    assert header.split()[-1] == "detected"
+    start = lines.index(header) + 2
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("v"):
+            break
+        rows.append(line.split())
+    with open(out / "results.csv", newline="") as fh:
+        saved = list(csv.DictReader(fh))
+    assert [r[0] for r in rows] == [r["string"] for r in saved][:len(rows)]
+    marks = {r[0]: r[-1] for r in rows}
+    assert all(marks[r["string"]] == ("yes" if r["detected"].lower() == "true" else "no")
+               for r in saved[:len(rows)])
+    (count,) = [line for line in lines if line.startswith("detected ")]
+    assert int(count.split()[1]) == sum(r["detected"].lower() == "true" for r in saved)

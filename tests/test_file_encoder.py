@@ -89,6 +89,27 @@ def test_encode_file_fail_missing_input(tmp_path: Path) -> None:
     assert not (tmp_path / "out.csv").exists()
 
 
+def test_encode_file_memory_is_bounded_whatever_k(tmp_path: Path) -> None:
+    # Chunks had 65,536 rows at any k: about 16 bytes per report bit, so k = 4,096 took 4 GB
+    # per worker and k = 2**32 was killed by the kernel. Now at most CHUNK_BITS bits per chunk:
+    # 12,000 rows at k = 2,048 peak at 70 MB (tracemalloc), were 374 MB.
+    import tracemalloc
+
+    wide = Params(k=2048, h=2, m=8, p=0.25, q=0.75, f=0.5)
+    path = tmp_path / "in.csv"
+    write_client_values(path, [f"c{i}" for i in range(12_000)], [f"v{i % 7}" for i in range(12_000)])
+    tracemalloc.start()
+    try:
+        assert encode_file(path, tmp_path / "out.csv", wide, KEY, seed=1) == 12_000
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    bound = 2 * file_encoder.CHUNK_BITS * 16  # twice a chunk's estimate
+    assert peak < bound, (peak, bound)
+    assert file_encoder.chunk_rows(wide) == file_encoder.CHUNK_BITS // 2048
+    assert file_encoder.chunk_rows(PARAMS) == file_encoder.CHUNK_ROWS  # k <= 64: chunks (and seeded output) as before
+
+
 # encode_variables_file: several variables per client (association analysis), the same pipeline.
 
 def _variables_input(tmp_path: Path, rows: int = 52) -> Path:

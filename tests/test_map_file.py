@@ -313,3 +313,17 @@ def test_write_map_many_hashes(tmp_path: Path) -> None:
             ones = (np.flatnonzero(dense[c * 3000:(c + 1) * 3000, j]) + c * 3000 + 1).tolist()
             assert cells == ones + [ones[-1]] * (3000 - len(ones))
     assert _same_map(read_map(tmp_path / "map.csv", params), cmap)
+
+
+def test_write_map_blocks(tmp_path: Path) -> None:
+    """Consecutive blocks of one map are written as the whole map; a block with other
+    parameters is refused before anything is written."""
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    strings = [f"v{i}" for i in range(10)]
+    write_map(hash_candidates(strings, params), tmp_path / "whole.csv")
+    write_map((hash_candidates(strings[i:i + 3], params) for i in range(0, 10, 3)), tmp_path / "blocks.csv")
+    assert (tmp_path / "blocks.csv").read_bytes() == (tmp_path / "whole.csv").read_bytes()
+    other = Params(num_bloombits=16, num_hashes=2, num_cohorts=2, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    with pytest.raises(InvalidParameterError, match="same parameters"):
+        write_map(iter([hash_candidates(["a"], params), hash_candidates(["b"], other)]), tmp_path / "bad.csv")
+    assert not (tmp_path / "bad.csv").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import resource
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from rappor import (
     InvalidParameterError,
     Params,
     ReportBatch,
+    encode_clients,
     hash_candidates,
     read_counts,
     read_map,
@@ -109,14 +111,19 @@ def test_huge_params_candidate_map_refused() -> None:
         hash_candidates_google(["a"], google)
 
 
-@pytest.mark.parametrize("command", ["sum-bits", "merge-counts", "decode", "hash-candidates"])
+@pytest.mark.parametrize("command", ["sum-bits", "merge-counts", "decode", "hash-candidates", "encode"])
 def test_huge_params_cli_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
     (tmp_path / "p.csv").write_text("k,h,m,p,q,f\n4294967296,2,4294967296,0.5,0.75,0.5\n")
     (tmp_path / "r.csv").write_text("client,cohort,irr\n")
     (tmp_path / "c.csv").write_text("0,0\n")
     (tmp_path / "cand.txt").write_text("a\n")
+    (tmp_path / "in.csv").write_text("client,value\nc,a\n")
+    (tmp_path / "key").write_text("00" * 32 + "\n")
+    os.chmod(tmp_path / "key", 0o600)
+    # encode: one report of k = 2**32 bits needs 64 GiB; it was killed by the kernel, without a word.
     inputs = {"sum-bits": ["{d}/r.csv"], "merge-counts": ["{d}/c.csv"], "hash-candidates": ["{d}/cand.txt"],
-              "decode": ["--counts", "{d}/c.csv", "--candidates", "{d}/cand.txt"]}[command]
+              "decode": ["--counts", "{d}/c.csv", "--candidates", "{d}/cand.txt"],
+              "encode": ["--key-file", "{d}/key", "{d}/in.csv", "--jobs", "1"]}[command]
     argv = [command, "--params", str(tmp_path / "p.csv"), *[a.format(d=tmp_path) for a in inputs],
             "-o", str(tmp_path / "out")]
     assert main(argv) == 1
@@ -142,6 +149,8 @@ def test_sites_check_before_allocating(tmp_path: Path, monkeypatch: pytest.Monke
         read_map(tmp_path / "map.csv", SMALL)
     with pytest.raises(InsufficientMemoryError, match="a counts table of m = 4 cohorts"):
         read_counts(tmp_path / "counts.csv", SMALL)
+    with pytest.raises(InsufficientMemoryError, match="encoding 2 report"):
+        encode_clients(SMALL, bytes(32), ["a", "b"], ["x", "y"])
     with pytest.raises(InsufficientMemoryError, match="a counts table"):
         Aggregate.empty(SMALL)
     with pytest.raises(InsufficientMemoryError, match="a counts table"):
@@ -177,3 +186,82 @@ def test_decode_is_refused_before_estimating(monkeypatch: pytest.MonkeyPatch) ->
     assert estimated == [True]  # refused before estimating
     monkeypatch.setenv(memory.ENV_VAR, str(needed))
     Decoder().decode(agg, cmap)
+
+
+_SIMULATIONS = [["simulate"], ["simulate", "--method", "client"], ["simulate", "--discover"], ["simulate-assoc"]]
+_SIMULATION_IDS = ["simulate", "simulate-client", "simulate-discover", "simulate-assoc"]
+
+
+@pytest.mark.parametrize("clients", ["100", "10000000000"], ids=["huge-params", "huge-clients"])
+@pytest.mark.parametrize("argv", _SIMULATIONS, ids=_SIMULATION_IDS)
+def test_huge_params_simulations_clear_error(tmp_path: Path, argv: list[str], clients: str) -> None:
+    """k = m = 65,536 in a two-line params file: the simulated (m, k) tables need 192 GiB;
+    10**10 clients need terabytes of per-client arrays.  ``simulate --discover`` drew the
+    tables, and every simulation the clients, unchecked (a numpy MemoryError, "out of
+    memory in 'rappor simulate'", or with overcommit the kernel's OOM killer); each command
+    now says how much it needs.  Run with 2 GiB of address space, so a regression cannot
+    take the machine."""
+    import subprocess
+    import sys
+
+    big = clients == "100"
+    (tmp_path / "p.csv").write_text("k,h,m,p,q,f\n" + ("65536,2,65536" if big else "16,2,64") + ",0.5,0.75,0.5\n")
+    cap = 2 << 30
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    env = {key: value for key, value in os.environ.items() if key != memory.ENV_VAR}
+    run = subprocess.run([sys.executable, "-m", "rappor", *argv, "--params", str(tmp_path / "p.csv"), "--clients",
+                          clients, "--out", str(tmp_path / "out"), "--no-report"],
+                         capture_output=True, text=True, timeout=300, preexec_fn=limit, env=env)
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.startswith("rappor: error: ") and "needs about" in run.stderr, run.stderr
+
+
+def test_huge_params_boolean_association_clear_error(tmp_path: Path) -> None:
+    """decode-assoc of two booleans with m = 2**32 in a two-line params file: the booleans'
+    map was a Python list of the m rows, grown without a check (about 150 GB: a
+    MemoryError, or the OOM killer).  Now estimated first and refused with the amount.
+    Run with 2 GiB of address space, so a regression cannot take the machine."""
+    import subprocess
+    import sys
+
+    (tmp_path / "p.csv").write_text("k,h,m,p,q,f\n16,2,4294967296,0.5,0.75,0.5\n")
+    (tmp_path / "r.csv").write_text("client,cohort,a,b\nc1,5,1,0\nc2,7,0,1\n")
+    cap = 2 << 30
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    env = {key: value for key, value in os.environ.items() if key != memory.ENV_VAR}
+    run = subprocess.run([sys.executable, "-m", "rappor", "decode-assoc", "--params", str(tmp_path / "p.csv"),
+                          "--reports", str(tmp_path / "r.csv"), "--var1", "a", "--bool1", "--var2", "b", "--bool2"],
+                         capture_output=True, text=True, timeout=300, preexec_fn=limit, env=env)
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.startswith("rappor: error: the candidate map of 2 candidates") and "needs about" in run.stderr
+
+
+@pytest.mark.parametrize("argv", [["simulate", "--unique", "1000000000"], ["simulate", "--decoys", "1000000000"],
+                                  ["simulate", "--discover", "--unique", "1000000000"],
+                                  ["simulate-assoc", "--unique", "1000000000"],
+                                  ["simulate-assoc", "--pair", "string-string", "--unique", "100000", "--unique2",
+                                   "100000"]],
+                         ids=["unique", "decoys", "discover-unique", "assoc-unique", "assoc-joint"])
+def test_huge_populations_clear_error(tmp_path: Path, argv: list[str]) -> None:
+    """10**9 distinct values (or decoys, or a 10**5 x 10**5 joint table) grew Python lists and
+    arrays without a check (a MemoryError, or the OOM killer); now refused with the amount.
+    Run with 2 GiB of address space, so a regression cannot take the machine."""
+    import subprocess
+    import sys
+
+    cap = 2 << 30
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    env = {key: value for key, value in os.environ.items() if key != memory.ENV_VAR}
+    run = subprocess.run([sys.executable, "-m", "rappor", *argv, "--clients", "100", "--out", str(tmp_path / "out"),
+                          "--no-report"], capture_output=True, text=True, timeout=120, preexec_fn=limit, env=env)
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.startswith("rappor: error: ") and "needs about" in run.stderr, run.stderr

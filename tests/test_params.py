@@ -274,3 +274,12 @@ def test_read_params_dev_zero_is_a_bounded_read(run_limited_python: Callable[...
         address_space=1 << 30)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout == "/dev/zero:1: expected a line of at most 65,536 bytes, found a longer one\n"
+
+
+def test_epsilon_inf_of_the_smallest_f_is_finite() -> None:
+    # f = 5e-324 (the smallest subnormal): f / 2 rounds to 0 and ln(f / 2) raised
+    # "math domain error" (a traceback in `rappor privacy` and `rappor plan --epsilon-inf 1e5`).
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=5e-324)
+    expected = 2 * 2 * (math.log1p(-2.5e-324) - (math.log(5e-324) - math.log(2.0)))  # 2h ln((1 - f/2) / (f/2))
+    assert math.isfinite(params.epsilon_inf) and params.epsilon_inf == pytest.approx(expected)
+    assert params.epsilon_inf == pytest.approx(2 * 2 * (1075 * math.log(2.0)))  # f / 2 = 2**-1075

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -227,3 +229,39 @@ def test_parquet_streaming_memory_is_flat(tmp_path: Path) -> None:
     for _ in iter_parquet_reports(path, params, batch_size=20_000):
         peak = max(peak, pa.total_allocated_bytes())
     assert peak < 4 * 20_000 * 20  # a few row groups of 20 bytes per report
+
+
+def _dataset(root: Path, params: Params, names: list[str]) -> dict[str, ReportBatch]:
+    """Write one small batch per name (paths relative to ``root``); return them by name."""
+    batches = {}
+    for i, name in enumerate(names):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        batches[name] = _batch(params, 10 + i, seed=i)
+        write_parquet_reports(root / name, batches[name])
+    return batches
+
+
+def test_parquet_directory_skips_hidden_and_underscore_directories(tmp_path: Path, params: Params) -> None:
+    # Spark writes a running job's parts under _temporary/: they are not final and were counted.
+    batches = _dataset(tmp_path, params, ["part-0.parquet", "sub/part-1.parquet", "_temporary/0/part-9.parquet",
+                                          ".staging/part-8.parquet", "_SUCCESS.parquet", ".part-0.parquet"])
+    expected = Aggregate.from_reports(batches["part-0.parquet"]).merge(Aggregate.from_reports(batches["sub/part-1.parquet"]))
+    np.testing.assert_array_equal(aggregate_parquet(tmp_path, params).counts, expected.counts)
+
+
+def test_parquet_directory_that_cannot_be_listed_is_an_error(tmp_path: Path, params: Params,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # A subdirectory without read permission was skipped in silence (its reports left out of the
+    # count). Denied through os.scandir, so that the test also holds when run as root.
+    _dataset(tmp_path, params, ["part-0.parquet", "locked/part-1.parquet"])
+    real_scandir = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        if os.fspath(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(RapporIOError, match="cannot read the directory of Parquet files: permission denied") as info:
+        aggregate_parquet(tmp_path, params)
+    assert str(info.value).startswith(f"{tmp_path / 'locked'}: ")

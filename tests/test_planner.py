@@ -104,6 +104,14 @@ def test_predicted_detection_matches_simulation() -> None:
         assert binomtest(hits, reps, power).pvalue > 1e-6, (power, hits / reps)
 
 
+@pytest.mark.parametrize("epsilon_inf", [1e5, 1e308])
+def test_plan_huge_epsilon_inf_is_no_overflow(epsilon_inf: float) -> None:
+    # exp(epsilon_inf / 2h) overflowed: `rappor plan --epsilon-inf 1e5` ended in an OverflowError traceback.
+    result = plan(1000, 10, epsilon_inf=epsilon_inf)
+    assert result.best.params.epsilon_inf <= epsilon_inf
+    assert 0.0 < result.best.params.prob_f < 1e-300
+
+
 # --- what a decode of a given size can be expected to find (issue 14: the demo's outlook) ----
 
 DEMO = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)

@@ -40,7 +40,6 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from ..exceptions import InvalidParameterError, ReportFormatError
@@ -174,9 +173,14 @@ def _string_map(args: argparse.Namespace, j: int, params: Any) -> Any:
 
 
 def _google_types(args: argparse.Namespace, indices: list[int]) -> tuple[Any, list[str]]:
-    """Parameters and variable types from the schema (decode_assoc.R's checks)."""
+    """Parameters and variable types from the schema (decode_assoc.R's checks).
+
+    The parameters file the schema names is an input too: it joins the same-file check
+    (an --output-dir that holds it must not replace it).
+    """
     from ..formats.params import read_params
     from ..association._files import read_schema
+    from ._common import check_command_files
 
     schema = read_schema(args.schema)
     rows = []
@@ -194,7 +198,10 @@ def _google_types(args: argparse.Namespace, indices: list[int]) -> tuple[Any, li
         if r.var_type not in ("string", "boolean"):
             raise ReportFormatError(f"variable {r.var!r} has type {r.var_type!r}; expected string or boolean",
                                     path=args.schema, line=r.line)
-    params = read_params(os.path.join(args.params_dir, f"{rows[0].params}.csv"))
+    params_path = os.path.join(args.params_dir, f"{rows[0].params}.csv")
+    named = files(args)
+    check_command_files(CommandFiles(inputs=[*named.inputs, ("--params-dir", params_path)], outputs=named.outputs))
+    params = read_params(params_path)
     return params, [r.var_type for r in rows]
 
 
@@ -247,24 +254,24 @@ def run(args: argparse.Namespace) -> int:
         from .._io import output_directory
 
         out_dir = output_directory(args.output_dir or ".")
-        result.to_csv(out_dir / "assoc-results.csv", layout="google")
-        _write_json(out_dir / "assoc-metrics.json", summary)
+        _write_both(result, out_dir / "assoc-results.csv", "google", out_dir / "assoc-metrics.json", summary)
         return 0
     if args.summary is not None:
-        from .._io import atomic_output
-
-        # Both files or neither: the summary is rendered first, then both are written.
-        text = json.dumps(_clean(summary), indent=2) + "\n"
-        result.to_csv(args.output, layout=args.layout)
-        with atomic_output(args.summary) as fh:
-            fh.write(text)
+        _write_both(result, args.output, args.layout, args.summary, summary)
         return 0
     result.to_csv(args.output, layout=args.layout)
     return 0
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def _write_both(result: Any, results_path: Any, layout: str, summary_path: Any, summary: dict[str, Any]) -> None:
+    """The results CSV and the JSON summary: both files or neither.
+
+    The summary's file is opened first and committed last, so a bad summary path leaves
+    no results file behind (the results were written, then the summary failed).
+    """
     from .._io import atomic_output
 
-    with atomic_output(path) as fh:
-        fh.write(json.dumps(_clean(data), indent=2) + "\n")
+    text = json.dumps(_clean(summary), indent=2) + "\n"
+    with atomic_output(summary_path) as fh:
+        result.to_csv(results_path, layout=layout)
+        fh.write(text)

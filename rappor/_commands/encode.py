@@ -115,19 +115,13 @@ def run(args: argparse.Namespace) -> int:
 def _several_variables(args: argparse.Namespace) -> bool:
     """Whether INPUT has several value columns (``client,NAME1,NAME2,...``), from its first line.
 
-    Reads nothing from standard input (peeks at its buffer); an unreadable file is left
-    to the encoder to report.
+    The line is read from the stream the encoder then reads (:func:`rappor._io.read_first_line`):
+    a pipe, a FIFO or standard input is read once, its first line included.
     """
+    from .._io import read_first_line
     from ..exceptions import ReportFormatError
 
-    if str(args.input) == STDIO:
-        first = sys.stdin.buffer.peek(1 << 16).split(b"\n", 1)[0] if hasattr(sys.stdin.buffer, "peek") else b""
-    else:
-        try:
-            with open(args.input, "rb") as fh:
-                first = fh.readline(1 << 16)
-        except OSError:
-            return False
+    first = read_first_line(args.input)
     line = first.decode("utf-8", errors="replace").lstrip("\ufeff").rstrip("\r\n")
     try:
         cells = [c.strip() for c in next(csv.reader([line]), [])]

@@ -40,8 +40,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def files(args: argparse.Namespace) -> CommandFiles:
-    """``--params`` in; ``-o`` out."""
-    return CommandFiles(inputs=[("--params", args.params)], outputs=[("-o", args.output)])
+    """``--params`` (and ``--discovery-params``) in; ``-o`` out."""
+    inputs = [("--params", args.params)]
+    if args.discovery_params is not None:
+        inputs.append(("--discovery-params", args.discovery_params))
+    return CommandFiles(inputs=inputs, outputs=[("-o", args.output)])
 
 
 def _json_number(value: float) -> float | str:

@@ -204,23 +204,24 @@ def _outlook(params: Params, sim: Any, strings: Any, level: float) -> Any:
 
 
 def _print_results(result: Any, sim: Any, outlook: Any, *, limit: int = 20) -> None:
-    """The detected strings: true share, estimated share and its 95% interval; the detection rule; the outlook."""
+    """The rows of results.csv: true share, estimated share, 95% interval, p-value and detected; the rule; the outlook."""
     from .._explain import detection_rule, floor_tie, outlook_text
 
-    table = result.table()[result.ranking()]  # the detected strings, largest first
+    table = result.table()[result.ranking()]  # the rows of results.csv, largest estimate first
     truth = sim.truth
     total = max(sum(truth.values()), 1)
-    header = f"{'string':<16}{'true':>9}{'estimate':>10}{'95% interval':>20}{'p-value':>11}"
+    header = f"{'string':<16}{'true':>9}{'estimate':>10}{'95% interval':>20}{'p-value':>11}{'detected':>10}"
     lines = [header, "-" * len(header)]
     for row in table[:limit]:
         true_share = truth.get(str(row["string"]), 0) / total
         interval = f"[{row['prop_low_95']:.4f}, {row['prop_high_95']:.4f}]"
         lines.append(f"{str(row['string'])[:15]:<16}{true_share:>9.4f}{row['proportion']:>10.4f}"
-                     f"{interval:>20}{row['pvalue']:>11.2g}")
+                     f"{interval:>20}{row['pvalue']:>11.2g}{'yes' if row['detected'] else 'no':>10}")
     if len(table) > limit:
-        lines.append(f"... and {len(table) - limit} more detected strings (results.csv)")
+        hidden = table[limit:]
+        lines.append(f"... and {len(hidden)} more rows in results.csv ({int(hidden['detected'].sum())} of them detected)")
     if len(table) == 0:
-        lines.append("(no candidate detected)")
+        lines.append("(no candidate has a share or is detected)")
     lines.append(textwrap.fill(detection_rule(result).text, width=100))
     tie = floor_tie(result)
     if tie is not None:

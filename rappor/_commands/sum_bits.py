@@ -22,7 +22,7 @@ from .._lazy import import_optional
 from .._rejects import RejectsWriter, resolve_rejects_path
 from ..aggregate import Aggregate, check_cohort_balance
 from ..engines import aggregate_files
-from ..exceptions import InvalidParameterError, MissingDependencyError
+from ..exceptions import InvalidParameterError, MissingDependencyError, RapporIOError
 from ..formats.counts import write_counts
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
                       load_params)
@@ -50,12 +50,36 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def files(args: argparse.Namespace) -> CommandFiles:
-    """REPORTS (summed: none may repeat) and ``--params`` in; ``-o`` and the rejects file out."""
+    """REPORTS (summed: none may repeat) and ``--params`` in; ``-o`` and the rejects file out.
+
+    A directory of Parquet files stands for each of its files, so an output may not
+    replace one of them, and a file may not be given both alone and within its directory.
+    """
     outputs = [("-o", args.output)]
     if args.on_error == "skip":
         outputs.append(("--rejects", resolve_rejects_path(args.output, args.rejects, "counts")))
     return CommandFiles(inputs=[("--params", args.params)], outputs=outputs,
-                        summed=[("REPORTS", path) for path in args.reports])
+                        summed=[("REPORTS", path) for path in report_files(args.reports)])
+
+
+def report_files(paths: Sequence[str]) -> list[str]:
+    """``paths`` with every directory replaced by the Parquet files it holds (:func:`parquet_files`).
+
+    A directory that gives no files stays as it is: the run then says why (no Parquet
+    file, a directory it cannot read, or first a missing pyarrow).
+    """
+    from ..formats.parquet import parquet_files
+
+    expanded: list[str] = []
+    for path in paths:
+        if path != STDIO and "://" not in path and os.path.isdir(path):
+            try:
+                expanded.extend(os.fspath(file) for file in parquet_files(path))
+                continue
+            except RapporIOError:
+                pass
+        expanded.append(path)
+    return expanded
 
 
 @contextlib.contextmanager

@@ -17,18 +17,21 @@ Schema (``rappor-vars.csv``)
 
 from __future__ import annotations
 
-import csv
 import io
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from .._bits import BitStringError, bits_to_bitstrings, bitstrings_to_bits, pack_bits
-from .._io import PathLike, atomic_output, csv_field, display_name, read_input_bytes
+from .._csv_blocks import iter_csv_records
+from .._excerpt import excerpt
+from .._io import PathLike, atomic_output, csv_field, display_name, open_input_binary, read_input_bytes
+from .._keyfile import looks_like_key_file, not_a_key_file_error
 from ..exceptions import ReportFormatError
 from ..params import Params
 from ..reports import ReportBatch
@@ -56,42 +59,39 @@ class SchemaRow:
     line: int
 
 
-def _csv_cells(text: str) -> list[str]:
-    return next(csv.reader([text]), [])
+#: Rows checked and packed at a time (their text is dropped once packed).
+_ASSEMBLE_ROWS = 1 << 16
+#: Bytes of a reports CSV read at a time: bounds the text held besides the packed reports.
+_BLOCK_BYTES = 1 << 22
+#: Longest record (a row with a quoted line break may span lines): bounds an unclosed quote.
+_MAX_RECORD_BYTES = 1 << 26
+#: Largest schema file (``rappor-vars.csv``, a few lines): bounds the read of /dev/zero.
+_MAX_SCHEMA_BYTES = 1 << 24
 
 
-def _text_rows(path: PathLike) -> tuple[str, list[tuple[int, list[str]]]]:
-    """The header line and the data rows ``(line, cells)`` of a CSV file (blank lines skipped)."""
-    name = display_name(path)
-    raw = read_input_bytes(path)
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        raise ReportFormatError(f"expected UTF-8 text, found the byte 0x{raw[exc.start]:02x}", path=name,
-                                line=line) from None
-    if '"' not in text:
-        lines = text.replace("\r\n", "\n").split("\n")
-        numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
-        if not numbered:
-            raise ReportFormatError("expected a header line, found an empty file", path=name)
-        return numbered[0][1], [(i, line.split(",")) for i, line in numbered[1:]]
-    rows: list[tuple[int, list[str]]] = []
-    reader = csv.reader(io.StringIO(text, newline=""))
-    start = 1
-    try:
-        for cells in reader:
-            if cells and any(c.strip() for c in cells):
-                rows.append((start, cells))
-            start = reader.line_num + 1
-    except csv.Error as exc:
-        raise ReportFormatError(f"malformed CSV: {exc}", path=name, line=reader.line_num) from None
-    if not rows:
+def _blank(cells: list[str]) -> bool:
+    """A record that holds no value: a blank line, or fields of whitespace only."""
+    return not any(c.strip() for c in cells)
+
+
+def _csv_rows(fh: IO[bytes], name: str, what: str) -> Iterator[tuple[int, list[str]]]:
+    """The non-blank records ``(line, cells)`` of the CSV stream ``fh``, read a block at a time.
+
+    The records are exactly the csv module's (:func:`rappor._csv_blocks.iter_csv_records`:
+    a quoted field may hold commas and line breaks), so a client id cannot forge a row.
+    The first one is the header: a key file there is refused without quoting it.
+    """
+    first = True
+    for line, cells in iter_csv_records(fh, name, block_bytes=_BLOCK_BYTES, max_record_bytes=_MAX_RECORD_BYTES):
+        if _blank(cells):
+            continue
+        if first:
+            if looks_like_key_file(",".join(cells)):
+                raise not_a_key_file_error(name, what)
+            first = False
+        yield line, cells
+    if first:
         raise ReportFormatError("expected a header line, found an empty file", path=name)
-    header_line = ",".join(f'"{c}"' for c in rows[0][1])
-    return header_line, rows[1:]
 
 
 def read_assoc_reports(path: PathLike, names: Sequence[str], params: Sequence[Params], *,
@@ -121,31 +121,70 @@ def read_assoc_reports(path: PathLike, names: Sequence[str], params: Sequence[Pa
     if str(path) != "-" and (p.suffix == ".parquet" or p.is_dir()):
         return _read_parquet(p, names, params, remove_bad_rows)
     name = display_name(path)
-    header_text, rows = _text_rows(path)
-    header = [c.strip().strip('"').strip() for c in _csv_cells(header_text)]
+    with open_input_binary(path) as fh:
+        return _read_csv(_csv_rows(fh, name, "a reports file"), names, params, remove_bad_rows, name)
+
+
+def _read_csv(rows: Iterator[tuple[int, list[str]]], names: Sequence[str], params: Sequence[Params],
+              remove_bad_rows: bool, name: str) -> AssocReports:
+    """The reports of the CSV records ``rows`` (header first), checked and packed a block of rows at a time."""
+    _, header_cells = next(rows)
+    header = [c.strip().strip('"').strip() for c in header_cells]
     index = _column_index(header, names, name)
     width = len(header)
-    for line, cells in rows:
-        if len(cells) != width:
-            msg = f"expected {width} comma-separated columns ({','.join(header)}), found {len(cells)}"
-            raise ReportFormatError(msg, path=name, line=line)
-    lines = np.array([line for line, _ in rows], dtype=np.int64)
-    columns = [[cells[i] for _, cells in rows] for i in index]
-    return _assemble(columns[0], columns[1:], names, params, remove_bad_rows, name, lines)
+    parts: list[AssocReports] = []
+    block: list[tuple[int, list[str]]] = []
+
+    def assemble() -> None:
+        for line, cells in block:
+            if len(cells) != width:
+                msg = f"expected {width} comma-separated columns ({excerpt(','.join(header))}), found {len(cells)}"
+                raise ReportFormatError(msg, path=name, line=line)
+        lines = np.array([line for line, _ in block], dtype=np.int64)
+        columns = [[cells[i] for _, cells in block] for i in index]
+        parts.append(_assemble(columns[0], columns[1:], names, params, remove_bad_rows, name, lines))
+        block.clear()
+
+    for row in rows:
+        block.append(row)
+        if len(block) >= _ASSEMBLE_ROWS:
+            assemble()
+    if block or not parts:
+        assemble()
+    return _concatenate(parts, params)
+
+
+def _concatenate(parts: list[AssocReports], params: Sequence[Params]) -> AssocReports:
+    """One :class:`AssocReports` of consecutive parts (the rows of a file, block by block)."""
+    if len(parts) == 1:
+        return parts[0]
+    cohorts = np.concatenate([p.batches[0].cohorts for p in parts])
+    batches = tuple(ReportBatch(params=par, cohorts=cohorts, words=np.concatenate([p.batches[j].words for p in parts]))
+                    for j, par in enumerate(params))
+    return AssocReports(batches=batches, removed=sum(p.removed for p in parts))
 
 
 def _column_index(header: list[str], names: Sequence[str], source: str) -> list[int]:
+    if "cohort" in names:
+        raise ReportFormatError("'cohort' is the cohort column, not a variable: name another column", path=source,
+                                line=1)
     wanted = ["cohort", *names]
     missing = [c for c in wanted if c not in header]
     if missing:
-        msg = f"expected a column {missing[0]!r} in the header (found {', '.join(header)})"
+        msg = f"expected a column {excerpt(missing[0])} in the header (found {excerpt(', '.join(header))})"
+        raise ReportFormatError(msg, path=source, line=1)
+    repeated = [c for c in wanted if header.count(c) > 1]
+    if repeated:  # which of them holds the reports? (the first was taken, the others ignored)
+        msg = f"expected one column {excerpt(repeated[0])} in the header, found {header.count(repeated[0])}"
         raise ReportFormatError(msg, path=source, line=1)
     return [header.index(c) for c in wanted]
 
 
 def _assemble(cohort_text: list[str], values: list[list[str]], names: Sequence[str], params: Sequence[Params],
-              remove_bad_rows: bool, source: str, lines: npt.NDArray[np.int64] | None) -> AssocReports:
-    """Check and convert text columns; ``lines`` gives the line of each row (None: Parquet rows)."""
+              remove_bad_rows: bool, source: str, lines: npt.NDArray[np.int64] | None,
+              first_row: int = 0) -> AssocReports:
+    """Check and convert text columns; ``lines`` gives the line of each row (None: Parquet rows,
+    numbered from ``first_row + 1``)."""
     n = len(cohort_text)
 
     def where(i: int) -> dict[str, object]:
@@ -154,7 +193,7 @@ def _assemble(cohort_text: list[str], values: list[list[str]], names: Sequence[s
         return {"path": source, "line": int(lines[i])}
 
     def prefix(i: int) -> str:
-        return "" if lines is not None else f"row {i + 1}: "
+        return "" if lines is not None else f"row {first_row + i + 1}: "
 
     blank = np.zeros(n, dtype=bool)
     for var, column in zip(names, values):
@@ -169,7 +208,7 @@ def _assemble(cohort_text: list[str], values: list[list[str]], names: Sequence[s
     cohorts = _parse_cohorts([cohort_text[i] for i in keep.tolist()], m)
     if isinstance(cohorts, int):
         i = int(keep[cohorts])
-        msg = f"{prefix(i)}expected a cohort, an integer in [0, {m - 1}], found {cohort_text[i]!r}"
+        msg = f"{prefix(i)}expected a cohort, an integer in [0, {m - 1}], found {excerpt(cohort_text[i])}"
         raise ReportFormatError(msg, **where(i))  # type: ignore[arg-type]
     batches = []
     for var, column, par in zip(names, values, params):
@@ -200,37 +239,57 @@ def _parse_cohorts(texts: list[str], m: int) -> npt.NDArray[np.int64] | int:
 
 
 def _read_parquet(path: Path, names: Sequence[str], params: Sequence[Params], remove_bad_rows: bool) -> AssocReports:
+    """The reports of a Parquet file or directory, converted and packed a batch of rows at a time."""
+    from ..exceptions import RapporError
     from ..formats.parquet import _open, _pyarrow, parquet_files
 
     pa = _pyarrow()
-    source = display_name(path)
-    tables = []
+    parts: list[AssocReports] = []
     for f in parquet_files(path):
+        source = display_name(f)
         pf, schema = _open(f)
-        _column_index(list(schema.names), names, display_name(f))
-        tables.append(pf.read(columns=["cohort", *names]))
-    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-    cohort = table.column("cohort")
+        _column_index(list(schema.names), names, source)
+        first_row = 0
+        try:
+            for batch in pf.iter_batches(batch_size=_ASSEMBLE_ROWS, columns=["cohort", *names]):
+                parts.append(_parquet_part(batch, names, params, remove_bad_rows, source, first_row))
+                first_row += batch.num_rows
+        except RapporError:
+            raise
+        except (pa.ArrowException, OSError, ValueError) as exc:  # corrupt pages
+            raise ReportFormatError(f"cannot read Parquet data: {exc}", path=source) from None
+    if not parts:
+        parts.append(_assemble([], [[] for _ in names], names, params, remove_bad_rows, display_name(path), None))
+    return _concatenate(parts, params)
+
+
+def _parquet_part(batch: Any, names: Sequence[str], params: Sequence[Params], remove_bad_rows: bool, source: str,
+                  first_row: int) -> AssocReports:
+    """The reports of one Arrow record batch (rows ``first_row + 1 ...`` of ``source``)."""
+    from ..formats.parquet import _pyarrow
+
+    pa = _pyarrow()
+    cohort = batch.column("cohort")
     if not pa.types.is_integer(cohort.type):
         raise ReportFormatError(f"expected an integer 'cohort' column, found {cohort.type}", path=source)
     cohort_text = ["" if c is None else str(c) for c in cohort.to_pylist()]
     values = []
     for var, par in zip(names, params):
-        col = table.column(var)
+        col = batch.column(var)
         if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
             values.append(["" if v is None else v for v in col.to_pylist()])
         elif pa.types.is_binary(col.type) or pa.types.is_fixed_size_binary(col.type) or pa.types.is_large_binary(col.type):
-            values.append(_binary_to_bitstrings(col.to_pylist(), par.num_bloombits, var, source))
+            values.append(_binary_to_bitstrings(col.to_pylist(), par.num_bloombits, var, source, first_row))
         else:
             msg = f"expected column {var!r} to hold bit strings or packed bytes, found {col.type}"
             raise ReportFormatError(msg, path=source)
     if any(t == "" for t in cohort_text):
         i = cohort_text.index("")
-        raise ReportFormatError(f"row {i + 1}: expected a cohort, found null", path=source)
-    return _assemble(cohort_text, values, names, params, remove_bad_rows, source, None)
+        raise ReportFormatError(f"row {first_row + i + 1}: expected a cohort, found null", path=source)
+    return _assemble(cohort_text, values, names, params, remove_bad_rows, source, None, first_row)
 
 
-def _binary_to_bitstrings(cells: list[bytes | None], k: int, var: str, source: str) -> list[str]:
+def _binary_to_bitstrings(cells: list[bytes | None], k: int, var: str, source: str, first_row: int = 0) -> list[str]:
     nbytes = (k + 7) // 8
     present = [i for i, c in enumerate(cells) if c is not None and len(c) > 0]
     out = [""] * len(cells)
@@ -238,14 +297,16 @@ def _binary_to_bitstrings(cells: list[bytes | None], k: int, var: str, source: s
         return out
     bad = next((i for i in present if len(cells[i] or b"") != nbytes), None)
     if bad is not None:
-        msg = f"row {bad + 1}: variable {var!r}: expected {nbytes} bytes for k = {k} bits, found {len(cells[bad] or b'')}"
+        msg = (f"row {first_row + bad + 1}: variable {var!r}: expected {nbytes} bytes for k = {k} bits, "
+               f"found {len(cells[bad] or b'')}")
         raise ReportFormatError(msg, path=source)
     data = np.frombuffer(b"".join(cells[i] or b"" for i in present), dtype=np.uint8).reshape(len(present), nbytes)
     bits = np.unpackbits(data, axis=1, bitorder="little")
     high = bits[:, k:].any(axis=1)
     if high.any():
         i = present[int(np.argmax(high))]
-        raise ReportFormatError(f"row {i + 1}: variable {var!r}: bits above bit {k - 1} are set", path=source)
+        raise ReportFormatError(f"row {first_row + i + 1}: variable {var!r}: bits above bit {k - 1} are set",
+                                path=source)
     for i, s in zip(present, bits_to_bitstrings(bits[:, :k])):
         out[i] = s
     return out
@@ -254,11 +315,14 @@ def _binary_to_bitstrings(cells: list[bytes | None], k: int, var: str, source: s
 def read_schema(path: PathLike) -> list[SchemaRow]:
     """Read google/rappor's ``rappor-vars.csv`` (header ``metric,var,var_type,params``)."""
     name = display_name(path)
-    header_text, rows = _text_rows(path)
-    header = [c.strip().strip('"').strip() for c in _csv_cells(header_text)]
+    data = read_input_bytes(path, max_bytes=_MAX_SCHEMA_BYTES, what="a schema file")  # /dev/zero: a bounded read
+    rows = _csv_rows(io.BytesIO(data), name, "a schema file")
+    _, header_cells = next(rows)
+    header = [c.strip().strip('"').strip() for c in header_cells]
     expected = ["metric", "var", "var_type", "params"]
     if header != expected:
-        raise ReportFormatError(f"expected the header {','.join(expected)}, found {header_text!r}", path=name, line=1)
+        raise ReportFormatError(f"expected the header {','.join(expected)}, found {excerpt(','.join(header_cells))}",
+                                path=name, line=1)
     out = []
     for line, cells in rows:
         if len(cells) != 4:

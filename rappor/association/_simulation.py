@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._memory import check_memory
 from .._validation import check_int, check_rng
 from ..design import hash_candidates
 from ..exceptions import InvalidParameterError
@@ -106,6 +107,10 @@ def simulate_association(params: Params, joint: npt.ArrayLike, values: Sequence[
     """
     gen = check_rng(rng)
     n = check_int(n_clients, "n_clients", "simulate_association", low=1)
+    # Checked before drawing: 256 bytes a client per variable (measured peaks: 360 bytes a
+    # client for a string and a boolean, 460 for two strings, k = 16).
+    check_memory(256 * len(values) * n, f"simulating {n:,} clients x {len(values)} variables",
+                 remedy="simulate fewer clients")
     probs = np.asarray(joint, dtype=np.float64)
     if probs.ndim != len(values) or not 1 <= probs.ndim <= 3 or (probs < 0).any() or not probs.sum() > 0:
         msg = "The 'joint' parameter of simulate_association must be a non-negative table with one axis per variable."
@@ -177,6 +182,7 @@ def example_joint(kind: str, num_unique: int = 100, num_unique2: int = 10, *, re
         from scipy.stats import poisson
 
         u2 = check_int(num_unique2, "num_unique2", "example_joint", low=1)
+        check_memory(32 * u * u2, f"a joint table of {u:,} x {u2:,} values", remedy="use fewer distinct values")
         base = poisson.pmf(np.arange(u2), 1.0)
         cond = np.array([np.roll(base, i % u2) for i in range(u)])
         cond /= cond.sum(axis=1, keepdims=True)

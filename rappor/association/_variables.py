@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
+from .._memory import check_design
 from ..design import CandidateMap
 from ..exceptions import InvalidParameterError
 from ..params import Params
@@ -32,9 +33,21 @@ def boolean_params(params: Params) -> Params:
 
 
 def _boolean_map(params: Params) -> CandidateMap:
-    """TRUE sets the single bit in every cohort; FALSE sets none."""
+    """TRUE sets the single bit in every cohort; FALSE sets none.
+
+    Checked before allocating and built from numpy arrays: a Python list of the ``m``
+    rows grew without bound at ``m = 2**32`` (about 150 GB, or the OOM killer).
+    """
+    import numpy as np
+    import scipy.sparse as sp
+
     m = params.num_cohorts
-    return CandidateMap.from_indices(params, BOOLEAN_CATEGORIES, [list(range(m)), []])
+    check_design(params, len(BOOLEAN_CATEGORIES))
+    index_dtype = np.int32 if m < 2**31 else np.int64
+    matrix = sp.csc_matrix((np.ones(m), np.arange(m, dtype=index_dtype), np.array([0, m, m], dtype=index_dtype)),
+                           shape=(m * params.num_bloombits, len(BOOLEAN_CATEGORIES)), copy=False)
+    matrix.has_sorted_indices = True
+    return CandidateMap._from_canonical(params, BOOLEAN_CATEGORIES, matrix)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._validation import RngLike, check_int, check_real, check_rng
 from ..exceptions import InvalidParameterError
-from ..simulation import Population
+from ..simulation import Population, _check_population_size
 
 __all__ = ["realistic_population", "realistic_strings"]
 
@@ -118,6 +118,7 @@ def realistic_population(num_unique: int = 20_000, *, exponent: float = 1.1, min
     (1000, 0.179)
     """
     s = check_real(exponent, "exponent", "realistic_population", low=0.0)
+    _check_population_size(check_int(num_unique, "num_unique", "realistic_population", low=1))
     gen = check_rng(rng)
     strings = realistic_strings(num_unique, min_length=min_length, max_length=max_length, rng=gen)
     order = gen.permutation(len(strings))

@@ -36,6 +36,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from .._memory import check_memory
 from .._validation import RngLike, check_int, check_options, check_probability, check_rng
 from ..aggregate import Aggregate
 from ..exceptions import InvalidParameterError
@@ -206,6 +207,8 @@ def simulate_discovery(params: Params, spec: DiscoverySpec, population: Populati
     if not isinstance(population, Population):
         raise InvalidParameterError("The 'population' parameter of simulate_discovery must be a Population.")
     n = check_int(n_clients, "n_clients", "simulate_discovery", low=1)
+    # Checked before drawing: 256 bytes a client (measured peak: 190, k = 16, the default split).
+    check_memory(256 * n, f"simulating {n:,} clients with discovery reports", remedy="simulate fewer clients")
     share = check_probability(discovery_share, "discovery_share", "simulate_discovery")
     how = check_options(split, "split", "simulate_discovery", ("clients", "budget"))
     meth = check_options(method, "method", "simulate_discovery", ("aggregate", "reports"))

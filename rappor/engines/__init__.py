@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from .._io import STDIO, PathLike
+from .._io import STDIO, PathLike, check_distinct_files
 from .._lazy import import_optional
 from .._rejects import OnError, RejectSink, check_on_error
 from .._validation import check_options
@@ -105,6 +105,8 @@ def report_sources(paths: Sequence[PathLike], params: Params) -> list[ReportSour
     ------
     IncompatibleParamsError
         A Parquet file was written with other parameters.
+    InvalidParameterError
+        A file is reached twice (see :func:`rappor._io.check_distinct_files`).
     ReportFormatError
         A Parquet file cannot be read or lacks the report columns.
     RapporIOError
@@ -127,6 +129,8 @@ def report_sources(paths: Sequence[PathLike], params: Params) -> list[ReportSour
         for file in files:
             columns = tuple(check_parquet_file(file, params))
             sources.append(ReportSource(path=os.fspath(file), kind="parquet", columns=columns))
+    # A file reached twice (given twice, alone and in its directory, or through a link) would be counted twice.
+    check_distinct_files((), (), summed=[("REPORTS", s.path) for s in sources if not _is_url(s.path)])
     return sources
 
 

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from .._csv_blocks import PlainBlock, Record, iter_csv_blocks
-from .._excerpt import excerpt
+from .._excerpt import clip, excerpt
 from .._io import PathLike, atomic_output, csv_field, display_name, open_input_binary
 from .._keyfile import looks_like_key_file, not_a_key_file_error
 from .._rejects import OnError, RejectedRow, RejectSink, check_on_error
@@ -60,6 +60,11 @@ def _check_header(row: list[str], raw: bytes, name: str, line: int, variables: b
     cells = [cell.strip().strip('"') for cell in row]
     if variables:
         names = cells[1:]
+        reserved = [n for n in names if n in ("client", "cohort")]
+        if reserved:  # the reports have their own 'client' and 'cohort' columns: two columns of one name
+            raise ReportFormatError(f"expected variable names other than 'client' and 'cohort' (the reports' own "
+                                    f"columns), found {reserved[0]!r} in the header {excerpt(','.join(row))}",
+                                    path=name, line=line)
         if cells[:1] == ["client"] and len(names) >= 2 and all(names) and len(set(names)) == len(names):
             return names
         expected = f"the header {_VARIABLES_HEADER} (two or more distinct variable names)"
@@ -75,8 +80,8 @@ def _check_header(row: list[str], raw: bytes, name: str, line: int, variables: b
 def _row_error(row: list[str], name: str, line: int, header: Sequence[str]) -> ReportFormatError | None:
     """The error of a parsed data row, or None if it has the header's fields and a client."""
     if len(row) != len(header):
-        return ReportFormatError(f"expected {len(header)} comma-separated fields ({','.join(header)}), found "
-                                 f"{len(row)}", path=name, line=line)
+        return ReportFormatError(f"expected {len(header)} comma-separated fields ({clip(','.join(header))}), "
+                                 f"found {len(row)}", path=name, line=line)
     if not row[0]:
         return ReportFormatError("expected a client id, found an empty field", path=name, line=line)
     return None

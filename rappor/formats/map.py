@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import array
 import csv
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO, TYPE_CHECKING
 
 import numpy as np
@@ -289,7 +289,7 @@ def read_map(path: PathLike, params: Params) -> CandidateMap:
 _WRITE_CELLS = 1 << 20
 
 
-def write_map(cmap: CandidateMap, path: PathLike) -> None:
+def write_map(cmap: CandidateMap | Iterable[CandidateMap], path: PathLike) -> None:
     """Write a :class:`~rappor.design.CandidateMap` as a google/rappor ``map.csv``, atomically.
 
     The positional layout: each cohort's positions in increasing order; a cohort where
@@ -298,7 +298,10 @@ def write_map(cmap: CandidateMap, path: PathLike) -> None:
 
     Parameters
     ----------
-    cmap : CandidateMap
+    cmap : CandidateMap or iterable of CandidateMap
+        The map, or consecutive blocks of one (same parameters, distinct candidates),
+        written one after the other as they come: ``rappor hash-candidates`` hashes and
+        writes a block of candidates at a time, so its memory does not grow with the map.
     path : str or os.PathLike
         Target file, or ``"-"`` for standard output.
 
@@ -306,7 +309,7 @@ def write_map(cmap: CandidateMap, path: PathLike) -> None:
     ------
     InvalidParameterError
         If some candidate sets no bit or more than ``h`` bits in a cohort, which the
-        format cannot express.
+        format cannot express, or if blocks have other parameters than the first.
 
     Notes
     -----
@@ -315,6 +318,21 @@ def write_map(cmap: CandidateMap, path: PathLike) -> None:
     or a run of cohorts of one candidate when ``h * m`` is larger), and the text of
     every position is tabulated only when there are fewer positions than indices to write.
     """
+    blocks = [cmap] if isinstance(cmap, CandidateMap) else cmap
+    with atomic_output(path) as fh:
+        first: Params | None = None
+        for block in blocks:
+            if first is None:
+                first = block.params
+            elif block.params != first:
+                msg = (f"The 'cmap' parameter of write_map must hold blocks of one map, with the same parameters. "
+                       f"Got {block.params} after {first} instead.")
+                raise InvalidParameterError(msg)
+            _write_rows(fh, block)
+
+
+def _write_rows(fh: IO[str], cmap: CandidateMap) -> None:
+    """The rows of ``cmap`` in ``map.csv`` form (see :func:`write_map`), written to ``fh``."""
     params = cmap.params
     k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
 
@@ -323,35 +341,34 @@ def write_map(cmap: CandidateMap, path: PathLike) -> None:
         matrix = matrix.copy()
         matrix.sort_indices()
     width, n = m * h, len(cmap)
-    with atomic_output(path) as fh:
-        if width > _WRITE_CELLS:
-            # Wide rows: one candidate at a time, a run of cohorts per write.
-            step = max(1, _WRITE_CELLS // h)
-            for s in range(n):
-                fh.write(_csv_field(cmap.strings[s]))
-                for c0 in range(0, m, step):
-                    cells = _positions(matrix, s, s + 1, params, cmap.strings, cohorts=(c0, min(m, c0 + step)))
-                    fh.write("," + ",".join(map(str, cells.ravel().tolist())))
-                fh.write("\n")
-            return
-        # Rows are formatted by hand (the csv module costs a call per cell); the candidate
-        # quoted as csv.writer's QUOTE_MINIMAL would quote it.
-        if m * k < min(n * width, _WRITE_CELLS):  # a table of every position's text is worth it
-            text_of = [str(i) for i in range(m * k + 1)].__getitem__
+    if width > _WRITE_CELLS:
+        # Wide rows: one candidate at a time, a run of cohorts per write.
+        step = max(1, _WRITE_CELLS // h)
+        for s in range(n):
+            fh.write(_csv_field(cmap.strings[s]))
+            for c0 in range(0, m, step):
+                cells = _positions(matrix, s, s + 1, params, cmap.strings, cohorts=(c0, min(m, c0 + step)))
+                fh.write("," + ",".join(map(str, cells.ravel().tolist())))
+            fh.write("\n")
+        return
+    # Rows are formatted by hand (the csv module costs a call per cell); the candidate
+    # quoted as csv.writer's QUOTE_MINIMAL would quote it.
+    if m * k < min(n * width, _WRITE_CELLS):  # a table of every position's text is worth it
+        text_of = [str(i) for i in range(m * k + 1)].__getitem__
 
-            def row_text(row: list[int]) -> str:
-                return ",".join(map(text_of, row))
-        else:
-            row_format = ",".join(["%d"] * width)
+        def row_text(row: list[int]) -> str:
+            return ",".join(map(text_of, row))
+    else:
+        row_format = ",".join(["%d"] * width)
 
-            def row_text(row: list[int]) -> str:
-                return row_format % tuple(row)
-        block = max(1, _WRITE_CELLS // width)
-        for start in range(0, n, block):
-            stop = min(start + block, n)
-            table = _positions(matrix, start, stop, params, cmap.strings).reshape(stop - start, width).tolist()
-            fh.write("".join(f"{_csv_field(string)},{row_text(row)}\n"
-                             for string, row in zip(cmap.strings[start:stop], table)))
+        def row_text(row: list[int]) -> str:
+            return row_format % tuple(row)
+    block = max(1, _WRITE_CELLS // width)
+    for start in range(0, n, block):
+        stop = min(start + block, n)
+        table = _positions(matrix, start, stop, params, cmap.strings).reshape(stop - start, width).tolist()
+        fh.write("".join(f"{_csv_field(string)},{row_text(row)}\n"
+                         for string, row in zip(cmap.strings[start:stop], table)))
 
 
 def _positions(matrix: sp.csc_matrix, start: int, stop: int, params: Params, strings: tuple[str, ...],

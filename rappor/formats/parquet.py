@@ -410,18 +410,37 @@ def _strip_parameter_prefix(message: str) -> str:
 def parquet_files(path: PathLike) -> list[Path]:
     """The Parquet files of ``path``: the file itself, or the ``*.parquet`` files under a directory.
 
+    Under a directory, names starting with ``.`` or ``_`` are skipped at every level, as
+    Spark, Hive and pyarrow's datasets skip them (``_SUCCESS``, ``.part.crc``, and the
+    ``_temporary/`` directory of a job still running, whose parts are not final).
+    Symbolic links to directories are not followed.  A subdirectory that cannot be
+    listed is an error: its files would otherwise be left out of the count unnoticed.
+
     Raises
     ------
     RapporIOError
-        If ``path`` does not exist, or is a directory without Parquet files.
+        If ``path`` does not exist, is a directory without Parquet files, or holds a
+        directory that cannot be read.
     """
     p = Path(path)
     if p.is_dir():
-        files = sorted(f for f in p.rglob("*.parquet") if f.is_file() and not f.name.startswith((".", "_")))
+
+        def refuse(exc: OSError) -> None:
+            where = exc.filename if exc.filename is not None else os.fspath(path)
+            reason = "permission denied" if isinstance(exc, PermissionError) else (exc.strerror or str(exc))
+            msg = f"cannot read the directory of Parquet files: {reason} (its files would be left out of the count)"
+            raise RapporIOError(msg, path=os.fspath(where), errno=exc.errno)
+
+        files: list[Path] = []
+        for top, dirs, names in os.walk(p, onerror=refuse):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+            files.extend(Path(top) / name for name in names
+                         if name.endswith(".parquet") and not name.startswith((".", "_"))
+                         and (Path(top) / name).is_file())
         if not files:
             raise RapporIOError("is a directory, expected a file (or a directory of Parquet files; found none)",
                                 path=os.fspath(path), errno=errno.EISDIR)
-        return files
+        return sorted(files)
     if not p.exists():
         raise RapporIOError("cannot read file: no such file", path=os.fspath(path), errno=errno.ENOENT)
     return [p]
