@@ -225,6 +225,9 @@ def coordinate_ascent(a: sp.csc_matrix, b: Array, col_sq_norms: Array, start: Ar
     beta_m = beta[moved].copy()
     stat_m = np.zeros(len(moved))
     norms_m = norms2[moved]
+    target_sq = float(target @ target)
+    a_m_target = np.asarray(a_m.T @ target).ravel()
+    stat_idle = np.zeros(len(idle))
     every = np.arange(len(moved))
     visit = every
     sweeps = 0
@@ -241,18 +244,21 @@ def coordinate_ascent(a: sp.csc_matrix, b: Array, col_sq_norms: Array, start: Ar
                stat_m, change)
         max_change = float(change.max(initial=0.0))
         beta[moved] = beta_m
-        resid = target - a_m @ beta_m
         if a_idle_t is not None:
-            stat_idle = (a_idle_t @ resid) / norms2[idle]
+            if full:  # between full sweeps the idle statistics lag by at most two sweeps
+                stat_idle = (a_idle_t @ (target - a_m @ beta_m)) / norms2[idle]
             sums_idle = _posterior_sums(stat_idle, grid, w, inv_var[idle])
         sums, zero_mass = _posterior_sums(stat_m, grid, w, scale, zero_mass=True)
         if full:
             visit = np.flatnonzero((zero_mass < 1.0 - ACTIVE_MASS) | (change > ACTIVE_MOVE))
         w_em = np.maximum((sums + idle_weight * sums_idle) / n_total, 1e-300)
         w = _relaxed(w, w_em, RELAX)
-        phi = min(max(1.0, float(resid @ resid) / max(n_rows - 1, 1)), max_dispersion)
+        # RSS = t't - beta_M' (A_M' t + q), with q = A_M' r: no product with the design.
+        rss = target_sq - float(beta_m @ (a_m_target + q))
+        phi = min(max(1.0, rss / max(n_rows - 1, 1)), max_dispersion)
         if full and max_change < TOL and sweeps >= MIN_SWEEPS:
             break
+    resid = target - a @ beta
     stat = beta + (a.T @ resid) / norms2
     return RegressionFit(mean=beta, statistic=stat, std_error=np.sqrt(phi / norms2), dispersion=phi, sweeps=sweeps)
 
