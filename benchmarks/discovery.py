@@ -1,25 +1,50 @@
-"""Discovery over seeds: our search against PEM, top-10/top-50 precision and recall, final TV.
+"""Discovery over seeds: our search against PEM, top-10/top-50 precision and recall, final TV, time and memory.
 
 Population: 20,000 realistic strings of 5-30 bytes (``realistic_population``), Zipf(1.1),
-ranks at random.  Full-string and discovery reports both use h = 1 and
-``f = 2 / (1 + exp(eps / 2))`` (``epsilon_inf = eps``), p = 0, q = 1; full-string k = 128,
-m = 64; discovery k = 256, 32 cohorts per slot, 2-byte segments over all 256 bytes,
-max_length 30 (15 slots).  Clients split: a share ``--share`` sends a discovery report
+ranks at random (top-1 share 14.6%, 10th 1.2%, 50th 0.2%).  Full-string reports: k = 128,
+h = 1, m = 64; discovery reports: k = 256, h = 1, 32 cohorts per slot, 2-byte segments over
+all 256 bytes, max_length 30 (15 prefix slots and the confirmation slot); p = 0, q = 1 and
+``f = 2 / (1 + exp(eps / 2))`` for both, so ``epsilon_inf = epsilon_one = eps``.
+
+``--split clients`` (default): a share ``--share`` of the clients sends a discovery report
 instead of its full-string one, so every client's epsilon_inf is ``eps``.
+``--split budget``: every client sends both, with ``eps * (1 - fraction)`` and
+``eps * fraction`` (``--fraction``), so every client's epsilon_inf is ``eps`` too.
 
-The analyst's list ("known") is the population minus every other string of the true
-top 100 (a stale dictionary); the final distribution decodes the full-string reports
-against the known list alone, against known + our discoveries, and against known + PEM's.
+Candidate lists for the final decode of the full-string reports:
 
-Run:  python benchmarks/discovery.py --clients 1000000 --eps 4 --seeds 0 1 2
+* ``stale``: the population minus every other string of the true top 100 (a stale
+  dictionary of 19,950 strings: the decoder screens them, and its unexplained mass then
+  reads "not explained by the detected strings");
+* ``short``: the true top 500 minus every other of the top 100 (450 strings, fewer than
+  0.8 x rows: no screening, so the unexplained mass is the mass outside the list).
+
+Each is decoded alone, with our discoveries added, and (stale only) with PEM's.  Reported
+per list: TV, decoded top-10/50 recall and precision and false strings, the decoder's
+unexplained mass, what it estimates (``stale``: 1 - true mass of the detected strings;
+``short``: the true mass outside the list) and the true mass outside list + discoveries
+(the strings too rare to discover).
+
+Every run is a fresh process (one at a time), so ``peak_mb`` is that run's peak memory.
+
+``--method reports`` encodes every client's reports (OS-independent seeded IRR) and sums
+them, so ``simulate_s`` and ``simulate_peak_mb`` are a real collection's time and memory.
+
+Run:  python benchmarks/discovery.py --clients 1000000 --eps 4 --seeds 0 1 2 --json runs.jsonl
+      python benchmarks/discovery.py --from-json runs.jsonl    (the tables of docs/discovery.md)
+      python benchmarks/discovery.py --clients 1000000 --eps 4 --seeds 0 1 2 --share 0.5 0.65 0.75 0.85 --no-pem
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import math
+import multiprocessing
+import resource
 import time
+from typing import Any
 
 import numpy as np
 
@@ -37,79 +62,208 @@ def _params(eps: float, k: int, m: int) -> Params:
                   prob_f=2.0 / (1.0 + math.exp(eps / 2.0)))
 
 
-def _final(sim, candidates: list[str]) -> dict[str, float]:
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _final(sim: Any, candidates: list[str], screened_target: bool) -> dict[str, float]:
     cands = list(dict.fromkeys(candidates))
+    t0 = time.perf_counter()
     res = Decoder().decode(sim.full, hash_candidates(cands, sim.params))
-    met = evaluate_result(res, sim.full_truth)
+    seconds = time.perf_counter() - t0
+    truth = sim.full_truth
+    total = sum(truth.values())
+    met = evaluate_result(res, truth)
     det = np.flatnonzero(res.detected)
-    scores = topk_scores(sim.full_truth, [res.strings[i] for i in det], res.proportion[det])
-    return {"tv": met.total_variation, "unexplained_mass": met.unexplained_mass,
-            "unexplained_true": met.true_unexplained_mass, **{f"decoded_{k}": v for k, v in scores.items()}}
+    detected = [res.strings[i] for i in det]
+    scores = topk_scores(truth, detected, res.proportion[det])
+    outside = sum(c for s, c in truth.items() if s not in set(cands)) / total
+    target = 1.0 - sum(truth.get(s, 0) for s in detected) / total if screened_target else outside
+    out = {"tv": met.total_variation, "unexplained_mass": met.unexplained_mass,
+           "unexplained_se": met.unexplained_std_error, "unexplained_target": target, "outside": outside,
+           "candidates": len(cands), "decode_s": seconds, **{f"decoded_{k}": v for k, v in scores.items()}}
+    if screened_target:
+        out.update(_two_columns(sim, cands, det, truth, total))
+    return out
 
 
-def run_one(n: int, eps: float, seed: int, share: float, pem: bool) -> dict[str, float]:
-    full_p = _params(eps, 128, 64)
-    spec = DiscoverySpec(params=_params(eps, 256, 32), max_length=30, segment=2)
+def _two_columns(sim: Any, cands: list[str], det: np.ndarray, truth: dict[str, int], total: int) -> dict[str, float]:
+    """A decoder change, prototyped: after screening, split the unexplained mass in two.
+
+    Least squares of the debiased shares on the detected candidates' columns, the evenly
+    spread column (mass outside the list) and the *mean column of the undetected
+    candidates* (their mass), all free; rows weighted by sqrt(reports of the cohort).
+    """
+    params = sim.params
+    matrix = hash_candidates(cands, params).matrix.tocsc()
+    undetected = np.setdiff1d(np.arange(len(cands)), det)
+    n = sim.full.n_reports.astype(np.float64)
+    k = params.num_bloombits
+    t = (sim.full.bit_counts - params.p01 * n[:, None]) / (params.p11 - params.p01)
+    b = (t / np.maximum(n, 1.0)[:, None]).reshape(-1)
+    w = np.repeat(np.sqrt(n), k)
+    a = np.column_stack([matrix[:, det].toarray(), np.full(matrix.shape[0], 1.0 / k),
+                         np.asarray(matrix[:, undetected].mean(axis=1)).ravel()]) * w[:, None]
+    coef, *_ = np.linalg.lstsq(a, b * w, rcond=None)
+    resid = b * w - a @ coef
+    cov = float(resid @ resid) / (a.shape[0] - a.shape[1]) * np.linalg.pinv(a.T @ a)
+    return {"split_outside": float(coef[-2]), "split_outside_se": float(math.sqrt(cov[-2, -2])),
+            "split_undetected": float(coef[-1]), "split_undetected_se": float(math.sqrt(cov[-1, -1])),
+            "true_undetected": sum(truth.get(cands[i], 0) for i in undetected) / total}
+
+
+def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: float, pem: bool,
+            beam: int, method: str = "aggregate", alphabet: str = "bytes", chunk: int = 1 << 17) -> dict[str, Any]:
+    """One collection: simulate, discover, decode (and PEM); returns the figures."""
+    if split == "clients":
+        full_p, disc_p = _params(eps, 128, 64), _params(eps, 256, 32)
+    else:
+        full_p, disc_p = _params(eps * (1.0 - fraction), 128, 64), _params(eps * fraction, 256, 32)
+    spec = DiscoverySpec(params=disc_p, max_length=30, segment=2, alphabet=alphabet)
     pop = realistic_population(20_000, exponent=1.1, rng=seed)
     ranked = list(pop.strings)
-    known = [s for i, s in enumerate(ranked) if not (i < 100 and i % 2 == 1)]
-    out: dict[str, float] = {"clients": n, "eps": eps, "seed": seed, "share": share}
+    stale = [s for i, s in enumerate(ranked) if not (i < 100 and i % 2 == 1)]
+    short = stale[:450]
+    out: dict[str, Any] = {"clients": n, "eps": eps, "seed": seed, "split": split,
+                           "share": share if split == "clients" else 1.0,
+                           "fraction": fraction if split == "budget" else None, "beam": beam, "method": method,
+                           "alphabet": alphabet}
     t0 = time.perf_counter()
-    sim = simulate_discovery(full_p, spec, pop, n, discovery_share=share, rng=seed)
+    sim = simulate_discovery(full_p, spec, pop, n, discovery_share=share, split=split, method=method,
+                             chunk_size=chunk, rng=seed)
     out["simulate_s"] = time.perf_counter() - t0
+    out["simulate_peak_mb"] = _peak_mb()
     t0 = time.perf_counter()
-    res = discover(sim.discovery, spec)
+    res = discover(sim.discovery, spec, beam=beam)
     out["discover_s"] = time.perf_counter() - t0
+    out["discover_peak_mb"] = _peak_mb()
+    out["pooled"] = res.n_tested
     found = res.candidates()
     sig = res.significant
     for key, v in topk_scores(sim.truth, [s for s, k in zip(res.strings, sig) if k], res.proportion[sig]).items():
         out[f"ours_{key}"] = v
-    for key, v in _final(sim, known).items():
-        out[f"known_{key}"] = v
-    for key, v in _final(sim, known + found).items():
-        out[f"ours+known_{key}"] = v
-    for key, v in _final(sim, found).items():
-        out[f"ours_only_{key}"] = v
-    # The strings neither in the list nor discovered: the mass discovery could not reach.
-    reach = set(known) | set(found)
-    total = sum(sim.full_truth.values())
-    out["ours+known_missing_true"] = sum(c for s, c in sim.full_truth.items() if s not in reach) / total
-    reach = set(found)
-    out["ours_only_missing_true"] = sum(c for s, c in sim.full_truth.items() if s not in reach) / total
+    top10 = sim.top(10)
+    out["ours_missed_top10"] = [s for s in top10 if s not in set(found)]
+    for name, cands, screened in (("stale", stale, True), ("stale+ours", stale + found, True),
+                                  ("short", short, False), ("short+ours", short + found, False),
+                                  ("ours", found, False)):
+        if not cands:
+            continue
+        for key, v in _final(sim, cands, screened).items():
+            out[f"{name}_{key}"] = v
     if pem:
-        ppop = pem_population(pop, 30)
-        psim = simulate_discovery(full_p, spec, ppop, n, discovery_share=share, rng=seed)
+        pspec = DiscoverySpec(params=disc_p, max_length=30, segment=2, alphabet=alphabet, confirmation=False)
+        psim = simulate_discovery(full_p, pspec, pem_population(pop, 30), n, discovery_share=share, split=split,
+                                  method=method, chunk_size=chunk, rng=seed)
         t0 = time.perf_counter()
-        pres = pem_discover(psim.discovery, spec, top_k=50)
+        pres = pem_discover(psim.discovery, pspec, top_k=50)
         out["pem_s"] = time.perf_counter() - t0
         pfound = pres.candidates()
         # Every PEM output counts (junk byte strings that are not UTF-8 are false strings).
         for key, v in topk_scores(sim.truth, list(pres.strings), pres.proportion).items():
             out[f"pem_{key}"] = v
-        for key, v in _final(sim, known + pfound).items():
-            out[f"pem+known_{key}"] = v
+        for key, v in _final(sim, stale + pfound, True).items():
+            out[f"stale+pem_{key}"] = v
+    out["peak_mb"] = _peak_mb()
     return out
 
 
+#: Tables of ``--from-json``: (title, [(column, key), ...]).
+_TABLES = [
+    ("Discovery alone (significant values), against the true top 10 / 50 of the discovery reports",
+     [("ours R@10", "ours_recall@10"), ("ours P@10", "ours_precision@10"), ("ours R@50", "ours_recall@50"),
+      ("ours P@50", "ours_precision@50"), ("ours false", "ours_false"), ("PEM R@10", "pem_recall@10"),
+      ("PEM P@10", "pem_precision@10"), ("PEM R@50", "pem_recall@50"), ("PEM false", "pem_false")]),
+    ("Final distribution: full-string decode against the stale list alone, + ours, + PEM",
+     [("TV stale", "stale_tv"), ("TV +ours", "stale+ours_tv"), ("TV +PEM", "stale+pem_tv"),
+      ("R@10 stale", "stale_decoded_recall@10"), ("R@10 +ours", "stale+ours_decoded_recall@10"),
+      ("R@10 +PEM", "stale+pem_decoded_recall@10"), ("R@50 stale", "stale_decoded_recall@50"),
+      ("R@50 +ours", "stale+ours_decoded_recall@50"), ("R@50 +PEM", "stale+pem_decoded_recall@50"),
+      ("false +ours", "stale+ours_decoded_false")]),
+    ("Unexplained mass (decoder's estimate) against what it estimates and the mass too rare to discover",
+     [("short", "short_unexplained_mass"), ("short: outside", "short_outside"),
+      ("short+ours", "short+ours_unexplained_mass"), ("short+ours: outside (too rare)", "short+ours_outside"),
+      ("stale", "stale_unexplained_mass"), ("stale+ours", "stale+ours_unexplained_mass"),
+      ("stale+ours: 1 - detected", "stale+ours_unexplained_target"), ("stale+ours: outside", "stale+ours_outside")]),
+    ("Time and memory (one process per run; shared machine)",
+     [("simulate s", "simulate_s"), ("discover s", "discover_s"), ("PEM s", "pem_s"),
+      ("decode stale+ours s", "stale+ours_decode_s"), ("peak MB", "peak_mb")]),
+]
+
+
+def summarize(paths: list[str]) -> str:
+    """Markdown tables of the JSON lines in ``paths``: mean and sample standard deviation over seeds."""
+    rows: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    row = json.loads(line)
+                    key = (row["clients"], row["eps"], row["split"], row["share"], row.get("fraction"),
+                           row.get("method", "aggregate"), row.get("alphabet", "bytes"))
+                    rows.setdefault(key, []).append(row)
+    out = []
+    for title, cols in _TABLES:
+        out.append(f"{title}\n")
+        out.append("| N | eps | split | alphabet | seeds | " + " | ".join(c for c, _ in cols) + " |")
+        out.append("|" + " --- |" * (5 + len(cols)))
+        for key, group in sorted(rows.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+            n, eps, split, share, fraction, method, alphabet = key
+            how = f"clients {share:g}" if split == "clients" else f"budget {fraction:g}"
+            if method != "aggregate":
+                how += f" ({method})"
+            cells = []
+            for _, k in cols:
+                vals = [float(r[k]) for r in group if r.get(k) is not None]
+                if not vals:
+                    cells.append("")
+                elif len(vals) == 1:
+                    cells.append(f"{vals[0]:.3g}")
+                else:
+                    cells.append(f"{np.mean(vals):.3g} ± {np.std(vals, ddof=1):.2g}")
+            out.append(f"| {n:,} | {eps:g} | {how} | {alphabet} | {len(group)} | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--clients", type=int, nargs="+", default=[1_000_000])
     ap.add_argument("--eps", type=float, nargs="+", default=[4.0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--share", type=float, nargs="+", default=[0.5])
+    ap.add_argument("--share", type=float, nargs="+", default=[0.75])
+    ap.add_argument("--split", choices=("clients", "budget"), default="clients")
+    ap.add_argument("--fraction", type=float, nargs="+", default=[0.5],
+                    help="with --split budget: the discovery report's share of epsilon")
+    ap.add_argument("--beam", type=int, default=1000)
     ap.add_argument("--no-pem", action="store_true")
+    ap.add_argument("--method", choices=("aggregate", "reports"), default="aggregate",
+                    help="aggregate: counts drawn per value (fast, exact in law); reports: every client's "
+                         "report encoded and summed (time and memory of a real collection)")
+    ap.add_argument("--alphabet", default="bytes", help="the search's alphabet (rappor discover --alphabet)")
+    ap.add_argument("--chunk", type=int, default=1 << 17,
+                    help="reports encoded at once with --method reports (bounds the simulation's memory)")
     ap.add_argument("--json", metavar="PATH", help="append one JSON line per run")
+    ap.add_argument("--from-json", nargs="+", metavar="PATH",
+                    help="print markdown tables (mean ± sd over seeds) of earlier --json runs and exit")
     args = ap.parse_args()
+    if args.from_json:
+        print(summarize(args.from_json))
+        return
+    ctx = multiprocessing.get_context("spawn")
     for n in args.clients:
         for eps in args.eps:
             for share in args.share:
-                for seed in args.seeds:
-                    row = run_one(n, eps, seed, share, not args.no_pem)
-                    print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}),
-                          flush=True)
-                    if args.json:
-                        with open(args.json, "a", encoding="utf-8") as fh:
-                            fh.write(json.dumps(row) + "\n")
+                for fraction in args.fraction:
+                    for seed in args.seeds:
+                        with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+                            row = pool.submit(run_one, n, eps, seed, share, args.split, fraction, not args.no_pem,
+                                              args.beam, args.method, args.alphabet, args.chunk).result()
+                        print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}),
+                              flush=True)
+                        if args.json:
+                            with open(args.json, "a", encoding="utf-8") as fh:
+                                fh.write(json.dumps(row) + "\n")
 
 
 if __name__ == "__main__":

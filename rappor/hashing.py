@@ -225,13 +225,15 @@ def split_hash_words(parts: Sequence[bytes], seeds: npt.ArrayLike, num_hashes: i
 
     A discovery fragment is hashed in two parts, a *head* and a *tail*
     (:mod:`rappor.discovery.spec` says which): hash ``i`` of the fragment in cohort
-    ``c`` has the bit index ``floor(((H_i + T_i) mod 2**64) * k / 2**64)`` where
-    ``H_i`` is word ``i`` (steps 1-2 of the module docstring) of the key
+    ``c`` has the bit index ``(floor(H_i k / 2**64) + floor(T_i k / 2**64)) mod k``
+    where ``H_i`` is word ``i`` (steps 1-2 of the module docstring) of the key
     ``b"rappor/discovery/head\\x00" || head`` and ``T_i`` that of
     ``b"rappor/discovery/tail\\x00" || tail``, both with seed ``c``.  Two fragments
-    that differ in their head or their tail get independent-looking indices (the sum
-    of a fixed and a uniform word is uniform), and a server can score every tail of
-    an alphabet after one head with one hash per tail, not one per fragment.
+    that differ in their head or their tail get indices that coincide with
+    probability ``1/k`` (the sum modulo ``k`` of a fixed and a uniform index is
+    uniform), and the index is *additive*: a server scores every tail of an alphabet
+    after many heads at once as one sparse matrix product
+    (:class:`rappor.discovery.oracle.SlotOracle`).
 
     Parameters
     ----------
@@ -245,12 +247,13 @@ def split_hash_words(parts: Sequence[bytes], seeds: npt.ArrayLike, num_hashes: i
     Returns
     -------
     ndarray of shape (len(parts), len(seeds), num_hashes), dtype uint64
-        Add a head's and a tail's words (numpy's uint64 addition wraps modulo ``2**64``)
-        and pass the sum to :func:`reduce_words`.
+        Reduce a head's and a tail's words with :func:`reduce_words` and add the two
+        indices modulo ``k``.
     """
     tag = _TAIL_TAG if tail else _HEAD_TAG
     seed_arr = np.asarray(seeds, dtype=np.int64).reshape(-1)
     out = np.empty((len(parts), seed_arr.size, num_hashes), dtype=np.uint64)
-    for start, words in _hash_words([tag + value_bytes(p) for p in parts], seed_arr, num_hashes):
+    keys = [tag + p if type(p) is bytes else tag + value_bytes(p) for p in parts]
+    for start, words in _hash_words(keys, seed_arr, num_hashes):
         out[:, :, start:start + len(words)] = np.moveaxis(words, 0, -1)
     return out

@@ -372,12 +372,13 @@ CASES: list[Case] = [
     Case("decode/params-k-m-2-32", _base(**{"p.csv": HUGE_PARAMS_CSV}),
          ["decode", "--params", "{d}/p.csv", "--counts", "{d}/counts.csv", "--candidates", "{d}/cand.txt",
           "-o", "{out}"], expected="needs about 256 EiB of memory"),
-    # ---------------------------------------------------------------- discover (2 slots x 4 cohorts)
+    # ------------------------------------- discover (2 slots + the confirmation slot, x 4 cohorts)
     Case("discover/counts-wrong-rows", _base(), ["discover", "--params", "{d}/params.csv", "--counts",
                                                  "{d}/counts.csv", "--max-length", "4", "-o", "{out}"],
-         bad="counts.csv", line=4, expected="expected 8 rows"),
-    Case("discover/list-is-a-directory", _base(**{"dc.csv": b"10,1,2,3,4,5,6,7,8\n" * 8, "listdir": None}),
-         ["discover", "--params", "{d}/params.csv", "--counts", "{d}/dc.csv", "--max-length", "4", "-o", "{out}",
+         bad="counts.csv", line=4, expected="expected 12 rows"),
+    Case("discover/list-is-a-directory", _base(**{"dc.csv": b"10,1,2,3,4,5,6,7,8\n" * 24, "listdir": None,
+                                                   "dp.csv": b"k,h,m,p,q,f\n8,2,8,0.5,0.75,0.5\n"}),
+         ["discover", "--params", "{d}/dp.csv", "--counts", "{d}/dc.csv", "--max-length", "4", "-o", "{out}",
           "--list", "{d}/listdir"], bad="listdir", expected="cannot write file: is a directory"),
     # ---------------------------------------------------------------- simulate and keygen
     Case("simulate/params-nan", {"p.csv": NAN_PARAMS}, ["simulate", "--params", "{d}/p.csv", "--out", "{d}/out",

@@ -26,9 +26,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--discover", action="store_true",
                        help="also send discovery reports, find strings outside the candidate list and report "
                             "precision/recall of the top 10/50 and the TV with and without discovery")
-    group.add_argument("--discovery-share", type=real(0.0, 1.0), default=0.5, metavar="S",
+    group.add_argument("--discovery-share", type=real(0.0, 1.0), default=0.75, metavar="S",
                        help="share of clients sending a discovery report instead of a full-string one "
-                            "[default: 0.5]")
+                            "(measured choice, docs/discovery.md) [default: 0.75]")
     group.add_argument("--discovery-params", metavar="PATH", default=None,
                        help="parameters of one discovery slot [default: k=256, h=1, m=32, p=0, q=1 and f giving "
                             "the epsilon_inf of --params]")
@@ -46,6 +46,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
     from ..formats.params import read_params, write_params
     from ..metrics import evaluate_result
     from ..simulation import candidate_strings, read_population
+    from .discover import listed_strings
 
     started = time.perf_counter()
     if args.discovery_params is not None:
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
     sim = simulate_discovery(params, spec, population, args.clients, discovery_share=args.discovery_share,
                              rng=args.seed)
     found = discover(sim.discovery, spec)
-    listed = [s for s in found.candidates() if s.strip() and "\n" not in s and "\r" not in s]
+    listed = listed_strings(found)
     known = candidate_strings(population, decoys=args.decoys, remove_every=args.remove_every or 2)
     decoder = Decoder(estimator=args.estimator)
     truth = sim.full_truth
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
     write_counts(sim.full, out / "counts.csv")
     write_counts(sim.discovery, out / "discovery-counts.csv")
     found.to_csv(out / "found.csv")
-    write_candidates(listed or ["(none)"], out / "found.txt")
+    write_candidates(listed, out / "found.txt")  # empty when nothing is significant
     write_candidates(known, out / "candidates.txt")
     results["with discovery"].to_csv(out / "results.csv")
     with atomic_output(out / "truth.csv") as fh:

@@ -26,6 +26,11 @@ a floor: a random string reaches the top score in every cohort with probability 
 the strongest strings all sit at the floor and tie: the tie means 'beyond any random
 string', not equal evidence, and their estimates still rank them.  A note on stderr names
 them when it happens.  See docs/decoder.md.
+
+With --discover (discovery counts) and --discovery-params, the values found in the
+discovery reports ('rappor discover') join the candidates (--map or --candidates, which
+are then optional) before decoding: discover and decode in one command
+(docs/discovery.md).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import sys
 from typing import Any
 
 from .._io import atomic_output
+from . import _discover_decode
 from ._common import (CommandFiles, add_level_argument, add_output_argument, add_params_argument, add_seed_argument,
                       load_params)
 
@@ -48,9 +54,10 @@ ORDER = 50
 def configure(parser: argparse.ArgumentParser) -> None:
     add_params_argument(parser)
     parser.add_argument("--counts", required=True, metavar="PATH", help="counts file (google/rappor counts.csv)")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--map", metavar="PATH", help="candidate map (google/rappor map.csv)")
-    source.add_argument("--candidates", metavar="PATH", help="candidate strings, one per line (hashed here)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--map", metavar="PATH", help="candidate map (google/rappor map.csv); one of --map, --candidates, --discover "
+                        "is required [default: none]")
+    source.add_argument("--candidates", metavar="PATH", help="candidate strings, one per line (hashed here) [default: none]")
     add_output_argument(parser, help_text="results CSV")
     parser.add_argument("--summary", metavar="PATH", help="also write a JSON summary [default: none]")
     add_level_argument(parser, help_text="significance level of the detection tests, compared with the adjusted "
@@ -83,6 +90,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_seed_argument(parser, help_text="seed of the random-string null's sampled bit patterns (drawn when "
                       "k^h > 4096)", shown="a fixed seed: decoding is deterministic")
     parser.add_argument("--all", action="store_true", help="list every candidate, with a 'detected' column")
+    _discover_decode.configure(parser)
 
 
 _ADJUST: dict[str, Any] = {"auto": None, "selective": "selective", "fcr": "fcr", "wald": "none"}
@@ -116,11 +124,13 @@ def _clean(value: Any) -> Any:
 def files(args: argparse.Namespace) -> CommandFiles:
     """``--params``, ``--counts`` and ``--map`` or ``--candidates`` in; ``-o`` and ``--summary`` out."""
     inputs = [("--params", args.params), ("--counts", args.counts)]
-    inputs.append(("--map", args.map) if args.map is not None else ("--candidates", args.candidates))
+    if args.map is not None or args.candidates is not None:
+        inputs.append(("--map", args.map) if args.map is not None else ("--candidates", args.candidates))
     outputs = [("-o", args.output)]
     if args.summary is not None:
         outputs.append(("--summary", args.summary))
-    return CommandFiles(inputs=inputs, outputs=outputs)
+    found_in, found_out = _discover_decode.files(args)
+    return CommandFiles(inputs=inputs + found_in, outputs=outputs + found_out)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -134,25 +144,41 @@ def run(args: argparse.Namespace) -> int:
     from ..decoder._decoder import check_combination
 
     check_combination(args.null, args.correction, args.estimator, cli=True)  # before reading the files
+    _discover_decode.check(args)
     params = load_params(args)
     aggregate = read_counts(args.counts, params)
+    cmap = None
     if args.map is not None:
         cmap = read_map(args.map, params)
-    else:
+    elif args.candidates is not None:
         cmap = hash_candidates(read_candidates(args.candidates), params)
+    found = None
+    known = cmap
+    if args.discover is not None:
+        cmap, found = _discover_decode.add_discovered(args, params, cmap)
+    if cmap is None:  # pragma: no cover - _discover_decode.check refuses it
+        raise AssertionError("internal error: no candidates")
     decoder = Decoder(significance_level=args.level, correction=args.correction, null=args.null,
                       estimator=args.estimator, lasso_alpha=args.lasso_alpha, rng=args.seed,
                       shares=args.shares)
     result = decoder.decode(aggregate, cmap)
+    if found is not None:
+        # The unexplained mass with and without the discovered values (issue 18: it should
+        # fall toward the share of values too rare to discover).
+        without = decoder.decode(aggregate, known) if known is not None and known is not cmap else None
+        sys.stderr.write(_discover_decode.unexplained_report(result, without, found))
     tie = floor_tie(result)
     if tie is not None:
         sys.stderr.write(f"rappor: note: {tie.text}\n")
-    if args.summary is None:
-        result.to_csv(args.output, all=args.all, adjust=_ADJUST[args.intervals])
-        return 0
-    # Open the summary first: a bad --summary path must not leave a results file behind.
-    with atomic_output(args.summary) as out:
-        result.to_csv(args.output, all=args.all, adjust=_ADJUST[args.intervals])
-        json.dump(_clean(result.summary()), out, indent=2, sort_keys=False)
-        out.write("\n")
+    # Open --found and the summary first: a bad path must not leave a results file behind.
+    with _discover_decode.found_output(args, found) as found_out:
+        if found_out is not None and found is not None:
+            found.write_csv(found_out)
+        if args.summary is None:
+            result.to_csv(args.output, all=args.all, adjust=_ADJUST[args.intervals])
+            return 0
+        with atomic_output(args.summary) as out:
+            result.to_csv(args.output, all=args.all, adjust=_ADJUST[args.intervals])
+            json.dump(_clean(result.summary()), out, indent=2, sort_keys=False)
+            out.write("\n")
     return 0

@@ -1,18 +1,22 @@
 """Find frequent strings that are in no candidate list, from discovery reports alone.
 
-Reads the per-(slot, cohort) bit counts of the discovery reports ('rappor sum-bits'
-of them, with the wire parameters: num_cohorts = slots x cohorts per slot) and writes
-the values found, most frequent first, with their estimated share of the discovery
-reports, its standard error, a pooled z-score and p-value, and whether they pass
-Bonferroni at --level.  --list writes the significant ones one per line for
-'rappor decode --candidates', which estimates them from the full-string reports:
+Reads the discovery reports (--reports: CSV 'client,cohort,irr' or Parquet files, as
+'rappor sum-bits' reads them) or their per-(slot, cohort) bit counts (--counts: 'rappor
+sum-bits' of them with the wire parameters, num_cohorts = slots x cohorts per slot, so a
+Dask or Spark aggregation works unchanged) and writes the values found, most frequent
+first, with their estimated share of the discovery reports, its standard error, a
+z-score and p-value from the slots that confirm it, and whether it passes Bonferroni at
+--level.  --list writes the significant ones one per line for 'rappor decode
+--candidates', which estimates them from the full-string reports:
 
     rappor discover --params disc-params.csv --counts disc-counts.csv \\
         -o found.csv --list found.txt
     rappor decode --params params.csv --counts counts.csv --candidates found.txt
 
-disc-params.csv holds the parameters of ONE slot (num_cohorts = cohorts per slot);
---max-length and --segment must be those of the clients.  See docs/discovery.md.
+or in one command, 'rappor decode ... --discover disc-counts.csv --discovery-params
+disc-params.csv'.  disc-params.csv holds the parameters of ONE slot (num_cohorts =
+cohorts per slot); --max-length and --segment must be those of the clients.  See
+docs/discovery.md.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 from ._common import CommandFiles, add_level_argument, add_output_argument, add_params_argument, integer, load_params
 
 if TYPE_CHECKING:
+    from ..aggregate import Aggregate
+    from ..discovery.search import DiscoveryResult
     from ..discovery.spec import DiscoverySpec
 
 NAME = "discover"
@@ -45,26 +51,53 @@ def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
                              "[default: bytes]")
 
 
+def add_search_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--beam`` (the search's width)."""
+    parser.add_argument("--beam", type=integer(1), default=1000, metavar="B",
+                        help="most prefixes kept per slot [default: 1000]")
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     add_params_argument(parser)
-    parser.add_argument("--counts", required=True, metavar="PATH",
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--counts", metavar="PATH",
                         help="discovery counts (sum-bits of the discovery reports, slots x cohorts rows)")
+    source.add_argument("--reports", nargs="+", metavar="PATH",
+                        help="discovery reports: CSV files or Parquet files or directories (summed as sum-bits does)")
     add_spec_arguments(parser)
     add_output_argument(parser, help_text="found values CSV")
     parser.add_argument("--list", metavar="PATH", help="also write the significant values one per line "
                         "(a candidate list for 'rappor decode --candidates') [default: none]")
     add_level_argument(parser, help_text="family-wise level of the 'significant' column (Bonferroni)")
-    parser.add_argument("--beam", type=integer(1), default=1000, metavar="B",
-                        help="most prefixes kept per slot [default: 1000]")
+    add_search_arguments(parser)
     parser.add_argument("--summary", metavar="PATH",
                         help="also write a JSON summary (per-slot diagnostics) [default: none]")
 
 
 def files(args: argparse.Namespace) -> CommandFiles:
-    """``--params`` and ``--counts`` in; ``-o``, ``--list`` and ``--summary`` out."""
+    """``--params`` and ``--counts`` or ``--reports`` in; ``-o``, ``--list`` and ``--summary`` out."""
     outputs = [("-o", args.output)]
     outputs += [(option, path) for option, path in (("--list", args.list), ("--summary", args.summary)) if path]
-    return CommandFiles(inputs=[("--params", args.params), ("--counts", args.counts)], outputs=outputs)
+    inputs = [("--params", args.params)]
+    inputs += [("--counts", args.counts)] if args.counts is not None else [("--reports", p) for p in args.reports]
+    summed = [("--reports", p) for p in args.reports] if args.reports else []
+    return CommandFiles(inputs=inputs, outputs=outputs, summed=summed)
+
+
+def discovery_aggregate(spec: DiscoverySpec, counts: str | None, reports: list[str] | None) -> Aggregate:
+    """The discovery counts: read from ``counts``, or summed from the ``reports`` files (CSV or Parquet)."""
+    from ..formats.counts import read_counts
+
+    if counts is not None:
+        return read_counts(counts, spec.wire_params)
+    from ..engines import aggregate_files
+
+    return aggregate_files(list(reports or ()), spec.wire_params)
+
+
+def listed_strings(result: DiscoveryResult) -> list[str]:
+    """The significant values that can be written one per line (a candidate list)."""
+    return [s for s in result.candidates() if s.strip() and "\n" not in s and "\r" not in s]
 
 
 def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
@@ -77,13 +110,12 @@ def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
 
 def run(args: argparse.Namespace) -> int:
     from .._io import atomic_output
-    from ..formats.counts import read_counts
     from ..discovery import discover
 
     spec = spec_from_args(args)
-    aggregate = read_counts(args.counts, spec.wire_params)
+    aggregate = discovery_aggregate(spec, args.counts, args.reports)
     result = discover(aggregate, spec, beam=args.beam, significance_level=args.level)
-    listed = [s for s in result.candidates() if s.strip() and "\n" not in s and "\r" not in s]
+    listed = listed_strings(result)
     # Open every extra output first: a bad path must not leave a partial set behind.
     with atomic_output(args.list) if args.list else _nothing() as list_out, \
             atomic_output(args.summary) if args.summary else _nothing() as summary:

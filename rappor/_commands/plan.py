@@ -23,6 +23,7 @@ import textwrap
 from typing import Any
 
 from ..exceptions import InvalidParameterError
+from . import _discover_plan
 from ._common import CommandFiles, add_level_argument, add_output_argument, add_seed_argument, integer, real
 
 NAME = "plan"
@@ -51,6 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="also write the recommended parameters as a params.csv [default: none]")
     add_seed_argument(parser, default=0, help_text="seed of the random Bloom designs behind 'inflation'")
     add_output_argument(parser)
+    _discover_plan.configure(parser)
 
 
 def files(args: argparse.Namespace) -> CommandFiles:
@@ -58,6 +60,8 @@ def files(args: argparse.Namespace) -> CommandFiles:
     outputs = [("-o", args.output)]
     if args.params_out:
         outputs.append(("--params-out", args.params_out))
+    if args.discovery_params_out:
+        outputs.append(("--discovery-params-out", args.discovery_params_out))
     return CommandFiles(outputs=outputs)
 
 
@@ -91,16 +95,20 @@ def run(args: argparse.Namespace) -> int:
         msg = (f"--epsilon-one {epsilon_one:g} must be below --epsilon-inf {args.epsilon_inf:g} (one report reveals "
                "at most the permanent response); --no-irr asks for no instantaneous noise at all")
         raise InvalidParameterError(msg)
-    result = plan(args.reports, args.candidates, epsilon_inf=args.epsilon_inf, epsilon_one=epsilon_one,
-                  significance_level=args.level, rng=args.seed)
+    _discover_plan.check(args)
+    result = plan(_discover_plan.full_reports(args), args.candidates, epsilon_inf=args.epsilon_inf,
+                  epsilon_one=epsilon_one, significance_level=args.level, rng=args.seed)
+    discovery = _discover_plan.plan(args, result.best.params)
     best = result.best.as_dict()
     others = [p.as_dict() for p in result.plans if p is not result.best][:args.top]
     with atomic_output(args.output) as out:
         if args.json:
             clean = {key: (v if not isinstance(v, float) or math.isfinite(v) else str(v)) for key, v in best.items()}
-            out.write(json.dumps({"recommended": clean, "alternatives": others,
-                                  "n_reports": result.n_reports, "n_candidates": result.n_candidates},
-                                 indent=2) + "\n")
+            data = {"recommended": clean, "alternatives": others, "n_reports": result.n_reports,
+                    "n_candidates": result.n_candidates}
+            if discovery is not None:
+                data["discovery"] = _discover_plan.as_json(discovery)
+            out.write(json.dumps(data, indent=2) + "\n")
         else:
             out.write(f"# {result.n_reports} reports, {result.n_candidates} candidates, level={args.level:g}\n")
             out.write("recommended: " + _fmt(best) + "\n")
@@ -111,7 +119,11 @@ def run(args: argparse.Namespace) -> int:
                 out.write(f"next {len(others)} designs:\n")
             for row in others:
                 out.write("  " + _fmt(row) + "\n")
+            if discovery is not None:
+                _discover_plan.write_text(out, discovery)
             out.write(LEGEND)
     if args.params_out:
         write_params(result.best.params, args.params_out)
+    if discovery is not None and args.discovery_params_out:
+        write_params(discovery.spec.params, args.discovery_params_out)
     return 0

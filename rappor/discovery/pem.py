@@ -74,7 +74,7 @@ def pem_discover(aggregate: Aggregate, spec: DiscoverySpec, *, top_k: int = 50) 
     last_se = np.zeros(0)
     values: list[bytes] = []
     n_last = 1.0
-    for slot in range(spec.levels):
+    for slot in range(spec.levels - int(spec.confirmation)):  # PEM has no confirmation slot
         oracle = SlotOracle(aggregate, spec, slot)
         n_s = spec.prefix_length(slot)
         grow = n_s - (spec.prefix_length(slot - 1) if slot else 0)
@@ -96,8 +96,10 @@ def pem_discover(aggregate: Aggregate, spec: DiscoverySpec, *, top_k: int = 50) 
     prop_se = last_se[idx] / n_last
     z = np.divide(prop, prop_se, out=np.zeros_like(prop), where=prop_se > 0)
     return DiscoveryResult(values=tuple(keep), proportion=prop, prop_std_error=prop_se, zscore=z,
-                           pvalue=_normal_sf(z), first_slot=np.full(idx.size, spec.levels - 1, dtype=np.int64),
-                           slots=np.ones(idx.size, dtype=np.int64), significant=np.ones(idx.size, dtype=bool),
+                           pvalue=_normal_sf(z), first_slot=np.full(idx.size, spec.levels - 1 - int(spec.confirmation),
+                                                                    dtype=np.int64),
+                           slots=np.ones(idx.size, dtype=np.int64), found_zscore=z,
+                           significant=np.ones(idx.size, dtype=bool),
                            n_tested=int(idx.size), n_reports=int(aggregate.total_reports), spec=spec,
                            significance_level=1.0,
                            diagnostics={"method": "pem", "top_k": k_top, "seconds": time.perf_counter() - started})

@@ -162,7 +162,7 @@ def _reports_method(params: Params, spec: DiscoverySpec, encoded: list[bytes], s
 
 
 def simulate_discovery(params: Params, spec: DiscoverySpec, population: Population, n_clients: int, *,
-                       discovery_share: float = 0.5, split: Split = "clients", method: Method = "aggregate",
+                       discovery_share: float = 0.75, split: Split = "clients", method: Method = "aggregate",
                        chunk_size: int = 1 << 20, rng: RngLike = None) -> DiscoverySimulation:
     """Simulate ``n_clients`` clients sending full-string and discovery reports.
 
@@ -175,7 +175,7 @@ def simulate_discovery(params: Params, spec: DiscoverySpec, population: Populati
     population : Population
         The law of the clients' values (one value per client).
     n_clients : int
-    discovery_share : float, default=0.5
+    discovery_share : float, default=0.75
         With ``split="clients"``, the probability that a client sends a discovery report
         instead of a full-string report.  Ignored with ``split="budget"``.
     split : {"clients", "budget"}, default="clients"

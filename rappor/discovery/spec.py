@@ -7,8 +7,12 @@ client's lifetime (derived from its secret, see :mod:`rappor.discovery.client`).
 Specification (``docs/discovery.md`` has the rationale and the measurements):
 
 ``levels``
-    ``L = ceil(max_length / segment)`` slots, ``0 .. L - 1``; slot ``s`` holds prefixes
-    of ``n_s = min((s + 1) * segment, max_length)`` bytes.
+    ``L = ceil(max_length / segment) + 1`` slots, ``0 .. L - 1``; slot ``s`` holds
+    prefixes of ``n_s = min((s + 1) * segment, max_length)`` bytes.  The last slot
+    repeats ``n = max_length``: it is the *confirmation slot*, where every value that
+    can be discovered is whole, so that every value found has its count measured
+    again by clients that took no part in finding it (``confirmation=False`` drops it,
+    for the PEM baseline).
 ``fragment(v, s)``
     ``b"\\x01" || v`` when ``len(v) <= n_s`` (the whole value: *complete*), otherwise
     ``b"\\x00" || v[:n_s]`` (a proper prefix).  The leading byte makes the map from
@@ -23,9 +27,10 @@ Specification (``docs/discovery.md`` has the rationale and the measurements):
 ``Bloom filter``
     the fragment is split into a *head*, ``v[:n_{s-1}]`` (``n_{-1} = 0``), and a *tail*,
     the marker byte followed by ``v[n_{s-1}:n_s]``, and hashed in its wire cohort with
-    :func:`rappor.hashing.split_hash_words`: bit ``floor(((H_i + T_i) mod 2**64) k /
-    2**64)`` for hash ``i``.  A server extending a prefix ``P`` by every tail of the
-    alphabet then hashes ``P`` once and each tail once per slot.
+    :func:`rappor.hashing.split_hash_words`: bit ``(floor(H_i k / 2**64) + floor(T_i k /
+    2**64)) mod k`` for hash ``i``.  A server extending prefixes by every tail of the
+    alphabet hashes each prefix once and each tail once per slot, and the additive
+    index turns the scoring of all the extensions into one sparse matrix product.
 ``PRR and IRR``
     as for full strings, with a separate PRR domain (``docs/discovery.md``).
 """
@@ -89,26 +94,29 @@ class DiscoverySpec:
         (:func:`rappor.discovery.privacy.discovery_loss`).
     max_length : int, default=30
         Longest value, in bytes, that can be discovered.
-    segment : int, default=1
+    segment : int, default=2
         Bytes added per slot (``eta`` in PEM, Wang et al. 2017).
     alphabet : str or bytes, default="bytes"
         Bytes the server tries when extending a prefix (a name of :data:`ALPHABETS` or the
         bytes).  Clients are not restricted: a value with other bytes is simply not found.
+    confirmation : bool, default=True
+        Whether the layout ends with the confirmation slot (module docstring).
 
     Examples
     --------
     >>> spec = DiscoverySpec(params=Params(num_bloombits=64, num_hashes=1, num_cohorts=8,
-    ...                                    prob_p=0.0, prob_q=1.0, prob_f=0.25), max_length=4)
-    >>> spec.levels, spec.wire_params.num_cohorts
-    (4, 32)
+    ...                                    prob_p=0.0, prob_q=1.0, prob_f=0.25), max_length=4, segment=1)
+    >>> spec.levels, spec.wire_params.num_cohorts, spec.prefix_length(3), spec.prefix_length(4)
+    (5, 40, 4, 4)
     >>> spec.fragment(b"abcdef", 1), spec.fragment(b"ab", 1)
     (b'\\x00ab', b'\\x01ab')
     """
 
     params: Params
     max_length: int = 30
-    segment: int = 1
+    segment: int = 2
     alphabet: str | bytes = "bytes"
+    confirmation: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.params, Params):
@@ -117,13 +125,16 @@ class DiscoverySpec:
         check_int(self.max_length, "max_length", "DiscoverySpec", low=1, high=4096)
         check_int(self.segment, "segment", "DiscoverySpec", low=1, high=3)
         alphabet_bytes(self.alphabet)
+        if not isinstance(self.confirmation, bool):
+            raise InvalidParameterError(f"The 'confirmation' parameter of DiscoverySpec must be a bool. "
+                                        f"Got {self.confirmation!r} instead.")
         if self.levels * self.params.num_cohorts > 2**31 - 1:
             raise InvalidParameterError("DiscoverySpec: levels * num_cohorts must be below 2**31.")
 
     @property
     def levels(self) -> int:
-        """Number of slots ``L = ceil(max_length / segment)``."""
-        return math.ceil(self.max_length / self.segment)
+        """Number of slots ``L = ceil(max_length / segment) + 1`` (no ``+ 1`` without confirmation)."""
+        return math.ceil(self.max_length / self.segment) + int(self.confirmation)
 
     @property
     def symbols(self) -> bytes:
@@ -169,6 +180,17 @@ class DiscoverySpec:
         """
         return self.fragment_bits([self.split(v, slot) for v in values], slot)
 
+    def part_bits(self, parts: Sequence[bytes], slot: int, *, tail: bool) -> npt.NDArray[np.int64]:
+        """Reduced indices of heads (``tail=False``) or tails in every cohort of ``slot``.
+
+        Returns
+        -------
+        ndarray of shape (len(parts), num_cohorts, num_hashes), dtype int64
+            A fragment's bit is ``(head index + tail index) mod num_bloombits``.
+        """
+        words = split_hash_words(list(parts), self.slot_cohorts(slot), self.params.num_hashes, tail=tail)
+        return reduce_words(words, self.params.num_bloombits).astype(np.int64)
+
     def fragment_bits(self, fragments: Sequence[tuple[bytes, bytes]], slot: int) -> npt.NDArray[np.int64]:
         """Bloom bit indices of ``(head, tail)`` fragments in every cohort of ``slot`` (as :meth:`bloom_bits`)."""
         heads: dict[bytes, int] = {}
@@ -178,11 +200,10 @@ class DiscoverySpec:
         for j, (head, tail) in enumerate(fragments):
             hi[j] = heads.setdefault(head, len(heads))
             ti[j] = tails.setdefault(tail, len(tails))
-        seeds = self.slot_cohorts(slot)
-        h = self.params.num_hashes
-        words = split_hash_words(list(heads), seeds, h, tail=False)[hi]
-        words += split_hash_words(list(tails), seeds, h, tail=True)[ti]
-        return reduce_words(words, self.params.num_bloombits).astype(np.int64)
+        bits = self.part_bits(list(heads), slot, tail=False)[hi]
+        bits += self.part_bits(list(tails), slot, tail=True)[ti]
+        bits %= self.params.num_bloombits
+        return bits
 
     def wire_cohort(self, slot: int, cohort: int) -> int:
         """Cohort of the report files for a client of ``slot`` in per-slot ``cohort``."""
@@ -192,4 +213,4 @@ class DiscoverySpec:
         """Plain values (for JSON summaries)."""
         alpha = self.alphabet if isinstance(self.alphabet, str) else self.alphabet.hex()
         return {"params": self.params.as_dict(), "max_length": self.max_length, "segment": self.segment,
-                "alphabet": alpha, "levels": self.levels}
+                "alphabet": alpha, "confirmation": self.confirmation, "levels": self.levels}
