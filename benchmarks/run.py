@@ -6,6 +6,7 @@ Usage::
     python benchmarks/run.py --scale 0.1     # ten times smaller sizes (smoke run)
     python benchmarks/run.py --only aggregate-parquet decode-10k
     python benchmarks/run.py --list
+    python benchmarks/run.py --only decode-10k --shares detected   # the decode without every candidate's share
 
 Each case runs in its own subprocess (its input is prepared by another subprocess
 first), so the peak resident memory it reports (``ru_maxrss``) is that of the measured
@@ -255,7 +256,8 @@ def _decode(k: int, m: int) -> Callable[[Path, int], dict[str, Any]]:
         start, cpu = time.perf_counter(), _cpu_now()
         cmap = hash_candidates(candidates, params)
         hashed = time.perf_counter() - start
-        result = Decoder(rng=0).decode(scenario.aggregate, cmap)
+        result = Decoder(rng=0, shares=os.environ.get("RAPPOR_BENCH_SHARES", "all")).decode(  # type: ignore[arg-type]
+            scenario.aggregate, cmap)
         seconds = time.perf_counter() - start
         _CPU["seconds"] = _cpu_now() - cpu
         # `seconds` is the whole job, hashing included: the note splits it.
@@ -496,6 +498,8 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", metavar="CASE", help="run only these cases")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument("--json", metavar="PATH", help="also write the raw results as JSON")
+    parser.add_argument("--shares", choices=("all", "detected"), default="all",
+                        help="the decode cases' Decoder(shares=...) [default: all]")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
@@ -504,6 +508,7 @@ def main() -> None:
     if args.child:
         _child(args.child, args.work, args.size, args.prepare)
         return
+    os.environ["RAPPOR_BENCH_SHARES"] = args.shares  # read by the decode cases' subprocesses
     cases = _cases()
     if args.list:
         for case in cases:
