@@ -78,9 +78,6 @@ class DetectionRule:
         significant (nan when none passed).
     next_pvalue : float
         The smallest p-value that did not pass (nan when all passed).
-    by_posterior : bool
-        True when "detected" is the empirical-Bayes rule (posterior median share > 0)
-        rather than the test.
     text : str
         The rule in one paragraph.
     """
@@ -91,7 +88,6 @@ class DetectionRule:
     n_significant: int
     pvalue_threshold: float
     next_pvalue: float
-    by_posterior: bool
     text: str
 
 
@@ -118,15 +114,9 @@ def detection_rule(result: Any) -> DetectionRule:
         cut = f"no candidate passed: the smallest p-value, {next_p:.3g}, adjusts to {float(np.nanmin(adjusted)):.3g}"
     else:
         cut = "no candidate was tested"
-    by_posterior = getattr(result, "estimator", "least-squares") == "empirical-bayes"
-    if by_posterior:
-        n_detected = int(np.count_nonzero(np.asarray(result.detected, dtype=bool) & distinct))
-        text = (f"Detected ({n_detected}): posterior median share > 0 (empirical-Bayes estimator: more likely "
-                f"present than absent). Significant ({n_significant}): {test}; {cut}.")
-    else:
-        text = f"Detected ({n_significant}): {test}; {cut}."
+    text = f"Detected ({n_significant}): {test}; {cut}."
     return DetectionRule(level=level, correction=correction, n_tests=n_tests, n_significant=n_significant,
-                         pvalue_threshold=threshold, next_pvalue=next_p, by_posterior=by_posterior, text=text)
+                         pvalue_threshold=threshold, next_pvalue=next_p, text=text)
 
 
 def detectable_share_note(frequency: float, n_reports: int, params: Params | None = None) -> str | None:

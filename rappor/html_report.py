@@ -127,7 +127,7 @@ def _residual_caption(result: Any, aggregate: Any, candidate_map: Any) -> str:
                  "unconstrained estimate: docs/decoder.md, Method 3)")
     text += f". Sum of squares {fit.chi2:.1f}"
     residual = summary.get("residual") or {}
-    if fit.tested and residual.get("dof"):
+    if residual.get("dof"):
         text += f" on {residual['dof']} degrees of freedom, p = {_fmt(residual.get('chi2_pvalue'))}"
     if res.size:
         text += (f"; mean {res.mean():+.3f}, {np.mean(res > 0):.0%} positive, largest |r| {np.abs(res).max():.2f} "
@@ -158,8 +158,7 @@ def _summary_rows(result: Any) -> list[tuple[str, str, Any]]:
          residual.get("chi2_pvalue")),
         ("significance_level", "level the adjusted p-values are compared with", s.get("significance_level")),
         ("correction", "multiple-testing correction", s.get("correction")),
-        ("estimator", "least-squares (the test decides) or empirical-bayes (posterior median > 0)",
-         s.get("estimator")),
+        ("estimator", "least-squares (the test decides)", s.get("estimator")),
     ]
     return rows
 
@@ -194,8 +193,6 @@ def _result_rows(result: Any, truth: Mapping[str, int] | None, max_rows: int) ->
     if getattr(result, "adjusted_pvalue", None) is not None and rule is not None:
         columns.append((f"adjusted pvalue (passes if <= {rule.level:g})",
                         np.asarray(result.adjusted_pvalue, dtype=np.float64)))
-    if rule is not None and rule.by_posterior:
-        columns.append(("significant", np.asarray(result.significant, dtype=bool)))
     header = ["string"] + [name for name, _ in columns] + ["detected"]
     total = sum(truth.values()) if truth else 0
     if truth:

@@ -366,11 +366,7 @@ class FitResiduals:
         Coefficient of the non-candidate column in this model (0 when the decode did not
         model it).
     chi2 : float
-        Sum of the squared residuals: for the least-squares estimator, the summary's
-        ``residual["chi2"]``.
-    tested : bool
-        Whether this is the model of the summary's chi-square test (the least-squares
-        fit with every candidate's share); False for empirical-Bayes shares.
+        Sum of the squared residuals: the summary's ``residual["chi2"]``.
     model : str
         What the residuals are of, in words (the report's figure title).
     """
@@ -378,7 +374,6 @@ class FitResiduals:
     residuals: npt.NDArray[np.float64]
     unexplained_mass: float
     chi2: float
-    tested: bool
     model: str
 
 
@@ -398,7 +393,7 @@ def fit_residuals(result: Any, aggregate: Aggregate, candidate_map: CandidateMap
         ``(y_cb - N_c r_cb) / sqrt(N_c r^_cb (1 - r^_cb))``: the modelled rate ``r_cb`` of
         :func:`bit_residuals` with the non-candidate column added, over the decoder's
         weights, the smoothed observed rate ``r^ = (y + 1/2) / (N + 1)``
-        (``rappor._estimation.debias``).  With the least-squares estimator these are the
+        (``rappor._estimation.debias``).  These are the
         whitened residuals of the decoder's final fit, whose sum of squares is the
         summary's ``residual["chi2"]``.
 
@@ -439,10 +434,6 @@ def fit_residuals(result: Any, aggregate: Aggregate, candidate_map: CandidateMap
             unexplained = min(max(best, 0.0), max(1.0 - float(shares.sum()), 0.0))
         rate = _report_rate(aggregate, candidate_map, shares, unexplained)
     res = _standardized(aggregate, rate, observed)
-    tested = getattr(result, "estimator", "least-squares") == "least-squares"
     model = ("the least-squares fit (every candidate's share + unexplained mass), the model the summary's "
-             "chi-square tests" if tested else
-             "the empirical-Bayes shares (posterior means) + unexplained mass; the summary's chi-square is "
-             "of the least-squares fit")
-    return FitResiduals(residuals=res, unexplained_mass=unexplained, chi2=float(np.nansum(res**2)), tested=tested,
-                        model=model)
+             "chi-square tests")
+    return FitResiduals(residuals=res, unexplained_mass=unexplained, chi2=float(np.nansum(res**2)), model=model)

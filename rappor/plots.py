@@ -111,7 +111,7 @@ def plot_residuals(aggregate: Aggregate, candidate_map: CandidateMap, proportion
 def plot_fit_residuals(result: Any, aggregate: Aggregate, candidate_map: CandidateMap, *,
                        ax: Axes | None = None) -> Axes:
     """Heat map of the residuals of a decode's model (:func:`rappor.metrics.fit_residuals`):
-    with the least-squares estimator, the fit whose chi-square the summary tests.
+    the fit whose chi-square the summary tests.
 
     Returns
     -------
@@ -120,12 +120,9 @@ def plot_fit_residuals(result: Any, aggregate: Aggregate, candidate_map: Candida
     fit = fit_residuals(result, aggregate, candidate_map)
     summary = result.summary() if callable(getattr(result, "summary", None)) else {}
     residual = summary.get("residual") or {}
-    if fit.tested:
-        title = "Residuals of the tested fit (all shares + unexplained)\n"
-        title += (f"chi-square {fit.chi2:.1f} on {residual['dof']} dof, p = {residual['chi2_pvalue']:.2g}"
-                  if residual.get("dof") else f"sum of squares {fit.chi2:.1f}")
-    else:
-        title = f"Residuals of the empirical-Bayes shares + unexplained\nsum of squares {fit.chi2:.1f}"
+    title = "Residuals of the tested fit (all shares + unexplained)\n"
+    title += (f"chi-square {fit.chi2:.1f} on {residual['dof']} dof, p = {residual['chi2_pvalue']:.2g}"
+              if residual.get("dof") else f"sum of squares {fit.chi2:.1f}")
     return _heat_map(fit.residuals, title, ax)
 
 

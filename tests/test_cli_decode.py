@@ -80,17 +80,6 @@ def test_cli_decode_level_and_its_deprecated_alias(interop_dir, tmp_path, capsys
 
 
 
-def test_cli_decode_empirical_bayes_estimator(interop_dir, tmp_path):
-    """--estimator empirical-bayes: rows are the reported strings, all with a positive share."""
-    rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--estimator", "empirical-bayes",
-                    "--summary", str(tmp_path / "s.json")))
-    assert rc == 0
-    lines = (tmp_path / "results.csv").read_text().splitlines()
-    summary = json.loads((tmp_path / "s.json").read_text())
-    assert summary["estimator"] == "empirical-bayes" and summary["detected"] == len(lines) - 1 > 0
-    assert all(float(line.split(",")[3]) > 0 for line in lines[1:])
-
-
 @pytest.mark.parametrize("value", ["cv", "0.01"])
 def test_cli_decode_lasso_alpha(interop_dir, tmp_path, value):
     rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--lasso-alpha", value))

@@ -108,15 +108,6 @@ def test_simulate_bad_clients_is_a_usage_error_naming_the_flag(tmp_path, capsys)
     assert not (tmp_path / "o").exists()
 
 
-def test_simulate_empirical_bayes_estimator(tmp_path):
-    status, out = _run(tmp_path, "--dist", "uniform", "--estimator", "empirical-bayes", "--no-report")
-    assert status == 0
-    saved = json.loads((out / "metrics.json").read_text())
-    assert saved["simulation"]["estimator"] == "empirical-bayes"
-    rows = (out / "results.csv").read_text().splitlines()[1:]
-    assert saved["metrics"]["n_detected"] == len(rows)
-
-
 def test_demo_says_what_a_decode_of_its_size_can_find(tmp_path, capsys):
     """The README's first command: the planner's smallest detectable share next to what was found.
 

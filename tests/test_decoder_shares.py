@@ -120,9 +120,6 @@ def test_shares_detected_is_the_least_squares_fit():
     np.testing.assert_array_equal(old.proportion, new.fitted_proportion)
     np.testing.assert_array_equal(old.pvalue, new.pvalue)
     assert old.shares == "detected" and old.summary()["rows"] == int(old.detected.sum())
-    # The empirical-Bayes estimator keeps its own shares and decisions (shares does not apply).
-    eb = Decoder(estimator="empirical-bayes").decode(sc.aggregate, cmap)
-    assert eb.shares == "detected"
 
 
 def test_screened_list_moves_only_its_working_set():

@@ -20,11 +20,11 @@ def _sample(**decoder):
     return Decoder(**decoder).decode(read_counts(SAMPLE / "counts.csv", params), cmap)
 
 
-def _zipf(estimator="least-squares", correction="fdr"):
+def _zipf(correction="fdr"):
     params = Params(k=16, h=2, m=64, p=0.5, q=0.75, f=0.5)
     sim = simulate(params, Population.zipf(100), 100_000, rng=0)
     cmap = hash_candidates([f"v{i}" for i in range(1, 101)], params)
-    return Decoder(estimator=estimator, correction=correction).decode(sim.aggregate, cmap)
+    return Decoder(correction=correction).decode(sim.aggregate, cmap)
 
 
 @pytest.mark.parametrize("correction", ["fdr", "bonferroni", "storey", "lfdr", "none"])
@@ -36,15 +36,7 @@ def test_detection_rule_threshold_separates_the_p_values(correction):
     np.testing.assert_array_equal(result.significant, result.pvalue <= rule.pvalue_threshold)
     assert rule.pvalue_threshold < rule.next_pvalue
     assert f"adjusted p-value <= {result.significance_level:g}" in rule.text
-    assert f"p-value <= {rule.pvalue_threshold:.3g}" in rule.text and not rule.by_posterior
-
-
-def test_detection_rule_under_empirical_bayes_gives_both_rules():
-    result = _zipf(estimator="empirical-bayes")
-    rule = detection_rule(result)
-    assert rule.by_posterior
-    assert f"Detected ({int(result.detected.sum())}): posterior median share > 0" in rule.text
-    assert f"Significant ({int(result.significant.sum())}): adjusted p-value" in rule.text
+    assert f"p-value <= {rule.pvalue_threshold:.3g}" in rule.text
 
 
 def test_floor_tie_on_four_cohorts():

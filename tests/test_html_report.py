@@ -138,14 +138,14 @@ def _text(page: str) -> str:
     return " ".join(" ".join(parser.text).split())
 
 
-def _decoded_page(estimator: str = "least-squares") -> tuple[str, object]:
+def _decoded_page() -> tuple[str, object]:
     from rappor import Decoder, Params
     from rappor.metrics import evaluate_result
 
     params = Params(k=16, h=2, m=64, p=0.5, q=0.75, f=0.5)
     sim = simulate(params, Population.zipf(100), 100_000, rng=0)
     cmap = hash_candidates([f"v{i}" for i in range(1, 101)], params)
-    result = Decoder(estimator=estimator).decode(sim.aggregate, cmap)
+    result = Decoder().decode(sim.aggregate, cmap)
     page = render_report(params=params, result=result, truth=sim.truth, metrics=evaluate_result(result, sim.truth),
                          aggregate=sim.aggregate, candidate_map=cmap)
     return _text(page), result
@@ -177,13 +177,6 @@ def test_report_says_what_decided_detected():
     assert "unexplained_mass estimated share of reports the candidates do not explain" in text
     assert "unallocated_mass 1 - allocated_mass" in text
     assert f"{summary['unexplained_mass']:.4g}" in text
-
-
-def test_report_empirical_bayes_shows_significant_and_detected():
-    pytest.importorskip("matplotlib")
-    text, result = _decoded_page("empirical-bayes")
-    assert "posterior median share > 0" in text and " significant " in text
-    assert "Residual heat map: standardized residuals per (cohort, bit) of the empirical-Bayes shares" in text
 
 
 def test_report_notes_ties_at_the_null_floor(data_dir):

@@ -127,7 +127,7 @@ def test_bit_residuals_standard_normal_under_the_model(rng):
     assert np.abs(wrong).max() > 10
 
 
-def _decoded(n_values, decoys, remove_every, estimator="least-squares", params=None, n=100_000, seed=0):
+def _decoded(n_values, decoys, remove_every, params=None, n=100_000, seed=0):
     from rappor import Decoder, Params
     from rappor.simulation import Population, candidate_strings, simulate
 
@@ -135,7 +135,7 @@ def _decoded(n_values, decoys, remove_every, estimator="least-squares", params=N
     pop = Population.zipf(n_values)
     sim = simulate(params, pop, n, rng=seed)
     cmap = sim.candidate_map(candidate_strings(pop, decoys=decoys, remove_every=remove_every))
-    return sim, cmap, Decoder(estimator=estimator).decode(sim.aggregate, cmap)
+    return sim, cmap, Decoder().decode(sim.aggregate, cmap)
 
 
 @pytest.mark.parametrize(("n_values", "decoys", "remove_every"), [
@@ -151,7 +151,7 @@ def test_fit_residuals_are_the_summary_s_chi_square(n_values, decoys, remove_eve
 
     sim, cmap, result = _decoded(n_values, decoys, remove_every)
     fit = fit_residuals(result, sim.aggregate, cmap)
-    assert fit.tested
+    assert "the model the summary's chi-square tests" in fit.model
     assert fit.chi2 == pytest.approx(result.summary()["residual"]["chi2"], rel=1e-9)
     assert np.nanmax(np.abs(fit.residuals)) == pytest.approx(result.diagnostics.max_abs_std_residual, rel=1e-9)
     # 1,024 residuals of a fitting model: mean 0 with SE 1/32; 4 SE is 0.125.
@@ -191,12 +191,3 @@ def test_fit_residuals_few_cohorts_groups_and_identity_map(data_dir):
     exact = Decoder().decode(agg, imap)
     fit = fit_residuals(exact, agg, imap)
     assert fit.unexplained_mass == 0.0 and fit.chi2 == pytest.approx(exact.summary()["residual"]["chi2"], abs=1e-9)
-
-
-def test_fit_residuals_of_empirical_bayes_say_they_are_not_the_tested_fit():
-    from rappor.metrics import fit_residuals
-
-    sim, cmap, result = _decoded(100, 0, 0, estimator="empirical-bayes")
-    fit = fit_residuals(result, sim.aggregate, cmap)
-    assert not fit.tested and "posterior means" in fit.model
-    assert np.isfinite(fit.chi2) and 0.0 <= fit.unexplained_mass <= 1.0

@@ -81,6 +81,13 @@ def add_level_argument(parser: argparse.ArgumentParser, *, help_text: str) -> No
                         metavar="LEVEL", help=argparse.SUPPRESS)
 
 
+def add_estimator_argument(parser: argparse.ArgumentParser, *, help_text: str) -> None:
+    """``--estimator least-squares``: no argparse ``choices``, so that a removed estimator is refused by
+    :func:`rappor.decoder._decoder.check_estimator` (``rappor: error: ...`` saying why, exit 1)."""
+    parser.add_argument("--estimator", default="least-squares", metavar="least-squares",
+                        help=f"{help_text} [default: least-squares]")
+
+
 def add_params_argument(parser: argparse.ArgumentParser, *, required: bool = True, default: str = "") -> None:
     """``--params PATH``: a google/rappor ``params.csv`` (header ``k,h,m,p,q,f``); ``default`` describes
     what an optional one falls back to."""

@@ -39,7 +39,7 @@ from .._io import output_directory
 from ..exceptions import InvalidParameterError
 from ..formats.params import read_params, write_params
 from ..params import Params
-from ._common import CommandFiles, add_params_argument, add_seed_argument, integer, real
+from ._common import CommandFiles, add_estimator_argument, add_params_argument, add_seed_argument, integer, real
 
 NAME = "simulate"
 HELP = "simulate a collection, decode it and write a report"
@@ -93,9 +93,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="distinct values per client; reports of one value share its PRR [default: 1]")
     parser.add_argument("--method", choices=("batch", "client"), default="batch",
                         help="batch: fast numpy encoder; client: the real keyed client (slow) [default: batch]")
-    parser.add_argument("--estimator", choices=("least-squares", "empirical-bayes"), default="least-squares",
-                        help="decoder estimator (see rappor decode --help; empirical-bayes is deprecated) "
-                        "[default: least-squares]")
+    add_estimator_argument(parser, help_text="decoder estimator (see rappor decode --help; empirical-bayes "
+                           "was removed)")
     add_seed_argument(parser, default=0, help_text="random seed of the simulation")
     parser.add_argument("--no-report", action="store_true", help="skip report.html (no matplotlib needed)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
@@ -112,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
     from ..metrics import evaluate_result
     from ..simulation import Population, candidate_strings, read_population, simulate
 
+    from ..decoder._decoder import check_estimator
+
+    check_estimator(args.estimator, cli=True)
     started = time.perf_counter()  # the command's own work (imports and start-up before run() excluded)
     params = DEFAULT_PARAMS if args.params is None else read_params(args.params)
     if args.discover:

@@ -20,7 +20,7 @@ The package's modules (private), in the order a decode uses them:
 ``_null.py``                  p-values: the random-string null and the normal one
 ``_adjust.py``                multiple-testing adjustment (Benjamini-Hochberg, Storey, two-stage,
                               Bonferroni, local fdr)
-``_bayes.py``                 empirical Bayes: the NPMLE prior, local fdr, posterior shares
+``_bayes.py``                 empirical Bayes: the NPMLE prior and the local fdr (correction="lfdr")
 ``_shares.py``                every candidate's share, the default ``proportion``: empirical-Bayes
                               regression (fixed unexplained mass, coordinate ascent with a fitted
                               prior, bagged NPMLE priors)

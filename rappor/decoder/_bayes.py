@@ -1,20 +1,18 @@
-"""Empirical Bayes on the calibrated z-scores (private): local fdr and posterior shares.
+"""Empirical Bayes on the calibrated z-scores (private): the local fdr.
 
 This module owns the nonparametric prior of the candidates' effects (a Kiefer-Wolfowitz
 NPMLE fitted by EM to the calibrated z-scores ``Phi^-1(1 - p)``) and what is read from
 it: each candidate's local false discovery rate (:func:`local_fdr`, and the q-values of
-``correction="lfdr"``: :func:`local_fdr_qvalues`), its posterior median and mean
-(:func:`posterior_effects`) and the shares of ``estimator="empirical-bayes"``
-(:func:`empirical_bayes_shares`).
+``correction="lfdr"``: :func:`local_fdr_qvalues`).  (The posterior shares of the removed
+``estimator="empirical-bayes"`` were read from the same prior: ``docs/decoder.md``,
+"Empirical Bayes, removed".)
 """
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 
 from .._lazy import lazy_module
 from ._problem import Array
@@ -49,7 +47,7 @@ def local_fdr(z: Array, *, n_iter: int = 500) -> tuple[Array, Array, Array]:
     """
     z = np.clip(np.asarray(z, dtype=np.float64), -Z_CLIP, Z_CLIP)
     grid, w = _npmle_prior(z, n_iter=n_iter)
-    return _posterior_summaries(z, grid, w, lfdr_only=True)[0], grid, w
+    return _posterior_lfdr(z, grid, w), grid, w
 
 
 def _npmle_prior(z: Array, *, n_iter: int = 500) -> tuple[Array, Array]:
@@ -83,33 +81,14 @@ def _row_scaled_likelihood(z: Array, grid: Array) -> Array:
     return out
 
 
-def _posterior_summaries(z: Array, grid: Array, weights: Array, *,
-                         lfdr_only: bool = False) -> tuple[Array, Array, Array]:
-    """``(lfdr, median, mean)`` of each (clipped) z's posterior on the grid, a block of rows at a time.
-
-    The median reads grid point ``j >= 1``'s mass as spread evenly over
-    ``(grid[j-1], grid[j]]`` (see :func:`posterior_effects`).  With ``lfdr_only`` the
-    other two are left empty.
-    """
-    n = len(z)
-    lfdr = np.empty(n)
-    median = np.empty(0 if lfdr_only else n)
-    mean = np.empty(0 if lfdr_only else n)
-    for lo in range(0, n, _POSTERIOR_BLOCK):
-        hi = min(lo + _POSTERIOR_BLOCK, n)
-        post = _grid_posterior(z[lo:hi], grid, weights)
-        lfdr[lo:hi] = post[:, 0]
-        if lfdr_only:
-            continue
-        cdf = np.cumsum(post, axis=1)
-        j = np.minimum(np.argmax(cdf >= 0.5, axis=1), len(grid) - 1)  # first grid point reaching 1/2
-        rows = np.arange(hi - lo)
-        before = np.where(j > 0, cdf[rows, np.maximum(j - 1, 0)], 0.0)
-        mass = np.maximum(post[rows, j], 1e-300)
-        low = grid[np.maximum(j - 1, 0)]
-        median[lo:hi] = np.where(j > 0, low + np.clip((0.5 - before) / mass, 0.0, 1.0) * (grid[j] - low), 0.0)
-        mean[lo:hi] = post @ grid
-    return lfdr, median, mean
+def _posterior_lfdr(z: Array, grid: Array, weights: Array) -> Array:
+    """Posterior probability of ``mu = 0`` of each (clipped) z, a block of rows at a time
+    (bounds the (block x grid) temporaries)."""
+    lfdr = np.empty(len(z))
+    for lo in range(0, len(z), _POSTERIOR_BLOCK):
+        hi = min(lo + _POSTERIOR_BLOCK, len(z))
+        lfdr[lo:hi] = _grid_posterior(z[lo:hi], grid, weights)[:, 0]
+    return lfdr
 
 
 def _grid_posterior(z: Array, grid: Array, weights: Array) -> Array:
@@ -142,83 +121,3 @@ def local_fdr_qvalues(pvalues: Array) -> Array:
     out = np.empty(p.size)
     out[order] = np.minimum(q, 1.0)
     return out
-
-
-def posterior_effects(z: Array) -> tuple[Array, Array, Array]:
-    """Posterior probability of absence, posterior median and posterior mean of one-sided z-scores' effects.
-
-    Same model and prior as :func:`local_fdr`: ``z_i ~ N(mu_i, 1)``, ``mu_i ~ G`` with
-    ``G`` the Kiefer-Wolfowitz NPMLE on ``{0} U geomspace(0.5, max z + 1)``.  The
-    posterior median minimizes the expected absolute error (e.g. Lehmann and Casella
-    1998, "Theory of Point Estimation", Sec. 4.1) and is 0 exactly when the local fdr
-    (the posterior probability of ``mu = 0``) is at least ½; the posterior mean
-    minimizes the squared error (Robbins 1956, "An empirical Bayes approach to
-    statistics").  To avoid the steps of a discrete prior, the mass of grid point
-    ``j >= 1`` is read as spread evenly over ``(grid[j-1], grid[j]]`` when locating the
-    median (linear interpolation of the posterior CDF).
-
-    Returns
-    -------
-    lfdr, median, mean : ndarray
-        Shape ``z.shape`` each; ``median >= 0`` and ``mean >= 0``.
-    """
-    z = np.clip(np.asarray(z, dtype=np.float64), -Z_CLIP, Z_CLIP)
-    if z.size == 0:
-        return z.copy(), z.copy(), z.copy()
-    grid, weights = _npmle_prior(z)
-    return _posterior_summaries(z, grid, weights)
-
-
-def empirical_bayes_shares(coef: Array, se: Array, pvalue: Array,
-                           total_cap: float) -> tuple[Array, npt.NDArray[np.bool_]]:
-    """Empirical-Bayes shares: the posterior mean of the candidates whose posterior median is positive.
-
-    The calibrated z-score ``Phi^-1(1 - p)`` of each candidate is N(0, 1) when it is
-    absent; :func:`posterior_effects` gives the posterior median and
-    mean of its effect under the NPMLE prior.  A candidate is reported when its median
-    is positive (probability of presence above ½), with effect ``mu`` = its posterior
-    mean (measured: lower TV than the median in all six scenarios tried; the median of
-    an estimated discrete prior jumps between its atoms).  The share is ``mu`` times the
-    share per unit of z: ``coef / z`` where ``z >= 1`` and the least-squares share is
-    positive, elsewhere ``kappa x SE`` with ``kappa`` the median ratio of the two over
-    the former (the calibrated z and the Wald z differ by the null's scale).  If the
-    shares add up to more than ``total_cap`` (1 minus the fitted unexplained mass)
-    they are projected onto ``{w >= 0, sum w <= total_cap}`` in the
-    Euclidean norm, which subtracts the same amount from each and drops those that
-    reach 0 (Duchi et al. 2008, "Efficient projections onto the l1-ball", ICML): the
-    excess comes from the many weak candidates that the prior pulls up towards its
-    smallest positive atom, so it is taken evenly, not in proportion (measured: scaling
-    in proportion took 0.03 off the largest share and raised TV from 0.29 to 0.44 on
-    one Zipf collection).
-    """
-    z = stats.norm.isf(np.clip(np.nan_to_num(pvalue, nan=1.0), 1e-300, 1.0))
-    _, median, mean = posterior_effects(z)
-    mu = np.where(median > 0, mean, 0.0)
-    finite = np.isfinite(coef) & np.isfinite(se)
-    # Share per unit of z: coef / z where the z-score is well away from 0; elsewhere SE times
-    # the typical ratio of the two scales (coef / z is unstable, even unbounded, near z = 0).
-    se0 = np.nan_to_num(se)
-    sure = finite & (coef > 0) & (z >= 1.0) & (se0 > 0)
-    kappa = float(np.median(coef[sure] / (z[sure] * se0[sure]))) if sure.any() else 1.0
-    per_z = np.where(sure, np.divide(coef, z, out=np.zeros_like(coef), where=sure), kappa * se0)
-    share = mu * per_z
-    share = np.where(finite, np.maximum(share, 0.0), coef)
-    share[finite] = project_capped_simplex(share[finite], max(total_cap, 0.0))
-    return share, (share > 0) & finite
-
-
-def project_capped_simplex(w: Array, cap: float) -> Array:
-    """Euclidean projection of ``w >= 0`` onto ``{x >= 0, sum x <= cap}``: ``max(w - tau, 0)``."""
-    if w.size == 0 or not math.isfinite(cap) or not np.all(np.isfinite(w)) or float(np.sum(w)) <= cap:
-        return w  # nothing to project, or no finite bound to project onto (degenerate counts)
-    if cap <= 0.0:
-        return np.zeros_like(w)
-    u = np.sort(w)[::-1]
-    css = np.cumsum(u) - cap
-    ranks = np.arange(1, len(u) + 1)
-    positive = np.flatnonzero(u - css / ranks > 0)
-    rho = int(positive[-1]) if positive.size else 0  # empty only by rounding, when max(w) >> cap
-    tau = float(css[rho]) / (rho + 1)
-    out: Array = np.maximum(w - tau, 0.0)
-    return out
-

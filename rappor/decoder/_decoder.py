@@ -33,7 +33,6 @@ from ..aggregate import Aggregate
 from ..design import CandidateMap
 from ..exceptions import (
     DecodeError,
-    DeprecatedOptionWarning,
     IncompatibleParamsError,
     IndistinguishableCandidatesWarning,
     InvalidParameterError,
@@ -45,7 +44,7 @@ from ._null import NULLS
 from ._result import DecodeResult
 
 _SCREENING = ("auto", "lasso", "none")
-_ESTIMATORS = ("least-squares", "empirical-bayes")
+_ESTIMATORS = ("least-squares",)
 _SHARES = ("all", "detected")
 #: Smallest usable |p11 - p01|: a bit's debiased share has standard error at least
 #: 0.5 / (|p11 - p01| sqrt(N)), above 1 for every int64 number of reports N below this.
@@ -54,21 +53,17 @@ _MIN_SIGNAL = 0.5 / math.sqrt(2.0**63)
 
 #: Option combinations that are refused, with why (measured in ``docs/decoder.md``, "Option
 #: combinations"): an empirical-Bayes prior fitted to z-scores whose null is not N(0, 1).
-#: Keys are ``(null, correction, estimator)`` with ``None`` for "any".
-UNSOUND_COMBINATIONS: dict[tuple[str | None, str | None, str | None], str] = {
-    ("normal", "lfdr", None): (
+#: Keys are ``(null, correction)``.
+UNSOUND_COMBINATIONS: dict[tuple[str, str], str] = {
+    ("normal", "lfdr"): (
         "the local fdr fits its prior to z-scores that must be N(0, 1) for an absent candidate, and the normal "
         "null's are not when strings outside the list leave structure in the residuals: on 1,000 candidates "
         "(100 real, 900 decoys; 20 seeds) it reported all 900 decoys on one seed and 458-870 on two others"),
-    ("normal", None, "empirical-bayes"): (
-        "the empirical-Bayes prior is fitted to z-scores that must be N(0, 1) for an absent candidate, and the "
-        "normal null's are not when strings outside the list leave structure in the residuals: on 1,000 "
-        "candidates (100 real, 900 decoys; 5 seeds) it reported up to 856 of the 900 decoys"),
 }
 
 
-def check_combination(null: str, correction: str, estimator: str, *, cli: bool = False) -> None:
-    """Refuse a ``null`` x ``correction`` x ``estimator`` combination that is not sound.
+def check_combination(null: str, correction: str, *, cli: bool = False) -> None:
+    """Refuse a ``null`` x ``correction`` combination that is not sound.
 
     ``cli``: name the options as ``rappor decode``'s flags (``--null normal``) rather than
     as the :class:`Decoder`'s parameters (``null='normal'``).
@@ -79,27 +74,41 @@ def check_combination(null: str, correction: str, estimator: str, *, cli: bool =
         Naming the combination and why (:data:`UNSOUND_COMBINATIONS`); every other
         combination is accepted (``tests/test_decoder_options.py`` checks the whole grid).
     """
-    for (bad_null, bad_correction, bad_estimator), why in UNSOUND_COMBINATIONS.items():
-        if ((bad_null is None or null == bad_null) and (bad_correction is None or correction == bad_correction)
-                and (bad_estimator is None or estimator == bad_estimator)):
-            named = [(name, value) for name, value, bad in (("null", null, bad_null), ("correction", correction,
-                     bad_correction), ("estimator", estimator, bad_estimator)) if bad is not None]
-            if cli:
-                combination = " with ".join(f"--{name} {value}" for name, value in named)
-                default = "--null random-strings (the default)"
-            else:
-                combination = "Decoder: " + ", ".join(f"{name}={value!r}" for name, value in named)
-                default = "null='random-strings' (the default)"
-            msg = f"{combination} is not sound: {why}. Use {default}, whose p-values are calibrated."
-            raise InvalidParameterError(msg)
+    why = UNSOUND_COMBINATIONS.get((null, correction))
+    if why is None:
+        return
+    if cli:
+        combination, default = f"--null {null} with --correction {correction}", "--null random-strings (the default)"
+    else:
+        combination, default = f"Decoder: null={null!r}, correction={correction!r}", "null='random-strings' (the default)"
+    raise InvalidParameterError(f"{combination} is not sound: {why}. Use {default}, whose p-values are calibrated.")
 
 
-#: Warning of ``estimator="empirical-bayes"`` (deprecated: its detections are not stable).
-EMPIRICAL_BAYES_DEPRECATED = (
-    "estimator='empirical-bayes' is deprecated and will be removed: its detections swing from seed to seed "
-    "(issue 4's scenario, 20 seeds: 5 to 100 strings reported, TV 0.17-0.32) because its prior is not "
-    "identifiable near 0. Use the default estimator: 'detected' is the list you can vouch for, and issue 14's "
-    "default shares give the distribution (docs/decoder.md, 'Empirical Bayes, deprecated').")
+#: Estimators that were removed, with why (``docs/decoder.md``, "Empirical Bayes, removed").
+REMOVED_ESTIMATORS: dict[str, str] = {
+    "empirical-bayes": (
+        "was removed because its detections are unstable: on 20 seeds of issue 4's scenario it reported "
+        "from 5 to 100 strings (TV 0.17-0.32), its prior not being identifiable near 0. The default shares "
+        "(shares='all', the default) are its stable empirical-Bayes replacement: a share for every candidate, "
+        "while 'detected' stays the calibrated test's list (docs/decoder.md, 'Empirical Bayes, removed')"),
+}
+
+
+def check_estimator(value: Any, name: str = "estimator", owner: str = "Decoder", *, cli: bool = False) -> None:
+    """Refuse an estimator that is not one of :data:`_ESTIMATORS`, a removed one saying why.
+
+    ``cli``: name it as ``rappor decode``'s flag (``--estimator empirical-bayes``).
+
+    Raises
+    ------
+    InvalidParameterError
+        For a removed estimator (:data:`REMOVED_ESTIMATORS`), with the reason; for any
+        other value not in :data:`_ESTIMATORS`, as any option check.
+    """
+    if isinstance(value, str) and value in REMOVED_ESTIMATORS:
+        named = f"--{name} {value}" if cli else f"The {name}={value!r} option of {owner}"
+        raise InvalidParameterError(f"{named} {REMOVED_ESTIMATORS[value]}.")
+    options_check(_ESTIMATORS)(value, name, owner)
 
 
 def _check_penalty(value: Any, name: str, owner: str) -> None:
@@ -156,26 +165,15 @@ class Decoder(CheckedParameters):
         (:func:`rappor.decoder._null.random_string_null`); it keeps the false-positive
         rate at the nominal level when heavy non-candidate strings leave structure in
         the residuals.  ``"normal"``: the standard normal of the Wald/score z; refused
-        with ``correction="lfdr"`` and with ``estimator="empirical-bayes"``, whose priors
-        need calibrated z-scores (:data:`UNSOUND_COMBINATIONS`: with decoys they reported
-        up to every decoy).
-    estimator : {"least-squares", "empirical-bayes"}, default="least-squares"
-        What :attr:`DecodeResult.proportion` holds and which candidates are reported.
-        ``"least-squares"``: the constrained weighted least-squares shares, reporting the
-        candidates significant after ``correction``.  ``"empirical-bayes"``: empirical
-        Bayes -- the NPMLE prior of ``correction="lfdr"`` is fitted to the calibrated
-        z-scores; the candidates with a positive posterior median (probability of
-        presence above ½: the Bayes rule for absolute error, hence for the total
-        variation distance, sets the others to 0) are reported, each with its posterior
-        mean share (the least-squares share scaled by ``mean / z``; off the support
-        ``mean x SE``).  It recovers the distribution best when most candidates are
-        present (issue 4's 100 true candidates: TV 0.22 against 0.29), at the price of
-        more false detections among decoys than a test controls (measured in
-        ``docs/decoder.md``).  ``significant`` and the p-values still give the test's
-        answer; ``detected`` holds this estimator's decision (see
-        :attr:`DecodeResult.detected` for why the two differ).  *Deprecated* (a
-        ``FutureWarning``): the number of strings it reports swings from seed to seed
-        (issue 4's scenario, 20 seeds: 5 to 100; ``docs/decoder.md``).
+        with ``correction="lfdr"``, whose prior needs calibrated z-scores
+        (:data:`UNSOUND_COMBINATIONS`: with decoys it reported up to every decoy).
+    estimator : {"least-squares"}, default="least-squares"
+        The constrained weighted least-squares fit whose tests decide
+        :attr:`DecodeResult.detected` (the only estimator).  ``"empirical-bayes"`` (a
+        posterior-median detection rule) was removed: its detections swung from 5 to 100
+        strings over 20 seeds of issue 4's scenario; it raises
+        :class:`~rappor.exceptions.InvalidParameterError` saying so.  Its stable
+        empirical-Bayes replacement is ``shares="all"`` (the default).
     shares : {"all", "detected"}, default="all"
         What :attr:`DecodeResult.proportion` holds with the least-squares estimator.
         ``"all"``: a share for *every* candidate, the best estimate of the whole
@@ -186,8 +184,7 @@ class Decoder(CheckedParameters):
         ``proportion`` gives the distribution (issue 14: lower total variation than
         google/rappor's decoder in every scenario class measured, ``docs/decoder.md``).
         ``"detected"``: the least-squares shares of the test's fit, and ``results.csv``
-        lists the detected strings only (the decoder before issue 14).  Ignored by
-        ``estimator="empirical-bayes"``.
+        lists the detected strings only (the decoder before issue 14).
     rng : numpy.random.Generator, int or None, default=None
         Draws the random-string patterns when ``k**h`` exceeds 4096 (otherwise every
         pattern is enumerated and nothing random is drawn).  ``None`` uses a fixed
@@ -225,7 +222,7 @@ class Decoder(CheckedParameters):
         "model_unexplained": check_bool,
         "max_refits": lambda value, name, owner: check_int(value, name, owner, low=0),
         "null": options_check(NULLS),
-        "estimator": options_check(_ESTIMATORS),
+        "estimator": check_estimator,
         "shares": options_check(_SHARES),
         "rng": check_rng_parameter,
     }
@@ -236,7 +233,7 @@ class Decoder(CheckedParameters):
                  screening: Literal["auto", "lasso", "none"] = "auto",
                  model_unexplained: bool = True, max_refits: int = 5,
                  null: Literal["random-strings", "normal"] = "random-strings",
-                 estimator: Literal["least-squares", "empirical-bayes"] = "least-squares",
+                 estimator: Literal["least-squares"] = "least-squares",
                  rng: RngLike = None, shares: Literal["all", "detected"] = "all") -> None:
         self.significance_level = significance_level
         self.correction = correction
@@ -245,19 +242,18 @@ class Decoder(CheckedParameters):
         self.model_unexplained = model_unexplained
         self.max_refits = max_refits
         self.null = null
+        check_estimator(estimator)  # a removed estimator is refused at once, saying why
         self.estimator = estimator
         self.rng = rng
         self.shares = shares
 
     def _validate(self) -> DecodeOptions:
         self._check_parameters()
-        check_combination(self.null, self.correction, self.estimator)
-        if self.estimator == "empirical-bayes":
-            warnings.warn(EMPIRICAL_BAYES_DEPRECATED, DeprecatedOptionWarning, stacklevel=3)
+        check_combination(self.null, self.correction)
         return DecodeOptions(significance_level=float(self.significance_level), correction=self.correction,
                              lasso_alpha=self.lasso_alpha, screening=self.screening,
                              model_unexplained=bool(self.model_unexplained), max_refits=int(self.max_refits),
-                             null=self.null, estimator=self.estimator, rng=self.rng,
+                             null=self.null, rng=self.rng,
                              shares=self.shares)
 
     def decode(self, aggregate: Aggregate, candidate_map: CandidateMap) -> DecodeResult:
@@ -277,8 +273,8 @@ class Decoder(CheckedParameters):
         Raises
         ------
         InvalidParameterError
-            If a configuration value or an argument has the wrong type or value, or the
-            combination of ``null``, ``correction`` and ``estimator`` is not sound
+            If a configuration value or an argument has the wrong type or value (a removed
+            ``estimator`` says why), or the combination of ``null`` and ``correction`` is not sound
             (:func:`check_combination`).
         IncompatibleParamsError
             If the aggregate and the map were made with different parameters.
@@ -291,8 +287,6 @@ class Decoder(CheckedParameters):
 
         Warns
         -----
-        DeprecatedOptionWarning
-            With ``estimator="empirical-bayes"`` (deprecated).
         IndistinguishableCandidatesWarning
             When candidates set the same bits in every cohort with reports.
 
@@ -351,9 +345,9 @@ class Decoder(CheckedParameters):
             significance_level=options.significance_level,
             correction=self.correction,
             diagnostics=replace(est.diagnostics, seconds=time.perf_counter() - start),
-            detected=significant if est.reported is None else est.reported,
+            detected=significant,
             estimator=self.estimator,
-            shares=self.shares if self.estimator == "least-squares" else "detected",
+            shares=self.shares,
             fitted_proportion=est.proportion if est.fitted_proportion is None else est.fitted_proportion,
         )
 

@@ -15,8 +15,7 @@ candidates (:class:`_DistinctFit`) and the per-candidate result (:class:`Estimat
    share capped at 1 (:func:`~._fit.fit_support`), test each candidate's share > 0
    against the null (:func:`~._null.null_pvalues`), adjust (:mod:`._adjust`) and add
    the left-out candidates that pass to the model until none is left out;
-4. residual diagnostics, and with ``estimator="empirical-bayes"`` the posterior
-   shares (:func:`~._bayes.empirical_bayes_shares`); else with ``shares="all"``
+4. residual diagnostics, and with ``shares="all"``
    (default) every candidate's share from the empirical-Bayes regression
    (:func:`~._shares.regression_shares`), the detections staying the test's;
 5. spread the results back to every candidate (group members copy their group's).
@@ -35,7 +34,6 @@ from .._lazy import lazy_module
 from .._validation import RngLike, check_rng
 from ..params import Params
 from ._adjust import DetectionRule
-from ._bayes import empirical_bayes_shares
 from ._fit import (closed_form_fit, fit_support, free_column_coefficient, in_span, max_std_residual, orthogonal_part,
                    whitened_residuals)
 from ._null import RandomStringNull, normal_pvalues, null_pvalues
@@ -70,7 +68,6 @@ class DecodeOptions:
     model_unexplained: bool
     max_refits: int
     null: str
-    estimator: str
     rng: RngLike
     shares: str = "detected"
 
@@ -93,7 +90,6 @@ class Estimates:
     pvalue: Array
     adjusted_pvalue: Array
     group: IntArray
-    reported: npt.NDArray[np.bool_] | None  # the empirical-Bayes decision; None: the tests decide
     diagnostics: DecodeDiagnostics
     fitted_proportion: Array | None = None  # the test's least-squares shares, when proportion differs
 
@@ -143,18 +139,13 @@ def estimate(options: DecodeOptions, counts: npt.NDArray[np.int64], matrix: sp.c
     )
     coef = fitted.coef
     adjusted = options.rule.adjust(fitted.pvalue)
-    reported: npt.NDArray[np.bool_] | None = None
     fitted_proportion: Array | None = None
-    if options.estimator == "empirical-bayes" and problem.n_distinct:
-        coef, reported_distinct = empirical_bayes_shares(coef, fitted.se, fitted.pvalue,
-                                                         1.0 - max(fit_unexplained, 0.0))
-        reported = problem.spread(reported_distinct.astype(np.float64), 0.0) > 0.5
-    elif options.shares == "all" and problem.n_distinct:
+    if options.shares == "all" and problem.n_distinct:
         fitted_proportion = problem.spread(coef, math.nan)
         coef = _all_shares(problem, fitted, raw, raw_se)
     return Estimates(proportion=problem.spread(coef, math.nan), prop_std_error=problem.spread(fitted.se, math.nan),
                      pvalue=problem.spread(fitted.pvalue, math.nan), adjusted_pvalue=problem.spread(adjusted, math.nan),
-                     group=problem.group, reported=reported, diagnostics=diagnostics,
+                     group=problem.group, diagnostics=diagnostics,
                      fitted_proportion=fitted_proportion)
 
 

@@ -166,18 +166,10 @@ class DecodeResult:
         controlled: with ``correction="fdr"`` (default) the expected share of absent
         strings among them is at most ``significance_level``.
     detected : ndarray of bool, shape (n_candidates,)
-        The candidates reported as present (the rows of ``results.csv``).  With the
-        least-squares estimator (default) the same as :attr:`significant`.  With
-        ``estimator="empirical-bayes"`` it is not a test but a Bayes decision: the
-        candidates whose posterior median share is positive, i.e. more likely present
-        than absent (local false discovery rate below ½), after the shares are capped
-        to sum to at most one minus the unexplained mass.  For the total variation
-        distance that rule is optimal (it minimizes the expected absolute error of
-        each share), but it does not control false detections: it usually reports
-        more strings than :attr:`significant` holds (the README's example, 100 Zipf
-        strings, ``rng=0``: 12 against 7), and in principle a significant string whose
-        posterior median is 0 is not reported.  Use :attr:`significant` for a list you
-        can vouch for.
+        The candidates reported as present: the same as :attr:`significant` for the
+        decoder's results (the removed ``estimator="empirical-bayes"`` made it a
+        posterior-median rule instead, whose count swung from 5 to 100 strings over 20
+        seeds of issue 4's scenario: ``docs/decoder.md``, "Empirical Bayes, removed").
     group : ndarray of int, shape (n_candidates,)
         Index of the first candidate with exactly the same bits in every cohort (its own
         index when unique).  Members of a group share one estimate: that of the group.
@@ -249,7 +241,8 @@ class DecodeResult:
     @property
     def table_interval(self) -> Literal["selective", "fcr"]:
         """The ``adjust`` of the ``prop_*_95`` columns by default: ``"selective"`` for
-        least-squares results, ``"fcr"`` for empirical-Bayes ones."""
+        least-squares results (every decoder result), ``"fcr"`` for a result built with
+        another ``estimator``."""
         return "selective" if self.estimator == "least-squares" else "fcr"
 
     def confidence_interval(self, confidence_level: float = 0.95, *,
