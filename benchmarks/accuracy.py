@@ -17,7 +17,7 @@ are added with ``--research``.
 
 Usage::
 
-    python benchmarks/accuracy.py [--seeds 20] [--classes issue4,decoys-1k] [--modes default,eb]
+    python benchmarks/accuracy.py [--seeds 20] [--classes issue4,decoys-1k] [--modes default,lfdr]
         [--research] [--reference DIR] [--export DIR] [--json FILE]
 
 Issue 4's detailed scenario (coverage, encoder check, timing, interop) is
@@ -73,12 +73,13 @@ MODES: dict[str, Mode] = {
     "adaptive-fdr": decoder_mode(correction="adaptive-fdr"),
     "bonferroni": decoder_mode(correction="bonferroni"),
     "lfdr": decoder_mode(correction="lfdr"),
-    "eb": decoder_mode(estimator="empirical-bayes"),
     "normal": decoder_mode(null="normal"),
     "normal+storey": decoder_mode(null="normal", correction="storey"),
     "normal+bonferroni": decoder_mode(null="normal", correction="bonferroni"),
-    # normal+lfdr and normal+eb (measured in docs/decoder.md's 20-seed table) are refused since
-    # issue 14 phase 2: Decoder raises InvalidParameterError (rappor.decoder._decoder.check_combination).
+    # normal+lfdr (measured in docs/decoder.md's 20-seed table) is refused since issue 14 phase 2:
+    # Decoder raises InvalidParameterError (rappor.decoder._decoder.check_combination).  The "eb" and
+    # "normal+eb" rows of that table are historical: estimator="empirical-bayes" was removed (its
+    # detections swung from 5 to 100 over 20 seeds); run this script at commit 4852080 to reproduce them.
 }
 
 

@@ -11,7 +11,8 @@ the row marked ``sim`` encodes every client with :func:`rappor.simulation.simula
 threadpoolctl when available (``--threads``).
 
 Every figure is a mean over the seeds with its range (min-max) beside it: single decodes
-vary a lot (empirical-Bayes detections at 100 candidates over seeds 0-4 range from 7 to 100).  The coverage
+vary a lot (the removed empirical-Bayes estimator's detections at 100 candidates over seeds 0-4 ranged
+from 7 to 100).  The coverage
 of the detected strings' 95% intervals (the interval results.csv reports) is pooled over
 the seeds, with the median width; with 5 seeds it rests on about 30 intervals, so quote
 it from ``--seeds 20``.  The last lines say what the figures compare with: google/rappor's
@@ -20,7 +21,7 @@ R decoder on the same scenario and, at 10,000 candidates, the genie bound of
 
 Usage::
 
-    python benchmarks/accuracy_issue4.py [--seeds 5] [--correction fdr] [--estimator least-squares]
+    python benchmarks/accuracy_issue4.py [--seeds 5] [--correction fdr]
         [--shares all] [--quick]
 
 ``TV`` is that of results.csv's rows (:func:`rappor.metrics.evaluate_result`): by default every
@@ -131,8 +132,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="skip the 100,000-candidate timing")
     parser.add_argument("--null", default="random-strings", choices=["random-strings", "normal"],
                         help="null law of the test statistics [default: random-strings]")
-    parser.add_argument("--estimator", default="least-squares", choices=["least-squares", "empirical-bayes"],
-                        help="decoder estimator [default: least-squares]")
     parser.add_argument("--shares", default="all", choices=["all", "detected"],
                         help="decoder shares: every candidate's (default) or the detected strings' [default: all]")
     parser.add_argument("--null-decodes", type=int, default=60, help="decodes of the null scenario [default: 60]")
@@ -145,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         threadpool_limits(args.threads, user_api="blas")
         threads = str(args.threads)
     decoder = rappor.Decoder(correction=args.correction, model_unexplained=not args.no_unexplained, null=args.null,
-                             estimator=args.estimator, shares=args.shares)
+                             shares=args.shares)
     seeds = range(args.seeds)
     print(f"decoder: {decoder!r}; seeds 0-{args.seeds - 1}; BLAS threads {threads}")
     print("each figure: mean over the seeds (min-max); cover95 / width: detected strings' 95% intervals, pooled")

@@ -6,7 +6,7 @@ encoder, decodes against a candidate list (with decoys, some with true strings r
 and prints accuracy metrics and times, so accuracy and speed can be tracked from
 change to change.  Seeds are fixed: two runs of the same code print the same metrics.
 
-    python benchmarks/regression.py [--quick] [--only NAME] [--correction fdr|lfdr|...] [--estimator least-squares|empirical-bayes]
+    python benchmarks/regression.py [--quick] [--only NAME] [--correction fdr|lfdr|...]
 """
 
 from __future__ import annotations
@@ -53,8 +53,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of the clients")
     parser.add_argument("--only", default=None, help="run only the case with this name")
-    parser.add_argument("--estimator", default="least-squares", choices=["least-squares", "empirical-bayes"],
-                        help="Decoder estimator [default: least-squares]")
     parser.add_argument("--correction", default=None,
                         help="Decoder correction (fdr, lfdr, bonferroni, ...) [default: the Decoder's]")
     args = parser.parse_args()
@@ -74,7 +72,7 @@ def main() -> None:
         cmap = sim.candidate_map(candidates)  # hashing the candidates counts as simulation
         t1 = time.perf_counter()
         options = {} if args.correction is None else {"correction": args.correction}
-        decoder = Decoder(estimator=args.estimator, **options)
+        decoder = Decoder(**options)
         result = sim.decode(cmap, decoder=decoder)
         t2 = time.perf_counter()
         m = evaluate_result(result, sim.truth)
