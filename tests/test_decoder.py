@@ -457,12 +457,6 @@ def test_unexplained_mass_is_unbiased_with_absent_candidates(n_true: int, n_deco
     assert max(abs(z) for z in zs) < 3.5 and abs(float(np.mean(zs))) < 2.0, zs
 
 
-def _zipf100(seed: int) -> tuple[rappor.Aggregate, dict[str, int]]:
-    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
-    sc = scenario.zipf_scenario(params, n_reports=100_000, n_values=100, rng=seed)
-    return sc.aggregate, sc.truth()
-
-
 def test_least_squares_detected_is_significant(params):
     (agg, _), cmap = planted(3)
     res = Decoder().decode(agg, cmap)

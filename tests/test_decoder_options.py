@@ -127,7 +127,7 @@ def test_removed_estimator_is_refused_with_the_measured_reason():
     with pytest.raises(InvalidParameterError, match=REMOVED_MESSAGE):
         decoder.decode(sc.aggregate, cmap)
     with pytest.raises(InvalidParameterError, match=r"must be .*'least-squares'"):
-        Decoder(estimator="bayes")  # an unknown value: the usual option error
+        Decoder(estimator="bayes").decode(sc.aggregate, cmap)  # an unknown value: the usual option error, at decode
     assert Decoder().decode(sc.aggregate, cmap).estimator == "least-squares"
 
 

@@ -94,20 +94,27 @@ REMOVED_ESTIMATORS: dict[str, str] = {
 }
 
 
-def check_estimator(value: Any, name: str = "estimator", owner: str = "Decoder", *, cli: bool = False) -> None:
-    """Refuse an estimator that is not one of :data:`_ESTIMATORS`, a removed one saying why.
+def refuse_removed_estimator(value: Any, name: str = "estimator", owner: str = "Decoder", *,
+                             cli: bool = False) -> None:
+    """Refuse a removed estimator (:data:`REMOVED_ESTIMATORS`), saying why; accept anything else.
 
-    ``cli``: name it as ``rappor decode``'s flag (``--estimator empirical-bayes``).
+    ``cli``: name it as ``rappor decode``'s flag (``--estimator empirical-bayes``).  The
+    :class:`Decoder` calls it at construction: a removed option fails at once, not at decode.
 
     Raises
     ------
     InvalidParameterError
-        For a removed estimator (:data:`REMOVED_ESTIMATORS`), with the reason; for any
-        other value not in :data:`_ESTIMATORS`, as any option check.
+        For a removed estimator, with the reason and the replacement.
     """
     if isinstance(value, str) and value in REMOVED_ESTIMATORS:
         named = f"--{name} {value}" if cli else f"The {name}={value!r} option of {owner}"
         raise InvalidParameterError(f"{named} {REMOVED_ESTIMATORS[value]}.")
+
+
+def check_estimator(value: Any, name: str = "estimator", owner: str = "Decoder", *, cli: bool = False) -> None:
+    """Refuse an estimator that is not one of :data:`_ESTIMATORS`, a removed one saying why
+    (:func:`refuse_removed_estimator`); ``cli`` as there."""
+    refuse_removed_estimator(value, name, owner, cli=cli)
     options_check(_ESTIMATORS)(value, name, owner)
 
 
@@ -242,7 +249,7 @@ class Decoder(CheckedParameters):
         self.model_unexplained = model_unexplained
         self.max_refits = max_refits
         self.null = null
-        check_estimator(estimator)  # a removed estimator is refused at once, saying why
+        refuse_removed_estimator(estimator)  # at once, saying why (other values are checked at decode)
         self.estimator = estimator
         self.rng = rng
         self.shares = shares
