@@ -35,8 +35,7 @@ import numpy.typing as npt
 
 import rappor
 from rappor.compat import google_bloom_bits_table, google_effective_prob_f, hash_candidates_google
-from rappor.randomizer import report_probabilities
-from rappor.simulation import Population
+from rappor.simulation import Population, _draw_counts
 
 __all__ = ["CLASSES", "Collection", "ScenarioClass", "clients", "collection", "draw_counts", "export_collection"]
 
@@ -179,10 +178,12 @@ def draw_counts(params: rappor.Params, strings: tuple[str, ...], by_cohort: npt.
     """Aggregated counts of one google/rappor report per client (the module docstring's law)."""
     bloom = _bloom(strings, params)
     n1 = np.einsum("vc,vcb->cb", by_cohort, bloom)  # clients of cohort c whose filter sets bit b
-    n_c = by_cohort.sum(axis=0)
-    p11, p01 = report_probabilities(params.prob_p, params.prob_q, google_effective_prob_f(params.prob_f))
-    ones = rng.binomial(n1, p11) + rng.binomial(n_c[:, None] - n1, p01)
-    return rappor.Aggregate(params=params, counts=np.column_stack([n_c, ones]).astype(np.int64))
+    # The package's exact draw (rappor.simulation), under the f that google/rappor's 7-bit PRR
+    # really applies; the aggregate keeps the nominal parameters, as an analyst would write them.
+    effective = rappor.Params(k=params.k, h=params.h, m=params.m, p=params.p, q=params.q,
+                              f=google_effective_prob_f(params.prob_f))
+    counts = _draw_counts(effective, by_cohort.sum(axis=0), n1, rng)
+    return rappor.Aggregate(params=params, counts=counts)
 
 
 def collection(scenario: ScenarioClass, seed: int) -> Collection:

@@ -522,8 +522,13 @@ def check_output_directory(path: PathLike) -> Path:
     Raises
     ------
     RapporIOError
-        If ``path`` exists and is not a directory (``errno.ENOTDIR``).
+        If ``path`` exists and is not a directory (``errno.ENOTDIR``), or is ``"-"``
+        (``errno.EINVAL``): a directory of outputs cannot be standard output, and a
+        directory named ``-`` created in silence is not what ``-`` means elsewhere.
     """
+    if os.fspath(path) == "-":
+        raise RapporIOError("cannot write the outputs: '-' (standard output) is not a directory; "
+                            "name a directory (./- for one called '-')", path="-", errno=errno.EINVAL)
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise RapporIOError("cannot write the outputs: exists and is not a directory", path=os.fspath(out),

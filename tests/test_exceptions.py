@@ -120,3 +120,23 @@ def test_an_output_directory_that_is_a_file_is_an_io_error(tmp_path: Path, argv:
     with pytest.raises(RapporIOError, match="not a directory") as caught:
         args._run(args)
     assert caught.value.errno == errno.ENOTDIR and target.read_text() == "x"
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "--clients", "200", "--unique", "5", "--no-report", "--out", "-"],
+    ["simulate-assoc", "--clients", "200", "--unique", "5", "--no-report", "--out", "-"],
+    ["decode-assoc", "--metric-name", "m", "--schema", "{assoc}/rappor-vars.csv", "--params-dir", "{assoc}",
+     "--reports", "{assoc}/reports.csv", "--var1", "domain", "--var2", "flag..HTTPS", "--map1",
+     "{assoc}/domain_map.csv", "--create-bool-map", "--output-dir", "-"],
+])
+def test_an_output_directory_named_dash_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    """'-' means standard output everywhere else: as an output directory it is refused, exit 1,
+    and no directory called '-' appears (decode-assoc --output-dir - created one)."""
+    from rappor.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assoc = Path(__file__).parent / "data" / "assoc_google"
+    assert main([a.format(assoc=assoc) for a in argv]) == 1
+    assert "standard output" in capsys.readouterr().err
+    assert not (tmp_path / "-").exists()

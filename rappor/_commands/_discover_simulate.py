@@ -53,9 +53,9 @@ def run(args: argparse.Namespace, params: Params) -> int:
         dparams = read_params(args.discovery_params)
     else:
         # Same epsilon_inf as the full-string reports, one hash, no instantaneous noise.
-        import math
+        from ..planner import _flip_for_epsilon_inf
 
-        f = 2.0 / (1.0 + math.exp(params.epsilon_inf / 2.0))
+        f = _flip_for_epsilon_inf(params.epsilon_inf, 1)
         dparams = Params(num_bloombits=256, num_hashes=1, num_cohorts=32, prob_p=0.0, prob_q=1.0, prob_f=f)
     spec = DiscoverySpec(params=dparams, max_length=args.max_length, segment=args.segment, alphabet=args.alphabet)
     if args.population is not None:

@@ -23,7 +23,6 @@ For reports of *changing* values and (epsilon, delta) accounting, apply
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -86,6 +85,7 @@ def discovery_privacy(params: Params, discovery: Params, *, split: Literal["clie
 
     Examples
     --------
+    >>> import math
     >>> full = Params(num_bloombits=128, num_hashes=1, num_cohorts=64, prob_p=0.0, prob_q=1.0,
     ...               prob_f=2 / (1 + math.e**2))
     >>> round(discovery_privacy(full, full).epsilon_inf, 6), round(discovery_privacy(full, full, split="budget").epsilon_inf, 6)
@@ -124,8 +124,6 @@ def discovery_params(epsilon_inf: float, *, split: Literal["clients", "budget"] 
     frac = check_real(discovery_fraction, "discovery_fraction", "discovery_params", low=0.0, high=1.0,
                       low_open=True, high_open=True)
     e_full, e_disc = (eps, eps) if how == "clients" else ((1.0 - frac) * eps, frac * eps)
+    from ..planner import _flip_for_epsilon_inf  # the planner's inversion (no overflow; exact at the target)
 
-    def flip(e: float) -> float:
-        return 2.0 / (1.0 + math.exp(e / 2.0))
-
-    return flip(e_full), flip(e_disc)
+    return _flip_for_epsilon_inf(e_full, 1), _flip_for_epsilon_inf(e_disc, 1)
