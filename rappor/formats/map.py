@@ -221,9 +221,9 @@ def read_map(path: PathLike, params: Params) -> CandidateMap:
     Notes
     -----
     Rows in the positional layout without quotes are split with string methods and all
-    indices are parsed at once by numpy: 100,000 candidates at k=128 m=128 h=2 take 2.4
-    CPU-s, 3.2 with every row split by the csv module (``python
-    benchmarks/hand_written.py``; ``tests/test_fuzz.py`` checks that both give the same
+    indices are parsed at once by numpy: 100,000 candidates at k=128 m=128 h=2 take 2.2-2.3
+    CPU-s, 3.45 with every row split by the csv module (1.5-1.6x; ``python
+    benchmarks/hand_written.py``, on a quiet 2-core machine, 2026-11-24; ``tests/test_fuzz.py`` checks that both give the same
     map or the same error).  Quoted rows, rows with empty fields and rows
     that fail the quick checks go through the csv module, which also words the error;
     rows whose indices are not in positional order are read as sets.

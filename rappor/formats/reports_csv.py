@@ -154,8 +154,9 @@ def _parse_block(data: npt.NDArray[np.uint8], params: Params, ncols: int, name: 
     lines are appended there instead and left out.
 
     Whole blocks are parsed with numpy (commas found at once, digits and bits gathered
-    by index) rather than row by row with the csv module: 200,000 rows at k=32 take 0.06
-    CPU-s against 0.47 (8x; ``python benchmarks/hand_written.py``).
+    by index) rather than row by row with the csv module: 200,000 rows at k=32 take 0.04
+    CPU-s against 0.19 (about 5x; ``python benchmarks/hand_written.py``, on a quiet 2-core
+    machine, 2026-11-24).
     """
     k, m = params.num_bloombits, params.num_cohorts
     newlines = np.flatnonzero(data == 10)
