@@ -289,7 +289,8 @@ def _run_decode_cli(work: Path, n: int) -> dict[str, Any]:
     """``rappor decode`` as a user runs it: a new process that hashes the list, decodes, writes results.csv."""
     cmd = [sys.executable, "-m", "rappor", "decode", "--params", str(work / "params.csv"), "--counts",
            str(work / "counts.csv"), "--candidates", str(work / "candidates.txt"), "-o", str(work / "results.csv"),
-           "--summary", str(work / "summary.json")]
+           "--summary", str(work / "summary.json"), "--shares", os.environ.get("RAPPOR_BENCH_SHARES", "all")]
+
     def decode_once() -> float:
         subprocess.run(cmd, check=True, stderr=subprocess.DEVNULL)
         inner: float = json.loads((work / "summary.json").read_text())["seconds"]
