@@ -52,7 +52,7 @@ try:  # the decoder's internals: the decoder package (rappor/decoder/), or the o
                           column_sq_norms=_problem.column_sq_norms, debias=_problem.debias,
                           lasso_screen=_screen.lasso_screen, leading_columns=_problem.leading_columns,
                           random_string_null=_null.random_string_null, scale_rows=_problem.scale_rows,
-                          row_scaled_likelihood=_bayes._row_scaled_likelihood,
+                          row_scaled_likelihood=_bayes.row_scaled_likelihood,
                           select_rows=_problem.select_rows, weighted_design=_problem.weighted_design)
 except ImportError:  # pragma: no cover - before the decoder package
     from rappor import _estimation as est  # type: ignore[no-redef]

@@ -16,6 +16,7 @@ import numpy as np
 
 from .._lazy import lazy_module
 from ._problem import Array
+from ._shares import GRID_LOW, npmle_prior, row_scaled_likelihood
 
 if TYPE_CHECKING:
     from scipy import stats
@@ -23,9 +24,12 @@ else:  # imported on first use: keeps `import rappor` and CLI start-up light
     stats = lazy_module("scipy.stats")
 
 
-#: Smallest positive effect (in standard errors) of the NPMLE grid: smaller effects cannot be
-#: told from 0 and an atom there would only steal prior mass from the null.
-LFDR_GRID_LOW = 0.5
+#: Smallest positive effect (in standard errors) of the NPMLE grid (:data:`._shares.GRID_LOW`):
+#: smaller effects cannot be told from 0 and an atom there would only steal prior mass from the null.
+LFDR_GRID_LOW = GRID_LOW
+
+#: Positive points of the local fdr's NPMLE grid.
+LFDR_GRID_SIZE = 60
 
 
 def local_fdr(z: Array, *, n_iter: int = 500) -> tuple[Array, Array, Array]:
@@ -46,23 +50,8 @@ def local_fdr(z: Array, *, n_iter: int = 500) -> tuple[Array, Array, Array]:
     Returns ``(lfdr, grid, weights)``.
     """
     z = np.clip(np.asarray(z, dtype=np.float64), -Z_CLIP, Z_CLIP)
-    grid, w = _npmle_prior(z, n_iter=n_iter)
+    grid, w = npmle_prior(z, n_grid=LFDR_GRID_SIZE, n_iter=n_iter)
     return _posterior_lfdr(z, grid, w), grid, w
-
-
-def _npmle_prior(z: Array, *, n_iter: int = 500) -> tuple[Array, Array]:
-    """The grid and weights of the NPMLE prior of :func:`local_fdr` (EM on rounded z-scores)."""
-    top = float(np.max(z)) if z.size else 0.0
-    grid = np.concatenate([[0.0], np.geomspace(LFDR_GRID_LOW, max(top, 2.0 * LFDR_GRID_LOW) + 1.0, 60)])
-    zb, counts = np.unique(np.round(z, 2), return_counts=True)
-    lik = _row_scaled_likelihood(zb, grid)  # a constant per row does not change the EM
-    w = np.full(len(grid), 1.0 / len(grid))
-    share = counts / counts.sum()
-    for _ in range(n_iter):
-        post = lik * w
-        post /= np.maximum(post.sum(axis=1, keepdims=True), 1e-300)
-        w = share @ post
-    return grid, w
 
 
 #: Largest |z| used by the empirical-Bayes fits (p-values are clipped to 1e-300: z <= 37).
@@ -71,14 +60,6 @@ Z_CLIP = 40.0
 
 #: z-scores per block when posteriors are summarized (bounds the (block x grid) temporaries).
 _POSTERIOR_BLOCK = 1 << 16
-
-
-def _row_scaled_likelihood(z: Array, grid: Array) -> Array:
-    """``phi(z_i - grid_j)`` divided by its row maximum (in log space: ``-(z - g)^2 / 2``
-    less its row maximum; the normal constant cancels)."""
-    loglik = -0.5 * np.square(z[:, None] - grid[None, :])
-    out: Array = np.exp(loglik - loglik.max(axis=1, keepdims=True))
-    return out
 
 
 def _posterior_lfdr(z: Array, grid: Array, weights: Array) -> Array:
@@ -93,7 +74,7 @@ def _posterior_lfdr(z: Array, grid: Array, weights: Array) -> Array:
 
 def _grid_posterior(z: Array, grid: Array, weights: Array) -> Array:
     """Posterior probabilities of the grid points for each (clipped) z, rows summing to 1."""
-    lik = _row_scaled_likelihood(z, grid)
+    lik = row_scaled_likelihood(z, grid)
     post = lik * weights
     total = post.sum(axis=1, keepdims=True)
     # A row with no prior mass where its likelihood lives (weights 0 there): fall back to the

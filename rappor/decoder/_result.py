@@ -18,7 +18,6 @@ from .._io import PathLike, atomic_output, csv_field
 from .._lazy import import_optional
 from .._results import ConfidenceInterval
 from .._validation import check_options, check_probability
-from ..exceptions import InvalidParameterError
 from ..params import Params
 from ._intervals import fcr_critical_value, normal_critical_value, selective_interval, wald_interval
 from ._problem import Array, IntArray
@@ -240,10 +239,9 @@ class DecodeResult:
 
     @property
     def table_interval(self) -> Literal["selective", "fcr"]:
-        """The ``adjust`` of the ``prop_*_95`` columns by default: ``"selective"`` for
-        least-squares results (every decoder result), ``"fcr"`` for a result built with
-        another ``estimator``."""
-        return "selective" if self.estimator == "least-squares" else "fcr"
+        """The ``adjust`` of the ``prop_*_95`` columns by default: ``"selective"`` (every
+        result holds least-squares estimates since the empirical-Bayes estimator was removed)."""
+        return "selective"
 
     def confidence_interval(self, confidence_level: float = 0.95, *,
                             kind: Literal["proportion", "count"] = "proportion",
@@ -285,10 +283,6 @@ class DecodeResult:
         check_options(kind, "kind", owner, ("proportion", "count"))
         check_options(adjust, "adjust", owner, _ADJUST)
         if adjust == "selective":
-            if self.estimator != "least-squares":
-                msg = (f"Selective intervals need least-squares estimates; this result used the {self.estimator!r} "
-                       "estimator. Use adjust='fcr' or 'none'.")
-                raise InvalidParameterError(msg)
             low, high = selective_interval(self.fitted_proportion, self.prop_std_error, self.pvalue, self.detected,
                                            _first_of_group(self.group), level, self._fcr_critical_value(level))
         else:

@@ -378,7 +378,7 @@ def npmle_prior(z: Array, *, n_grid: int, n_iter: int, tol: float = 0.0) -> tupl
     zc = np.asarray(z, dtype=np.float64)
     grid = _grid(float(np.max(zc)) if zc.size else 0.0, n_grid)
     values, counts = np.unique(np.round(zc, 2), return_counts=True)
-    lik = _likelihood(values, grid)
+    lik = row_scaled_likelihood(values, grid)
     w = _em(lik, (counts / counts.sum())[None, :], np.full((1, len(grid)), 1.0 / len(grid)), n_iter, tol)
     return grid, w[0]
 
@@ -387,7 +387,7 @@ def _grid(top_z: float, n_grid: int) -> Array:
     return np.concatenate([[0.0], np.geomspace(GRID_LOW, max(top_z, 2.0 * GRID_LOW) + 1.0, n_grid)])
 
 
-def _likelihood(z: Array, grid: Array) -> Array:
+def row_scaled_likelihood(z: Array, grid: Array) -> Array:
     """``phi(z_i - grid_g)`` over its row maximum (the constant cancels in the EM)."""
     ll = -0.5 * np.square(z[:, None] - grid[None, :])
     out: Array = np.exp(ll - ll.max(axis=1, keepdims=True))
@@ -433,11 +433,11 @@ def bagged_shares(z: Array, std_error: Array) -> Array:
     n = int(counts.sum())
     gen = np.random.default_rng(SEED)
     frac = np.vstack([counts / n, gen.multinomial(n, counts / n, size=N_PRIORS - 1) / n])
-    lik_values = _likelihood(values, grid)
+    lik_values = row_scaled_likelihood(values, grid)
     priors = _em(lik_values, frac, np.full((N_PRIORS, len(grid)), 1.0 / len(grid)), 500, 0.0)
     mu = np.zeros(len(zf))
     for lo in range(0, len(zf), BLOCK):
-        lik = _likelihood(zf[lo:lo + BLOCK], grid)
+        lik = row_scaled_likelihood(zf[lo:lo + BLOCK], grid)
         dens = np.maximum(lik @ priors.T, 1e-300)       # (candidates, priors)
         mean = (lik @ (priors * grid).T) / dens
         at_zero = lik[:, :1] * priors[:, 0][None, :] / dens
