@@ -189,13 +189,31 @@ class _Pooled:
 #: Trimmed z-scores of the fragments fitted and subtracted, round by round (trimmed, so
 #: that an absent fragment lifted by a collision with a heavy one is not fitted): the heavy ones alone
 #: first (fitted together with absent fragments that share their bits, their count is
-#: split between them), then the rest above 10 once the heavy ones' collisions are gone.
-#: A fragment of ``c`` reports adds about ``c**2 / (m k)`` to an absent fragment's
-#: variance (collisions), against about ``0.18 n`` for the randomized response at
-#: epsilon 4 (``n`` reports in the slot): fragments below z = 10 add under 1% and are
-#: left alone, since fitting selected noise (absent fragments with a high z) takes
-#: counts away from the true fragments they collide with.
+#: split between them), then the rest above 10 once the heavy ones' collisions are gone,
+#: then every fragment above the slot's *fit level* (:func:`_explain_cuts`).
 _EXPLAIN_CUTS = (20.0, 10.0)
+
+#: Expected absent fragments per slot above the last round's cut (the fit level).  A
+#: fragment of ``c`` reports adds about ``c**2 / (m k)`` to an absent fragment's variance
+#: (collisions): one below z = 10 adds little, but at 1 M clients the dozens of true
+#: fragments between z = 6 and 10 together raised the slot's null standard error by
+#: 2-3% (``benchmarks/discovery.py --trace``), which lost the weakest top-10 prefixes.
+#: Fitting selected noise (an absent fragment with a high z) would take counts away from
+#: the true fragments it collides with, and an absent fitted value is outside the exact
+#: chance law of :mod:`rappor.discovery.confirmation`; over 16 slots this rate allows
+#: 0.016 such fragments in all, against the family-wise level 0.05.
+_FIT_FALSE = 0.001
+
+
+def _explain_cuts(candidates: int) -> tuple[float, ...]:
+    """Cuts of the rounds of fits in a slot scoring ``candidates`` fragments.
+
+    The last is the fit level ``z_fit`` with ``candidates * (1 - Phi(z_fit)) = _FIT_FALSE``
+    (the trimmed z-scores of absent fragments are close to standard normal,
+    :meth:`SlotOracle.trimmed`): 6.4 for a hundred prefixes by 131,328 tails.
+    """
+    level = _normal_isf(min(_FIT_FALSE / max(candidates, 1), 0.5))
+    return tuple(c for c in _EXPLAIN_CUTS if c > level) + (level,)
 
 #: Fewest cohorts per slot the search accepts (with fewer, nothing is trimmed and a few
 #: collisions with frequent fragments make absent ones look frequent).
@@ -392,12 +410,14 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000, fal
             continue
         scores = _SlotScores(oracle, frontier, frontier_z, tails, list(pool))
         frontier_set = set(frontier)
+        cuts = _explain_cuts(total + len(pool))
+        info["fit_level"] = cuts[-1]
         if budget > 0:
             # The clearly present fragments are fitted alone first: fitted together with the
             # absent ones that collide with them, their count would be split between them.
             # A fragment's count is at most its prefix's: only strong prefixes can have
             # children this strong (half the cut leaves a margin of several standard errors).
-            for cut in _EXPLAIN_CUTS:
+            for cut in cuts:
                 scores.explain(scores.above(cut, cut / 2.0, robust=True), cut, budget)
         final = scores.above(min(th.pending, th.reserve), robust=True)
         chance.add_slot(oracle)
