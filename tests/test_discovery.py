@@ -331,3 +331,24 @@ def test_pem_baseline_finds_the_top_string() -> None:
     assert "www.alpha.com" in res.strings
     with pytest.raises(InvalidParameterError, match="longer"):
         pem_population(_easy_population(), 5)
+
+
+def test_discover_fits_every_fragment_above_the_fit_level() -> None:
+    # Six 5-byte values of 1.6% each (distinct 2-byte prefixes) and one of 30%: in slot 0
+    # (50,000 reports, standard error about 100) each mid prefix has about 800 reports,
+    # z about 8, below the old cut of 10 but 3 standard deviations above the slot's fit
+    # level (4.8 for 1,378 candidates), so all 7 are fitted and subtracted; fitting only
+    # z >= 10 left the weakest top-10 prefixes at 1 M clients in the noise of these ones.
+    spec = DiscoverySpec(params=_params(k=128, m=16), max_length=6, segment=2, alphabet="lowercase")
+    mid = [a + b + "xyz" for a, b in zip("bcdefg", "hijklm")]
+    rare = [f"{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}q{i:03d}" for i in range(400)]
+    probs = np.array([0.3] + [0.016] * 6 + [(1 - 0.3 - 0.096) / 400] * 400)
+    pop = Population(strings=tuple(["aaaaa"] + mid + rare), probabilities=probs)
+    sim = simulate_discovery(_params(), spec, pop, 200_000, discovery_share=1.0, rng=0)
+    res = discover(sim.discovery, spec)
+    slot0 = res.diagnostics["slots"][0]
+    assert slot0["fit_level"] < 6.0
+    assert slot0["fitted"] >= 7
+    found = {s for s, keep in zip(res.strings, res.significant) if keep}
+    assert set(mid) | {"aaaaa"} <= found
+    assert all(s in sim.truth for s in found)
