@@ -113,7 +113,8 @@ def _two_columns(sim: Any, cands: list[str], det: np.ndarray, truth: dict[str, i
 
 
 def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: float, pem: bool,
-            beam: int, method: str = "aggregate", alphabet: str = "bytes", chunk: int = 1 << 17) -> dict[str, Any]:
+            beam: int, method: str = "aggregate", alphabet: str = "bytes", chunk: int = 1 << 17,
+            trace: bool = False) -> dict[str, Any]:
     """One collection: simulate, discover, decode (and PEM); returns the figures."""
     if split == "clients":
         full_p, disc_p = _params(eps, 128, 64), _params(eps, 256, 32)
@@ -133,16 +134,21 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
                              chunk_size=chunk, rng=seed)
     out["simulate_s"] = time.perf_counter() - t0
     out["simulate_peak_mb"] = _peak_mb()
+    top10 = sim.top(10)
     t0 = time.perf_counter()
-    res = discover(sim.discovery, spec, beam=beam)
+    res = discover(sim.discovery, spec, beam=beam, trace=[s.encode("utf-8") for s in top10] if trace else ())
     out["discover_s"] = time.perf_counter() - t0
+    if trace:
+        # Per slot: (trimmed z of the top-10 string's fragment after the fits, its prefix kept?)
+        out["trace_top10"] = res.diagnostics["trace"]
+        out["thresholds"] = {key: res.diagnostics[key] for key in ("z_extend", "z_reserve", "z_pending")}
+        out["fit_levels"] = [row.get("fit_level") for row in res.diagnostics["slots"]]
     out["discover_peak_mb"] = _peak_mb()
     out["pooled"] = res.n_tested
     found = res.candidates()
     sig = res.significant
     for key, v in topk_scores(sim.truth, [s for s, k in zip(res.strings, sig) if k], res.proportion[sig]).items():
         out[f"ours_{key}"] = v
-    top10 = sim.top(10)
     out["ours_missed_top10"] = [s for s in top10 if s not in set(found)]
     for name, cands, screened in (("stale", stale, True), ("stale+ours", stale + found, True),
                                   ("short", short, False), ("short+ours", short + found, False),
@@ -223,6 +229,13 @@ def summarize(paths: list[str]) -> str:
                     cells.append(f"{np.mean(vals):.3g} ± {np.std(vals, ddof=1):.2g}")
             out.append(f"| {n:,} | {eps:g} | {how} | {alphabet} | {len(group)} | " + " | ".join(cells) + " |")
         out.append("")
+    out.append("Per seed: ours recall@10 / false strings (seed: R@10/false)\n")
+    for key, group in sorted(rows.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        n, eps, split, share, fraction, method, alphabet = key
+        cells = ", ".join(f"{r['seed']}: {r['ours_recall@10']:.1f}/{int(r['ours_false'])}"
+                          for r in sorted(group, key=lambda r: r["seed"]))
+        out.append(f"* {n:,}, eps {eps:g}, {split}, {alphabet}, {method}: {cells}")
+    out.append("")
     return "\n".join(out)
 
 
@@ -243,6 +256,9 @@ def main() -> None:
     ap.add_argument("--alphabet", default="bytes", help="the search's alphabet (rappor discover --alphabet)")
     ap.add_argument("--chunk", type=int, default=1 << 17,
                     help="reports encoded at once with --method reports (bounds the simulation's memory)")
+    ap.add_argument("--trace", action="store_true",
+                    help="record each true top-10 string's z-score per slot and whether its prefix was kept "
+                         "(where a missed one was lost)")
     ap.add_argument("--json", metavar="PATH", help="append one JSON line per run")
     ap.add_argument("--from-json", nargs="+", metavar="PATH",
                     help="print markdown tables (mean ± sd over seeds) of earlier --json runs and exit")
@@ -258,7 +274,8 @@ def main() -> None:
                     for seed in args.seeds:
                         with concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
                             row = pool.submit(run_one, n, eps, seed, share, args.split, fraction, not args.no_pem,
-                                              args.beam, args.method, args.alphabet, args.chunk).result()
+                                              args.beam, args.method, args.alphabet, args.chunk,
+                                              args.trace).result()
                         print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}),
                               flush=True)
                         if args.json:

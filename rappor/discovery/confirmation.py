@@ -21,8 +21,9 @@ of :mod:`rappor.discovery.spec` keeps pairs of fragments apart with probability 
 1/k``), *whatever the data and the fit* (both are made without its bits):
 conditionally on the residual counts, ``S`` is a sum of independent draws, one per
 (slot, cohort), from the cohorts' own ``k`` values.  (Fitted fragments have a trimmed
-z-score of 10 or more in that slot; an absent one that is fitted is not covered, and
-its rareness is what the fit's threshold buys.)  Its law is their
+z-score at or above the slot's fit level, where 0.001 absent candidates are expected
+(:func:`rappor.discovery.search._explain_cuts`); an absent one that is fitted is not
+covered, and its rareness is what the fit level buys.)  Its law is their
 convolution, computed here exactly up to a grid (linear interpolation on a step of
 1/64 of the smallest slot's standard deviation, which keeps every mean), so the
 p-value ``P(S_null >= S(v))`` holds however heavy the collisions are (a value landing
