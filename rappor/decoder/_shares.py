@@ -398,15 +398,57 @@ def _em(lik: Array, frac: Array, w: Array, n_iter: int, tol: float) -> Array:
     """EM for several NPMLEs at once: ``frac`` (priors x values) weights the rows of ``lik``.
 
     ``w_g <- w_g sum_i frac_i lik_ig / sum_g' lik_ig' w_g'`` for every prior (row of ``w``).
+
+    Subnormal numbers (below ``2.2e-308``) in ``lik`` and in the weights are set to 0 (flush
+    to zero): a weight that decays through them made every product with it a slow
+    microcoded operation (measured: one subnormal weight made ``lik @ w`` ten times slower,
+    decode-10k's NPMLE 2.5 times slower).  Neither can move a density: ``lik`` is at most 1
+    and the weights sum to 1, so they change a density (at least ``1e-300``, the floor) by
+    less than ``2e-306`` -- far less than one rounding step of any density the EM meets.
+    One prior (the usual case) runs on vectors with preallocated outputs (the same BLAS
+    products, ``dgemv``: the same iterates).
     """
+    lik = _flush_subnormal(lik.copy())
+    if w.shape[0] == 1:
+        return _em_one(lik, frac[0], w[0], n_iter, tol)[None, :]
     for _ in range(n_iter):
         dens = np.maximum(lik @ w.T, 1e-300)  # (values, priors)
-        new = w * ((frac / dens.T) @ lik)
+        new = _flush_subnormal(w * ((frac / dens.T) @ lik))
         done = float(np.max(np.abs(new - w))) <= tol
         w = new
         if done:
             break
     return w
+
+
+def _em_one(lik: Array, frac: Array, w: Array, n_iter: int, tol: float) -> Array:
+    """:func:`_em` for one prior: ``frac`` and ``w`` are vectors."""
+    w = np.array(w, dtype=np.float64)
+    new = np.empty_like(w)
+    diff = np.empty_like(w)
+    dens = np.empty(lik.shape[0])
+    for _ in range(n_iter):
+        np.dot(lik, w, out=dens)
+        np.maximum(dens, 1e-300, out=dens)
+        np.divide(frac, dens, out=dens)
+        np.dot(dens, lik, out=new)
+        new *= w
+        _flush_subnormal(new)
+        np.subtract(new, w, out=diff)
+        done = float(np.abs(diff, out=diff).max()) <= tol
+        w, new = new, w
+        if done:
+            break
+    return w
+
+
+_TINY = float(np.finfo(np.float64).tiny)
+
+
+def _flush_subnormal(x: Array) -> Array:
+    """``x`` with its subnormal entries (``0 < |x| < 2.2e-308``) set to 0, in place; returns ``x``."""
+    x[np.abs(x) < _TINY] = 0.0
+    return x
 
 
 def bagged_shares(z: Array, std_error: Array) -> Array:
