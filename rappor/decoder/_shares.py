@@ -237,9 +237,9 @@ def coordinate_ascent(a: sp.csc_matrix, b: Array, col_sq_norms: Array, start: Ar
         full = (sweeps - 1) % FULL_EVERY == 0
         inv_var = norms2 / phi  # 1 / s_j^2
         # log prior - grid^2 / (2 s_j^2): with the b_j grid / s_j^2 term, the log posterior up
-        # to a constant per candidate.  Written in place: a new (moved x grid) array every
-        # sweep cost four times the arithmetic (fresh pages; measured 0.61 against 0.15 ms at
-        # 1,650 x 61), the same numbers.
+        # to a constant per candidate.  Written in place, the same numbers: a new (moved x grid)
+        # array every sweep cost four times the arithmetic (timed alone: 0.61 against 0.15 ms
+        # at 1,650 x 61).
         np.multiply(inv_var[moved, None], half_sq_grid, out=base)
         np.subtract(np.log(w), base, out=base)
         scale = inv_var[moved]
@@ -385,6 +385,7 @@ def _posterior_sums(stat: Array, grid: Array, w: Array, inv_var: Array, *,
 #: subnormal, and arithmetic on them is microcoded (tens of times slower).
 _TINY = float(np.finfo(np.float64).tiny)
 _LOG_TINY = math.log(_TINY)
+
 #: Largest |z| of the fits (as :data:`._bayes.Z_CLIP`).
 _Z_CLIP = 40.0
 
@@ -423,9 +424,10 @@ def _em(lik: Array, frac: Array, w: Array, n_iter: int, tol: float) -> Array:
     Subnormal numbers (below ``2.2e-308``) in ``lik`` and in the weights are set to 0 (flush
     to zero): a weight that decays through them made every product with it a slow
     microcoded operation (measured: one subnormal weight made ``lik @ w`` ten times slower,
-    decode-10k's NPMLE 2.5 times slower).  Neither can move a density: ``lik`` is at most 1
-    and the weights sum to 1, so they change a density (at least ``1e-300``, the floor) by
-    less than ``2e-306`` -- far less than one rounding step of any density the EM meets.
+    decode-10k's NPMLE two to three times slower).  Neither can move a density: ``lik`` is
+    at most 1 and the weights sum to 1, so the at most 81 terms flushed change a density (at
+    least ``1e-300``, the floor) by less than ``2e-306`` -- far less than one rounding step
+    of any density the EM meets.
     One prior (the usual case) runs on vectors with preallocated outputs (the same BLAS
     products, ``dgemv``: the same iterates).
     """
@@ -461,8 +463,6 @@ def _em_one(lik: Array, frac: Array, w: Array, n_iter: int, tol: float) -> Array
         if done:
             break
     return w
-
-
 
 
 def _flush_subnormal(x: Array) -> Array:
