@@ -22,6 +22,7 @@ from rappor.association import (
     total_variation,
 )
 from rappor.association._inference import (
+    boundary_interval,
     conditional_distribution,
     constrained_covariance,
     independence_null_draws,
@@ -263,6 +264,71 @@ def test_projected_covariance_shrinks_only_near_the_boundary() -> None:
     assert np.sqrt(edge[0, 0]) < 0.8 * np.sqrt(base[0, 0])
 
 
+def test_boundary_interval_covers_a_share_estimated_at_zero() -> None:
+    # The one-dimensional boundary problem: a share theta = 1.5 s above 0, estimated by
+    # max(0, theta + s N(0, 1)) (the projected normal of one cell), 4,000 collections; each
+    # collection's law is drawn around its estimate, 1,000 draws, and its SD is the standard
+    # error.  The Wald upper end misses whenever the estimate is 0 (SD 0.58 s, 1.96 SD = 1.14 s
+    # < 1.5 s; P = Phi(-1.5) = 0.067) and more just above it: coverage about 0.90.  With the
+    # law's 97.5th percentile (theta-hat + 1.96 s when the estimate is away from 0) the upper
+    # end never misses and only the lower one can (P about 0.025): coverage about 0.975.
+    # Binomial(4000, 0.95) sd is 0.0034: >= 0.95 leaves 7 sd of room, the Wald interval
+    # sits 14 sd below.
+    rng = np.random.default_rng(11)
+    s, theta, reps = 0.01, 0.015, 4000
+    est = np.maximum(0.0, theta + s * rng.standard_normal(reps))
+    law = np.maximum(0.0, est + s * rng.standard_normal((1000, reps)))
+    se = law.std(axis=0)
+    low, high = boundary_interval(est, se, law, 0.95)
+    coverage = float(((low <= theta) & (theta <= high)).mean())
+    wald_low, wald_high = boundary_interval(est, se, None, 0.95)
+    wald = float(((wald_low <= theta) & (theta <= wald_high)).mean())
+    assert coverage >= 0.95 and wald < 0.92, (coverage, wald)
+    # Only the upper end moves, and only up; the lower end is the Wald end.
+    np.testing.assert_array_equal(low, wald_low)
+    assert np.all(high >= wald_high)
+
+
+def test_boundary_interval_is_wald_away_from_the_boundary_and_without_draws() -> None:
+    # A normal law (no atom at 0): its 97.5th percentile is the Wald end up to Monte Carlo
+    # error (sd of the percentile of 4,000 draws: 0.04 SE; 0.2 SE is 5 of them).
+    rng = np.random.default_rng(2)
+    table = np.array([[0.3, 0.2], [0.4, 0.1]])
+    se = np.full((2, 2), 0.01)
+    law = table.reshape(-1) + 0.01 * rng.standard_normal((4000, 4))
+    low, high = boundary_interval(table, se, law, 0.95)
+    np.testing.assert_allclose(low, table - 1.959964 * se, rtol=1e-6)
+    assert np.all(high >= table + 1.959964 * se - 1e-9) and np.all(high <= table + 2.16 * se)
+    # Without draws: Wald, clipped to [0, 1]; an infinite SE gives [0, 1] whatever the draws.
+    low, high = boundary_interval(np.array([0.001, 0.5]), np.array([0.01, np.inf]), None, 0.9)
+    np.testing.assert_allclose(low, [0.0, 0.0])
+    np.testing.assert_allclose(high, [0.001 + 1.644854 * 0.01, 1.0], rtol=1e-6)
+    low, high = boundary_interval(np.array([0.001, 0.5]), np.array([0.01, np.inf]), np.zeros((10, 2)), 0.9)
+    np.testing.assert_allclose(high, [0.001 + 1.644854 * 0.01, 1.0], rtol=1e-6)
+
+
+def test_decoder_intervals_option_chooses_projected_or_wald() -> None:
+    # Four strings, one of them absent: its cells sit at the boundary, where the projected
+    # law has an atom at 0 and the default intervals' upper ends rise above the Wald ends.
+    joint = np.array([[0.3, 0.1], [0.2, 0.2], [0.2, 0.0], [0.0, 0.0]])
+    sim = simulate_association(SMALL, joint, [["a", "b", "c", "d"], None], 5000, rng=4)
+    kwargs: dict[str, object] = {"candidates": "all", "other": "none", "independence_test": False}
+    projected = AssociationDecoder(**kwargs).decode(sim.reports, sim.variables)  # type: ignore[arg-type]
+    wald = AssociationDecoder(intervals="wald", **kwargs).decode(sim.reports, sim.variables)  # type: ignore[arg-type]
+    assert projected.diagnostics["interval_method"] == "projected" and wald.diagnostics["interval_method"] == "wald"
+    assert wald.projected_law is None and projected.projected_law is not None
+    np.testing.assert_array_equal(projected.proportion, wald.proportion)
+    np.testing.assert_array_equal(projected.std_error, wald.std_error)
+    p, w = projected.confidence_interval(), wald.confidence_interval()
+    np.testing.assert_array_equal(p.low, w.low)
+    np.testing.assert_allclose(w.high, np.clip(wald.proportion + 1.959964 * wald.std_error, 0, 1), rtol=1e-6)
+    assert np.all(p.high >= w.high - 1e-12)
+    assert (p.high - w.high).max() > 0.2 * wald.std_error.reshape(-1)[np.argmax(p.high - w.high)]
+    assert np.array_equal(projected.table()["prop_high_95"], p.high.reshape(-1))
+    with pytest.raises(InvalidParameterError):
+        AssociationDecoder(intervals="percentile").decode(sim.reports, sim.variables)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(("max_iterations", "stack_bytes"), [(50, 1 << 23), (50, 1 << 15), (1, 1 << 23)])
 def test_batched_projection_equals_nonnegative_least_squares(monkeypatch: pytest.MonkeyPatch,
                                                              max_iterations: int, stack_bytes: int) -> None:
@@ -462,8 +528,12 @@ def test_profile_intervals_agree_with_wald_away_from_the_boundary() -> None:
     np.testing.assert_allclose(profile.low, res.proportion - half, atol=0.25 * half.max())
     np.testing.assert_allclose(profile.high, res.proportion + half, atol=0.25 * half.max())
     assert np.all(profile.low <= res.proportion) and np.all(res.proportion <= profile.high)
-    wald = res.confidence_interval(0.9)  # another level: Wald
-    np.testing.assert_allclose(wald.high, np.clip(res.proportion + 1.644854 * res.std_error, 0, 1), rtol=1e-6)
+    other = res.confidence_interval(0.9)  # another level: not the profile, the projected interval
+    np.testing.assert_allclose(other.low, np.clip(res.proportion - 1.644854 * res.std_error, 0, 1), rtol=1e-6)
+    # Away from the boundary the projected law is normal: its 95th percentile is the Wald end up to
+    # Monte Carlo error (sd 0.067 SE with 1,000 draws; 0.25 SE is 3.7 of them).
+    wald_high = np.clip(res.proportion + 1.644854 * res.std_error, 0, 1)
+    assert np.all(other.high >= wald_high - 1e-6) and np.all(other.high <= wald_high + 0.25 * res.std_error)
 
 
 @pytest.mark.slow
