@@ -117,9 +117,47 @@ def _ours(sim, other: str, profile: bool = False) -> tuple[dict, object]:
     truth = sim.truth(res.categories)
     ci = res.confidence_interval()
     cov = _coverage(ci.low, ci.high, truth)
+    z = 1.959963984540054
+    wald_low = np.clip(res.proportion - z * res.std_error, 0, 1)
+    wald_high = np.clip(res.proportion + z * res.std_error, 0, 1)
+    inside = (ci.low <= truth) & (truth <= ci.high) & np.isfinite(ci.low) & np.isfinite(ci.high)
+    inside_wald = (wald_low <= truth) & (truth <= wald_high) & np.isfinite(wald_low) & np.isfinite(wald_high)
     return {"tv": total_variation(res.proportion, truth), "covered": cov[0], "cells": cov[1], "seconds": seconds,
             "iterations": res.iterations, "pvalue": res.independence.pvalue if res.independence else None,
-            "shape": list(res.shape), "converged": res.converged}, res
+            "shape": list(res.shape), "converged": res.converged, "covered_wald": int(inside_wald.sum()),
+            "cell_truth": truth.reshape(-1).tolist(), "cell_covered": inside.reshape(-1).astype(int).tolist(),
+            "cell_covered_wald": inside_wald.reshape(-1).astype(int).tolist()}, res
+
+
+#: Bands of true share for the coverage tables (``--bands``).
+BANDS = [(0, 0.001), (0.001, 0.005), (0.005, 0.02), (0.02, 1.0), (0, 1.0)]
+
+
+def _coverage_tables(rows: list, pairs: list, cases: tuple) -> None:
+    """Coverage of ours' 95% intervals (the default), of its Wald intervals and (``--profile``) of the profile ones,
+    by true share, pooled and per seed."""
+    columns = {"intervals": lambda r: r["ours"]["cell_covered"], "Wald": lambda r: r["ours"]["cell_covered_wald"]}
+    if any("ours/profile" in r for r in rows):
+        columns["profile"] = lambda r: r["ours/profile"]["cell_covered"]
+    for pair in pairs:
+        for outside in cases:
+            sel = [r for r in rows if r["pair"] == pair and r["outside"] == outside]
+            if not sel:
+                continue
+            truth = np.concatenate([r["ours"]["cell_truth"] for r in sel])
+            covered = {label: np.concatenate([get(r) for r in sel]) for label, get in columns.items()}
+            print(f"\n{pair}, strings outside {outside}: coverage of ours' 95% intervals by true share "
+                  f"(seeds {', '.join(str(r['seed']) for r in sel)})")
+            print(f"{'true share':<16}{'cells':>7}" + "".join(f"{label:>11}" for label in columns))
+            for low, high in BANDS:
+                band = (truth >= low) & ((truth < high) | (high == 1.0))
+                if band.any():
+                    name = "all" if (low, high) == (0, 1.0) else f"[{low:g}, {high:g}{']' if high == 1.0 else ')'}"
+                    print(f"{name:<16}{band.sum():>7}" + "".join(f"{covered[label][band].mean():>11.3f}" for label in columns))
+            for label, get in columns.items():
+                shares = np.array([np.mean(get(r)) for r in sel])
+                sd = shares.std(ddof=1) / np.sqrt(shares.size) if shares.size > 1 else float("nan")
+                print(f"per seed, {label}: {', '.join(f'{v:.3f}' for v in shares)} (sd / sqrt(seeds) {sd:.3f})")
 
 
 def accuracy(args: argparse.Namespace) -> None:
@@ -128,7 +166,7 @@ def accuracy(args: argparse.Namespace) -> None:
     for pair in args.pairs.split(","):
         for outside in cases:
             joint, values, cands = _scenario(pair, outside)
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 sim = simulate_association(PARAMS, joint, values, args.n, candidates=cands, rng=1000 + seed)
                 out = {"pair": pair, "outside": outside, "seed": seed, "n": args.n}
                 out["ours"], res = _ours(sim, "undetected")
@@ -145,11 +183,14 @@ def accuracy(args: argparse.Namespace) -> None:
                 if not args.no_baseline:
                     out["baseline"] = _baseline(sim, res)
                 rows.append(out)
-                print(json.dumps(out), file=sys.stderr, flush=True)
+                brief = {k: ({f: x for f, x in v.items() if not f.startswith("cell_")} if isinstance(v, dict) else v)
+                         for k, v in out.items()}
+                print(json.dumps(brief), file=sys.stderr, flush=True)
     methods = ["ours", "ours/profile", "ours/shrunk", "ours/ref-other"] + ([] if args.no_baseline else ["baseline"]) + ["true-marginals product"]
-    print(f"N = {args.n:,}, {args.seeds} seeds, params {PARAMS.as_dict()}")
-    print(f"{'pair':<6}{'outside':<9}{'method':<24}{'TV mean':>9}{'TV sd':>8}{'coverage':>10}{'cov se':>8}{'cells':>7}"
-          f"{'seconds':>9}{'iters':>7}")
+    print(f"N = {args.n:,}, seeds {args.first_seed}..{args.first_seed + args.seeds - 1} (rng 1000 + seed), "
+          f"params {PARAMS.as_dict()}, load average {os.getloadavg()[0]:.1f}")
+    print(f"{'pair':<6}{'outside':<9}{'method':<24}{'TV mean':>9}{'TV sd':>8}{'coverage':>10}{'cov se':>8}{'Wald cov':>10}"
+          f"{'cells':>7}{'seconds':>9}{'iters':>7}")
     for pair in args.pairs.split(","):
         for outside in cases:
             sel = [r for r in rows if r["pair"] == pair and r["outside"] == outside]
@@ -164,8 +205,12 @@ def accuracy(args: argparse.Namespace) -> None:
                 its = np.mean([r[m]["iterations"] for r in sel_m])
                 shares = np.array([r[m]["covered"] / r[m]["cells"] for r in sel_m if r[m]["cells"]])
                 cov_se = shares.std(ddof=1) / np.sqrt(shares.size) if shares.size > 1 else float("nan")
+                wald = (f"{sum(r[m]['covered_wald'] for r in sel_m) / max(cells, 1):>10.3f}"
+                        if "covered_wald" in sel_m[0][m] else f"{'':>10}")
                 print(f"{pair:<6}{str(outside):<9}{m:<24}{tv.mean():>9.4f}{tv.std(ddof=1) if tv.size > 1 else 0:>8.4f}"
-                      f"{covered / max(cells, 1):>10.3f}{cov_se:>8.3f}{cells / len(sel_m):>7.1f}{secs:>9.2f}{its:>7.0f}")
+                      f"{covered / max(cells, 1):>10.3f}{cov_se:>8.3f}{wald}{cells / len(sel_m):>7.1f}{secs:>9.2f}{its:>7.0f}")
+    if args.bands:
+        _coverage_tables(rows, args.pairs.split(","), cases)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)
@@ -281,6 +326,9 @@ def main() -> None:
     a.add_argument("--shrunk", action="store_true", help="also Other's rates fitted to the counts ('shrunk')")
     a.add_argument("--profile", action="store_true", help="also profile-likelihood intervals (ours/profile)")
     a.add_argument("--json", default=None)
+    a.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
+    a.add_argument("--bands", action="store_true",
+                   help="also ours' coverage (default and Wald intervals) by true share and per seed")
     i = sub.add_parser("independence")
     i.add_argument("--n", type=int, default=100_000)
     i.add_argument("--seeds", type=int, default=40)
