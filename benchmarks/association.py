@@ -32,17 +32,20 @@ from the scenario itself; prints the share of p-values below 0.05 (and 0.01) ove
 with its binomial standard error.
 
 ``calibration``: where the intervals miss.  Per cell, ``z = (estimate - truth) /
-std_error``, pooled over seeds and grouped by the cell's true share: mean and sd of ``z``
-and coverage of the 95% interval (``--exact``: every candidate and no Other, the exactly
-specified model; ``--profile``: also the coverage of the profile-likelihood intervals).
+std_error``, pooled over seeds and grouped by the cell's true share: mean and sd of ``z``,
+coverage of the Wald interval (``|z| <= 1.96``) and of the default 95% interval (upper end
+raised to the projected law's quantile) (``--exact``: every candidate and no Other, the
+exactly specified model; ``--profile``: also the coverage of the profile-likelihood
+intervals).  ``accuracy --bands`` prints the same coverage table (without ``z``) beside the
+total variation.
 
 ``speed``: one string x boolean collection of N report pairs and C candidates (all of them
 in the table, plus Other): time and peak memory of each stage of the decode.
 
 Usage::
 
-    python benchmarks/association.py accuracy [--n 100000] [--seeds 10] [--pairs sb,ss] [--outside both|yes|no]
-        [--no-baseline] [--no-ref-other] [--shrunk] [--profile]
+    python benchmarks/association.py accuracy [--n 100000] [--seeds 10] [--first-seed 0] [--pairs sb,ss]
+        [--outside both|yes|no] [--no-baseline] [--no-ref-other] [--shrunk] [--profile] [--bands]
     python benchmarks/association.py independence [--n 100000] [--seeds 40] [--pairs sb,ss] [--outside both|yes|no]
     python benchmarks/association.py calibration [--n 100000] [--seeds 6] [--pair ss] [--outside yes|no] [--exact]
         [--profile] [--first-seed 0]
@@ -66,6 +69,7 @@ import numpy as np
 
 import rappor
 from rappor.association import AssociationDecoder, example_joint, simulate_association, total_variation
+from rappor.association._inference import boundary_interval
 from rappor.association._reference import reference_conditional_probabilities, reference_em
 
 PARAMS = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
@@ -259,23 +263,27 @@ def calibration(args: argparse.Namespace) -> None:
             res = AssociationDecoder(independence_test=False, **options).decode(sim.reports, sim.variables)
         truth = sim.truth(res.categories).reshape(-1)
         z = (res.proportion.reshape(-1) - truth) / res.std_error.reshape(-1)
-        ci = res.confidence_interval(0.95)       # profile intervals with --profile
-        inside = (ci.low.reshape(-1) <= truth) & (truth <= ci.high.reshape(-1))
-        rows += [(t, v, c) for t, v, c in zip(truth, z, inside) if np.isfinite(v)]
+        low, high = boundary_interval(res.proportion, res.std_error, res.projected_law, 0.95)   # the default
+        inside = (low.reshape(-1) <= truth) & (truth <= high.reshape(-1))
+        profile = res.confidence_interval(0.95)   # profile intervals with --profile
+        inside_profile = (profile.low.reshape(-1) <= truth) & (truth <= profile.high.reshape(-1))
+        rows += [(t, v, c, p) for t, v, c, p in zip(truth, z, inside, inside_profile) if np.isfinite(v)]
         print(json.dumps({"seed": seed, "cells": int(truth.size), "wald": float(np.mean(np.abs(z) <= 1.959963984540054)),
-                          "intervals": float(inside.mean()), "seconds": res.diagnostics.get("covariance_seconds")}),
+                          "intervals": float(inside.mean()), "profile": float(inside_profile.mean()) if args.profile else None,
+                          "seconds": res.diagnostics.get("covariance_seconds")}),
               file=sys.stderr, flush=True)
-    truth, z, inside = np.array(rows).T
-    print(f"N = {args.n:,}, {args.seeds} seeds, pair {args.pair}, outside {args.outside}, "
-          f"{'every candidate, no Other' if args.exact else 'defaults'}")
-    print(f"{'true share':<16}{'cells':>7}{'mean z':>8}{'sd z':>7}{'coverage':>10}"
-          + (f"{'profile coverage':>18}" if args.profile else ""))
-    for low, high in [(0, 0.001), (0.001, 0.005), (0.005, 0.02), (0.02, 1.0), (0, 1.0)]:
-        sel = (truth >= low) & (truth < high)
+    truth, z, inside, inside_profile = np.array(rows).T
+    print(f"N = {args.n:,}, seeds {args.first_seed}..{args.first_seed + args.seeds - 1}, pair {args.pair}, "
+          f"outside {args.outside}, {'every candidate, no Other' if args.exact else 'defaults'}")
+    print(f"{'true share':<16}{'cells':>7}{'mean z':>8}{'sd z':>7}{'Wald cov':>10}{'intervals':>11}"
+          + (f"{'profile':>9}" if args.profile else ""))
+    for low, high in BANDS:
+        sel = (truth >= low) & ((truth < high) | (high == 1.0))
         if sel.any():
-            print(f"[{low:g}, {high:g}){'':<{16 - len(f'[{low:g}, {high:g})')}}{sel.sum():>7}{z[sel].mean():>+8.2f}"
-                  f"{z[sel].std():>7.2f}{np.mean(np.abs(z[sel]) <= 1.959963984540054):>10.3f}"
-                  + (f"{inside[sel].mean():>18.3f}" if args.profile else ""))
+            name = "all" if (low, high) == (0, 1.0) else f"[{low:g}, {high:g}{']' if high == 1.0 else ')'}"
+            print(f"{name:<16}{sel.sum():>7}{z[sel].mean():>+8.2f}{z[sel].std():>7.2f}"
+                  f"{np.mean(np.abs(z[sel]) <= 1.959963984540054):>10.3f}{inside[sel].mean():>11.3f}"
+                  + (f"{inside_profile[sel].mean():>9.3f}" if args.profile else ""))
 
 
 def _peak_mb() -> float:
