@@ -580,6 +580,26 @@ def test_intervals_cover_at_their_level() -> None:
     assert 0.91 <= covered / total <= 0.985
 
 
+#: benchmarks/association.py's parameters (k=16 h=2 m=64 p=0.5 q=0.75 f=0.5).
+BENCH = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+
+
+def _covered_cells(dec: AssociationDecoder, example: tuple[np.ndarray, list[list[str] | None], list[list[str] | None]],
+                   seeds: range) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per seed (rng 1000 + seed, 100,000 clients): each cell's true share and whether its 95% interval holds it."""
+    joint, values, cands = example
+    out = []
+    for seed in seeds:
+        sim = simulate_association(BENCH, joint, values, 100_000, candidates=cands, rng=1000 + seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            res = dec.decode(sim.reports, sim.variables)
+        ci = res.confidence_interval()
+        truth = sim.truth(res.categories)
+        out.append((truth.reshape(-1), ((ci.low <= truth) & (truth <= ci.high)).reshape(-1)))
+    return out
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("other", ["undetected", "shrunk"])
 def test_string_by_string_with_outside_strings_covers_at_the_issue_level(other: str) -> None:
@@ -591,19 +611,10 @@ def test_string_by_string_with_outside_strings_covers_at_the_issue_level(other: 
     # over sqrt(seeds): cells of one table are not independent).  With Other's rates
     # fitted to the counts ("shrunk", the first pass's default) it was 0.83 under the Wald
     # intervals (a strict xfail until the default intervals raised it to 0.91).
-    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
-    joint, values, cands = example_joint("string-string", 30, 10, remove_every=5)
     dec = AssociationDecoder(other=other, independence_test=False)  # type: ignore[arg-type]
-    shares, cells = [], []
-    for seed in range(8):
-        sim = simulate_association(params, joint, values, 100_000, candidates=cands, rng=1000 + seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            res = dec.decode(sim.reports, sim.variables)
-        ci = res.confidence_interval()
-        truth = sim.truth(res.categories)
-        shares.append(float(((ci.low <= truth) & (truth <= ci.high)).mean()))
-        cells.append(truth.size)
+    runs = _covered_cells(dec, example_joint("string-string", 30, 10, remove_every=5), range(8))
+    shares = [float(covered.mean()) for _, covered in runs]
+    cells = [covered.size for _, covered in runs]
     pooled = float(np.average(shares, weights=cells))
     se = float(np.std(shares, ddof=1) / np.sqrt(len(shares)))
     assert 0.90 - 4 * se <= pooled <= 0.97 + 4 * se, (pooled, se, shares)
@@ -620,20 +631,9 @@ def test_string_by_string_intervals_cover_the_large_cells(outside: bool) -> None
     # of one table are correlated, so the real spread is somewhat larger; the seeds are
     # fixed): the large cells >= 0.90 - 4 SE (about 0.85 with ~250 cells), every cell
     # within [0.90 - 4 SE, 0.97 + 4 SE].  With intervals="wald" the first check fails.
-    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
-    joint, values, cands = example_joint("string-string", 30, 10, remove_every=5 if outside else 0)
-    dec = AssociationDecoder(independence_test=False)
-    truth_all, covered_all = [], []
-    for seed in range(6):
-        sim = simulate_association(params, joint, values, 100_000, candidates=cands, rng=1000 + seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            res = dec.decode(sim.reports, sim.variables)
-        ci = res.confidence_interval()
-        truth = sim.truth(res.categories)
-        truth_all.append(truth.reshape(-1))
-        covered_all.append(((ci.low <= truth) & (truth <= ci.high)).reshape(-1))
-    truth, covered = np.concatenate(truth_all), np.concatenate(covered_all)
+    example = example_joint("string-string", 30, 10, remove_every=5 if outside else 0)
+    runs = _covered_cells(AssociationDecoder(independence_test=False), example, range(6))
+    truth, covered = (np.concatenate(parts) for parts in zip(*runs))
     large = truth >= 0.005
     share = float(covered[large].mean())
     assert share >= 0.90 - 4 * np.sqrt(0.90 * 0.10 / large.sum()), (share, int(large.sum()))
@@ -646,17 +646,9 @@ def test_string_by_boolean_intervals_cover_in_range() -> None:
     # benchmarks/association.py's string x boolean scenario (100,000 clients, seeds 0-19,
     # about 16 cells each), default intervals: pooled coverage within [0.90 - 4 SE, 0.97 + 4 SE]
     # with SE the binomial standard error of the pooled share (about 0.012 here).
-    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
-    joint, values, cands = example_joint("string-bool", 100, remove_every=0)
-    dec = AssociationDecoder(independence_test=False)
-    covered = total = 0
-    for seed in range(20):
-        sim = simulate_association(params, joint, values, 100_000, candidates=cands, rng=1000 + seed)
-        res = dec.decode(sim.reports, sim.variables)
-        ci = res.confidence_interval()
-        truth = sim.truth(res.categories)
-        covered += int(((ci.low <= truth) & (truth <= ci.high)).sum())
-        total += truth.size
+    runs = _covered_cells(AssociationDecoder(independence_test=False), example_joint("string-bool", 100), range(20))
+    covered = sum(int(c.sum()) for _, c in runs)
+    total = sum(c.size for _, c in runs)
     share = covered / total
     assert 0.90 - 4 * np.sqrt(0.09 / total) <= share <= 0.97 + 4 * np.sqrt(0.97 * 0.03 / total), (share, total)
 
