@@ -46,7 +46,8 @@ Usage::
 
     python benchmarks/association.py accuracy [--n 100000] [--seeds 10] [--first-seed 0] [--pairs sb,ss]
         [--outside both|yes|no] [--no-baseline] [--no-ref-other] [--shrunk] [--profile] [--bands]
-    python benchmarks/association.py independence [--n 100000] [--seeds 40] [--pairs sb,ss] [--outside both|yes|no]
+    python benchmarks/association.py independence [--n 100000] [--seeds 40] [--first-seed 0] [--pairs sb,ss]
+        [--outside both|yes|no]
     python benchmarks/association.py calibration [--n 100000] [--seeds 6] [--pair ss] [--outside yes|no] [--exact]
         [--profile] [--first-seed 0]
     python benchmarks/association.py speed [--n 1000000] [--candidates 100] [--method sqp] [--no-std-errors]
@@ -224,14 +225,14 @@ def independence(args: argparse.Namespace) -> None:
     cases = {"both": (False, True), "yes": (True,), "no": (False,)}[args.outside]
     print(f"N = {args.n:,}, {args.seeds} seeds per row, params {PARAMS.as_dict()}")
     print(f"{'pair':<6}{'outside':<9}{'truth':<14}{'P(p<0.05)':>10}{'se':>7}{'P(p<0.01)':>10}{'median p':>10}"
-          f"{'cells':>7}{'seconds':>9}")
+          f"{'mean LR':>9}{'mean df':>9}{'cells':>7}{'seconds':>9}")
     for pair in args.pairs.split(","):
         for outside in cases:
             joint, values, cands = _scenario(pair, outside)
             null = np.multiply.outer(joint.sum(axis=1), joint.sum(axis=0))
             for label, table in (("independent", null), ("dependent", joint)):
-                pvalues, cells, secs = [], [], []
-                for seed in range(args.seeds):
+                pvalues, cells, secs, lrs, dfs = [], [], [], [], []
+                for seed in range(args.first_seed, args.first_seed + args.seeds):
                     sim = simulate_association(PARAMS, table, values, args.n, candidates=cands, rng=5000 + seed)
                     started = time.perf_counter()
                     with warnings.catch_warnings():
@@ -239,6 +240,8 @@ def independence(args: argparse.Namespace) -> None:
                         res = AssociationDecoder().decode(sim.reports, sim.variables)
                     secs.append(time.perf_counter() - started)
                     pvalues.append(res.independence.pvalue)
+                    lrs.append(res.independence.statistic)
+                    dfs.append(res.independence.df)
                     cells.append(res.proportion.size)
                     print(json.dumps({"pair": pair, "outside": outside, "truth": label, "seed": seed,
                                       "pvalue": pvalues[-1], "method": res.independence.method,
@@ -246,7 +249,8 @@ def independence(args: argparse.Namespace) -> None:
                 p = np.array(pvalues)
                 rate = float((p < 0.05).mean())
                 print(f"{pair:<6}{str(outside):<9}{label:<14}{rate:>10.3f}{np.sqrt(rate * (1 - rate) / p.size):>7.3f}"
-                      f"{float((p < 0.01).mean()):>10.3f}{float(np.median(p)):>10.3f}{np.mean(cells):>7.1f}"
+                      f"{float((p < 0.01).mean()):>10.3f}{float(np.median(p)):>10.3f}{np.mean(lrs):>9.2f}"
+                      f"{np.mean(dfs):>9.1f}{np.mean(cells):>7.1f}"
                       f"{np.mean(secs):>9.2f}", flush=True)
 
 
@@ -342,6 +346,7 @@ def main() -> None:
     i.add_argument("--seeds", type=int, default=40)
     i.add_argument("--pairs", default="sb,ss")
     i.add_argument("--outside", choices=("both", "yes", "no"), default="both")
+    i.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1 (rng 5000 + seed)")
     c = sub.add_parser("calibration")
     c.add_argument("--n", type=int, default=100_000)
     c.add_argument("--seeds", type=int, default=6)
