@@ -32,18 +32,22 @@ from the scenario itself; prints the share of p-values below 0.05 (and 0.01) ove
 with its binomial standard error.
 
 ``calibration``: where the intervals miss.  Per cell, ``z = (estimate - truth) /
-std_error``, pooled over seeds and grouped by the cell's true share: mean and sd of ``z``
-and coverage of the 95% interval (``--exact``: every candidate and no Other, the exactly
-specified model; ``--profile``: also the coverage of the profile-likelihood intervals).
+std_error``, pooled over seeds and grouped by the cell's true share: mean and sd of ``z``,
+coverage of the Wald interval (``|z| <= 1.96``) and of the default 95% interval (upper end
+raised to the projected law's quantile) (``--exact``: every candidate and no Other, the
+exactly specified model; ``--profile``: also the coverage of the profile-likelihood
+intervals).  ``accuracy --bands`` prints the same coverage table (without ``z``) beside the
+total variation.
 
 ``speed``: one string x boolean collection of N report pairs and C candidates (all of them
 in the table, plus Other): time and peak memory of each stage of the decode.
 
 Usage::
 
-    python benchmarks/association.py accuracy [--n 100000] [--seeds 10] [--pairs sb,ss] [--outside both|yes|no]
-        [--no-baseline] [--no-ref-other] [--shrunk] [--profile]
-    python benchmarks/association.py independence [--n 100000] [--seeds 40] [--pairs sb,ss] [--outside both|yes|no]
+    python benchmarks/association.py accuracy [--n 100000] [--seeds 10] [--first-seed 0] [--pairs sb,ss]
+        [--outside both|yes|no] [--no-baseline] [--no-ref-other] [--shrunk] [--profile] [--bands]
+    python benchmarks/association.py independence [--n 100000] [--seeds 40] [--first-seed 0] [--pairs sb,ss]
+        [--outside both|yes|no]
     python benchmarks/association.py calibration [--n 100000] [--seeds 6] [--pair ss] [--outside yes|no] [--exact]
         [--profile] [--first-seed 0]
     python benchmarks/association.py speed [--n 1000000] [--candidates 100] [--method sqp] [--no-std-errors]
@@ -66,6 +70,7 @@ import numpy as np
 
 import rappor
 from rappor.association import AssociationDecoder, example_joint, simulate_association, total_variation
+from rappor.association._inference import boundary_interval
 from rappor.association._reference import reference_conditional_probabilities, reference_em
 
 PARAMS = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
@@ -117,9 +122,47 @@ def _ours(sim, other: str, profile: bool = False) -> tuple[dict, object]:
     truth = sim.truth(res.categories)
     ci = res.confidence_interval()
     cov = _coverage(ci.low, ci.high, truth)
+    z = 1.959963984540054
+    wald_low = np.clip(res.proportion - z * res.std_error, 0, 1)
+    wald_high = np.clip(res.proportion + z * res.std_error, 0, 1)
+    inside = (ci.low <= truth) & (truth <= ci.high) & np.isfinite(ci.low) & np.isfinite(ci.high)
+    inside_wald = (wald_low <= truth) & (truth <= wald_high) & np.isfinite(wald_low) & np.isfinite(wald_high)
     return {"tv": total_variation(res.proportion, truth), "covered": cov[0], "cells": cov[1], "seconds": seconds,
             "iterations": res.iterations, "pvalue": res.independence.pvalue if res.independence else None,
-            "shape": list(res.shape), "converged": res.converged}, res
+            "shape": list(res.shape), "converged": res.converged, "covered_wald": int(inside_wald.sum()),
+            "cell_truth": truth.reshape(-1).tolist(), "cell_covered": inside.reshape(-1).astype(int).tolist(),
+            "cell_covered_wald": inside_wald.reshape(-1).astype(int).tolist()}, res
+
+
+#: Bands of true share for the coverage tables (``--bands``).
+BANDS = [(0, 0.001), (0.001, 0.005), (0.005, 0.02), (0.02, 1.0), (0, 1.0)]
+
+
+def _coverage_tables(rows: list, pairs: list, cases: tuple) -> None:
+    """Coverage of ours' 95% intervals (the default), of its Wald intervals and (``--profile``) of the profile ones,
+    by true share, pooled and per seed."""
+    columns = {"intervals": lambda r: r["ours"]["cell_covered"], "Wald": lambda r: r["ours"]["cell_covered_wald"]}
+    if any("ours/profile" in r for r in rows):
+        columns["profile"] = lambda r: r["ours/profile"]["cell_covered"]
+    for pair in pairs:
+        for outside in cases:
+            sel = [r for r in rows if r["pair"] == pair and r["outside"] == outside]
+            if not sel:
+                continue
+            truth = np.concatenate([r["ours"]["cell_truth"] for r in sel])
+            covered = {label: np.concatenate([get(r) for r in sel]) for label, get in columns.items()}
+            print(f"\n{pair}, strings outside {outside}: coverage of ours' 95% intervals by true share "
+                  f"(seeds {', '.join(str(r['seed']) for r in sel)})")
+            print(f"{'true share':<16}{'cells':>7}" + "".join(f"{label:>11}" for label in columns))
+            for low, high in BANDS:
+                band = (truth >= low) & ((truth < high) | (high == 1.0))
+                if band.any():
+                    name = "all" if (low, high) == (0, 1.0) else f"[{low:g}, {high:g}{']' if high == 1.0 else ')'}"
+                    print(f"{name:<16}{band.sum():>7}" + "".join(f"{covered[label][band].mean():>11.3f}" for label in columns))
+            for label, get in columns.items():
+                shares = np.array([np.mean(get(r)) for r in sel])
+                sd = shares.std(ddof=1) / np.sqrt(shares.size) if shares.size > 1 else float("nan")
+                print(f"per seed, {label}: {', '.join(f'{v:.3f}' for v in shares)} (sd / sqrt(seeds) {sd:.3f})")
 
 
 def accuracy(args: argparse.Namespace) -> None:
@@ -128,7 +171,7 @@ def accuracy(args: argparse.Namespace) -> None:
     for pair in args.pairs.split(","):
         for outside in cases:
             joint, values, cands = _scenario(pair, outside)
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 sim = simulate_association(PARAMS, joint, values, args.n, candidates=cands, rng=1000 + seed)
                 out = {"pair": pair, "outside": outside, "seed": seed, "n": args.n}
                 out["ours"], res = _ours(sim, "undetected")
@@ -145,11 +188,14 @@ def accuracy(args: argparse.Namespace) -> None:
                 if not args.no_baseline:
                     out["baseline"] = _baseline(sim, res)
                 rows.append(out)
-                print(json.dumps(out), file=sys.stderr, flush=True)
+                brief = {k: ({f: x for f, x in v.items() if not f.startswith("cell_")} if isinstance(v, dict) else v)
+                         for k, v in out.items()}
+                print(json.dumps(brief), file=sys.stderr, flush=True)
     methods = ["ours", "ours/profile", "ours/shrunk", "ours/ref-other"] + ([] if args.no_baseline else ["baseline"]) + ["true-marginals product"]
-    print(f"N = {args.n:,}, {args.seeds} seeds, params {PARAMS.as_dict()}")
-    print(f"{'pair':<6}{'outside':<9}{'method':<24}{'TV mean':>9}{'TV sd':>8}{'coverage':>10}{'cov se':>8}{'cells':>7}"
-          f"{'seconds':>9}{'iters':>7}")
+    print(f"N = {args.n:,}, seeds {args.first_seed}..{args.first_seed + args.seeds - 1} (rng 1000 + seed), "
+          f"params {PARAMS.as_dict()}, load average {os.getloadavg()[0]:.1f}")
+    print(f"{'pair':<6}{'outside':<9}{'method':<24}{'TV mean':>9}{'TV sd':>8}{'coverage':>10}{'cov se':>8}{'Wald cov':>10}"
+          f"{'cells':>7}{'seconds':>9}{'iters':>7}")
     for pair in args.pairs.split(","):
         for outside in cases:
             sel = [r for r in rows if r["pair"] == pair and r["outside"] == outside]
@@ -164,8 +210,12 @@ def accuracy(args: argparse.Namespace) -> None:
                 its = np.mean([r[m]["iterations"] for r in sel_m])
                 shares = np.array([r[m]["covered"] / r[m]["cells"] for r in sel_m if r[m]["cells"]])
                 cov_se = shares.std(ddof=1) / np.sqrt(shares.size) if shares.size > 1 else float("nan")
+                wald = (f"{sum(r[m]['covered_wald'] for r in sel_m) / max(cells, 1):>10.3f}"
+                        if "covered_wald" in sel_m[0][m] else f"{'':>10}")
                 print(f"{pair:<6}{str(outside):<9}{m:<24}{tv.mean():>9.4f}{tv.std(ddof=1) if tv.size > 1 else 0:>8.4f}"
-                      f"{covered / max(cells, 1):>10.3f}{cov_se:>8.3f}{cells / len(sel_m):>7.1f}{secs:>9.2f}{its:>7.0f}")
+                      f"{covered / max(cells, 1):>10.3f}{cov_se:>8.3f}{wald}{cells / len(sel_m):>7.1f}{secs:>9.2f}{its:>7.0f}")
+    if args.bands:
+        _coverage_tables(rows, args.pairs.split(","), cases)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(rows, fh, indent=1)
@@ -175,14 +225,14 @@ def independence(args: argparse.Namespace) -> None:
     cases = {"both": (False, True), "yes": (True,), "no": (False,)}[args.outside]
     print(f"N = {args.n:,}, {args.seeds} seeds per row, params {PARAMS.as_dict()}")
     print(f"{'pair':<6}{'outside':<9}{'truth':<14}{'P(p<0.05)':>10}{'se':>7}{'P(p<0.01)':>10}{'median p':>10}"
-          f"{'cells':>7}{'seconds':>9}")
+          f"{'mean LR':>9}{'mean df':>9}{'cells':>7}{'seconds':>9}")
     for pair in args.pairs.split(","):
         for outside in cases:
             joint, values, cands = _scenario(pair, outside)
             null = np.multiply.outer(joint.sum(axis=1), joint.sum(axis=0))
             for label, table in (("independent", null), ("dependent", joint)):
-                pvalues, cells, secs = [], [], []
-                for seed in range(args.seeds):
+                pvalues, cells, secs, lrs, dfs = [], [], [], [], []
+                for seed in range(args.first_seed, args.first_seed + args.seeds):
                     sim = simulate_association(PARAMS, table, values, args.n, candidates=cands, rng=5000 + seed)
                     started = time.perf_counter()
                     with warnings.catch_warnings():
@@ -190,6 +240,8 @@ def independence(args: argparse.Namespace) -> None:
                         res = AssociationDecoder().decode(sim.reports, sim.variables)
                     secs.append(time.perf_counter() - started)
                     pvalues.append(res.independence.pvalue)
+                    lrs.append(res.independence.statistic)
+                    dfs.append(res.independence.df)
                     cells.append(res.proportion.size)
                     print(json.dumps({"pair": pair, "outside": outside, "truth": label, "seed": seed,
                                       "pvalue": pvalues[-1], "method": res.independence.method,
@@ -197,7 +249,8 @@ def independence(args: argparse.Namespace) -> None:
                 p = np.array(pvalues)
                 rate = float((p < 0.05).mean())
                 print(f"{pair:<6}{str(outside):<9}{label:<14}{rate:>10.3f}{np.sqrt(rate * (1 - rate) / p.size):>7.3f}"
-                      f"{float((p < 0.01).mean()):>10.3f}{float(np.median(p)):>10.3f}{np.mean(cells):>7.1f}"
+                      f"{float((p < 0.01).mean()):>10.3f}{float(np.median(p)):>10.3f}{np.mean(lrs):>9.2f}"
+                      f"{np.mean(dfs):>9.1f}{np.mean(cells):>7.1f}"
                       f"{np.mean(secs):>9.2f}", flush=True)
 
 
@@ -214,23 +267,27 @@ def calibration(args: argparse.Namespace) -> None:
             res = AssociationDecoder(independence_test=False, **options).decode(sim.reports, sim.variables)
         truth = sim.truth(res.categories).reshape(-1)
         z = (res.proportion.reshape(-1) - truth) / res.std_error.reshape(-1)
-        ci = res.confidence_interval(0.95)       # profile intervals with --profile
-        inside = (ci.low.reshape(-1) <= truth) & (truth <= ci.high.reshape(-1))
-        rows += [(t, v, c) for t, v, c in zip(truth, z, inside) if np.isfinite(v)]
+        low, high = boundary_interval(res.proportion, res.std_error, res.projected_law, 0.95)   # the default
+        inside = (low.reshape(-1) <= truth) & (truth <= high.reshape(-1))
+        profile = res.confidence_interval(0.95)   # profile intervals with --profile
+        inside_profile = (profile.low.reshape(-1) <= truth) & (truth <= profile.high.reshape(-1))
+        rows += [(t, v, c, p) for t, v, c, p in zip(truth, z, inside, inside_profile) if np.isfinite(v)]
         print(json.dumps({"seed": seed, "cells": int(truth.size), "wald": float(np.mean(np.abs(z) <= 1.959963984540054)),
-                          "intervals": float(inside.mean()), "seconds": res.diagnostics.get("covariance_seconds")}),
+                          "intervals": float(inside.mean()), "profile": float(inside_profile.mean()) if args.profile else None,
+                          "seconds": res.diagnostics.get("covariance_seconds")}),
               file=sys.stderr, flush=True)
-    truth, z, inside = np.array(rows).T
-    print(f"N = {args.n:,}, {args.seeds} seeds, pair {args.pair}, outside {args.outside}, "
-          f"{'every candidate, no Other' if args.exact else 'defaults'}")
-    print(f"{'true share':<16}{'cells':>7}{'mean z':>8}{'sd z':>7}{'coverage':>10}"
-          + (f"{'profile coverage':>18}" if args.profile else ""))
-    for low, high in [(0, 0.001), (0.001, 0.005), (0.005, 0.02), (0.02, 1.0), (0, 1.0)]:
-        sel = (truth >= low) & (truth < high)
+    truth, z, inside, inside_profile = np.array(rows).T
+    print(f"N = {args.n:,}, seeds {args.first_seed}..{args.first_seed + args.seeds - 1}, pair {args.pair}, "
+          f"outside {args.outside}, {'every candidate, no Other' if args.exact else 'defaults'}")
+    print(f"{'true share':<16}{'cells':>7}{'mean z':>8}{'sd z':>7}{'Wald cov':>10}{'intervals':>11}"
+          + (f"{'profile':>9}" if args.profile else ""))
+    for low, high in BANDS:
+        sel = (truth >= low) & ((truth < high) | (high == 1.0))
         if sel.any():
-            print(f"[{low:g}, {high:g}){'':<{16 - len(f'[{low:g}, {high:g})')}}{sel.sum():>7}{z[sel].mean():>+8.2f}"
-                  f"{z[sel].std():>7.2f}{np.mean(np.abs(z[sel]) <= 1.959963984540054):>10.3f}"
-                  + (f"{inside[sel].mean():>18.3f}" if args.profile else ""))
+            name = "all" if (low, high) == (0, 1.0) else f"[{low:g}, {high:g}{']' if high == 1.0 else ')'}"
+            print(f"{name:<16}{sel.sum():>7}{z[sel].mean():>+8.2f}{z[sel].std():>7.2f}"
+                  f"{np.mean(np.abs(z[sel]) <= 1.959963984540054):>10.3f}{inside[sel].mean():>11.3f}"
+                  + (f"{inside_profile[sel].mean():>9.3f}" if args.profile else ""))
 
 
 def _peak_mb() -> float:
@@ -281,11 +338,15 @@ def main() -> None:
     a.add_argument("--shrunk", action="store_true", help="also Other's rates fitted to the counts ('shrunk')")
     a.add_argument("--profile", action="store_true", help="also profile-likelihood intervals (ours/profile)")
     a.add_argument("--json", default=None)
+    a.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
+    a.add_argument("--bands", action="store_true",
+                   help="also ours' coverage (default and Wald intervals) by true share and per seed")
     i = sub.add_parser("independence")
     i.add_argument("--n", type=int, default=100_000)
     i.add_argument("--seeds", type=int, default=40)
     i.add_argument("--pairs", default="sb,ss")
     i.add_argument("--outside", choices=("both", "yes", "no"), default="both")
+    i.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1 (rng 5000 + seed)")
     c = sub.add_parser("calibration")
     c.add_argument("--n", type=int, default=100_000)
     c.add_argument("--seeds", type=int, default=6)

@@ -122,6 +122,25 @@ def test_profile_intervals_reach_the_csv(tmp_path: Path) -> None:
     assert all(float(r["prop_low_95"]) <= float(r["proportion"]) <= float(r["prop_high_95"]) for r in rows)
 
 
+def test_default_intervals_are_projected_and_wald_is_an_option(tmp_path: Path) -> None:
+    args = ["decode-assoc", "--params", str(GOOGLE / "m_params.csv"), "--reports", str(GOOGLE / "reports.csv"),
+            "--var1", "domain", "--map1", str(GOOGLE / "domain_map.csv"), "--var2", "flag..HTTPS", "--bool",
+            "--no-independence-test"]
+    runs = {}
+    for option in ([], ["--intervals", "wald"]):
+        out, summary = tmp_path / f"r{len(option)}.csv", tmp_path / f"s{len(option)}.json"
+        assert main([*args, "-o", str(out), "--summary", str(summary), *option]) == 0
+        runs[json.loads(summary.read_text())["interval_method"]] = _rows(out)
+    assert set(runs) == {"projected", "wald"}
+    for r in runs["wald"]:
+        assert float(r["prop_high_95"]) == pytest.approx(min(float(r["proportion"]) + 1.959964 * float(r["std_error"]), 1.0),
+                                                         abs=1e-6)
+    # Same estimates and lower ends; the default's upper ends are never lower.
+    for p, w in zip(runs["projected"], runs["wald"]):
+        assert p["proportion"] == w["proportion"] and p["prop_low_95"] == w["prop_low_95"]
+        assert float(p["prop_high_95"]) >= float(w["prop_high_95"]) - 1e-9
+
+
 def test_reports_sample_size_analyses_a_sample(tmp_path: Path) -> None:
     assert main(_google_args(GOOGLE / "reports.csv", tmp_path, "--reports-sample-size", "1000")) == 0
     metrics = json.loads((tmp_path / "assoc-metrics.json").read_text())

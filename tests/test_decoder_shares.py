@@ -183,7 +183,7 @@ def test_sweep_matches_a_plain_gauss_seidel_sweep():
 
 
 def test_posterior_sums_are_the_sums_of_normalized_posteriors():
-    """_posterior_sums (one matrix product, rows normalized in the final product) against the direct formula."""
+    """_posterior_sums (one matrix product, candidates normalized in the final product) against the direct formula."""
     gen = np.random.default_rng(4)
     grid = np.concatenate([[0.0], np.geomspace(0.01, 0.5, 30)])
     w = gen.dirichlet(np.ones(len(grid)))

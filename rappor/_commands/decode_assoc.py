@@ -114,10 +114,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="the 'Other' category: the left-out candidates' and random strings' bit rates, shrunk "
                           "residual rates, google/rappor's GetOtherProbs, or none "
                           "[default: undetected]")
-    fit.add_argument("--intervals", choices=("wald", "profile"), default="wald",
+    fit.add_argument("--intervals", choices=("projected", "wald", "profile"), default="projected",
                      help="95%% intervals of the cells (prop_low_95, prop_high_95): estimate +- 1.96 standard "
-                          "errors, or profile likelihood (better for the large cells of big tables; about 10 "
-                          "fits per cell) [default: wald]")
+                          "errors with the upper end raised to the 97.5th percentile of the estimate's law "
+                          "truncated at 0 (projected), the plain estimate +- 1.96 standard errors (wald; "
+                          "undercovers cells estimated near 0), or profile likelihood (conservative; about 10 "
+                          "fits per cell) [default: projected]")
     fit.add_argument("--no-independence-test", dest="independence_test", action="store_false",
                      help="skip the likelihood-ratio test of independence (two more fits and 1,000 draws of its "
                           "law); the summary's 'independence' is then null")
@@ -253,7 +255,9 @@ def run(args: argparse.Namespace) -> int:
     decoder = AssociationDecoder(candidates=args.categories, other=args.other, method=args.method,
                                  max_iterations=args.max_em_iters, tolerance=args.tolerance,
                                  independence_test=args.independence_test,
-                                 profile_level=0.95 if args.intervals == "profile" else None, decoder=Decoder(significance_level=args.level))
+                                 intervals="wald" if args.intervals == "wald" else "projected",
+                                 profile_level=0.95 if args.intervals == "profile" else None,
+                                 decoder=Decoder(significance_level=args.level))
     result = decoder.decode(batches, variables)
     summary = result.summary()
     summary.update(reports_read=n_total, reports_removed=data.removed, reports_sample_size=args.reports_sample_size,

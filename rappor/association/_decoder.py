@@ -28,7 +28,7 @@ from .._results import ConfidenceInterval
 from ..aggregate import Aggregate
 from ..exceptions import ConvergenceWarning, DecodeError, IncompatibleParamsError, InvalidParameterError, RapporWarning
 from ..reports import ReportBatch
-from ._inference import constrained_covariance, independence_null_draws, projected_covariance
+from ._inference import constrained_covariance, independence_null_draws, projected_draws
 from ._likelihood import CodedLikelihood, Factor, Patterns, bit_index_table, group_reports, likelihoods
 from ._mixture import FitResult, ProductLikelihood, _single_thread, fit_mixture
 from ._profile import profile_intervals
@@ -99,6 +99,14 @@ class AssociationDecoder(CheckedParameters):
         Likelihood-ratio test of independence (one more fit per variable).
     decoder : rappor.Decoder or None, default=None
         Decoder of the string variables' marginals (``rappor.Decoder()`` by default).
+    intervals : {"projected", "wald"}, default="projected"
+        Intervals of the cells (:meth:`AssociationResult.confidence_interval`):
+        ``estimate ± z * std_error`` with the upper end raised to the ``(1 + level) / 2``
+        quantile of the estimate's projected-normal law where that law is truncated at 0
+        (``"projected"``: the Wald end undercovers the cells estimated at or near 0, see
+        :func:`rappor.association._inference.boundary_interval`), or the plain Wald
+        interval (``"wald"``, the first versions' default).  Tables above 512 cells get the
+        Wald interval.
     profile_level : float or None, default=None
         Also compute profile-likelihood intervals of the cells at this level (about 10
         mixture fits per cell: a minute for a 135-cell table of 100,000 reports); they are
@@ -131,6 +139,7 @@ class AssociationDecoder(CheckedParameters):
         "std_errors": check_bool,
         "independence_test": check_bool,
         "decoder": _check_marginal_decoder,
+        "intervals": options_check(("projected", "wald")),
         "profile_level": _check_profile_level,
         "rng": check_rng_parameter,
     }
@@ -138,7 +147,8 @@ class AssociationDecoder(CheckedParameters):
     def __init__(self, *, candidates: Literal["detected", "all"] = "detected",
                  other: Literal["undetected", "shrunk", "reference", "none"] = "undetected", method: Literal["sqp", "em"] = "sqp",
                  max_iterations: int = 1000, tolerance: float = 1e-3, std_errors: bool = True,
-                 independence_test: bool = True, decoder: Decoder | None = None, profile_level: float | None = None,
+                 independence_test: bool = True, decoder: Decoder | None = None,
+                 intervals: Literal["projected", "wald"] = "projected", profile_level: float | None = None,
                  rng: RngLike = None) -> None:
         self.candidates = candidates
         self.other = other
@@ -148,6 +158,7 @@ class AssociationDecoder(CheckedParameters):
         self.std_errors = std_errors
         self.independence_test = independence_test
         self.decoder = decoder
+        self.intervals = intervals
         self.profile_level = profile_level
         self.rng = rng
 
@@ -218,6 +229,7 @@ class AssociationDecoder(CheckedParameters):
         t_fit = time.perf_counter()
         shape = lik.shape
         cov = None
+        law = None
         se = np.full(shape, np.nan)
         se_method = "none"
         if self.std_errors and lik.size <= MAX_COVARIANCE_CELLS:
@@ -227,9 +239,13 @@ class AssociationDecoder(CheckedParameters):
             information = lik.hessian(curvature)
             with _single_thread():
                 cov = constrained_covariance(information)
-                if lik.size <= MAX_PROJECTED_CELLS:
-                    cov = projected_covariance(fit.table, cov, gen, draws=PROJECTION_DRAWS)
+                samples = projected_draws(fit.table, cov, gen, draws=PROJECTION_DRAWS) \
+                    if lik.size <= MAX_PROJECTED_CELLS else None
+                if samples is not None:
+                    cov = np.cov(samples, rowvar=False)
                     se_method = f"projected normal ({PROJECTION_DRAWS} draws)"
+                    if self.intervals == "projected":
+                        law = samples.astype(np.float32)
                 else:
                     se_method = "inverse information"
             se = np.sqrt(np.maximum(np.diag(cov), 0.0)).reshape(shape)
@@ -249,7 +265,8 @@ class AssociationDecoder(CheckedParameters):
             "likelihood_seconds": round(t_lik - t_marginal, 4),
             "em_elapsed_time": round(t_fit - t_lik, 4),
             "covariance_seconds": round(t_cov - t_fit, 4),
-            "interval_method": "wald" if profile_level is None else f"profile likelihood at {profile_level:g}",
+            "interval_method": (f"profile likelihood at {profile_level:g}" if profile_level is not None
+                                else "projected" if law is not None else "wald"),
             "independence_seconds": round(t_test - t_cov, 4),
             "independence_iterations": test_iterations,
             "other_probabilities": tuple(sel[3] for sel in selections),
@@ -262,7 +279,7 @@ class AssociationDecoder(CheckedParameters):
             iterations=fit.iterations, max_iterations=self.max_iterations, converged=fit.converged,
             gap=fit.gap, tolerance=self.tolerance, log_likelihood=fit.log_likelihood, independence=test,
             marginal_results=tuple(sel[2] for sel in selections), diagnostics=diagnostics,
-            profile_interval=profile, profile_level=profile_level)
+            profile_interval=profile, profile_level=profile_level, projected_law=law)
 
     def _categories(self, batch: ReportBatch, var: Variable, decoder: Any,
                     ) -> tuple[npt.NDArray[np.intp], tuple[str, ...], Any, npt.NDArray[np.float64] | None]:

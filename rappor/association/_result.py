@@ -5,22 +5,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from .._io import PathLike, atomic_output, csv_field
-from .._lazy import lazy_module
 from .._results import ConfidenceInterval
 from .._validation import check_options, check_probability
 from ..exceptions import InvalidParameterError
-from ._inference import conditional_distribution, marginal_distribution
+from ._inference import boundary_interval, conditional_distribution, marginal_distribution
 
-if TYPE_CHECKING:
-    from scipy import stats
-else:  # imported on first use: keeps `import rappor` light
-    stats = lazy_module("scipy.stats")
 
 __all__ = ["AssociationResult", "Distribution", "IndependenceTest"]
 
@@ -126,6 +121,11 @@ class AssociationResult:
         Profile-likelihood intervals of the cells at ``profile_level``
         (``AssociationDecoder(profile_level=...)``), or ``None``.
     profile_level : float or None
+    projected_law : ndarray of float32 of shape (draws, cells) or None
+        Draws of the estimate's projected-normal law (flat cells, C order), whose upper
+        quantiles raise the intervals' upper ends near the boundary
+        (:func:`~rappor.association._inference.boundary_interval`); ``None`` for Wald
+        intervals (``AssociationDecoder(intervals="wald")``, tables above 512 cells).
     """
 
     variables: tuple[str, ...]
@@ -147,6 +147,7 @@ class AssociationResult:
     diagnostics: dict[str, Any] = field(default_factory=dict)
     profile_interval: ConfidenceInterval | None = None
     profile_level: float | None = None
+    projected_law: npt.NDArray[np.floating[Any]] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("proportion", "std_error"):
@@ -157,6 +158,10 @@ class AssociationResult:
             cov = np.array(self.covariance, dtype=np.float64, copy=True)
             cov.flags.writeable = False
             object.__setattr__(self, "covariance", cov)
+        if self.projected_law is not None:
+            law = np.array(self.projected_law, dtype=np.float32, copy=True)
+            law.flags.writeable = False
+            object.__setattr__(self, "projected_law", law)
         shape = tuple(len(c) for c in self.categories)
         if self.proportion.shape != shape or self.std_error.shape != shape or len(self.variables) != len(shape):
             msg = f"AssociationResult: a table of shape {shape} was expected, got {self.proportion.shape}."
@@ -179,9 +184,14 @@ class AssociationResult:
         return int(variable)
 
     def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
-        """Intervals of the cells: profile-likelihood ones when the decode computed them at this
-        level (``AssociationDecoder(profile_level=...)``), else Wald intervals ``proportion ± z *
-        std_error`` clipped to ``[0, 1]``.
+        """Intervals of the cells at ``confidence_level``.
+
+        Profile-likelihood intervals when the decode computed them at this level
+        (``AssociationDecoder(profile_level=...)``); otherwise ``proportion ± z * std_error``
+        clipped to ``[0, 1]``, with the upper end raised to the ``(1 + level) / 2`` quantile
+        of the estimate's projected-normal law when the decode kept it (the default,
+        ``AssociationDecoder(intervals="projected")``; see
+        :func:`~rappor.association._inference.boundary_interval`).
 
         Returns
         -------
@@ -189,15 +199,11 @@ class AssociationResult:
             ``low`` and ``high``, arrays shaped like :attr:`proportion` (``[0, 1]`` where the
             standard error is infinite, ``nan`` where it was not computed).
         """
-
         level = check_probability(confidence_level, "confidence_level", "AssociationResult.confidence_interval",
                                   open_low=True, open_high=True)
         if self.profile_interval is not None and self.profile_level == level:
             return self.profile_interval
-        z = float(stats.norm.ppf(0.5 + level / 2.0))
-        with np.errstate(invalid="ignore"):
-            low = np.clip(self.proportion - z * self.std_error, 0.0, 1.0)
-            high = np.clip(self.proportion + z * self.std_error, 0.0, 1.0)
+        low, high = boundary_interval(self.proportion, self.std_error, self.projected_law, level)
         return ConfidenceInterval(low=low, high=high)
 
     def marginal(self, variable: int | str) -> Distribution:

@@ -229,14 +229,19 @@ def coordinate_ascent(a: sp.csc_matrix, b: Array, col_sq_norms: Array, start: Ar
     a_m_target = np.asarray(a_m.T @ target).ravel()
     stat_idle = np.zeros(len(idle))
     every = np.arange(len(moved))
+    half_sq_grid = 0.5 * np.square(grid)
+    base = np.empty((len(moved), len(grid)))  # refilled in place every sweep (see below)
     visit = every
     sweeps = 0
     for sweeps in range(1, MAX_SWEEPS + 1):
         full = (sweeps - 1) % FULL_EVERY == 0
         inv_var = norms2 / phi  # 1 / s_j^2
         # log prior - grid^2 / (2 s_j^2): with the b_j grid / s_j^2 term, the log posterior up
-        # to a constant per candidate.
-        base = np.log(w)[None, :] - 0.5 * np.square(grid)[None, :] * inv_var[moved, None]
+        # to a constant per candidate.  Written in place, the same numbers: a new (moved x grid)
+        # array every sweep cost four times the arithmetic (timed alone: 0.61 against 0.15 ms
+        # at 1,650 x 61).
+        np.multiply(inv_var[moved, None], half_sq_grid, out=base)
+        np.subtract(np.log(w), base, out=base)
         scale = inv_var[moved]
         change = np.zeros(len(moved))
         stat_m = beta_m + q / norms_m  # the statistics of the candidates not visited
@@ -296,33 +301,35 @@ def _sweep(visit: npt.NDArray[np.intp], beta: Array, q: Array, gram: Array, norm
     """
     from scipy.linalg.blas import daxpy, dcopy, ddot
 
-    ones = np.ones(len(grid))
-    buf = np.empty(len(grid))
+    n_grid, n_moved = len(grid), len(q)
+    ones = np.ones(n_grid)
+    buf = np.empty(n_grid)
     beta_l = beta.tolist()
     norms_l = norms2.tolist()
     scale_l = scale.tolist()
     se_l = std_error.tolist()
     exp = np.exp
+    # daxpy's length and factor are passed by position: keyword parsing was a third of its cost.
     for j in visit.tolist():
         old = beta_l[j]
         bj = old + q.item(j) / norms_l[j]
         stat[j] = bj
         t = bj * scale_l[j]
         dcopy(base[j], buf)
-        daxpy(grid, buf, a=t)
-        daxpy(ones, buf, a=-0.5 * bj * t)
-        exp(buf, out=buf)
+        daxpy(grid, buf, n_grid, t)
+        daxpy(ones, buf, n_grid, -0.5 * bj * t)
+        exp(buf, buf)
         tot = ddot(buf, ones)
         if not tot > 1e-250:
             dcopy(base[j], buf)
-            daxpy(grid, buf, a=t)
+            daxpy(grid, buf, n_grid, t)
             buf -= buf.max()
-            exp(buf, out=buf)
+            exp(buf, buf)
             tot = ddot(buf, ones)
         new = ddot(buf, grid) / tot
         delta = new - old
         if delta != 0.0:
-            daxpy(gram[j], q, a=-delta)
+            daxpy(gram[j], q, n_moved, -delta)
             beta_l[j] = new
             change[j] = abs(delta) / se_l[j]
     beta[:] = beta_l
@@ -349,20 +356,35 @@ def _posterior_sums(stat: Array, grid: Array, w: Array, inv_var: Array, *,
     """Sum over ``j`` of the posterior probabilities on ``grid`` of ``N(stat_j; beta, 1 / inv_var_j)`` under prior ``w``.
 
     The log posterior ``log w_g + stat_j grid_g / s_j^2 - grid_g^2 / 2 s_j^2`` (up to a
-    constant per row) is one matrix product of two columns by two rows; the rows are
-    normalized in the final product (``(1 / row sums) @ P``), so the posteriors themselves
-    are never divided.  With ``zero_mass``, also each row's posterior probability of ``grid[0]``.
+    constant per candidate) is one matrix product of three columns by three rows; the
+    columns are normalized in the final product (``P @ (1 / column sums)``), so the
+    posteriors themselves are never divided.  With ``zero_mass``, also each candidate's
+    posterior probability of ``grid[0]``.
+
+    The array is (grid points x candidates): the maximum over the grid is then a maximum
+    of rows, not of 61-element rows of a long array (measured: five times faster); and
+    the log posteriors more than 708.4 below their maximum are set to ``-inf`` before the
+    exponential (posteriors below ``2.2e-308`` of the largest, flushed to 0): their
+    subnormal values made every operation on them slow (measured: 2,000 candidates x 61
+    points, 0.72-0.88 ms per call before, 0.27-0.30 ms after, both changes together) and
+    cannot change a sum of probabilities of which at least one is 1.
     """
     if len(stat) == 0:
         return (np.zeros(len(grid)), np.zeros(0)) if zero_mass else np.zeros(len(grid))
-    ll = np.column_stack([stat * inv_var, -0.5 * inv_var]) @ np.vstack([grid, np.square(grid)])
-    ll += np.log(w)[None, :]
-    ll -= ll.max(axis=1, keepdims=True)
+    ll = np.vstack([grid, np.square(grid), np.log(w)]).T @ np.vstack([stat * inv_var, -0.5 * inv_var,
+                                                                      np.ones(len(stat))])
+    ll -= ll.max(axis=0)
+    ll[ll < _LOG_TINY] = -np.inf
     np.exp(ll, out=ll)
-    inv_tot = 1.0 / (ll @ np.ones(len(grid)))
-    sums: Array = inv_tot @ ll
-    return (sums, ll[:, 0] * inv_tot) if zero_mass else sums
+    inv_tot = 1.0 / (np.ones(len(grid)) @ ll)
+    sums: Array = ll @ inv_tot
+    return (sums, ll[0] * inv_tot) if zero_mass else sums
 
+
+#: The smallest positive normal float64 (``2.2e-308``) and its log: smaller numbers are
+#: subnormal, and arithmetic on them is microcoded (tens of times slower).
+_TINY = float(np.finfo(np.float64).tiny)
+_LOG_TINY = math.log(_TINY)
 
 #: Largest |z| of the fits (as :data:`._bayes.Z_CLIP`).
 _Z_CLIP = 40.0
@@ -398,15 +420,55 @@ def _em(lik: Array, frac: Array, w: Array, n_iter: int, tol: float) -> Array:
     """EM for several NPMLEs at once: ``frac`` (priors x values) weights the rows of ``lik``.
 
     ``w_g <- w_g sum_i frac_i lik_ig / sum_g' lik_ig' w_g'`` for every prior (row of ``w``).
+
+    Subnormal numbers (below ``2.2e-308``) in ``lik`` and in the weights are set to 0 (flush
+    to zero): a weight that decays through them made every product with it a slow
+    microcoded operation (measured: one subnormal weight made ``lik @ w`` ten times slower,
+    decode-10k's NPMLE two to three times slower).  Neither can move a density: ``lik`` is
+    at most 1 and the weights sum to 1, so the at most 81 terms flushed change a density (at
+    least ``1e-300``, the floor) by less than ``2e-306`` -- far less than one rounding step
+    of any density the EM meets.
+    One prior (the usual case) runs on vectors with preallocated outputs (the same BLAS
+    products, ``dgemv``: the same iterates).
     """
+    lik = _flush_subnormal(lik.copy())
+    if w.shape[0] == 1:
+        return _em_one(lik, frac[0], w[0], n_iter, tol)[None, :]
     for _ in range(n_iter):
         dens = np.maximum(lik @ w.T, 1e-300)  # (values, priors)
-        new = w * ((frac / dens.T) @ lik)
+        new = _flush_subnormal(w * ((frac / dens.T) @ lik))
         done = float(np.max(np.abs(new - w))) <= tol
         w = new
         if done:
             break
     return w
+
+
+def _em_one(lik: Array, frac: Array, w: Array, n_iter: int, tol: float) -> Array:
+    """:func:`_em` for one prior: ``frac`` and ``w`` are vectors."""
+    w = np.array(w, dtype=np.float64)
+    new = np.empty_like(w)
+    diff = np.empty_like(w)
+    dens = np.empty(lik.shape[0])
+    for _ in range(n_iter):
+        np.dot(lik, w, out=dens)
+        np.maximum(dens, 1e-300, out=dens)
+        np.divide(frac, dens, out=dens)
+        np.dot(dens, lik, out=new)
+        new *= w
+        _flush_subnormal(new)
+        np.subtract(new, w, out=diff)
+        done = float(np.abs(diff, out=diff).max()) <= tol
+        w, new = new, w
+        if done:
+            break
+    return w
+
+
+def _flush_subnormal(x: Array) -> Array:
+    """Non-negative ``x`` with its subnormal entries (``0 < x < 2.2e-308``) set to 0, in place; returns ``x``."""
+    x[x < _TINY] = 0.0
+    return x
 
 
 def bagged_shares(z: Array, std_error: Array) -> Array:
