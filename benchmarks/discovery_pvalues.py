@@ -1,0 +1,159 @@
+"""Calibration of discovery's confirmation p-values in the far tail (docs/discovery.md, section 7).
+
+For each seed: simulate the benchmark's collection (``benchmarks/discovery.py``: Zipf(1.1)
+population of 20,000 strings, h = 1, discovery k = 256, m = 32, segment 2, max_length 30,
+share 0.75), run :func:`rappor.discovery.discover` with pruning and the z >= 3 display
+filter turned off (so every pooled value keeps its p-value; the search itself is unchanged),
+and count the pooled values *nobody holds* with p <= 1e-3 .. 1e-7 against the count
+expected of exact p-values (pooled values times the level).  ``--trim light`` trims one
+cohort at each end instead of ``m // 8`` (the trial of section 7).
+
+``--synthetic N`` also scores N random absent values (random bytes of the length found
+in the slot with the most pooled values) against the same law, through the real hashes
+and residual counts; ``--tilt`` compares the FFT law's tail with an exponentially tilted
+Monte Carlo on the same slots (tests/test_discovery_confirmation.py does this on synthetic
+counts).
+
+Run:  python benchmarks/discovery_pvalues.py --seeds 0 1 2 --trim light --synthetic 2000000 --tilt
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+
+import rappor.discovery.search as search
+from rappor import Params
+from rappor.discovery import DiscoverySpec, discover, realistic_population, simulate_discovery
+from rappor.discovery import confirmation, oracle
+
+LEVELS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
+
+
+def _params(eps: float, k: int, m: int) -> Params:
+    return Params(num_bloombits=k, num_hashes=1, num_cohorts=m, prob_p=0.0, prob_q=1.0,
+                  prob_f=2.0 / (1.0 + math.exp(eps / 2.0)))
+
+
+def _light_trim() -> None:
+    """Trim one cohort at each end (the section 7 trial) instead of m // 8."""
+    original = oracle.SlotOracle._set_null
+
+    def set_null(self: oracle.SlotOracle) -> None:
+        if self.trim != 1:
+            self.trim = 1
+            self.trim_factor = oracle._trimmed_mean_variance(1 / self.cohorts.size)
+        original(self)
+
+    oracle.SlotOracle._set_null = set_null  # type: ignore[method-assign]
+
+
+def _tilted_tail(x: np.ndarray, s: float, gen: np.random.Generator, draws: int = 200_000) -> tuple[float, float]:
+    """P(sum of one uniform draw per row of ``x`` >= s), by exponential tilting; estimate and SE."""
+    from scipy import optimize
+
+    scale = float(np.sqrt(x.var(axis=1).sum()))
+    xs = x / scale
+    top = xs.max(axis=1, keepdims=True)
+
+    def tilted(theta: float) -> tuple[np.ndarray, float]:
+        w = np.exp(theta * (xs - top))
+        return w / w.sum(axis=1, keepdims=True), float((np.log(w.mean(axis=1)) + theta * top[:, 0]).sum())
+
+    theta = optimize.brentq(lambda th: float((tilted(th)[0] * x).sum()) - s, 0.0, 100.0)
+    w, log_m = tilted(theta)
+    cum = np.cumsum(w, axis=1)
+    u = gen.random((x.shape[0], draws))
+    idx = np.minimum(np.stack([np.searchsorted(cum[c], u[c]) for c in range(x.shape[0])]), x.shape[1] - 1)
+    total = np.take_along_axis(x, idx, axis=1).sum(axis=0)
+    terms = np.exp(log_m - theta * total / scale) * (total >= s)
+    return float(terms.mean()), float(terms.std() / math.sqrt(draws))
+
+
+def run_seed(n: int, eps: float, seed: int, synthetic: int, tilt: bool) -> np.ndarray:
+    spec = DiscoverySpec(params=_params(eps, 256, 32), max_length=30, segment=2, alphabet="bytes")
+    pop = realistic_population(20_000, exponent=1.1, rng=seed)
+    sim = simulate_discovery(_params(eps, 128, 64), spec, pop, n, discovery_share=0.75, rng=seed)
+    captured: dict[str, confirmation.ConfirmationNull] = {}
+    original = confirmation.ConfirmationNull.pvalues
+
+    def pvalues(self: confirmation.ConfirmationNull, stats: np.ndarray, first: np.ndarray) -> np.ndarray:
+        captured["null"] = self
+        return original(self, stats, first)
+
+    confirmation.ConfirmationNull.pvalues = pvalues  # type: ignore[method-assign]
+    try:
+        res = discover(sim.discovery, spec)
+    finally:
+        confirmation.ConfirmationNull.pvalues = original  # type: ignore[method-assign]
+    absent = np.array([sim.truth.get(s, 0) == 0 for s in res.strings])
+    p = res.pvalue[absent]
+    counts = np.array([res.n_tested] + [int((p <= q).sum()) for q in LEVELS], dtype=np.float64)
+    top = set(sim.top(10))
+    found = set(res.candidates())
+    false = int((res.significant & absent).sum())
+    smallest = ", ".join(f"{q:.2g}" for q in np.sort(p)[:3])
+    print(f"seed {seed}: pooled {res.n_tested:,}; absent with p <= " +
+          ", ".join(f"{q:g}: {int(c)} ({res.n_tested * q:.2g})" for q, c in zip(LEVELS, counts[1:])) +
+          f"; smallest absent p {smallest}; significant {int(res.significant.sum())}, false {false}, "
+          f"recall@10 {sum(s in found for s in top) / 10:.1f}", flush=True)
+    null = captured["null"]
+    if synthetic or tilt:
+        first = np.bincount(res.first_slot).argmax()
+        if synthetic:
+            gen = np.random.default_rng(seed)
+            length = spec.prefix_length(int(first))
+            ps = []
+            for start in range(0, synthetic, 200_000):
+                size = min(200_000, synthetic - start)
+                vals = [bytes(r) for r in gen.integers(0, 256, size=(size, length), dtype=np.uint8)]
+                stat = np.zeros(size)
+                for s in sorted(null.terms):
+                    if s > first:
+                        stat += null.statistic(s, spec.bloom_bits(vals, s), np.zeros(size))
+                ps.append(null.pvalues(stat, np.full(size, first)))
+            sp = np.concatenate(ps)
+            print(f"  {synthetic:,} random absent values of {length} bytes (found in slot {first}): p <= " +
+                  ", ".join(f"{q:g}: {int((sp <= q).sum())} ({synthetic * q:.3g})" for q in LEVELS[:4]), flush=True)
+        if tilt:
+            gen = np.random.default_rng(seed + 1)
+            x = np.concatenate([null.terms[s] for s in sorted(null.terms) if s > first])
+            mean, sd = float(x.mean(axis=1).sum()), float(np.sqrt(x.var(axis=1).sum()))
+            for q in (1e-5, 1e-7, 1e-9):
+                lo, hi = mean, mean + 12 * sd
+                for _ in range(60):
+                    mid = 0.5 * (lo + hi)
+                    lo, hi = (mid, hi) if null.pvalues(np.array([mid]), np.array([first]))[0] > q else (lo, mid)
+                p_fft = float(null.pvalues(np.array([hi]), np.array([first]))[0])
+                est, se = _tilted_tail(x, hi, gen)
+                print(f"  law after slot {first} at z {(hi - mean) / sd:.2f}: FFT {p_fft:.4g}, tilted Monte Carlo "
+                      f"{est:.4g} +- {se:.2g}", flush=True)
+    return counts
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--clients", type=int, default=1_000_000)
+    ap.add_argument("--eps", type=float, default=4.0)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--trim", choices=("default", "light"), default="default")
+    ap.add_argument("--synthetic", type=int, default=0, metavar="N")
+    ap.add_argument("--tilt", action="store_true")
+    args = ap.parse_args()
+    if args.trim == "light":
+        _light_trim()
+    # Every pooled value keeps its p-value (pruning drops values whose evidence fell back,
+    # and the result lists z >= 3 only; neither changes the search nor the p-values).
+    search._PRUNE_Z = -math.inf
+    search._SHOW_Z = -math.inf
+    total = np.zeros(1 + len(LEVELS))
+    for seed in args.seeds:
+        total += run_seed(args.clients, args.eps, seed, args.synthetic, args.tilt)
+    print(f"all seeds: pooled {int(total[0]):,}; absent with p <= " +
+          ", ".join(f"{q:g}: {int(c)} ({total[0] * q:.3g} expected)" for q, c in zip(LEVELS, total[1:])))
+
+
+if __name__ == "__main__":
+    main()
