@@ -21,20 +21,19 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 
 import rappor.discovery.search as search
-from rappor import Params
 from rappor.discovery import DiscoverySpec, discover, realistic_population, simulate_discovery
 from rappor.discovery import confirmation, oracle
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from discovery import _params  # noqa: E402  (the collection of benchmarks/discovery.py)
+
 LEVELS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
-
-
-def _params(eps: float, k: int, m: int) -> Params:
-    return Params(num_bloombits=k, num_hashes=1, num_cohorts=m, prob_p=0.0, prob_q=1.0,
-                  prob_f=2.0 / (1.0 + math.exp(eps / 2.0)))
 
 
 def _light_trim() -> None:
