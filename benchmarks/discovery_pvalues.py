@@ -14,7 +14,8 @@ and residual counts; ``--tilt`` compares the FFT law's tail with an exponentiall
 Monte Carlo on the same slots (tests/test_discovery_confirmation.py does this on synthetic
 counts).
 
-Run:  python benchmarks/discovery_pvalues.py --seeds 0 1 2 --trim light --synthetic 2000000 --tilt
+Run:  python benchmarks/discovery_pvalues.py --seeds 0 1 2 --trim light
+      python benchmarks/discovery_pvalues.py --seeds 10 --trim light --synthetic 2000000 --slot 4 --prefix fexfoo --tilt
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ def _tilted_tail(x: np.ndarray, s: float, gen: np.random.Generator, draws: int =
     return float(terms.mean()), float(terms.std() / math.sqrt(draws))
 
 
-def run_seed(n: int, eps: float, seed: int, synthetic: int, tilt: bool) -> np.ndarray:
+def run_seed(n: int, eps: float, seed: int, synthetic: int, tilt: bool, prefix: bytes = b"",
+             slot: int | None = None) -> np.ndarray:
     spec = DiscoverySpec(params=_params(eps, 256, 32), max_length=30, segment=2, alphabet="bytes")
     pop = realistic_population(20_000, exponent=1.1, rng=seed)
     sim = simulate_discovery(_params(eps, 128, 64), spec, pop, n, discovery_share=0.75, rng=seed)
@@ -101,21 +103,23 @@ def run_seed(n: int, eps: float, seed: int, synthetic: int, tilt: bool) -> np.nd
           f"recall@10 {sum(s in found for s in top) / 10:.1f}", flush=True)
     null = captured["null"]
     if synthetic or tilt:
-        first = np.bincount(res.first_slot).argmax()
+        first = int(np.bincount(res.first_slot).argmax()) if slot is None else slot
         if synthetic:
             gen = np.random.default_rng(seed)
             length = spec.prefix_length(int(first))
             ps = []
             for start in range(0, synthetic, 200_000):
                 size = min(200_000, synthetic - start)
-                vals = [bytes(r) for r in gen.integers(0, 256, size=(size, length), dtype=np.uint8)]
+                rows = gen.integers(0, 256, size=(size, length - len(prefix)), dtype=np.uint8)
+                vals = [prefix + bytes(r) for r in rows]
                 stat = np.zeros(size)
                 for s in sorted(null.terms):
                     if s > first:
                         stat += null.statistic(s, spec.bloom_bits(vals, s), np.zeros(size))
                 ps.append(null.pvalues(stat, np.full(size, first)))
             sp = np.concatenate(ps)
-            print(f"  {synthetic:,} random absent values of {length} bytes (found in slot {first}): p <= " +
+            print(f"  {synthetic:,} random absent values of {length} bytes starting {prefix!r} "
+                  f"(found in slot {first}): p <= " +
                   ", ".join(f"{q:g}: {int((sp <= q).sum())} ({synthetic * q:.3g})" for q in LEVELS[:4]), flush=True)
         if tilt:
             gen = np.random.default_rng(seed + 1)
@@ -140,6 +144,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--trim", choices=("default", "light"), default="default")
     ap.add_argument("--synthetic", type=int, default=0, metavar="N")
+    ap.add_argument("--prefix", default="", help="with --synthetic: the random values start with these (UTF-8) bytes")
+    ap.add_argument("--slot", type=int, help="with --synthetic/--tilt: the slot the values are found in "
+                    "(default: the one with the most pooled values)")
     ap.add_argument("--tilt", action="store_true")
     args = ap.parse_args()
     if args.trim == "light":
@@ -150,7 +157,7 @@ def main() -> None:
     search._SHOW_Z = -math.inf
     total = np.zeros(1 + len(LEVELS))
     for seed in args.seeds:
-        total += run_seed(args.clients, args.eps, seed, args.synthetic, args.tilt)
+        total += run_seed(args.clients, args.eps, seed, args.synthetic, args.tilt, args.prefix.encode(), args.slot)
     print(f"all seeds: pooled {int(total[0]):,}; absent with p <= " +
           ", ".join(f"{q:g}: {int(c)} ({total[0] * q:.3g} expected)" for q, c in zip(LEVELS, total[1:])))
 
