@@ -229,3 +229,16 @@ def test_large_strings_keep_their_statistic_beyond_the_grid_resolution():
     res = Decoder().decode(Aggregate(params=params, counts=np.column_stack([np.full(8, n), ones])), cmap)
     np.testing.assert_allclose(res.fitted_proportion[:3], truth[:3], atol=1e-3)
     np.testing.assert_allclose(res.proportion[:3], truth[:3], atol=1e-3)
+
+
+def test_cap_on_the_shares_takes_the_excess_from_the_strings_that_are_not_clear():
+    """Shares above ``1 - u`` are cut from the unclear strings; clear ones (known to a small SE) keep
+    theirs unless they alone exceed the cap.  Before, every share was scaled: at 10 M reports,
+    epsilon 2, a stale list, the top string 0.1223 for a statistic of 0.1445 (22 SE)."""
+    shares = np.array([0.5, 0.2, 0.2, 0.1])
+    clear = np.array([True, False, False, False])
+    out = _shares._capped(shares, clear, 0.8)
+    assert out[0] == 0.5 and out.sum() == pytest.approx(0.8)
+    np.testing.assert_allclose(out[1:], shares[1:] * 0.3 / 0.5)
+    np.testing.assert_allclose(_shares._capped(shares, clear, 0.4), shares * 0.4)  # clear alone > cap
+    np.testing.assert_array_equal(_shares._capped(shares, clear, 1.0), shares)  # under the cap: unchanged
