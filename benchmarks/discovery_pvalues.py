@@ -50,28 +50,6 @@ def _light_trim() -> None:
     oracle.SlotOracle._set_null = set_null  # type: ignore[method-assign]
 
 
-def _tilted_tail(x: np.ndarray, s: float, gen: np.random.Generator, draws: int = 200_000) -> tuple[float, float]:
-    """P(sum of one uniform draw per row of ``x`` >= s), by exponential tilting; estimate and SE."""
-    from scipy import optimize
-
-    scale = float(np.sqrt(x.var(axis=1).sum()))
-    xs = x / scale
-    top = xs.max(axis=1, keepdims=True)
-
-    def tilted(theta: float) -> tuple[np.ndarray, float]:
-        w = np.exp(theta * (xs - top))
-        return w / w.sum(axis=1, keepdims=True), float((np.log(w.mean(axis=1)) + theta * top[:, 0]).sum())
-
-    theta = optimize.brentq(lambda th: float((tilted(th)[0] * x).sum()) - s, 0.0, 100.0)
-    w, log_m = tilted(theta)
-    cum = np.cumsum(w, axis=1)
-    u = gen.random((x.shape[0], draws))
-    idx = np.minimum(np.stack([np.searchsorted(cum[c], u[c]) for c in range(x.shape[0])]), x.shape[1] - 1)
-    total = np.take_along_axis(x, idx, axis=1).sum(axis=0)
-    terms = np.exp(log_m - theta * total / scale) * (total >= s)
-    return float(terms.mean()), float(terms.std() / math.sqrt(draws))
-
-
 def run_seed(n: int, eps: float, seed: int, synthetic: int, tilt: bool, prefix: bytes = b"",
              slot: int | None = None) -> np.ndarray:
     spec = DiscoverySpec(params=_params(eps, 256, 32), max_length=30, segment=2, alphabet="bytes")
@@ -131,7 +109,7 @@ def run_seed(n: int, eps: float, seed: int, synthetic: int, tilt: bool, prefix: 
                     mid = 0.5 * (lo + hi)
                     lo, hi = (mid, hi) if null.pvalues(np.array([mid]), np.array([first]))[0] > q else (lo, mid)
                 p_fft = float(null.pvalues(np.array([hi]), np.array([first]))[0])
-                est, se = _tilted_tail(x, hi, gen)
+                est, se = confirmation.tilted_tail_probability(x, hi, gen)
                 print(f"  law after slot {first} at z {(hi - mean) / sd:.2f}: FFT {p_fft:.4g}, tilted Monte Carlo "
                       f"{est:.4g} +- {se:.2g}", flush=True)
     return counts

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from rappor.discovery.confirmation import ConfirmationNull
+from rappor.discovery.confirmation import ConfirmationNull, tilted_tail_probability
 
 
 def _slot(slot: int, gen: np.random.Generator, md: int = 8, k: int = 32) -> SimpleNamespace:
@@ -60,16 +60,11 @@ def test_pvalues_use_only_the_slots_after_the_first() -> None:
 def test_far_tail_matches_exponentially_tilted_monte_carlo() -> None:
     """P(S >= s) at 1e-5 .. 1e-8, where plain simulation cannot reach, against importance sampling.
 
-    Each (slot, cohort) draw is taken from the cohort's values tilted by ``exp(theta x)``
-    with ``theta`` putting the tilted mean at ``s``, and weighted by the likelihood
-    ratio ``exp(-theta S) prod_c M_c(theta)`` (Siegmund 1976; Asmussen and Glynn,
-    *Stochastic Simulation*, 2007, ch. VI): an unbiased estimate of the tail with a
-    relative error of a few percent from 40,000 draws.  Bonferroni over every value
-    pooled puts the decisions at 1e-6 .. 1e-7 (issue 18), so that is where the FFT
-    grid's tail must hold: within 4 standard errors of the estimate plus 2% (the grid).
+    :func:`tilted_tail_probability` (exponential tilting: an unbiased estimate of the tail
+    with a relative error of a few percent from 40,000 draws).  Bonferroni over every value
+    pooled puts the decisions at 1e-6 .. 1e-7 (issue 18), so that is where the FFT grid's
+    tail must hold: within 4 standard errors of the estimate plus 2% (the grid).
     """
-    from scipy import optimize
-
     gen = np.random.default_rng(7)
     null = ConfirmationNull(1)
     slots = [_slot(s, gen) for s in range(5)]
@@ -77,14 +72,6 @@ def test_far_tail_matches_exponentially_tilted_monte_carlo() -> None:
         null.add_slot(o)  # type: ignore[arg-type]
     x = np.concatenate([null.terms[s] for s in (1, 2, 3, 4)])  # confirming slots of a value found in 0
     scale = float(np.sqrt(x.var(axis=1).sum()))
-    xs = x / scale
-    top = xs.max(axis=1, keepdims=True)
-
-    def tilted(theta: float) -> tuple[np.ndarray, float]:
-        w = np.exp(theta * (xs - top))
-        log_m = float((np.log(w.mean(axis=1)) + theta * top[:, 0]).sum())
-        return w / w.sum(axis=1, keepdims=True), log_m
-
     for q in (1e-5, 1e-6, 1e-7, 1e-8):
         lo, hi = float(x.mean(axis=1).sum()), float(x.mean(axis=1).sum() + 12 * scale)
         for _ in range(60):  # the FFT law's own q-quantile, by bisection
@@ -92,13 +79,5 @@ def test_far_tail_matches_exponentially_tilted_monte_carlo() -> None:
             lo, hi = (mid, hi) if null.pvalues(np.array([mid]), np.array([0]))[0] > q else (lo, mid)
         s = hi
         p = float(null.pvalues(np.array([s]), np.array([0]))[0])
-        theta = optimize.brentq(lambda th: float((tilted(th)[0] * x).sum()) - s, 0.0, 100.0)
-        w, log_m = tilted(theta)
-        cum = np.cumsum(w, axis=1)
-        draws = 40_000
-        u = gen.random((x.shape[0], draws))
-        idx = np.minimum(np.stack([np.searchsorted(cum[c], u[c]) for c in range(x.shape[0])]), x.shape[1] - 1)
-        total = np.take_along_axis(x, idx, axis=1).sum(axis=0)
-        terms = np.exp(log_m - theta * total / scale) * (total >= s)
-        estimate, se = float(terms.mean()), float(terms.std() / np.sqrt(draws))
+        estimate, se = tilted_tail_probability(x, s, gen, draws=40_000)
         assert abs(p - estimate) <= 4.0 * se + 0.02 * estimate, (q, p, estimate, se)

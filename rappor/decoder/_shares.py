@@ -48,9 +48,11 @@ REGRESSION_GRID = 60
 BAGGING_GRID = 80
 #: Bootstrap priors of :func:`bagged_shares` (the first is the sample's own NPMLE).
 N_PRIORS = 30
-#: Clear strings: shrunk below this z, kept at their statistic from ``CLEAR_Z + 2`` (a linear
-#: blend between); the priors are fitted to z-scores capped at ``CLEAR_Z + 4``.
+#: Clear strings: shrunk below this z, kept at their statistic from ``KEPT_Z`` (a linear
+#: blend between); the priors are fitted to z-scores capped at ``PRIOR_CAP_Z``.
 CLEAR_Z = 6.0
+KEPT_Z = CLEAR_Z + 2.0
+PRIOR_CAP_Z = CLEAR_Z + 4.0
 #: Screened lists: only candidates whose starting z exceeds this (or whose starting share is
 #: positive) are moved by the coordinate ascent; the others stay at 0.
 WORKING_Z = 1.0
@@ -101,14 +103,14 @@ ROUND = 20
 #: reports, 20,000 candidates, the top string at 0.1399 for a truth of 0.1455 and a
 #: least-squares 0.1456; the residual went to its colliding candidates).  Under any prior
 #: smooth on the scale of one standard error the posterior mean of such a statistic is the
-#: statistic to within ``O(1/z)`` standard errors.  The bound is the larger of ``CLEAR_Z + 4``
-#: (where the bagged shares stop shrinking, :func:`bagged_shares`) and the z at which the
+#: statistic to within ``O(1/z)`` standard errors.  The bound is the larger of
+#: ``PRIOR_CAP_Z`` (where the bagged priors' z-scores are capped) and the z at which the
 #: grid's spacing reaches ``EXACT_SPACING`` standard errors: below it the grid resolves the
 #: likelihood and the posterior mean stands.  Measured (20 seeds of issue 14's classes):
 #: with a spacing of 3 every class's mean TV is within 0.0002 of before (zipf-k8 0.1008 for
 #: 0.1006); a bound of 10 alone moved zipf-k8 to 0.1038 and one mixed-small decode gave a
 #: share to 19 decoys (11 before), a spacing of 2 zipf-k8 to 0.1020.
-EXACT_Z = CLEAR_Z + 4.0
+EXACT_Z = PRIOR_CAP_Z
 EXACT_SPACING = 3.0
 
 
@@ -333,25 +335,21 @@ def _sweep(visit: npt.NDArray[np.intp], beta: Array, q: Array, gram: Array, norm
         bj = old + q.item(j) / norms_l[j]
         stat[j] = bj
         if bj >= exact_z * se_l[j]:  # beyond the grid's resolution: the statistic (EXACT_Z)
-            delta = bj - old
-            if delta != 0.0:
-                daxpy(gram[j], q, n_moved, -delta)
-                beta_l[j] = bj
-                change[j] = abs(delta) / se_l[j]
-            continue
-        t = bj * scale_l[j]
-        dcopy(base[j], buf)
-        daxpy(grid, buf, n_grid, t)
-        daxpy(ones, buf, n_grid, -0.5 * bj * t)
-        exp(buf, buf)
-        tot = ddot(buf, ones)
-        if not tot > 1e-250:
+            new = bj
+        else:
+            t = bj * scale_l[j]
             dcopy(base[j], buf)
             daxpy(grid, buf, n_grid, t)
-            buf -= buf.max()
+            daxpy(ones, buf, n_grid, -0.5 * bj * t)
             exp(buf, buf)
             tot = ddot(buf, ones)
-        new = ddot(buf, grid) / tot
+            if not tot > 1e-250:
+                dcopy(base[j], buf)
+                daxpy(grid, buf, n_grid, t)
+                buf -= buf.max()
+                exp(buf, buf)
+                tot = ddot(buf, ones)
+            new = ddot(buf, grid) / tot
         delta = new - old
         if delta != 0.0:
             daxpy(gram[j], q, n_moved, -delta)
@@ -500,7 +498,7 @@ def bagged_shares(z: Array, std_error: Array) -> Array:
     """Shares from the posterior under bagged NPMLE priors of the z-scores ``z`` (majority rule).
 
     :data:`N_PRIORS` priors: the NPMLE (grid ``{0} U geomspace(0.5, max z + 1, 80)``, z
-    capped at ``CLEAR_Z + 4``, 500 EM iterations) of the z-scores and of bootstrap
+    capped at ``PRIOR_CAP_Z``, 500 EM iterations) of the z-scores and of bootstrap
     resamples of them (drawn as multinomial counts over the rounded values, so the
     resamples do not depend on the candidates' order; seeded).  Under each prior a
     candidate's effect is its posterior mean if its posterior median is positive (the
@@ -509,10 +507,10 @@ def bagged_shares(z: Array, std_error: Array) -> Array:
     Where the prior near 0 is not identified ("many absent and a few effects near 1" or
     "few absent and many near 0.5"), one prior reports 30 strings and the next 200:
     averaging gives an ambiguous string a fraction of its share, and the majority keeps
-    decoys that a few priors favour at 0.  Clear strings (``z >= CLEAR_Z + 2``) keep their
+    decoys that a few priors favour at 0.  Clear strings (``z >= KEPT_Z``) keep their
     statistic, with a linear blend from ``CLEAR_Z``.
     """
-    zf = np.minimum(np.clip(z, -_Z_CLIP, _Z_CLIP), CLEAR_Z + 4.0)
+    zf = np.minimum(np.clip(z, -_Z_CLIP, _Z_CLIP), PRIOR_CAP_Z)
     if zf.size == 0:
         return np.zeros(0)
     grid = _grid(float(np.max(zf)), BAGGING_GRID)
@@ -531,7 +529,7 @@ def bagged_shares(z: Array, std_error: Array) -> Array:
         effect = np.where(at_zero < 0.5 - 1e-12, mean, 0.0)
         positive = (effect > 0).mean(axis=1) >= 0.5
         mu[lo:lo + BLOCK] = np.where(positive, effect.mean(axis=1), 0.0)
-    blend = np.clip((z - CLEAR_Z) / 2.0, 0.0, 1.0)
+    blend = np.clip((z - CLEAR_Z) / (KEPT_Z - CLEAR_Z), 0.0, 1.0)
     out: Array = ((1.0 - blend) * mu + blend * z) * std_error
     return out
 
@@ -566,7 +564,7 @@ def regression_shares(a: sp.csc_matrix, b: Array, col_sq_norms: Array, start: Ar
     fit = coordinate_ascent(a, b, col_sq_norms, start, offset=offset, screened=screened, max_dispersion=dispersion)
     z = fit.statistic / fit.std_error
     shares = np.maximum(bagged_shares(z, fit.std_error), 0.0)
-    return _capped(shares, z >= CLEAR_Z + 2.0, max(1.0 - unexplained, 0.0))
+    return _capped(shares, z >= KEPT_Z, max(1.0 - unexplained, 0.0))
 
 
 def _capped(shares: Array, clear: npt.NDArray[np.bool_], cap: float) -> Array:
@@ -574,7 +572,7 @@ def _capped(shares: Array, clear: npt.NDArray[np.bool_], cap: float) -> Array:
 
     The cap ``1 - u`` comes from the unexplained mass, whose standard error is 0.01-0.1 and
     which absorbs the mass of the many small candidates (:func:`fixed_unexplained`); a clear
-    string's share (``z >= CLEAR_Z + 2``, kept at its statistic by :func:`bagged_shares`) is
+    string's share (``z >= KEPT_Z``, kept at its statistic by :func:`bagged_shares`) is
     known far better.  Scaling every share in proportion moved them all: 10 M reports,
     epsilon 2, a stale list (`benchmarks/discovery.py` seed 0), the top string 0.1223 for a
     truth of 0.1455 and a statistic of 0.1445 (22 standard errors).  Only when the clear

@@ -49,7 +49,7 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     from .oracle import SlotOracle
 
-__all__ = ["ConfirmationNull"]
+__all__ = ["ConfirmationNull", "tilted_tail_probability"]
 
 Array = npt.NDArray[np.float64]
 
@@ -149,3 +149,39 @@ class ConfirmationNull:
             res[inside] = tail[idx[inside]]
             out[sel] = np.minimum(res, 1.0)
         return out
+
+
+def tilted_tail_probability(x: Array, s: float, rng: np.random.Generator, *,
+                            draws: int = 200_000) -> tuple[float, float]:
+    """``P(S >= s)`` for ``S`` the sum of one uniform draw from each row of ``x``, by importance sampling.
+
+    An independent check of :class:`ConfirmationNull`'s tail where plain simulation
+    cannot reach (1e-5 .. 1e-10): each row's draw is taken from its values tilted by
+    ``exp(theta x)``, ``theta`` putting the tilted mean at ``s``, and weighted by the
+    likelihood ratio ``exp(-theta S) prod_c M_c(theta)`` (Siegmund 1976, Ann. Statist.
+    4(4); Asmussen and Glynn, *Stochastic Simulation*, 2007, ch. VI): unbiased, with a
+    relative error of a few percent from tens of thousands of draws
+    (``tests/test_discovery_confirmation.py``, ``benchmarks/discovery_pvalues.py --tilt``).
+
+    Returns
+    -------
+    estimate, std_error : float
+    """
+    from scipy import optimize
+
+    scale = float(np.sqrt(x.var(axis=1).sum()))
+    xs = x / scale
+    top = xs.max(axis=1, keepdims=True)
+
+    def tilted(theta: float) -> tuple[Array, float]:
+        w = np.exp(theta * (xs - top))
+        return w / w.sum(axis=1, keepdims=True), float((np.log(w.mean(axis=1)) + theta * top[:, 0]).sum())
+
+    theta = optimize.brentq(lambda th: float((tilted(th)[0] * x).sum()) - s, 0.0, 100.0)
+    w, log_m = tilted(theta)
+    cum = np.cumsum(w, axis=1)
+    u = rng.random((x.shape[0], draws))
+    idx = np.minimum(np.stack([np.searchsorted(cum[c], u[c]) for c in range(x.shape[0])]), x.shape[1] - 1)
+    total = np.take_along_axis(x, idx, axis=1).sum(axis=0)
+    terms = np.exp(log_m - theta * total / scale) * (total >= s)
+    return float(terms.mean()), float(terms.std() / math.sqrt(draws))
