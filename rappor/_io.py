@@ -6,6 +6,10 @@
   only (keeping their permission bits), and writes devices and FIFOs straight.
 * :func:`check_distinct_files` refuses a command whose output is the same file as one
   of its inputs or another output (compared by device and inode).
+* :func:`refuse_replacing_key` refuses an output that would replace a key file (by its
+  content, whatever its name, through symbolic and hard links): :func:`atomic_output`
+  calls it before it writes, and the command line before a command runs, so no command
+  but ``rappor keygen --force`` ever replaces a key.
 * :func:`remove_temporary_files` deletes uncommitted temporary outputs after a signal.
 * :func:`read_input_bytes` and :func:`iter_text_lines` read a path or ``-`` (stdin),
   accept a UTF-8 byte-order mark and CRLF line endings, and turn bad content into a
@@ -28,7 +32,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Union
 
-from ._keyfile import looks_like_key_file, not_a_key_file_error
+from ._keyfile import MAX_KEY_FILE_BYTES, looks_like_key_file, not_a_key_file_error
 from .exceptions import InvalidParameterError, RapporError, RapporIOError, ReportFormatError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -37,7 +41,7 @@ STDIO = "-"
 
 __all__ = ["PathLike", "atomic_output", "check_distinct_files", "check_output_directory", "csv_field", "display_name",
            "file_identity", "iter_text_lines", "output_directory", "output_target", "read_input_bytes",
-           "remove_temporary_files"]
+           "refuse_replacing_key", "remove_temporary_files"]
 
 
 def display_name(path: PathLike | None) -> str:
@@ -367,6 +371,41 @@ def output_target(path: PathLike) -> tuple[str, Path, os.stat_result | None]:
     return "replace", Path(os.path.realpath(path)), st
 
 
+def refuse_replacing_key(path: PathLike) -> None:
+    """Refuse to write an output over ``path`` if the regular file there holds a client key.
+
+    The file is recognised by its content (:func:`rappor._keyfile.looks_like_key_file`),
+    so its name does not matter, and a symbolic or hard link to a key is a key.  Only the
+    first bytes are read (a key file is short); nothing of it is quoted.  A file that
+    cannot be read cannot be shown not to be a key, and is refused too.  Standard output,
+    devices, FIFOs and paths that do not exist yet pass.
+
+    Raises
+    ------
+    RapporIOError
+        If ``path`` names a key file (``errno.EEXIST``) or an unreadable regular file.
+    """
+    if str(path) == STDIO:
+        return
+    try:
+        st = os.stat(path)
+    except OSError:
+        return  # nothing there (or nothing reachable): output_target says what is wrong
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_KEY_FILE_BYTES + 3:
+        return
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(MAX_KEY_FILE_BYTES + 4)
+    except OSError as exc:
+        msg = (f"refusing to replace a file that cannot be read ({exc.strerror or exc}): it could be a key file; "
+               f"remove it or choose another output")
+        raise RapporIOError(msg, path=os.fspath(path), errno=exc.errno) from None
+    if looks_like_key_file(head):
+        msg = ("refusing to replace a key file (written by rappor keygen): choose another output, "
+               "or remove the key yourself if it is no longer needed")
+        raise RapporIOError(msg, path=os.fspath(path), errno=errno.EEXIST)
+
+
 @contextlib.contextmanager
 def _naming_write_errors(name: str) -> Iterator[None]:
     """Turn a failed flush or close of a stream (full disk, stream opened for reading) into an error naming it.
@@ -462,10 +501,15 @@ def atomic_output(path: PathLike | None, *, binary: bool = False, newline: str |
     stays.  Character devices (``/dev/null``, a terminal) and FIFOs are written
     straight, never renamed over; other special files are refused.  A path naming the
     file standard output goes to (``/dev/stdout``) writes to standard output.
+
+    Any other existing file is replaced, except a key file, which no output ever
+    replaces (:func:`refuse_replacing_key`).
     """
     if path is None:
         path = STDIO
     how, target, st = output_target(path)
+    if how == "replace" and st is not None:
+        refuse_replacing_key(path)
     if how == "stdout":
         stream = _stdout(binary)
         yield _NamedWrites(stream, "<stdout>", "cannot write")  # type: ignore[misc]

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from .._io import check_distinct_files
+from .._io import check_distinct_files, refuse_replacing_key
 from ..formats.params import read_params
 from ..params import Params
 
@@ -129,14 +129,20 @@ class CommandFiles(NamedTuple):
 
     :func:`rappor.cli.main` passes them to :func:`rappor._io.check_distinct_files`
     before the command runs: no output may be an input or another output, and
-    ``summed`` inputs (added up) may not repeat.
+    ``summed`` inputs (added up) may not repeat, and no output may be a key file
+    unless ``writes_key`` (``rappor keygen``, which has its own rule).
     """
 
     inputs: Sequence[tuple[str, str]] = ()
     outputs: Sequence[tuple[str, str]] = ()
     summed: Sequence[tuple[str, str]] = ()
+    writes_key: bool = False
 
 
 def check_command_files(files: CommandFiles) -> None:
-    """Refuse the run if two of its paths are the same file (see :func:`rappor._io.check_distinct_files`)."""
+    """Refuse the run if two of its paths are the same file (see :func:`rappor._io.check_distinct_files`),
+    or if an output would replace a key file (:func:`rappor._io.refuse_replacing_key`), before any work."""
     check_distinct_files(files.inputs, files.outputs, summed=files.summed)
+    if not files.writes_key:
+        for _, path in files.outputs:
+            refuse_replacing_key(path)
