@@ -39,9 +39,10 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 STDIO = "-"
 
-__all__ = ["PathLike", "atomic_output", "check_distinct_files", "check_output_directory", "csv_field", "display_name",
-           "file_identity", "iter_text_lines", "output_directory", "output_target", "read_input_bytes",
-           "refuse_replacing_key", "remove_temporary_files"]
+__all__ = ["FORMULA_TRIGGERS", "PathLike", "atomic_output", "check_distinct_files", "check_output_directory",
+           "csv_field", "csv_text_field", "display_name", "file_identity", "iter_text_lines", "output_directory",
+           "output_target", "read_input_bytes", "refuse_replacing_key", "remove_temporary_files", "restore_text",
+           "spreadsheet_text"]
 
 
 def display_name(path: PathLike | None) -> str:
@@ -714,3 +715,47 @@ def csv_field(text: str) -> str:
     if any(ch in text for ch in ',"\n\r') or text != text.strip():
         return '"' + text.replace('"', '""') + '"'
     return text
+
+
+#: First characters that make a spreadsheet take a cell for a formula (OWASP, "CSV Injection"):
+#: ``= + - @``, tab and carriage return.
+FORMULA_TRIGGERS = frozenset("=+-@\t\r")
+
+
+def spreadsheet_text(text: str) -> str:
+    """``text`` as a cell a spreadsheet shows as text: ``'`` prepended when it could start a formula.
+
+    Following OWASP's CSV-injection guidance, a value that starts with a formula trigger
+    (:data:`FORMULA_TRIGGERS`) gets a leading single quote, so ``=cmd|' /C calc'!A0`` is
+    written ``'=cmd|' /C calc'!A0``.  So that every value reads back exactly
+    (:func:`restore_text`), a value that starts with one or more quotes followed by a
+    trigger gets one quote more; every other value is written as it is (google/rappor's
+    files read the same).
+
+    Examples
+    --------
+    >>> spreadsheet_text("=SUM(A1)"), spreadsheet_text("'=x"), spreadsheet_text("it's")
+    ("'=SUM(A1)", "''=x", "it's")
+    """
+    rest = text.lstrip("'")
+    return "'" + text if rest and rest[0] in FORMULA_TRIGGERS else text
+
+
+def restore_text(cell: str) -> str:
+    """The value :func:`spreadsheet_text` wrote as ``cell``: one leading quote before ``'*`` and a trigger removed.
+
+    Examples
+    --------
+    >>> restore_text("'=SUM(A1)"), restore_text("''=x"), restore_text("'tis"), restore_text("-1")
+    ('=SUM(A1)', "'=x", "'tis", '-1')
+    """
+    rest = cell.lstrip("'")
+    return cell[1:] if cell.startswith("'") and rest and rest[0] in FORMULA_TRIGGERS else cell
+
+
+def csv_text_field(text: str) -> str:
+    """A client-controlled string (a candidate, a discovered value) as one CSV field people may open.
+
+    :func:`spreadsheet_text`, then :func:`csv_field`; our readers undo it with :func:`restore_text`.
+    """
+    return csv_field(spreadsheet_text(text))

@@ -49,7 +49,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._excerpt import excerpt
-from ._io import PathLike, csv_field, display_name, iter_text_lines
+from ._io import PathLike, csv_text_field, display_name, iter_text_lines, restore_text
 from ._lazy import lazy_module
 from ._memory import check_memory
 from ._validation import RngLike, check_cohorts, check_int, check_options, check_real, check_rng
@@ -268,7 +268,7 @@ def read_population(path: PathLike) -> Population:
             raise ReportFormatError(msg, path=name, line=lineno) from None
         if len(cells) < 2:
             raise ReportFormatError(f"expected 'string,count', found {excerpt(text)}", path=name, line=lineno)
-        value, count_text = ",".join(cells[:-1]), cells[-1]
+        value, count_text = restore_text(",".join(cells[:-1])), cells[-1]
         if not counts and value.strip().lower() == "string" and count_text.strip().lower() == "count":
             continue
         try:
@@ -587,7 +587,7 @@ class Simulation:
         for i in order:
             c = int(self._truth[i])
             if c:
-                lines.append(f"{csv_field(self.population.strings[i])},{c},{c / total!r}")
+                lines.append(f"{csv_text_field(self.population.strings[i])},{c},{c / total!r}")
         return "\n".join(lines) + "\n"
 
     def candidate_map(self, candidates: Sequence[str] | None = None) -> CandidateMap:

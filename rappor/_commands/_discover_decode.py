@@ -69,14 +69,15 @@ def add_discovered(args: argparse.Namespace, params: Params, cmap: CandidateMap 
     from ..discovery import DiscoverySpec, discover
     from ..exceptions import InvalidParameterError
     from ..formats.params import read_params
-    from .discover import discovery_aggregate, listed_strings
+    from .discover import discovery_aggregate, left_out_note
 
     spec = DiscoverySpec(params=read_params(args.discovery_params), max_length=args.max_length,
                          segment=args.segment, alphabet=args.alphabet)
     result = discover(discovery_aggregate(spec, args.discover, None), spec, beam=args.beam,
                       significance_level=args.level)
     known = set(cmap.strings) if cmap is not None else set()
-    new = [s for s in listed_strings(result) if s not in known]
+    new = [s for s in result.candidates() if s not in known]  # every UTF-8 value, line breaks included
+    sys.stderr.write(left_out_note(result))
     sys.stderr.write(f"rappor: discovery found {int(result.significant.sum())} significant values, "
                      f"{len(new)} not among the candidates\n")
     if cmap is None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from typing import Any
 
 from .._io import output_directory
 from ..params import Params
-from ._common import real
+from ._common import json_text, real
 
 
 #: The files ``rappor simulate --discover`` writes into --out DIR.
@@ -102,8 +101,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
                "discovery_share": args.discovery_share, "seed": args.seed, "discovery_scores": disc_scores,
                "final": rows, "seconds": round(time.perf_counter() - started, 2)}
     with atomic_output(out / "metrics.json") as fh:
-        json.dump(summary, fh, indent=2, default=float)
-        fh.write("\n")
+        fh.write(json_text(summary))
     w = sys.stdout.write
     w(f"simulated {sim.n_clients:,} clients ({population.name}, {len(population)} strings): "
       f"{sim.full.total_reports:,} full-string and {sim.discovery.total_reports:,} discovery reports\n")

@@ -36,15 +36,13 @@ P(var2 | var1) (columns given_<var>), and a likelihood-ratio test of independenc
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from typing import Any
 
 from ..exceptions import InvalidParameterError, ReportFormatError
-from ._common import CommandFiles, add_level_argument, add_seed_argument, integer, real
-from .decode import _clean
+from ._common import CommandFiles, add_level_argument, add_seed_argument, integer, json_text, real
 
 NAME = "decode-assoc"
 HELP = "joint distribution of two or three variables (reports with one column per variable)"
@@ -283,7 +281,7 @@ def _write_both(result: Any, results_path: Any, layout: str, summary_path: Any, 
     """
     from .._io import atomic_output
 
-    text = json.dumps(_clean(summary), indent=2) + "\n"
+    text = json_text(summary)
     with atomic_output(summary_path) as fh:
         result.to_csv(results_path, layout=layout)
         fh.write(text)

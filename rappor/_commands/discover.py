@@ -22,11 +22,11 @@ docs/discovery.md.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._common import CommandFiles, add_level_argument, add_output_argument, add_params_argument, integer, load_params
+from ._common import (CommandFiles, add_level_argument, add_output_argument, add_params_argument, integer, json_text,
+                      load_params)
 
 if TYPE_CHECKING:
     from ..aggregate import Aggregate
@@ -100,6 +100,24 @@ def listed_strings(result: DiscoveryResult) -> list[str]:
     return [s for s in result.candidates() if s.strip() and "\n" not in s and "\r" not in s]
 
 
+def left_out_note(result: DiscoveryResult, listed: int | None = None) -> str:
+    """A line for stderr saying which significant values a candidate list leaves out, and why ("" if none).
+
+    ``listed``: the values written one per line (``--list``); None when every UTF-8
+    value is decoded (``decode --discover``).
+    """
+    significant = int(result.significant.sum())
+    utf8 = len(result.candidates())
+    parts = []
+    if utf8 < significant:
+        parts.append(f"{significant - utf8} significant value(s) are not UTF-8 text and cannot be decoded as "
+                     "candidates (a candidate is hashed as UTF-8; they are in the -o CSV with \\x escapes)")
+    if listed is not None and listed < utf8:
+        parts.append(f"{utf8 - listed} significant value(s) hold a line break or only white space and are not in "
+                     "--list; 'rappor decode --candidates' reads them from the -o CSV (found.csv)")
+    return "".join(f"rappor: warning: {part}\n" for part in parts)
+
+
 def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
     """The :class:`DiscoverySpec` of ``--params``, ``--max-length``, ``--segment``, ``--alphabet``."""
     from ..discovery.spec import DiscoverySpec
@@ -109,7 +127,7 @@ def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._io import atomic_output
+    from .._io import atomic_output, spreadsheet_text
     from ..discovery import discover
 
     spec = spec_from_args(args)
@@ -122,13 +140,13 @@ def run(args: argparse.Namespace) -> int:
         result.to_csv(args.output)
         if list_out is not None:
             for s in listed:
-                list_out.write(s + "\n")
+                list_out.write(spreadsheet_text(s) + "\n")
         if summary is not None:
             data = {"spec": spec.as_dict(), "found": len(result), "significant": int(result.significant.sum()),
                     "listed": len(listed), "tested": result.n_tested, "reports": result.n_reports,
                     "diagnostics": result.diagnostics}
-            json.dump(data, summary, indent=2, default=float)
-            summary.write("\n")
+            summary.write(json_text(data))
+    sys.stderr.write(left_out_note(result, len(listed) if args.list else None))
     if args.output not in (None, "-"):
         sys.stderr.write(f"rappor: found {int(result.significant.sum())} significant values "
                          f"({len(result)} kept) in {result.n_reports:,} discovery reports\n")

@@ -14,7 +14,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .._io import PathLike, atomic_output, csv_field
+from .._io import PathLike, atomic_output, csv_text_field
 from .._lazy import import_optional
 from .._results import ConfidenceInterval
 from .._validation import check_options, check_probability
@@ -379,7 +379,7 @@ class DecodeResult:
         with atomic_output(path) as out:
             out.write(",".join(names) + "\n")
             for row in rows:
-                cells = [csv_field(str(row["string"]))]
+                cells = [csv_text_field(str(row["string"]))]
                 cells += [_csv_float(float(row[name])) for name in _CSV_COLUMNS[1:]]
                 if flag:
                     cells.append("true" if row["detected"] else "false")
