@@ -40,9 +40,9 @@ PathLike = Union[str, "os.PathLike[str]"]
 STDIO = "-"
 
 __all__ = ["FORMULA_TRIGGERS", "PathLike", "atomic_output", "check_distinct_files", "check_output_directory",
-           "csv_field", "csv_text_field", "display_name", "file_identity", "iter_text_lines", "output_directory",
-           "output_target", "read_input_bytes", "refuse_replacing_key", "remove_temporary_files", "restore_text",
-           "spreadsheet_text"]
+           "csv_field", "csv_text_field", "display_name", "file_identity", "forget_created_directories",
+           "iter_text_lines", "output_directory", "output_target", "read_input_bytes", "refuse_replacing_key",
+           "remove_temporary_files", "restore_text", "spreadsheet_text"]
 
 
 def display_name(path: PathLike | None) -> str:
@@ -249,12 +249,26 @@ def iter_text_lines(path: PathLike, *, what: str | None = None,
 _PENDING: set[Path] = set()
 
 
+#: Output directories this process created (:func:`output_directory`), parents first.
+_CREATED_DIRECTORIES: list[Path] = []
+
+
 def remove_temporary_files() -> None:
-    """Delete every temporary output file of this process that was neither committed nor aborted."""
+    """Delete every temporary output file of this process that was neither committed nor aborted,
+    and every output directory it created that is still empty (a run stopped before writing into it)."""
     for tmp in list(_PENDING):
         with contextlib.suppress(OSError):
             tmp.unlink()
         _PENDING.discard(tmp)
+    for directory in reversed(_CREATED_DIRECTORIES):
+        with contextlib.suppress(OSError):  # not empty (outputs were committed there), or gone
+            directory.rmdir()
+    forget_created_directories()
+
+
+def forget_created_directories() -> None:
+    """Keep the output directories created so far whatever happens next (a command that ran to its end)."""
+    _CREATED_DIRECTORIES.clear()
 
 
 def _create_temporary(directory: Path, name: str) -> tuple[int, Path]:
@@ -584,14 +598,20 @@ def check_output_directory(path: PathLike) -> Path:
 def output_directory(path: PathLike) -> Path:
     """Create the directory ``path`` (and its parents) that a command writes its outputs into; return it.
 
+    A directory created here that is still empty when the command stops on an error or
+    a signal is removed (:func:`remove_temporary_files`): an interrupted run leaves no
+    empty ``--out`` directory behind.
+
     Raises
     ------
     RapporIOError
         If ``path`` exists and is not a directory, or cannot be created.
     """
     out = check_output_directory(path)
+    missing = [p for p in (out, *out.parents) if not p.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)
+        _CREATED_DIRECTORIES.extend(reversed(missing))
     except OSError as exc:
         raise RapporIOError(f"cannot create the output directory: {exc.strerror or exc}", path=os.fspath(out),
                             errno=exc.errno) from None

@@ -41,7 +41,7 @@ from typing import Any, TextIO
 from . import __version__
 from ._interrupt import Interrupted, raise_on_termination
 from ._commands._common import UsageError
-from ._io import remove_temporary_files
+from ._io import forget_created_directories, remove_temporary_files
 from ._terminal import TerminalStream
 from .exceptions import RapporError, RapporIOError, RapporWarning
 
@@ -211,11 +211,13 @@ def _run(args: argparse.Namespace, run: Any) -> int:
 
                     check_command_files(args._files(args))
                 status = run(args)
+        forget_created_directories()
         return int(status or 0)
     except UsageError as exc:  # a flag's value the library refused: worded and numbered as argparse's
         _say(f"rappor {_command_name(run)}: error: {exc}")
         return 2
     except RapporError as exc:
+        remove_temporary_files()  # an output directory made for this run and left empty
         _say(f"rappor: error: {exc}")
         return 1
     except BrokenPipeError:

@@ -279,3 +279,28 @@ def test_every_value_survives_discover_to_decode(hostile: Path, tmp_path: Path,
     # 20,000 reports, no noise on present bits (p=0, q=1): the shares are near the truth, 0.34 for "ev\nl".
     assert one["ev\nl"] == two["ev\nl"] > 0.25
     assert abs(sum(one.values()) - 1.0) < 0.1
+
+
+@pytest.mark.parametrize("flag", [["--max-length", "20"], ["--segment", "3"]])
+def test_discover_counts_of_another_layout_name_the_flags(collection: Path, tmp_path: Path, flag: list[str],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The message said "expected 352 rows (one per cohort, m = 352), found more" while the params say m = 8:
+    it now says what the rows are, which flags set them, and how many rows the file has."""
+    d = collection
+    args = ["--max-length", "14", "--alphabet", "printable", *flag]
+    assert main(["discover", "--params", str(d / "disc-params.csv"), "--counts", str(d / "counts.csv"), *args,
+                 "-o", str(tmp_path / "f.csv")]) == 1
+    err = capsys.readouterr().err
+    rows = sum(1 for line in (d / "counts.csv").read_text().splitlines() if line.strip())
+    assert f"slots x 8 cohorts, from --max-length" in err and "which must be those of the clients" in err, err
+    assert err.rstrip().endswith(f"found {rows}"), err
+
+
+def test_discover_max_length_beyond_the_limit_is_a_usage_error(collection: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Was "The 'max_length' parameter of DiscoverySpec must be ..." with exit status 1."""
+    d = collection
+    assert main(["discover", "--params", str(d / "disc-params.csv"), "--counts", str(d / "counts.csv"),
+                 "--max-length", "100000000", "-o", str(tmp_path / "f.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rappor discover: error: argument --max-length: must be an int in the range [1, "), err

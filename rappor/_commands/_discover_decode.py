@@ -69,10 +69,13 @@ def add_discovered(args: argparse.Namespace, params: Params, cmap: CandidateMap 
     from ..discovery import DiscoverySpec, discover
     from ..exceptions import InvalidParameterError
     from ..formats.params import read_params
-    from .discover import discovery_aggregate, left_out_note
+    from ._common import flags
+    from .discover import SPEC_FLAGS, discovery_aggregate, left_out_note
 
-    spec = DiscoverySpec(params=read_params(args.discovery_params), max_length=args.max_length,
-                         segment=args.segment, alphabet=args.alphabet)
+    slot_params = read_params(args.discovery_params)
+    with flags(SPEC_FLAGS):
+        spec = DiscoverySpec(params=slot_params, max_length=args.max_length, segment=args.segment,
+                             alphabet=args.alphabet)
     result = discover(discovery_aggregate(spec, args.discover, None), spec, beam=args.beam,
                       significance_level=args.level)
     known = set(cmap.strings) if cmap is not None else set()

@@ -9,7 +9,7 @@ from typing import Any
 
 from .._io import output_directory
 from ..params import Params
-from ._common import json_text, real
+from ._common import flags, json_text, real
 
 
 #: The files ``rappor simulate --discover`` writes into --out DIR.
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
     from ..formats.params import read_params, write_params
     from ..metrics import evaluate_result
     from ..simulation import candidate_strings, read_population
-    from .discover import listed_strings
+    from .discover import SPEC_FLAGS, listed_strings
 
     started = time.perf_counter()
     if args.discovery_params is not None:
@@ -56,7 +56,9 @@ def run(args: argparse.Namespace, params: Params) -> int:
 
         f = _flip_for_epsilon_inf(params.epsilon_inf, 1)
         dparams = Params(num_bloombits=256, num_hashes=1, num_cohorts=32, prob_p=0.0, prob_q=1.0, prob_f=f)
-    spec = DiscoverySpec(params=dparams, max_length=args.max_length, segment=args.segment, alphabet=args.alphabet)
+    with flags(SPEC_FLAGS):
+        spec = DiscoverySpec(params=dparams, max_length=args.max_length, segment=args.segment,
+                             alphabet=args.alphabet)
     if args.population is not None:
         population = read_population(args.population)
     else:

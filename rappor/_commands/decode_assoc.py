@@ -41,6 +41,7 @@ import sys
 import time
 from typing import Any
 
+from .._io import display_name
 from ..exceptions import InvalidParameterError, ReportFormatError
 from ._common import CommandFiles, add_level_argument, add_seed_argument, integer, json_text, real
 
@@ -154,12 +155,28 @@ def _variables(args: argparse.Namespace) -> list[int]:
 
 
 def _check_args(args: argparse.Namespace) -> None:
+    """Refuse a mix of the two forms: an option of the other form would be ignored (an --output-dir given with
+    --params, say, left the results on standard output)."""
     google = args.schema is not None
+    if google and args.params is not None:
+        raise InvalidParameterError("--params (our form) cannot be combined with --schema (google/rappor's form, "
+                                    "whose parameters file --params-dir and the schema name)")
     if google and (args.metric_name is None or args.params_dir is None):
         raise InvalidParameterError("--schema needs --metric-name and --params-dir (google/rappor's form)")
     if not google and args.params is None:
         raise InvalidParameterError("give --params (our form) or --schema, --metric-name and --params-dir "
                                     "(google/rappor's form)")
+    given = {"-o": args.output != "-", "--summary": args.summary is not None, "--layout": args.layout != "rappor"}
+    other = {"--output-dir": args.output_dir is not None, "--metric-name": args.metric_name is not None,
+             "--params-dir": args.params_dir is not None}
+    if google and any(given.values()):
+        flag = next(f for f, g in given.items() if g)
+        raise InvalidParameterError(f"{flag} belongs to our form (--params): with --schema the results go to "
+                                    "--output-dir (assoc-results.csv, assoc-metrics.json)")
+    if not google and any(other.values()):
+        flag = next(f for f, g in other.items() if g)
+        raise InvalidParameterError(f"{flag} belongs to google/rappor's form (--schema): with --params the "
+                                    "results go to -o (and --summary)")
 
 
 def _string_map(args: argparse.Namespace, j: int, params: Any) -> Any:
@@ -245,7 +262,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"rappor: removed {data.removed} row(s) with a blank value; {len(batches[0])} left\n")
     n_total = len(batches[0])
     if n_total == 0:
-        sys.stderr.write("rappor: error: no reports to analyse\n")
+        why = f" ({data.removed} removed with a blank value)" if data.removed else " (a header and no row)"
+        sys.stderr.write(f"rappor: error: {display_name(args.reports)}: no reports to analyse{why}\n")
         return NO_REPORTS_STATUS if google else 1
     if args.reports_sample_size != -1 and n_total > args.reports_sample_size:
         rows = np.sort(np.random.default_rng(args.seed).choice(n_total, args.reports_sample_size, replace=False))

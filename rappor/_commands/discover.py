@@ -25,8 +25,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._common import (CommandFiles, add_level_argument, add_output_argument, add_params_argument, integer, json_text,
-                      load_params)
+from ._common import (CommandFiles, add_level_argument, add_output_argument, add_params_argument, flags, integer,
+                      json_text, load_params)
 
 if TYPE_CHECKING:
     from ..aggregate import Aggregate
@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 NAME = "discover"
 HELP = "find frequent strings outside any candidate list (discovery counts -> found.csv)"
 ORDER = 55
+
+
+#: The flags that set a :class:`DiscoverySpec`'s parameters (for :func:`rappor._commands._common.flags`).
+SPEC_FLAGS = {"max_length": "--max-length", "segment": "--segment", "alphabet": "--alphabet"}
 
 
 def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
@@ -89,7 +93,10 @@ def discovery_aggregate(spec: DiscoverySpec, counts: str | None, reports: list[s
     from ..formats.counts import read_counts
 
     if counts is not None:
-        return read_counts(counts, spec.wire_params)
+        cohorts = spec.params.num_cohorts
+        rows = (f"{spec.levels} slots x {cohorts} cohorts, from --max-length {spec.max_length} and --segment "
+                f"{spec.segment}, which must be those of the clients")
+        return read_counts(counts, spec.wire_params, rows=rows)
     from ..engines import aggregate_files
 
     return aggregate_files(list(reports or ()), spec.wire_params)
@@ -122,8 +129,9 @@ def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
     """The :class:`DiscoverySpec` of ``--params``, ``--max-length``, ``--segment``, ``--alphabet``."""
     from ..discovery.spec import DiscoverySpec
 
-    return DiscoverySpec(params=load_params(args), max_length=args.max_length, segment=args.segment,
-                         alphabet=args.alphabet)
+    params = load_params(args)
+    with flags(SPEC_FLAGS):
+        return DiscoverySpec(params=params, max_length=args.max_length, segment=args.segment, alphabet=args.alphabet)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 
 from .._io import STDIO
+from .._memory import check_design
 from ..formats.candidates import read_candidates
 from ..compat import hash_candidates_google
 from ..design import _hash_block, hash_candidates
@@ -56,5 +57,6 @@ def run(args: argparse.Namespace) -> int:
     strings = read_candidates(args.candidates, allow_duplicates=args.allow_duplicates)
     hasher = hash_candidates_google if args.hashing == "google" else hash_candidates
     block = _hash_block(params)
+    check_design(params, min(block, len(strings)), total=len(strings))  # before the output is opened
     write_map((hasher(strings[i:i + block], params) for i in range(0, len(strings), block)), args.output)
     return 0
