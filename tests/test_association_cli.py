@@ -425,3 +425,23 @@ def test_schema_listing_a_variable_twice_is_refused(tmp_path: Path, capsys: pyte
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"rappor: error: {tmp_path / 'vars.csv'}:") and "again (first on line 2)" in err, err
+
+
+def test_decode_assoc_says_when_the_reports_do_not_fit_the_parameters(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """p = 0.25 assumed on p = 0.5 reports was decoded without a word: stderr and the summary now say that the
+    reports set far more Bloom bits than k and h allow; the clients' own parameters raise nothing."""
+    assert main(["simulate-assoc", "--clients", "5000", "--unique", "10", "--no-report", "--seed", "3",
+                 "--out", str(tmp_path / "sim")]) == 0
+    sim = tmp_path / "sim"
+    wrong = tmp_path / "p25.csv"
+    wrong.write_text((sim / "params.csv").read_text().replace(",0.5,0.75,", ",0.25,0.75,"))
+    capsys.readouterr()
+    for params, fits in ((sim / "params.csv", True), (wrong, False)):
+        assert main(["decode-assoc", "--params", str(params), "--reports", str(sim / "reports.csv"), "--var1", "value",
+                     "--map1", str(sim / "map1.csv"), "--var2", "flag", "--bool", "--no-independence-test",
+                     "-o", str(tmp_path / "r.csv"), "--summary", str(tmp_path / "s.json")]) == 0
+        err = capsys.readouterr().err
+        check = json.loads((tmp_path / "s.json").read_text())["parameter_check"]["value"]
+        assert check["fits"] is fits and ("'value'" in err and "do not fit their parameters" in err) is not fits, err
+    assert check["z"] > 5  # the wrong p makes the clients appear to set many more bits

@@ -304,3 +304,22 @@ def test_discover_max_length_beyond_the_limit_is_a_usage_error(collection: Path,
                  "--max-length", "100000000", "-o", str(tmp_path / "f.csv")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("rappor discover: error: argument --max-length: must be an int in the range [1, "), err
+
+
+def test_discover_says_when_the_counts_do_not_fit_the_parameters(collection: Path, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """h = 2 assumed on h = 1 counts found fewer values without a word: the set bits per report (1.0 where
+    h = 2 gives 1.98) now say so on stderr and in the summary; the right parameters raise nothing."""
+    import json
+
+    d = collection
+    wrong = tmp_path / "h2.csv"
+    wrong.write_text((d / "disc-params.csv").read_text().replace("\n64,1,", "\n64,2,"))
+    for params, fits in ((d / "disc-params.csv", True), (wrong, False)):
+        assert main(["discover", "--params", str(params), "--counts", str(d / "counts.csv"), "--max-length", "14",
+                     "--alphabet", "printable", "-o", str(tmp_path / "f.csv"), "--summary",
+                     str(tmp_path / "s.json")]) == 0
+        err = capsys.readouterr().err
+        check = json.loads((tmp_path / "s.json").read_text())["parameter_check"]
+        assert check["fits"] is fits and ("do not fit their parameters" in err) is not fits, (check, err)
+    assert abs(check["set_bits_per_report"] - 1.0) < 5 * check["std_error"] and check["z"] < -5

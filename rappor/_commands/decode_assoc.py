@@ -179,6 +179,25 @@ def _check_args(args: argparse.Namespace) -> None:
                                     "results go to -o (and --summary)")
 
 
+def _parameter_checks(batches: list[Any], variables: list[Any], args: argparse.Namespace) -> dict[str, Any]:
+    """:func:`rappor._consistency.check_bit_count` of each string variable's reports, a warning on stderr for
+    each that does not fit its parameters; the summary's ``parameter_check`` (booleans set 0 or 1 bit: none)."""
+    from .._consistency import check_bit_count
+    from ..aggregate import Aggregate
+
+    checks: dict[str, Any] = {}
+    source = f"--params {args.params}" if args.params is not None else f"the schema's parameters in {args.params_dir}"
+    for batch, var in zip(batches, variables):
+        if var.kind != "string":
+            continue
+        check = check_bit_count(Aggregate.from_reports(batch))
+        if check is not None:
+            checks[var.name] = check.as_dict()
+            if not check.fits:
+                sys.stderr.write(f"rappor: warning: {check.warning(f'the reports of {var.name!r} ({source})')}\n")
+    return checks
+
+
 def _string_map(args: argparse.Namespace, j: int, params: Any) -> Any:
     from ..formats.candidates import read_candidates
     from ..design import hash_candidates
@@ -265,6 +284,7 @@ def run(args: argparse.Namespace) -> int:
         why = f" ({data.removed} removed with a blank value)" if data.removed else " (a header and no row)"
         sys.stderr.write(f"rappor: error: {display_name(args.reports)}: no reports to analyse{why}\n")
         return NO_REPORTS_STATUS if google else 1
+    checks = _parameter_checks(batches, variables, args)
     if args.reports_sample_size != -1 and n_total > args.reports_sample_size:
         rows = np.sort(np.random.default_rng(args.seed).choice(n_total, args.reports_sample_size, replace=False))
         batches = [ReportBatch(params=b.params, cohorts=b.cohorts[rows], words=b.words[rows]) for b in batches]
@@ -277,7 +297,7 @@ def run(args: argparse.Namespace) -> int:
     result = decoder.decode(batches, variables)
     summary = result.summary()
     summary.update(reports_read=n_total, reports_removed=data.removed, reports_sample_size=args.reports_sample_size,
-                   total_elapsed_time=round(time.perf_counter() - started, 4))
+                   parameter_check=checks, total_elapsed_time=round(time.perf_counter() - started, 4))
     if google:
         from .._io import output_directory
 

@@ -102,6 +102,19 @@ def discovery_aggregate(spec: DiscoverySpec, counts: str | None, reports: list[s
     return aggregate_files(list(reports or ()), spec.wire_params)
 
 
+def parameter_check(aggregate: Aggregate, spec: DiscoverySpec, what: str) -> dict[str, Any] | None:
+    """:func:`rappor._consistency.check_bit_count` of the discovery counts (a value's reports spread over the
+    cohorts of its slot); a warning on stderr when they do not fit the parameters.  For the summary."""
+    from .._consistency import check_bit_count
+
+    check = check_bit_count(aggregate, cohorts_per_value=spec.params.num_cohorts)
+    if check is None:
+        return None
+    if not check.fits:
+        sys.stderr.write(f"rappor: warning: {check.warning(what)}\n")
+    return check.as_dict()
+
+
 def listed_strings(result: DiscoveryResult) -> list[str]:
     """The significant values that can be written one per line (a candidate list)."""
     return [s for s in result.candidates() if s.strip() and "\n" not in s and "\r" not in s]
@@ -140,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
 
     spec = spec_from_args(args)
     aggregate = discovery_aggregate(spec, args.counts, args.reports)
+    check = parameter_check(aggregate, spec, f"the discovery counts (--params {args.params})")
     result = discover(aggregate, spec, beam=args.beam, significance_level=args.level)
     listed = listed_strings(result)
     # Open every extra output first: a bad path must not leave a partial set behind.
@@ -152,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         if summary is not None:
             data = {"spec": spec.as_dict(), "found": len(result), "significant": int(result.significant.sum()),
                     "listed": len(listed), "tested": result.n_tested, "reports": result.n_reports,
-                    "diagnostics": result.diagnostics}
+                    "parameter_check": check, "diagnostics": result.diagnostics}
             summary.write(json_text(data))
     sys.stderr.write(left_out_note(result, len(listed) if args.list else None))
     if args.output not in (None, "-"):
