@@ -445,3 +445,17 @@ def test_decode_assoc_says_when_the_reports_do_not_fit_the_parameters(tmp_path: 
         check = json.loads((tmp_path / "s.json").read_text())["parameter_check"]["value"]
         assert check["fits"] is fits and ("'value'" in err and "do not fit their parameters" in err) is not fits, err
     assert check["z"] > 5  # the wrong p makes the clients appear to set many more bits
+
+
+def test_decode_assoc_column_named_like_a_formula_is_neutralised(tmp_path: Path) -> None:
+    """A report column named =cmd|x!A0 was echoed raw into the results header."""
+    assert main(["simulate-assoc", "--clients", "2000", "--unique", "10", "--no-report", "--seed", "3",
+                 "--out", str(tmp_path / "sim")]) == 0
+    sim = tmp_path / "sim"
+    reports = (sim / "reports.csv").read_text().replace("client,cohort,value,flag", "client,cohort,=cmd|x!A0,flag", 1)
+    (tmp_path / "r.csv").write_text(reports)
+    assert main(["decode-assoc", "--params", str(sim / "params.csv"), "--reports", str(tmp_path / "r.csv"),
+                 "--var1", "=cmd|x!A0", "--map1", str(sim / "map1.csv"), "--var2", "flag", "--bool",
+                 "--no-independence-test", "-o", str(tmp_path / "out.csv")]) == 0
+    header = _rows(tmp_path / "out.csv")[0]
+    assert "'=cmd|x!A0" in header and not [h for h in header if h[:1] in "=+-@"], header

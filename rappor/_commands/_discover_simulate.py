@@ -35,7 +35,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, params: Params) -> int:
-    from .._io import atomic_output
+    from .._io import atomic_output, csv_text_field
     from ..decoder import Decoder
     from ..design import hash_candidates
     from ..discovery import DiscoverySpec, discover, realistic_population, simulate_discovery
@@ -97,8 +97,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
     with atomic_output(out / "truth.csv") as fh:
         fh.write("string,count\n")
         for s, c in sorted(truth.items(), key=lambda kv: -kv[1]):
-            cell = '"' + s.replace('"', '""') + '"' if any(ch in s for ch in ',"\r\n') or s != s.strip() else s
-            fh.write(f"{cell},{c}\n")
+            fh.write(f"{csv_text_field(s)},{c}\n")
     summary = {"params": params.as_dict(), "discovery": spec.as_dict(), "clients": sim.n_clients,
                "discovery_share": args.discovery_share, "seed": args.seed, "discovery_scores": disc_scores,
                "final": rows, "seconds": round(time.perf_counter() - started, 2)}
