@@ -74,7 +74,8 @@ def run(args: argparse.Namespace, params: Params) -> int:
     truth = sim.full_truth
     rows: dict[str, Any] = {}
     results = {}
-    for name, cands in (("without discovery", known), ("with discovery", list(dict.fromkeys(known + listed)))):
+    decoded = known + found.candidates()  # every significant UTF-8 value, those found.txt cannot show included
+    for name, cands in (("without discovery", known), ("with discovery", list(dict.fromkeys(decoded)))):
         res = decoder.decode(sim.full, hash_candidates(cands, params))
         met = evaluate_result(res, truth)
         det = [i for i in range(len(res.strings)) if res.detected[i]]

@@ -116,8 +116,11 @@ def parameter_check(aggregate: Aggregate, spec: DiscoverySpec, what: str) -> dic
 
 
 def listed_strings(result: DiscoveryResult) -> list[str]:
-    """The significant values that can be written one per line (a candidate list)."""
-    return [s for s in result.candidates() if s.strip() and "\n" not in s and "\r" not in s]
+    """The significant values a one-per-line list shows as they are: no line break, not blank, and no
+    control or bidirectional character (a list is read with ``cat``; found.csv holds every value)."""
+    from .._terminal import terminal_text
+
+    return [s for s in result.candidates() if s.strip() and "\n" not in s and terminal_text(s) == s]
 
 
 def left_out_note(result: DiscoveryResult, listed: int | None = None) -> str:
@@ -133,8 +136,9 @@ def left_out_note(result: DiscoveryResult, listed: int | None = None) -> str:
         parts.append(f"{significant - utf8} significant value(s) are not UTF-8 text and cannot be decoded as "
                      "candidates (a candidate is hashed as UTF-8; they are in the -o CSV with \\x escapes)")
     if listed is not None and listed < utf8:
-        parts.append(f"{utf8 - listed} significant value(s) hold a line break or only white space and are not in "
-                     "--list; 'rappor decode --candidates' reads them from the -o CSV (found.csv)")
+        parts.append(f"{utf8 - listed} significant value(s) hold a line break, a control or bidirectional "
+                     "character, or only white space, and are not in --list; 'rappor decode --candidates' reads "
+                     "them from the -o CSV (found.csv)")
     return "".join(f"rappor: warning: {part}\n" for part in parts)
 
 
