@@ -1,6 +1,6 @@
 """Streaming CSV: a byte stream cut into whole records, in blocks of bounded size (private).
 
-The two large inputs, reports files (:mod:`rappor.reports`) and ``rappor encode``'s
+The two large inputs, reports files (:mod:`rappor.client`) and ``rappor encode``'s
 ``client,value`` file, are read in blocks so that memory is bounded by the block size,
 and must give exactly the records that the csv module gives for the whole file
 (``csv.reader(open(path, newline=""))``, default dialect, with no field size limit),
@@ -33,7 +33,7 @@ from typing import IO, NamedTuple
 
 import numpy as np
 
-from .exceptions import ReportFormatError
+from ..exceptions import ReportFormatError
 
 __all__ = ["PlainBlock", "Record", "iter_csv_blocks", "iter_csv_records"]
 
@@ -235,7 +235,7 @@ def iter_csv_records(fh: IO[bytes], name: str, *, strict: bool = False, block_by
         For bytes that are not UTF-8 (naming the line), for bad quoting in ``strict``
         mode and a record longer than ``max_record_bytes``.
     """
-    from ._excerpt import excerpt
+    from .excerpt import excerpt
 
     for item in iter_csv_blocks(fh, name, strict=strict, block_bytes=block_bytes, max_record_bytes=max_record_bytes):
         if isinstance(item, Record):

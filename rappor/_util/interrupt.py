@@ -3,7 +3,7 @@
 * :func:`raise_on_termination` (used by :func:`rappor.cli.main`) turns SIGTERM and SIGHUP
   into :class:`Interrupted` and SIGINT into :class:`KeyboardInterrupt`, so that every
   ``with`` block unwinds: temporary outputs are deleted and worker processes
-  (:class:`rappor._workers.WorkerPool`) terminated.
+  (:class:`rappor._util.workers.WorkerPool`) terminated.
 * :func:`exit_with_parent` runs first in every worker process: the worker dies with its
   parent, even one killed by SIGKILL (Linux ``PR_SET_PDEATHSIG``, plus a watchdog
   thread that polls the parent's pid elsewhere and as a fallback).
@@ -111,7 +111,7 @@ def exit_with_parent(parent_pid: int) -> None:
     SIGINT and SIGHUP are ignored (a terminal sends them to the whole process group: the
     parent decides), SIGTERM kills at once (the parent's ``WorkerPool.terminate``), and the
     process exits as soon as its parent is gone, whatever killed it.  Signals held back
-    by :func:`rappor._io.signals_deferred` while the worker was forked are released.
+    by :func:`rappor._util.io.signals_deferred` while the worker was forked are released.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)

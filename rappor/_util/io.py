@@ -28,8 +28,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Union
 
-from ._keyfile import looks_like_key_file, not_a_key_file_error
-from .exceptions import InvalidParameterError, RapporError, RapporIOError, ReportFormatError
+from .keyfile import looks_like_key_file, not_a_key_file_error
+from ..exceptions import InvalidParameterError, RapporError, RapporIOError, ReportFormatError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -171,7 +171,7 @@ def open_input_binary(path: PathLike) -> Iterator[IO[bytes]]:
         try:
             yield fh
         except MemoryError:
-            # Name the file in the CLI's message (rappor.cli): the likeliest cause is in it.
+            # Name the file in the CLI's message (rappor.cli._main): the likeliest cause is in it.
             raise MemoryError(f"while reading {display_name(path)}") from None
         except RapporError:
             raise  # already names its file
@@ -209,7 +209,7 @@ def iter_text_lines(path: PathLike, *, what: str | None = None,
     most ``max_line_bytes`` long (a longer one is an error, so memory stays bounded even
     for ``/dev/zero``), and the caller may stop at the first bad one.
 
-    With ``what`` (e.g. ``"a params file"``), a key file (:mod:`rappor._keyfile`) is
+    With ``what`` (e.g. ``"a params file"``), a key file (:mod:`rappor._util.keyfile`) is
     refused as such, without quoting it: a first line that looks like a key is held
     back until a later non-blank line shows that the file is something else.
     """

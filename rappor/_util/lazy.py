@@ -28,7 +28,7 @@ import importlib.util
 from types import ModuleType
 from typing import Any
 
-from .exceptions import MissingDependencyError
+from ..exceptions import MissingDependencyError
 
 __all__ = ["has_module", "import_optional", "lazy_module"]
 

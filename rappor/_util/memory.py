@@ -31,8 +31,8 @@ import os
 import resource
 from pathlib import Path
 
-from .exceptions import InsufficientMemoryError, InvalidParameterError
-from .params import Params
+from ..exceptions import InsufficientMemoryError, InvalidParameterError
+from ..params import Params
 
 __all__ = [
     "CHECK_ABOVE",
@@ -184,7 +184,7 @@ def check_counts_table(params: Params) -> None:
                  f"a counts table of m = {m} cohorts x (k + 1) = {k + 1} counts")
 
 
-#: Peak bytes per report bit of :func:`rappor.encoder.encode_clients` and the CSV rows of its
+#: Peak bytes per report bit of :func:`rappor.client.encode_clients` and the CSV rows of its
 #: reports: 15.0-15.3 measured with tracemalloc at k = 1,024 to 2**20 (more per bit at small k,
 #: where the per-report objects weigh; 34 at k = 16).
 ENCODE_BYTES_PER_BIT = 16

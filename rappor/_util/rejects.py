@@ -2,7 +2,7 @@
 
 A reader given ``on_error="skip"`` does not stop at a bad data row: it leaves the row
 out and hands a :class:`RejectedRow` (file, line, reason, the row's text, clipped to
-:data:`rappor._excerpt.EXCERPT_CHARS` characters plus its length) to a sink,
+:data:`rappor._util.excerpt.EXCERPT_CHARS` characters plus its length) to a sink,
 any object with an ``append`` method: a plain ``list`` or a :class:`RejectsWriter`,
 which streams them to a CSV file so that memory stays bounded however many rows are
 bad.  The header of a file is never skipped: without it nothing else can be read.
@@ -15,10 +15,10 @@ import os
 from dataclasses import dataclass
 from typing import IO, Any, Literal, Protocol
 
-from ._excerpt import clip
-from ._io import STDIO
-from ._validation import check_options
-from .exceptions import InvalidParameterError
+from .excerpt import clip
+from .io import STDIO
+from .validation import check_options
+from ..exceptions import InvalidParameterError
 
 __all__ = ["ON_ERROR_OPTIONS", "OnError", "RejectSink", "RejectedRow", "RejectsWriter", "check_on_error",
            "resolve_rejects_path"]
@@ -44,8 +44,8 @@ class RejectedRow:
         What was expected and what was found (the message the reader would have raised).
     text : str
         The row as read (undecodable bytes replaced by U+FFFD); a row longer than
-        :data:`~rappor._excerpt.EXCERPT_CHARS` characters is kept as its start and its
-        length (:func:`rappor._excerpt.clip`), so rejects stay small whatever the rows.
+        :data:`~rappor._util.excerpt.EXCERPT_CHARS` characters is kept as its start and its
+        length (:func:`rappor._util.excerpt.clip`), so rejects stay small whatever the rows.
     """
 
     path: str
@@ -98,7 +98,7 @@ class RejectsWriter:
     Parameters
     ----------
     stream : file object
-        An open text stream (e.g. from :func:`rappor._io.atomic_output`).
+        An open text stream (e.g. from :func:`rappor._util.io.atomic_output`).
     """
 
     def __init__(self, stream: IO[str]) -> None:

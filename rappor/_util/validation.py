@@ -16,7 +16,7 @@ from typing import Any, ClassVar, TypeAlias, Union
 import numpy as np
 import numpy.typing as npt
 
-from .exceptions import InvalidParameterError
+from ..exceptions import InvalidParameterError
 
 
 def _fail(name: str, owner: str, expected: str, value: Any) -> InvalidParameterError:

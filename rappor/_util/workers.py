@@ -5,10 +5,10 @@ yields the results in input order, with one item in flight per worker.  It has n
 threads of its own: the parent sends an item to a worker only when that worker is idle,
 so neither side can block the other, and an interrupted parent has nothing to join.
 
-* A worker runs :func:`rappor._interrupt.exit_with_parent` first: it dies with the
+* A worker runs :func:`rappor._util.interrupt.exit_with_parent` first: it dies with the
   parent, whatever kills the parent.
 * Leaving the ``with`` block by an exception (an error, a signal turned into one by
-  :func:`rappor._interrupt.raise_on_termination`) terminates and reaps every worker at
+  :func:`rappor._util.interrupt.raise_on_termination`) terminates and reaps every worker at
   once; leaving it normally stops them in order.
 * A worker that dies (killed, out of memory) is an error naming its exit status, not a
   hang.
@@ -29,8 +29,8 @@ from multiprocessing.connection import Connection, wait
 from types import TracebackType
 from typing import Any
 
-from ._interrupt import exit_with_parent, signals_deferred
-from .exceptions import RapporError
+from .interrupt import exit_with_parent, signals_deferred
+from ..exceptions import RapporError
 
 __all__ = ["WorkerDied", "WorkerPool"]
 

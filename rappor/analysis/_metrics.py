@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .aggregate import Aggregate
-from .design import CandidateMap
-from .exceptions import IncompatibleParamsError, InvalidParameterError
+from ..collect._aggregate import Aggregate
+from ..collect._design import CandidateMap
+from ..exceptions import IncompatibleParamsError, InvalidParameterError
 
 __all__ = ["METRIC_MEANINGS", "FitResiduals", "Metrics", "bit_residuals", "evaluate", "evaluate_result",
            "fit_residuals"]
@@ -236,7 +236,7 @@ def _detected_mask(result: Any) -> npt.NDArray[np.bool_]:
 
 
 def _diagnostic(result: Any, name: str, default: Any = None) -> Any:
-    """``result.diagnostics.<name>`` (a :class:`~rappor.decoder.DecodeDiagnostics`), or the key of a
+    """``result.diagnostics.<name>`` (a :class:`~rappor.analysis.decoder.DecodeDiagnostics`), or the key of a
     diagnostics mapping (duck-typed results), or ``default``."""
     diagnostics = getattr(result, "diagnostics", None)
     if isinstance(diagnostics, Mapping):
@@ -245,7 +245,7 @@ def _diagnostic(result: Any, name: str, default: Any = None) -> Any:
 
 
 def evaluate_result(result: Any, truth: Mapping[str, int], *, confidence_level: float = 0.95) -> Metrics:
-    """:func:`evaluate` a :class:`~rappor.decoder.DecodeResult` (or any object with its fields).
+    """:func:`evaluate` a :class:`~rappor.analysis.decoder.DecodeResult` (or any object with its fields).
 
     Uses ``result.strings``, ``result.proportion``, ``result.detected`` (or
     ``result.significant``), the rows of its ``results.csv`` (``result.ranking()``, when

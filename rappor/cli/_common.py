@@ -13,8 +13,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from .._io import check_distinct_files
-from ..formats.params import read_params
+from .._util.io import check_distinct_files
+from ..formats._params import read_params
 from ..params import Params
 
 
@@ -83,7 +83,7 @@ def add_level_argument(parser: argparse.ArgumentParser, *, help_text: str) -> No
 
 def add_estimator_argument(parser: argparse.ArgumentParser, *, help_text: str) -> None:
     """``--estimator least-squares``: no argparse ``choices``, so that a removed estimator is refused by
-    :func:`rappor.decoder._decoder.check_estimator` (``rappor: error: ...`` saying why, exit 1)."""
+    :func:`rappor.analysis.decoder._decoder.check_estimator` (``rappor: error: ...`` saying why, exit 1)."""
     parser.add_argument("--estimator", default="least-squares", metavar="least-squares",
                         help=f"{help_text} [default: least-squares]")
 
@@ -102,7 +102,7 @@ def add_output_argument(parser: argparse.ArgumentParser, *, help_text: str = "ou
 
 
 def add_on_error_arguments(parser: argparse.ArgumentParser, *, kept: str) -> None:
-    """``--on-error raise|skip`` and ``--rejects PATH`` (see :mod:`rappor._rejects`)."""
+    """``--on-error raise|skip`` and ``--rejects PATH`` (see :mod:`rappor._util.rejects`)."""
     parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
                         help=f"raise: stop at the first bad row; skip: leave bad rows out, write them "
                              f"with their line numbers and reasons to the rejects file and count them on stderr "
@@ -127,7 +127,7 @@ def load_params(args: argparse.Namespace) -> Params:
 class CommandFiles(NamedTuple):
     """The files one run of a command reads and writes, each with the option naming it.
 
-    :func:`rappor.cli.main` passes them to :func:`rappor._io.check_distinct_files`
+    :func:`rappor.cli.main` passes them to :func:`rappor._util.io.check_distinct_files`
     before the command runs: no output may be an input or another output, and
     ``summed`` inputs (added up) may not repeat.
     """
@@ -138,5 +138,5 @@ class CommandFiles(NamedTuple):
 
 
 def check_command_files(files: CommandFiles) -> None:
-    """Refuse the run if two of its paths are the same file (see :func:`rappor._io.check_distinct_files`)."""
+    """Refuse the run if two of its paths are the same file (see :func:`rappor._util.io.check_distinct_files`)."""
     check_distinct_files(files.inputs, files.outputs, summed=files.summed)

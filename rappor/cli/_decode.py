@@ -42,7 +42,7 @@ import math
 import sys
 from typing import Any
 
-from .._io import atomic_output
+from .._util.io import atomic_output
 from . import _discover_decode
 from ._common import (CommandFiles, add_estimator_argument, add_level_argument, add_output_argument,
                       add_params_argument, add_seed_argument, load_params)
@@ -132,14 +132,14 @@ def files(args: argparse.Namespace) -> CommandFiles:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._explain import floor_tie
-    from ..formats.candidates import read_candidates
-    from ..formats.counts import read_counts
-    from ..decoder import Decoder
-    from ..design import hash_candidates
-    from ..formats.map import read_map
+    from ..report._explain import floor_tie
+    from ..formats._candidates import read_candidates
+    from ..formats._counts import read_counts
+    from ..analysis.decoder import Decoder
+    from ..collect._design import hash_candidates
+    from ..formats._map import read_map
 
-    from ..decoder._decoder import check_combination, check_estimator
+    from ..analysis.decoder._decoder import check_combination, check_estimator
 
     check_estimator(args.estimator, cli=True)  # before reading the files
     check_combination(args.null, args.correction, cli=True)

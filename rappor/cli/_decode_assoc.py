@@ -44,7 +44,7 @@ from typing import Any
 
 from ..exceptions import InvalidParameterError, ReportFormatError
 from ._common import CommandFiles, add_level_argument, add_seed_argument, integer, real
-from .decode import _clean
+from ._decode import _clean
 
 NAME = "decode-assoc"
 HELP = "joint distribution of two or three variables (reports with one column per variable)"
@@ -165,9 +165,9 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def _string_map(args: argparse.Namespace, j: int, params: Any) -> Any:
-    from ..formats.candidates import read_candidates
-    from ..design import hash_candidates
-    from ..formats.map import read_map
+    from ..formats._candidates import read_candidates
+    from ..collect._design import hash_candidates
+    from ..formats._map import read_map
 
     path_map, path_cand = getattr(args, f"map{j}"), getattr(args, f"candidates{j}")
     name = getattr(args, f"var{j}")
@@ -187,8 +187,8 @@ def _google_types(args: argparse.Namespace, indices: list[int]) -> tuple[Any, li
     The parameters file the schema names is an input too: it joins the same-file check
     (an --output-dir that holds it must not replace it).
     """
-    from ..formats.params import read_params
-    from ..association._files import read_schema
+    from ..formats._params import read_params
+    from ..analysis.association._files import read_schema
     from ._common import check_command_files
 
     schema = read_schema(args.schema)
@@ -218,11 +218,11 @@ def run(args: argparse.Namespace) -> int:
     """Read the inputs, decode the association and write the results."""
     import numpy as np
 
-    from ..association import AssociationDecoder, Variable
-    from ..association._files import read_assoc_reports
-    from ..decoder import Decoder
-    from ..formats.params import read_params
-    from ..reports import ReportBatch
+    from ..analysis.association import AssociationDecoder, Variable
+    from ..analysis.association._files import read_assoc_reports
+    from ..analysis.decoder import Decoder
+    from ..formats._params import read_params
+    from ..client._reports import ReportBatch
 
     started = time.perf_counter()
     _check_args(args)
@@ -263,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
     summary.update(reports_read=n_total, reports_removed=data.removed, reports_sample_size=args.reports_sample_size,
                    total_elapsed_time=round(time.perf_counter() - started, 4))
     if google:
-        from .._io import output_directory
+        from .._util.io import output_directory
 
         out_dir = output_directory(args.output_dir or ".")
         _write_both(result, out_dir / "assoc-results.csv", "google", out_dir / "assoc-metrics.json", summary)
@@ -281,7 +281,7 @@ def _write_both(result: Any, results_path: Any, layout: str, summary_path: Any, 
     The summary's file is opened first and committed last, so a bad summary path leaves
     no results file behind (the results were written, then the summary failed).
     """
-    from .._io import atomic_output
+    from .._util.io import atomic_output
 
     text = json.dumps(_clean(summary), indent=2) + "\n"
     with atomic_output(summary_path) as fh:

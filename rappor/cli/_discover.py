@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 from ._common import CommandFiles, add_level_argument, add_output_argument, add_params_argument, integer, load_params
 
 if TYPE_CHECKING:
-    from ..aggregate import Aggregate
-    from ..discovery.search import DiscoveryResult
-    from ..discovery.spec import DiscoverySpec
+    from ..collect._aggregate import Aggregate
+    from ..analysis.discovery._search import DiscoveryResult
+    from ..analysis.discovery._spec import DiscoverySpec
 
 NAME = "discover"
 HELP = "find frequent strings outside any candidate list (discovery counts -> found.csv)"
@@ -40,7 +40,7 @@ ORDER = 55
 
 def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
     """``--max-length``, ``--segment``, ``--alphabet`` (the discovery layout)."""
-    from ..discovery.spec import ALPHABETS
+    from ..analysis.discovery._spec import ALPHABETS
 
     parser.add_argument("--max-length", type=integer(1), default=30, metavar="BYTES",
                         help="longest discoverable value, in UTF-8 bytes [default: 30]")
@@ -86,11 +86,11 @@ def files(args: argparse.Namespace) -> CommandFiles:
 
 def discovery_aggregate(spec: DiscoverySpec, counts: str | None, reports: list[str] | None) -> Aggregate:
     """The discovery counts: read from ``counts``, or summed from the ``reports`` files (CSV or Parquet)."""
-    from ..formats.counts import read_counts
+    from ..formats._counts import read_counts
 
     if counts is not None:
         return read_counts(counts, spec.wire_params)
-    from ..engines import aggregate_files
+    from ..engines._aggregate import aggregate_files
 
     return aggregate_files(list(reports or ()), spec.wire_params)
 
@@ -102,15 +102,15 @@ def listed_strings(result: DiscoveryResult) -> list[str]:
 
 def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
     """The :class:`DiscoverySpec` of ``--params``, ``--max-length``, ``--segment``, ``--alphabet``."""
-    from ..discovery.spec import DiscoverySpec
+    from ..analysis.discovery._spec import DiscoverySpec
 
     return DiscoverySpec(params=load_params(args), max_length=args.max_length, segment=args.segment,
                          alphabet=args.alphabet)
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._io import atomic_output
-    from ..discovery import discover
+    from .._util.io import atomic_output
+    from ..analysis.discovery import discover
 
     spec = spec_from_args(args)
     aggregate = discovery_aggregate(spec, args.counts, args.reports)

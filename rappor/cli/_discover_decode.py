@@ -9,15 +9,15 @@ import sys
 from typing import IO, TYPE_CHECKING, ContextManager
 
 if TYPE_CHECKING:
-    from ..decoder import DecodeResult
-    from ..design import CandidateMap
-    from ..discovery.search import DiscoveryResult
+    from ..analysis.decoder import DecodeResult
+    from ..collect._design import CandidateMap
+    from ..analysis.discovery._search import DiscoveryResult
     from ..params import Params
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """The options ``rappor decode`` gains for ``--discover``."""
-    from .discover import add_search_arguments, add_spec_arguments
+    from ._discover import add_search_arguments, add_spec_arguments
 
     group = parser.add_argument_group("discovery (with --discover; see 'rappor discover')")
     group.add_argument("--discover", metavar="PATH", default=None,
@@ -65,11 +65,11 @@ def add_discovered(args: argparse.Namespace, params: Params, cmap: CandidateMap 
     """
     from scipy import sparse
 
-    from ..design import CandidateMap, hash_candidates
-    from ..discovery import DiscoverySpec, discover
+    from ..collect._design import CandidateMap, hash_candidates
+    from ..analysis.discovery import DiscoverySpec, discover
     from ..exceptions import InvalidParameterError
-    from ..formats.params import read_params
-    from .discover import discovery_aggregate, listed_strings
+    from ..formats._params import read_params
+    from ._discover import discovery_aggregate, listed_strings
 
     spec = DiscoverySpec(params=read_params(args.discovery_params), max_length=args.max_length,
                          segment=args.segment, alphabet=args.alphabet)
@@ -93,7 +93,7 @@ def add_discovered(args: argparse.Namespace, params: Params, cmap: CandidateMap 
 
 def found_output(args: argparse.Namespace, result: DiscoveryResult | None) -> ContextManager[IO[str] | None]:
     """``--found`` opened for writing (atomically), or a context yielding None."""
-    from .._io import atomic_output
+    from .._util.io import atomic_output
 
     if result is None or args.found is None:
         return contextlib.nullcontext()

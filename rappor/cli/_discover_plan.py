@@ -8,7 +8,7 @@ from typing import IO, TYPE_CHECKING, Any
 from ._common import real
 
 if TYPE_CHECKING:
-    from ..discovery.plan import DiscoveryPlan
+    from ..analysis.discovery._plan import DiscoveryPlan
     from ..params import Params
 
 
@@ -44,7 +44,7 @@ def plan(args: argparse.Namespace, params: Params) -> DiscoveryPlan | None:
     """The discovery plan beside ``params`` (None without ``--discovery-share``)."""
     if args.discovery_share is None:
         return None
-    from ..discovery.plan import plan_discovery
+    from ..analysis.discovery._plan import plan_discovery
 
     return plan_discovery(params, args.reports, discovery_share=args.discovery_share)
 

@@ -8,7 +8,7 @@ import sys
 import time
 from typing import Any
 
-from .._io import output_directory
+from .._util.io import output_directory
 from ..params import Params
 from ._common import real
 
@@ -20,7 +20,7 @@ OUTPUT_NAMES = ("params.csv", "discovery-params.csv", "counts.csv", "discovery-c
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """The options ``rappor simulate`` gains for ``--discover``."""
-    from .discover import add_spec_arguments
+    from ._discover import add_spec_arguments
 
     group = parser.add_argument_group("discovery (with --discover)")
     group.add_argument("--discover", action="store_true",
@@ -36,24 +36,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, params: Params) -> int:
-    from .._io import atomic_output
-    from ..decoder import Decoder
-    from ..design import hash_candidates
-    from ..discovery import DiscoverySpec, discover, realistic_population, simulate_discovery
-    from ..discovery.evaluate import topk_scores
-    from ..formats.candidates import write_candidates
-    from ..formats.counts import write_counts
-    from ..formats.params import read_params, write_params
-    from ..metrics import evaluate_result
-    from ..simulation import candidate_strings, read_population
-    from .discover import listed_strings
+    from .._util.io import atomic_output
+    from ..analysis.decoder import Decoder
+    from ..collect._design import hash_candidates
+    from ..analysis.discovery import DiscoverySpec, discover, realistic_population, simulate_discovery
+    from ..analysis.discovery._evaluate import topk_scores
+    from ..formats._candidates import write_candidates
+    from ..formats._counts import write_counts
+    from ..formats._params import read_params, write_params
+    from ..analysis._metrics import evaluate_result
+    from ..simulation._simulation import candidate_strings, read_population
+    from ._discover import listed_strings
 
     started = time.perf_counter()
     if args.discovery_params is not None:
         dparams = read_params(args.discovery_params)
     else:
         # Same epsilon_inf as the full-string reports, one hash, no instantaneous noise.
-        from ..planner import _flip_for_epsilon_inf
+        from ..privacy._planner import _flip_for_epsilon_inf
 
         f = _flip_for_epsilon_inf(params.epsilon_inf, 1)
         dparams = Params(num_bloombits=256, num_hashes=1, num_cohorts=32, prob_p=0.0, prob_q=1.0, prob_f=f)

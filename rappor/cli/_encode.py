@@ -31,10 +31,10 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from .._io import STDIO, atomic_output, display_name
-from .._rejects import RejectsWriter, resolve_rejects_path
+from .._util.io import STDIO, atomic_output, display_name
+from .._util.rejects import RejectsWriter, resolve_rejects_path
 from ..exceptions import InsecureRandomnessWarning
-from ..file_encoder import default_jobs, encode_file, encode_variables_file
+from ..engines._encode import default_jobs, encode_file, encode_variables_file
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument, integer,
                       load_params)
 
@@ -76,8 +76,8 @@ def files(args: argparse.Namespace) -> CommandFiles:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Encode INPUT and write ``client,cohort,irr`` (:func:`rappor.file_encoder.encode_file`)."""
-    from ..encoder import read_key_file
+    """Encode INPUT and write ``client,cohort,irr`` (:func:`rappor.engines.encode_file`)."""
+    from ..client._encoder import read_key_file
 
     params = load_params(args)
     key = read_key_file(args.key_file)
@@ -115,10 +115,10 @@ def run(args: argparse.Namespace) -> int:
 def _several_variables(args: argparse.Namespace) -> bool:
     """Whether INPUT has several value columns (``client,NAME1,NAME2,...``), from its first line.
 
-    The line is read from the stream the encoder then reads (:func:`rappor._io.read_first_line`):
+    The line is read from the stream the encoder then reads (:func:`rappor._util.io.read_first_line`):
     a pipe, a FIFO or standard input is read once, its first line included.
     """
-    from .._io import read_first_line
+    from .._util.io import read_first_line
     from ..exceptions import ReportFormatError
 
     first = read_first_line(args.input)

@@ -7,18 +7,18 @@ the candidate, then for cohort 0..m-1 and hash 0..h-1 the 1-based row
 'cohort*k + bit + 1' of its Bloom bit.
 
 '--hashing google' hashes as google/rappor's client does (MD5; see
-rappor.compat), for collections that client encoded.
+rappor.collect._compat), for collections that client encoded.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from .._io import STDIO
-from ..formats.candidates import read_candidates
-from ..compat import hash_candidates_google
-from ..design import _hash_block, hash_candidates
-from ..formats.map import write_map
+from .._util.io import STDIO
+from ..formats._candidates import read_candidates
+from ..collect._compat import hash_candidates_google
+from ..collect._design import _hash_block, hash_candidates
+from ..formats._map import write_map
 from ._common import CommandFiles, add_output_argument, add_params_argument, load_params
 
 NAME = "hash-candidates"

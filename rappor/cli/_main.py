@@ -1,6 +1,6 @@
 """The ``rappor`` command: one subcommand per stage of a collection.
 
-Each subcommand lives in its own module under :mod:`rappor._commands` and defines
+Each subcommand lives in its own module under :mod:`rappor.cli` and defines
 ``NAME``, ``HELP``, ``configure(parser)`` and ``run(args) -> int``; this module only
 discovers them, parses the command line and maps errors to exit codes:
 
@@ -33,22 +33,20 @@ from collections.abc import Iterator, Sequence
 from types import ModuleType
 from typing import Any, TextIO
 
-from . import __version__
-from ._interrupt import Interrupted, raise_on_termination
-from ._io import remove_temporary_files
-from .exceptions import RapporError, RapporIOError, RapporWarning
+from .. import __version__
+from .._util.interrupt import Interrupted, raise_on_termination
+from .._util.io import remove_temporary_files
+from ..exceptions import RapporError, RapporIOError, RapporWarning
 
 __all__ = ["build_parser", "main"]
 
 
 def _command_modules() -> list[ModuleType]:
-    from . import _commands
+    from .. import cli
 
     modules = []
-    for info in pkgutil.iter_modules(_commands.__path__):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{_commands.__name__}.{info.name}")
+    for info in pkgutil.iter_modules(cli.__path__):
+        module = importlib.import_module(f"{cli.__name__}.{info.name}")
         if hasattr(module, "NAME") and hasattr(module, "run"):
             modules.append(module)
     modules.sort(key=lambda mod: (getattr(mod, "ORDER", 100), mod.NAME))
@@ -113,7 +111,7 @@ class _ClosedStandardOutput(io.TextIOBase):
     """Stands for a standard output the process was started without (``>&-``): writing fails cleanly."""
 
     def _fail(self) -> OSError:
-        # Already named: passes through the handlers that name write errors (rappor._io).
+        # Already named: passes through the handlers that name write errors (rappor._util.io).
         return RapporIOError("cannot write: standard output is closed", path="<stdout>", errno=errno.EBADF)
 
     def write(self, text: str) -> int:
@@ -180,7 +178,7 @@ def _run(args: argparse.Namespace, run: Any) -> int:
             with warnings.catch_warnings():
                 warnings.simplefilter("always", RapporWarning)
                 if args._files is not None:
-                    from ._commands._common import check_command_files
+                    from ._common import check_command_files
 
                     check_command_files(args._files(args))
                 status = run(args)
@@ -202,7 +200,7 @@ def _run(args: argparse.Namespace, run: Any) -> int:
         _say(f"rappor: interrupted by {exc.name}")
         return 128 + exc.signum
     except MemoryError as exc:
-        # Readers add the file they were reading (rappor._io.open_input_binary).
+        # Readers add the file they were reading (rappor._util.io.open_input_binary).
         where = f" {exc.args[0]}" if exc.args and isinstance(exc.args[0], str) else ""
         _say(f"rappor: error: out of memory{where} in 'rappor {_command_name(run)}': the input or the "
              f"parameters need more memory than this machine has")

@@ -11,7 +11,7 @@ the bits that carry a string, their collisions and the number of candidates), an
 'inflation', the variance inflation from Bloom collisions (1 = none).  When the smallest detectable share is
 large (0.05 or more: high privacy or few reports) a note says what that means: at most
 1/share strings can be that frequent, or none at all above 1, and how many reports would
-bring it down.  The output ends with a legend.  See rappor.planner.
+bring it down.  The output ends with a legend.  See rappor.privacy._planner.
 """
 
 from __future__ import annotations
@@ -85,10 +85,10 @@ LEGEND = """\
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._explain import detectable_share_note
-    from .._io import atomic_output
-    from ..formats.params import write_params
-    from ..planner import plan
+    from ..report._explain import detectable_share_note
+    from .._util.io import atomic_output
+    from ..formats._params import write_params
+    from ..privacy._planner import plan
 
     epsilon_one = math.inf if args.no_irr else args.epsilon_one
     if not args.no_irr and epsilon_one is not None and epsilon_one >= args.epsilon_inf:

@@ -52,16 +52,16 @@ def _json_number(value: float) -> float | str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._io import atomic_output
-    from ..privacy import loss
+    from .._util.io import atomic_output
+    from ..privacy._accounting import loss
 
     params = load_params(args)
     result = loss(params, reports=args.reports, delta=args.delta)
     several = _several_variables(params, args.variables)
     combined = None
     if args.discovery_params is not None:
-        from ..discovery.privacy import discovery_privacy
-        from ..formats.params import read_params
+        from ..analysis.discovery._privacy import discovery_privacy
+        from ..formats._params import read_params
 
         combined = discovery_privacy(params, read_params(args.discovery_params), split=args.split)
     with atomic_output(args.output) as out:
@@ -91,10 +91,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _several_variables(params: object, kinds: str | None) -> dict[str, Any] | None:
-    """Per-variable and total epsilons of a multi-variable report (rappor.association)."""
+    """Per-variable and total epsilons of a multi-variable report (rappor.analysis.association)."""
     if kinds is None:
         return None
-    from ..association import multi_variable_privacy
+    from ..analysis.association import multi_variable_privacy
     from ..exceptions import InvalidParameterError
 
     names = [k.strip() for k in kinds.split(",")]

@@ -73,12 +73,12 @@ def run(args: argparse.Namespace) -> int:
     """Simulate, decode, score and write the files."""
     import numpy as np
 
-    from .._io import atomic_output, check_output_directory, output_directory
-    from ..association import AssociationDecoder, example_joint, simulate_association, total_variation
-    from ..association._files import write_assoc_reports
-    from ..formats.map import write_map
-    from ..formats.params import read_params, write_params
-    from .simulate import DEFAULT_PARAMS
+    from .._util.io import atomic_output, check_output_directory, output_directory
+    from ..analysis.association import AssociationDecoder, example_joint, simulate_association, total_variation
+    from ..analysis.association._files import write_assoc_reports
+    from ..formats._map import write_map
+    from ..formats._params import read_params, write_params
+    from ._simulate import DEFAULT_PARAMS
 
     started = time.perf_counter()
     params = DEFAULT_PARAMS if args.params is None else read_params(args.params)
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
                "decode seconds": round(t_dec - t_sim, 3)}
     page = None
     if not args.no_report:  # rendered first: a failure leaves no partial set of files
-        from ..association._report import render_association_report
+        from ..report._association import render_association_report
 
         page = render_association_report(result=result, params=params, kinds=kinds, truth=truth, metrics=metrics,
                                          details=details, title=f"RAPPOR association simulation: {args.pair}, "

@@ -2,7 +2,7 @@
 
 This module owns where a client's randomness comes from (keyed derivations and the OS
 CSPRNG); the rules that turn it into a permanent and an instantaneous response
-(thresholds, bit algebra) are :mod:`rappor.randomizer`'s.
+(thresholds, bit algebra) are :mod:`rappor.client._randomizer`'s.
 
 A client holds a secret (at least 16 bytes).  From it, and only from it, come
 
@@ -27,7 +27,7 @@ The exact derivations (byte strings, byte order, thresholds) are specified in
     || value)`` (FIPS 202, a keyed sponge used as a PRF), read ``4k`` bytes; bit ``j``
     uses the big-endian uint32 ``u`` at bytes ``4j .. 4j + 3`` of ``X``.  With
     ``t = min(round(f 2**31), 2**31)``: ``u < t`` gives 1, ``t <= u < 2t`` gives 0 and
-    otherwise the Bloom bit is kept (:func:`rappor.randomizer.permanent_response_from_words`).
+    otherwise the Bloom bit is kept (:func:`rappor.client.permanent_response_from_words`).
 ``PRR of one of several variables`` (association analysis; see ``docs/client.md``)
     the same with the label ``b"rappor/prr/v2/var" || uint32_be(len(name)) || utf8(name)``
     in place of ``b"rappor/prr/v2"``; a boolean's value bytes are ``b"TRUE"`` or ``b"FALSE"``.
@@ -35,7 +35,7 @@ The exact derivations (byte strings, byte order, thresholds) are specified in
     a fresh uniform uint32 ``v`` per bit: bit is 1 iff ``v < round(q 2**32)`` where the
     PRR bit is 1 and iff ``v < round(p 2**32)`` where it is 0.  ``round`` is Python's
     (half to even) applied to the exact product
-    (:func:`rappor.randomizer.instantaneous_response_from_words`).
+    (:func:`rappor.client.instantaneous_response_from_words`).
 ``client secrets``
     ``HMAC-SHA256(key, b"rappor/client/" || utf8(client_id))`` (32 bytes), so one key
     file serves a whole simulated or server-side population.
@@ -64,20 +64,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._bits import pack_bits
-from ._io import PathLike, display_name, output_target, read_input_bytes
-from ._keyfile import MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, parse_key_text
-from ._memory import check_encode
-from ._validation import RngLike, check_cohort, check_rng
-from .exceptions import InsecureKeyFileWarning, InvalidParameterError, RapporIOError, ReportFormatError
-from .hashing import bloom_bit_indices, bloom_bits_table, utf8_problem, value_bytes
-from .params import Params
-from .randomizer import (
+from .._util.bits import pack_bits
+from .._util.io import PathLike, display_name, output_target, read_input_bytes
+from .._util.keyfile import MAX_KEY_FILE_BYTES, MIN_KEY_BYTES, parse_key_text
+from .._util.memory import check_encode
+from .._util.validation import RngLike, check_cohort, check_rng
+from ..exceptions import InsecureKeyFileWarning, InvalidParameterError, RapporIOError, ReportFormatError
+from ._hashing import bloom_bit_indices, bloom_bits_table, utf8_problem, value_bytes
+from ..params import Params
+from ._randomizer import (
     WORD_SPAN,
     instantaneous_response_from_words,
     permanent_response_from_words,
 )
-from .reports import Report, ReportBatch
+from ._reports import Report, ReportBatch
 
 __all__ = [
     "MIN_SECRET_BYTES",
@@ -186,7 +186,7 @@ def _prr_key_prefix(secret: bytes, label: bytes = _PRR_LABEL) -> bytes:
     """``label || uint32_be(len(secret)) || secret``: the keyed part of the PRR's SHAKE-256 input.
 
     ``label`` is ``b"rappor/prr/v2"`` for full-string reports; discovery reports use
-    their own (:mod:`rappor.discovery.client`), so the two PRRs of one client are
+    their own (:mod:`rappor.analysis.discovery`), so the two PRRs of one client are
     independent.
     """
     return label + struct.pack(">I", len(secret)) + secret
@@ -306,7 +306,7 @@ class Encoder:
     -----
     Encoding follows Erlingsson, Pihur and Korolova (2014), arXiv:1407.6981, Section 3:
 
-    1. Bloom filter ``B`` of the value in the cohort (:mod:`rappor.hashing`).
+    1. Bloom filter ``B`` of the value in the cohort (:mod:`rappor.client._hashing`).
     2. Permanent response ``B'``: bit ``j`` is 1 with probability ``f/2``, 0 with
        probability ``f/2``, and ``B_j`` otherwise.  The coin is the keyed PRF of
        :func:`prr_uniforms`, so it is memoized without storage; thresholds have 32-bit
@@ -435,9 +435,9 @@ class Encoder:
         Every variable gets its own permanent response, keyed by the client's secret and
         domain-separated by the variable's name (``docs/client.md``), so the PRRs of two
         variables are independent even for equal values; the privacy costs add
-        (:func:`rappor.association.multi_variable_privacy`).
+        (:func:`rappor.analysis.association.multi_variable_privacy`).
         """
-        from .association._variables import boolean_params
+        from ..analysis.association._variables import boolean_params
 
         out: dict[str, Report] = {}
         for name, value in values.items():
@@ -458,7 +458,7 @@ class Encoder:
 
 
 # ---------------------------------------------------------------- several variables per client
-# (association analysis: rappor.association; the PRR's label names the variable)
+# (association analysis: rappor.analysis.association; the PRR's label names the variable)
 
 _TRUE, _FALSE = b"TRUE", b"FALSE"
 
@@ -581,7 +581,7 @@ def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values
     ------
     InsufficientMemoryError
         If the batch cannot fit in memory (about 16 bytes per report bit,
-        :func:`rappor._memory.encode_bytes`), before anything is allocated.
+        :func:`rappor._util.memory.encode_bytes`), before anything is allocated.
     """
     _check_params(params, "encode_clients")
     check_encode(params, len(client_ids))
@@ -657,7 +657,7 @@ def _bloom_indices_of_rows(datas: list[bytes], cohorts: npt.NDArray[np.int64], p
     """Bloom bit indices, shape ``(n, h)``, of ``datas[i]`` in cohort ``cohorts[i]``.
 
     When the distinct values times the cohorts are few compared with the rows, one
-    vectorized :func:`~rappor.hashing.bloom_bits_table` call hashes every pair;
+    vectorized :func:`~rappor.client.bloom_bits_table` call hashes every pair;
     otherwise each distinct ``(value, cohort)`` pair is hashed once.
     """
     k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
@@ -688,7 +688,7 @@ def read_key_file(path: PathLike) -> bytes:
     Leading and trailing whitespace (such as the final newline) and a UTF-8 byte-order
     mark are ignored; nothing else is allowed, and a file of more than 4,096 bytes is
     refused unread (so a wrong path such as ``/dev/zero`` costs nothing).  ``rappor
-    keygen`` writes such files (:mod:`rappor._keyfile` defines the format).  Messages
+    keygen`` writes such files (:mod:`rappor._util.keyfile` defines the format).  Messages
     never show the file's content.
 
     Parameters

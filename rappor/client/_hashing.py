@@ -31,9 +31,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ._murmur import murmur3_x64_128
-from ._validation import check_cohort, check_cohorts
-from .exceptions import InvalidParameterError
-from .params import Params
+from .._util.validation import check_cohort, check_cohorts
+from ..exceptions import InvalidParameterError
+from ..params import Params
 
 __all__ = ["bloom_bit_indices", "bloom_bits", "bloom_bits_table", "bloom_filter", "reduce_words", "split_hash_words",
            "value_bytes"]
@@ -224,7 +224,7 @@ def split_hash_words(parts: Sequence[bytes], seeds: npt.ArrayLike, num_hashes: i
     """The 64-bit words of the *split* hash used by discovery reports, one part at a time.
 
     A discovery fragment is hashed in two parts, a *head* and a *tail*
-    (:mod:`rappor.discovery.spec` says which): hash ``i`` of the fragment in cohort
+    (:mod:`rappor.analysis.discovery` says which): hash ``i`` of the fragment in cohort
     ``c`` has the bit index ``(floor(H_i k / 2**64) + floor(T_i k / 2**64)) mod k``
     where ``H_i`` is word ``i`` (steps 1-2 of the module docstring) of the key
     ``b"rappor/discovery/head\\x00" || head`` and ``T_i`` that of
@@ -233,7 +233,7 @@ def split_hash_words(parts: Sequence[bytes], seeds: npt.ArrayLike, num_hashes: i
     probability ``1/k`` (the sum modulo ``k`` of a fixed and a uniform index is
     uniform), and the index is *additive*: a server scores every tail of an alphabet
     after many heads at once as one sparse matrix product
-    (:class:`rappor.discovery.oracle.SlotOracle`).
+    (:class:`rappor.analysis.discovery._oracle.SlotOracle`).
 
     Parameters
     ----------

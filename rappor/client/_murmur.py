@@ -21,7 +21,7 @@ Why not ``mmh3`` in a loop
 ``mmh3`` hashes one key under one seed per call, and a candidate list needs every key
 under every cohort: 20,000 keys x 128 cohorts take 0.04 CPU-s here against 0.77 for a
 Python loop of ``mmh3`` calls into an array, 21x (best of 3, ``python
-benchmarks/hand_written.py``, on a quiet 2-core machine, 2026-11-24).  ``tests/test_murmur.py`` checks it bit for bit against
+benchmarks/hand_written.py``, on a quiet 2-core machine, 2026-11-24).  ``tests/client/test_murmur.py`` checks it bit for bit against
 ``mmh3``.
 """
 

@@ -3,12 +3,12 @@
 This module owns the randomizer's rules, in one place; it never draws randomness
 itself.  Its callers supply the coins and keep only the job of making them:
 
-* the secure client (:mod:`rappor.encoder`, :mod:`rappor.discovery.client`): keyed
+* the secure client (:mod:`rappor.client._encoder`, :mod:`rappor.analysis.discovery`): keyed
   SHAKE-256 words for the PRR, :func:`os.urandom` words for the IRR;
 * the simulator (:mod:`rappor.simulation`): numpy Generator words, 64 bits packed per
   ``uint64`` word;
-* the classic mechanisms (:mod:`rappor.mechanisms`), google/rappor's PRR
-  (:mod:`rappor.compat`) and the privacy audit (:mod:`rappor.audit`): boolean coins.
+* the classic mechanisms (:mod:`rappor.privacy`), google/rappor's PRR
+  (:mod:`rappor.collect`) and the privacy audit (:mod:`rappor.privacy`): boolean coins.
 
 Randomizer (Erlingsson, Pihur and Korolova 2014, arXiv:1407.6981, Section 3)
 ---------------------------------------------------------------------------
@@ -31,11 +31,11 @@ packed words (64 bits per ``uint64``), so every randomizer of the package shares
 Per-bit channel and its inversion (Section 4; google/rappor ``decode.R``)
 ------------------------------------------------------------------------
 A report bit is 1 with probability ``p11 = q (1 - f/2) + p f/2`` where the Bloom bit is
-1 and ``p01 = p (1 - f/2) + q f/2`` where it is 0 (:func:`report_probabilities`).  So
+1 and ``p01 = p (1 - f/2) + q f/2`` where it is 0 (:func:`rappor.params.report_probabilities`).  So
 ``E[rate] = p01 + (p11 - p01) x`` for the share ``x`` of set Bloom bits, inverted by
 :func:`debias` with the binomial variance of :func:`debiased_variance`.  Warner's
 randomized response, k-ary randomized response and unary encodings are the same
-affine channel with other ``p01`` and slope (:mod:`rappor.mechanisms`).
+affine channel with other ``p01`` and slope (:mod:`rappor.privacy`).
 """
 
 from __future__ import annotations
@@ -55,7 +55,6 @@ __all__ = [
     "permanent_response",
     "permanent_response_from_words",
     "prr_threshold",
-    "report_probabilities",
 ]
 
 #: Number of values of one uniform random word (32 bits): thresholds have resolution ``1 / WORD_SPAN``.
@@ -160,18 +159,6 @@ def instantaneous_response_from_words(prr: npt.NDArray[np.integer[Any]], words: 
 
 
 # --------------------------------------------------------------------------- the per-bit channel
-
-
-def report_probabilities(prob_p: float, prob_q: float, prob_f: float) -> tuple[float, float]:
-    """``(p11, p01)``: P(report bit 1 | Bloom bit 1) and P(report bit 1 | Bloom bit 0).
-
-    ``p11 = q (1 - f/2) + p f/2`` and ``p01 = p (1 - f/2) + q f/2`` (Erlingsson, Pihur
-    and Korolova 2014, Sec. 4; google/rappor ``decode.R``: the PRR keeps a bit with
-    probability ``1 - f/2`` and flips it with ``f/2``, then the IRR reports ``q`` or ``p``).
-    """
-    p11 = prob_q * (1.0 - prob_f / 2.0) + prob_p * prob_f / 2.0
-    p01 = prob_p * (1.0 - prob_f / 2.0) + prob_q * prob_f / 2.0
-    return p11, p01
 
 
 def debias(observed: Any, p01: Any, gap: float) -> Any:

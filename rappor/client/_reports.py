@@ -1,10 +1,10 @@
 """Reports: one client's (cohort, IRR bits) as :class:`Report`, and batches of them packed as :class:`ReportBatch`.
 
 Only the cohort and the instantaneous randomized response (IRR) ever leave a device.
-Bit order is defined in :mod:`rappor._bits` (google/rappor bit strings: character 0 is
+Bit order is defined in :mod:`rappor._util.bits` (google/rappor bit strings: character 0 is
 bit ``k - 1``; packed words: bit ``j`` is ``(w[j // 64] >> (j % 64)) & 1``).  Report
-files are read and written by :mod:`rappor.formats.reports_csv` (CSV) and
-:mod:`rappor.formats.parquet`.
+files are read and written by :mod:`rappor.formats` (CSV) and
+:mod:`rappor.formats`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._bits import bits_to_bitstrings, bitstrings_to_bits, pack_bits, pack_bytes, unpack_bits, unpack_bytes
-from ._moved import moved_names
-from ._validation import check_cohorts
-from .exceptions import InvalidParameterError
-from .params import Params
+from .._util.bits import bits_to_bitstrings, bitstrings_to_bits, pack_bits, pack_bytes, unpack_bits, unpack_bytes
+from .._util.validation import check_cohorts
+from ..exceptions import InvalidParameterError
+from ..params import Params
 
 __all__ = ["Report", "ReportBatch"]
 
@@ -182,7 +181,3 @@ class ReportBatch:
     def __getitem__(self, index: int) -> Report:
         bits = unpack_bits(self.words[index], self.params.num_bloombits)
         return Report(cohort=int(self.cohorts[index]), bits=bits)
-
-
-#: Old import paths (before issue 15): the CSV reader and writer live in rappor.formats.reports_csv.
-__getattr__ = moved_names(__name__, "rappor.formats.reports_csv", ("iter_reports", "read_reports", "write_reports"))

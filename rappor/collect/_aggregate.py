@@ -2,7 +2,7 @@
 
 The table has shape ``(num_cohorts, num_bloombits + 1)``: column 0 is the number of
 reports of the cohort, column ``1 + j`` the number of reports with bit ``j`` set
-(google/rappor ``counts.csv``, read and written by :mod:`rappor.formats.counts`).
+(google/rappor ``counts.csv``, read and written by :mod:`rappor.formats`).
 Aggregates form a commutative monoid under :meth:`Aggregate.merge` (exact int64
 addition) with :meth:`Aggregate.empty` as identity.
 
@@ -21,16 +21,15 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._bits import unpack_bits
-from ._memory import check_counts_table
-from ._moved import moved_names
-from .exceptions import CountOverflowError, IncompatibleParamsError, InvalidParameterError, UnbalancedCohortsWarning
-from .params import Params, check_same_params
-from .reports import ReportBatch
+from .._util.bits import unpack_bits
+from .._util.memory import check_counts_table
+from ..exceptions import CountOverflowError, IncompatibleParamsError, InvalidParameterError, UnbalancedCohortsWarning
+from ..params import Params, check_same_params
+from ..client._reports import ReportBatch
 
 __all__ = ["Aggregate", "check_cohort_balance"]
 
-# _BYTE_BITS[v, i] is bit i of the byte value v, in the packed-byte order of rappor._bits.
+# _BYTE_BITS[v, i] is bit i of the byte value v, in the packed-byte order of rappor._util.bits.
 _BYTE_BITS = unpack_bits(np.arange(256, dtype=np.uint64)[:, None], 8).astype(np.int64)
 
 #: Largest exact count (int64).
@@ -158,7 +157,7 @@ class Aggregate:
 
     @classmethod
     def from_report_chunks(cls, chunks: Iterable[ReportBatch], params: Params) -> Aggregate:
-        """Count reports arriving in chunks (e.g. from :func:`rappor.formats.reports_csv.iter_reports`).
+        """Count reports arriving in chunks (e.g. from :func:`rappor.formats.iter_reports`).
 
         Parameters
         ----------
@@ -264,7 +263,3 @@ def check_cohort_balance(aggregate: Aggregate, *, stacklevel: int = 2) -> bool:
            f"{int(n_per_cohort[lo])}, a spread of {spread} > N/m = {total / m:.6g}")
     warnings.warn(msg, UnbalancedCohortsWarning, stacklevel=stacklevel)
     return False
-
-
-#: Old import paths (before issue 15): the counts file's reader and writer live in rappor.formats.counts.
-__getattr__ = moved_names(__name__, "rappor.formats.counts", ("read_counts", "write_counts"))

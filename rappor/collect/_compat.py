@@ -1,7 +1,7 @@
 """Compatibility with collections made by google/rappor's own client.
 
 google/rappor (``client/python/rappor.py``, commit a13fa96) hashes and randomizes
-differently from :mod:`rappor.hashing` and :mod:`rappor.encoder`.  This module
+differently from :mod:`rappor.client` and :mod:`rappor.client`.  This module
 reproduces its derivations bit for bit, so an analyst holding reports made by that
 client can build the matching candidate map (:func:`hash_candidates_google`, or
 ``rappor hash-candidates --hashing google``) and check its PRRs (:func:`google_prr`).
@@ -45,14 +45,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._bits import pack_bits
-from ._memory import check_design
-from ._validation import check_cohort
-from .design import CandidateMap, _map_from_bit_tables
-from .exceptions import InvalidParameterError
-from .hashing import value_bytes
-from .params import Params
-from .randomizer import permanent_response
+from .._util.bits import pack_bits
+from .._util.memory import check_design
+from .._util.validation import check_cohort
+from ._design import CandidateMap, _map_from_bit_tables
+from ..exceptions import InvalidParameterError
+from ..client._hashing import value_bytes
+from ..params import Params
+from ..client._randomizer import permanent_response
 
 __all__ = [
     "GOOGLE_MAX_HASHES",
@@ -153,7 +153,7 @@ def google_bloom_filter(value: str | bytes, cohort: int, params: Params) -> npt.
 def google_bloom_bits_table(values: Sequence[str | bytes], params: Params) -> npt.NDArray[np.int32]:
     """google/rappor's Bloom bit indices of every value in every cohort.
 
-    The counterpart of :func:`rappor.hashing.bloom_bits_table` for MD5 hashing: one
+    The counterpart of :func:`rappor.client.bloom_bits_table` for MD5 hashing: one
     ``hashlib`` call per (value, cohort), the rest in numpy.
 
     Parameters
@@ -179,7 +179,7 @@ def google_bloom_bits_table(values: Sequence[str | bytes], params: Params) -> np
 
 
 def hash_candidates_google(strings: Sequence[str], params: Params) -> CandidateMap:
-    """Hash candidate strings into a :class:`~rappor.design.CandidateMap` the way google/rappor does.
+    """Hash candidate strings into a :class:`~rappor.collect.CandidateMap` the way google/rappor does.
 
     Use it (or ``rappor hash-candidates --hashing google``) to decode reports made by
     google/rappor's client; it reproduces that project's ``hash_candidates.py``.
@@ -197,7 +197,7 @@ def hash_candidates_google(strings: Sequence[str], params: Params) -> CandidateM
 
     See Also
     --------
-    rappor.design.hash_candidates : the same with this package's MurmurHash3 hashing.
+    rappor.collect.hash_candidates : the same with this package's MurmurHash3 hashing.
     """
     strings = tuple(strings)
     params = _check_hashing_params(params, "hash_candidates_google")

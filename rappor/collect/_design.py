@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from ._lazy import lazy_module
-from ._memory import check_design
-from .exceptions import InvalidParameterError
-from .hashing import bloom_bits_table
-from .params import Params
+from .._util.lazy import lazy_module
+from .._util.memory import check_design
+from ..exceptions import InvalidParameterError
+from ..client._hashing import bloom_bits_table
+from ..params import Params
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -137,7 +137,7 @@ def _hash_block(params: Params) -> int:
 
 
 def hash_candidates(strings: Sequence[str], params: Params) -> CandidateMap:
-    """Hash candidate strings into a :class:`CandidateMap` with :mod:`rappor.hashing`.
+    """Hash candidate strings into a :class:`CandidateMap` with :mod:`rappor.client`.
 
     Parameters
     ----------
@@ -153,7 +153,7 @@ def hash_candidates(strings: Sequence[str], params: Params) -> CandidateMap:
     ------
     InsufficientMemoryError
         If the map of ``len(strings)`` candidates at these ``k``, ``h`` and ``m`` cannot
-        fit in memory (estimated before hashing: :func:`rappor._memory.design_bytes`).
+        fit in memory (estimated before hashing: :func:`rappor._util.memory.design_bytes`).
     """
     strings = tuple(strings)
     block = _hash_block(params)

@@ -9,16 +9,16 @@ made it.
 
 =========  =====================================================================
 ``numpy``  one process, streamed in chunks (the default; no extra dependency)
-``dask``   :mod:`rappor.engines.dask`: ``dask.dataframe.read_parquet`` partitions,
+``dask``   :mod:`rappor.engines._dask`: ``dask.dataframe.read_parquet`` partitions,
            a ``distributed.Client`` passed in, a scheduler address, or local threads
-``spark``  :mod:`rappor.engines.spark`: ``spark.read.parquet(...).mapInArrow``, a
+``spark``  :mod:`rappor.engines._spark`: ``spark.read.parquet(...).mapInArrow``, a
            ``SparkSession`` passed in (cluster, local or Spark Connect) or a local one
 =========  =====================================================================
 
 Engine packages are imported only inside their adapter modules, so ``import rappor``
 and the numpy engine never import Dask or Spark.  Reports may be CSV (``rappor encode``
-or google/rappor layout, :mod:`rappor.formats.reports_csv`) or Parquet
-(:mod:`rappor.formats.parquet`); Parquet is split into partitions by the engine, CSV
+or google/rappor layout, :mod:`rappor.formats`) or Parquet
+(:mod:`rappor.formats`); Parquet is split into partitions by the engine, CSV
 files are counted one file per task.  :func:`aggregate_files` is what ``rappor
 sum-bits`` runs, whatever the engine.  See ``docs/scaling.md`` for sizing a
 billion-report job.
@@ -31,13 +31,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from .._io import STDIO, PathLike, check_distinct_files
-from .._lazy import import_optional
-from .._rejects import OnError, RejectSink, check_on_error
-from .._validation import check_options
-from ..aggregate import Aggregate, add_counts
+from .._util.io import STDIO, PathLike, check_distinct_files
+from .._util.lazy import import_optional
+from .._util.rejects import OnError, RejectSink, check_on_error
+from .._util.validation import check_options
+from ..collect._aggregate import Aggregate, add_counts
 from ..exceptions import InvalidParameterError, ReportFormatError
-from ..formats.parquet import check_parquet_file, parquet_files, report_format
+from ..formats._parquet import check_parquet_file, parquet_files, report_format
 from ..params import Params
 from ._partition import empty_counts, file_counts
 
@@ -106,7 +106,7 @@ def report_sources(paths: Sequence[PathLike], params: Params) -> list[ReportSour
     IncompatibleParamsError
         A Parquet file was written with other parameters.
     InvalidParameterError
-        A file is reached twice (see :func:`rappor._io.check_distinct_files`).
+        A file is reached twice (see :func:`rappor._util.io.check_distinct_files`).
     ReportFormatError
         A Parquet file cannot be read or lacks the report columns.
     RapporIOError
@@ -200,10 +200,10 @@ def get_engine(name: EngineName = "numpy", **options: Any) -> Engine:
             raise InvalidParameterError(msg)
         return NumpyEngine()
     if name == "dask":
-        from .dask import DaskEngine
+        from ._dask import DaskEngine
 
         return DaskEngine(**options)
-    from .spark import SparkEngine
+    from ._spark import SparkEngine
 
     return SparkEngine(**options)
 
@@ -237,7 +237,7 @@ def aggregate_files(
         distributed engines do not call it.
     on_error : {"raise", "skip"}, default="raise"
         ``"raise"`` stops at the first bad row.  ``"skip"`` leaves bad rows of CSV inputs
-        out and appends each, as a :class:`rappor._rejects.RejectedRow`, to ``rejects``
+        out and appends each, as a :class:`rappor._util.rejects.RejectedRow`, to ``rejects``
         (numpy engine only; a bad header, or a bad Parquet file, still raises).
     rejects : list or None, default=None
         Where skipped rows go (anything with ``append``); required with ``"skip"``.
@@ -265,7 +265,7 @@ def aggregate_files(
     cluster) and get the table the embedded numpy path gives:
 
     >>> from rappor import Params, Population, simulate
-    >>> from rappor.formats.parquet import write_parquet_reports
+    >>> from rappor.formats._parquet import write_parquet_reports
     >>> params = Params(k=16, h=2, m=4, p=0.5, q=0.75, f=0.5)
     >>> sim = simulate(params, Population.zipf(10), 1_000, rng=0)
     >>> write_parquet_reports("reports.parquet", sim.reports)

@@ -1,10 +1,10 @@
 """Encoding files of client values: :func:`encode_file` (``client,value`` in, ``client,cohort,irr`` out).
 
 This module owns the batch encoding of files, which ``rappor encode`` runs: the input
-is read in chunks by :func:`rappor.formats.client_values.iter_client_values`, each chunk
-is encoded by :func:`rappor.encoder.encode_clients` (in worker processes,
-:class:`rappor._workers.WorkerPool`, when asked), and the rows are written in input
-order by :func:`rappor.formats.reports_csv.report_rows` into an atomic output.  The
+is read in chunks by :func:`rappor.formats.iter_client_values`, each chunk
+is encoded by :func:`rappor.client.encode_clients` (in worker processes,
+:class:`rappor._util.workers.WorkerPool`, when asked), and the rows are written in input
+order by :func:`rappor.formats._reports_csv.report_rows` into an atomic output.  The
 output does not depend on the number of workers.
 
 :func:`encode_variables_file` is the same pipeline for several variables per client
@@ -22,21 +22,21 @@ from typing import Any
 
 import numpy as np
 
-from ._io import PathLike, atomic_output, csv_field
-from ._memory import check_encode
-from ._rejects import OnError, RejectSink, check_on_error
-from ._validation import check_int
-from .encoder import encode_clients
-from .formats.client_values import iter_client_values, iter_client_variables
-from .formats.reports_csv import HEADER, report_rows
-from .params import Params
+from .._util.io import PathLike, atomic_output, csv_field
+from .._util.memory import check_encode
+from .._util.rejects import OnError, RejectSink, check_on_error
+from .._util.validation import check_int
+from ..client._encoder import encode_clients
+from ..formats._client_values import iter_client_values, iter_client_variables
+from ..formats._reports_csv import HEADER, report_rows
+from ..params import Params
 
 __all__ = ["encode_file", "encode_variables_file"]
 
 #: Rows encoded per vectorized call, and per task of a worker, at most ...
 CHUNK_ROWS = 65536
 #: ... and at most this many report bits (rows x k) per call: a chunk takes about 16 bytes
-#: per bit (:data:`rappor._memory.ENCODE_BYTES_PER_BIT`), so about 64 MiB whatever k is.
+#: per bit (:data:`rappor._util.memory.ENCODE_BYTES_PER_BIT`), so about 64 MiB whatever k is.
 #: With 65,536 rows at any k, k = 4,096 needed 4 GB per worker and k = 2**32 was killed
 #: by the kernel without a word.
 CHUNK_BITS = 1 << 22
@@ -79,7 +79,7 @@ def _encode_chunk(index: int, clients: list[str], values: list[str]) -> tuple[in
 
 def _encode_variables_chunk(index: int, clients: list[str], columns: list[list[str]]) -> tuple[int, str]:
     """Encode one chunk of several variables: one report per variable per client, one row per client."""
-    from .association._variables import boolean_params  # the association package: only for this layout
+    from ..analysis.association._variables import boolean_params  # the association package: only for this layout
 
     params: Params = _WORKER["params"]
     bitstrings = []
@@ -109,14 +109,14 @@ def encode_file(input: PathLike, output: PathLike, params: Params, key: bytes, *
     Parameters
     ----------
     input : str or os.PathLike
-        The ``client,value`` CSV (:mod:`rappor.formats.client_values`), or ``"-"`` for
+        The ``client,value`` CSV (:mod:`rappor.formats`), or ``"-"`` for
         standard input.
     output : str or os.PathLike
-        The reports CSV (:mod:`rappor.formats.reports_csv`), written atomically: it
+        The reports CSV (:mod:`rappor.formats`), written atomically: it
         appears complete or not at all; ``"-"`` writes to standard output.
     params : Params
     key : bytes
-        The collection's key, at least 16 bytes (:func:`rappor.encoder.read_key_file`).
+        The collection's key, at least 16 bytes (:func:`rappor.client.read_key_file`).
     seed : int or None, default=None
         ``None`` draws the instantaneous noise from the operating system's CSPRNG.  An
         int draws it from numpy's generator seeded with it (one stream per chunk of
@@ -127,7 +127,7 @@ def encode_file(input: PathLike, output: PathLike, params: Params, key: bytes, *
         encoded in this process whatever ``jobs`` is.
     on_error : {"raise", "skip"}, default="raise"
         ``"skip"`` leaves bad data rows out and appends each to ``rejects`` (see
-        :func:`rappor.formats.client_values.iter_client_values`).
+        :func:`rappor.formats.iter_client_values`).
     rejects : list or None, default=None
         Where skipped rows go; required with ``"skip"``.
 
@@ -178,7 +178,7 @@ def _encode_chunks(chunks: Iterator[tuple[list[str], Any]], output: PathLike, he
             finally:
                 _WORKER.clear()
             return written
-        from ._workers import WorkerPool  # multiprocessing: imported only when workers run (`import rappor` stays light)
+        from .._util.workers import WorkerPool  # multiprocessing: imported only when workers run (`import rappor` stays light)
 
         with WorkerPool(workers, encode, setup=_init_worker, setup_args=setup_args) as pool:
             for size, text in pool.imap((index, clients, values) for index, (clients, values) in todo):

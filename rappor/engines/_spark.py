@@ -22,14 +22,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .._lazy import import_optional
-from .._rejects import OnError, RejectSink
-from .._validation import check_int
-from ..aggregate import Aggregate
+from .._util.lazy import import_optional
+from .._util.rejects import OnError, RejectSink
+from .._util.validation import check_int
+from ..collect._aggregate import Aggregate
 from ..exceptions import InvalidParameterError, RapporError, ReportFormatError
-from ..formats.parquet import report_columns
+from ..formats._parquet import report_columns
 from ..params import Params
-from . import Progress, ReportSource, check_distributed_options, parquet_groups
+from ._aggregate import Progress, ReportSource, check_distributed_options, parquet_groups
 from ._partition import empty_counts, spark_arrow_partition, spark_file_partition, spark_schema
 
 __all__ = ["SparkEngine"]

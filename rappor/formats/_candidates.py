@@ -10,7 +10,7 @@ Lines end with LF or CRLF only.  Any other carriage return is an error naming it
 line: a file with old Mac (CR-only) line endings would otherwise be read as one long
 candidate, and a candidate cannot hold a carriage return (:func:`write_candidates`
 refuses one, so the file format never needs it; pass such strings to
-:func:`rappor.design.hash_candidates` directly).
+:func:`rappor.collect.hash_candidates` directly).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable
 
-from .._excerpt import excerpt
-from .._io import PathLike, atomic_output, display_name, iter_text_lines
+from .._util.excerpt import excerpt
+from .._util.io import PathLike, atomic_output, display_name, iter_text_lines
 from ..exceptions import InvalidParameterError, ReportFormatError, RapporWarning
 
 __all__ = ["read_candidates", "write_candidates"]

@@ -5,7 +5,7 @@ writes it.  One row per report to make (a client may appear several times): the 
 from which its secret is derived, and the value it reports.  This is what ``rappor
 encode`` and :func:`rappor.encode_file` read.
 
-The file is read through :func:`rappor._csv_blocks.iter_csv_blocks` in blocks of
+The file is read through :func:`rappor._util.csv_blocks.iter_csv_blocks` in blocks of
 :data:`BLOCK_BYTES`, so memory is bounded by the block (and the chunk of rows being
 encoded), not by the input (issue 13, item 7: the whole input used to be held, about
 230 bytes a row).  The rows are exactly those of the csv module in strict mode on the
@@ -25,12 +25,12 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from .._csv_blocks import PlainBlock, Record, iter_csv_blocks
-from .._excerpt import clip, excerpt
-from .._io import PathLike, atomic_output, csv_field, display_name, open_input_binary
-from .._keyfile import looks_like_key_file, not_a_key_file_error
-from .._rejects import OnError, RejectedRow, RejectSink, check_on_error
-from .._validation import check_int
+from .._util.csv_blocks import PlainBlock, Record, iter_csv_blocks
+from .._util.excerpt import clip, excerpt
+from .._util.io import PathLike, atomic_output, csv_field, display_name, open_input_binary
+from .._util.keyfile import looks_like_key_file, not_a_key_file_error
+from .._util.rejects import OnError, RejectedRow, RejectSink, check_on_error
+from .._util.validation import check_int
 from ..exceptions import InvalidParameterError, ReportFormatError
 
 __all__ = ["iter_client_values", "iter_client_variables", "iter_rows", "read_client_values", "write_client_values"]
@@ -47,7 +47,7 @@ _Group = tuple[Sequence[int], list[str], list[list[str]]]
 
 _VARIABLES_HEADER = "'client,NAME1,NAME2,...'"
 #: The texts of a boolean column (after stripping and lower-casing), as
-#: :func:`rappor.encoder.encode_clients` reads them with ``boolean=True``.
+#: :func:`rappor.client.encode_clients` reads them with ``boolean=True``.
 BOOLEAN_TEXTS = frozenset({"1", "0", "true", "false"})
 
 
@@ -264,7 +264,7 @@ def iter_rows(path: PathLike, rejects: RejectSink | None = None) -> Iterator[tup
     """Yield ``(line, client, value)`` for each data row; errors name the file and line.
 
     With a ``rejects`` sink (``--on-error skip``) a bad data row is appended there as a
-    :class:`rappor._rejects.RejectedRow` and left out; a bad header is always fatal.
+    :class:`rappor._util.rejects.RejectedRow` and left out; a bad header is always fatal.
     """
     for lines, clients, (values,) in _groups(path, rejects):
         yield from zip(lines, clients, values)
@@ -292,7 +292,7 @@ def iter_client_values(path: PathLike, *, chunk_size: int = DEFAULT_CHUNK_ROWS, 
         Largest number of rows per chunk.
     on_error : {"raise", "skip"}, default="raise"
         ``"raise"`` stops at the first bad data row.  ``"skip"`` leaves bad data rows out
-        and appends a :class:`rappor._rejects.RejectedRow` (file, line, reason, text) for
+        and appends a :class:`rappor._util.rejects.RejectedRow` (file, line, reason, text) for
         each to ``rejects``; a bad header still raises.
     rejects : list or None, default=None
         Where skipped rows go (anything with ``append``); required with ``"skip"``.

@@ -2,14 +2,14 @@
 
 No header; one row per cohort, ``num_cohorts`` rows; row ``c`` holds ``num_bloombits + 1``
 integers: the number of reports of cohort ``c``, then the number of them with bit 0,
-bit 1, ..., bit ``k - 1`` set (the table of :class:`~rappor.aggregate.Aggregate`).
+bit 1, ..., bit ``k - 1`` set (the table of :class:`~rappor.collect.Aggregate`).
 """
 
 from __future__ import annotations
 
-from .._excerpt import excerpt
-from .._io import MAX_LINE_BYTES, PathLike, atomic_output, display_name, iter_text_lines
-from ..aggregate import INT64_MAX, Aggregate, zero_counts
+from .._util.excerpt import excerpt
+from .._util.io import MAX_LINE_BYTES, PathLike, atomic_output, display_name, iter_text_lines
+from ..collect._aggregate import INT64_MAX, Aggregate, zero_counts
 from ..exceptions import ReportFormatError
 from ..params import Params
 

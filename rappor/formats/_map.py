@@ -18,7 +18,7 @@ may span lines, as in any CSV file).
 
 The map, not our hash function, defines the design matrix, so maps that google/rappor
 wrote with its MD5 hashing are read exactly like maps made by
-:func:`rappor.design.hash_candidates`.
+:func:`rappor.collect.hash_candidates`.
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ from typing import IO, TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from .._excerpt import EXCERPT_CHARS, excerpt
-from .._io import MAX_LINE_BYTES, PathLike, atomic_output, decode_line, display_name, open_input_binary
-from .._keyfile import looks_like_key_file, not_a_key_file_error
-from .._lazy import lazy_module
-from .._memory import check_design
-from ..design import CandidateMap, _map_from_bit_tables
+from .._util.excerpt import EXCERPT_CHARS, excerpt
+from .._util.io import MAX_LINE_BYTES, PathLike, atomic_output, decode_line, display_name, open_input_binary
+from .._util.keyfile import looks_like_key_file, not_a_key_file_error
+from .._util.lazy import lazy_module
+from .._util.memory import check_design
+from ..collect._design import CandidateMap, _map_from_bit_tables
 from ..exceptions import InvalidParameterError, ReportFormatError
 from ..params import Params
 
@@ -193,7 +193,7 @@ _PLACEHOLDER = "0"
 
 
 def read_map(path: PathLike, params: Params) -> CandidateMap:
-    """Read a google/rappor ``map.csv`` into a :class:`~rappor.design.CandidateMap`.
+    """Read a google/rappor ``map.csv`` into a :class:`~rappor.collect.CandidateMap`.
 
     Parameters
     ----------
@@ -290,7 +290,7 @@ _WRITE_CELLS = 1 << 20
 
 
 def write_map(cmap: CandidateMap | Iterable[CandidateMap], path: PathLike) -> None:
-    """Write a :class:`~rappor.design.CandidateMap` as a google/rappor ``map.csv``, atomically.
+    """Write a :class:`~rappor.collect.CandidateMap` as a google/rappor ``map.csv``, atomically.
 
     The positional layout: each cohort's positions in increasing order; a cohort where
     fewer than ``h`` positions are set (hashes that coincide) repeats its last position,

@@ -14,8 +14,8 @@ import io
 import math
 from typing import Any
 
-from .._excerpt import excerpt
-from .._io import PathLike, atomic_output, display_name, iter_text_lines
+from .._util.excerpt import excerpt
+from .._util.io import PathLike, atomic_output, display_name, iter_text_lines
 from ..exceptions import InvalidParameterError, ReportFormatError
 from ..params import PARAM_NAMES, Params
 

@@ -46,13 +46,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .._io import STDIO, PathLike, atomic_output, display_name
-from .._lazy import import_optional
-from .._validation import check_int, check_options
-from ..aggregate import Aggregate
+from .._util.io import STDIO, PathLike, atomic_output, display_name
+from .._util.lazy import import_optional
+from .._util.validation import check_int, check_options
+from ..collect._aggregate import Aggregate
 from ..exceptions import IncompatibleParamsError, InvalidParameterError, RapporError, RapporIOError, ReportFormatError
 from ..params import Params, check_same_params
-from ..reports import ReportBatch
+from ..client._reports import ReportBatch
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -84,7 +84,7 @@ def _pyarrow() -> Any:
     ------
     MissingDependencyError
         If pyarrow is not installed (an :class:`ImportError` naming the extra to install,
-        :func:`rappor._lazy.import_optional`).
+        :func:`rappor._util.lazy.import_optional`).
     """
     import_optional("pyarrow.parquet", "Parquet reports")
     return import_optional("pyarrow", "Parquet reports")
@@ -152,7 +152,7 @@ class ParquetReportWriter:
     ----------
     path : str or os.PathLike
         Output file.  It is written to a temporary file beside it and renamed into place
-        when the writer is closed without error (:func:`rappor._io.atomic_output`).
+        when the writer is closed without error (:func:`rappor._util.io.atomic_output`).
     params : Params
         Parameters of every batch written.
     layout : {"words", "bits"}, default="words"
@@ -453,7 +453,7 @@ def report_format(path: PathLike) -> Literal["csv", "parquet"]:
     is opened to look at its first bytes.  Standard input, a pipe, a FIFO or a device
     (``<(cat r.csv)``, ``/dev/stdin``) is never opened here: a second open would find
     the bytes already taken (or wait for a writer that is gone), so such an input is
-    CSV, read once by :func:`rappor.formats.reports_csv.iter_reports`, whose header check
+    CSV, read once by :func:`rappor.formats.iter_reports`, whose header check
     names a Parquet file that arrives that way (Parquet needs seeking).
     """
     if str(path) == STDIO:

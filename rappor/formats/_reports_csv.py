@@ -6,7 +6,7 @@ simulation output, ``client,cohort,bloom,prr,irr``.  Only the cohort and the IRR
 read; the IRR is a google/rappor bit string (character 0 is bit ``k - 1``).  The file is
 read exactly as the csv module reads it, but vectorized over blocks of raw bytes
 (numpy); only rows around a quote, NUL or lone CR go through the csv module
-(:mod:`rappor._csv_blocks`).  Rows are written by :func:`report_rows`, the one writer of
+(:mod:`rappor._util.csv_blocks`).  Rows are written by :func:`report_rows`, the one writer of
 the format (also used by :func:`rappor.encode_file`).
 """
 
@@ -17,17 +17,17 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from .._bits import bitstring_codes_to_bits, pack_bits
-from .._csv_blocks import PlainBlock, Record, iter_csv_blocks
-from .._excerpt import excerpt
-from .._io import PathLike, atomic_output, csv_field, decode_line, display_name, open_input_binary
-from .._keyfile import looks_like_key_file, not_a_key_file_error
-from .._rejects import OnError, RejectedRow, RejectSink, check_on_error
-from .._validation import check_int
+from .._util.bits import bitstring_codes_to_bits, pack_bits
+from .._util.csv_blocks import PlainBlock, Record, iter_csv_blocks
+from .._util.excerpt import excerpt
+from .._util.io import PathLike, atomic_output, csv_field, decode_line, display_name, open_input_binary
+from .._util.keyfile import looks_like_key_file, not_a_key_file_error
+from .._util.rejects import OnError, RejectedRow, RejectSink, check_on_error
+from .._util.validation import check_int
 from ..exceptions import InvalidParameterError, ReportFormatError
 from ..params import Params
-from ..reports import ReportBatch
-from .parquet import PARQUET_MAGIC
+from ..client._reports import ReportBatch
+from ._parquet import PARQUET_MAGIC
 
 __all__ = ["HEADER", "iter_reports", "read_reports", "report_rows", "write_reports"]
 
@@ -109,7 +109,7 @@ def _line_text(data: npt.NDArray[np.uint8], start: int, end: int) -> str:
 
 
 def _reject_or_raise(error: ReportFormatError, text: str, rejects: RejectSink | None) -> None:
-    """Raise ``error``, or with a ``rejects`` sink record the row there (clipped, see :mod:`rappor._rejects`)."""
+    """Raise ``error``, or with a ``rejects`` sink record the row there (clipped, see :mod:`rappor._util.rejects`)."""
     if rejects is None:
         raise error
     rejects.append(RejectedRow(path=error.path or "", line=error.line or 0, reason=error.message, text=text))
@@ -147,7 +147,7 @@ def _parse_block(data: npt.NDArray[np.uint8], params: Params, ncols: int, name: 
                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
     """Parse the lines of a plain block (``data`` ends with ``\\n``) into cohorts and ``(n, k)`` bits.
 
-    The block has no quote, NUL or lone CR (:class:`rappor._csv_blocks.PlainBlock`), so
+    The block has no quote, NUL or lone CR (:class:`rappor._util.csv_blocks.PlainBlock`), so
     its rows are its lines and their fields the text between commas; numpy checks them
     all at once.  Blank lines are skipped.  Any bad line is re-parsed by
     :func:`_parse_row`, which raises the error for it; with a ``rejects`` sink, bad
@@ -245,7 +245,7 @@ def iter_reports(path: PathLike, params: Params, *, chunk_size: int = DEFAULT_CH
         Called with the number of bytes read after each block (for progress bars).
     on_error : {"raise", "skip"}, default="raise"
         ``"raise"`` stops at the first bad data row.  ``"skip"`` leaves bad data rows
-        out and appends a :class:`rappor._rejects.RejectedRow` (file, line, reason,
+        out and appends a :class:`rappor._util.rejects.RejectedRow` (file, line, reason,
         text) for each to ``rejects``; a bad header still raises.
     rejects : list or None, default=None
         Where skipped rows go (anything with ``append``); required with ``"skip"``.
@@ -319,7 +319,7 @@ def read_reports(path: PathLike, params: Params, *, chunk_size: int = DEFAULT_CH
     and line breaks (a client id that spells a report inside quotes stays one id), and
     an error names the line where its record starts.  Parsing is vectorized over blocks
     of the file (numpy over the raw bytes); only rows around a quote, NUL or lone CR go
-    through the csv module (:mod:`rappor._csv_blocks`).
+    through the csv module (:mod:`rappor._util.csv_blocks`).
 
     Parameters
     ----------

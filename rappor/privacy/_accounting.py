@@ -44,7 +44,7 @@ Formulas (each function's Notes cite its source)
 
 Brute-force checks
 ------------------
-``tests/test_privacy.py`` enumerates every output for small Bloom filters (``k <= 6``,
+``tests/privacy/test_privacy.py`` enumerates every output for small Bloom filters (``k <= 6``,
 ``h <= 2``) in exact rational arithmetic (:class:`fractions.Fraction`) and confirms that
 
 * the maximal likelihood ratio of the PRR is ``exp(2 h ln((1 - f/2)/(f/2)))`` — the paper's
@@ -68,11 +68,11 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import numpy as np
 import numpy.typing as npt
 
-from ._lazy import lazy_module
-from ._results import record_table
-from ._validation import check_int, check_options, check_probability, check_real
-from .exceptions import InvalidParameterError
-from .params import Params
+from .._util.lazy import lazy_module
+from .._util.results import record_table
+from .._util.validation import check_int, check_options, check_probability, check_real
+from ..exceptions import InvalidParameterError
+from ..params import Params
 
 if TYPE_CHECKING:
     from scipy import optimize, special
@@ -439,7 +439,7 @@ def _refined_epsilon(curve: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.f
     return eps, order
 
 
-#: Columns of :meth:`PrivacyLoss.table` (and of ``rappor.discovery``'s privacy table).
+#: Columns of :meth:`PrivacyLoss.table` (and of ``rappor.analysis.discovery``'s privacy table).
 MEASURE_COLUMNS = (("name", "U"), ("description", "U"), ("value", "f8"))
 
 
@@ -498,7 +498,7 @@ class PrivacyLoss:
     def table(self) -> np.ndarray:
         """Every measure as a row ``(name, description, value)`` of a numpy structured array.
 
-        The type of every ``table()`` in rappor (:meth:`rappor.decoder.DecodeResult.table`):
+        The type of every ``table()`` in rappor (:meth:`rappor.analysis.decoder.DecodeResult.table`):
         ``t["value"]`` is a column, ``t[t["name"] == "epsilon_one"]`` a row.
         """
         d = self.delta

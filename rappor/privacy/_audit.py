@@ -2,7 +2,7 @@
 
 The audit treats the encoder as a black box that can be sampled.  For pairs of
 *neighbouring* values ``a`` and ``b`` (one client's value changed, the unit of privacy
-of :mod:`rappor.privacy`) it encodes each value many times, each time as a new client,
+of :mod:`rappor.privacy._accounting`) it encodes each value many times, each time as a new client,
 and estimates the probability of every bit pattern on the bits where the Bloom filters
 of ``a`` and ``b`` differ (the other bits have the same law under both values, so they
 cancel from every likelihood ratio).  Two mechanisms are audited:
@@ -42,15 +42,15 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ._lazy import lazy_module
-from ._results import record_table
-from ._validation import RngLike, check_int, check_real, check_rng
-from .encoder import Encoder, client_secret, encode_clients, prr_uniforms
-from .exceptions import InvalidParameterError
-from .hashing import bloom_bits, bloom_filter
-from .params import Params
-from .randomizer import instantaneous_response, permanent_response_from_words
-from .simulation import simulate_reports
+from .._util.lazy import lazy_module
+from .._util.results import record_table
+from .._util.validation import RngLike, check_int, check_real, check_rng
+from ..client._encoder import Encoder, client_secret, encode_clients, prr_uniforms
+from ..exceptions import InvalidParameterError
+from ..client._hashing import bloom_bits, bloom_filter
+from ..params import Params
+from ..client._randomizer import instantaneous_response, permanent_response_from_words
+from ..simulation._simulation import simulate_reports
 
 if TYPE_CHECKING:
     from scipy import stats
@@ -96,12 +96,12 @@ Sampler = Callable[[str, int, np.random.Generator, bool], AuditSample]
 
 
 def client_sampler(params: Params) -> Sampler:
-    """AuditSample the real client code of :mod:`rappor.encoder` (keyed PRR, IRR from a seeded generator).
+    """AuditSample the real client code of :mod:`rappor.client` (keyed PRR, IRR from a seeded generator).
 
     Reports of new clients come from :func:`rappor.encode_clients` (the path of
     ``rappor encode``) with a fresh key drawn from ``rng`` and one client id per
     report; their PRRs from :func:`rappor.prr_uniforms` of each client's secret and
-    the client's rule (:func:`rappor.randomizer.permanent_response_from_words`).  One client's reports come from
+    the client's rule (:func:`rappor.client.permanent_response_from_words`).  One client's reports come from
     :meth:`rappor.Encoder.encode_batch`.  The law of the reports is the same as with the
     OS CSPRNG; seeding only makes the audit reproducible.
     """

@@ -16,7 +16,7 @@ and debiases the responses into a :class:`FrequencyEstimate`.
 Unit of privacy: one client's value; neighbouring inputs replace it with any other value.
 ``d_in`` is therefore the discrete distance: 0 (same value, loss 0) or >= 1 (different
 values, loss ``epsilon``).  Bounds for every mechanism are verified by exact enumeration
-in ``tests/test_mechanisms.py``.
+in ``tests/privacy/test_mechanisms.py``.
 
 Variances are those of the estimator of the *population* proportion when clients are
 sampled independently (Warner 1965): ``Var = lambda (1 - lambda) / (n c^2)`` with
@@ -34,13 +34,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ._lazy import lazy_module
-from ._results import ConfidenceInterval
-from ._validation import RngLike, check_int, check_options, check_probability, check_real, check_rng
-from .exceptions import InvalidParameterError
-from .params import Params
-from .privacy import binary_rr_rdp, renyi_divergence, tight_rho
-from .randomizer import debias, debiased_variance, instantaneous_response, permanent_response, report_probabilities
+from .._util.lazy import lazy_module
+from .._util.results import ConfidenceInterval
+from .._util.validation import RngLike, check_int, check_options, check_probability, check_real, check_rng
+from ..exceptions import InvalidParameterError
+from ..params import Params, report_probabilities
+from ._accounting import binary_rr_rdp, renyi_divergence, tight_rho
+from ..client._randomizer import debias, debiased_variance, instantaneous_response, permanent_response
 
 if TYPE_CHECKING:
     from scipy import special, stats
@@ -126,7 +126,7 @@ def _result(proportion: Any, prop_se: Any, n: int) -> FrequencyEstimate:
 
 
 def _debias_rate(rate: Any, n: int, low: float, slope: float) -> FrequencyEstimate:
-    """Invert ``E[rate] = low + slope * x`` (:func:`rappor.randomizer.debias`), variance ``lam (1 - lam) / (n slope^2)``."""
+    """Invert ``E[rate] = low + slope * x`` (:func:`rappor.client.debias`), variance ``lam (1 - lam) / (n slope^2)``."""
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = np.asarray(rate, dtype=np.float64)
         if n == 0 or slope == 0.0:
@@ -582,8 +582,8 @@ def two_stage_rate(ones: npt.ArrayLike, n_reports: int, *, prob_p: float, prob_q
     -----
     Erlingsson, Pihur and Korolova (2014), Sec. 4 (the estimate ``t_ij`` of the true count);
     google/rappor ``analysis/R/decode.R`` ``EstimateBloomCounts``.  ``E[raw] = p01 + x (p11 - p01)``
-    with ``p11`` and ``p01`` of :func:`rappor.randomizer.report_probabilities`, the
-    decoder's (:func:`rappor.randomizer.debias`).
+    with ``p11`` and ``p01`` of :func:`rappor.params.report_probabilities`, the
+    decoder's (:func:`rappor.client.debias`).
     """
     p = check_probability(prob_p, "prob_p", "two_stage_rate")
     q = check_probability(prob_q, "prob_q", "two_stage_rate")

@@ -41,11 +41,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ._lazy import lazy_module
-from ._results import record_table
-from ._validation import RngLike, check_int, check_options, check_probability, check_real, check_rng
-from .exceptions import InvalidParameterError
-from .params import Params
+from .._util.lazy import lazy_module
+from .._util.results import record_table
+from .._util.validation import RngLike, check_int, check_options, check_probability, check_real, check_rng
+from ..exceptions import InvalidParameterError
+from ..params import Params
 
 if TYPE_CHECKING:
     import threadpoolctl  # installed with scikit-learn
@@ -531,7 +531,7 @@ def simulate_detection(params: Params, n_reports: int, n_candidates: int, freque
     cohort's bit counts ``Binomial(N/m, p01 + (p11 - p01) t_cb)``, fits the candidate
     frequencies by least squares on the debiased bit rates and tests candidate 0 with the
     plug-in (sandwich) standard error against ``critical_z``.  Used to check
-    :func:`detection_frequency` (``benchmarks/planner_check.py``, ``tests/test_planner.py``).
+    :func:`detection_frequency` (``benchmarks/planner_check.py``, ``tests/privacy/test_planner.py``).
 
     Returns
     -------

@@ -9,13 +9,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._io import PathLike, atomic_output
-from .._lazy import import_optional
-from ..html_report import _STYLE, _png, _table
+from .._util.io import PathLike, atomic_output
+from .._util.lazy import import_optional
+from ._html import _STYLE, _png, _table
 from ..exceptions import MissingDependencyError
 from ..params import Params
-from ._privacy import multi_variable_privacy
-from ._result import AssociationResult
+from ..analysis.association._privacy import multi_variable_privacy
+from ..analysis.association._result import AssociationResult
 
 __all__ = ["render_association_report", "write_association_report"]
 

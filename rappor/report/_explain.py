@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .metrics import _diagnostic
-from .params import Params
+from ..analysis._metrics import _diagnostic
+from ..params import Params
 
 if TYPE_CHECKING:
-    from .planner import DetectionOutlook
+    from ..privacy._planner import DetectionOutlook
 
 __all__ = ["CORRECTION_NAMES", "DetectionRule", "FloorTie", "detectable_share_note", "detection_rule", "floor_tie",
            "outlook_text"]
@@ -123,13 +123,13 @@ def detectable_share_note(frequency: float, n_reports: int, params: Params | Non
     """A plain warning when the smallest detectable share is large (high privacy, few reports), else None.
 
     ``frequency`` is the planner's smallest share detected with probability 1/2
-    (:func:`rappor.planner.detection_frequency`) at ``n_reports``.  At or above
-    :data:`rappor.planner.LARGE_DETECTION_FREQUENCY` at most ``floor(1 / frequency)``
+    (:func:`rappor.privacy.detection_frequency`) at ``n_reports``.  At or above
+    :data:`rappor.privacy._planner.LARGE_DETECTION_FREQUENCY` at most ``floor(1 / frequency)``
     strings can be that frequent, so a decode lists only a handful of strings whatever
     the data; above 1 no string can be detected at all.  Either way it says how many
-    reports would help (:func:`rappor.planner.reports_for_frequency`).
+    reports would help (:func:`rappor.privacy.reports_for_frequency`).
     """
-    from .planner import LARGE_DETECTION_FREQUENCY, reports_for_frequency
+    from ..privacy._planner import LARGE_DETECTION_FREQUENCY, reports_for_frequency
 
     if not math.isfinite(frequency):
         return ("No string can be detected: the candidates cannot be told apart with these parameters "
@@ -159,7 +159,7 @@ def _rounded(n: int) -> int:
 def outlook_text(outlook: DetectionOutlook, params: Params, *, found: int | None = None) -> str:
     """What a decode of this size can be expected to find, in words (``rappor simulate``, the HTML report).
 
-    ``outlook`` is :func:`rappor.planner.detection_outlook` of the true candidates'
+    ``outlook`` is :func:`rappor.privacy.detection_outlook` of the true candidates'
     shares; ``found``, when given, the number the decode detected.
     """
     size = (f"{outlook.n_reports:,} reports, {outlook.n_candidates:,} candidates, "

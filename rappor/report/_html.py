@@ -2,7 +2,7 @@
 
 The page holds the parameters and their privacy figures, the decoder's summary (the
 unexplained mass, the residual chi-square test), the accuracy metrics with their meanings
-(when the truth is known), the plots of :mod:`rappor.plots` embedded as base64 PNG images
+(when the truth is known), the plots of :mod:`rappor.report._plots` embedded as base64 PNG images
 (the residual heat map is that of the model the summary tests), and the results table
 with the rule that decided "detected" and the p-value threshold it comes to.  It loads nothing from the network: no scripts, fonts or styles
 from elsewhere, so it can be mailed or archived as one file.  Plots need matplotlib;
@@ -20,14 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from . import plots
+from . import _plots as plots
 from ._explain import detection_rule, floor_tie, outlook_text
-from ._io import PathLike, atomic_output
-from ._lazy import import_optional
-from .exceptions import MissingDependencyError
-from .metrics import METRIC_MEANINGS, Metrics, _detected_mask, _share_interval, fit_residuals
-from .params import Params
-from .privacy import loss
+from .._util.io import PathLike, atomic_output
+from .._util.lazy import import_optional
+from ..exceptions import MissingDependencyError
+from ..analysis._metrics import METRIC_MEANINGS, Metrics, _detected_mask, _share_interval, fit_residuals
+from ..params import Params
+from ..privacy._accounting import loss
 
 __all__ = ["render_report", "write_report"]
 
@@ -209,7 +209,7 @@ def _result_rows(result: Any, truth: Mapping[str, int] | None, max_rows: int) ->
 
 
 def _rule(result: Any) -> Any:
-    """:func:`rappor._explain.detection_rule`, or None for a result without the test's fields."""
+    """:func:`rappor.report._explain.detection_rule`, or None for a result without the test's fields."""
     needed = ("pvalue", "significant", "significance_level", "correction")
     return detection_rule(result) if all(getattr(result, name, None) is not None for name in needed) else None
 
@@ -226,7 +226,7 @@ def _result_notes(result: Any, shown: int) -> list[str]:
 
 
 def _outlook_parts(outlook: Any, params: Params, result: Any, metrics: Metrics | None) -> list[str]:
-    """The planner's outlook (:func:`rappor.planner.detection_outlook`): its text, and found vs expected."""
+    """The planner's outlook (:func:`rappor.privacy.detection_outlook`): its text, and found vs expected."""
     found = int(_detected_mask(result).sum()) if result is not None else None
     rows: list[tuple[str, str, Any]] = [
         ("smallest detectable share", "share detected with probability 1/2 at this size (the planner)",
@@ -286,7 +286,7 @@ def write_report(path: PathLike, **kwargs: Any) -> None:
         ``params`` (required), ``result`` (a DecodeResult), ``truth`` (true counts),
         ``metrics``, ``aggregate`` and ``candidate_map`` (for the residual plot),
         ``title``, ``details`` (extra rows describing the collection), ``max_rows``, ``outlook``
-        (a :class:`rappor.planner.DetectionOutlook`: what a decode of this size can find).
+        (a :class:`rappor.privacy.DetectionOutlook`: what a decode of this size can find).
     """
     text = render_report(**kwargs)
     with atomic_output(path) as fh:

@@ -1,6 +1,6 @@
 """Plots of decoded collections and privacy curves (needs the ``plot`` extra: matplotlib).
 
-matplotlib is imported on first use (:mod:`rappor._lazy`), so ``import rappor.plots`` is
+matplotlib is imported on first use (:mod:`rappor._util.lazy`), so ``import rappor.report._plots`` is
 cheap and ``import rappor`` never loads it; without it a plot raises
 :class:`~rappor.exceptions.MissingDependencyError` naming the ``plot`` extra.  Every function takes an optional ``ax`` and returns
 the :class:`matplotlib.axes.Axes` it drew on, so figures can be composed freely::
@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ._lazy import lazy_module
-from .metrics import _detected_mask, _share_interval, bit_residuals, fit_residuals
-from .params import Params
-from .privacy import loss
+from .._util.lazy import lazy_module
+from ..analysis._metrics import _detected_mask, _share_interval, bit_residuals, fit_residuals
+from ..params import Params
+from ..privacy._accounting import loss
 
 if TYPE_CHECKING:  # pragma: no cover
     import matplotlib.pyplot as plt
     from matplotlib.axes import Axes
 
-    from .aggregate import Aggregate
-    from .design import CandidateMap
+    from ..collect._aggregate import Aggregate
+    from ..collect._design import CandidateMap
 else:
     plt = lazy_module("matplotlib.pyplot", "plots")
 
@@ -98,7 +98,7 @@ def plot_estimates(result: Any, truth: Mapping[str, int] | None = None, *, confi
 def plot_residuals(aggregate: Aggregate, candidate_map: CandidateMap, proportion: npt.ArrayLike, *,
                    ax: Axes | None = None) -> Axes:
     """Standardized residuals per (cohort, bit) under given shares, as a heat map
-    (:func:`rappor.metrics.bit_residuals`).  For a decode's own model use
+    (:func:`rappor.analysis.bit_residuals`).  For a decode's own model use
     :func:`plot_fit_residuals`.
 
     Returns
@@ -110,7 +110,7 @@ def plot_residuals(aggregate: Aggregate, candidate_map: CandidateMap, proportion
 
 def plot_fit_residuals(result: Any, aggregate: Aggregate, candidate_map: CandidateMap, *,
                        ax: Axes | None = None) -> Axes:
-    """Heat map of the residuals of a decode's model (:func:`rappor.metrics.fit_residuals`):
+    """Heat map of the residuals of a decode's model (:func:`rappor.analysis.fit_residuals`):
     the fit whose chi-square the summary tests.
 
     Returns

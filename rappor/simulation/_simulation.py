@@ -2,7 +2,7 @@
 
 A simulation draws a population of clients, each with a cohort and one or several
 values, encodes their reports, and aggregates them, keeping the truth so that a
-decoder's output can be scored (:mod:`rappor.metrics`).  It follows google/rappor's
+decoder's output can be scored (:mod:`rappor.analysis`).  It follows google/rappor's
 regression suite (``tests/gen_sim_input.py``, ``tests/rappor_sim.py``):
 
 * :class:`Population`: a distribution over ``U`` strings ``"v1" .. "vU"`` (Zipf,
@@ -17,9 +17,9 @@ regression suite (``tests/gen_sim_input.py``, ``tests/rappor_sim.py``):
 Simulated reports and the real client
 -------------------------------------
 :func:`simulate_reports` draws exactly the distribution of :class:`rappor.Encoder`:
-both apply the rules of :mod:`rappor.randomizer`, with its 32-bit integer
+both apply the rules of :mod:`rappor.client`, with its 32-bit integer
 thresholds: the permanent response replaces each Bloom bit with probability
-``2t / 2**32`` (``t`` of :func:`~rappor.randomizer.prr_threshold`) by a fair coin;
+``2t / 2**32`` (``t`` of :func:`~rappor.client.prr_threshold`) by a fair coin;
 the instantaneous response is 1 with probability ``round(q 2**32) / 2**32`` where
 the PRR bit is 1 and ``round(p 2**32) / 2**32`` where it is 0 (``docs/client.md``).
 What differs is only
@@ -48,25 +48,25 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ._excerpt import excerpt
-from ._io import PathLike, csv_field, display_name, iter_text_lines
-from ._lazy import lazy_module
-from ._memory import check_memory
-from ._validation import RngLike, check_cohorts, check_int, check_options, check_real, check_rng
-from .aggregate import Aggregate
-from .decoder import Decoder
-from .design import CandidateMap, hash_candidates
-from .encoder import client_secret, derive_cohort, encode_clients
-from .exceptions import InvalidParameterError, ReportFormatError
-from .hashing import bloom_bit_indices, bloom_bits_table
-from .params import Params
-from .randomizer import (
+from .._util.excerpt import excerpt
+from .._util.io import PathLike, csv_field, display_name, iter_text_lines
+from .._util.lazy import lazy_module
+from .._util.memory import check_memory
+from .._util.validation import RngLike, check_cohorts, check_int, check_options, check_real, check_rng
+from ..collect._aggregate import Aggregate
+from ..analysis.decoder import Decoder
+from ..collect._design import CandidateMap, hash_candidates
+from ..client._encoder import client_secret, derive_cohort, encode_clients
+from ..exceptions import InvalidParameterError, ReportFormatError
+from ..client._hashing import bloom_bit_indices, bloom_bits_table
+from ..params import Params
+from ..client._randomizer import (
     instantaneous_response,
     irr_thresholds,
     permanent_response,
     prr_threshold,
 )
-from .reports import ReportBatch
+from ..client._reports import ReportBatch
 
 if TYPE_CHECKING:
     from scipy import special
@@ -601,12 +601,12 @@ class Simulation:
         ----------
         candidates : sequence of str or CandidateMap, optional
             Default: every population string (see :func:`candidate_strings`).
-        decoder : rappor.decoder.Decoder, optional
+        decoder : rappor.analysis.decoder.Decoder, optional
             Default ``Decoder()``.
 
         Returns
         -------
-        rappor.decoder.DecodeResult
+        rappor.analysis.decoder.DecodeResult
         """
         cmap = candidates if isinstance(candidates, CandidateMap) else self.candidate_map(candidates)
         return (Decoder() if decoder is None else decoder).decode(self.aggregate, cmap)
@@ -636,7 +636,7 @@ def simulate(params: Params, population: Population, n_clients: int, *, reports_
         Reports of the same (client, value) share one permanent response.
     method : {"batch", "client"}, default="batch"
         ``"batch"``: cohorts uniform, PRRs drawn from ``rng`` (:func:`simulate_reports`).
-        ``"client"``: the real client, :func:`rappor.encoder.encode_clients`, with
+        ``"client"``: the real client, :func:`rappor.client.encode_clients`, with
         a key drawn from ``rng``, secrets ``client_secret(key, "client<i>")`` and
         cohorts derived from them (much slower; for cross-checks).
     rng : numpy.random.Generator, int or None, default=None
@@ -824,7 +824,7 @@ class Scenario:
         return self.true_counts / max(int(self.counts_by_cohort.sum()), 1)
 
     def truth(self) -> dict[str, int]:
-        """``{value: reports}`` for the values present (the form :func:`rappor.metrics.evaluate` takes)."""
+        """``{value: reports}`` for the values present (the form :func:`rappor.analysis.evaluate` takes)."""
         return {v: int(c) for v, c in zip(self.values, self.true_counts) if c > 0}
 
 

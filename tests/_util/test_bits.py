@@ -1,11 +1,11 @@
-"""Bit layouts (rappor._bits): google/rappor bit strings, packed words and bytes."""
+"""Bit layouts (rappor._util.bits): google/rappor bit strings, packed words and bytes."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from rappor._bits import (
+from rappor._util.bits import (
     BitStringError,
     bits_to_bitstrings,
     bitstring_codes_to_bits,

@@ -1,4 +1,4 @@
-"""Streaming CSV in blocks (rappor._csv_blocks): plain blocks, csv records, carried records, bounds.
+"""Streaming CSV in blocks (rappor._util.csv_blocks): plain blocks, csv records, carried records, bounds.
 
 That the items give exactly the csv module's records on any input is fuzzed through
 both readers in tests/test_fuzz.py (test_fuzz_reports_reader_equals_csv_module,
@@ -13,7 +13,7 @@ import io
 import pytest
 
 from rappor import ReportFormatError
-from rappor._csv_blocks import PlainBlock, Record, iter_csv_blocks
+from rappor._util.csv_blocks import PlainBlock, Record, iter_csv_blocks
 
 
 def _items(data: bytes, **options: object) -> list[PlainBlock | Record]:

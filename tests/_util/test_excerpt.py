@@ -1,9 +1,9 @@
-"""Bounded excerpts in messages and rejects (rappor._excerpt), and key files never echoed."""
+"""Bounded excerpts in messages and rejects (rappor._util.excerpt), and key files never echoed."""
 
 from __future__ import annotations
 
-from rappor._excerpt import EXCERPT_CHARS, KEY_HIDDEN, clip, excerpt
-from rappor._rejects import RejectedRow
+from rappor._util.excerpt import EXCERPT_CHARS, KEY_HIDDEN, clip, excerpt
+from rappor._util.rejects import RejectedRow
 
 
 def test_excerpt_short_text_is_its_repr() -> None:

@@ -1,4 +1,4 @@
-"""Interrupted commands (rappor._interrupt): no temporary file and no worker process survive.
+"""Interrupted commands (rappor._util.interrupt): no temporary file and no worker process survive.
 
 ``rappor encode --jobs 2`` runs in a subprocess on an input large enough to take
 seconds; once its two workers exist and its temporary output is growing, the test
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from rappor.encoder import write_key_file
+from rappor.client._encoder import write_key_file
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
-REPO = Path(__file__).parent.parent
+REPO = Path(__file__).parents[2]
 ROWS = 400_000  # about 8 s of work for two workers on a quiet 2-core machine: the signal lands mid-run
 
 
@@ -70,7 +70,7 @@ def _start_encode(workload: Path, out_dir: Path, *, prelude: str = "") -> tuple[
     # leaves an ignored signal ignored: the run would then finish normally.
     terminal = ("import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
                 "signal.signal(signal.SIGHUP, signal.SIG_DFL)\n")
-    code = f"{terminal}{prelude}\nimport sys\nfrom rappor.cli import main\nsys.exit(main({argv!r}))\n"
+    code = f"{terminal}{prelude}\nimport sys\nfrom rappor.cli._main import main\nsys.exit(main({argv!r}))\n"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
@@ -122,7 +122,7 @@ def test_interrupt_workers_die_with_a_killed_parent(workload: Path, tmp_path: Pa
     where that is not available, their watchdog thread alone."""
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    prelude = "" if death_signal else "import rappor._interrupt as i\ni.set_parent_death_signal = lambda: False"
+    prelude = "" if death_signal else "import rappor._util.interrupt as i\ni.set_parent_death_signal = lambda: False"
     proc, workers = _start_encode(workload, out_dir, prelude=prelude)
     proc.kill()
     proc.communicate(timeout=60)

@@ -1,4 +1,4 @@
-"""File plumbing (rappor._io): atomic outputs and tolerant, precise input reading."""
+"""File plumbing (rappor._util.io): atomic outputs and tolerant, precise input reading."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rappor import InvalidParameterError, RapporIOError, ReportFormatError
-from rappor._io import atomic_output, csv_field, display_name, iter_text_lines, read_input_bytes
+from rappor._util.io import atomic_output, csv_field, display_name, iter_text_lines, read_input_bytes
 
 
 class Boom(Exception):
@@ -281,11 +281,11 @@ def test_atomic_output_dev_stdout_is_standard_output(tmp_path: Path) -> None:
         pytest.skip("needs /proc/self/fd")
     log = tmp_path / "log"
     log.write_text("earlier\n")
-    code = ("from rappor._io import atomic_output\n"
+    code = ("from rappor._util.io import atomic_output\n"
             "with atomic_output('/proc/self/fd/1') as fh:\n    fh.write('more\\n')\n")
     with open(log, "a") as out:
         subprocess.run([sys.executable, "-c", code], stdout=out, check=True,
-                       env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
     assert log.read_text() == "earlier\nmore\n"
 
 
@@ -299,7 +299,7 @@ def test_atomic_output_closed_stdout(monkeypatch: pytest.MonkeyPatch) -> None:
 # ---------------------------------------------------------------- same file twice
 
 def test_check_distinct_files_sees_through_links_and_spellings(tmp_path: Path) -> None:
-    from rappor._io import check_distinct_files
+    from rappor._util.io import check_distinct_files
 
     data = tmp_path / "data.csv"
     data.write_text("x\n")
@@ -320,14 +320,14 @@ def test_check_distinct_files_sees_through_links_and_spellings(tmp_path: Path) -
 
 
 def test_check_distinct_files_character_devices_may_repeat(tmp_path: Path) -> None:
-    from rappor._io import check_distinct_files
+    from rappor._util.io import check_distinct_files
 
     null = _null_device(tmp_path)
     check_distinct_files([("INPUT", null)], [("-o", null), ("--rejects", null)])
 
 
 def test_check_distinct_files_standard_streams(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rappor._io import check_distinct_files
+    from rappor._util.io import check_distinct_files
 
     data = tmp_path / "data.csv"
     data.write_text("x\n")
@@ -347,14 +347,14 @@ def test_check_distinct_files_is_linear_in_the_number_of_paths(tmp_path: Path) -
     # Run in a child with a 30 s time limit (a hang guard, 100x the expected time, not a benchmark).
     code = (
         "import sys\n"
-        "from rappor._io import check_distinct_files\n"
+        "from rappor._util.io import check_distinct_files\n"
         "paths = [('REPORTS', f'{sys.argv[1]}/r{i}.csv') for i in range(40_000)]\n"
         "try:\n"
         "    check_distinct_files([], [('-o', sys.argv[1] + '/out.csv')], summed=[*paths, paths[0]])\n"
         "except Exception as exc:\n"
         "    print(exc)\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     try:
         run = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
                              timeout=30, env=env)
@@ -389,7 +389,7 @@ def test_read_first_line_leaves_a_pipe_whole(tmp_path: Path) -> None:
     by the reader that follows (the pipe cannot be reopened); a regular file is not held."""
     import threading
 
-    from rappor._io import _STARTED, open_input_binary, read_first_line
+    from rappor._util.io import _STARTED, open_input_binary, read_first_line
 
     data = b"client,a,b\n" + b"c,x,1\n" * 50_000
     read_end, write_end = os.pipe()

@@ -1,4 +1,4 @@
-"""Tests of rappor._lazy: deferred heavy imports, and missing extras named in an ImportError (library and CLI)."""
+"""Tests of rappor._util.lazy: deferred heavy imports, and missing extras named in an ImportError (library and CLI)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from rappor import RapporError
-from rappor._lazy import has_module, import_optional, lazy_module
-from rappor.cli import main
+from rappor._util.lazy import has_module, import_optional, lazy_module
+from rappor.cli._main import main
 from rappor.exceptions import MissingDependencyError
 
 
@@ -61,7 +61,7 @@ def test_plots_without_matplotlib_name_the_extra(monkeypatch: pytest.MonkeyPatch
         "import sys\n"
         "sys.modules['matplotlib'] = sys.modules['matplotlib.pyplot'] = None\n"
         "from rappor import Params\n"
-        "from rappor.plots import plot_epsilon\n"
+        "from rappor.report._plots import plot_epsilon\n"
         "p = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)\n"
         "try:\n"
         "    plot_epsilon(p)\n"

@@ -1,4 +1,4 @@
-"""Memory estimates checked before large allocations (rappor/_memory.py) and where they are checked."""
+"""Memory estimates checked before large allocations (rappor/_util/memory.py) and where they are checked."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import rappor._memory as memory
+import rappor._util.memory as memory
 from rappor import (
     Aggregate,
     InsufficientMemoryError,
@@ -18,13 +18,10 @@ from rappor import (
     ReportBatch,
     encode_clients,
     hash_candidates,
-    read_counts,
-    read_map,
-    write_counts,
-    write_map,
 )
-from rappor.compat import hash_candidates_google
-from rappor.cli import main
+from rappor.formats import read_counts, read_map, write_counts, write_map
+from rappor.collect._compat import hash_candidates_google
+from rappor.cli._main import main
 
 HUGE = Params(num_bloombits=2**32, num_hashes=2, num_cohorts=2**32, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 SMALL = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
@@ -165,7 +162,7 @@ def test_decode_is_refused_before_estimating(monkeypatch: pytest.MonkeyPatch) ->
     # arrays against the memory available before it estimates anything.
     import numpy as np
 
-    import rappor.decoder._decoder as decoder_module
+    import rappor.analysis.decoder._decoder as decoder_module
     from rappor import Aggregate, Decoder, InsufficientMemoryError, Params, hash_candidates
 
     params = Params(k=8, h=2, m=4, p=0.25, q=0.75, f=0.5)

@@ -1,4 +1,4 @@
-"""Tests of rappor._validation's cohort checks, and that every cohort check of the package is this one."""
+"""Tests of rappor._util.validation's cohort checks, and that every cohort check of the package is this one."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from rappor import Encoder, Params, ReportBatch
-from rappor._validation import check_cohort, check_cohorts
-from rappor.compat import google_bloom_bits
+from rappor._util.validation import check_cohort, check_cohorts
+from rappor.collect._compat import google_bloom_bits
 from rappor.exceptions import InvalidParameterError
-from rappor.hashing import bloom_bits, bloom_bits_table
-from rappor.simulation import simulate_reports
+from rappor.client._hashing import bloom_bits, bloom_bits_table
+from rappor.simulation._simulation import simulate_reports
 
 PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 

@@ -1,4 +1,4 @@
-"""Worker processes (rappor._workers.WorkerPool): ordered results, errors, deaths, termination."""
+"""Worker processes (rappor._util.workers.WorkerPool): ordered results, errors, deaths, termination."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 import pytest
 
 from rappor import InvalidParameterError
-from rappor._workers import WorkerDied, WorkerPool
+from rappor._util.workers import WorkerDied, WorkerPool
 
 _STATE: dict[str, int] = {}
 

@@ -1,4 +1,4 @@
-"""Tests for rappor.metrics on hand-made cases (every expected value worked out by hand)."""
+"""Tests for rappor.analysis._metrics on hand-made cases (every expected value worked out by hand)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rappor.exceptions import InvalidParameterError
-from rappor.metrics import Metrics, evaluate, evaluate_result
+from rappor.analysis._metrics import Metrics, evaluate, evaluate_result
 
 TRUTH = {"a": 50, "b": 30, "c": 15, "d": 5}  # shares .5 .3 .15 .05
 
@@ -68,7 +68,7 @@ def test_metrics_as_dict_json_ready():
 
 
 def test_every_metric_has_a_meaning():
-    from rappor.metrics import METRIC_MEANINGS
+    from rappor.analysis._metrics import METRIC_MEANINGS
 
     assert list(METRIC_MEANINGS) == list(Metrics.__dataclass_fields__)
 
@@ -77,7 +77,7 @@ def test_evaluate_result_unexplained_mass_is_the_summary_s():
     """One name, one meaning: Metrics.unexplained_mass is DecodeResult.summary()["unexplained_mass"] (the
     decoder's estimate), not 1 - allocated mass (that is unallocated_mass)."""
     from rappor import Decoder, Params
-    from rappor.simulation import Population, candidate_strings, simulate
+    from rappor.simulation._simulation import Population, candidate_strings, simulate
 
     params = Params(k=16, h=2, m=16, p=0.5, q=0.75, f=0.5)
     sim = simulate(params, Population.zipf(20), 20_000, rng=3)
@@ -112,8 +112,8 @@ def test_bit_residuals_standard_normal_under_the_model(rng):
     # Simulated counts from the exact model: residuals are ~N(0, 1); with 4*8 = 32 cells,
     # |r| < 5 everywhere fails with probability about 32 * 5.7e-7 < 2e-5.
     from rappor import Params, hash_candidates
-    from rappor.metrics import bit_residuals
-    from rappor.simulation import Population, simulate
+    from rappor.analysis._metrics import bit_residuals
+    from rappor.simulation._simulation import Population, simulate
 
     params = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     pop = Population.zipf(3)
@@ -129,7 +129,7 @@ def test_bit_residuals_standard_normal_under_the_model(rng):
 
 def _decoded(n_values, decoys, remove_every, params=None, n=100_000, seed=0):
     from rappor import Decoder, Params
-    from rappor.simulation import Population, candidate_strings, simulate
+    from rappor.simulation._simulation import Population, candidate_strings, simulate
 
     params = params or Params(k=16, h=2, m=64, p=0.5, q=0.75, f=0.5)
     pop = Population.zipf(n_values)
@@ -147,7 +147,7 @@ def _decoded(n_values, decoys, remove_every, params=None, n=100_000, seed=0):
 def test_fit_residuals_are_the_summary_s_chi_square(n_values, decoys, remove_every):
     """The residuals are those of the model the summary tests: their sum of squares is its chi-square
     (to rounding), and they average about 0 where the detected strings alone leave them positive."""
-    from rappor.metrics import bit_residuals, fit_residuals
+    from rappor.analysis._metrics import bit_residuals, fit_residuals
 
     sim, cmap, result = _decoded(n_values, decoys, remove_every)
     fit = fit_residuals(result, sim.aggregate, cmap)
@@ -162,10 +162,16 @@ def test_fit_residuals_are_the_summary_s_chi_square(n_values, decoys, remove_eve
 
 def test_fit_residuals_few_cohorts_groups_and_identity_map(data_dir):
     """data/sample (4 cohorts), indistinguishable candidates counted once, and a closed-form identity map."""
-    from rappor import (Aggregate, Decoder, IndistinguishableCandidatesWarning, Params, hash_candidates, read_counts,
-                        read_params)
-    from rappor.design import CandidateMap
-    from rappor.metrics import fit_residuals
+    from rappor import (
+        Aggregate,
+        Decoder,
+        IndistinguishableCandidatesWarning,
+        Params,
+        hash_candidates,
+    )
+    from rappor.formats import read_counts, read_params
+    from rappor.collect._design import CandidateMap
+    from rappor.analysis._metrics import fit_residuals
 
     sample = data_dir.parent.parent / "data" / "sample"
     params = read_params(sample / "params.csv")
@@ -174,7 +180,7 @@ def test_fit_residuals_few_cohorts_groups_and_identity_map(data_dir):
     result = Decoder().decode(agg, cmap)
     assert fit_residuals(result, agg, cmap).chi2 == pytest.approx(result.summary()["residual"]["chi2"], rel=1e-9)
 
-    from rappor.simulation import Population, simulate
+    from rappor.simulation._simulation import Population, simulate
 
     small = Params(k=4, h=1, m=2, p=0.5, q=0.75, f=0.5)  # 12 strings on 4 bits x 2 cohorts: some collide
     cmap_small = hash_candidates([f"v{i}" for i in range(1, 13)], small)

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 
 import rappor
-from rappor.association import AssociationDecoder, Variable, boolean_params, simulate_association
-from rappor.association._files import read_assoc_reports, write_assoc_parquet, write_assoc_reports
-from rappor.cli import main
+from rappor.analysis.association import AssociationDecoder, Variable, boolean_params, simulate_association
+from rappor.analysis.association._files import read_assoc_reports, write_assoc_parquet, write_assoc_reports
+from rappor.cli._main import main
 from rappor.exceptions import ConvergenceWarning
 from rappor.params import Params
-from rappor.map_file import read_map, write_map
+from rappor.formats._map import read_map, write_map
 
-GOOGLE = Path(__file__).parent / "data" / "assoc_google"
+GOOGLE = Path(__file__).parents[1] / "data" / "assoc_google"
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -48,7 +48,7 @@ class _FixedMarginal:
 def test_em_with_reference_other_equals_decode_assoc_r() -> None:
     # google/rappor's decode_assoc.R output (20 EM iterations, its GetOtherProbs, see
     # tests/data/assoc_google/README.md) is reproduced to 1e-10 given its marginal decode.
-    params = rappor.read_params(GOOGLE / "m_params.csv")
+    params = rappor.formats.read_params(GOOGLE / "m_params.csv")
     names = ["domain", "flag..HTTPS"]
     cmap = read_map(GOOGLE / "domain_map.csv", params)
     variables = [Variable.string("domain", cmap), Variable.boolean("flag..HTTPS", params)]
@@ -149,9 +149,9 @@ def test_reports_sample_size_analyses_a_sample(tmp_path: Path) -> None:
 
 def test_parquet_reports_give_the_csv_results(tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
-    params = rappor.read_params(GOOGLE / "m_params.csv")
+    params = rappor.formats.read_params(GOOGLE / "m_params.csv")
     names = ["domain", "flag..HTTPS"]
-    data = read_assoc_reports(GOOGLE / "reports.csv", names, [params, rappor.association.boolean_params(params)])
+    data = read_assoc_reports(GOOGLE / "reports.csv", names, [params, rappor.analysis.association.boolean_params(params)])
     write_assoc_parquet(tmp_path / "r.parquet", data.batches, names)
     back = read_assoc_reports(tmp_path / "r.parquet", names, [b.params for b in data.batches])
     for a, b in zip(data.batches, back.batches):
@@ -170,8 +170,8 @@ def test_parquet_bit_string_columns_are_read(tmp_path: Path) -> None:
 
     table = pa.table({"cohort": [0, 1], "s": ["10100000", None], "b": ["1", "0"]})
     pq.write_table(table, tmp_path / "t.parquet")
-    params = rappor.read_params(GOOGLE / "m_params.csv")
-    bparams = rappor.association.boolean_params(params)
+    params = rappor.formats.read_params(GOOGLE / "m_params.csv")
+    bparams = rappor.analysis.association.boolean_params(params)
     with pytest.raises(rappor.ReportFormatError, match=r"t.parquet: row 2: blank value of variable 's'"):
         read_assoc_reports(tmp_path / "t.parquet", ["s", "b"], [params, bparams])
     data = read_assoc_reports(tmp_path / "t.parquet", ["s", "b"], [params, bparams], remove_bad_rows=True)
@@ -264,7 +264,7 @@ def test_string_by_string_from_written_reports(tmp_path: Path) -> None:
     write_assoc_reports(tmp_path / "r.csv", sim.reports, ["s", "t"])
     (tmp_path / "c1.txt").write_text("a\nb\nc\n")
     (tmp_path / "c2.txt").write_text("x\ny\n")
-    from rappor.params import write_params
+    from rappor.formats import write_params
 
     write_params(params, tmp_path / "p.csv")
     out = tmp_path / "out.csv"
@@ -283,7 +283,7 @@ def test_read_assoc_reports_memory_is_the_packed_reports(tmp_path: Path, monkeyp
     RSS.)  The reports are those of the csv module's records."""
     import tracemalloc
 
-    import rappor.association._files as files
+    import rappor.analysis.association._files as files
 
     params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     rng = np.random.default_rng(3)
@@ -319,7 +319,7 @@ def test_read_assoc_parquet_memory_is_the_packed_reports(tmp_path: Path, monkeyp
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    import rappor.association._files as files
+    import rappor.analysis.association._files as files
 
     params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     rng = np.random.default_rng(5)
@@ -360,7 +360,7 @@ def test_three_variables_from_written_reports(tmp_path: Path) -> None:
     sim = simulate_association(params, joint, [["a", "b", "c"], None, None], 30000, names=["s", "u", "v"], rng=4)
     write_assoc_reports(tmp_path / "r.csv", sim.reports, ["s", "u", "v"])
     (tmp_path / "c1.txt").write_text("a\nb\nc\n")
-    rappor.write_params(params, tmp_path / "p.csv")
+    rappor.formats.write_params(params, tmp_path / "p.csv")
     out = tmp_path / "out.csv"
     assert main(["decode-assoc", "--params", str(tmp_path / "p.csv"), "--reports", str(tmp_path / "r.csv"),
                  "--var1", "s", "--candidates1", str(tmp_path / "c1.txt"), "--var2", "u", "--bool2", "--var3", "v",

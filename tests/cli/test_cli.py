@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from rappor import __version__
-from rappor.cli import build_parser, main
+from rappor.cli._main import build_parser, main
 
 
 def test_cli_without_command_prints_usage_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -67,14 +67,14 @@ def test_python_dash_m_runs() -> None:
 def test_cli_out_of_memory_names_the_file_and_the_cause(tmp_path, capsys: pytest.CaptureFixture[str],
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     # Issue 13, item 7: an out-of-memory death named no file and no cause.
-    import rappor.formats.reports_csv
+    import rappor.formats._reports_csv
 
     def no_memory(*args: object, **kwargs: object) -> None:
         raise MemoryError
 
     (tmp_path / "params.csv").write_text("k,h,m,p,q,f\n8,2,4,0.5,0.75,0.5\n")
     (tmp_path / "r.csv").write_text("client,cohort,irr\nc,0,00000001\n")
-    monkeypatch.setattr(rappor.formats.reports_csv, "_parse_block", no_memory)
+    monkeypatch.setattr(rappor.formats._reports_csv, "_parse_block", no_memory)
     assert main(["sum-bits", "--params", str(tmp_path / "params.csv"), str(tmp_path / "r.csv")]) == 1
     err = capsys.readouterr().err
     assert err == (f"rappor: error: out of memory while reading {tmp_path / 'r.csv'} in 'rappor sum-bits': "

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from rappor import hash_candidates, read_candidates, read_map, read_params
-from rappor.cli import main
+from rappor import hash_candidates
+from rappor.formats import read_candidates, read_map, read_params
+from rappor.cli._main import main
 
 TINY_PARAMS = "k,h,m,p,q,f\n4,1,2,0.5,0.75,0.5\n"
 # A tiny collection in google/rappor's formats, counted by hand (character 0 = bit 3):
@@ -90,17 +91,17 @@ def test_hash_candidates_memory_is_one_block(tmp_path: Path, monkeypatch: pytest
     the whole map peaked at 22 MB.  The output is the library's map, byte for byte."""
     import tracemalloc
 
-    import rappor.design
-    import rappor.formats.map
-    from rappor import write_map
+    import rappor.collect._design
+    import rappor.formats._map
+    from rappor.formats import write_map
 
     (tmp_path / "params.csv").write_text("k,h,m,p,q,f\n16,2,64,0.5,0.75,0.5\n")
     strings = [f"candidate-{i}" for i in range(10_000)]
     (tmp_path / "c.txt").write_text("".join(s + "\n" for s in strings))
     expected = tmp_path / "expected.csv"
     write_map(hash_candidates(strings, read_params(tmp_path / "params.csv")), expected)
-    monkeypatch.setattr(rappor.design, "_HASH_BLOCK", 250)
-    monkeypatch.setattr(rappor.formats.map, "_WRITE_CELLS", 1 << 14)
+    monkeypatch.setattr(rappor.collect._design, "_HASH_BLOCK", 250)
+    monkeypatch.setattr(rappor.formats._map, "_WRITE_CELLS", 1 << 14)
     tracemalloc.start()
     try:
         assert main(["hash-candidates", "--params", str(tmp_path / "params.csv"), str(tmp_path / "c.txt"),

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rappor.cli import main
+from rappor.cli._main import main
 
 
 def _args(interop_dir, tmp_path, *extra):
@@ -99,7 +99,7 @@ def test_cli_decode_notes_p_values_tied_at_the_null_floor(tmp_path, capsys):
     so and why, and --help explains it."""
     from pathlib import Path
 
-    sample = Path(__file__).parent.parent / "data" / "sample"
+    sample = Path(__file__).parents[2] / "data" / "sample"
     assert main(["decode", "--params", str(sample / "params.csv"), "--counts", str(sample / "counts.csv"),
                  "--candidates", str(sample / "candidates.txt"), "-o", str(tmp_path / "r.csv")]) == 0
     err = capsys.readouterr().err

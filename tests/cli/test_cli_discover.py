@@ -1,7 +1,7 @@
 """Discovery from the command line: reports (CSV and Parquet) -> counts -> discover -> decode.
 
 The client side runs for real: every discovery report is made by a
-:class:`~rappor.discovery.client.DiscoveryEncoder` from a secret, written as a reports
+:class:`~rappor.analysis.discovery.DiscoveryEncoder` from a secret, written as a reports
 CSV and as Parquet, and summed by ``rappor sum-bits``.
 """
 
@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 from rappor import Params
-from rappor.cli import main
-from rappor.discovery import DiscoverySpec
-from rappor.discovery.client import DiscoveryEncoder
-from rappor.formats.params import write_params
-from rappor.reports import ReportBatch, write_reports
+from rappor.cli._main import main
+from rappor.analysis.discovery import DiscoverySpec
+from rappor.analysis.discovery._client import DiscoveryEncoder
+from rappor.formats._params import write_params
+from rappor.client._reports import ReportBatch
+from rappor.formats import write_reports
 
 #: Strings and how many clients hold each (the last three are rare).
 VALUES = {"alpha.com": 1800, "bravo": 1200, "charlie.org/x": 900, "dx": 20, "echo-foxtrot": 20, "golf": 20}
@@ -39,7 +40,7 @@ def _spec() -> DiscoverySpec:
 def collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Discovery reports of 3,960 clients as CSV and Parquet, their counts, and the parameter files."""
     pytest.importorskip("pyarrow")
-    from rappor.formats.parquet import write_parquet_reports
+    from rappor.formats._parquet import write_parquet_reports
 
     d = tmp_path_factory.mktemp("discovery")
     spec = _spec()
@@ -82,7 +83,7 @@ def test_parquet_and_csv_reports_give_the_same_counts_and_discoveries(collection
     significant = {row[0] for row in rows if row[5] == "true"}
     assert {"alpha.com", "bravo", "charlie.org/x"} <= significant
     # At most one string nobody holds.  The p-values come from the exact chance law of the
-    # confirming evidence (rappor.discovery.confirmation), so the expected number of false
+    # confirming evidence (rappor.analysis.discovery._confirmation), so the expected number of false
     # significant values is at most the level, 0.05; one is the tolerance of issue 18.  This
     # small collection (3,960 clients, 241,075 values pooled) gave 4 false values with
     # normal p-values of the trimmed z-scores.
@@ -106,8 +107,8 @@ def _decode_args(d: Path, full: Path, out: Path, *extra: str) -> list[str]:
 @pytest.fixture(scope="module")
 def full_strings(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A full-string collection (simulated) of the same values, and a stale candidate list."""
-    from rappor.formats.counts import write_counts
-    from rappor.simulation import Population, simulate
+    from rappor.formats._counts import write_counts
+    from rappor.simulation._simulation import Population, simulate
 
     d = tmp_path_factory.mktemp("full")
     params = Params(num_bloombits=32, num_hashes=1, num_cohorts=16, prob_p=0.0, prob_q=1.0,

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import rappor.file_encoder as file_encoder
+import rappor.engines._encode as file_encoder
 from rappor import Encoder, Params, read_key_file, write_key_file
-from rappor.encoder import client_secret
-from rappor.cli import build_parser, main
+from rappor.client._encoder import client_secret
+from rappor.cli._main import build_parser, main
 
 KEY = bytes(range(100, 132))
 
@@ -233,9 +233,9 @@ def test_encode_output_has_one_row_per_input_row_in_order(tmp_path: Path, monkey
 
 
 def test_encode_output_reads_back_as_reports(tmp_path: Path) -> None:
-    # The output is the reports file every later stage reads (rappor.formats.reports_csv.read_reports).
-    from rappor import read_params
-    from rappor.formats.reports_csv import read_reports
+    # The output is the reports file every later stage reads (rappor.formats.read_reports).
+    from rappor.formats import read_params
+    from rappor.formats._reports_csv import read_reports
 
     rows = ROWS + [("with,comma", "v"), ('with "quote"', "w")]
     params, key, inp = _setup(tmp_path, rows)
@@ -288,8 +288,8 @@ def _mixed(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 def test_encode_skip_writes_good_rows_and_rejects(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from rappor import read_params
-    from rappor.formats.reports_csv import read_reports
+    from rappor.formats import read_params
+    from rappor.formats._reports_csv import read_reports
 
     params, key, inp = _mixed(tmp_path)
     out = tmp_path / "reports.csv"

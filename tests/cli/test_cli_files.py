@@ -1,4 +1,4 @@
-"""The files a command reads and writes (``files(args)`` + :mod:`rappor._io`), end to end.
+"""The files a command reads and writes (``files(args)`` + :mod:`rappor._util.io`), end to end.
 
 * no output is ever the same file as an input or another output, however it is named
   (symbolic or hard link, ``..``, standard output redirected onto an input);
@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from rappor.cli import _command_modules, main
-from rappor.encoder import write_key_file
+from rappor.cli._main import _command_modules, main
+from rappor.client._encoder import write_key_file
 
-REPO = Path(__file__).parent.parent
+REPO = Path(__file__).parents[2]
 PARAMS_CSV = "k,h,m,p,q,f\n8,2,4,0.5,0.75,0.5\n"
 KEY = bytes(range(100, 132))
 
@@ -45,7 +45,7 @@ def files(tmp_path: Path) -> Path:
 
 
 def _device(tmp_path: Path) -> Path:
-    """A private null character device (never the system's /dev/null: see tests/test_io.py)."""
+    """A private null character device (never the system's /dev/null: see tests/_util/test_io.py)."""
     node = tmp_path / "null"
     try:
         os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
@@ -226,8 +226,8 @@ def _parquet_directory(files: Path) -> Path:
     """``files/ds``: the reports of ``files/reports.csv`` as two Parquet files."""
     pytest.importorskip("pyarrow")
     from rappor import Params
-    from rappor.formats.parquet import write_parquet_reports
-    from rappor.formats.reports_csv import read_reports
+    from rappor.formats._parquet import write_parquet_reports
+    from rappor.formats._reports_csv import read_reports
 
     params = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     batch = read_reports(files / "reports.csv", params)
@@ -256,7 +256,7 @@ def test_cli_files_parquet_file_reached_twice_is_refused(files: Path, capsys: py
                                                          how: str) -> None:
     # Both were counted twice in silence: `sum-bits ds ds/part-0.parquet`, a link ds/x.parquet -> part-0.
     from rappor import InvalidParameterError, Params
-    from rappor.engines import aggregate_files
+    from rappor.engines._aggregate import aggregate_files
 
     ds = _parquet_directory(files)
     if how == "file-and-its-directory":

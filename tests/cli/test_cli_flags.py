@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from rappor.cli import build_parser, main
+from rappor.cli._main import build_parser, main
 
-REPO = Path(__file__).parent.parent
+REPO = Path(__file__).parents[2]
 SAMPLE = REPO / "data" / "sample"
-ASSOC = Path(__file__).parent / "data" / "assoc_google"
+ASSOC = Path(__file__).parents[1] / "data" / "assoc_google"
 
 #: A valid invocation of each command (bad values are appended to it).
 BASE = {

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from rappor.cli import build_parser
+from rappor.cli._main import build_parser
 
 
 def _subparsers() -> dict[str, argparse.ArgumentParser]:

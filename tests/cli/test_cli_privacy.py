@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rappor import Params
-from rappor.cli import main
+from rappor.cli._main import main
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def test_plan_text_and_params_out(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["plan", "--reports", "50000", "--candidates", "40", "--epsilon-inf", "3",
                  "--epsilon-one", "1", "--params-out", str(out_params)]) == 0
     assert "recommended:" in capsys.readouterr().out
-    from rappor import read_params
+    from rappor.formats import read_params
     planned = read_params(out_params)
     assert planned.epsilon_inf == pytest.approx(3.0)
     assert planned.epsilon_one == pytest.approx(1.0, rel=1e-6)
@@ -77,7 +77,7 @@ def test_plan_default_has_instantaneous_noise(tmp_path: Path, capsys: pytest.Cap
     out_params = tmp_path / "planned.csv"
     assert main(["plan", "--reports", "2000", "--candidates", "10", "--epsilon-inf", "4",
                  "--params-out", str(out_params)]) == 0
-    from rappor import read_params
+    from rappor.formats import read_params
     planned = read_params(out_params)
     assert 0.0 < planned.p < planned.q < 1.0
     assert planned.epsilon_one == pytest.approx(1.0, rel=1e-6)  # epsilon_inf / 4
@@ -87,7 +87,7 @@ def test_plan_no_irr_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     out_params = tmp_path / "planned.csv"
     assert main(["plan", "--reports", "2000", "--candidates", "10", "--no-irr",
                  "--params-out", str(out_params)]) == 0
-    from rappor import read_params
+    from rappor.formats import read_params
     planned = read_params(out_params)
     assert (planned.p, planned.q) == (0.0, 1.0)
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from rappor.formats.counts import read_counts
-from rappor.cli import main
-from rappor.formats.params import read_params
+from rappor.formats._counts import read_counts
+from rappor.cli._main import main
+from rappor.formats._params import read_params
 
 FILES = ("params.csv", "counts.csv", "map.csv", "candidates.txt", "truth.csv", "results.csv", "metrics.json",
          "report.html")
@@ -111,8 +111,8 @@ def test_simulate_bad_clients_is_a_usage_error_naming_the_flag(tmp_path, capsys)
 def test_demo_says_what_a_decode_of_its_size_can_find(tmp_path, capsys):
     """The README's first command: the planner's smallest detectable share next to what was found.
 
-    The printed figures must be the planner's (rappor.planner.detection_outlook on the true
-    candidates' shares; checked against an exact GLS computation in tests/test_planner.py),
+    The printed figures must be the planner's (rappor.privacy.detection_outlook on the true
+    candidates' shares; checked against an exact GLS computation in tests/privacy/test_planner.py),
     and the same in metrics.json and report.html.
     """
     import re
@@ -120,7 +120,7 @@ def test_demo_says_what_a_decode_of_its_size_can_find(tmp_path, capsys):
     import numpy as np
 
     from rappor import Params
-    from rappor.planner import detection_frequency, detection_outlook
+    from rappor.privacy._planner import detection_frequency, detection_outlook
 
     pytest.importorskip("matplotlib")
     out = tmp_path / "demo"

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import rappor.encoder as encoder_module
+import rappor.client._encoder as encoder_module
 from rappor import (
     Encoder,
     InsecureKeyFileWarning,
@@ -36,11 +36,11 @@ from rappor import (
     read_key_file,
     write_key_file,
 )
-from rappor.encoder import EncodeTrace, client_secret, derive_cohort, prr_uniforms
-from rappor._bits import bits_to_bitstrings
-from rappor.hashing import bloom_filter
+from rappor.client._encoder import EncodeTrace, client_secret, derive_cohort, prr_uniforms
+from rappor._util.bits import bits_to_bitstrings
+from rappor.client._hashing import bloom_filter
 
-GOLDEN = Path(__file__).parent.parent / "data" / "golden"
+GOLDEN = Path(__file__).parents[2] / "data" / "golden"
 SECRET = bytes(range(32))
 ALPHA = 1e-6
 
@@ -573,7 +573,7 @@ def test_worked_example_in_docs_client_md() -> None:
     assert bits_to_bitstrings(trace.bloom)[0] == "0000010000000010"
     assert bits_to_bitstrings(trace.prr)[0] == "0100010000100010"
     assert prr_uniforms(secret, 2, "v1", 16)[[0, 7, 15]].tolist() == [0x9CDE5BA9, 0x5A90F25F, 0x92BC7297]
-    text = (Path(__file__).parent.parent / "docs" / "client.md").read_text()
+    text = (Path(__file__).parents[2] / "docs" / "client.md").read_text()
     assert secret.hex() in text and "0100010000100010" in text
     for word in ("9cde5ba9", "5a90f25f", "92bc7297"):
         assert word in text

@@ -12,10 +12,10 @@ import pytest
 from scipy import stats
 
 from rappor import InvalidParameterError, Params
-from rappor._bits import bits_to_bitstrings
-from rappor.hashing import bloom_bit_indices, bloom_bits, bloom_bits_table, bloom_filter, value_bytes
+from rappor._util.bits import bits_to_bitstrings
+from rappor.client._hashing import bloom_bit_indices, bloom_bits, bloom_bits_table, bloom_filter, value_bytes
 
-GOLDEN = Path(__file__).parent.parent / "data" / "golden" / "hashing_vectors.csv"
+GOLDEN = Path(__file__).parents[2] / "data" / "golden" / "hashing_vectors.csv"
 
 # --- An independent MurmurHash3_x64_128, written from Austin Appleby's MurmurHash3.cpp -------------
 # (pure Python integers, no numpy, no mmh3) to show the spec can be implemented elsewhere.
@@ -165,7 +165,7 @@ def test_bloom_bits_table_every_path_and_batch_matches_bloom_bits(n_values: int,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # Few (value, cohort) pairs are hashed by mmh3 one pair at a time, many by the vectorized
     # MurmurHash3; words come in batches of hashes (odd h: the last block gives one word).
-    import rappor.hashing as hashing
+    import rappor.client._hashing as hashing
 
     monkeypatch.setattr(hashing, "_WORDS_PER_BATCH", batch)
     params = Params(num_bloombits=97, num_hashes=h, num_cohorts=m, prob_p=0.25, prob_q=0.75, prob_f=0.5)
@@ -175,7 +175,7 @@ def test_bloom_bits_table_every_path_and_batch_matches_bloom_bits(n_values: int,
     for s, value in enumerate(values):
         for c in range(m):
             assert table[s, c].tolist() == list(bloom_bit_indices(value, c, num_bloombits=97, num_hashes=h))
-    from rappor.hashing import split_hash_words
+    from rappor.client._hashing import split_hash_words
 
     words = split_hash_words([b"ab", b"c"], [0, 1], h, tail=True)
     expected = [[list(_words_of(b"rappor/discovery/tail\x00" + part, c, h)) for c in (0, 1)] for part in (b"ab", b"c")]
@@ -200,12 +200,12 @@ def test_bloom_bits_table_many_hashes_of_one_value_is_fast(tmp_path: Path) -> No
 
     code = (
         "from rappor import Params, hash_candidates\n"
-        "from rappor.formats.map import write_map\n"
+        "from rappor.formats._map import write_map\n"
         "import sys\n"
         "p = Params(num_bloombits=10**6, num_hashes=10**6, num_cohorts=1, prob_p=0.5, prob_q=0.75, prob_f=0.5)\n"
         "write_map(hash_candidates(['onlyone'], p), sys.argv[1])\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     try:
         subprocess.run([sys.executable, "-c", code, str(tmp_path / "map.csv")], check=True, timeout=30, env=env)
     except subprocess.TimeoutExpired:

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from rappor import Params
-from rappor._murmur import murmur3_x64_128
-from rappor.hashing import bloom_bit_indices, bloom_bits_table
+from rappor.client._murmur import murmur3_x64_128
+from rappor.client._hashing import bloom_bit_indices, bloom_bits_table
 
 SEEDS = [0, 1, 2, 127, 2**31 - 1, 2**31, 2**32 - 1, 0x9747B28C]
 
@@ -34,7 +34,7 @@ def test_murmur_matches_mmh3_every_length(seed: int) -> None:
 
 def test_murmur_matches_mmh3_shuffled_lengths_and_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     # Small chunks force several chunks per length group; keys arrive in random length order.
-    import rappor._murmur as murmur
+    import rappor.client._murmur as murmur
 
     monkeypatch.setattr(murmur, "_CHUNK_STATES", 7)
     rng = np.random.default_rng(99)

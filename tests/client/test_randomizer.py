@@ -1,4 +1,4 @@
-"""Tests of rappor.randomizer: thresholds at their edges, the bit algebra on every kind of input, debiasing."""
+"""Tests of rappor.client._randomizer: thresholds at their edges, the bit algebra on every kind of input, debiasing."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rappor import Params
-from rappor.randomizer import (
+from rappor.client._randomizer import (
     WORD_SPAN,
     debias,
     debiased_variance,
@@ -18,8 +18,8 @@ from rappor.randomizer import (
     permanent_response,
     permanent_response_from_words,
     prr_threshold,
-    report_probabilities,
 )
+from rappor.params import report_probabilities
 
 # --- Threshold arithmetic (32-bit resolution, edges) ---------------------------------------------
 

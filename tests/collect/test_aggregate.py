@@ -17,12 +17,9 @@ from rappor import (
     ReportBatch,
     ReportFormatError,
     UnbalancedCohortsWarning,
-    read_counts,
-    read_params,
-    read_reports,
-    write_counts,
 )
-from rappor.aggregate import check_cohort_balance
+from rappor.formats import read_counts, read_params, read_reports, write_counts
+from rappor.collect._aggregate import check_cohort_balance
 
 
 def _params(k: int = 8, m: int = 4) -> Params:
@@ -201,7 +198,7 @@ def test_aggregate_merge_fail_total_beyond_int64() -> None:
 
 def test_add_counts_fail_beyond_int64() -> None:
     """The accumulator of sum-bits, from_report_chunks and the engines refuses to wrap around."""
-    from rappor.aggregate import add_counts
+    from rappor.collect._aggregate import add_counts
 
     total = np.array([[_BIG, 1, 0, 0], [0, 0, 0, 0]], dtype=np.int64)
     add_counts(total, np.array([[_BIG - 1, 0, 0, 0], [0, 0, 0, 0]], dtype=np.int64))
@@ -215,7 +212,7 @@ def test_add_counts_fail_beyond_int64() -> None:
 def test_merge_counts_cli_fail_total_beyond_int64(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Two files, one cohort of 2**62 each: the merged total is refused, naming the file that overflows
     (it printed a warning about "N/m = -4.6e18" and wrote the wrapped counts)."""
-    from rappor.cli import main
+    from rappor.cli._main import main
 
     (tmp_path / "p.csv").write_text("k,h,m,p,q,f\n3,2,2,0.5,0.75,0.5\n")
     (tmp_path / "a.csv").write_text(f"{_BIG},0,0,0\n0,0,0,0\n")

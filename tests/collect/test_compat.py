@@ -1,4 +1,4 @@
-"""rappor.compat against google/rappor's own small collection (tests/data/google_rappor_small).
+"""rappor.collect._compat against google/rappor's own small collection (tests/data/google_rappor_small).
 
 That collection was encoded by google/rappor's Python client and summarized by its own
 tools (see its README), so every comparison below is with the reference implementation's
@@ -22,12 +22,9 @@ from rappor import (
     InvalidParameterError,
     Params,
     hash_candidates,
-    read_candidates,
-    read_counts,
-    read_map,
-    read_params,
 )
-from rappor.compat import (
+from rappor.formats import read_candidates, read_counts, read_map, read_params
+from rappor.collect._compat import (
     google_bloom_bits,
     google_bloom_bits_table,
     google_bloom_filter,
@@ -36,8 +33,8 @@ from rappor.compat import (
     google_prr_batch,
     hash_candidates_google,
 )
-from rappor._bits import bits_to_bitstrings, bitstrings_to_bits
-from rappor.cli import main
+from rappor._util.bits import bits_to_bitstrings, bitstrings_to_bits
+from rappor.cli._main import main
 
 
 @pytest.fixture
@@ -120,7 +117,7 @@ def test_hash_candidates_cli_default_is_not_google(tmp_path: Path, interop_dir: 
 
 def test_hash_candidates_google_equals_hash_candidates_structure(interop_params: Params,
                                                                  candidates: list[str]) -> None:
-    # Same CandidateMap layout as rappor.design.hash_candidates: rows c*k + bit, one column per string.
+    # Same CandidateMap layout as rappor.collect.hash_candidates: rows c*k + bit, one column per string.
     cmap = hash_candidates_google(candidates, interop_params)
     k = interop_params.num_bloombits
     table = google_bloom_bits_table(candidates, interop_params)

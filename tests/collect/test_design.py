@@ -1,4 +1,4 @@
-"""rappor.design: candidate maps built by hashing."""
+"""rappor.collect._design: candidate maps built by hashing."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 import scipy.sparse as sp
 
 from rappor import CandidateMap, InvalidParameterError, Params, hash_candidates
-from rappor import design
-from rappor.hashing import bloom_bits
+from rappor.collect import _design as design
+from rappor.client._hashing import bloom_bits
 
 
 def _reference_matrix(strings: list[str], params: Params) -> sp.csc_matrix:

@@ -1,7 +1,7 @@
-"""rappor.engines: the numpy engine, aggregate_files' progress and on_error, and sum-bits running through them.
+"""rappor.engines._aggregate: the numpy engine, aggregate_files' progress and on_error, and sum-bits running through them.
 
-The Dask and Spark adapters are tested in tests/test_engines_dask.py and
-tests/test_engines_spark.py.
+The Dask and Spark adapters are tested in tests/engines/test_engines_dask.py and
+tests/engines/test_engines_spark.py.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import rappor.engines
+import rappor.engines._aggregate
 from rappor import (
     Aggregate,
     InvalidParameterError,
@@ -20,11 +20,10 @@ from rappor import (
     Params,
     ReportBatch,
     ReportFormatError,
-    write_parquet_reports,
-    write_reports,
 )
-from rappor.cli import main
-from rappor.engines import NumpyEngine, aggregate_files, check_distributed_options, report_sources
+from rappor.formats import write_parquet_reports, write_reports
+from rappor.cli._main import main
+from rappor.engines._aggregate import NumpyEngine, aggregate_files, check_distributed_options, report_sources
 
 PARAMS = Params(k=8, h=2, m=4, p=0.5, q=0.75, f=0.5)
 
@@ -127,7 +126,7 @@ def test_parquet_without_pyarrow_names_the_extra(inputs: tuple[Path, Path, Path,
                                                  monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     # Issue 15: `rappor sum-bits DIR` without pyarrow was a traceback from an unguarded
-    # import in rappor.engines; it is an ImportError naming the extra, one line on the CLI.
+    # import in rappor.engines._aggregate; it is an ImportError naming the extra, one line on the CLI.
     _, parquet_path, params_path, _ = inputs
     for name in ("pyarrow", "pyarrow.parquet"):
         monkeypatch.setitem(sys.modules, name, None)  # `import pyarrow` now raises ImportError
@@ -140,6 +139,6 @@ def test_parquet_without_pyarrow_names_the_extra(inputs: tuple[Path, Path, Path,
 
 
 def test_engines_module_keeps_report_format() -> None:
-    from rappor.formats.parquet import report_format
+    from rappor.formats._parquet import report_format
 
     assert rappor.engines.report_format is report_format

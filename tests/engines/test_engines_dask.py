@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from rappor import Aggregate, Params, ReportBatch
-from rappor.engines import NumpyEngine, aggregate_files, get_engine, report_sources
+from rappor.engines._aggregate import NumpyEngine, aggregate_files, get_engine, report_sources
 from rappor.exceptions import IncompatibleParamsError, InvalidParameterError
-from rappor.formats.parquet import ParquetReportWriter, write_parquet_reports
-from rappor.formats.reports_csv import write_reports
+from rappor.formats._parquet import ParquetReportWriter, write_parquet_reports
+from rappor.formats._reports_csv import write_reports
 
 pytest.importorskip("dask.dataframe")
 pytestmark = pytest.mark.dask
@@ -101,7 +101,7 @@ def test_dask_engine_reads_url(inputs: tuple[list[Path], Aggregate]) -> None:
 
 def test_sum_bits_cli_engines_byte_identical(inputs: tuple[list[Path], Aggregate], tmp_path: Path) -> None:
     # rappor sum-bits --engine numpy|dask over Parquet and CSV: byte-identical counts.csv.
-    from rappor.cli import main
+    from rappor.cli._main import main
 
     paths, _ = inputs
     params_path = tmp_path / "params.csv"

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from rappor import Aggregate, Params, ReportBatch
-from rappor.engines import aggregate_files
+from rappor.engines._aggregate import aggregate_files
 from rappor.exceptions import IncompatibleParamsError
-from rappor.formats.parquet import ParquetReportWriter, write_parquet_reports
-from rappor.formats.reports_csv import write_reports
+from rappor.formats._parquet import ParquetReportWriter, write_parquet_reports
+from rappor.formats._reports_csv import write_reports
 
 pytest.importorskip("pyspark.sql")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):

@@ -1,4 +1,4 @@
-"""rappor.file_encoder.encode_file: a client,value file into reports, as ``rappor encode`` does (the same function)."""
+"""rappor.engines.encode_file: a client,value file into reports, as ``rappor encode`` does (the same function)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import rappor.file_encoder as file_encoder
+import rappor.engines._encode as file_encoder
 from rappor import (
     InvalidParameterError,
     Params,
@@ -16,11 +16,10 @@ from rappor import (
     ReportFormatError,
     encode_clients,
     encode_file,
-    read_reports,
-    write_client_values,
     write_key_file,
 )
-from rappor.cli import main
+from rappor.formats import read_reports, write_client_values
+from rappor.cli._main import main
 
 PARAMS = Params(k=16, h=2, m=8, p=0.25, q=0.75, f=0.5)
 KEY = bytes(range(100, 132))
@@ -121,7 +120,7 @@ def _variables_input(tmp_path: Path, rows: int = 52) -> Path:
 
 
 def test_encode_variables_file_is_encode_clients_per_variable(tmp_path: Path) -> None:
-    from rappor.association import boolean_params
+    from rappor.analysis.association import boolean_params
 
     inp = _variables_input(tmp_path)
     out = tmp_path / "out.csv"
@@ -152,8 +151,8 @@ def test_encode_variables_file_output_does_not_depend_on_jobs(tmp_path: Path, mo
 def test_encode_variables_file_streams_its_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The input is read in blocks, never whole: the former encoder of several columns read
     # it with read_input_bytes (the whole file in memory).
-    import rappor._io as io_module
-    import rappor.formats.client_values as client_values
+    import rappor._util.io as io_module
+    import rappor.formats._client_values as client_values
 
     monkeypatch.setattr(client_values, "BLOCK_BYTES", 64)
     monkeypatch.setattr(io_module, "read_input_bytes", lambda *a, **k: pytest.fail("read the whole input"))

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rappor import InvalidParameterError, RapporWarning, ReportFormatError, read_candidates, write_candidates
+from rappor import InvalidParameterError, RapporWarning, ReportFormatError
+from rappor.formats import read_candidates, write_candidates
 
 
 def test_candidates_round_trip(tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
-"""rappor.formats.client_values: the ``client,value`` input of the encoder, read in blocks and written back.
+"""rappor.formats._client_values: the ``client,value`` input of the encoder, read in blocks and written back.
 
 The reader's rows equal the csv module's on every input (``tests/test_fuzz.py``,
 ``test_fuzz_encode_input_equals_csv_module``); ``rappor encode`` is tested in
-``tests/test_cli_encode.py`` and :func:`rappor.encode_file` in ``tests/test_file_encoder.py``.
+``tests/cli/test_cli_encode.py`` and :func:`rappor.encode_file` in ``tests/engines/test_file_encoder.py``.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import rappor.formats.client_values as client_values
-from rappor import InvalidParameterError, ReportFormatError, read_client_values, write_client_values
+import rappor.formats._client_values as client_values
+from rappor import InvalidParameterError, ReportFormatError
+from rappor.formats import read_client_values, write_client_values
 
 
 def test_client_values_parser_fuzz(tmp_path: Path) -> None:

@@ -15,11 +15,9 @@ from rappor import (
     Params,
     ReportFormatError,
     hash_candidates,
-    read_map,
-    read_params,
-    write_map,
 )
-from rappor.compat import hash_candidates_google
+from rappor.formats import read_map, read_params, write_map
+from rappor.collect._compat import hash_candidates_google
 
 
 def _same_map(a: CandidateMap, b: CandidateMap) -> bool:
@@ -269,15 +267,15 @@ def test_read_map_fail_quote_left_open(tmp_path: Path) -> None:
 def test_write_map_wide_rows_are_written_in_runs_of_cohorts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows wider than the formatting budget are written a run of cohorts at a time, with the
     same text as the block path."""
-    import rappor.formats.map
+    import rappor.formats._map
 
     params = Params(num_bloombits=64, num_hashes=3, num_cohorts=20, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     cmap = hash_candidates([f"v{i}" for i in range(30)], params)
     write_map(cmap, tmp_path / "block.csv")
-    monkeypatch.setattr(rappor.formats.map, "_WRITE_CELLS", 7)  # width 60 > 7: 2 cohorts per run
+    monkeypatch.setattr(rappor.formats._map, "_WRITE_CELLS", 7)  # width 60 > 7: 2 cohorts per run
     write_map(cmap, tmp_path / "wide.csv")
     assert (tmp_path / "wide.csv").read_bytes() == (tmp_path / "block.csv").read_bytes()
-    monkeypatch.setattr(rappor.formats.map, "_WRITE_CELLS", 2)  # fewer cells than h: one cohort per run
+    monkeypatch.setattr(rappor.formats._map, "_WRITE_CELLS", 2)  # fewer cells than h: one cohort per run
     write_map(cmap, tmp_path / "narrow.csv")
     assert (tmp_path / "narrow.csv").read_bytes() == (tmp_path / "block.csv").read_bytes()
 

@@ -12,7 +12,7 @@ import pytest
 
 from rappor import Aggregate, Params, RapporIOError, ReportBatch
 from rappor.exceptions import IncompatibleParamsError, InvalidParameterError, ReportFormatError
-from rappor.formats.parquet import (
+from rappor.formats._parquet import (
     ParquetReportWriter,
     aggregate_parquet,
     iter_parquet_reports,

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rappor import Params, RapporIOError, ReportBatch, ReportFormatError, iter_reports, read_reports, write_reports
-from rappor.formats import reports_csv as reports_module
+from rappor import Params, RapporIOError, ReportBatch, ReportFormatError
+from rappor.formats import iter_reports, read_reports, write_reports
+from rappor.formats import _reports_csv as reports_module
 from rappor.exceptions import InvalidParameterError
 
 
@@ -53,7 +54,7 @@ def test_write_reports_fail_wrong_number_of_ids(tmp_path: Path, params: Params, 
 
 
 def test_read_reports_google_format_matches_csv_module(interop_dir: Path) -> None:
-    from rappor import read_params
+    from rappor.formats import read_params
 
     params = read_params(interop_dir / "params.csv")
     batch = read_reports(interop_dir / "reports.csv", params)
@@ -189,7 +190,8 @@ def test_read_reports_one_report_at_k_65536_is_linear(tmp_path: Path,
     np.save(tmp_path / "bits.npy", bits)
     result = run_limited_python(
         "import tracemalloc, numpy as np\n"
-        "from rappor import Params, read_reports\n"
+        "from rappor import Params\n"
+        "from rappor.formats import read_reports\n"
         f"p = Params(num_bloombits={k}, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)\n"
         "tracemalloc.start()\n"
         f"batch = read_reports({str(tmp_path / 'r.csv')!r}, p)\n"

@@ -1,4 +1,4 @@
-"""Tests for rappor.mechanisms: privacy maps by exact enumeration, unbiasedness, seeded statistics.
+"""Tests for rappor.privacy._mechanisms: privacy maps by exact enumeration, unbiasedness, seeded statistics.
 
 Statistical tolerances are in standard errors.  A two-sided normal deviation beyond 4 SE
 has probability 6.3e-5; with at most 10 such checks per test the false-failure
@@ -18,7 +18,7 @@ from scipy.stats import binomtest
 
 from rappor import Params
 from rappor.exceptions import InvalidParameterError
-from rappor.mechanisms import (
+from rappor.privacy._mechanisms import (
     BasicRappor,
     BinaryRandomizedResponse,
     KaryRandomizedResponse,
@@ -29,7 +29,7 @@ from rappor.mechanisms import (
     lying_probability_from_epsilon,
     two_stage_rate,
 )
-from rappor.privacy import tight_rho
+from rappor.privacy._accounting import tight_rho
 
 Z = 4.0  # tolerance in standard errors (two-sided tail 6.3e-5 each)
 

@@ -1,4 +1,4 @@
-"""Tests for rappor.planner: targets met exactly, inflation behaviour, and a simulated detection check."""
+"""Tests for rappor.privacy._planner: targets met exactly, inflation behaviour, and a simulated detection check."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from scipy.stats import binomtest
 
 from rappor import Params
 from rappor.exceptions import InvalidParameterError
-from rappor.planner import design_inflation, detection_frequency, plan, simulate_detection
+from rappor.privacy._planner import design_inflation, detection_frequency, plan, simulate_detection
 
 
 def test_plan_meets_privacy_targets() -> None:
@@ -119,7 +119,7 @@ DEMO = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q
 
 def test_detection_probability_inverts_detection_frequency() -> None:
     """The frequency predicted for power 0.8 is detected with probability 0.8 (the same formula both ways)."""
-    from rappor.planner import detection_probability
+    from rappor.privacy._planner import detection_probability
 
     pred = detection_frequency(DEMO, 100_000, 100, power=0.8)
     assert detection_probability(pred, [pred.frequency])[0] == pytest.approx(0.8, abs=1e-12)
@@ -137,7 +137,7 @@ def test_detection_outlook_matches_exact_gls_on_the_real_map() -> None:
     from scipy import stats
 
     from rappor import Population, hash_candidates
-    from rappor.planner import detection_outlook
+    from rappor.privacy._planner import detection_outlook
 
     shares = Population.zipf(100).probabilities
     outlook = detection_outlook(DEMO, 100_000, shares)
@@ -155,7 +155,7 @@ def test_detection_outlook_matches_exact_gls_on_the_real_map() -> None:
 
 def test_reports_for_frequency_follows_one_over_sqrt_n() -> None:
     """N' from reports_for_frequency makes detection_frequency hit the target (inflation held fixed)."""
-    from rappor.planner import reports_for_frequency
+    from rappor.privacy._planner import reports_for_frequency
 
     pred = detection_frequency(DEMO, 100_000, 100, inflation=1.3)
     n2 = reports_for_frequency(pred.frequency, 100_000, 0.01)
@@ -164,8 +164,8 @@ def test_reports_for_frequency_follows_one_over_sqrt_n() -> None:
 
 def test_high_privacy_outlook_says_the_detectable_share_is_large() -> None:
     """f = 0.75 (or p, q close) at 100,000 reports: the smallest detectable share is large, and the note says so."""
-    from rappor._explain import detectable_share_note
-    from rappor.planner import detection_outlook
+    from rappor.report._explain import detectable_share_note
+    from rappor.privacy._planner import detection_outlook
 
     for params in (Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.75),
                    Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.45, prob_q=0.55, prob_f=0.5)):
@@ -180,8 +180,8 @@ def test_high_privacy_outlook_says_the_detectable_share_is_large() -> None:
 def test_outlook_with_more_candidates_than_bits_says_nothing_is_detectable() -> None:
     """100 candidates on k=8 m=1 (8 rows): no finite detectable share; the text says so instead of 'inf'."""
     from rappor import Population
-    from rappor._explain import outlook_text
-    from rappor.planner import detection_outlook
+    from rappor.report._explain import outlook_text
+    from rappor.privacy._planner import detection_outlook
 
     params = Params(num_bloombits=8, num_hashes=2, num_cohorts=1, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     outlook = detection_outlook(params, 100_000, Population.zipf(100).probabilities)

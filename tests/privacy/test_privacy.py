@@ -1,4 +1,4 @@
-"""Tests for rappor.privacy: closed forms against exact enumeration, zCDP, conversions, composition.
+"""Tests for rappor.privacy._accounting: closed forms against exact enumeration, zCDP, conversions, composition.
 
 Brute force: every output of the permanent randomized response (PRR) and of one full
 report (IRR over PRR, enumerated through every PRR) is listed with exact rational
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from rappor import Params
-from rappor import privacy as P
+from rappor.privacy import _accounting as P
 from rappor.exceptions import InvalidParameterError
-from rappor.hashing import bloom_bits
+from rappor.client._hashing import bloom_bits
 
 
 # ----------------------------------------------------------------------------- enumeration helpers

@@ -1,4 +1,4 @@
-"""The empirical privacy audit (rappor.audit): passes on our encoders, fails on broken ones.
+"""The empirical privacy audit (rappor.privacy._audit): passes on our encoders, fails on broken ones.
 
 False alarms: ``audit_encoder`` bounds the probability that a correct encoder fails by
 ``significance_level`` (1e-6 here, Clopper-Pearson bounds and a union bound over every
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from rappor import InvalidParameterError, Params
-from rappor.audit import AuditSample, audit_encoder, batch_sampler, client_sampler, never_clearing_sampler
-from rappor.hashing import bloom_filter
+from rappor.privacy._audit import AuditSample, audit_encoder, batch_sampler, client_sampler, never_clearing_sampler
+from rappor.client._hashing import bloom_filter
 
 PARAMS = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 

@@ -1,4 +1,4 @@
-"""rappor._explain: the detection rule (level, correction, p-value threshold) and ties at the null's floor."""
+"""rappor.report._explain: the detection rule (level, correction, p-value threshold) and ties at the null's floor."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rappor import Decoder, Params, hash_candidates, read_counts, read_params
-from rappor._explain import detection_rule, floor_tie
-from rappor.simulation import Population, simulate
+from rappor import Decoder, Params, hash_candidates
+from rappor.formats import read_counts, read_params
+from rappor.report._explain import detection_rule, floor_tie
+from rappor.simulation._simulation import Population, simulate
 
-SAMPLE = Path(__file__).parent.parent / "data" / "sample"
+SAMPLE = Path(__file__).parents[2] / "data" / "sample"
 
 
 def _sample(**decoder):

@@ -1,4 +1,4 @@
-"""Tests for rappor.html_report: the page parses, every embedded image is a PNG, and headless
+"""Tests for rappor.report._html: the page parses, every embedded image is a PNG, and headless
 Chromium renders it (where Debian's chromium is installed)."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from rappor import hash_candidates
-from rappor.html_report import render_report, write_report
-from rappor.metrics import evaluate
-from rappor.simulation import Population, simulate
+from rappor.report._html import render_report, write_report
+from rappor.analysis._metrics import evaluate
+from rappor.simulation._simulation import Population, simulate
 
 
 class _Collector(HTMLParser):
@@ -140,7 +140,7 @@ def _text(page: str) -> str:
 
 def _decoded_page() -> tuple[str, object]:
     from rappor import Decoder, Params
-    from rappor.metrics import evaluate_result
+    from rappor.analysis._metrics import evaluate_result
 
     params = Params(k=16, h=2, m=64, p=0.5, q=0.75, f=0.5)
     sim = simulate(params, Population.zipf(100), 100_000, rng=0)
@@ -180,7 +180,8 @@ def test_report_says_what_decided_detected():
 
 
 def test_report_notes_ties_at_the_null_floor(data_dir):
-    from rappor import Decoder, read_counts, read_params
+    from rappor import Decoder
+    from rappor.formats import read_counts, read_params
 
     sample = data_dir.parent.parent / "data" / "sample"
     params = read_params(sample / "params.csv")

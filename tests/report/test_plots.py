@@ -1,4 +1,4 @@
-"""Tests for rappor.plots (skipped without matplotlib)."""
+"""Tests for rappor.report._plots (skipped without matplotlib)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from rappor import Params, hash_candidates  # noqa: E402
-from rappor.plots import plot_epsilon, plot_estimates, plot_fit_residuals, plot_residuals  # noqa: E402
-from rappor.simulation import Population, simulate  # noqa: E402
+from rappor.report._plots import plot_epsilon, plot_estimates, plot_fit_residuals, plot_residuals  # noqa: E402
+from rappor.simulation._simulation import Population, simulate  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +53,7 @@ def test_plot_residuals_heatmap(params):
 
 def test_plot_fit_residuals_titles_the_tested_fit(params):
     from rappor import Decoder
-    from rappor.metrics import fit_residuals
+    from rappor.analysis._metrics import fit_residuals
 
     pop = Population.zipf(5)
     sim = simulate(params, pop, 5_000, rng=0)
@@ -67,7 +67,7 @@ def test_plot_fit_residuals_titles_the_tested_fit(params):
 
 
 def test_plot_epsilon_curves(params):
-    pytest.importorskip("rappor.privacy")
+    pytest.importorskip("rappor.privacy._accounting")
     ax = plot_epsilon(params, max_reports=10)
     labels = [line.get_label() for line in ax.lines]
     assert any("basic" in label for label in labels)
@@ -75,6 +75,6 @@ def test_plot_epsilon_curves(params):
 
 
 def test_import_rappor_does_not_load_matplotlib():
-    code = "import sys, rappor, rappor.plots; print('matplotlib' in sys.modules)"
+    code = "import sys, rappor, rappor.report._plots; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -21,7 +21,7 @@ Not imported by ``import rappor``.  The method, its checks and measurements are 
 Examples
 --------
 >>> import numpy as np, rappor
->>> from rappor.association import AssociationDecoder, simulate_association
+>>> from rappor.analysis.association import AssociationDecoder, simulate_association
 >>> params = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=16,
 ...                        prob_p=0.25, prob_q=0.75, prob_f=0.0)
 >>> joint = np.array([[0.3, 0.1], [0.1, 0.2], [0.2, 0.1]])     # (string, boolean)

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .._lazy import lazy_module
-from .._validation import (
+from ..._util.lazy import lazy_module
+from ..._util.validation import (
     CheckedParameters,
     ParameterCheck,
     RngLike,
@@ -24,10 +24,10 @@ from .._validation import (
     check_rng_parameter,
     options_check,
 )
-from .._results import ConfidenceInterval
-from ..aggregate import Aggregate
-from ..exceptions import ConvergenceWarning, DecodeError, IncompatibleParamsError, InvalidParameterError, RapporWarning
-from ..reports import ReportBatch
+from ..._util.results import ConfidenceInterval
+from ...collect._aggregate import Aggregate
+from ...exceptions import ConvergenceWarning, DecodeError, IncompatibleParamsError, InvalidParameterError, RapporWarning
+from ...client._reports import ReportBatch
 from ._inference import constrained_covariance, independence_null_draws, projected_draws
 from ._likelihood import CodedLikelihood, Factor, Patterns, bit_index_table, group_reports, likelihoods
 from ._mixture import FitResult, ProductLikelihood, _single_thread, fit_mixture
@@ -84,7 +84,7 @@ class AssociationDecoder(CheckedParameters):
         (``"shrunk"``: fitted to the same counts, it biases the table towards "Other");
         exactly as google/rappor's ``GetOtherProbs`` (``"reference"``); or no such
         category (``"none"``: the mass of other strings is then spread over the
-        candidates).  See :mod:`rappor.association._other`.
+        candidates).  See :mod:`rappor.analysis.association._other`.
     method : {"sqp", "em"}, default="sqp"
         Maximizer of the likelihood: sequential quadratic programming (mix-SQP; a handful
         of iterations) or google/rappor's EM iteration (thousands at realistic noise).
@@ -104,21 +104,21 @@ class AssociationDecoder(CheckedParameters):
         ``estimate ± z * std_error`` with the upper end raised to the ``(1 + level) / 2``
         quantile of the estimate's projected-normal law where that law is truncated at 0
         (``"projected"``: the Wald end undercovers the cells estimated at or near 0, see
-        :func:`rappor.association._inference.boundary_interval`), or the plain Wald
+        :func:`rappor.analysis.association._inference.boundary_interval`), or the plain Wald
         interval (``"wald"``, the first versions' default).  Tables above 512 cells get the
         Wald interval.
     profile_level : float or None, default=None
         Also compute profile-likelihood intervals of the cells at this level (about 10
         mixture fits per cell: a minute for a 135-cell table of 100,000 reports); they are
         then what :meth:`AssociationResult.confidence_interval` returns at this level.
-        See :mod:`rappor.association._profile`.
+        See :mod:`rappor.analysis.association._profile`.
     rng : numpy.random.Generator, int or None, default=None
         Seeds the SQP's Hessian subsample (seed 0 when None: deterministic).
 
     Examples
     --------
     >>> import numpy as np, rappor
-    >>> from rappor.association import AssociationDecoder, Variable, simulate_association
+    >>> from rappor.analysis.association import AssociationDecoder, Variable, simulate_association
     >>> params = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=16,
     ...                        prob_p=0.25, prob_q=0.75, prob_f=0.0)
     >>> joint = np.array([[0.3, 0.1], [0.1, 0.2], [0.2, 0.1]])     # (string, boolean)

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .._lazy import lazy_module
+from ..._util.lazy import lazy_module
 
 if TYPE_CHECKING:
     from scipy import optimize, stats

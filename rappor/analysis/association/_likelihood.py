@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 import numpy.typing as npt
 
-from .._bits import unpack_bits
-from .._lazy import lazy_module
-from ..design import CandidateMap
-from ..params import Params
-from ..reports import ReportBatch
+from ..._util.bits import unpack_bits
+from ..._util.lazy import lazy_module
+from ...collect._design import CandidateMap
+from ...params import Params
+from ...client._reports import ReportBatch
 
 if TYPE_CHECKING:
     from scipy import special

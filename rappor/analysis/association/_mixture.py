@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .._lazy import lazy_module
+from ..._util.lazy import lazy_module
 from ._likelihood import CodedLikelihood, Factor
 
 if TYPE_CHECKING:

@@ -45,9 +45,9 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from ..aggregate import Aggregate
-from ..design import CandidateMap
-from ..params import Params
+from ...collect._aggregate import Aggregate
+from ...collect._design import CandidateMap
+from ...params import Params
 
 __all__ = ["OtherMethod", "other_bit_probabilities", "undetected_bit_probabilities"]
 

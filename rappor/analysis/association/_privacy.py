@@ -1,4 +1,4 @@
-"""Privacy of a client that reports several variables (private; re-exported by :mod:`rappor.association`).
+"""Privacy of a client that reports several variables (private; re-exported by :mod:`rappor.analysis.association`).
 
 Each variable's report is a separate RAPPOR report (its own Bloom filter, an independent
 permanent response per variable, fresh instantaneous noise), so by sequential
@@ -22,8 +22,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..exceptions import InvalidParameterError
-from ..params import Params
+from ...exceptions import InvalidParameterError
+from ...params import Params
 from ._variables import boolean_params
 
 __all__ = ["MultiVariablePrivacy", "multi_variable_privacy"]

@@ -12,7 +12,7 @@ upwards, which the profile sees and a symmetric interval cannot (``docs/associat
 Each ``l_p(s)`` is one mixture fit: pinning ``pi[c] = s`` on the cone of the mix-SQP
 (``x[c] = s / (1 - s) * sum_{j != c} x[j]``) leaves a mixture problem over the other cells
 with likelihood rows ``L_ij + s / (1 - s) L_ic`` (:class:`_PinnedCell`), fitted by
-:func:`~rappor.association._mixture.fit_mixture`.
+:func:`~rappor.analysis.association._mixture.fit_mixture`.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from .._lazy import lazy_module
-from ..exceptions import ConvergenceWarning
+from ..._util.lazy import lazy_module
+from ...exceptions import ConvergenceWarning
 from ._mixture import ProductLikelihood, fit_mixture
 
 if TYPE_CHECKING:

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .._bits import unpack_bits
-from ..reports import ReportBatch
+from ..._util.bits import unpack_bits
+from ...client._reports import ReportBatch
 from ._variables import Variable
 
 __all__ = ["ReferenceFit", "reference_conditional_probabilities", "reference_em"]

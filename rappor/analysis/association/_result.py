@@ -1,4 +1,4 @@
-"""The result of an association analysis (private; re-exported by :mod:`rappor.association`)."""
+"""The result of an association analysis (private; re-exported by :mod:`rappor.analysis.association`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from .._io import PathLike, atomic_output, csv_field
-from .._results import ConfidenceInterval
-from .._validation import check_options, check_probability
-from ..exceptions import InvalidParameterError
+from ..._util.io import PathLike, atomic_output, csv_field
+from ..._util.results import ConfidenceInterval
+from ..._util.validation import check_options, check_probability
+from ...exceptions import InvalidParameterError
 from ._inference import boundary_interval, conditional_distribution, marginal_distribution
 
 
@@ -66,7 +66,7 @@ class IndependenceTest:
 
 
 def _csv_text(text: str, *, always: bool = False) -> str:
-    """:func:`rappor._io.csv_field`, or always quoted (R's ``write.csv``)."""
+    """:func:`rappor._util.io.csv_field`, or always quoted (R's ``write.csv``)."""
     return '"' + text.replace('"', '""') + '"' if always else csv_field(text)
 
 
@@ -124,7 +124,7 @@ class AssociationResult:
     projected_law : ndarray of float32 of shape (draws, cells) or None
         Draws of the estimate's projected-normal law (flat cells, C order), whose upper
         quantiles raise the intervals' upper ends near the boundary
-        (:func:`~rappor.association._inference.boundary_interval`); ``None`` for Wald
+        (:func:`~rappor.analysis.association._inference.boundary_interval`); ``None`` for Wald
         intervals (``AssociationDecoder(intervals="wald")``, tables above 512 cells).
     """
 
@@ -191,7 +191,7 @@ class AssociationResult:
         clipped to ``[0, 1]``, with the upper end raised to the ``(1 + level) / 2`` quantile
         of the estimate's projected-normal law when the decode kept it (the default,
         ``AssociationDecoder(intervals="projected")``; see
-        :func:`~rappor.association._inference.boundary_interval`).
+        :func:`~rappor.analysis.association._inference.boundary_interval`).
 
         Returns
         -------

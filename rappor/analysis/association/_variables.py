@@ -6,10 +6,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from .._memory import check_design
-from ..design import CandidateMap
-from ..exceptions import InvalidParameterError
-from ..params import Params
+from ..._util.memory import check_design
+from ...collect._design import CandidateMap
+from ...exceptions import InvalidParameterError
+from ...params import Params
 
 __all__ = ["BOOLEAN_CATEGORIES", "OTHER", "Variable", "boolean_params"]
 

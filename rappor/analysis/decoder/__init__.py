@@ -1,7 +1,7 @@
 """The decoder: estimate how common each candidate string is from aggregated reports.
 
 :class:`Decoder` is configured once and applied with :meth:`Decoder.decode` to an
-:class:`~rappor.aggregate.Aggregate` and a :class:`~rappor.design.CandidateMap`; it
+:class:`~rappor.collect.Aggregate` and a :class:`~rappor.collect.CandidateMap`; it
 returns a :class:`DecodeResult` with estimates, standard errors, p-values, confidence
 intervals, a table, google/rappor's ``results.csv`` and a summary, and its
 :class:`DecodeDiagnostics`.  The method, with the measurements behind each choice, is
@@ -31,7 +31,7 @@ The package's modules (private), in the order a decode uses them:
 
 from __future__ import annotations
 
-from .._results import ConfidenceInterval
+from ..._util.results import ConfidenceInterval
 from ._decoder import Decoder
 from ._result import DecodeDiagnostics, DecodeResult
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from .._lazy import lazy_module
+from ..._util.lazy import lazy_module
 from ._bayes import local_fdr_qvalues
 from ._problem import Array
 

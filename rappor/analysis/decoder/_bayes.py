@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._lazy import lazy_module
+from ..._util.lazy import lazy_module
 from ._problem import Array
 from ._shares import GRID_LOW, npmle_prior, row_scaled_likelihood
 

@@ -1,4 +1,4 @@
-"""The public :class:`Decoder` (private module; public through :mod:`rappor.decoder`).
+"""The public :class:`Decoder` (private module; public through :mod:`rappor.analysis.decoder`).
 
 This module owns the decoder's options (their defaults, documentation and validation)
 and :meth:`Decoder.decode`, which checks its inputs, runs :func:`._estimate.estimate`
@@ -17,8 +17,8 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .._memory import check_decode
-from .._validation import (
+from ..._util.memory import check_decode
+from ..._util.validation import (
     CheckedParameters,
     ParameterCheck,
     RngLike,
@@ -29,9 +29,9 @@ from .._validation import (
     check_rng_parameter,
     options_check,
 )
-from ..aggregate import Aggregate
-from ..design import CandidateMap
-from ..exceptions import (
+from ...collect._aggregate import Aggregate
+from ...collect._design import CandidateMap
+from ...exceptions import (
     DecodeError,
     IncompatibleParamsError,
     IndistinguishableCandidatesWarning,
@@ -72,7 +72,7 @@ def check_combination(null: str, correction: str, *, cli: bool = False) -> None:
     ------
     InvalidParameterError
         Naming the combination and why (:data:`UNSOUND_COMBINATIONS`); every other
-        combination is accepted (``tests/test_decoder_options.py`` checks the whole grid).
+        combination is accepted (``tests/analysis/decoder/test_decoder_options.py`` checks the whole grid).
     """
     why = UNSOUND_COMBINATIONS.get((null, correction))
     if why is None:
@@ -152,7 +152,7 @@ class Decoder(CheckedParameters):
         n rows): the level at which pure noise lets no candidate in with probability
         ``1 - significance_level``.  ``"cv"``: 5-fold cross-validation over whole
         cohorts with the one-standard-error rule (scikit-learn's ``LassoCV`` on cohort
-        folds, :func:`rappor.decoder._screen.cv_lasso_alpha`; seeded by ``rng``);
+        folds, :func:`rappor.analysis.decoder._screen.cv_lasso_alpha`; seeded by ``rng``);
         measured, it picks about the plug-in value at 5-10 times the cost
         (``docs/penalty.md``).
     screening : {"auto", "lasso", "none"}, default="auto"
@@ -169,7 +169,7 @@ class Decoder(CheckedParameters):
         the law of the score of a random string (``h`` uniform bits per cohort, which
         is what any candidate outside the data looks like under a uniform hash)
         against the fitted residuals, by exact enumeration and a saddlepoint tail
-        (:func:`rappor.decoder._null.random_string_null`); it keeps the false-positive
+        (:func:`rappor.analysis.decoder._null.random_string_null`); it keeps the false-positive
         rate at the nominal level when heavy non-candidate strings leave structure in
         the residuals.  ``"normal"``: the standard normal of the Wald/score z; refused
         with ``correction="lfdr"``, whose prior needs calibrated z-scores
@@ -185,7 +185,7 @@ class Decoder(CheckedParameters):
         What :attr:`DecodeResult.proportion` holds with the least-squares estimator.
         ``"all"``: a share for *every* candidate, the best estimate of the whole
         distribution -- an empirical-Bayes regression (a prior of the shares fitted jointly
-        with them, bagged; :mod:`rappor.decoder._shares`) -- while :attr:`DecodeResult.detected`
+        with them, bagged; :mod:`rappor.analysis.decoder._shares`) -- while :attr:`DecodeResult.detected`
         stays the test's list, with its error control; ``results.csv`` then has a row for
         every candidate with a positive share (or detected) and a ``detected`` column, so that summing
         ``proportion`` gives the distribution (issue 14: lower total variation than
@@ -289,7 +289,7 @@ class Decoder(CheckedParameters):
             If there are no reports, or the parameters carry no information.
         InsufficientMemoryError
             Before any work, if the decode's working arrays (about twice the candidate
-            map's design, :func:`rappor._memory.decode_bytes`) cannot fit in the memory
+            map's design, :func:`rappor._util.memory.decode_bytes`) cannot fit in the memory
             available.
 
         Warns
@@ -305,7 +305,7 @@ class Decoder(CheckedParameters):
         support, ``(A_P' W A_P)^-1`` scaled by the Pearson dispersion when it exceeds 1.
         P-values are one-sided: with the default ``null="random-strings"`` the tail of a
         random string's score given the fitted residuals (a saddlepoint approximation,
-        :func:`rappor.decoder._null.random_string_null`); with ``null="normal"``, and for
+        :func:`rappor.analysis.decoder._null.random_string_null`); with ``null="normal"``, and for
         orthogonal designs, the standard normal tail of the Wald or score z.  See
         ``docs/decoder.md``.
         """

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from .._lazy import lazy_module
-from .._validation import RngLike, check_rng
-from ..params import Params
+from ..._util.lazy import lazy_module
+from ..._util.validation import RngLike, check_rng
+from ...params import Params
 from ._adjust import DetectionRule
 from ._fit import (closed_form_fit, fit_support, free_column_coefficient, in_span, max_std_residual, orthogonal_part,
                    whitened_residuals)
@@ -59,7 +59,7 @@ SCREEN_RATIO = 0.8
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DecodeOptions:
-    """A :class:`~rappor.decoder.Decoder`'s configuration, validated, as :func:`estimate` reads it."""
+    """A :class:`~rappor.analysis.decoder.Decoder`'s configuration, validated, as :func:`estimate` reads it."""
 
     significance_level: float
     correction: str

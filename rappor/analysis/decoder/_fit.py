@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from .._lazy import lazy_module
+from ..._util.lazy import lazy_module
 from ._problem import Array, WeightedProblem, column_sq_norms, scale_rows
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """Confidence intervals of the shares (private): marginal, FCR-adjusted and selective.
 
 This module owns the interval arithmetic behind
-:meth:`~rappor.decoder.DecodeResult.confidence_interval`: the marginal Wald interval
+:meth:`~rappor.analysis.decoder.DecodeResult.confidence_interval`: the marginal Wald interval
 clipped to ``[0, 1]`` (:func:`wald_interval`), the false-coverage-rate adjusted level of
 Benjamini and Yekutieli (:func:`fcr_critical_value`) and the interval conditional on
 detection (:func:`selective_interval`, by inverting :func:`truncated_normal_interval`).
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from .._lazy import lazy_module
+from ..._util.lazy import lazy_module
 from ._problem import Array
 
 if TYPE_CHECKING:

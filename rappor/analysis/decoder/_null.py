@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._lazy import lazy_module
+from ..._util.lazy import lazy_module
 from ._adjust import DetectionRule
 from ._fit import Fit, fit_support
 from ._problem import Array, IntArray, WeightedDesign, WeightedProblem

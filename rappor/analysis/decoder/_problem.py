@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from .._lazy import lazy_module
-from ..params import Params
-from ..randomizer import debias as debias_rate, debiased_variance
+from ..._util.lazy import lazy_module
+from ...params import Params
+from ...client._randomizer import debias as debias_rate, debiased_variance
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -153,8 +153,8 @@ class WeightedDesign:
 def weighted_problem(counts: npt.NDArray[np.int64], matrix: sp.csc_matrix, params: Params) -> WeightedProblem:
     """Debias ``counts``, keep the cohorts with reports and merge indistinguishable candidates.
 
-    ``counts`` is an :class:`~rappor.aggregate.Aggregate`'s table (shape (m, k + 1)),
-    ``matrix`` a :class:`~rappor.design.CandidateMap`'s (shape (m k, n_candidates)).
+    ``counts`` is an :class:`~rappor.collect.Aggregate`'s table (shape (m, k + 1)),
+    ``matrix`` a :class:`~rappor.collect.CandidateMap`'s (shape (m k, n_candidates)).
     """
     deb = debias(counts, params.p11, params.p01)
     x = select_rows(matrix, deb.rows)

@@ -1,4 +1,4 @@
-"""What a decode returns (private; public through :mod:`rappor.decoder`).
+"""What a decode returns (private; public through :mod:`rappor.analysis.decoder`).
 
 This module owns :class:`DecodeResult` (per-candidate estimates, tests and intervals,
 the table, ``results.csv`` and the summary) and :class:`DecodeDiagnostics` (the
@@ -14,11 +14,11 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .._io import PathLike, atomic_output, csv_field
-from .._lazy import import_optional
-from .._results import ConfidenceInterval
-from .._validation import check_options, check_probability
-from ..params import Params
+from ..._util.io import PathLike, atomic_output, csv_field
+from ..._util.lazy import import_optional
+from ..._util.results import ConfidenceInterval
+from ..._util.validation import check_options, check_probability
+from ...params import Params
 from ._intervals import fcr_critical_value, normal_critical_value, selective_interval, wald_interval
 from ._problem import Array, IntArray
 
@@ -67,7 +67,7 @@ class DecodeDiagnostics:
         sum of squares is ``chi2``; each is about N(0, 1) when the model fits, and a
         cohort's bits far above +3 point at strings missing from the candidate list.
         ``nan`` for cohorts without reports; read-only.  The same figure as
-        :func:`rappor.metrics.fit_residuals` computes from the public result.
+        :func:`rappor.analysis.fit_residuals` computes from the public result.
     pvalue_floor : float or None
         The smallest p-value the random-string null can give on this decode (None for
         the normal null): no random string scores beyond about the top score of every
@@ -148,7 +148,7 @@ class DecodeResult:
     proportion, prop_std_error : ndarray of shape (n_candidates,)
         Estimated share of reports and the standard error of the test's least-squares
         share.  With ``shares="all"`` (default) the empirical-Bayes share of every
-        candidate (:mod:`rappor.decoder._shares`), made for the total variation of the
+        candidate (:mod:`rappor.analysis.decoder._shares`), made for the total variation of the
         whole distribution; with ``shares="detected"`` the least-squares share
         (:attr:`fitted_proportion`), where candidates outside the fitted support have
         share 0 and the standard error they would have if added.
@@ -265,7 +265,7 @@ class DecodeResult:
             so that the expected share of non-covering intervals among the detected is at
             most ``1 - confidence_level`` (the "winner's curse" of selected estimates).
             ``"selective"``: for the detected candidates, the interval conditional on
-            having been detected (:func:`rappor.decoder._intervals.selective_interval`:
+            having been detected (:func:`rappor.analysis.decoder._intervals.selective_interval`:
             the truncated-normal pivot of the Wald z-score ``share / SE`` with the
             selection threshold between the largest detected and the smallest
             undetected p-value): about the Wald width for strong strings, much wider

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .._lazy import lazy_module
-from .._validation import RngLike, check_int, check_options, check_real, check_rng
-from ..exceptions import InvalidParameterError
+from ..._util.lazy import lazy_module
+from ..._util.validation import RngLike, check_int, check_options, check_real, check_rng
+from ...exceptions import InvalidParameterError
 from ._problem import Array, column_sq_norms
 
 if TYPE_CHECKING:

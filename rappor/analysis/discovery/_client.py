@@ -10,7 +10,7 @@ Specification (additions to ``docs/client.md``; the full-string report is unchan
     instead of its full-string report iff ``U64 < round(share * 2**64)`` for ``U64`` the
     first 8 bytes of ``HMAC-SHA256(secret, b"rappor/discovery/role")``.
 ``cohort``
-    :func:`rappor.encoder.derive_cohort` of the secret over the slot's ``m`` cohorts; the
+    :func:`rappor.client.derive_cohort` of the secret over the slot's ``m`` cohorts; the
     report carries the wire cohort ``slot * m + cohort``.
 ``Bloom filter``
     of the fragment (:meth:`DiscoverySpec.bloom_bits`, the split head/tail hash).
@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import RngLike, check_probability
-from ..encoder import (
+from ..._util.validation import RngLike, check_probability
+from ...client._encoder import (
     _check_secret,
     _cohort_of_key,
     _keyed_index,
@@ -44,14 +44,14 @@ from ..encoder import (
     _prr_message,
     _uniforms_from_stream,
 )
-from ..exceptions import InvalidParameterError
-from ..hashing import value_bytes
-from ..randomizer import (
+from ...exceptions import InvalidParameterError
+from ...client._hashing import value_bytes
+from ...client._randomizer import (
     instantaneous_response_from_words,
     permanent_response_from_words,
 )
-from ..reports import Report
-from .spec import DiscoverySpec
+from ...client._reports import Report
+from ._spec import DiscoverySpec
 
 __all__ = ["DiscoveryEncoder", "discovery_role", "discovery_slot"]
 

@@ -10,19 +10,19 @@ own fitted count if it is one of them::
     u_cj = (t_cj - beta b_c) / (1 - beta),
 
 with ``t_cj`` the residual debiased count of bit ``j`` in cohort ``c`` and ``b_c`` the
-cohort's unexplained reports (:mod:`rappor.discovery.oracle`), ``J_ci(v)`` the value's
+cohort's unexplained reports (:mod:`rappor.analysis.discovery`), ``J_ci(v)`` the value's
 ``h`` bits and ``w_s = n_s / sigma_s**2`` (``n_s`` reports, ``sigma_s**2`` the variance
 below): inverse-variance weights of the slots' shares.  The statistic is ``S(v) =
 sum_s x_s(v)`` over the slots after ``f``.
 
 For a value nobody holds, the bits ``J_ci(v)`` are independent and uniform over the
 ``k`` bits of each cohort (different cohorts are different hash seeds; the split hash
-of :mod:`rappor.discovery.spec` keeps pairs of fragments apart with probability ``1 -
+of :mod:`rappor.analysis.discovery` keeps pairs of fragments apart with probability ``1 -
 1/k``), *whatever the data and the fit* (both are made without its bits):
 conditionally on the residual counts, ``S`` is a sum of independent draws, one per
 (slot, cohort), from the cohorts' own ``k`` values.  (Fitted fragments have a trimmed
 z-score at or above the slot's fit level, where 0.001 absent candidates are expected
-(:func:`rappor.discovery.search._explain_cuts`); an absent one that is fitted is not
+(:func:`rappor.analysis.discovery._search._explain_cuts`); an absent one that is fitted is not
 covered, and its rareness is what the fit level buys.)  Its law is their
 convolution, computed here exactly up to a grid (linear interpolation on a step of
 1/64 of the smallest slot's standard deviation, which keeps every mean), so the
@@ -34,7 +34,7 @@ coincide with probability ``1/k``).
 
 Values are dropped during the search when their evidence falls back; the p-value
 is that of the statistic the value would have had if scored to the end, so the
-Bonferroni bound over every value pooled (:func:`rappor.discovery.discover`) holds:
+Bonferroni bound over every value pooled (:func:`rappor.analysis.discovery.discover`) holds:
 a dropped value can only lose rejections.
 """
 
@@ -47,7 +47,7 @@ import numpy as np
 import numpy.typing as npt
 
 if TYPE_CHECKING:
-    from .oracle import SlotOracle
+    from ._oracle import SlotOracle
 
 __all__ = ["ConfirmationNull", "tilted_tail_probability"]
 
@@ -161,7 +161,7 @@ def tilted_tail_probability(x: Array, s: float, rng: np.random.Generator, *,
     likelihood ratio ``exp(-theta S) prod_c M_c(theta)`` (Siegmund 1976, Ann. Statist.
     4(4); Asmussen and Glynn, *Stochastic Simulation*, 2007, ch. VI): unbiased, with a
     relative error of a few percent from tens of thousands of draws
-    (``tests/test_discovery_confirmation.py``, ``benchmarks/discovery_pvalues.py --tilt``).
+    (``tests/analysis/discovery/test_discovery_confirmation.py``, ``benchmarks/discovery_pvalues.py --tilt``).
 
     Returns
     -------

@@ -11,7 +11,7 @@ Definitions (``docs/discovery.md`` reports them over seeds):
     output strings that no client holds.
 ``total variation``
     of the final distribution: the full-string reports decoded against the candidate
-    list (:func:`rappor.metrics.evaluate_result`).
+    list (:func:`rappor.analysis.evaluate_result`).
 """
 
 from __future__ import annotations

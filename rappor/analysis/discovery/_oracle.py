@@ -29,7 +29,7 @@ For slot ``s`` with ``n_c`` reports in cohort ``c`` and ``y_cj`` ones on bit ``j
 
 Scoring is linear in the number of fragments.  The extensions of many prefixes by every
 tail of the alphabet are one sparse matrix product (the bit index is additive, see
-:mod:`rappor.discovery.spec`): ``E R`` with ``E`` the tails' one-hot bits (``T x m h k``,
+:mod:`rappor.analysis.discovery`): ``E R`` with ``E`` the tails' one-hot bits (``T x m h k``,
 ``m h`` ones a row) and ``R[(c, i, b), f] = t_c[(a_ci(f) + b) mod k]`` for head ``f``
 (:meth:`SlotOracle.extensions_above`); 131,328 tails of one prefix cost about 5 ms.
 """
@@ -42,10 +42,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ..aggregate import Aggregate
-from ..exceptions import IncompatibleParamsError
-from ..randomizer import debias
-from .spec import DiscoverySpec
+from ...collect._aggregate import Aggregate
+from ...exceptions import IncompatibleParamsError
+from ...client._randomizer import debias
+from ._spec import DiscoverySpec
 
 if TYPE_CHECKING:
     from scipy import sparse
@@ -281,7 +281,7 @@ class SlotOracle:
 
         With ``R[(c, i, b), f] = t_c[(a_ci(f) + b) mod k]`` for head ``f``, ``(E R)[t, f]`` is
         the sum over cohorts and hashes of the debiased counts at the fragment's bits
-        (the index is additive, :mod:`rappor.discovery.spec`).  Cached per tail list.
+        (the index is additive, :mod:`rappor.analysis.discovery`).  Cached per tail list.
         """
         key = tuple(tails)
         if self._tail_key != key:

@@ -13,8 +13,8 @@ Identification", arXiv:1708.06674; IEEE TDSC 2021), implemented plainly:
 * the last group's ``top_k`` are the heavy hitters.
 
 PEM uses OLH as its oracle; here the oracle is RAPPOR's (the same Bloom-filter reports
-and :class:`~rappor.discovery.oracle.SlotOracle` scores, one pass), so the comparison
-with :func:`rappor.discovery.discover` isolates the search.  The padded values are
+and :class:`~rappor.analysis.discovery._oracle.SlotOracle` scores, one pass), so the comparison
+with :func:`rappor.analysis.discovery.discover` isolates the search.  The padded values are
 reported through the same :class:`DiscoverySpec` layout (a padded value is "complete"
 only in the last slot).
 """
@@ -25,13 +25,13 @@ import time
 
 import numpy as np
 
-from .._validation import check_int
-from ..aggregate import Aggregate
-from ..exceptions import InvalidParameterError
-from ..simulation import Population
-from .oracle import SlotOracle
-from .search import DiscoveryResult, _normal_sf, _tails
-from .spec import COMPLETE, PARTIAL, DiscoverySpec
+from ..._util.validation import check_int
+from ...collect._aggregate import Aggregate
+from ...exceptions import InvalidParameterError
+from ...simulation._simulation import Population
+from ._oracle import SlotOracle
+from ._search import DiscoveryResult, _normal_sf, _tails
+from ._spec import COMPLETE, PARTIAL, DiscoverySpec
 
 __all__ = ["PAD", "pem_discover", "pem_population"]
 

@@ -1,10 +1,10 @@
 """Planning a collection with discovery: the discovery parameters, each client's privacy, what is found.
 
-:func:`plan_discovery` complements :func:`rappor.planner.plan` (the full-string design):
+:func:`plan_discovery` complements :func:`rappor.privacy.plan` (the full-string design):
 given the full-string parameters, the number of clients, the share of them that send a
 discovery report instead (``split="clients"``) and the discovery layout, it sets the
 discovery parameters to the same privacy targets, states the per-client privacy
-(:func:`rappor.discovery.privacy.discovery_privacy`) and predicts the smallest share of
+(:func:`rappor.analysis.discovery.discovery_privacy`) and predicts the smallest share of
 the clients whose value the search finds (:func:`discovery_frequency`).
 
 Model behind the prediction
@@ -14,7 +14,7 @@ of the clients has ``x n_s`` reports of its fragment there; the trimmed estimate
 standard error is ``sqrt(c n_s v / (1 - beta)**2)`` with ``v = lam (1 - lam) / (p11 -
 p01)**2`` the variance of one report's debiased bit at the typical rate ``lam = p01 +
 (p11 - p01) beta`` (``beta = 1 - (1 - 1/k)**h``), ``c`` the alpha-trimmed mean's
-variance factor (:func:`rappor.discovery.oracle._trimmed_mean_variance`).  Collisions
+variance factor (:func:`rappor.analysis.discovery._oracle._trimmed_mean_variance`).  Collisions
 with other values are left out (the search fits the frequent ones and trims the
 rest), so the prediction is optimistic where few values hold most of the reports.  A
 value of ``l`` bytes is extended through ``S = ceil(l / segment)`` slots: its prefix
@@ -32,13 +32,13 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from .._validation import check_int, check_options, check_probability
-from ..exceptions import InvalidParameterError
-from ..params import Params
-from .oracle import _trimmed_mean_variance
-from .privacy import DiscoveryPrivacy, discovery_privacy
-from .search import _MIN_COHORTS, _thresholds
-from .spec import DiscoverySpec
+from ..._util.validation import check_int, check_options, check_probability
+from ...exceptions import InvalidParameterError
+from ...params import Params
+from ._oracle import _trimmed_mean_variance
+from ._privacy import DiscoveryPrivacy, discovery_privacy
+from ._search import _MIN_COHORTS, _thresholds
+from ._spec import DiscoverySpec
 
 __all__ = ["DiscoveryPlan", "discovery_frequency", "plan_discovery"]
 
@@ -64,7 +64,7 @@ def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: in
         Bytes of the value.
     power : float, default=0.5
     false_children, pending : float
-        As :func:`rappor.discovery.discover` (they set ``z_extend`` and ``z_pending``).
+        As :func:`rappor.analysis.discovery.discover` (they set ``z_extend`` and ``z_pending``).
 
     Returns
     -------
@@ -147,7 +147,7 @@ def plan_discovery(params: Params, n_clients: int, *, discovery_share: float = 0
     Parameters
     ----------
     params : Params
-        The full-string parameters (e.g. :attr:`rappor.planner.PlanResult.best`).
+        The full-string parameters (e.g. :attr:`rappor.privacy.PlanResult.best`).
     n_clients : int
     discovery_share : float, default=0.75
         The measured default (``docs/discovery.md``, share sweep).
@@ -159,7 +159,7 @@ def plan_discovery(params: Params, n_clients: int, *, discovery_share: float = 0
         Only the client split is planned (the budget split halves each report's epsilon,
         which costs more than it brings at epsilon around 4: ``docs/discovery.md``).
     """
-    from ..planner import _flip_for_epsilon_inf, _irr_for_epsilon_one
+    from ...privacy._planner import _flip_for_epsilon_inf, _irr_for_epsilon_one
 
     if not isinstance(params, Params):
         raise InvalidParameterError(f"The 'params' parameter of plan_discovery must be a Params. Got {params!r}.")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import RngLike, check_int, check_real, check_rng
-from ..exceptions import InvalidParameterError
-from ..simulation import Population, _check_population_size
+from ..._util.validation import RngLike, check_int, check_real, check_rng
+from ...exceptions import InvalidParameterError
+from ...simulation._simulation import Population, _check_population_size
 
 __all__ = ["realistic_population", "realistic_strings"]
 

@@ -3,7 +3,7 @@
 The unit of privacy is one client's value, as in :mod:`rappor.privacy`.  A client
 sends a full-string report of its value (parameters ``params``) and/or one discovery
 report of a prefix of it (``spec.params``).  The two reports' permanent responses use
-independent randomness (different PRR labels, :mod:`rappor.discovery.client`), and
+independent randomness (different PRR labels, :mod:`rappor.analysis.discovery`), and
 the discovery report's Bloom filter differs between two values in at most ``2h`` bits
 like the full-string one, so ``spec.params.epsilon_inf`` bounds it (RAPPOR Theorem 1;
 tight when the two fragments hash to disjoint bits).
@@ -28,11 +28,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._results import record_table
-from .._validation import check_options, check_real
-from ..exceptions import InvalidParameterError
-from ..params import Params
-from ..privacy import MEASURE_COLUMNS
+from ..._util.results import record_table
+from ..._util.validation import check_options, check_real
+from ...exceptions import InvalidParameterError
+from ...params import Params
+from ...privacy._accounting import MEASURE_COLUMNS
 
 __all__ = ["DiscoveryPrivacy", "discovery_params", "discovery_privacy"]
 
@@ -124,6 +124,6 @@ def discovery_params(epsilon_inf: float, *, split: Literal["clients", "budget"] 
     frac = check_real(discovery_fraction, "discovery_fraction", "discovery_params", low=0.0, high=1.0,
                       low_open=True, high_open=True)
     e_full, e_disc = (eps, eps) if how == "clients" else ((1.0 - frac) * eps, frac * eps)
-    from ..planner import _flip_for_epsilon_inf  # the planner's inversion (no overflow; exact at the target)
+    from ...privacy._planner import _flip_for_epsilon_inf  # the planner's inversion (no overflow; exact at the target)
 
     return _flip_for_epsilon_inf(e_full, 1), _flip_for_epsilon_inf(e_disc, 1)

@@ -1,6 +1,6 @@
 """Find the frequent values from discovery reports alone: prefix extension, found in one slot, confirmed in others.
 
-The search walks the slots in order (:mod:`rappor.discovery.spec`).  It keeps a
+The search walks the slots in order (:mod:`rappor.analysis.discovery`).  It keeps a
 *frontier* of prefixes believed frequent and a *pool* of complete values found so far:
 
 1. In slot ``s`` every frontier prefix ``P`` is extended by every tail ``t`` of the
@@ -27,7 +27,7 @@ The search walks the slots in order (:mod:`rappor.discovery.spec`).  It keeps a
    and hash seeds, so the confirmation is independent of the selection.  Its
    ``proportion``, standard error and z-score pool the confirming slots' trimmed
    estimates (inverse-variance weights); its p-value is the exact chance probability
-   of its confirming evidence (:mod:`rappor.discovery.confirmation`: the convolution of
+   of its confirming evidence (:mod:`rappor.analysis.discovery`: the convolution of
    the cohorts' own counts, which holds with heavy collisions and few reports, where a
    normal p-value of the z-score does not); ``significant`` is Bonferroni at
    ``significance_level`` over every value ever pooled.
@@ -47,14 +47,14 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from .._io import PathLike, atomic_output, csv_field
-from .._lazy import lazy_module
-from .._validation import check_int, check_probability, check_real
-from ..aggregate import Aggregate
-from ..exceptions import InvalidParameterError
-from .confirmation import ConfirmationNull
-from .oracle import SlotOracle
-from .spec import COMPLETE, PARTIAL, DiscoverySpec
+from ..._util.io import PathLike, atomic_output, csv_field
+from ..._util.lazy import lazy_module
+from ..._util.validation import check_int, check_probability, check_real
+from ...collect._aggregate import Aggregate
+from ...exceptions import InvalidParameterError
+from ._confirmation import ConfirmationNull
+from ._oracle import SlotOracle
+from ._spec import COMPLETE, PARTIAL, DiscoverySpec
 
 if TYPE_CHECKING:
     from scipy import special
@@ -87,7 +87,7 @@ class DiscoveryResult:
         value was found: the selection slot would bias it up).
     zscore, pvalue : ndarray of shape (n,)
         Pooled z-score of the confirming slots, and the exact probability that a value
-        nobody holds has confirming evidence as strong (:mod:`rappor.discovery.confirmation`).
+        nobody holds has confirming evidence as strong (:mod:`rappor.analysis.discovery`).
     first_slot, slots : ndarray of int, shape (n,)
         Slot where the value was found and the number of confirming slots.
     found_zscore : ndarray of shape (n,)
@@ -165,7 +165,7 @@ class _Pooled:
     weight: float = 0.0
     weighted: float = 0.0
     slots: int = 0
-    evidence: float = 0.0  # the confirming statistic S (rappor.discovery.confirmation)
+    evidence: float = 0.0  # the confirming statistic S (rappor.analysis.discovery._confirmation)
 
     @classmethod
     def found(cls, slot: int, share: float, se: float) -> _Pooled:
@@ -200,7 +200,7 @@ _EXPLAIN_CUTS = (20.0, 10.0)
 #: 2-3% (``benchmarks/discovery.py --trace``), which lost the weakest top-10 prefixes.
 #: Fitting selected noise (an absent fragment with a high z) would take counts away from
 #: the true fragments it collides with, and an absent fitted value is outside the exact
-#: chance law of :mod:`rappor.discovery.confirmation`; over 16 slots this rate allows
+#: chance law of :mod:`rappor.analysis.discovery`; over 16 slots this rate allows
 #: 0.016 such fragments in all, against the family-wise level 0.05.
 _FIT_FALSE = 0.001
 

@@ -36,14 +36,14 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from .._memory import check_memory
-from .._validation import RngLike, check_int, check_options, check_probability, check_rng
-from ..aggregate import Aggregate
-from ..exceptions import InvalidParameterError
-from ..hashing import bloom_bits_table
-from ..params import Params
-from ..reports import ReportBatch
-from ..simulation import (
+from ..._util.memory import check_memory
+from ..._util.validation import RngLike, check_int, check_options, check_probability, check_rng
+from ...collect._aggregate import Aggregate
+from ...exceptions import InvalidParameterError
+from ...client._hashing import bloom_bits_table
+from ...params import Params
+from ...client._reports import ReportBatch
+from ...simulation._simulation import (
     Population,
     _bloom_bytes,
     _draw_counts,
@@ -51,7 +51,7 @@ from ..simulation import (
     _set_bit_counts,
     simulate_counts,
 )
-from .spec import DiscoverySpec
+from ._spec import DiscoverySpec
 
 __all__ = ["DiscoverySimulation", "simulate_discovery"]
 
@@ -193,7 +193,7 @@ def simulate_discovery(params: Params, spec: DiscoverySpec, population: Populati
     Examples
     --------
     >>> from rappor import Params
-    >>> from rappor.discovery import DiscoverySpec, realistic_population
+    >>> from rappor.analysis.discovery import DiscoverySpec, realistic_population
     >>> params = Params(num_bloombits=32, num_hashes=1, num_cohorts=8, prob_p=0.0, prob_q=1.0, prob_f=0.25)
     >>> spec = DiscoverySpec(params=params, max_length=30)
     >>> sim = simulate_discovery(params, spec, realistic_population(100, rng=0), 10_000, rng=0)

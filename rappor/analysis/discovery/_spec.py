@@ -3,7 +3,7 @@
 A discovery collection runs beside the ordinary full-string collection.  A client
 taking part sends, for its value ``v`` (the UTF-8 bytes of a ``str``), **one** report
 of a *fragment* of ``v``: its prefix at the client's *slot*.  The slot is fixed for the
-client's lifetime (derived from its secret, see :mod:`rappor.discovery.client`).
+client's lifetime (derived from its secret, see :mod:`rappor.analysis.discovery`).
 Specification (``docs/discovery.md`` has the rationale and the measurements):
 
 ``levels``
@@ -27,7 +27,7 @@ Specification (``docs/discovery.md`` has the rationale and the measurements):
 ``Bloom filter``
     the fragment is split into a *head*, ``v[:n_{s-1}]`` (``n_{-1} = 0``), and a *tail*,
     the marker byte followed by ``v[n_{s-1}:n_s]``, and hashed in its wire cohort with
-    :func:`rappor.hashing.split_hash_words`: bit ``(floor(H_i k / 2**64) + floor(T_i k /
+    :func:`rappor.client.split_hash_words`: bit ``(floor(H_i k / 2**64) + floor(T_i k /
     2**64)) mod k`` for hash ``i``.  A server extending prefixes by every tail of the
     alphabet hashes each prefix once and each tail once per slot, and the additive
     index turns the scoring of all the extensions into one sparse matrix product.
@@ -42,15 +42,15 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from .._validation import check_int
+from ..._util.validation import check_int
 from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
-from ..exceptions import InvalidParameterError
-from ..hashing import reduce_words, split_hash_words
-from ..params import Params
+from ...exceptions import InvalidParameterError
+from ...client._hashing import reduce_words, split_hash_words
+from ...params import Params
 
 __all__ = ["ALPHABETS", "DiscoverySpec", "alphabet_bytes"]
 
@@ -91,7 +91,7 @@ class DiscoverySpec:
     params : Params
         Parameters of one slot: ``num_cohorts`` is the number of cohorts *per slot*.
         The privacy of a discovery report is that of these parameters
-        (:func:`rappor.discovery.privacy.discovery_loss`).
+        (:func:`rappor.analysis.discovery._privacy.discovery_loss`).
     max_length : int, default=30
         Longest value, in bytes, that can be discovered.
     segment : int, default=2

@@ -13,7 +13,7 @@ import pytest
 
 import rappor
 from rappor import CandidateMap, Params, ReportBatch
-from rappor.association import (
+from rappor.analysis.association import (
     AssociationDecoder,
     Variable,
     boolean_params,
@@ -21,7 +21,7 @@ from rappor.association import (
     simulate_association,
     total_variation,
 )
-from rappor.association._inference import (
+from rappor.analysis.association._inference import (
     boundary_interval,
     conditional_distribution,
     constrained_covariance,
@@ -29,7 +29,7 @@ from rappor.association._inference import (
     marginal_distribution,
     projected_covariance,
 )
-from rappor.association._likelihood import (
+from rappor.analysis.association._likelihood import (
     bit_index_table,
     CodedLikelihood,
     group_reports,
@@ -37,10 +37,10 @@ from rappor.association._likelihood import (
     log_likelihoods,
     normalized_likelihoods,
 )
-from rappor.association._mixture import ProductLikelihood, fit_mixture
-from rappor.association._profile import profile_intervals, profile_log_likelihood
-from rappor.association._other import other_bit_probabilities, undetected_bit_probabilities
-from rappor.association._reference import reference_conditional_probabilities, reference_em
+from rappor.analysis.association._mixture import ProductLikelihood, fit_mixture
+from rappor.analysis.association._profile import profile_intervals, profile_log_likelihood
+from rappor.analysis.association._other import other_bit_probabilities, undetected_bit_probabilities
+from rappor.analysis.association._reference import reference_conditional_probabilities, reference_em
 from rappor.exceptions import ConvergenceWarning, IncompatibleParamsError, InvalidParameterError
 
 SMALL = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.25, prob_q=0.75, prob_f=0.2)
@@ -195,7 +195,7 @@ def test_fit_warns_when_stopped_at_the_cap() -> None:
 
 
 def test_sqp_with_a_hessian_subsample_converges(monkeypatch: pytest.MonkeyPatch) -> None:
-    import rappor.association._mixture as mixture
+    import rappor.analysis.association._mixture as mixture
 
     reports, variables = _small_problem(4, n=20000)
     dec = AssociationDecoder(candidates="all", other="none", tolerance=1e-6, std_errors=False, independence_test=False)
@@ -339,7 +339,7 @@ def test_batched_projection_equals_nonnegative_least_squares(monkeypatch: pytest
     # (The three cases: one stack, many small stacks, the fallback.)
     from scipy.optimize import nnls
 
-    from rappor.association import _inference
+    from rappor.analysis.association import _inference
 
     monkeypatch.setattr(_inference, "_MAX_ACTIVE_SET_ITERATIONS", max_iterations)
     monkeypatch.setattr(_inference, "_STACK_BYTES", stack_bytes)  # 1 << 15: stacks of a few draws
@@ -487,7 +487,7 @@ def test_independence_test_has_its_level_under_independence() -> None:
 
 def _captured_likelihood(monkeypatch: pytest.MonkeyPatch) -> list[ProductLikelihood]:
     """Patch the decoder so that the joint fit's ProductLikelihood is kept (first one built)."""
-    from rappor.association import _decoder
+    from rappor.analysis.association import _decoder
 
     kept: list[ProductLikelihood] = []
 

@@ -15,10 +15,10 @@ from scipy.stats import binomtest
 
 import rappor
 from rappor import Encoder, Params
-from rappor.association import AssociationDecoder, Variable, boolean_params, multi_variable_privacy
-from rappor.association._files import read_assoc_reports
-from rappor.cli import main
-from rappor.encoder import client_secret, encode_clients, prr_uniforms, prr_uniforms_of_variable
+from rappor.analysis.association import AssociationDecoder, Variable, boolean_params, multi_variable_privacy
+from rappor.analysis.association._files import read_assoc_reports
+from rappor.cli._main import main
+from rappor.client._encoder import client_secret, encode_clients, prr_uniforms, prr_uniforms_of_variable
 
 PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 NOISELESS_IRR = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.0, prob_q=1.0, prob_f=0.5)
@@ -48,7 +48,7 @@ def test_encode_variables_gives_one_report_per_variable_in_the_client_cohort() -
     assert set(reports) == {"domain", "flag"}
     assert reports["domain"].num_bloombits == 16 and reports["flag"].num_bloombits == 1
     assert reports["domain"].cohort == reports["flag"].cohort == enc.cohort
-    # The one-variable API is unchanged (golden vectors in data/golden still hold: tests/test_encoder.py).
+    # The one-variable API is unchanged (golden vectors in data/golden still hold: tests/client/test_encoder.py).
     assert enc.encode("google.com").num_bloombits == 16
 
 
@@ -99,7 +99,7 @@ def test_one_bit_epsilon_is_the_largest_likelihood_ratio() -> None:
 
 
 def test_privacy_command_prints_the_sum(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rappor.write_params(PARAMS, tmp_path / "p.csv")
+    rappor.formats.write_params(PARAMS, tmp_path / "p.csv")
     assert main(["privacy", "--params", str(tmp_path / "p.csv"), "--variables", "string,boolean", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     cost = multi_variable_privacy(PARAMS, ["string", "boolean"])
@@ -117,7 +117,7 @@ def _key(tmp_path: Path) -> Path:
 
 def test_encode_several_columns_then_decode_assoc(tmp_path: Path) -> None:
     params = Params(num_bloombits=16, num_hashes=2, num_cohorts=16, prob_p=0.25, prob_q=0.75, prob_f=0.2)
-    rappor.write_params(params, tmp_path / "p.csv")
+    rappor.formats.write_params(params, tmp_path / "p.csv")
     rng = np.random.default_rng(0)
     n = 20000
     domain = rng.choice(["a", "b", "c"], size=n, p=[0.5, 0.3, 0.2])
@@ -143,7 +143,7 @@ def test_encode_several_columns_then_decode_assoc(tmp_path: Path) -> None:
 
 
 def test_encode_several_columns_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rappor.write_params(PARAMS, tmp_path / "p.csv")
+    rappor.formats.write_params(PARAMS, tmp_path / "p.csv")
     key = str(_key(tmp_path))
     (tmp_path / "v.csv").write_text("client,domain,flag\nc0,a,1\nc1,b\n")
     assert main(["encode", str(tmp_path / "v.csv"), "--params", str(tmp_path / "p.csv"), "--key-file", key,
@@ -173,9 +173,9 @@ def test_simulate_assoc_writes_every_file(tmp_path: Path, capsys: pytest.Capture
     assert page.count("data:image/png;base64,") == 1 and "epsilons add" in page
     assert "total variation" in capsys.readouterr().out
     # The written reports decode with rappor decode-assoc.
-    params = rappor.read_params(out / "params.csv")
+    params = rappor.formats.read_params(out / "params.csv")
     data = read_assoc_reports(out / "reports.csv", ["value", "flag"], [params, boolean_params(params)])
-    cmap = rappor.read_map(out / "map1.csv", params)
+    cmap = rappor.formats.read_map(out / "map1.csv", params)
     res = AssociationDecoder().decode(data.batches, [Variable.string("value", cmap), Variable.boolean("flag", params)])
     assert res.shape[1] == 2
 
@@ -189,9 +189,9 @@ def test_simulate_assoc_string_by_string(tmp_path: Path) -> None:
 
 def test_encode_several_columns_skips_bad_rows_and_uses_workers(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    # rappor encode with several value columns goes through rappor.file_encoder: --on-error
+    # rappor encode with several value columns goes through rappor.engines._encode: --on-error
     # skip and --jobs work as for one variable (the former encoder refused --on-error skip).
-    rappor.write_params(PARAMS, tmp_path / "p.csv")
+    rappor.formats.write_params(PARAMS, tmp_path / "p.csv")
     key = str(_key(tmp_path))
     rows = "".join(f"c{i},v{i % 3},{i % 2}\n" for i in range(40))
     (tmp_path / "v.csv").write_text("client,domain,flag\n" + rows + "bad,x,maybe\n")

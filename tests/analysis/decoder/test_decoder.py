@@ -1,4 +1,4 @@
-"""Tests of rappor.decoder: validation, statistics on exact simulations, edge cases, interop."""
+"""Tests of rappor.analysis.decoder: validation, statistics on exact simulations, edge cases, interop."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from rappor import (
     Params,
     hash_candidates,
 )
-from rappor import simulation as scenario
-from rappor.decoder import _problem
+from rappor.simulation import _simulation as scenario
+from rappor.analysis.decoder import _problem
 
 PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=16, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 
@@ -394,11 +394,11 @@ def test_decode_google_rappor_md5_map_beats_reference(interop_dir):
     Our decode of the same inputs is deterministic, so this is a regression check of a
     fixed number: TV 0.2994 with 4 detections and no false positive.
     """
-    params = rappor.read_params(interop_dir / "params.csv")
-    agg = rappor.read_counts(interop_dir / "counts.csv", params)
-    cmap = rappor.read_map(interop_dir / "map.csv", params)
+    params = rappor.formats.read_params(interop_dir / "params.csv")
+    agg = rappor.formats.read_counts(interop_dir / "counts.csv", params)
+    cmap = rappor.formats.read_map(interop_dir / "map.csv", params)
     res = Decoder().decode(agg, cmap)
-    m = rappor.metrics.evaluate(_truth(interop_dir), res.strings, res.proportion, detected=res.detected)
+    m = rappor.analysis.evaluate(_truth(interop_dir), res.strings, res.proportion, detected=res.detected)
     assert m.false_positives == 0
     assert m.total_variation <= 0.307
     # Same answer from our own hashing of the candidates would differ (other hash); the map rules.
@@ -513,11 +513,11 @@ def test_selective_intervals_cover_detected_and_are_narrower_than_fcr():
 
 
 def test_decode_imports_scikit_learn_only_when_it_screens():
-    """scikit-learn (1-2 s to import) is loaded by the screening Lasso only, not by ``import rappor.decoder``
+    """scikit-learn (1-2 s to import) is loaded by the screening Lasso only, not by ``import rappor.analysis.decoder``
     nor by a decode of few candidates; scipy.stats only once a decode runs."""
     code = (
         "import sys, numpy as np\n"
-        "import rappor.decoder\n"
+        "import rappor.analysis.decoder\n"
         "from rappor import Aggregate, Decoder, Params, hash_candidates\n"
         "loaded = lambda: ','.join(m for m in ('sklearn', 'scipy.stats') if m in sys.modules) or '-'\n"
         "print(loaded())\n"

@@ -1,11 +1,11 @@
-"""Tests of rappor.decoder._adjust: multiple-testing adjustment."""
+"""Tests of rappor.analysis.decoder._adjust: multiple-testing adjustment."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from rappor.decoder._adjust import adjust_pvalues
+from rappor.analysis.decoder._adjust import adjust_pvalues
 
 
 def test_adjust_pvalues_bh_matches_definition():

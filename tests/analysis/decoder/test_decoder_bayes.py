@@ -1,4 +1,4 @@
-"""Tests of rappor.decoder._bayes: NPMLE prior and local fdr."""
+"""Tests of rappor.analysis.decoder._bayes: NPMLE prior and local fdr."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rappor.decoder import _bayes
-from rappor.decoder._adjust import adjust_pvalues
+from rappor.analysis.decoder import _bayes
+from rappor.analysis.decoder._adjust import adjust_pvalues
 
 
 def test_local_fdr_all_null_puts_prior_mass_at_zero():

@@ -1,4 +1,4 @@
-"""Tests of rappor.decoder._fit, the constrained fit: ``min ||A w - b||^2`` with ``w >= 0`` and ``sum(w) <= total``.
+"""Tests of rappor.analysis.decoder._fit, the constrained fit: ``min ||A w - b||^2`` with ``w >= 0`` and ``sum(w) <= total``.
 
 The solver is checked against an independent reference (SLSQP on the same objective) and
 against the KKT conditions, which characterise the optimum of this convex program.
@@ -13,8 +13,8 @@ import pytest
 import scipy.sparse as sp
 from scipy import optimize
 
-from rappor.decoder import _fit
-from rappor.decoder._fit import nonneg_fit
+from rappor.analysis.decoder import _fit
+from rappor.analysis.decoder._fit import nonneg_fit
 
 
 def _objective(a, b, w):

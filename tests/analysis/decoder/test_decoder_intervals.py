@@ -1,10 +1,10 @@
-"""Tests of rappor.decoder._intervals: the truncated-normal (selective) interval."""
+"""Tests of rappor.analysis.decoder._intervals: the truncated-normal (selective) interval."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from rappor.decoder._intervals import truncated_normal_interval
+from rappor.analysis.decoder._intervals import truncated_normal_interval
 
 
 def test_truncated_normal_interval_covers_conditionally():

@@ -1,10 +1,10 @@
-"""Tests of rappor.decoder._null: the random-string null law."""
+"""Tests of rappor.analysis.decoder._null: the random-string null law."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from rappor.decoder import _null
+from rappor.analysis.decoder import _null
 
 
 def test_random_string_null_matches_monte_carlo():

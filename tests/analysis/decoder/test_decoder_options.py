@@ -3,7 +3,7 @@
 Issue 14: ``null="normal"`` with ``correction="lfdr"`` reported every decoy of a
 1,000-candidate list on some seeds (an empirical-Bayes prior fitted to z-scores whose null
 is not N(0, 1)).  That combination is refused
-(:func:`rappor.decoder._decoder.check_combination`); the others must keep decoys out.
+(:func:`rappor.analysis.decoder._decoder.check_combination`); the others must keep decoys out.
 ``estimator="empirical-bayes"`` swung between 5 and 100 detections over 20 seeds of one
 scenario: it was removed and is refused, saying why.
 """
@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from rappor import Decoder, InvalidParameterError, Params, hash_candidates
-from rappor import simulation as scenario
-from rappor.cli import main
-from rappor.decoder._adjust import CORRECTIONS
-from rappor.decoder._decoder import UNSOUND_COMBINATIONS, check_combination
-from rappor.decoder._null import NULLS
+from rappor.simulation import _simulation as scenario
+from rappor.cli._main import main
+from rappor.analysis.decoder._adjust import CORRECTIONS
+from rappor.analysis.decoder._decoder import UNSOUND_COMBINATIONS, check_combination
+from rappor.analysis.decoder._null import NULLS
 
 GRID = list(itertools.product(NULLS, CORRECTIONS))
 #: What issue 14 found unsound, written out independently of UNSOUND_COMBINATIONS.
@@ -78,8 +78,8 @@ def test_refused_table_matches_the_check():
 def test_cli_refuses_an_unsound_combination(tmp_path, capsys):
     """rappor decode: exit 1, 'rappor: error: ...' naming the flags' values, no traceback, no output."""
     sc = scenario.zipf_scenario(SMALL, n_reports=20_000, n_values=5, rng=0)
-    from rappor.formats.counts import write_counts
-    from rappor.formats.params import write_params
+    from rappor.formats._counts import write_counts
+    from rappor.formats._params import write_params
 
     write_params(SMALL, tmp_path / "params.csv")
     write_counts(sc.aggregate, tmp_path / "counts.csv")
@@ -135,8 +135,8 @@ def test_removed_estimator_is_refused_with_the_measured_reason():
 def test_cli_refuses_the_removed_estimator(command, tmp_path, capsys):
     """rappor decode/simulate --estimator empirical-bayes: exit 1, 'rappor: error: ...' saying why, no output."""
     if command == "decode":
-        from rappor.formats.counts import write_counts
-        from rappor.formats.params import write_params
+        from rappor.formats._counts import write_counts
+        from rappor.formats._params import write_params
 
         sc = scenario.zipf_scenario(SMALL, n_reports=20_000, n_values=5, rng=0)
         write_params(SMALL, tmp_path / "params.csv")

@@ -1,4 +1,4 @@
-"""Tests of rappor.decoder._problem: debiasing and the grouping of identical candidate columns."""
+"""Tests of rappor.analysis.decoder._problem: debiasing and the grouping of identical candidate columns."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from rappor.decoder import _problem
+from rappor.analysis.decoder import _problem
 
 
 def test_column_groups_matches_brute_force():

@@ -1,4 +1,4 @@
-"""Tests of rappor.decoder._result: DecodeResult and DecodeDiagnostics."""
+"""Tests of rappor.analysis.decoder._result: DecodeResult and DecodeDiagnostics."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from rappor import Aggregate, Decoder, IndistinguishableCandidatesWarning, Params, hash_candidates
-from rappor.decoder import DecodeDiagnostics, DecodeResult
+from rappor.analysis.decoder import DecodeDiagnostics, DecodeResult
 
 
 def test_selective_interval_of_detected_zero_share_is_not_degenerate():
@@ -129,7 +129,7 @@ def test_to_pandas_is_the_table(one_report):
 
 def _few_cohorts_decode(empty_cohort: bool = False, **options) -> tuple[DecodeResult, Aggregate, object]:
     """Zipf over 10 strings, 100,000 reports, k=16 h=2 m=4: the strongest strings tie at the null's floor."""
-    from rappor import simulation
+    from rappor.simulation import _simulation as simulation
 
     params = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     sc = simulation.zipf_scenario(params, n_reports=100_000, n_values=10, rng=0)
@@ -143,8 +143,8 @@ def _few_cohorts_decode(empty_cohort: bool = False, **options) -> tuple[DecodeRe
 
 def test_diagnostics_residuals_are_the_final_fits():
     """DecodeDiagnostics.residuals: per (cohort, bit), read-only, nan for an empty cohort, summing to chi2,
-    and equal to what rappor.metrics.fit_residuals recomputes from the counts and the public result."""
-    from rappor.metrics import fit_residuals
+    and equal to what rappor.analysis.fit_residuals recomputes from the counts and the public result."""
+    from rappor.analysis._metrics import fit_residuals
 
     res, agg, cmap = _few_cohorts_decode(empty_cohort=True)
     d = res.diagnostics

@@ -1,4 +1,4 @@
-"""Tests of rappor.decoder._screen: the screening Lasso and its cross-validated penalty."""
+"""Tests of rappor.analysis.decoder._screen: the screening Lasso and its cross-validated penalty."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from rappor.decoder._problem import column_sq_norms
-from rappor.decoder._screen import cohort_folds, cv_lasso, cv_lasso_alpha, lasso_screen, standardize_design
+from rappor.analysis.decoder._problem import column_sq_norms
+from rappor.analysis.decoder._screen import cohort_folds, cv_lasso, cv_lasso_alpha, lasso_screen, standardize_design
 from rappor.exceptions import InvalidParameterError
 
 PLANTED = np.array([0, 1, 2])

@@ -1,8 +1,8 @@
-"""Every candidate's empirical-Bayes share (rappor/decoder/_shares.py), the default ``proportion``.
+"""Every candidate's empirical-Bayes share (rappor/analysis/decoder/_shares.py), the default ``proportion``.
 
 Fast checks of its contract (determinism, order, total, decoys, clear strings, the unexplained
 mass rule).  The statistical checks against google/rappor's decoder over issue 14's scenario
-classes are slow-marked in ``tests/test_decoder_shares_slow.py``.
+classes are slow-marked in ``tests/analysis/decoder/test_decoder_shares_slow.py``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 
 import rappor
 from rappor import Aggregate, Decoder, Params, hash_candidates
-from rappor import simulation as scenario
-from rappor.decoder import _shares
+from rappor.simulation import _simulation as scenario
+from rappor.analysis.decoder import _shares
 
 PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 CANDIDATES = [f"v{i}" for i in range(1, 101)]
@@ -56,8 +56,8 @@ def test_shares_are_deterministic_and_sum_at_most_one_minus_fixed_unexplained():
     # docs/decoder.md).
     assert len(a.ranking()) > 5 * int(a.detected.sum())
     old = Decoder(shares="detected").decode(sc.aggregate, cmap)
-    tv_new = rappor.metrics.evaluate_result(a, sc.truth()).total_variation
-    tv_old = rappor.metrics.evaluate_result(old, sc.truth()).total_variation
+    tv_new = rappor.analysis.evaluate_result(a, sc.truth()).total_variation
+    tv_old = rappor.analysis.evaluate_result(old, sc.truth()).total_variation
     assert tv_new < tv_old - 0.05
 
 

@@ -2,12 +2,12 @@
 
 ``tests/data/decoder_shares_reference.json`` holds the shares (``proportion``), p-values,
 adjusted p-values and detections of a few decodes that reach every path of
-:mod:`rappor.decoder._shares` (every candidate moved; a screened list with its idle
+:mod:`rappor.analysis.decoder._shares` (every candidate moved; a screened list with its idle
 candidates; a screened list with more idle candidates than ``MAX_IDLE``, sampled; k=128,
 whose moved candidates' Gram matrix is a sparse product; ``correction="lfdr"``, whose
 NPMLE is the shares' EM), as computed at commit 603c054, before the speed pass of
 ``docs/decoder.md`` ("Speed").  Regenerate (only for a deliberate change of results, saying
-so in the commit) with ``python tests/test_decoder_shares_reference.py``.
+so in the commit) with ``python tests/analysis/decoder/test_decoder_shares_reference.py``.
 
 Tolerances: the speed pass reorders floating-point sums (a (grid x candidates) layout, one
 product for three terms) and flushes subnormal numbers to 0, so results may move by
@@ -30,9 +30,9 @@ import numpy as np
 import pytest
 
 from rappor import Decoder, Params, hash_candidates
-from rappor import simulation as scenario
+from rappor.simulation import _simulation as scenario
 
-REFERENCE = Path(__file__).parent / "data" / "decoder_shares_reference.json"
+REFERENCE = Path(__file__).parents[2] / "data" / "decoder_shares_reference.json"
 ISSUE4 = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 K128 = Params(num_bloombits=128, num_hashes=2, num_cohorts=8, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 
@@ -87,7 +87,7 @@ def test_reference_cases_reach_every_path(reference):
 @pytest.mark.parametrize(("constant", "value"), [("TOL", 1e-5), ("RELAX", 1.99)])
 def test_a_changed_result_fails(reference, monkeypatch, constant, value):
     """The comparison can fail: a slightly different coordinate ascent moves the shares past 1e-12 (measured: 1e-6)."""
-    from rappor.decoder import _shares
+    from rappor.analysis.decoder import _shares
 
     monkeypatch.setattr(_shares, constant, value)
     got = np.array(_decode("issue4-all-moved")["proportion"])

@@ -10,22 +10,22 @@ import numpy as np
 import pytest
 
 from rappor import Params
-from rappor.discovery import (
+from rappor.analysis.discovery import (
     DiscoverySpec,
     discover,
     realistic_population,
     realistic_strings,
     simulate_discovery,
 )
-from rappor.discovery.client import DiscoveryEncoder, discovery_role, discovery_slot
-from rappor.discovery.oracle import SlotOracle
-from rappor.discovery.pem import pem_discover, pem_population
-from rappor.discovery.privacy import discovery_params, discovery_privacy
-from rappor.discovery.spec import COMPLETE, PARTIAL
-from rappor.encoder import Encoder
+from rappor.analysis.discovery._client import DiscoveryEncoder, discovery_role, discovery_slot
+from rappor.analysis.discovery._oracle import SlotOracle
+from rappor.analysis.discovery._pem import pem_discover, pem_population
+from rappor.analysis.discovery._privacy import discovery_params, discovery_privacy
+from rappor.analysis.discovery._spec import COMPLETE, PARTIAL
+from rappor.client._encoder import Encoder
 from rappor.exceptions import IncompatibleParamsError, InvalidParameterError
-from rappor.hashing import reduce_words
-from rappor.simulation import Population
+from rappor.client._hashing import reduce_words
+from rappor.simulation._simulation import Population
 
 EPS4_F = 2.0 / (1.0 + math.exp(2.0))  # h = 1: epsilon_inf = 2 ln((1 - f/2) / (f/2)) = 4
 
@@ -209,7 +209,7 @@ def test_extension_scores_equal_fragment_by_fragment_scores(h: int, block: int |
     # also when the exact scores are taken in small blocks (block=7: hundreds of blocks,
     # as millions of fragments at 10 M clients are, in blocks of 2**18).
     if block is not None:
-        monkeypatch.setattr("rappor.discovery.oracle._SCORE_BLOCK", block)
+        monkeypatch.setattr("rappor.analysis.discovery._oracle._SCORE_BLOCK", block)
     params = Params(num_bloombits=64, num_hashes=h, num_cohorts=8, prob_p=0.0, prob_q=1.0, prob_f=0.3)
     spec = DiscoverySpec(params=params, max_length=10, segment=2)
     pop = realistic_population(300, max_length=10, rng=0)
@@ -360,7 +360,7 @@ def test_discover_finds_the_zipf_top_10_at_one_million_clients() -> None:
     # share 0.75, 20,000 realistic strings, Zipf(1.1)), seed 2: the seed where the search
     # found 8 of the top 10 when fits stopped at z = 10 ('nee.io' and 'drack43.com' lost
     # at slot 1 with trimmed z 3.9 and 3.4).  Recall >= 0.9 and at most one false string.
-    from rappor.discovery.evaluate import topk_scores
+    from rappor.analysis.discovery._evaluate import topk_scores
 
     eps = 4.0
     f = 2.0 / (1.0 + math.exp(eps / 2.0))

@@ -1,4 +1,4 @@
-"""The exact chance law of the confirming statistic (rappor.discovery.confirmation)."""
+"""The exact chance law of the confirming statistic (rappor.analysis.discovery._confirmation)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from rappor.discovery.confirmation import ConfirmationNull, tilted_tail_probability
+from rappor.analysis.discovery._confirmation import ConfirmationNull, tilted_tail_probability
 
 
 def _slot(slot: int, gen: np.random.Generator, md: int = 8, k: int = 32) -> SimpleNamespace:

@@ -8,12 +8,12 @@ import math
 import pytest
 
 from rappor import Params
-from rappor.cli import main
-from rappor.discovery import DiscoverySpec
-from rappor.discovery.oracle import _trimmed_mean_variance
-from rappor.discovery.plan import discovery_frequency, plan_discovery
-from rappor.discovery.search import _thresholds
-from rappor.params import read_params
+from rappor.cli._main import main
+from rappor.analysis.discovery import DiscoverySpec
+from rappor.analysis.discovery._oracle import _trimmed_mean_variance
+from rappor.analysis.discovery._plan import discovery_frequency, plan_discovery
+from rappor.analysis.discovery._search import _thresholds
+from rappor.formats import read_params
 
 
 def _full(p: float = 0.0) -> Params:

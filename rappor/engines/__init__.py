@@ -1,0 +1,50 @@
+"""Engines: the client and collection steps run over files, in one process or on a cluster.
+
+In the order a collection uses them (modules private, names listed here):
+
+``_encode``     :func:`encode_file`: a ``client,value`` file into reports, in worker processes
+                (``rappor encode``)
+``_aggregate``  :func:`aggregate_files`: report files into per-cohort counts (``rappor sum-bits``),
+                with the ``numpy`` engine (one process) or an adapter:
+``_dask``       :class:`DaskEngine`: ``dask.dataframe.read_parquet`` partitions
+``_spark``      :class:`SparkEngine`: ``spark.read.parquet(...).mapInArrow``
+``_partition``  the per-partition count every engine runs, so every engine gives the same table
+
+Dask and Spark are imported only when their engine runs, so ``import rappor`` never imports them.
+See ``docs/scaling.md`` for sizing a billion-report job.
+"""
+
+from __future__ import annotations
+
+from ._aggregate import (
+    ENGINES,
+    Engine,
+    NumpyEngine,
+    ReportSource,
+    aggregate_files,
+    check_distributed_options,
+    get_engine,
+    parquet_groups,
+    report_format,
+    report_sources,
+)
+from ._dask import DaskEngine
+from ._encode import encode_file, encode_variables_file
+from ._spark import SparkEngine
+
+__all__ = [
+    "ENGINES",
+    "DaskEngine",
+    "Engine",
+    "NumpyEngine",
+    "ReportSource",
+    "SparkEngine",
+    "aggregate_files",
+    "check_distributed_options",
+    "encode_file",
+    "encode_variables_file",
+    "get_engine",
+    "parquet_groups",
+    "report_format",
+    "report_sources",
+]
