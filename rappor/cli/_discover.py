@@ -1,0 +1,190 @@
+"""Find frequent strings that are in no candidate list, from discovery reports alone.
+
+Reads the discovery reports (--reports: CSV 'client,cohort,irr' or Parquet files, as
+'rappor sum-bits' reads them) or their per-(slot, cohort) bit counts (--counts: 'rappor
+sum-bits' of them with the wire parameters, num_cohorts = slots x cohorts per slot, so a
+Dask or Spark aggregation works unchanged) and writes the values found, most frequent
+first, with their estimated share of the discovery reports, its standard error, a
+z-score and p-value from the slots that confirm it, and whether it passes Bonferroni at
+--level.  'rappor decode --candidates found.csv' estimates the significant ones from the
+full-string reports, whatever bytes they hold; --list also writes them one per line
+(found.txt, for people: values with a line break, a control or a bidirectional character
+are left out of it, with a warning):
+
+    rappor discover --params disc-params.csv --counts disc-counts.csv \\
+        -o found.csv --list found.txt
+    rappor decode --params params.csv --counts counts.csv --candidates found.csv
+
+or in one command, 'rappor decode ... --discover disc-counts.csv --discovery-params
+disc-params.csv'.  disc-params.csv holds the parameters of ONE slot (num_cohorts =
+cohorts per slot); --max-length and --segment must be those of the clients.  See
+docs/discovery.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ._common import (CommandFiles, add_level_argument, add_output_argument, add_params_argument, flags, integer,
+                      json_text, load_params)
+
+if TYPE_CHECKING:
+    from ..collect._aggregate import Aggregate
+    from ..analysis.discovery._search import DiscoveryResult
+    from ..analysis.discovery._spec import DiscoverySpec
+
+NAME = "discover"
+HELP = "find frequent strings outside any candidate list (discovery counts -> found.csv)"
+ORDER = 55
+
+
+#: The flags that set a :class:`DiscoverySpec`'s parameters (for :func:`rappor.cli._common.flags`).
+SPEC_FLAGS = {"max_length": "--max-length", "segment": "--segment", "alphabet": "--alphabet"}
+
+
+def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--max-length``, ``--segment``, ``--alphabet`` (the discovery layout)."""
+    from ..analysis.discovery._spec import ALPHABETS
+
+    parser.add_argument("--max-length", type=integer(1), default=30, metavar="BYTES",
+                        help="longest discoverable value, in UTF-8 bytes [default: 30]")
+    parser.add_argument("--segment", type=integer(1), default=2, choices=(1, 2, 3),
+                        help="bytes added per slot [default: 2]")
+    parser.add_argument("--alphabet", default="bytes", choices=sorted(ALPHABETS), metavar="NAME",
+                        help=f"bytes tried when extending a prefix: {', '.join(sorted(ALPHABETS))} (bytes: all 256) "
+                             "[default: bytes]")
+
+
+def add_search_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--beam`` (the search's width)."""
+    parser.add_argument("--beam", type=integer(1), default=1000, metavar="B",
+                        help="most prefixes kept per slot [default: 1000]")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_params_argument(parser)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--counts", metavar="PATH",
+                        help="discovery counts (sum-bits of the discovery reports, slots x cohorts rows)")
+    source.add_argument("--reports", nargs="+", metavar="PATH",
+                        help="discovery reports: CSV files or Parquet files or directories (summed as sum-bits does)")
+    add_spec_arguments(parser)
+    add_output_argument(parser, help_text="found values CSV")
+    parser.add_argument("--list", metavar="PATH", help="also write the significant values one per line "
+                        "(a candidate list for 'rappor decode --candidates') [default: none]")
+    add_level_argument(parser, help_text="family-wise level of the 'significant' column (Bonferroni)")
+    add_search_arguments(parser)
+    parser.add_argument("--summary", metavar="PATH",
+                        help="also write a JSON summary (per-slot diagnostics) [default: none]")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """``--params`` and ``--counts`` or ``--reports`` in; ``-o``, ``--list`` and ``--summary`` out."""
+    outputs = [("-o", args.output)]
+    outputs += [(option, path) for option, path in (("--list", args.list), ("--summary", args.summary)) if path]
+    inputs = [("--params", args.params)]
+    inputs += [("--counts", args.counts)] if args.counts is not None else [("--reports", p) for p in args.reports]
+    summed = [("--reports", p) for p in args.reports] if args.reports else []
+    return CommandFiles(inputs=inputs, outputs=outputs, summed=summed)
+
+
+def discovery_aggregate(spec: DiscoverySpec, counts: str | None, reports: list[str] | None) -> Aggregate:
+    """The discovery counts: read from ``counts``, or summed from the ``reports`` files (CSV or Parquet)."""
+    from ..formats._counts import read_counts
+
+    if counts is not None:
+        cohorts = spec.params.num_cohorts
+        rows = (f"{spec.levels} slots x {cohorts} cohorts, from --max-length {spec.max_length} and --segment "
+                f"{spec.segment}, which must be those of the clients")
+        return read_counts(counts, spec.wire_params, rows=rows)
+    from ..engines._aggregate import aggregate_files
+
+    return aggregate_files(list(reports or ()), spec.wire_params)
+
+
+def parameter_check(aggregate: Aggregate, spec: DiscoverySpec, what: str) -> tuple[dict[str, Any] | None, str]:
+    """:func:`rappor.analysis._consistency.check_bit_count` of the discovery counts (a value's reports spread
+    over the cohorts of its slot): the summary's ``parameter_check`` and a warning line ("" when they fit),
+    printed once the outputs are written."""
+    from ..analysis._consistency import check_bit_count
+
+    check = check_bit_count(aggregate, cohorts_per_value=spec.params.num_cohorts)
+    if check is None:
+        return None, ""
+    return check.as_dict(), ("" if check.fits else f"rappor: warning: {check.warning(what)}\n")
+
+
+def listed_strings(result: DiscoveryResult) -> list[str]:
+    """The significant values a one-per-line list shows as they are: no line break, not blank, and no
+    control or bidirectional character (a list is read with ``cat``; found.csv holds every value)."""
+    from .._util.terminal import terminal_text
+
+    return [s for s in result.candidates() if s.strip() and "\n" not in s and terminal_text(s) == s]
+
+
+def left_out_note(result: DiscoveryResult, listed: int | None = None) -> str:
+    """A line for stderr saying which significant values a candidate list leaves out, and why ("" if none).
+
+    ``listed``: the values written one per line (``--list``); None when every UTF-8
+    value is decoded (``decode --discover``).
+    """
+    significant = int(result.significant.sum())
+    utf8 = len(result.candidates())
+    parts = []
+    if utf8 < significant:
+        parts.append(f"{significant - utf8} significant value(s) are not UTF-8 text and cannot be decoded as "
+                     "candidates (a candidate is hashed as UTF-8; they are in the -o CSV with \\x escapes)")
+    if listed is not None and listed < utf8:
+        parts.append(f"{utf8 - listed} significant value(s) hold a line break, a control or bidirectional "
+                     "character, or only white space, and are not in --list; 'rappor decode --candidates' reads "
+                     "them from the -o CSV (found.csv)")
+    return "".join(f"rappor: warning: {part}\n" for part in parts)
+
+
+def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
+    """The :class:`DiscoverySpec` of ``--params``, ``--max-length``, ``--segment``, ``--alphabet``."""
+    from ..analysis.discovery._spec import DiscoverySpec
+
+    params = load_params(args)
+    with flags(SPEC_FLAGS):
+        return DiscoverySpec(params=params, max_length=args.max_length, segment=args.segment, alphabet=args.alphabet)
+
+
+def run(args: argparse.Namespace) -> int:
+    from .._util.io import atomic_output, spreadsheet_text
+    from ..analysis.discovery import discover
+
+    spec = spec_from_args(args)
+    aggregate = discovery_aggregate(spec, args.counts, args.reports)
+    check, misfit = parameter_check(aggregate, spec, f"the discovery counts (--params {args.params})")
+    result = discover(aggregate, spec, beam=args.beam, significance_level=args.level)
+    listed = listed_strings(result)
+    # Open every extra output first: a bad path must not leave a partial set behind.
+    with atomic_output(args.list) if args.list else _nothing() as list_out, \
+            atomic_output(args.summary) if args.summary else _nothing() as summary:
+        result.to_csv(args.output)
+        if list_out is not None:
+            for s in listed:
+                list_out.write(spreadsheet_text(s) + "\n")
+        if summary is not None:
+            data = {"spec": spec.as_dict(), "found": len(result), "significant": int(result.significant.sum()),
+                    "listed": len(listed), "tested": result.n_tested, "reports": result.n_reports,
+                    "parameter_check": check, "diagnostics": result.diagnostics}
+            summary.write(json_text(data))
+    sys.stderr.write(left_out_note(result, len(listed) if args.list else None) + misfit)
+    if args.output not in (None, "-"):
+        sys.stderr.write(f"rappor: found {int(result.significant.sum())} significant values "
+                         f"({len(result)} kept) in {result.n_reports:,} discovery reports\n")
+    return 0
+
+
+class _nothing:
+    """A context manager yielding None (an output that was not asked for)."""
+
+    def __enter__(self) -> Any:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None

@@ -1,0 +1,190 @@
+"""Tests of ``rappor decode``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rappor.cli._main import main
+
+
+def _args(interop_dir, tmp_path, *extra):
+    return ["decode", "--params", str(interop_dir / "params.csv"), "--counts", str(interop_dir / "counts.csv"),
+            "-o", str(tmp_path / "results.csv"), *extra]
+
+
+def test_cli_decode_map_writes_results_and_summary(interop_dir, tmp_path):
+    rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"),
+                    "--summary", str(tmp_path / "s.json")))
+    assert rc == 0
+    lines = (tmp_path / "results.csv").read_text().splitlines()
+    # Two products: a row per candidate with a positive share, and the test's detected column.
+    assert lines[0] == "string,estimate,std_error,proportion,prop_std_error,prop_low_95,prop_high_95,pvalue,detected"
+    assert lines[1].startswith("v1,")
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["rows"] == len(lines) - 1 and summary["shares"] == "all"
+    assert summary["detected"] == sum(line.endswith(",true") for line in lines[1:]) > 0
+    assert summary["allocated_mass"] == pytest.approx(sum(float(line.split(",")[3]) for line in lines[1:]))
+    assert summary["candidates"] == 40 and summary["reports"] == 20000
+    assert summary["null"]["law"] == "random-strings" and summary["null"]["sd"] > 0
+
+
+def test_cli_decode_shares_detected_writes_google_rappor_layout(interop_dir, tmp_path):
+    """--shares detected: the detected strings only, google/rappor's columns (the decoder before issue 14)."""
+    rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--shares", "detected",
+                    "--summary", str(tmp_path / "s.json")))
+    assert rc == 0
+    lines = (tmp_path / "results.csv").read_text().splitlines()
+    assert lines[0] == "string,estimate,std_error,proportion,prop_std_error,prop_low_95,prop_high_95,pvalue"
+    assert lines[1].startswith("v1,")
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["detected"] == summary["rows"] == len(lines) - 1 and summary["shares"] == "detected"
+
+
+@pytest.mark.parametrize("options", [("--correction", "bonferroni", "--level", "0.01"),
+                                     ("--null", "normal", "--correction", "storey")])
+def test_cli_decode_all_lists_every_candidate(interop_dir, tmp_path, options):
+    rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--all", *options))
+    assert rc == 0
+    lines = (tmp_path / "results.csv").read_text().splitlines()
+    assert lines[0].endswith(",pvalue,detected") and len(lines) == 41
+
+
+def test_cli_decode_candidates_file(interop_dir, tmp_path):
+    assert main(_args(interop_dir, tmp_path, "--candidates", str(interop_dir / "candidates.txt"))) == 0
+    assert (tmp_path / "results.csv").read_text().startswith("string,")
+
+
+def test_cli_decode_bad_counts_is_error(interop_dir, tmp_path, capsys):
+    bad = tmp_path / "counts.csv"
+    bad.write_text("1,2,3\n")
+    rc = main(["decode", "--params", str(interop_dir / "params.csv"), "--counts", str(bad),
+               "--map", str(interop_dir / "map.csv"), "-o", str(tmp_path / "r.csv")])
+    assert rc == 1
+    assert "rappor: error:" in capsys.readouterr().err
+    assert not (tmp_path / "r.csv").exists()
+
+
+def test_cli_decode_level_and_its_deprecated_alias(interop_dir, tmp_path, capsys):
+    """--level sets the significance level; --alpha still does, with a warning naming the new flag."""
+    import json
+
+    for flag in ("--level", "--alpha"):
+        summary = tmp_path / f"{flag}.json"
+        assert main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), flag, "0.01",
+                          "--summary", str(summary))) == 0
+        assert json.loads(summary.read_text())["significance_level"] == 0.01
+        err = capsys.readouterr().err
+        assert ("--alpha is deprecated; use --level" in err) == (flag == "--alpha")
+
+
+
+@pytest.mark.parametrize("value", ["cv", "0.01"])
+def test_cli_decode_lasso_alpha(interop_dir, tmp_path, value):
+    rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--lasso-alpha", value))
+    assert rc == 0
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "abc", "bic"])
+def test_cli_decode_bad_lasso_alpha_is_usage_error(interop_dir, tmp_path, value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--lasso-alpha", value))
+    assert exc.value.code == 2 and "--lasso-alpha" in capsys.readouterr().err
+    assert not (tmp_path / "results.csv").exists()
+
+
+def test_cli_decode_notes_p_values_tied_at_the_null_floor(tmp_path, capsys):
+    """data/sample (4 cohorts): v1 and v2 share the smallest p-value the random-string null gives; stderr says
+    so and why, and --help explains it."""
+    from pathlib import Path
+
+    sample = Path(__file__).parents[2] / "data" / "sample"
+    assert main(["decode", "--params", str(sample / "params.csv"), "--counts", str(sample / "counts.csv"),
+                 "--candidates", str(sample / "candidates.txt"), "-o", str(tmp_path / "r.csv")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("rappor: note: v1, v2 share the p-value ") and "floor of the random-string null" in err
+    rows = [line.split(",") for line in (tmp_path / "r.csv").read_text().splitlines()[1:3]]
+    assert rows[0][-1] == rows[1][-1]  # the tied p-values themselves
+    with pytest.raises(SystemExit):
+        main(["decode", "--help"])
+    assert "the strongest strings all sit at the floor and tie" in " ".join(capsys.readouterr().out.split())
+
+
+def test_cli_decode_one_report_writes_infinite_standard_errors(tmp_path, one_report):
+    """Issue 13 item 6: one report decoded against more candidates than bits gave an OverflowError traceback.
+
+    results.csv now holds ``Inf`` where a standard error is infinite.
+    """
+    params, counts, candidates = one_report
+    (tmp_path / "params.csv").write_text(params.to_csv())
+    (tmp_path / "counts.csv").write_text("".join(",".join(map(str, row)) + "\n" for row in counts))
+    (tmp_path / "candidates.txt").write_text("\n".join(candidates) + "\n")
+    rc = main(["decode", "--params", str(tmp_path / "params.csv"), "--counts", str(tmp_path / "counts.csv"),
+               "--candidates", str(tmp_path / "candidates.txt"), "-o", str(tmp_path / "results.csv"), "--all",
+               "--summary", str(tmp_path / "s.json")])
+    assert rc == 0
+    lines = (tmp_path / "results.csv").read_text().splitlines()
+    assert len(lines) == len(candidates) + 1
+    assert any(line.split(",")[2] == "Inf" for line in lines[1:])
+    assert json.loads((tmp_path / "s.json").read_text())["reports"] == 1
+
+
+def test_cli_decode_tie_note_escapes_client_strings(tmp_path, capsys):
+    """The tie note names candidates; one that holds ESC or U+202E is shown escaped on stderr (it reached the
+    terminal raw), while results.csv keeps the exact strings."""
+    from pathlib import Path
+
+    sample = Path(__file__).parents[2] / "data" / "sample"
+    names = (sample / "candidates.txt").read_text().splitlines()
+    renamed = {"v1": "\u202ev1", "v2": "\x1b[31mv2"}
+    (tmp_path / "cand.txt").write_text("\n".join(renamed.get(s, s) for s in names) + "\n", encoding="utf-8")
+    # The sample's counts were made with v1, v2: the renamed strings hash elsewhere, so hash the sample's
+    # strings and relabel the map rather than the counts.
+    from rappor import hash_candidates
+    from rappor.formats import read_params
+    from rappor.collect import CandidateMap
+    from rappor.formats import write_map
+
+    params = read_params(sample / "params.csv")
+    cmap = hash_candidates(names, params)
+    write_map(CandidateMap(params=params, strings=tuple(renamed.get(s, s) for s in names), matrix=cmap.matrix),
+              tmp_path / "map.csv")
+    assert main(["decode", "--params", str(sample / "params.csv"), "--counts", str(sample / "counts.csv"),
+                 "--map", str(tmp_path / "map.csv"), "-o", str(tmp_path / "r.csv")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("rappor: note: \\u202ev1, \\x1b[31mv2 share the p-value "), err
+    assert "\x1b" not in err and "\u202e" not in err
+    assert "\u202ev1" in (tmp_path / "r.csv").read_text(encoding="utf-8")
+
+
+FORMULAS = ["=cmd|' /C calc'!A0", "+SUM(1+1)", "-2+3", "@SUM(A1)", "\tx", "'=x"]
+
+
+def test_cli_formula_strings_are_neutralised_in_every_written_csv(tmp_path, capsys):
+    """OWASP CSV injection: candidates that start a formula get a leading quote in map.csv, results.csv and
+    candidates lists, and our readers give back the exact strings."""
+    import csv
+    from pathlib import Path
+
+    from rappor.formats import read_map, read_params
+    from rappor.formats import read_candidates, write_candidates
+
+    sample = Path(__file__).parents[2] / "data" / "sample"
+    names = (sample / "candidates.txt").read_text().splitlines()
+    strings = FORMULAS + names[len(FORMULAS):]
+    write_candidates(strings, tmp_path / "cand.txt")
+    lines = (tmp_path / "cand.txt").read_text().split("\n")[:-1]
+    assert lines[:6] == ["'=cmd|' /C calc'!A0", "'+SUM(1+1)", "'-2+3", "'@SUM(A1)", "'\tx", "''=x"]
+    assert read_candidates(tmp_path / "cand.txt") == strings
+    assert main(["hash-candidates", "--params", str(sample / "params.csv"), str(tmp_path / "cand.txt"), "-o",
+                 str(tmp_path / "map.csv")]) == 0
+    assert list(read_map(tmp_path / "map.csv", read_params(sample / "params.csv")).strings) == strings
+    assert main(["decode", "--params", str(sample / "params.csv"), "--counts", str(sample / "counts.csv"),
+                 "--map", str(tmp_path / "map.csv"), "--all", "-o", str(tmp_path / "r.csv")]) == 0
+    capsys.readouterr()
+    for name in ("map.csv", "r.csv"):
+        with open(tmp_path / name, newline="") as fh:
+            first = [row[0] for row in csv.reader(fh)]
+        assert not [c for c in first if c[:1] in ("=", "+", "-", "@", "\t", "\r")], (name, first)
+        assert {"'=cmd|' /C calc'!A0", "'-2+3", "''=x"} <= set(first)
