@@ -17,7 +17,7 @@ carriage return, after any run of single quotes) is written with a leading singl
 and read back without it (:func:`rappor._util.io.spreadsheet_text`), so the file is safe to
 open and every string reads back exactly.
 
-The CSV that ``rappor discover -o`` writes (header :data:`FOUND_HEADER`) is a candidate
+The CSV that ``rappor discover -o`` writes (header :data:`rappor.analysis.discovery._search.FOUND_HEADER`) is a candidate
 list too: its significant values are read, whatever they hold (line breaks, commas,
 quotes), so a discovered value never depends on the one-per-line list.
 """
@@ -32,12 +32,11 @@ from collections.abc import Iterable, Iterator
 from .._util.excerpt import excerpt
 from .._util.io import (PathLike, atomic_output, display_name, iter_text_lines, open_input_binary, read_first_line,
                         restore_text, spreadsheet_text)
+from ..analysis.discovery._search import FOUND_HEADER
 from ..exceptions import InvalidParameterError, ReportFormatError, RapporWarning
 
-__all__ = ["FOUND_HEADER", "read_candidates", "write_candidates"]
+__all__ = ["read_candidates", "write_candidates"]
 
-#: Header of the discovered values CSV (``rappor discover -o``, :meth:`rappor.discovery.DiscoveryResult.to_csv`).
-FOUND_HEADER = "string,proportion,prop_std_error,zscore,pvalue,significant,first_slot,slots"
 
 
 def read_candidates(path: PathLike, *, allow_duplicates: bool = False) -> list[str]:
