@@ -189,3 +189,6 @@ def test_cli_formula_strings_are_neutralised_in_every_written_csv(tmp_path, caps
             first = [row[0] for row in csv.reader(fh)]
         assert not [c for c in first if c[:1] in ("=", "+", "-", "@", "\t", "\r")], (name, first)
         assert {"'=cmd|' /C calc'!A0", "'-2+3", "''=x"} <= set(first)
+    from rappor.formats._results import read_results
+
+    assert set(read_results(tmp_path / "r.csv")["string"]) == set(strings)  # our reader undoes the quote
