@@ -9,7 +9,7 @@ default a row for every candidate with a positive share -- the best estimate of 
 distribution, from an empirical-Bayes regression (summing 'proportion' gives it) -- and the
 'detected' column, the strings the test vouches for (false detections controlled).
 --shares detected writes the detected strings only, with their least-squares shares
-(google/rappor's layout, the decoder before issue 14); --all lists every candidate.  The
+(google/rappor's layout, the decoder before every candidate had a share); --all lists every candidate.  The
 intervals are those of the least-squares fit, adjusted for selection for detected
 strings (see --intervals).  --summary writes a JSON summary
 (detected, allocated and unexplained mass, residual test, epsilons, time).

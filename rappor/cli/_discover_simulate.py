@@ -44,7 +44,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
     from ..formats._params import read_params, write_params
     from ..formats._population import read_population
     from ..formats._results import write_results
-    from ..simulation._simulation import candidate_strings
+    from ..simulation._populations import candidate_strings
 
     started = time.perf_counter()
     if args.discovery_params is not None:

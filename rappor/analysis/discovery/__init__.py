@@ -29,6 +29,7 @@ from __future__ import annotations
 from ._client import DiscoveryEncoder
 from ._decode import DiscoverDecode, discover_and_decode, listed_strings
 from ._evaluate import DiscoveryEvaluation, evaluate_discovery, topk_scores
+from ._pem import pem_discover, pem_population
 from ._plan import DiscoveryPlan, plan_discovery, plan_with_discovery
 from ._population import realistic_population, realistic_strings
 from ._privacy import DiscoveryPrivacy, discovery_params, discovery_privacy
@@ -54,6 +55,8 @@ __all__ = [
     "display_string",
     "evaluate_discovery",
     "listed_strings",
+    "pem_discover",
+    "pem_population",
     "plan_discovery",
     "plan_with_discovery",
     "realistic_population",

@@ -28,7 +28,7 @@ import numpy as np
 from ..._util.validation import RngLike
 from ...collect._design import hash_candidates
 from ...params import Params
-from ...simulation._simulation import Population
+from ...simulation._populations import Population
 from .._metrics import evaluate_result
 from ..decoder import DecodeResult, Decoder
 from ._decode import listed_strings
