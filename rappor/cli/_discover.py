@@ -31,9 +31,9 @@ from ._common import (CommandFiles, add_level_argument, add_output_argument, add
                       json_text, load_params)
 
 if TYPE_CHECKING:
-    from ..collect._aggregate import Aggregate
     from ..analysis.discovery._search import DiscoveryResult
     from ..analysis.discovery._spec import DiscoverySpec
+    from ..collect._aggregate import Aggregate
 
 NAME = "discover"
 HELP = "find frequent strings outside any candidate list (discovery counts -> found.csv)"
@@ -116,14 +116,6 @@ def parameter_check(aggregate: Aggregate, spec: DiscoverySpec, what: str) -> tup
     return check.as_dict(), ("" if check.fits else f"rappor: warning: {check.warning(what)}\n")
 
 
-def listed_strings(result: DiscoveryResult) -> list[str]:
-    """The significant values a one-per-line list shows as they are: no line break, not blank, and no
-    control or bidirectional character (a list is read with ``cat``; found.csv holds every value)."""
-    from .._util.terminal import terminal_text
-
-    return [s for s in result.candidates() if s.strip() and "\n" not in s and terminal_text(s) == s]
-
-
 def left_out_note(result: DiscoveryResult, listed: int | None = None) -> str:
     """A line for stderr saying which significant values a candidate list leaves out, and why ("" if none).
 
@@ -154,7 +146,7 @@ def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
 
 def run(args: argparse.Namespace) -> int:
     from .._util.io import atomic_output, spreadsheet_text
-    from ..analysis.discovery import discover
+    from ..analysis.discovery import discover, listed_strings
 
     spec = spec_from_args(args)
     aggregate = discovery_aggregate(spec, args.counts, args.reports)
