@@ -15,7 +15,8 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from .._util.io import check_distinct_files, refuse_replacing_key
+from .._util.outputs import refuse_replacing_key
+from .._util.paths import check_distinct_files
 from .._util.validation import MAX_COUNT
 from ..exceptions import InvalidParameterError
 from ..formats._params import read_params
@@ -203,7 +204,7 @@ def load_params(args: argparse.Namespace) -> Params:
 class CommandFiles(NamedTuple):
     """The files one run of a command reads and writes, each with the option naming it.
 
-    :func:`rappor.cli.main` passes them to :func:`rappor._util.io.check_distinct_files`
+    :func:`rappor.cli.main` passes them to :func:`rappor._util.paths.check_distinct_files`
     before the command runs: no output may be an input or another output, and
     ``summed`` inputs (added up) may not repeat, and no output may be a key file
     unless ``writes_key`` (``rappor keygen``, which has its own rule).
@@ -216,8 +217,8 @@ class CommandFiles(NamedTuple):
 
 
 def check_command_files(files: CommandFiles) -> None:
-    """Refuse the run if two of its paths are the same file (see :func:`rappor._util.io.check_distinct_files`),
-    or if an output would replace a key file (:func:`rappor._util.io.refuse_replacing_key`), before any work."""
+    """Refuse the run if two of its paths are the same file (see :func:`rappor._util.paths.check_distinct_files`),
+    or if an output would replace a key file (:func:`rappor._util.outputs.refuse_replacing_key`), before any work."""
     check_distinct_files(files.inputs, files.outputs, summed=files.summed)
     if not files.writes_key:
         for _, path in files.outputs:

@@ -41,7 +41,7 @@ import math
 import sys
 from typing import Any
 
-from .._util.io import atomic_output
+from .._util.outputs import atomic_output
 from . import _discover_decode
 from ._common import (CommandFiles, add_estimator_argument, add_level_argument, add_output_argument,
                       add_params_argument, add_seed_argument, json_text, load_params)

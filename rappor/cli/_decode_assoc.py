@@ -41,7 +41,7 @@ import sys
 import time
 from typing import Any
 
-from .._util.io import display_name
+from .._util.paths import display_name
 from ..exceptions import InvalidParameterError, ReportFormatError
 from ._common import CommandFiles, add_level_argument, add_seed_argument, integer, json_text, real
 
@@ -294,7 +294,7 @@ def run(args: argparse.Namespace) -> int:
     summary.update(reports_read=n_total, reports_removed=data.removed, reports_sample_size=args.reports_sample_size,
                    parameter_check=checks, total_elapsed_time=round(time.perf_counter() - started, 4))
     if google:
-        from .._util.io import output_directory
+        from .._util.outputs import output_directory
 
         out_dir = output_directory(args.output_dir or ".")
         _write_both(result, out_dir / "assoc-results.csv", "google", out_dir / "assoc-metrics.json", summary)
@@ -312,7 +312,7 @@ def _write_both(result: Any, results_path: Any, layout: str, summary_path: Any, 
     The summary's file is opened first and committed last, so a bad summary path leaves
     no results file behind (the results were written, then the summary failed).
     """
-    from .._util.io import atomic_output
+    from .._util.outputs import atomic_output
 
     text = json_text(summary)
     with atomic_output(summary_path) as fh:

@@ -145,7 +145,8 @@ def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._util.io import atomic_output, spreadsheet_text
+    from .._util.csv_text import spreadsheet_text
+    from .._util.outputs import atomic_output
     from ..analysis.discovery import discover, listed_strings
 
     spec = spec_from_args(args)

@@ -79,7 +79,7 @@ def discover_and_decode(args: argparse.Namespace, aggregate: Aggregate, cmap: Ca
 
 def found_output(args: argparse.Namespace, result: DiscoveryResult | None) -> ContextManager[IO[str] | None]:
     """``--found`` opened for writing (atomically), or a context yielding None."""
-    from .._util.io import atomic_output
+    from .._util.outputs import atomic_output
 
     if result is None or args.found is None:
         return contextlib.nullcontext()

@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any
 
-from .._util.io import output_directory
+from .._util.outputs import output_directory
 from ..params import Params
 from ._common import flags, json_text, real
 
@@ -35,7 +35,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, params: Params) -> int:
-    from .._util.io import atomic_output, csv_text_field
+    from .._util.csv_text import csv_text_field
+    from .._util.outputs import atomic_output
     from ..analysis.decoder import Decoder
     from ..analysis.discovery import DiscoverySpec, discovery_params, evaluate_discovery, realistic_population
     from ..formats._candidates import write_candidates

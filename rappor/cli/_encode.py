@@ -31,7 +31,8 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from .._util.io import STDIO, atomic_output, display_name
+from .._util.outputs import atomic_output
+from .._util.paths import display_name, STDIO
 from .._util.rejects import RejectsWriter, resolve_rejects_path
 from ..exceptions import InsecureRandomnessWarning
 from ..engines._encode import default_jobs, encode_file, encode_variables_file
@@ -115,10 +116,10 @@ def run(args: argparse.Namespace) -> int:
 def _several_variables(args: argparse.Namespace) -> bool:
     """Whether INPUT has several value columns (``client,NAME1,NAME2,...``), from its first line.
 
-    The line is read from the stream the encoder then reads (:func:`rappor._util.io.read_first_line`):
+    The line is read from the stream the encoder then reads (:func:`rappor._util.inputs.read_first_line`):
     a pipe, a FIFO or standard input is read once, its first line included.
     """
-    from .._util.io import read_first_line
+    from .._util.inputs import read_first_line
     from ..exceptions import ReportFormatError
 
     first = read_first_line(args.input)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from .._util.io import STDIO
+from .._util.paths import STDIO
 from .._util.memory import check_design
 from ..formats._candidates import read_candidates
 from ..collect._compat import hash_candidates_google

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from .._util.io import display_name
+from .._util.paths import display_name
 from ..collect._aggregate import Aggregate, check_cohort_balance
 from ..exceptions import CountOverflowError, ReportFormatError
 from ..formats._counts import read_counts, write_counts

@@ -86,7 +86,7 @@ LEGEND = """\
 
 def run(args: argparse.Namespace) -> int:
     from ..report._explain import detectable_share_note
-    from .._util.io import atomic_output
+    from .._util.outputs import atomic_output
     from ..formats._params import write_params
     from ..privacy._planner import plan
 

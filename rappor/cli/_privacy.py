@@ -51,7 +51,7 @@ def _json_number(value: float) -> float | str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._util.io import atomic_output
+    from .._util.outputs import atomic_output
     from ..privacy._accounting import loss
 
     params = load_params(args)

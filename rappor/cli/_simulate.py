@@ -34,7 +34,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-from .._util.io import output_directory
+from .._util.outputs import output_directory
 from ..exceptions import InvalidParameterError
 from ..formats._params import read_params, write_params
 from ..params import Params
@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
                              aggregate=sim.aggregate, candidate_map=cmap, details=details, outlook=outlook,
                              title=f"RAPPOR simulation: {population.name}, {sim.n_clients:,} clients")
 
-    from .._util.io import atomic_output
+    from .._util.outputs import atomic_output
     from ..formats._results import write_results
 
     def write_text(name: str, text: str) -> None:

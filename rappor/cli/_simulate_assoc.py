@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     """Simulate, decode, score and write the files."""
     import numpy as np
 
-    from .._util.io import atomic_output, check_output_directory, output_directory
+    from .._util.outputs import atomic_output, check_output_directory, output_directory
     from ..analysis.association import AssociationDecoder, example_joint, simulate_association, total_variation
     from ..formats._association import write_assoc_reports
     from ..formats._map import write_map

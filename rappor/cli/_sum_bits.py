@@ -17,7 +17,8 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from .._util.io import STDIO, atomic_output, display_name
+from .._util.outputs import atomic_output
+from .._util.paths import display_name, STDIO
 from .._util.lazy import import_optional
 from .._util.rejects import RejectsWriter, resolve_rejects_path
 from ..collect._aggregate import Aggregate, check_cohort_balance

@@ -6,7 +6,9 @@ import csv
 import math
 
 from .._util.excerpt import excerpt
-from .._util.io import PathLike, display_name, iter_text_lines, restore_text
+from .._util.csv_text import restore_text
+from .._util.inputs import iter_text_lines
+from .._util.paths import display_name, PathLike
 from ..exceptions import ReportFormatError
 from ..simulation._populations import Population
 

@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from rappor import InvalidParameterError, RapporIOError, ReportFormatError
-from rappor._util.io import atomic_output, csv_field, display_name, iter_text_lines, read_input_bytes
+from rappor._util.csv_text import csv_field
+from rappor._util.inputs import iter_text_lines, read_input_bytes
+from rappor._util.outputs import atomic_output
+from rappor._util.paths import display_name
 
 
 class Boom(Exception):
@@ -281,7 +284,7 @@ def test_atomic_output_dev_stdout_is_standard_output(tmp_path: Path) -> None:
         pytest.skip("needs /proc/self/fd")
     log = tmp_path / "log"
     log.write_text("earlier\n")
-    code = ("from rappor._util.io import atomic_output\n"
+    code = ("from rappor._util.outputs import atomic_output\n"
             "with atomic_output('/proc/self/fd/1') as fh:\n    fh.write('more\\n')\n")
     with open(log, "a") as out:
         subprocess.run([sys.executable, "-c", code], stdout=out, check=True,
@@ -299,7 +302,7 @@ def test_atomic_output_closed_stdout(monkeypatch: pytest.MonkeyPatch) -> None:
 # ---------------------------------------------------------------- same file twice
 
 def test_check_distinct_files_sees_through_links_and_spellings(tmp_path: Path) -> None:
-    from rappor._util.io import check_distinct_files
+    from rappor._util.paths import check_distinct_files
 
     data = tmp_path / "data.csv"
     data.write_text("x\n")
@@ -320,14 +323,14 @@ def test_check_distinct_files_sees_through_links_and_spellings(tmp_path: Path) -
 
 
 def test_check_distinct_files_character_devices_may_repeat(tmp_path: Path) -> None:
-    from rappor._util.io import check_distinct_files
+    from rappor._util.paths import check_distinct_files
 
     null = _null_device(tmp_path)
     check_distinct_files([("INPUT", null)], [("-o", null), ("--rejects", null)])
 
 
 def test_check_distinct_files_standard_streams(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rappor._util.io import check_distinct_files
+    from rappor._util.paths import check_distinct_files
 
     data = tmp_path / "data.csv"
     data.write_text("x\n")
@@ -347,7 +350,7 @@ def test_check_distinct_files_is_linear_in_the_number_of_paths(tmp_path: Path) -
     # Run in a child with a 30 s time limit (a hang guard, 100x the expected time, not a benchmark).
     code = (
         "import sys\n"
-        "from rappor._util.io import check_distinct_files\n"
+        "from rappor._util.paths import check_distinct_files\n"
         "paths = [('REPORTS', f'{sys.argv[1]}/r{i}.csv') for i in range(40_000)]\n"
         "try:\n"
         "    check_distinct_files([], [('-o', sys.argv[1] + '/out.csv')], summed=[*paths, paths[0]])\n"
@@ -389,7 +392,7 @@ def test_read_first_line_leaves_a_pipe_whole(tmp_path: Path) -> None:
     by the reader that follows (the pipe cannot be reopened); a regular file is not held."""
     import threading
 
-    from rappor._util.io import _STARTED, open_input_binary, read_first_line
+    from rappor._util.inputs import open_input_binary, read_first_line, _STARTED
 
     data = b"client,a,b\n" + b"c,x,1\n" * 50_000
     read_end, write_end = os.pipe()

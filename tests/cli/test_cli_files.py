@@ -1,4 +1,4 @@
-"""The files a command reads and writes (``files(args)`` + :mod:`rappor._util.io`), end to end.
+"""The files a command reads and writes (``files(args)`` + :mod:`rappor._util.outputs`), end to end.
 
 * no output is ever the same file as an input or another output, however it is named
   (symbolic or hard link, ``..``, standard output redirected onto an input);
