@@ -151,3 +151,39 @@ def test_the_checks_see_an_upward_import_and_a_cycle(tmp_path: Path) -> None:
     (package / "formats" / "_b.py").write_text("from . import _a\n")
     assert upward_imports(package) == ["rappor.client._encoder:4 -> rappor.analysis.decoder._fit"]
     assert ["rappor.formats._a", "rappor.formats._b"] in import_cycles(package)
+
+
+def private_imports(importer_prefix: str, package: Path = PACKAGE) -> list[str]:
+    """``importer:line -> imported`` for each import, by a module under ``importer_prefix``, of a
+    private module of another stage (a dotted name with a part starting with ``_``, outside the
+    importer's own stage and the shared plumbing ``rappor._util``): what a face should offer."""
+    stage = ".".join(importer_prefix.split(".")[:2])
+    found = []
+    for importer, targets in import_graph(package).items():
+        if importer != importer_prefix and not importer.startswith(importer_prefix + "."):
+            continue
+        for line, target in targets:
+            if target == stage or target.startswith(stage + ".") or target.startswith(f"{package.name}._util"):
+                continue
+            if any(part.startswith("_") for part in target.split(".")[1:]):
+                found.append(f"{importer}:{line} -> {target}")
+    return found
+
+
+def test_the_command_line_imports_only_the_faces_of_other_stages() -> None:
+    assert private_imports("rappor.cli") == []
+
+
+def test_the_face_check_sees_a_private_import(tmp_path: Path) -> None:
+    package = tmp_path / "rappor"
+    for folder in ("cli", "analysis/decoder", "_util"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "_util" / "outputs.py").write_text("")
+    (package / "analysis" / "decoder" / "_decoder.py").write_text("")
+    (package / "cli" / "_common.py").write_text("")
+    (package / "cli" / "_decode.py").write_text(
+        "from .._util.outputs import x\nfrom ._common import y\nfrom ..analysis.decoder import Decoder\n\n"
+        "def run():\n    from ..analysis.decoder._decoder import check_estimator\n")
+    assert private_imports("rappor.cli", package) == ["rappor.cli._decode:6 -> rappor.analysis.decoder._decoder"]

@@ -19,7 +19,7 @@ from .._util.outputs import refuse_replacing_key
 from .._util.paths import check_distinct_files
 from .._util.validation import MAX_COUNT
 from ..exceptions import InvalidParameterError
-from ..formats._params import read_params
+from ..formats import read_params
 from ..params import Params
 
 
@@ -110,7 +110,7 @@ def add_level_argument(parser: argparse.ArgumentParser, *, help_text: str) -> No
 
 def add_estimator_argument(parser: argparse.ArgumentParser, *, help_text: str) -> None:
     """``--estimator least-squares``: no argparse ``choices``, so that a removed estimator is refused by
-    :func:`rappor.analysis.decoder._decoder.check_estimator` (``rappor: error: ...`` saying why, exit 1)."""
+    :func:`rappor.analysis.decoder.check_estimator` (``rappor: error: ...`` saying why, exit 1)."""
     parser.add_argument("--estimator", default="least-squares", metavar="least-squares",
                         help=f"{help_text} [default: least-squares]")
 

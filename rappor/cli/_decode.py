@@ -118,15 +118,12 @@ def files(args: argparse.Namespace) -> CommandFiles:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report._explain import floor_tie
-    from ..formats._candidates import read_candidates
-    from ..formats._counts import read_counts
     from ..analysis.decoder import Decoder
-    from ..collect._design import hash_candidates
-    from ..formats._map import read_map
-    from ..formats._results import write_results
+    from ..collect import hash_candidates
+    from ..formats import read_candidates, read_counts, read_map, write_results
+    from ..report import floor_tie
 
-    from ..analysis.decoder._decoder import check_combination, check_estimator
+    from ..analysis.decoder import check_combination, check_estimator
 
     check_estimator(args.estimator, cli=True)  # before reading the files
     check_combination(args.null, args.correction, cli=True)

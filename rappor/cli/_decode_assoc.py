@@ -182,8 +182,8 @@ def _check_args(args: argparse.Namespace) -> None:
 def _parameter_checks(batches: list[Any], variables: list[Any], args: argparse.Namespace) -> dict[str, Any]:
     """:func:`rappor.analysis._consistency.check_bit_count` of each string variable's reports, a warning on stderr for
     each that does not fit its parameters; the summary's ``parameter_check`` (booleans set 0 or 1 bit: none)."""
-    from ..analysis._consistency import check_bit_count
-    from ..collect._aggregate import Aggregate
+    from ..analysis import check_bit_count
+    from ..collect import Aggregate
 
     checks: dict[str, Any] = {}
     source = f"--params {args.params}" if args.params is not None else f"the schema's parameters in {args.params_dir}"
@@ -199,9 +199,8 @@ def _parameter_checks(batches: list[Any], variables: list[Any], args: argparse.N
 
 
 def _string_map(args: argparse.Namespace, j: int, params: Any) -> Any:
-    from ..formats._candidates import read_candidates
-    from ..collect._design import hash_candidates
-    from ..formats._map import read_map
+    from ..collect import hash_candidates
+    from ..formats import read_candidates, read_map
 
     path_map, path_cand = getattr(args, f"map{j}"), getattr(args, f"candidates{j}")
     name = getattr(args, f"var{j}")
@@ -221,8 +220,7 @@ def _google_types(args: argparse.Namespace, indices: list[int]) -> tuple[Any, li
     The parameters file the schema names is an input too: it joins the same-file check
     (an --output-dir that holds it must not replace it).
     """
-    from ..formats._params import read_params
-    from ..formats._association import read_schema
+    from ..formats import read_params, read_schema
     from ._common import check_command_files
 
     schema = read_schema(args.schema)
@@ -251,9 +249,8 @@ def _google_types(args: argparse.Namespace, indices: list[int]) -> tuple[Any, li
 def run(args: argparse.Namespace) -> int:
     """Read the inputs, decode the association and write the results."""
     from ..analysis.association import AssociationDecoder, Variable, decode_collection
-    from ..formats._association import read_assoc_reports
     from ..analysis.decoder import Decoder
-    from ..formats._params import read_params
+    from ..formats import read_assoc_reports, read_params
 
     started = time.perf_counter()
     _check_args(args)

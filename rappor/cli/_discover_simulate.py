@@ -39,12 +39,8 @@ def run(args: argparse.Namespace, params: Params) -> int:
     from .._util.outputs import atomic_output
     from ..analysis.decoder import Decoder
     from ..analysis.discovery import DiscoverySpec, discovery_params, evaluate_discovery, realistic_population
-    from ..formats._candidates import write_candidates
-    from ..formats._counts import write_counts
-    from ..formats._params import read_params, write_params
-    from ..formats._population import read_population
-    from ..formats._results import write_results
-    from ..simulation._populations import candidate_strings
+    from ..formats import read_params, read_population, write_candidates, write_counts, write_params, write_results
+    from ..simulation import candidate_strings
     from ._discover import SPEC_FLAGS
 
     started = time.perf_counter()

@@ -35,7 +35,7 @@ from .._util.outputs import atomic_output
 from .._util.paths import display_name, STDIO
 from .._util.rejects import RejectsWriter, resolve_rejects_path
 from ..exceptions import InsecureRandomnessWarning
-from ..engines._encode import default_jobs, encode_file, encode_variables_file
+from ..engines import default_jobs, encode_file, encode_variables_file
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument, integer,
                       load_params)
 
@@ -78,7 +78,7 @@ def files(args: argparse.Namespace) -> CommandFiles:
 
 def run(args: argparse.Namespace) -> int:
     """Encode INPUT and write ``client,cohort,irr`` (:func:`rappor.engines.encode_file`)."""
-    from ..formats._keys import read_key_file
+    from ..formats import read_key_file
 
     params = load_params(args)
     key = read_key_file(args.key_file)

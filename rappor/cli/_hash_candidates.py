@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import argparse
 
-from .._util.paths import STDIO
 from .._util.memory import check_design
-from ..formats._candidates import read_candidates
-from ..collect._compat import hash_candidates_google
-from ..collect._design import _hash_block, hash_candidates
-from ..formats._map import write_map
+from .._util.paths import STDIO
+from ..collect import hash_block_size, hash_candidates, hash_candidates_google
+from ..formats import read_candidates, write_map
 from ._common import CommandFiles, add_output_argument, add_params_argument, load_params
 
 NAME = "hash-candidates"
@@ -56,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     params = load_params(args)
     strings = read_candidates(args.candidates, allow_duplicates=args.allow_duplicates)
     hasher = hash_candidates_google if args.hashing == "google" else hash_candidates
-    block = _hash_block(params)
+    block = hash_block_size(params)
     check_design(params, min(block, len(strings)), total=len(strings))  # before the output is opened
     write_map((hasher(strings[i:i + block], params) for i in range(0, len(strings), block)), args.output)
     return 0

@@ -91,9 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .._util.outputs import atomic_output, check_output_directory, output_directory
     from ..analysis.association import AssociationDecoder, example_joint, simulate_association, total_variation
-    from ..formats._association import write_assoc_reports
-    from ..formats._map import write_map
-    from ..formats._params import read_params, write_params
+    from ..formats import read_params, write_assoc_reports, write_map, write_params
     from ._simulate import DEFAULT_PARAMS
 
     started = time.perf_counter()
@@ -126,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
                "decode seconds": round(t_dec - t_sim, 3)}
     page = None
     if not args.no_report:  # rendered first: a failure leaves no partial set of files
-        from ..report._association import render_association_report
+        from ..report import render_association_report
 
         page = render_association_report(result=result, params=params, kinds=kinds, truth=truth, metrics=metrics,
                                          details=details, title=f"RAPPOR association simulation: {args.pair}, "

@@ -46,6 +46,7 @@ from ._parquet import (
     ParquetReportWriter,
     aggregate_parquet,
     iter_parquet_reports,
+    parquet_files,
     read_parquet_reports,
     write_parquet_reports,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "iter_client_values",
     "iter_parquet_reports",
     "iter_reports",
+    "parquet_files",
     "read_assoc_reports",
     "read_candidates",
     "read_client_values",

@@ -10,7 +10,9 @@ in ``docs/decoder.md``.
 The package's modules (private), in the order a decode uses them:
 
 ============================  ==============================================================
-``_decoder.py``               :class:`Decoder`: options, their validation, ``decode()``
+``_decoder.py``               :class:`Decoder`: options, their validation, ``decode()``;
+                              :func:`check_estimator` and :func:`check_combination`, the checks
+                              of two options a command makes before it reads its files
 ``_estimate.py``              the steps of one decode, in order (:func:`estimate`)
 ``_problem.py``               the weighted problem: debiased, whitened rows; candidate groups;
                               the non-candidate column
@@ -32,7 +34,7 @@ The package's modules (private), in the order a decode uses them:
 from __future__ import annotations
 
 from ..._util.results import ConfidenceInterval
-from ._decoder import Decoder
+from ._decoder import Decoder, check_combination, check_estimator
 from ._result import DecodeDiagnostics, DecodeResult
 
-__all__ = ["ConfidenceInterval", "DecodeDiagnostics", "DecodeResult", "Decoder"]
+__all__ = ["ConfidenceInterval", "DecodeDiagnostics", "DecodeResult", "Decoder", "check_combination", "check_estimator"]
