@@ -163,7 +163,7 @@ def private_imports(importer_prefix: str, package: Path = PACKAGE) -> list[str]:
         if importer != importer_prefix and not importer.startswith(importer_prefix + "."):
             continue
         for line, target in targets:
-            if target == stage or target.startswith(stage + ".") or target.startswith(f"{package.name}._util"):
+            if target == stage or target.startswith((stage + ".", f"{package.name}._util")):
                 continue
             if any(part.startswith("_") for part in target.split(".")[1:]):
                 found.append(f"{importer}:{line} -> {target}")

@@ -22,10 +22,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from ..exceptions import RapporError, RapporIOError, ReportFormatError
 from .keyfile import looks_like_key_file, not_a_key_file_error
 from .outputs import naming_write_errors
 from .paths import STDIO, PathLike, display_name
-from ..exceptions import RapporError, RapporIOError, ReportFormatError
 
 __all__ = ["MAX_LINE_BYTES", "decode_line", "iter_text_lines", "open_input_binary", "read_first_line",
            "read_input_bytes"]

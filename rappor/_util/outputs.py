@@ -29,9 +29,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from ..exceptions import RapporError, RapporIOError
 from .keyfile import MAX_KEY_FILE_BYTES, looks_like_key_file
 from .paths import STDIO, PathLike
-from ..exceptions import RapporError, RapporIOError
 
 __all__ = ["atomic_output", "check_output_directory", "forget_created_directories", "naming_write_errors",
            "output_directory", "output_target", "refuse_replacing_key", "remove_temporary_files"]

@@ -20,8 +20,8 @@ from ._consistency import BitCountCheck, check_bit_count
 from ._metrics import METRIC_MEANINGS, FitResiduals, Metrics, bit_residuals, evaluate, evaluate_result, fit_residuals
 
 __all__ = [
-    "BitCountCheck",
     "METRIC_MEANINGS",
+    "BitCountCheck",
     "FitResiduals",
     "Metrics",
     "bit_residuals",

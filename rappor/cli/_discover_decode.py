@@ -58,7 +58,8 @@ def check(args: argparse.Namespace) -> None:
 def discover_and_decode(args: argparse.Namespace, aggregate: Aggregate, cmap: CandidateMap | None,
                         decoder: Decoder) -> DiscoverDecode:
     """Read ``--discover`` and ``--discovery-params``, run the library's discover-then-decode, say what it found."""
-    from ..analysis.discovery import DiscoverySpec, discover_and_decode as run
+    from ..analysis.discovery import DiscoverySpec
+    from ..analysis.discovery import discover_and_decode as run
     from ..formats import read_params
     from ._common import flags
     from ._discover import SPEC_FLAGS, discovery_aggregate, left_out_note

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from .._util.csv_text import csv_field
+from .._util.memory import check_encode
 from .._util.outputs import atomic_output
 from .._util.paths import PathLike
-from .._util.memory import check_encode
 from .._util.rejects import OnError, RejectSink, check_on_error
 from .._util.validation import check_int
 from ..client._encoder import encode_clients

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from .._util.paths import check_distinct_files, PathLike
 from .._util.lazy import import_optional
+from .._util.paths import PathLike, check_distinct_files
 from .._util.rejects import OnError, RejectSink
 from ..collect._aggregate import Aggregate
 from ..exceptions import InvalidParameterError, ReportFormatError

@@ -18,7 +18,7 @@ from typing import Any
 from .._util.excerpt import excerpt
 from .._util.inputs import iter_text_lines
 from .._util.outputs import atomic_output
-from .._util.paths import display_name, PathLike
+from .._util.paths import PathLike, display_name
 from ..exceptions import InvalidParameterError, ReportFormatError
 from ..params import PARAM_NAMES, Params
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import csv
 import math
 
-from .._util.excerpt import excerpt
 from .._util.csv_text import restore_text
+from .._util.excerpt import excerpt
 from .._util.inputs import iter_text_lines
-from .._util.paths import display_name, PathLike
+from .._util.paths import PathLike, display_name
 from ..exceptions import ReportFormatError
 from ..simulation._populations import Population
 

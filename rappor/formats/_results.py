@@ -19,11 +19,11 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from .._util.excerpt import excerpt
 from .._util.csv_text import csv_text_field, restore_text
+from .._util.excerpt import excerpt
 from .._util.inputs import iter_text_lines
 from .._util.outputs import atomic_output
-from .._util.paths import display_name, PathLike
+from .._util.paths import PathLike, display_name
 from ..analysis.decoder import DecodeResult
 from ..exceptions import ReportFormatError
 

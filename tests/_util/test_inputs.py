@@ -92,7 +92,7 @@ def test_read_first_line_leaves_a_pipe_whole(tmp_path: Path) -> None:
     by the reader that follows (the pipe cannot be reopened); a regular file is not held."""
     import threading
 
-    from rappor._util.inputs import open_input_binary, read_first_line, _STARTED
+    from rappor._util.inputs import _STARTED, open_input_binary, read_first_line
 
     data = b"client,a,b\n" + b"c,x,1\n" * 50_000
     read_end, write_end = os.pipe()

@@ -209,8 +209,7 @@ def test_atomic_output_closed_stdout(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_atomic_output_never_replaces_a_key_file(tmp_path: Path) -> None:
     """Every writer goes through atomic_output: a key (by content, any name, through a link) is never replaced."""
-    from rappor import Params
-    from rappor import write_key_file
+    from rappor import Params, write_key_file
     from rappor.formats import write_params
 
     key = tmp_path / "client.key"

@@ -48,9 +48,9 @@ import numpy as np
 import numpy.typing as npt
 
 from ..._util.csv_text import csv_text_field
+from ..._util.lazy import lazy_module
 from ..._util.outputs import atomic_output
 from ..._util.paths import PathLike
-from ..._util.lazy import lazy_module
 from ..._util.validation import check_int, check_probability, check_real
 from ...collect._aggregate import Aggregate
 from ...exceptions import InvalidParameterError
