@@ -299,7 +299,9 @@ def run(args: argparse.Namespace) -> int:
     if args.summary is not None:
         _write_both(result, args.output, args.layout, args.summary, summary)
         return 0
-    result.to_csv(args.output, layout=args.layout)
+    from ..formats import write_assoc_results
+
+    write_assoc_results(result, args.output, layout=args.layout)
     return 0
 
 
@@ -310,8 +312,9 @@ def _write_both(result: Any, results_path: Any, layout: str, summary_path: Any, 
     no results file behind (the results were written, then the summary failed).
     """
     from .._util.outputs import atomic_output
+    from ..formats import write_assoc_results
 
     text = json_text(summary)
     with atomic_output(summary_path) as fh:
-        result.to_csv(results_path, layout=layout)
+        write_assoc_results(result, results_path, layout=layout)
         fh.write(text)

@@ -22,6 +22,8 @@
 ``_association``           multi-variable reports (CSV or Parquet) and google/rappor's variable
                            schema: :func:`read_assoc_reports`, :func:`write_assoc_reports`,
                            :func:`write_assoc_parquet`, :func:`read_schema`
+``_assoc_results``         an association analysis's table, ours or google/rappor's
+                           ``assoc-results.csv``: :func:`write_assoc_results`
 =========================  ===================================================================
 
 The modules are listed in the order a collection meets its files.  A reader names the
@@ -34,6 +36,7 @@ appears complete or not at all; ``"-"`` is standard output).  Not here: rejected
 
 from __future__ import annotations
 
+from ._assoc_results import write_assoc_results
 from ._association import read_assoc_reports, read_schema, write_assoc_parquet, write_assoc_reports
 from ._candidates import read_candidates, write_candidates
 from ._client_values import iter_client_values, read_client_values, write_client_values
@@ -74,6 +77,7 @@ __all__ = [
     "read_schema",
     "write_assoc_parquet",
     "write_assoc_reports",
+    "write_assoc_results",
     "write_candidates",
     "write_client_values",
     "write_counts",
