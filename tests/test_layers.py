@@ -7,6 +7,7 @@ collection, simulation (populations and simulated reports, used to check the pri
 analysis stages), privacy, analysis, the file formats (above every type they read and write),
 the engines (which run the client and collection steps over files), reporting, the command
 line, and the package's face.  A module may import from its own layer and the layers below.
+The command line uses other stages through their faces only (no private module of theirs).
 """
 
 from __future__ import annotations
@@ -135,20 +136,28 @@ def test_no_import_cycles() -> None:
     assert import_cycles() == []
 
 
+def _made_up_package(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A package ``rappor`` under ``tmp_path`` with ``files`` (path: text), and an ``__init__.py`` in each folder."""
+    package = tmp_path / "rappor"
+    for name, text in files.items():
+        path = package / name
+        for folder in [package, *reversed(path.relative_to(package).parents[:-1])]:
+            (package / folder).mkdir(parents=True, exist_ok=True)
+            (package / folder / "__init__.py").touch()
+        path.write_text(text)
+    return package
+
+
 def test_the_checks_see_an_upward_import_and_a_cycle(tmp_path: Path) -> None:
     # A made-up package shaped like ours: its client imports the decoder (upward, at any depth),
     # and two of its formats modules import each other.
-    package = tmp_path / "rappor"
-    for folder in ("client", "analysis/decoder", "formats"):
-        (package / folder).mkdir(parents=True)
-        (package / folder / "__init__.py").write_text("")
-    (package / "__init__.py").write_text("")
-    (package / "params.py").write_text("")
-    (package / "client" / "_encoder.py").write_text(
-        "from ..params import Params\n\ndef f():\n    from ..analysis.decoder import _fit\n")
-    (package / "analysis" / "decoder" / "_fit.py").write_text("from ...client import _encoder\n")
-    (package / "formats" / "_a.py").write_text("from ._b import x\n")
-    (package / "formats" / "_b.py").write_text("from . import _a\n")
+    package = _made_up_package(tmp_path, {
+        "params.py": "",
+        "client/_encoder.py": "from ..params import Params\n\ndef f():\n    from ..analysis.decoder import _fit\n",
+        "analysis/decoder/_fit.py": "from ...client import _encoder\n",
+        "formats/_a.py": "from ._b import x\n",
+        "formats/_b.py": "from . import _a\n",
+    })
     assert upward_imports(package) == ["rappor.client._encoder:4 -> rappor.analysis.decoder._fit"]
     assert ["rappor.formats._a", "rappor.formats._b"] in import_cycles(package)
 
@@ -175,15 +184,12 @@ def test_the_command_line_imports_only_the_faces_of_other_stages() -> None:
 
 
 def test_the_face_check_sees_a_private_import(tmp_path: Path) -> None:
-    package = tmp_path / "rappor"
-    for folder in ("cli", "analysis/decoder", "_util"):
-        (package / folder).mkdir(parents=True)
-        (package / folder / "__init__.py").write_text("")
-    (package / "__init__.py").write_text("")
-    (package / "_util" / "outputs.py").write_text("")
-    (package / "analysis" / "decoder" / "_decoder.py").write_text("")
-    (package / "cli" / "_common.py").write_text("")
-    (package / "cli" / "_decode.py").write_text(
-        "from .._util.outputs import x\nfrom ._common import y\nfrom ..analysis.decoder import Decoder\n\n"
-        "def run():\n    from ..analysis.decoder._decoder import check_estimator\n")
+    # Its own stage's modules, the shared plumbing and another stage's face pass; a private module does not.
+    package = _made_up_package(tmp_path, {
+        "_util/outputs.py": "",
+        "analysis/decoder/_decoder.py": "",
+        "cli/_common.py": "",
+        "cli/_decode.py": ("from .._util.outputs import x\nfrom ._common import y\nfrom ..analysis.decoder import Decoder\n\n"
+                           "def run():\n    from ..analysis.decoder._decoder import check_estimator\n"),
+    })
     assert private_imports("rappor.cli", package) == ["rappor.cli._decode:6 -> rappor.analysis.decoder._decoder"]
