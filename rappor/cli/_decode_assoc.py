@@ -39,7 +39,7 @@ import argparse
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, Literal
 
 from .._util.paths import display_name
 from ..exceptions import InvalidParameterError, ReportFormatError
@@ -305,7 +305,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_both(result: Any, results_path: Any, layout: str, summary_path: Any, summary: dict[str, Any]) -> None:
+def _write_both(result: Any, results_path: Any, layout: Literal["rappor", "google"], summary_path: Any,
+                summary: dict[str, Any]) -> None:
     """The results CSV and the JSON summary: both files or neither.
 
     The summary's file is opened first and committed last, so a bad summary path leaves
