@@ -41,7 +41,13 @@ from rappor.association._mixture import ProductLikelihood, fit_mixture
 from rappor.association._profile import profile_intervals, profile_log_likelihood
 from rappor.association._other import other_bit_probabilities, undetected_bit_probabilities
 from rappor.association._reference import reference_conditional_probabilities, reference_em
-from rappor.exceptions import ConvergenceWarning, IncompatibleParamsError, InvalidParameterError
+from rappor._memory import ENV_VAR
+from rappor.exceptions import (
+    ConvergenceWarning,
+    IncompatibleParamsError,
+    InsufficientMemoryError,
+    InvalidParameterError,
+)
 
 SMALL = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.25, prob_q=0.75, prob_f=0.2)
 
@@ -767,3 +773,20 @@ def test_variable_rejects_a_map_of_other_params() -> None:
     other = Params(num_bloombits=8, num_hashes=2, num_cohorts=8, prob_p=0.25, prob_q=0.75, prob_f=0.2)
     with pytest.raises(InvalidParameterError, match="candidate map"):
         Variable(name="v", kind="string", params=other, candidate_map=cmap)
+
+
+def test_decoder_refuses_a_table_that_cannot_fit_before_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 20,000 candidates x boolean = 40,002 cells: three cells x cells float64 matrices are 38 GB, far
+    # above a 4 GB limit; refused before any marginal decode, naming the sizes and the remedy.
+    monkeypatch.setenv(ENV_VAR, "4G")
+    params = Params(num_bloombits=32, num_hashes=2, num_cohorts=32, prob_p=0.25, prob_q=0.75, prob_f=0.5)
+    cmap = rappor.hash_candidates([f"s{i}" for i in range(20_000)], params)
+    rng = np.random.default_rng(3)
+    batch = _random_batch(params, 1000, rng)
+    flags = ReportBatch(params=boolean_params(params), cohorts=batch.cohorts,
+                        words=rng.integers(0, 2, size=(1000, 1)).astype(np.uint64))
+    decoder = AssociationDecoder(candidates="all")
+    monkeypatch.setattr("rappor.decoder.Decoder.decode", lambda *a, **k: pytest.fail("decoded first"))
+    with pytest.raises(InsufficientMemoryError, match=r"1,000 report tuples over 20001 \(s\) x 2 \(f\) categories.*"
+                                                      r"--categories detected"):
+        decoder.decode([batch, flags], [Variable.string("s", cmap), Variable.boolean("f", params)])

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._lazy import lazy_module
+from .._memory import check_memory
 from .._validation import (
     CheckedParameters,
     ParameterCheck,
@@ -30,7 +31,7 @@ from ..exceptions import ConvergenceWarning, DecodeError, IncompatibleParamsErro
 from ..reports import ReportBatch
 from ._inference import constrained_covariance, independence_null_draws, projected_draws
 from ._likelihood import CodedLikelihood, Factor, Patterns, bit_index_table, group_reports, likelihoods
-from ._mixture import FitResult, ProductLikelihood, _single_thread, fit_mixture
+from ._mixture import HESSIAN_ROWS, FitResult, ProductLikelihood, _single_thread, fit_mixture
 from ._profile import profile_intervals
 from ._other import other_bit_probabilities, undetected_bit_probabilities
 from ._result import AssociationResult, IndependenceTest, check_variable_names
@@ -194,8 +195,17 @@ class AssociationDecoder(CheckedParameters):
             If some report tuples are impossible under every category (dropped).
         """
         self._check_parameters()
-        started = time.perf_counter()
         batches, variables = _check_inputs(reports, variables)
+        if self.candidates == "all":  # known before the marginal decodes: refuse at once
+            _check_fit_memory(len(batches[0]), [len(v.candidate_map) for v in variables], variables)
+        # One BLAS thread throughout: the passes are blocks of a few thousand rows, and on a
+        # busy 2-core machine the default pool oversubscribed the cores (fit 21-23 s instead of 5 s).
+        with _single_thread():
+            return self._decode(batches, variables)
+
+    def _decode(self, batches: list[ReportBatch], variables: list[Variable]) -> AssociationResult:
+        """:meth:`decode` on checked inputs."""
+        started = time.perf_counter()
         gen = check_rng(0 if self.rng is None else self.rng)
         decoder = self.decoder
         if decoder is None:
@@ -205,11 +215,12 @@ class AssociationDecoder(CheckedParameters):
         selections = [self._categories(batch, var, decoder) for batch, var in zip(batches, variables)]
         t_marginal = time.perf_counter()
         patterns = group_reports(batches)
+        _check_fit_memory(len(patterns), [len(sel[0]) for sel in selections], variables)
         factors, impossible = _likelihood_factors(patterns, variables, selections)
         dropped = int(patterns.counts[impossible].sum())
         if dropped:
             warnings.warn(f"{dropped} report tuple(s) are impossible under every category (a probability of 0 "
-                          f"for each) and were left out", RapporWarning, stacklevel=2)
+                          f"for each) and were left out", RapporWarning, stacklevel=3)
             patterns = patterns.select(~impossible)
             factors = [f.select(~impossible) if isinstance(f, CodedLikelihood) else f[~impossible] for f in factors]
         if len(patterns) == 0:
@@ -225,7 +236,7 @@ class AssociationDecoder(CheckedParameters):
             why = "its iteration cap" if fit.iterations >= self.max_iterations else "its step criterion"
             warnings.warn(f"the {self.method} fit stopped at {why} after {fit.iterations} iterations, before "
                           f"converging: the log-likelihood may be up to {fit.gap:.3g} below its maximum "
-                          f"(tolerance {self.tolerance:g})", ConvergenceWarning, stacklevel=2)
+                          f"(tolerance {self.tolerance:g})", ConvergenceWarning, stacklevel=3)
         t_fit = time.perf_counter()
         shape = lik.shape
         cov = None
@@ -423,6 +434,35 @@ def _check_inputs(reports: Sequence[ReportBatch], variables: Sequence[Variable],
     if len(first) == 0:
         raise DecodeError("No report to analyse.")
     return batches, variables
+
+
+def fit_bytes(patterns: int, columns: Sequence[int], variables: Sequence[Variable]) -> int:
+    """Peak bytes of the likelihoods and the fit for ``patterns`` report tuples and ``columns`` candidates a variable.
+
+    One byte per (candidate, pattern) for a string variable's coded likelihoods (four when
+    ``h > 8``); the SQP step's Hessian sample (up to ``HESSIAN_ROWS`` patterns x cells,
+    float64) and three ``cells x cells`` matrices (the Hessian, its factor, the
+    covariance); 16 float64 vectors per pattern.  A string variable's categories are its
+    candidates plus Other.  An estimate of the arrays, not of every temporary.
+    """
+    cells = 1
+    coded = 0
+    for count, var in zip(columns, variables):
+        categories = count if var.kind == "boolean" else count + 1
+        cells *= max(categories, 1)
+        if var.kind == "string":
+            coded += patterns * count * (1 if var.params.num_hashes <= 8 else 4)
+    sample = min(patterns, HESSIAN_ROWS)
+    return coded + 8 * sample * cells + 3 * 8 * cells * cells + 16 * 8 * patterns
+
+
+def _check_fit_memory(patterns: int, columns: Sequence[int], variables: Sequence[Variable]) -> None:
+    """Refuse a table whose likelihoods and fit cannot fit in memory, naming the sizes and the remedy."""
+    sizes = " x ".join(f"{c + (var.kind == 'string')} ({var.name})" for c, var in zip(columns, variables))
+    check_memory(fit_bytes(patterns, columns, variables),
+                 f"the association fit of {patterns:,} report tuples over {sizes} categories",
+                 remedy="keep the detected candidates (candidates='detected', rappor decode-assoc --categories "
+                        "detected) or use fewer candidates")
 
 
 def _likelihood_factors(patterns: Patterns, variables: Sequence[Variable],
