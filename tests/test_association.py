@@ -318,7 +318,7 @@ def test_decoder_intervals_option_chooses_projected_or_wald() -> None:
     # law has an atom at 0 and the default intervals' upper ends rise above the Wald ends.
     joint = np.array([[0.3, 0.1], [0.2, 0.2], [0.2, 0.0], [0.0, 0.0]])
     sim = simulate_association(SMALL, joint, [["a", "b", "c", "d"], None], 5000, rng=4)
-    kwargs: dict[str, object] = {"candidates": "all", "other": "none", "independence_test": False}
+    kwargs: dict[str, object] = {"candidates": "all", "other": "none", "independence_test": False, "shrinkage": "none"}
     projected = AssociationDecoder(**kwargs).decode(sim.reports, sim.variables)  # type: ignore[arg-type]
     wald = AssociationDecoder(intervals="wald", **kwargs).decode(sim.reports, sim.variables)  # type: ignore[arg-type]
     assert projected.diagnostics["interval_method"] == "projected" and wald.diagnostics["interval_method"] == "wald"
@@ -512,7 +512,8 @@ def test_profile_log_likelihood_peaks_at_the_estimate(monkeypatch: pytest.Monkey
     kept = _captured_likelihood(monkeypatch)
     joint = np.array([[0.25, 0.05], [0.1, 0.2], [0.15, 0.05], [0.1, 0.1]])
     sim = simulate_association(SMALL, joint, [["a", "b", "c", "d"], None], 5000, rng=4)
-    res = AssociationDecoder(candidates="all", other="none", independence_test=False).decode(sim.reports, sim.variables)
+    res = AssociationDecoder(candidates="all", other="none", independence_test=False,
+                             shrinkage="none").decode(sim.reports, sim.variables)
     lik, table, se = kept[0], res.proportion.reshape(-1), res.std_error.reshape(-1)
     best = lik.log_likelihood(lik.forward(table))
     for cell in (0, 3, 6):

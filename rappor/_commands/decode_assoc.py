@@ -114,6 +114,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="the 'Other' category: the left-out candidates' and random strings' bit rates, shrunk "
                           "residual rates, google/rappor's GetOtherProbs, or none "
                           "[default: undetected]")
+    fit.add_argument("--shrinkage", choices=("boolean-split", "none"), default="boolean-split",
+                     help="string x boolean: shrink each string's TRUE/FALSE split towards the overall share by "
+                          "its empirical-Bayes factor (the intervals stay those of the maximum-likelihood table, "
+                          "widened to hold the estimate); 'none': the maximum-likelihood table "
+                          "[default: boolean-split]")
     fit.add_argument("--intervals", choices=("projected", "wald", "profile"), default="projected",
                      help="95%% intervals of the cells (prop_low_95, prop_high_95): estimate +- 1.96 standard "
                           "errors with the upper end raised to the 97.5th percentile of the estimate's law "
@@ -257,6 +262,7 @@ def run(args: argparse.Namespace) -> int:
                                  independence_test=args.independence_test,
                                  intervals="wald" if args.intervals == "wald" else "projected",
                                  profile_level=0.95 if args.intervals == "profile" else None,
+                                 shrinkage=args.shrinkage,
                                  decoder=Decoder(significance_level=args.level))
     result = decoder.decode(batches, variables)
     summary = result.summary()

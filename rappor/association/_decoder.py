@@ -35,6 +35,7 @@ from ._mixture import HESSIAN_ROWS, FitResult, ProductLikelihood, _single_thread
 from ._profile import profile_intervals
 from ._other import other_bit_probabilities, undetected_bit_probabilities
 from ._result import AssociationResult, IndependenceTest, check_variable_names
+from ._shrinkage import shrink_boolean_split
 from ._variables import OTHER, Variable
 
 if TYPE_CHECKING:
@@ -113,6 +114,14 @@ class AssociationDecoder(CheckedParameters):
         mixture fits per cell: a minute for a 135-cell table of 100,000 reports); they are
         then what :meth:`AssociationResult.confidence_interval` returns at this level.
         See :mod:`rappor.association._profile`.
+    shrinkage : {"boolean-split", "none"}, default="boolean-split"
+        For one string and one boolean variable, the reported table shrinks each string
+        category's split between TRUE and FALSE towards the boolean's overall share by the
+        empirical-Bayes factor ``tau^2 / (tau^2 + v_i)`` (Efron and Morris 1975; see
+        :mod:`rappor.association._shrinkage`), keeping the categories' shares; the
+        maximum-likelihood table stays in :attr:`AssociationResult.maximum_likelihood`
+        and sets the intervals.  ``"none"``: report the maximum-likelihood table.  Other
+        tables are never shrunk.
     rng : numpy.random.Generator, int or None, default=None
         Seeds the SQP's Hessian subsample (seed 0 when None: deterministic).
 
@@ -142,6 +151,7 @@ class AssociationDecoder(CheckedParameters):
         "decoder": _check_marginal_decoder,
         "intervals": options_check(("projected", "wald")),
         "profile_level": _check_profile_level,
+        "shrinkage": options_check(("boolean-split", "none")),
         "rng": check_rng_parameter,
     }
 
@@ -150,7 +160,7 @@ class AssociationDecoder(CheckedParameters):
                  max_iterations: int = 1000, tolerance: float = 1e-3, std_errors: bool = True,
                  independence_test: bool = True, decoder: Decoder | None = None,
                  intervals: Literal["projected", "wald"] = "projected", profile_level: float | None = None,
-                 rng: RngLike = None) -> None:
+                 shrinkage: Literal["boolean-split", "none"] = "boolean-split", rng: RngLike = None) -> None:
         self.candidates = candidates
         self.other = other
         self.method = method
@@ -161,6 +171,7 @@ class AssociationDecoder(CheckedParameters):
         self.decoder = decoder
         self.intervals = intervals
         self.profile_level = profile_level
+        self.shrinkage = shrinkage
         self.rng = rng
 
     def decode(self, reports: Sequence[ReportBatch], variables: Sequence[Variable]) -> AssociationResult:
@@ -268,6 +279,12 @@ class AssociationDecoder(CheckedParameters):
         t_cov = time.perf_counter()
         test, test_iterations = self._independence(lik, factors, fit, gen) if self.independence_test else (None, [])
         t_test = time.perf_counter()
+        table = fit.table.reshape(shape)
+        mle = None
+        kinds = [v.kind for v in variables]
+        if self.shrinkage == "boolean-split" and cov is not None and sorted(kinds) == ["boolean", "string"]:
+            mle = table
+            table, _ = shrink_boolean_split(table, cov, kinds.index("string"))
         diagnostics: dict[str, Any] = {
             "other_method": self.other,
             "std_error_method": se_method,
@@ -285,12 +302,12 @@ class AssociationDecoder(CheckedParameters):
         return AssociationResult(
             variables=tuple(v.name for v in variables),
             categories=tuple(sel[1] for sel in selections),
-            proportion=fit.table.reshape(shape), std_error=se, covariance=cov,
+            proportion=table, std_error=se, covariance=cov,
             n_reports=int(patterns.counts.sum()), n_patterns=len(patterns), method=self.method,
             iterations=fit.iterations, max_iterations=self.max_iterations, converged=fit.converged,
             gap=fit.gap, tolerance=self.tolerance, log_likelihood=fit.log_likelihood, independence=test,
             marginal_results=tuple(sel[2] for sel in selections), diagnostics=diagnostics,
-            profile_interval=profile, profile_level=profile_level, projected_law=law)
+            profile_interval=profile, profile_level=profile_level, projected_law=law, maximum_likelihood=mle)
 
     def _categories(self, batch: ReportBatch, var: Variable, decoder: Any,
                     ) -> tuple[npt.NDArray[np.intp], tuple[str, ...], Any, npt.NDArray[np.float64] | None]:
@@ -354,7 +371,8 @@ class AssociationDecoder(CheckedParameters):
             return IndependenceTest(statistic=stat, df=df, pvalue=math.nan), iterations
         pvalue = float(stats.chi2.sf(stat, df))
         method = "likelihood-ratio, chi-square bound"
-        if pvalue * (INDEPENDENCE_DRAWS + 1) >= 1.0 and lik.size <= MAX_PROJECTED_CELLS:
+        null_mean = math.nan
+        if lik.size <= MAX_PROJECTED_CELLS:
             null = marginals[0]
             for m in marginals[1:]:
                 null = np.multiply.outer(null, m)
@@ -365,9 +383,11 @@ class AssociationDecoder(CheckedParameters):
                 cov = constrained_covariance(lik.hessian(curvature))
                 draws = independence_null_draws(marginals, cov, gen, draws=INDEPENDENCE_DRAWS)
             if draws is not None:
-                pvalue = (1.0 + float((draws >= stat).sum())) / (1.0 + draws.size)
-                method = f"likelihood-ratio, boundary-aware ({draws.size} draws)"
-        return IndependenceTest(statistic=stat, df=df, pvalue=pvalue, method=method), iterations
+                null_mean = float(draws.mean())
+                if pvalue * (INDEPENDENCE_DRAWS + 1) >= 1.0:
+                    pvalue = (1.0 + float((draws >= stat).sum())) / (1.0 + draws.size)
+                    method = f"likelihood-ratio, boundary-aware ({draws.size} draws)"
+        return IndependenceTest(statistic=stat, df=df, pvalue=pvalue, method=method, null_mean=null_mean), iterations
 
 
 def _product_start(batches: Sequence[ReportBatch], variables: Sequence[Variable],
