@@ -4,7 +4,7 @@ The full recipe is what ``bin/decode_assoc.R`` runs: marginal decode (``Decode``
 five fits), support plus "Other" (``GetOtherProbs``), EM over their product from the
 uniform table to its stopping rule (no cell moves by 1e-6, at most 1000 steps),
 re-implemented in ``benchmarks/_google_recipe.py`` from the R code (cross-checked against
-R itself: ``--check-r``).  Both decode the same collections, encoded by google/rappor's
+R itself: ``benchmarks/association_recipe_r.py``).  Both decode the same collections, encoded by google/rappor's
 client rules (MD5 Bloom bits, HMAC PRR keyed by the client id, fresh IRR; a boolean as one
 bit) with maps from its hashing, over evaluation seeds (``--first-seed``, default 9000) that
 no design choice was made on.
@@ -25,7 +25,7 @@ Other (the product of the boolean's marginal with it).
 Usage::
 
     python benchmarks/association_recipe.py [--classes sb50-100k-low,...] [--seeds 3] [--first-seed 9000]
-        [--json FILE] [--check-r DIR]
+        [--json FILE] [--recipe-from FILE ...]
 
 Prints one row per class: ours' TV, the recipe's TV, their ratio (of the means), ours'
 coverage (pooled; lowest band), seconds.  BLAS threads are pinned to 1.
@@ -130,13 +130,22 @@ def _recipe(sim, seed: int) -> dict:
 
 def run(args: argparse.Namespace) -> None:
     names = list(CLASSES) if args.classes == "all" else args.classes.split(",")
+    stored = {}
+    for path in args.recipe_from or []:
+        with open(path) as fh:
+            for line in fh:
+                row = json.loads(line)
+                stored[(row["class"], row["seed"])] = row["recipe"]
     rows = []
     for name in names:
         case = CLASSES[name]
         joint, values, cands = _scenario(case)
         for seed in range(args.first_seed, args.first_seed + args.seeds):
+            if args.recipe_from and (name, seed) not in stored:
+                continue  # only the stored collections
             sim = recipe.simulate_google(PRIVACY[case.privacy], joint, values, case.n, candidates=cands, rng=seed)
-            out = {"class": name, "seed": seed, "ours": _ours(sim), "recipe": _recipe(sim, seed)}
+            recipe_run = stored[(name, seed)] if (name, seed) in stored else _recipe(sim, seed)
+            out = {"class": name, "seed": seed, "ours": _ours(sim), "recipe": recipe_run}
             rows.append(out)
             brief = {"class": name, "seed": seed,
                      **{m: {f: v for f, v in out[m].items() if not f.startswith("cell_")} for m in ("ours", "recipe")}}
@@ -169,6 +178,10 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--first-seed", type=int, default=9000)
     parser.add_argument("--json", default=None, help="append every run (with per-cell coverage) to this file")
+    parser.add_argument("--recipe-from", action="append", default=None, metavar="FILE",
+                        help="reuse the recipe's results stored in this --json file (repeatable): the recipe is "
+                             "deterministic given the collection and seed, and its EM takes minutes; only the "
+                             "collections stored there are decoded")
     args = parser.parse_args()
     import scipy.linalg  # noqa: F401  (scipy's BLAS loaded first, so that the limit covers it)
     from threadpoolctl import threadpool_limits
