@@ -65,3 +65,15 @@ def test_string_by_string_tables_are_not_shrunk() -> None:
         warnings.simplefilter("ignore")
         res = AssociationDecoder(independence_test=False).decode(sim.reports, sim.variables)
     assert res.maximum_likelihood is None
+
+
+def test_decode_reports_each_stage_to_progress_in_order() -> None:
+    from rappor.association._decoder import STAGES
+
+    joint, values, cands = example_joint("string-bool", 6)
+    sim = simulate_association(PARAMS, joint, values, 3000, candidates=cands, rng=1)
+    seen: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        AssociationDecoder().decode(sim.reports, sim.variables, progress=seen.append)
+    assert tuple(seen) == STAGES

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from .._io import check_distinct_files
+from .._lazy import import_optional
+from ..exceptions import MissingDependencyError
 from ..formats.params import read_params
 from ..params import Params
 
@@ -140,3 +142,13 @@ class CommandFiles(NamedTuple):
 def check_command_files(files: CommandFiles) -> None:
     """Refuse the run if two of its paths are the same file (see :func:`rappor._io.check_distinct_files`)."""
     check_distinct_files(files.inputs, files.outputs, summed=files.summed)
+
+
+def terminal_tqdm() -> Any | None:
+    """tqdm's progress-bar class when standard error is a terminal and tqdm is installed, else ``None``."""
+    if not sys.stderr.isatty():
+        return None
+    try:
+        return import_optional("tqdm", "a progress bar").tqdm
+    except MissingDependencyError:
+        return None

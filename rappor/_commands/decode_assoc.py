@@ -36,14 +36,16 @@ P(var2 | var1) (columns given_<var>), and a likelihood-ratio test of independenc
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..exceptions import InvalidParameterError, ReportFormatError
-from ._common import CommandFiles, add_level_argument, add_seed_argument, integer, real
+from ._common import CommandFiles, add_level_argument, add_seed_argument, integer, real, terminal_tqdm
 from .decode import _clean
 
 NAME = "decode-assoc"
@@ -125,6 +127,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                           "truncated at 0 (projected), the plain estimate +- 1.96 standard errors (wald; "
                           "undercovers cells estimated near 0), or profile likelihood (conservative; about 10 "
                           "fits per cell) [default: projected]")
+    fit.add_argument("--quiet", action="store_true",
+                     help="no progress bar (shown only on a terminal, with tqdm installed: pip install "
+                          "'rappor[progress]')")
     fit.add_argument("--no-independence-test", dest="independence_test", action="store_false",
                      help="skip the likelihood-ratio test of independence (two more fits and 1,000 draws of its "
                           "law); the summary's 'independence' is then null")
@@ -219,6 +224,29 @@ def _google_types(args: argparse.Namespace, indices: list[int]) -> tuple[Any, li
     return params, [r.var_type for r in rows]
 
 
+@contextlib.contextmanager
+def stage_bar(quiet: bool) -> Iterator[Callable[[str], None] | None]:
+    """A callback advancing a tqdm bar over the decode's stages on stderr, or ``None``.
+
+    Shown only when standard error is a terminal, tqdm is installed and ``--quiet`` is not given.
+    """
+    tqdm = None if quiet else terminal_tqdm()
+    if tqdm is None:
+        yield None
+        return
+    from ..association._decoder import STAGES
+
+    with tqdm(total=len(STAGES), file=sys.stderr, desc="decode-assoc", unit="stage", leave=False) as bar:
+        started = [False]
+
+        def advance(stage: str) -> None:
+            if started[0]:
+                bar.update(1)
+            started[0] = True
+            bar.set_postfix_str(stage)
+        yield advance
+
+
 def run(args: argparse.Namespace) -> int:
     """Read the inputs, decode the association and write the results."""
     import numpy as np
@@ -264,7 +292,8 @@ def run(args: argparse.Namespace) -> int:
                                  profile_level=0.95 if args.intervals == "profile" else None,
                                  shrinkage=args.shrinkage,
                                  decoder=Decoder(significance_level=args.level))
-    result = decoder.decode(batches, variables)
+    with stage_bar(args.quiet) as progress:
+        result = decoder.decode(batches, variables, progress=progress)
     summary = result.summary()
     summary.update(reports_read=n_total, reports_removed=data.removed, reports_sample_size=args.reports_sample_size,
                    total_elapsed_time=round(time.perf_counter() - started, 4))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -55,6 +55,8 @@ MAX_COVARIANCE_CELLS = 2048
 MAX_PROJECTED_CELLS = 512
 #: Monte Carlo draws of the projected normal (relative error of a variance about 2%).
 PROJECTION_DRAWS = 1000
+#: The stages of a decode, as :meth:`AssociationDecoder.decode` reports them to ``progress``.
+STAGES = ("marginal decodes", "likelihoods", "fit", "standard errors", "independence test")
 #: Draws of the independence statistic's law (Monte Carlo error of a p-value of 0.05: 0.007).
 INDEPENDENCE_DRAWS = 1000
 
@@ -174,7 +176,8 @@ class AssociationDecoder(CheckedParameters):
         self.shrinkage = shrinkage
         self.rng = rng
 
-    def decode(self, reports: Sequence[ReportBatch], variables: Sequence[Variable]) -> AssociationResult:
+    def decode(self, reports: Sequence[ReportBatch], variables: Sequence[Variable], *,
+               progress: Callable[[str], None] | None = None) -> AssociationResult:
         """Estimate the joint distribution.
 
         Parameters
@@ -184,6 +187,9 @@ class AssociationDecoder(CheckedParameters):
             length and the same cohort in every row.
         variables : sequence of Variable
             The variables, in the same order (two or three; one gives its marginal).
+        progress : callable or None, default=None
+            Called with the name of each stage as it starts (:data:`STAGES`), e.g. to
+            advance a progress bar (``rappor decode-assoc`` draws one on a terminal).
 
         Returns
         -------
@@ -212,12 +218,14 @@ class AssociationDecoder(CheckedParameters):
         # One BLAS thread throughout: the passes are blocks of a few thousand rows, and on a
         # busy 2-core machine the default pool oversubscribed the cores (fit 21-23 s instead of 5 s).
         with _single_thread():
-            return self._decode(batches, variables)
+            return self._decode(batches, variables, progress or (lambda stage: None))
 
-    def _decode(self, batches: list[ReportBatch], variables: list[Variable]) -> AssociationResult:
+    def _decode(self, batches: list[ReportBatch], variables: list[Variable],
+                step: Callable[[str], None]) -> AssociationResult:
         """:meth:`decode` on checked inputs."""
         started = time.perf_counter()
         gen = check_rng(0 if self.rng is None else self.rng)
+        step(STAGES[0])
         decoder = self.decoder
         if decoder is None:
             from ..decoder import Decoder
@@ -225,6 +233,7 @@ class AssociationDecoder(CheckedParameters):
             decoder = Decoder()
         selections = [self._categories(batch, var, decoder) for batch, var in zip(batches, variables)]
         t_marginal = time.perf_counter()
+        step(STAGES[1])
         patterns = group_reports(batches)
         _check_fit_memory(len(patterns), [len(sel[0]) for sel in selections], variables)
         factors, impossible = _likelihood_factors(patterns, variables, selections)
@@ -238,6 +247,7 @@ class AssociationDecoder(CheckedParameters):
             raise DecodeError("No report is left to analyse.")
         lik = ProductLikelihood(factors, patterns.counts.astype(np.float64))
         t_lik = time.perf_counter()
+        step(STAGES[2])
         # SQP starts from the product of the marginal estimates (EM from the uniform table, as
         # association.R): measured, one or two fewer steps.
         start = None if self.method == "em" else _product_start(batches, variables, selections)
@@ -249,6 +259,7 @@ class AssociationDecoder(CheckedParameters):
                           f"converging: the log-likelihood may be up to {fit.gap:.3g} below its maximum "
                           f"(tolerance {self.tolerance:g})", ConvergenceWarning, stacklevel=3)
         t_fit = time.perf_counter()
+        step(STAGES[3])
         shape = lik.shape
         cov = None
         law = None
@@ -277,6 +288,7 @@ class AssociationDecoder(CheckedParameters):
             low, high = profile_intervals(lik, fit.table, se, profile_level, rng=gen)
             profile = ConfidenceInterval(low=low.reshape(shape), high=high.reshape(shape))
         t_cov = time.perf_counter()
+        step(STAGES[4])
         test, test_iterations = self._independence(lik, factors, fit, gen) if self.independence_test else (None, [])
         t_test = time.perf_counter()
         table = fit.table.reshape(shape)
