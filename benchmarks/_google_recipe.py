@@ -2,7 +2,7 @@
 
 What ``bin/decode_assoc.R`` runs (``ComputeDistributionEM(..., ignore_other = FALSE)`` in
 ``analysis/R/association.R``, google/rappor a13fa96), written here from that code alone -- it
-uses nothing of ``rappor.association`` -- so that the benchmarks compare ``rappor decode-assoc``
+uses nothing of ``rappor.analysis.association`` -- so that the benchmarks compare ``rappor decode-assoc``
 with the method a user of google/rappor actually gets:
 
 1. per variable, the bit counts (``ComputeCounts``) and the marginal decode ``Decode``
@@ -49,11 +49,11 @@ import numpy as np
 from scipy import optimize
 
 import rappor
-from rappor._bits import pack_bits, unpack_bits
-from rappor.association import Variable
-from rappor.association._simulation import AssociationSimulation
-from rappor.association._variables import BOOLEAN_CATEGORIES, boolean_params
-from rappor.compat import google_bloom_bits_table, google_prr_batch, hash_candidates_google
+from rappor._util.bits import pack_bits, unpack_bits
+from rappor.analysis.association import Variable
+from rappor.analysis.association._simulation import AssociationSimulation
+from rappor.analysis.association._variables import BOOLEAN_CATEGORIES, boolean_params
+from rappor.collect import google_bloom_bits_table, google_prr_batch, hash_candidates_google
 
 __all__ = ["RecipeFit", "full_recipe", "google_decode", "simulate_google"]
 

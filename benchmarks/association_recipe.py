@@ -48,7 +48,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _google_recipe as recipe  # noqa: E402
 
 import rappor  # noqa: E402
-from rappor.association import AssociationDecoder, example_joint, total_variation  # noqa: E402
+from rappor.analysis.association import AssociationDecoder, example_joint, total_variation  # noqa: E402
 
 PRIVACY = {
     "low": rappor.Params(num_bloombits=32, num_hashes=2, num_cohorts=32, prob_p=0.25, prob_q=0.75, prob_f=0.5),

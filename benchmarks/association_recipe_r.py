@@ -35,10 +35,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _google_recipe as recipe  # noqa: E402
 
 import rappor  # noqa: E402
-from rappor._bits import bits_to_bitstrings, unpack_bits  # noqa: E402
-from rappor.association import example_joint, total_variation  # noqa: E402
-from rappor.compat import google_bloom_bits_table  # noqa: E402
-from rappor.formats.map import write_map_positions  # noqa: E402
+from rappor._util.bits import bits_to_bitstrings, unpack_bits  # noqa: E402
+from rappor.analysis.association import example_joint, total_variation  # noqa: E402
+from rappor.collect import google_bloom_bits_table  # noqa: E402
+from rappor.formats._map import write_map_positions  # noqa: E402
 
 PARAMS = rappor.Params(num_bloombits=32, num_hashes=2, num_cohorts=32, prob_p=0.25, prob_q=0.75, prob_f=0.5)
 
@@ -57,7 +57,7 @@ def _write_collection(sim, out: Path, params: rappor.Params) -> list[str]:
     """decode_assoc.R's inputs: schema, params dir, reports (client, cohort, domain, flag), domain map."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "rappor-vars.csv").write_text("metric,var,var_type,params\nm,domain,string,m_params\nm,flag,boolean,m_params\n")
-    rappor.formats.params.write_params(params, out / "m_params.csv")
+    rappor.formats.write_params(params, out / "m_params.csv")
     strings = bits_to_bitstrings(unpack_bits(sim.reports[0].words, params.num_bloombits))
     flags = unpack_bits(sim.reports[1].words, 1)[:, 0].tolist()
     with open(out / "reports.csv", "w", newline="") as fh:
@@ -85,8 +85,8 @@ def check_fit_distribution(repo: str, tmp: Path, seed: int) -> None:
         d = tmp / label.replace(" ", "")
         d.mkdir()
         agg = rappor.Aggregate.from_reports(sim.reports[0])
-        rappor.formats.params.write_params(params, d / "params.csv")
-        rappor.write_counts(agg, d / "counts.csv")
+        rappor.formats.write_params(params, d / "params.csv")
+        rappor.formats.write_counts(agg, d / "counts.csv")
         write_map_positions([(list(cands[0]), google_bloom_bits_table(list(cands[0]), params))], params, d / "map.csv")
         script = d / "fit.R"
         script.write_text(_FIT_SCRIPT)
