@@ -383,8 +383,7 @@ class AssociationDecoder(CheckedParameters):
             return IndependenceTest(statistic=stat, df=df, pvalue=math.nan), iterations
         pvalue = float(stats.chi2.sf(stat, df))
         method = "likelihood-ratio, chi-square bound"
-        null_mean = math.nan
-        if lik.size <= MAX_PROJECTED_CELLS:
+        if pvalue * (INDEPENDENCE_DRAWS + 1) >= 1.0 and lik.size <= MAX_PROJECTED_CELLS:
             null = marginals[0]
             for m in marginals[1:]:
                 null = np.multiply.outer(null, m)
@@ -395,11 +394,9 @@ class AssociationDecoder(CheckedParameters):
                 cov = constrained_covariance(lik.hessian(curvature))
                 draws = independence_null_draws(marginals, cov, gen, draws=INDEPENDENCE_DRAWS)
             if draws is not None:
-                null_mean = float(draws.mean())
-                if pvalue * (INDEPENDENCE_DRAWS + 1) >= 1.0:
-                    pvalue = (1.0 + float((draws >= stat).sum())) / (1.0 + draws.size)
-                    method = f"likelihood-ratio, boundary-aware ({draws.size} draws)"
-        return IndependenceTest(statistic=stat, df=df, pvalue=pvalue, method=method, null_mean=null_mean), iterations
+                pvalue = (1.0 + float((draws >= stat).sum())) / (1.0 + draws.size)
+                method = f"likelihood-ratio, boundary-aware ({draws.size} draws)"
+        return IndependenceTest(statistic=stat, df=df, pvalue=pvalue, method=method), iterations
 
 
 def _product_start(batches: Sequence[ReportBatch], variables: Sequence[Variable],

@@ -57,16 +57,12 @@ class IndependenceTest:
         smaller than chi-square when cells are near 0).
     method : str
         Which of the two, with the number of draws.
-    null_mean : float
-        Mean of the drawn law of the statistic under independence (``nan`` when it was
-        not drawn: tables above 512 cells); below ``df`` when cells are near 0.
     """
 
     statistic: float
     df: int
     pvalue: float
     method: str = "likelihood-ratio"
-    null_mean: float = math.nan
 
 
 def _csv_text(text: str, *, always: bool = False) -> str:
