@@ -26,6 +26,7 @@ Usage::
 
     python benchmarks/association_recipe.py [--classes sb50-100k-low,...] [--seeds 3] [--first-seed 9000]
         [--json FILE] [--recipe-from FILE ...]
+    python benchmarks/association_recipe.py --summarize FILE [FILE ...]
 
 Prints one row per class: ours' TV, the recipe's TV, their ratio (of the means), ours'
 coverage (pooled; lowest band), seconds.  BLAS threads are pinned to 1.
@@ -153,10 +154,15 @@ def run(args: argparse.Namespace) -> None:
             if args.json:
                 with open(args.json, "a") as fh:
                     fh.write(json.dumps(out) + "\n")
-    print(f"seeds {args.first_seed}..{args.first_seed + args.seeds - 1}; load average {os.getloadavg()[0]:.1f} "
-          f"on {os.cpu_count()} cores")
+    _print_table(rows, names)
+
+
+def _print_table(rows: list, names: list) -> None:
+    """One row per class: ours' and the recipe's mean TV, their ratio, ours' coverage, seconds."""
+    seeds = sorted({r["seed"] for r in rows})
+    print(f"seeds {', '.join(map(str, seeds))}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"{'class':<26}{'ours TV':>9}{'recipe TV':>11}{'ratio':>7}{'max ratio':>10}{'coverage':>10}{'min band':>10}"
-          f"{'ours Other':>11}{'failed':>8}{'ours s':>8}{'recipe s':>10}")
+          f"{'ours Other':>11}{'failed':>8}{'seeds':>6}{'ours s':>8}{'recipe s':>10}")
     for name in names:
         sel = [r for r in rows if r["class"] == name]
         if not sel:
@@ -168,7 +174,7 @@ def run(args: argparse.Namespace) -> None:
         bands = [covered[(truth >= lo) & (truth < hi)].mean() for lo, hi in BANDS if ((truth >= lo) & (truth < hi)).sum() >= 20]
         print(f"{name:<26}{ours.mean():>9.4f}{ref.mean():>11.4f}{ours.mean() / ref.mean():>7.2f}{(ours / ref).max():>10.2f}"
               f"{covered.mean():>10.3f}{min(bands) if bands else float('nan'):>10.3f}"
-              f"{np.mean([r['ours']['other'] for r in sel]):>11.3f}{sum(r['recipe']['failed'] for r in sel):>8}"
+              f"{np.mean([r['ours']['other'] for r in sel]):>11.3f}{sum(r['recipe']['failed'] for r in sel):>8}{len(sel):>6}"
               f"{np.mean([r['ours']['seconds'] for r in sel]):>8.1f}{np.mean([r['recipe']['seconds'] for r in sel]):>10.1f}")
 
 
@@ -182,7 +188,19 @@ def main() -> None:
                         help="reuse the recipe's results stored in this --json file (repeatable): the recipe is "
                              "deterministic given the collection and seed, and its EM takes minutes; only the "
                              "collections stored there are decoded")
+    parser.add_argument("--summarize", nargs="+", default=None, metavar="FILE",
+                        help="print the table of the runs stored in these --json files (a later line replaces an "
+                             "earlier one of the same class and seed) and exit")
     args = parser.parse_args()
+    if args.summarize:
+        latest = {}
+        for path in args.summarize:
+            with open(path) as fh:
+                for line in fh:
+                    row = json.loads(line)
+                    latest[(row["class"], row["seed"])] = row
+        _print_table(list(latest.values()), [n for n in CLASSES if any(c == n for c, _ in latest)])
+        return
     import scipy.linalg  # noqa: F401  (scipy's BLAS loaded first, so that the limit covers it)
     from threadpoolctl import threadpool_limits
 
