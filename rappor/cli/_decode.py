@@ -9,7 +9,7 @@ default a row for every candidate with a positive share -- the best estimate of 
 distribution, from an empirical-Bayes regression (summing 'proportion' gives it) -- and the
 'detected' column, the strings the test vouches for (false detections controlled).
 --shares detected writes the detected strings only, with their least-squares shares
-(google/rappor's layout, the decoder before issue 14); --all lists every candidate.  The
+(google/rappor's layout, the decoder before every candidate had a share); --all lists every candidate.  The
 intervals are those of the least-squares fit, adjusted for selection for detected
 strings (see --intervals).  --summary writes a JSON summary
 (detected, allocated and unexplained mass, residual test, epsilons, time).
@@ -37,7 +37,6 @@ are then optional) before decoding: discover and decode in one command
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from typing import Any
@@ -45,7 +44,7 @@ from typing import Any
 from .._util.io import atomic_output
 from . import _discover_decode
 from ._common import (CommandFiles, add_estimator_argument, add_level_argument, add_output_argument,
-                      add_params_argument, add_seed_argument, load_params)
+                      add_params_argument, add_seed_argument, json_text, load_params)
 
 NAME = "decode"
 HELP = "estimate candidate frequencies (counts.csv + map.csv -> results.csv)"
@@ -106,19 +105,6 @@ def _penalty(text: str) -> float | str:
     return value
 
 
-def _clean(value: Any) -> Any:
-    """Make the summary JSON-safe (no NaN/inf, plain Python types)."""
-    if isinstance(value, dict):
-        return {key: _clean(val) for key, val in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(val) for val in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "item"):
-        return _clean(value.item())
-    return value
-
-
 def files(args: argparse.Namespace) -> CommandFiles:
     """``--params``, ``--counts`` and ``--map`` or ``--candidates`` in; ``-o`` and ``--summary`` out."""
     inputs = [("--params", args.params), ("--counts", args.counts)]
@@ -152,21 +138,18 @@ def run(args: argparse.Namespace) -> int:
         cmap = read_map(args.map, params)
     elif args.candidates is not None:
         cmap = hash_candidates(read_candidates(args.candidates), params)
-    found = None
-    known = cmap
-    if args.discover is not None:
-        cmap, found = _discover_decode.add_discovered(args, params, cmap)
-    if cmap is None:  # pragma: no cover - _discover_decode.check refuses it
-        raise AssertionError("internal error: no candidates")
     decoder = Decoder(significance_level=args.level, correction=args.correction, null=args.null,
                       estimator=args.estimator, lasso_alpha=args.lasso_alpha, rng=args.seed,
                       shares=args.shares)
-    result = decoder.decode(aggregate, cmap)
-    if found is not None:
-        # The unexplained mass with and without the discovered values (issue 18: it should
-        # fall toward the share of values too rare to discover).
-        without = decoder.decode(aggregate, known) if known is not None and known is not cmap else None
-        sys.stderr.write(_discover_decode.unexplained_report(result, without, found))
+    found = None
+    if args.discover is not None:
+        combined = _discover_decode.discover_and_decode(args, aggregate, cmap, decoder)
+        result, found = combined.result, combined.found
+        sys.stderr.write(_discover_decode.unexplained_report(combined))
+    elif cmap is None:  # pragma: no cover - _discover_decode.check refuses it
+        raise AssertionError("internal error: no candidates")
+    else:
+        result = decoder.decode(aggregate, cmap)
     tie = floor_tie(result)
     if tie is not None:
         sys.stderr.write(f"rappor: note: {tie.text}\n")
@@ -179,6 +162,5 @@ def run(args: argparse.Namespace) -> int:
             return 0
         with atomic_output(args.summary) as out:
             write_results(result, args.output, all=args.all, adjust=_ADJUST[args.intervals])
-            json.dump(_clean(result.summary()), out, indent=2, sort_keys=False)
-            out.write("\n")
+            out.write(json_text(result.summary()))
     return 0

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 
 from .._util.io import STDIO
+from .._util.memory import check_design
 from ..collect._compat import google_bloom_bits_table
 from ..collect._design import _hash_block, hash_candidates
 from ..formats._candidates import read_candidates
@@ -58,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     params = load_params(args)
     strings = read_candidates(args.candidates, allow_duplicates=args.allow_duplicates)
     block = _hash_block(params)
+    check_design(params, min(block, len(strings)), total=len(strings))  # before the output is opened
     starts = range(0, len(strings), block)
     if args.hashing == "google":
         write_map_positions(((strings[i:i + block], google_bloom_bits_table(strings[i:i + block], params))

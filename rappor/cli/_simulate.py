@@ -26,7 +26,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import textwrap
@@ -39,7 +38,8 @@ from .._util.io import output_directory
 from ..exceptions import InvalidParameterError
 from ..formats._params import read_params, write_params
 from ..params import Params
-from ._common import CommandFiles, add_estimator_argument, add_params_argument, add_seed_argument, integer, real
+from ._common import (CommandFiles, add_estimator_argument, add_params_argument, add_seed_argument, integer,
+                      json_text, real)
 
 NAME = "simulate"
 HELP = "simulate a collection, decode it and write a report"
@@ -110,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
     from ..formats._map import write_map
     from ..analysis._metrics import evaluate_result
     from ..formats._population import read_population
-    from ..simulation._simulation import Population, candidate_strings, simulate
+    from ..simulation._populations import Population, candidate_strings
+    from ..simulation._simulation import simulate
 
     from ..analysis.decoder._decoder import check_estimator
 
@@ -184,9 +185,9 @@ def run(args: argparse.Namespace) -> int:
         "candidates.txt": lambda path: write_candidates(candidates, path),
         "truth.csv": lambda path: write_text(path.name, sim.truth_csv()),
         "results.csv": lambda path: write_results(result, path),
-        "metrics.json": lambda path: write_text(path.name, json.dumps(
+        "metrics.json": lambda path: write_text(path.name, json_text(
             {"params": params.as_dict(), "simulation": details, "metrics": metrics.as_dict(),
-             "detection_outlook": outlook.as_dict()}, indent=2) + "\n"),
+             "detection_outlook": outlook.as_dict()})),
     }
     if page is not None:
         writers["report.html"] = lambda path: write_text(path.name, page)

@@ -25,7 +25,7 @@ parameters that differ from the expected ones raise
 by other tools) are accepted when their columns fit the expected parameters.
 
 Packed columns are what make aggregation fast: list-of-bool columns are 40-55 times slower
-to read and hex or 0/1 strings 10-20 times slower (measured for issue 7).
+to read and hex or 0/1 strings 10-20 times slower (measured).
 
 Reading is streamed in batches of rows, so a file larger than memory is aggregated with a
 flat memory profile (:func:`aggregate_parquet`).
@@ -379,6 +379,12 @@ def arrow_to_batch(table: Any, params: Params, *, source: str = "<arrow>", first
     columns = report_columns(names, params, source)
     n, w = table.num_rows, params.num_words
     cohorts = _numpy_column(table.column("cohort"), "cohort", source, first_row)
+    outside = (cohorts < 0) | (cohorts >= params.num_cohorts)
+    if outside.any():  # named by its row (ReportBatch's own check can only name the whole batch)
+        bad = int(np.flatnonzero(outside)[0])
+        msg = (f"row {first_row + bad}: expected a cohort, an integer in [0, {params.num_cohorts - 1}], "
+               f"found {int(cohorts[bad])}")
+        raise ReportFormatError(msg, path=source)
     if columns[1] == "bits":
         nbytes = (params.num_bloombits + 7) // 8
         raw = _bytes_matrix(table.column("bits"), nbytes, source, first_row)
