@@ -15,7 +15,8 @@
 ``_counts``                google/rappor ``counts.csv``: :func:`read_counts`, :func:`write_counts`
 ``_candidates``            candidate lists, one string per line: :func:`read_candidates`,
                            :func:`write_candidates`
-``_map``                   google/rappor ``map.csv``: :func:`read_map`, :func:`write_map`
+``_map``                   google/rappor ``map.csv``: :func:`read_map`, :func:`write_map`,
+                           :func:`write_map_positions`
 ``_population``            the truth of a simulation, ``string,count``: :func:`read_population`
 ``_results``               google/rappor ``results.csv``, a decode's estimates: :func:`write_results`,
                            :func:`read_results`
@@ -31,7 +32,7 @@ file and the line of any content that is not its format
 (:class:`~rappor.exceptions.ReportFormatError`) and the file it cannot open or read
 (:class:`~rappor.exceptions.RapporIOError`); a writer writes atomically (the file
 appears complete or not at all; ``"-"`` is standard output).  Not here: rejected rows (``--rejects``,
-``rappor._util.rejects``) and the CSVs of an association or a discovery result (their ``to_csv``).
+``rappor._util.rejects``) and the CSV of a discovery result (``DiscoveryResult.to_csv``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from ._candidates import read_candidates, write_candidates
 from ._client_values import iter_client_values, read_client_values, write_client_values
 from ._counts import read_counts, write_counts
 from ._keys import read_key_file, write_key_file
-from ._map import read_map, write_map
+from ._map import read_map, write_map, write_map_positions
 from ._params import read_params, write_params
 from ._population import read_population
 from ._parquet import (
@@ -83,6 +84,7 @@ __all__ = [
     "write_counts",
     "write_key_file",
     "write_map",
+    "write_map_positions",
     "write_params",
     "write_parquet_reports",
     "write_reports",
