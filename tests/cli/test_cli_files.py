@@ -45,7 +45,7 @@ def files(tmp_path: Path) -> Path:
 
 
 def _device(tmp_path: Path) -> Path:
-    """A private null character device (never the system's /dev/null: see tests/_util/test_io.py)."""
+    """A private null character device (never the system's /dev/null: see tests/_util/conftest.py)."""
     node = tmp_path / "null"
     try:
         os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
