@@ -42,7 +42,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import rappor  # noqa: E402
-from _classes import CLASSES, Collection, ScenarioClass, collection, export_collection  # noqa: E402
+from _classes import CLASSES, SLOW_CLASSES, Collection, ScenarioClass, collection, export_collection  # noqa: E402
+
+#: Every class, the slow ones (``--slow``) last.
+ALL_CLASSES = CLASSES + SLOW_CLASSES
 from _reference import ReferenceRun, read_reference  # noqa: E402
 
 #: A mode turns a collection into (shares, detected): the share results.csv gives each candidate
@@ -172,8 +175,8 @@ def print_class(scenario: ScenarioClass, table: dict[str, dict[str, float]]) -> 
 
 def print_summary(results: dict[str, dict[str, dict[str, float]]], alpha: float) -> None:
     """Per mode: worst and mean ratio to the reference's best run, FP excess, null rate."""
-    dist = [c for c in CLASSES if c.name in results and c.kind == "distribution"]
-    nulls = [c for c in CLASSES if c.name in results and c.kind == "null"]
+    dist = [c for c in ALL_CLASSES if c.name in results and c.kind == "distribution"]
+    nulls = [c for c in ALL_CLASSES if c.name in results and c.kind == "null"]
     modes = list(next(iter(results.values())).keys())
     print(f"\n## Summary (ratio = mean TV / mean TV of the reference's best run; goal: worst <= 1, mean <= 0.85; "
           f"decoys-only decodes with any FP <= {alpha})")
@@ -199,7 +202,7 @@ def markdown(results: dict[str, dict[str, dict[str, float]]]) -> str:
     """The table as markdown: one row per (class, mode), TV mean (sd) [min-max], ratio, detections."""
     lines = ["| class | mode | TV mean (sd) [min-max] | ratio | detected (min-max) | FP mean (max) | rows (false) |",
              "|---|---|---|---|---|---|---|"]
-    for c in CLASSES:
+    for c in ALL_CLASSES:
         table = results.get(c.name)
         if not table:
             continue
@@ -216,7 +219,7 @@ def markdown(results: dict[str, dict[str, dict[str, float]]]) -> str:
     # A compact matrix: mean TV per class and mode (decoys-only: share of decodes with a detection).
     modes = list(next(iter(results.values())).keys())
     lines += ["", "| class | " + " | ".join(modes) + " |", "|---|" + "---|" * len(modes)]
-    for c in CLASSES:
+    for c in ALL_CLASSES:
         table = results.get(c.name)
         if table:
             key = "any_fp" if c.kind == "null" else "tv"
@@ -254,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5, help="collections per class [default: 5; 20 for the table]")
     parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--classes", default="all", help="comma-separated class names [default: all]")
+    parser.add_argument("--classes", default="all", help="comma-separated class names [default: all but the slow]")
+    parser.add_argument("--slow", action="store_true", help="with --classes all: add the slow classes (10 M reports)")
     parser.add_argument("--modes", default="all", help="comma-separated mode names [default: all]")
     parser.add_argument("--research", action="store_true", help="add the research prototype's modes")
     parser.add_argument("--reference", default=None, help="directory of the reference's runs (see --export)")
@@ -273,7 +277,14 @@ def main(argv: list[str] | None = None) -> int:
         pass
     else:
         threadpool_limits(args.threads, user_api="blas")
-    classes = [c for c in CLASSES if args.classes == "all" or c.name in args.classes.split(",")]
+    if args.classes == "all":
+        classes = list(ALL_CLASSES if args.slow else CLASSES)
+    else:
+        wanted_classes = args.classes.split(",")
+        unknown_classes = [n for n in wanted_classes if n not in {c.name for c in ALL_CLASSES}]
+        if unknown_classes:
+            parser.error(f"unknown classes {unknown_classes}; known: {[c.name for c in ALL_CLASSES]}")
+        classes = [c for c in ALL_CLASSES if c.name in wanted_classes]
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     if args.export:
         for c in classes:
@@ -288,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.from_json:
         results = json.loads(Path(args.from_json).read_text())
-        for c in CLASSES:
+        for c in ALL_CLASSES:
             if c.name in results:
                 print_class(c, results[c.name])
         print_summary(results, 0.05)
