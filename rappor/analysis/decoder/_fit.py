@@ -79,7 +79,7 @@ def fit_support(a: sp.csc_matrix, b: Array, selected: npt.NDArray[np.int64], *, 
     dof = max(n - len(support), 1)
     dispersion = max(1.0, rss / dof) if use_dispersion else 1.0
     gram = cross_product(a_p, a_p)
-    gram_inv = np.linalg.pinv(gram) if len(support) else np.zeros((0, 0))
+    gram_inv = np.asarray(np.linalg.pinv(gram), dtype=np.float64) if len(support) else np.zeros((0, 0))
     cov = dispersion * gram_inv
     se = np.full(s, np.inf)
     z = np.zeros(s)
