@@ -105,7 +105,8 @@ class Row:
                 "tv_min": float(tv.min()), "tv_max": float(tv.max()), "det": float(det.mean()),
                 "det_min": int(det.min()), "det_max": int(det.max()), "fp": float(fp.mean()), "fp_max": int(fp.max()),
                 "any_fp": float(np.mean(fp > 0)), "seconds": float(np.mean(self.seconds)), "n": len(tv),
-                "rows": float(rows.mean()), "rows_fp": float(rows_fp.mean())}
+                "rows": float(rows.mean()), "rows_fp": float(rows_fp.mean()),
+                "per_seed": {"tv": [round(float(x), 6) for x in tv], "fp": [int(x) for x in fp]}}
 
 
 def score(col: Collection, shares: np.ndarray, detected: np.ndarray) -> tuple[float, int, int, int, int]:
@@ -227,6 +228,49 @@ def markdown(results: dict[str, dict[str, dict[str, float]]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def goal_table(results: dict[str, dict[str, dict[str, object]]], reference: dict[str, dict[str, dict[str, float]]]
+               ) -> str:
+    """The goal's table, as markdown: per class the default's mean TV +- SD, ``--shares detected``'s, the
+    reference's best run (from a ``--reference-summary`` file), their ratio, the paired difference
+    default - detected in standard errors of the class mean, and false positives (ours, the reference's
+    mean over its runs).  Seeds are those both have; the summary line gives the mean ratio."""
+    lines = ["| class | seeds | default TV mean +- SD | --shares detected | reference best run | ratio | "
+             "default - detected (SE) | FP default / reference |", "|---|---|---|---|---|---|---|---|"]
+    ratios = []
+    for c in ALL_CLASSES:
+        table = results.get(c.name)
+        if not table or c.kind != "distribution" or "default" not in table:
+            continue
+        ours = table["default"]["per_seed"]  # type: ignore[index]
+        det = table.get("detected", {}).get("per_seed")  # type: ignore[union-attr]
+        ref = reference.get(c.name, {})
+        seeds = [i for i in range(len(ours["tv"])) if str(i) in ref]  # type: ignore[arg-type]
+        tv = np.array(ours["tv"])  # type: ignore[index]
+        cells = [c.name, str(len(tv)), f"{tv.mean():.4f} +- {tv.std(ddof=1):.4f}"]
+        if det:
+            dtv = np.array(det["tv"])
+            diff = tv - dtv
+            cells += [f"{dtv.mean():.4f}"]
+        else:
+            cells += ["-"]
+        if seeds:
+            rtv = np.array([ref[str(i)]["tv"] for i in seeds])
+            ratio = float(tv[seeds].mean() / rtv.mean())
+            ratios.append(ratio)
+            cells += [f"{rtv.mean():.4f} ({len(seeds)} seeds)", f"{ratio:.3f}"]
+        else:
+            cells += ["-", "-"]
+        cells.append(f"{diff.mean():+.4f} ({diff.mean() / (diff.std(ddof=1) / math.sqrt(len(diff))):+.1f})"
+                     if det else "-")
+        fp = np.array(ours["fp"], dtype=float)  # type: ignore[index]
+        rfp = f"{np.mean([ref[str(i)]['mean_false_positives'] for i in seeds]):.2f}" if seeds else "-"
+        cells.append(f"{fp.mean():.2f} / {rfp}")
+        lines.append("| " + " | ".join(cells) + " |")
+    if ratios:
+        lines.append(f"\nmean ratio over {len(ratios)} classes: {np.mean(ratios):.3f}; worst {max(ratios):.3f}")
+    return "\n".join(lines) + "\n"
+
+
 def write_reference_summary(path: str, root: str, classes: list[ScenarioClass], seeds: range,
                             argv: list[str] | None) -> None:
     """The reference's best run per collection (lowest TV of its runs): TV, detected and false
@@ -266,6 +310,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="write the table as JSON")
     parser.add_argument("--from-json", default=None, help="print the tables of a --json file instead of decoding")
     parser.add_argument("--markdown", default=None, help="write the table as markdown")
+    parser.add_argument("--goal", default=None, metavar="REFERENCE_JSON",
+                        help="with --from-json (files, comma-separated): print the goal's table against the "
+                        "reference's best runs of a --reference-summary file (tests/data/reference_accuracy.json)")
     parser.add_argument("--reference-summary", default=None, metavar="FILE",
                         help="with --reference: write the reference's best-run TV and false positives per class "
                         "and seed as JSON (tests/data/reference_accuracy.json) and exit")
@@ -298,7 +345,12 @@ def main(argv: list[str] | None = None) -> int:
         write_reference_summary(args.reference_summary, args.reference, classes, seeds, argv)
         return 0
     if args.from_json:
-        results = json.loads(Path(args.from_json).read_text())
+        results = {}
+        for part in args.from_json.split(","):
+            results.update(json.loads(Path(part).read_text()))
+        if args.goal:
+            print(goal_table(results, json.loads(Path(args.goal).read_text())["classes"]))
+            return 0
         for c in ALL_CLASSES:
             if c.name in results:
                 print_class(c, results[c.name])
