@@ -186,23 +186,25 @@ def test_repeated_reports_no_worse_than_the_same_clients_single_reports(name):
 
 @pytest.mark.parametrize("name", ["repeat-10", "repeat-30"])
 def test_repeated_reports_detections_and_intervals(name):
-    """Seeds 0-19 of the repeated-report classes: decodes with any false detection at most alpha + 4
-    binomial SE, and the 95% Wald intervals of the detected strings cover their true share at least
-    0.95 - 4 binomial SE of the pooled intervals (the dispersion widens them by its square root)."""
+    """Seeds 0-19 of the repeated-report classes: the false discovery proportion of the detected
+    column averages at most alpha + 4 SE of its mean (Benjamini-Hochberg controls its expectation;
+    with 10-20 strings detected a decode with one false detection is not rare: measured, 5 and 7 of
+    20 decodes, 0.3-0.6 false detections a decode where google/rappor's decoder makes 7), and the 95%
+    Wald intervals of the detected strings cover their true share at least 0.95 - 4 binomial SE of
+    the pooled intervals (the dispersion widens them by its square root)."""
     alpha, seeds = 0.05, range(20)
     scenario = next(c for c in classes.CLASSES if c.name == name)  # type: ignore[attr-defined]
-    any_false, covered, intervals = 0, 0, 0
+    fdp, covered, intervals = [], 0, 0
     for seed in seeds:
         col = classes.collection(scenario, seed)  # type: ignore[attr-defined]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = rappor.Decoder().decode(col.aggregate, col.candidate_map)
         det = np.asarray(res.detected, dtype=bool)
-        any_false += bool((det & (col.true_share == 0)).any())
+        fdp.append(float((det & (col.true_share == 0)).sum()) / max(int(det.sum()), 1))
         ci = res.confidence_interval(0.95)
         truth = col.true_share[det]
         covered += int(((ci.low[det] <= truth) & (truth <= ci.high[det])).sum())
         intervals += int(det.sum())
-    n = len(seeds)
-    assert any_false / n <= alpha + 4 * math.sqrt(alpha * (1 - alpha) / n)
+    assert np.mean(fdp) <= alpha + 4 * float(np.std(fdp, ddof=1)) / math.sqrt(len(fdp)), fdp
     assert covered / intervals >= 0.95 - 4 * math.sqrt(0.95 * 0.05 / intervals), (covered, intervals)
