@@ -378,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
         results[c.name] = {name: r.summary() for name, r in rows.items()}
         print_class(c, results[c.name])
         sys.stdout.flush()
+        if args.json:  # after every class: a long run interrupted keeps what it measured
+            Path(args.json).write_text(json.dumps(results, indent=1))
     print_summary(results, 0.05)
     issue4 = results.get("issue4", {}).get("ref-all")
     if issue4:
