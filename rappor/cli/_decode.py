@@ -146,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
     from ..analysis.decoder import Decoder
     from ..collect._design import hash_candidates
     from ..formats._map import read_map
+    from ..formats._results import write_results
 
     from ..analysis.decoder._decoder import check_combination, check_estimator
     from ..analysis.decoder._dispersion import explain_dispersion
@@ -188,10 +189,10 @@ def run(args: argparse.Namespace) -> int:
         if found_out is not None and found is not None:
             found.write_csv(found_out)
         if args.summary is None:
-            result.to_csv(args.output, all=args.all, adjust=_ADJUST[args.intervals])
+            write_results(result, args.output, all=args.all, adjust=_ADJUST[args.intervals])
             return 0
         with atomic_output(args.summary) as out:
-            result.to_csv(args.output, all=args.all, adjust=_ADJUST[args.intervals])
+            write_results(result, args.output, all=args.all, adjust=_ADJUST[args.intervals])
             summary = result.summary()
             if spread is not None:  # what the dispersion points to (repeats, missing strings, parameters)
                 summary["residual"]["explanation"] = spread.as_dict()

@@ -36,6 +36,8 @@ _REFERENCE = json.loads((Path(__file__).parents[2] / "data" / "reference_accurac
 sys.path.insert(0, str(_BENCH))  # the harness's modules import each other by name
 classes = importlib.import_module("_classes")
 DISTRIBUTION = [c.name for c in classes.CLASSES if c.kind == "distribution"]  # type: ignore[attr-defined]
+#: The twelve classes of issue 14 (their goal: mean ratio <= 0.85 over seeds 0-9).
+ORIGINAL = DISTRIBUTION[:12]
 
 
 @lru_cache(maxsize=None)
@@ -63,20 +65,20 @@ def test_default_no_worse_than_google_rappor_in_any_class():
     """
     seeds = range(10)
     ratios = []
-    for name in DISTRIBUTION:
+    for name in ORIGINAL:
         ours = np.array([_decode(name, s)[0] for s in seeds])
         ref = np.array([_REFERENCE[name][str(s)]["tv"] for s in seeds])
         diff = ours - ref
         se = float(np.std(diff, ddof=1)) / math.sqrt(len(seeds))
         assert diff.mean() <= 4 * se, (name, ours.mean(), ref.mean())
         ratios.append(ours.mean() / ref.mean())
-    assert float(np.mean(ratios)) <= 0.85, dict(zip(DISTRIBUTION, np.round(ratios, 3)))
+    assert float(np.mean(ratios)) <= 0.85, dict(zip(ORIGINAL, np.round(ratios, 3)))
 
 
 def test_default_detections_no_more_false_than_google_rappor():
     """Seeds 0-9: the detected column's false positives per decode at most the reference's (mean of its runs) + 4 SE."""
     seeds = range(10)
-    for name in DISTRIBUTION:
+    for name in ORIGINAL:
         ours = np.array([_decode(name, s)[2] for s in seeds], dtype=float)
         ref = np.array([_REFERENCE[name][str(s)]["mean_false_positives"] for s in seeds])
         se = float(np.std(ours - ref, ddof=1)) / math.sqrt(len(seeds))
@@ -112,8 +114,14 @@ def test_default_shares_stable_over_seeds(name):
 
 
 # --------------------------------------------------------------------------- the goal per class
-#: Classes with the reference's best runs recorded (seeds 0-9 at least).
-WITH_REFERENCE = [n for n in DISTRIBUTION if all(str(s) in _REFERENCE.get(n, {}) for s in range(10))]
+def _reference_seeds(name: str) -> list[int]:
+    """The first (up to) ten seeds whose reference runs are recorded (the R runs of the later classes
+    cover seeds 0-9 or 10-19)."""
+    return sorted(int(s) for s in _REFERENCE.get(name, {}))[:10]
+
+
+#: Classes with the reference's best runs recorded for at least five seeds.
+WITH_REFERENCE = [n for n in DISTRIBUTION if len(_reference_seeds(n)) >= 5]
 
 
 @lru_cache(maxsize=None)
@@ -133,9 +141,9 @@ def _decode_detected(name: str, seed: int) -> float:
 
 @pytest.mark.parametrize("name", WITH_REFERENCE)
 def test_default_at_most_google_rappor_per_class(name):
-    """Seeds 0-9: the class's mean TV at most the reference's best run, paired, + 4 SE of the mean
-    difference (false failure below 1e-4 per class if the means were equal)."""
-    seeds = range(10)
+    """The recorded seeds (up to 10): the class's mean TV at most the reference's best run, paired, + 4 SE
+    of the mean difference (false failure below 1e-4 per class if the means were equal)."""
+    seeds = _reference_seeds(name)
     diff = np.array([_decode(name, s)[0] - _REFERENCE[name][str(s)]["tv"] for s in seeds])
     se = float(np.std(diff, ddof=1)) / math.sqrt(len(seeds))
     assert diff.mean() <= 4 * se, (name, diff.mean(), se)
@@ -143,8 +151,9 @@ def test_default_at_most_google_rappor_per_class(name):
 
 @pytest.mark.parametrize("name", WITH_REFERENCE)
 def test_default_no_more_false_detections_than_google_rappor_per_class(name):
-    """Seeds 0-9: the detected column's false positives at most the reference's mean over its runs + 4 SE."""
-    seeds = range(10)
+    """The recorded seeds (up to 10): the detected column's false positives at most the reference's mean over
+    its runs + 4 SE."""
+    seeds = _reference_seeds(name)
     diff = np.array([_decode(name, s)[2] - _REFERENCE[name][str(s)]["mean_false_positives"] for s in seeds])
     se = float(np.std(diff, ddof=1)) / math.sqrt(len(seeds))
     assert diff.mean() <= 4 * se + 1e-12, (name, diff.mean(), se)
@@ -208,3 +217,26 @@ def test_repeated_reports_detections_and_intervals(name):
         intervals += int(det.sum())
     assert np.mean(fdp) <= alpha + 4 * float(np.std(fdp, ddof=1)) / math.sqrt(len(fdp)), fdp
     assert covered / intervals >= 0.95 - 4 * math.sqrt(0.95 * 0.05 / intervals), (covered, intervals)
+
+
+@pytest.mark.xfail(strict=True, reason="goal not met: mean ratio 0.849 over 19 classes (20 seeds; "
+                   "docs/decoder.md, 'Issue 23'), the old twelve 0.764")
+def test_goal_mean_ratio_at_most_0_80_over_every_class():
+    """The goal: mean over the classes of (default's mean TV / reference's best run) at most 0.80, on the
+    recorded seeds (up to 10 per class)."""
+    ratios = []
+    for name in WITH_REFERENCE:
+        seeds = _reference_seeds(name)
+        ours = np.mean([_decode(name, s)[0] for s in seeds])
+        ratios.append(ours / np.mean([_REFERENCE[name][str(s)]["tv"] for s in seeds]))
+    assert float(np.mean(ratios)) <= 0.80, dict(zip(WITH_REFERENCE, np.round(ratios, 3)))
+
+
+@pytest.mark.xfail(strict=True, reason="goal not met on flat lists with missing strings and decoys: the default "
+                   "gives shares to decoys (docs/decoder.md, 'Issue 23'): +4.9 and +3.9 SE over 20 seeds")
+@pytest.mark.parametrize("name", ["flat-missing", "flat-missing-1M"])
+def test_goal_no_worse_than_shares_detected_within_2_se(name):
+    """The goal over 20 seeds: the default's mean TV at most ``shares="detected"``'s + 2 SE of the paired
+    difference."""
+    diff = np.array([_decode(name, s)[0] - _decode_detected(name, s) for s in range(20)])
+    assert diff.mean() <= 2 * float(np.std(diff, ddof=1)) / math.sqrt(len(diff)), diff.mean()
