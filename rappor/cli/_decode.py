@@ -45,7 +45,6 @@ are then optional) before decoding: discover and decode in one command
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from typing import Any
@@ -53,7 +52,7 @@ from typing import Any
 from .._util.io import atomic_output
 from . import _discover_decode
 from ._common import (CommandFiles, add_estimator_argument, add_level_argument, add_output_argument,
-                      add_params_argument, add_seed_argument, load_params)
+                      add_params_argument, add_seed_argument, json_text, load_params)
 
 NAME = "decode"
 HELP = "estimate candidate frequencies (counts.csv + map.csv -> results.csv)"
@@ -111,19 +110,6 @@ def _penalty(text: str) -> float | str:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"expected a number > 0 or 'cv', got {text!r}")
-    return value
-
-
-def _clean(value: Any) -> Any:
-    """Make the summary JSON-safe (no NaN/inf, plain Python types)."""
-    if isinstance(value, dict):
-        return {key: _clean(val) for key, val in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(val) for val in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "item"):
-        return _clean(value.item())
     return value
 
 
@@ -193,6 +179,5 @@ def run(args: argparse.Namespace) -> int:
             summary = result.summary()
             if spread is not None:  # what the dispersion points to (repeats, missing strings, parameters)
                 summary["residual"]["explanation"] = spread.as_dict()
-            json.dump(_clean(summary), out, indent=2, sort_keys=False)
-            out.write("\n")
+            out.write(json_text(summary))
     return 0
