@@ -18,14 +18,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .._util.io import STDIO, atomic_output, display_name
-from .._util.lazy import import_optional
 from .._util.rejects import RejectsWriter, resolve_rejects_path
 from ..collect._aggregate import Aggregate, check_cohort_balance
 from ..engines._aggregate import aggregate_files
-from ..exceptions import InvalidParameterError, MissingDependencyError, RapporIOError
+from ..exceptions import InvalidParameterError, RapporIOError
 from ..formats._counts import write_counts
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
-                      load_params)
+                      load_params, terminal_tqdm)
 
 NAME = "sum-bits"
 HELP = "sum report bits per cohort (reports CSV -> counts.csv)"
@@ -88,12 +87,8 @@ def progress_bar(paths: Sequence[str]) -> Iterator[Callable[[int], None] | None]
 
     The bar is shown only when standard error is a terminal and tqdm is installed.
     """
-    if not sys.stderr.isatty():
-        yield None
-        return
-    try:
-        tqdm = import_optional("tqdm", "a progress bar").tqdm
-    except MissingDependencyError:
+    tqdm = terminal_tqdm()
+    if tqdm is None:
         yield None
         return
     sizes = [os.path.getsize(p) if p != STDIO and os.path.isfile(p) else None for p in paths]
