@@ -28,6 +28,8 @@ The package's modules (private), in the order a decode uses them:
                               prior, bagged NPMLE priors)
 ``_intervals.py``             marginal, FCR-adjusted and selective confidence intervals
 ``_result.py``                :class:`DecodeResult` and :class:`DecodeDiagnostics`
+``_dispersion.py``            what a residual dispersion well above 1 points to (repeated reports,
+                              missing strings, parameters that do not match the counts)
 ============================  ==============================================================
 """
 
@@ -35,6 +37,8 @@ from __future__ import annotations
 
 from ..._util.results import ConfidenceInterval
 from ._decoder import Decoder, check_combination, check_estimator
+from ._dispersion import explain_dispersion
 from ._result import DecodeDiagnostics, DecodeResult
 
-__all__ = ["ConfidenceInterval", "DecodeDiagnostics", "DecodeResult", "Decoder", "check_combination", "check_estimator"]
+__all__ = ["ConfidenceInterval", "DecodeDiagnostics", "DecodeResult", "Decoder", "check_combination", "check_estimator",
+           "explain_dispersion"]
