@@ -79,7 +79,7 @@ MODES: dict[str, Mode] = {
     "normal": decoder_mode(null="normal"),
     "normal+storey": decoder_mode(null="normal", correction="storey"),
     "normal+bonferroni": decoder_mode(null="normal", correction="bonferroni"),
-    # normal+lfdr (measured in docs/decoder.md's 20-seed table) is refused since issue 14 phase 2:
+    # normal+lfdr (measured in docs/notes/decoder-rounds.md, 20-seed table) is refused since issue 14 phase 2:
     # Decoder raises InvalidParameterError (rappor.analysis.decoder._decoder.check_combination).  The "eb" and
     # "normal+eb" rows of that table are historical: estimator="empirical-bayes" was removed (its
     # detections swung from 5 to 100 over 20 seeds); run this script at commit 4852080 to reproduce them.

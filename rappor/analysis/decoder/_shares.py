@@ -64,7 +64,7 @@ MAX_WORKING = 3000
 #: would cost more than the rest of the decode).  2,000 (from 20,000, the shares' speed pass):
 #: decoys-10k's 8,300 idle posteriors and their sparse products were a third of the shares'
 #: time, and the sample of 2,000 moved the TV by at most 0.002 (decoys-10k, k128-5k, seeds
-#: 0-2; ``docs/decoder.md``, "Speed").
+#: 0-2; ``docs/notes/decoder-rounds.md``, "Speed").
 MAX_IDLE = 2_000
 #: Candidates per block when the bagged posteriors are formed (bounds the temporaries).
 BLOCK = 1 << 15

@@ -60,7 +60,7 @@ def _decode(name: str, seed: int) -> tuple[float, int, int, float, int, int]:
 def test_default_no_worse_than_google_rappor_in_any_class():
     """Seeds 0-9 of each class: mean TV at most the reference's best run (paired, + 4 SE); mean ratio <= 0.85.
 
-    Measured over 20 seeds (docs/decoder.md, "Issue 14"): worst ratio at or below 1 (the tightest,
+    Measured over 20 seeds (docs/notes/decoder-rounds.md, "Issue 14"): worst ratio at or below 1 (the tightest,
     mixed-small), mean ratio about 0.77.
     """
     seeds = range(10)
@@ -220,7 +220,7 @@ def test_repeated_reports_detections_and_intervals(name):
 
 
 @pytest.mark.xfail(strict=True, reason="goal not met: mean ratio 0.856 over 20 classes (20 seeds; "
-                   "docs/decoder.md, 'Issue 23'), the old twelve 0.764")
+                   "docs/notes/decoder-rounds.md, 'Issue 23'), the old twelve 0.764")
 def test_goal_mean_ratio_at_most_0_80_over_every_class():
     """The goal: mean over the classes of (default's mean TV / reference's best run) at most 0.80, on the
     recorded seeds (up to 10 per class)."""
@@ -233,7 +233,7 @@ def test_goal_mean_ratio_at_most_0_80_over_every_class():
 
 
 @pytest.mark.xfail(strict=True, reason="goal not met on flat lists with missing strings and decoys: the default "
-                   "gives shares to decoys (docs/decoder.md, 'Issue 23'): +4.9 and +3.9 SE over 20 seeds")
+                   "gives shares to decoys (docs/notes/decoder-rounds.md, 'Issue 23'): +4.9 and +3.9 SE over 20 seeds")
 @pytest.mark.parametrize("name", ["flat-missing", "flat-missing-1M"])
 def test_goal_no_worse_than_shares_detected_within_2_se(name):
     """The goal over 20 seeds: the default's mean TV at most ``shares="detected"``'s + 2 SE of the paired
