@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 README = Path(__file__).parent.parent / "README.md"
+BENCHMARKS = README.parent / "docs" / "benchmarks.md"
 
 
 def _python_blocks() -> list[str]:
@@ -88,13 +89,19 @@ def test_readme_cli_quick_start_runs_line_by_line_from_a_clone(tmp_path: Path) -
 
 
 def test_readme_every_measured_figure_names_its_command() -> None:
-    """Each row of 'What you get, measured' with a figure names the script that reproduces it, and the script
-    exists under benchmarks/."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## What you get, measured"):]
+    """Each row of docs/benchmarks.md's speed table and of the README's headline figures with a figure names
+    the script that reproduces it, and the script exists under benchmarks/."""
+    text = BENCHMARKS.read_text(encoding="utf-8")
+    section = text[text.index("## Speed, client and collection"):]
     section = section[:section.index("\n## ", 4)]
     rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("|---")][1:]
     assert len(rows) >= 10
+    readme = README.read_text(encoding="utf-8")
+    headline = readme[readme.index("## Headline figures"):]
+    headline = headline[:headline.index("\n## ", 4)]
+    headline_rows = [line for line in headline.splitlines() if line.startswith("| ") and not line.startswith("|---")][1:]
+    assert len(headline_rows) >= 4
+    rows += headline_rows
     benchmarks = Path(__file__).parent.parent / "benchmarks"
     for row in rows:
         label, ours = row.split(" | ")[:2]
@@ -106,9 +113,9 @@ def test_readme_every_measured_figure_names_its_command() -> None:
 
 
 def test_readme_reliability_counts_are_the_test_tables(load_by_path: Callable[[Path], Any]) -> None:
-    """The README's counts of bad-input cases and bad option values are the sizes of the tables that hold
-    them (they were 85 and 59 while the tables had grown to 162 and 89): update the README with the table."""
-    text = " ".join(README.read_text(encoding="utf-8").split())
+    """docs/benchmarks.md's counts of bad-input cases and bad option values are the sizes of the tables that
+    hold them (they were 85 and 59 while the tables had grown to 162 and 89): update it with the table."""
+    text = " ".join(BENCHMARKS.read_text(encoding="utf-8").split())
     (cases,) = re.findall(r"malformed input \((\d+) cases, the `CASES` table of `tests/test_bad_input\.py`", text)
     values, options = re.findall(r"bad values \((\d+) values of (\d+) options, the `BAD` table of "
                                  r"`tests/cli/test_cli_flags\.py`", text)[0]
