@@ -20,7 +20,9 @@ def test_cli_decode_map_writes_results_and_summary(interop_dir, tmp_path):
     assert rc == 0
     lines = (tmp_path / "results.csv").read_text().splitlines()
     # Two products: a row per candidate with a positive share, and the test's detected column.
-    assert lines[0] == "string,estimate,std_error,proportion,prop_std_error,prop_low_95,prop_high_95,pvalue,detected"
+    # fitted_proportion: the test's least-squares share, which std_error, the interval and pvalue are about.
+    assert lines[0] == ("string,estimate,std_error,proportion,fitted_proportion,prop_std_error,prop_low_95,"
+                        "prop_high_95,pvalue,detected")
     assert lines[1].startswith("v1,")
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["rows"] == len(lines) - 1 and summary["shares"] == "all"

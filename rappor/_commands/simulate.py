@@ -8,7 +8,7 @@ results.csv, metrics.json and report.html (each file atomically), and prints the
 detected strings, what a decode of this size can be expected to find (the planner's smallest
 detectable share and expected number of detections, as 'rappor plan' computes them, next to
 what was found; metrics.json's detection_outlook) and a summary: accuracy against the truth, the masses (allocated: the
-detected shares; unallocated: one minus allocated; unexplained: the decoder's estimate of the
+sum of results.csv's proportion column; unallocated: one minus allocated; unexplained: the decoder's estimate of the
 share the candidates do not explain, as in metrics.json and summary.json) and the time
 of the simulation, of the decode and of the whole command.  With few cohorts the top
 strings' p-values can tie at the floor of the random-string null; a note says so (see
@@ -156,7 +156,8 @@ def run(args: argparse.Namespace) -> int:
         "decoys": args.decoys,
         "remove every": args.remove_every,
         "encoder": args.method,
-        "estimator": args.estimator,
+        "estimator": args.estimator,  # of the test (summary.json's "estimator")
+        "share_estimator": result.share_estimator,  # of results.csv's proportion column
         "seed": args.seed,
         "simulation seconds": round(t_sim - started, 3),  # drawing clients, encoding, counting
         "decode seconds": round(t_dec - t_sim, 3),  # candidate map and Decoder.decode
@@ -212,18 +213,26 @@ def _print_results(result: Any, sim: Any, outlook: Any, *, limit: int = 20) -> N
     table = result.table()[result.ranking()]  # the rows of results.csv, largest estimate first
     truth = sim.truth
     total = max(sum(truth.values()), 1)
-    header = f"{'string':<16}{'true':>9}{'estimate':>10}{'95% interval':>20}{'p-value':>11}{'detected':>10}"
+    two = result.shares != "detected"  # proportion is then another estimator's than the interval's
+    test = f"{'fitted_proportion':>18}" if two else ""
+    header = (f"{'string':<16}{'true':>9}{'proportion':>11}{test}{'95% interval':>20}{'pvalue':>11}"
+              f"{'detected':>10}")
     lines = [header, "-" * len(header)]
     for row in table[:limit]:
         true_share = truth.get(str(row["string"]), 0) / total
         interval = f"[{row['prop_low_95']:.4f}, {row['prop_high_95']:.4f}]"
-        lines.append(f"{str(row['string'])[:15]:<16}{true_share:>9.4f}{row['proportion']:>10.4f}"
+        fitted = f"{row['fitted_proportion']:>18.4f}" if two else ""
+        lines.append(f"{str(row['string'])[:15]:<16}{true_share:>9.4f}{row['proportion']:>11.4f}{fitted}"
                      f"{interval:>20}{row['pvalue']:>11.2g}{'yes' if row['detected'] else 'no':>10}")
     if len(table) > limit:
         hidden = table[limit:]
         lines.append(f"... and {len(hidden)} more rows in results.csv ({int(hidden['detected'].sum())} of them detected)")
     if len(table) == 0:
         lines.append("(no candidate has a share or is detected)")
+    if two:
+        lines.append(textwrap.fill(f"proportion: the {result.share_estimator} share of every candidate (the "
+                                   "distribution); fitted_proportion: the test's least-squares share, which the 95% "
+                                   "interval and the p-value are about (columns of results.csv).", width=100))
     lines.append(textwrap.fill(detection_rule(result).text, width=100))
     tie = floor_tie(result)
     if tie is not None:
@@ -233,6 +242,8 @@ def _print_results(result: Any, sim: Any, outlook: Any, *, limit: int = 20) -> N
 
 
 def _print_summary(sim: Any, metrics: Any, details: dict[str, Any], outlook: Any, seconds: float) -> None:
+    from ..metrics import METRIC_MEANINGS
+
     m = metrics
     lines = [
         f"simulated {sim.n_reports:,} reports from {sim.n_clients:,} clients ({sim.population.name}, "
@@ -245,7 +256,7 @@ def _print_summary(sim: Any, metrics: Any, details: dict[str, Any], outlook: Any
         f"{'false positives':<24}{m.false_positives:>10}",
         f"{'false negatives':<24}{m.false_negatives:>10}",
         f"{'total variation':<24}{m.total_variation:>10.4f}",
-        f"{'allocated mass':<24}{m.allocated_mass:>10.4f}   sum of the shares in results.csv",
+        f"{'allocated mass':<24}{m.allocated_mass:>10.4f}   {METRIC_MEANINGS['allocated_mass']}",
         f"{'unallocated mass':<24}{m.unallocated_mass:>10.4f}   1 - allocated mass",
         f"{'unexplained mass':<24}{m.unexplained_mass:>10.4f} ± {m.unexplained_std_error:.4f} (SE)   "
         "estimated share the candidates do not explain",

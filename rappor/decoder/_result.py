@@ -25,7 +25,29 @@ from ._problem import Array, IntArray
 #: google/rappor's results.csv columns, then the unadjusted p-value.
 _CSV_COLUMNS = ("string", "estimate", "std_error", "proportion", "prop_std_error", "prop_low_95",
                 "prop_high_95", "pvalue")
-_TABLE_COLUMNS = (*_CSV_COLUMNS, "adjusted_pvalue", "significant", "detected")
+#: The same with ``shares="all"``: ``proportion`` is the empirical-Bayes share, and
+#: ``fitted_proportion`` the test's least-squares share, which ``std_error``,
+#: ``prop_std_error``, the interval and the p-value are about.
+_CSV_COLUMNS_ALL = (*_CSV_COLUMNS[:4], "fitted_proportion", *_CSV_COLUMNS[4:])
+_TABLE_COLUMNS = (*_CSV_COLUMNS_ALL, "adjusted_pvalue", "significant", "detected")
+#: What each column of :meth:`DecodeResult.table` and ``results.csv`` holds (shown by the HTML report).
+COLUMN_MEANINGS = {
+    "string": "the candidate",
+    "estimate": "proportion x reports",
+    "std_error": "prop_std_error x reports",
+    "proportion": "the share of reports: the distribution's estimate",
+    "fitted_proportion": "the test's least-squares share; std_error, prop_std_error, the interval and the "
+                         "p-value are about it",
+    "prop_std_error": "standard error of fitted_proportion",
+    "prop_low_95, prop_high_95": "95% interval of fitted_proportion (for a detected string: conditional on its "
+                                 "detection)",
+    "pvalue": "one-sided p-value of share > 0, before the multiple-testing adjustment",
+    "adjusted_pvalue": "after the adjustment",
+    "significant": "adjusted_pvalue <= the significance level",
+    "detected": "reported as present: the test's answer",
+}
+#: What ``proportion`` is, by ``shares``.
+SHARE_ESTIMATORS = {"all": "empirical-Bayes", "detected": "least-squares"}
 _ADJUST = ("none", "fcr", "selective")
 #: Candidates named in ``repr(DecodeResult)``.
 _REPR_SHOWN = 3
@@ -238,6 +260,15 @@ class DecodeResult:
         return tuple(tuple(v) for v in out.values() if len(v) > 1)
 
     @property
+    def share_estimator(self) -> str:
+        """What :attr:`proportion` holds: ``"empirical-Bayes"`` (``shares="all"``) or ``"least-squares"``.
+
+        :attr:`estimator` is that of the test (:attr:`fitted_proportion`, the p-values,
+        the standard errors and the intervals), least squares in both cases.
+        """
+        return SHARE_ESTIMATORS.get(self.shares, self.estimator)
+
+    @property
     def table_interval(self) -> Literal["selective", "fcr"]:
         """The ``adjust`` of the ``prop_*_95`` columns by default: ``"selective"`` (every
         result holds least-squares estimates since the empirical-Bayes estimator was removed)."""
@@ -324,8 +355,11 @@ class DecodeResult:
 
         Row ``i`` is ``strings[i]``, as in every array attribute and in
         :meth:`confidence_interval`.  Columns: google/rappor's ``string, estimate,
-        std_error, proportion, prop_std_error, prop_low_95, prop_high_95``, then
-        ``pvalue`` (unadjusted), ``adjusted_pvalue``, ``significant`` and ``detected``.
+        std_error, proportion``, then ``fitted_proportion`` (the test's least-squares
+        share: ``proportion`` itself with ``shares="detected"``), google/rappor's
+        ``prop_std_error, prop_low_95, prop_high_95`` (of ``fitted_proportion``), then
+        ``pvalue`` (unadjusted), ``adjusted_pvalue``, ``significant`` and ``detected``
+        (:data:`COLUMN_MEANINGS`).
         Select and sort it like a data frame: ``t[t["detected"]]``,
         ``t[result.ranking()]`` (the rows of ``results.csv``), ``t["proportion"]``;
         ``pandas.DataFrame(t)`` or :meth:`to_pandas` makes a pandas data frame.
@@ -346,8 +380,8 @@ class DecodeResult:
         dtype += [(name, "f8") for name in _TABLE_COLUMNS[1:-2]] + [("significant", "?"), ("detected", "?")]
         out = np.empty(len(self.strings), dtype=dtype)
         out["string"] = self.strings
-        for name in ("estimate", "std_error", "proportion", "prop_std_error", "pvalue", "adjusted_pvalue",
-                     "significant", "detected"):
+        for name in ("estimate", "std_error", "proportion", "fitted_proportion", "prop_std_error", "pvalue",
+                     "adjusted_pvalue", "significant", "detected"):
             out[name] = getattr(self, name)
         out["prop_low_95"] = ci.low
         out["prop_high_95"] = ci.high
@@ -365,7 +399,10 @@ class DecodeResult:
         google/rappor's columns ``string, estimate, std_error, proportion,
         prop_std_error, prop_low_95, prop_high_95`` plus ``pvalue`` (unadjusted), largest
         estimate first (:meth:`ranking`): with ``shares="all"`` (default) one row per
-        candidate with a positive share or detected and a ``detected`` column (``true``/``false``);
+        candidate with a positive share or detected, a ``fitted_proportion`` column after
+        ``proportion`` (the test's least-squares share, which the standard errors, the
+        interval and the p-value are about, while ``proportion`` is the empirical-Bayes
+        share) and a ``detected`` column (``true``/``false``);
         with ``shares="detected"`` one row per detected string (google/rappor's layout).
         With ``all=True`` every candidate and the ``detected`` column.
         Numbers are written as Python's shortest round-trip repr (whole numbers without
@@ -375,12 +412,13 @@ class DecodeResult:
         """
         rows = self.table(adjust=adjust)[self.ranking(all)]
         flag = all or self.shares != "detected"
-        names = (*_CSV_COLUMNS, "detected") if flag else _CSV_COLUMNS
+        numbers = _CSV_COLUMNS_ALL[1:] if self.shares != "detected" else _CSV_COLUMNS[1:]
+        names = ("string", *numbers, "detected") if flag else _CSV_COLUMNS
         with atomic_output(path) as out:
             out.write(",".join(names) + "\n")
             for row in rows:
                 cells = [csv_field(str(row["string"]))]
-                cells += [_csv_float(float(row[name])) for name in _CSV_COLUMNS[1:]]
+                cells += [_csv_float(float(row[name])) for name in numbers]
                 if flag:
                     cells.append("true" if row["detected"] else "false")
                 out.write(",".join(cells) + "\n")
@@ -390,7 +428,8 @@ class DecodeResult:
 
         Keys: ``candidates``, ``detected``, ``rows`` (rows of ``results.csv``: with
         ``shares="all"`` the candidates with a positive share or detected), ``reports``,
-        ``allocated_mass`` (sum of the shares of those rows), ``unexplained_mass`` and ``unexplained_std_error`` (share of
+        ``allocated_mass`` (sum of the ``proportion`` column over
+        those rows, a group of indistinguishable candidates once), ``unexplained_mass`` and ``unexplained_std_error`` (share of
         reports whose value the candidates do not explain, from the model's
         non-candidate column: without screening its unconstrained least-squares
         coefficient with every candidate in the model, unbiased however many candidates
@@ -401,7 +440,8 @@ class DecodeResult:
         (indistinguishable candidates), ``residual`` (chi-square, degrees of freedom,
         p-value, dispersion, largest standardized residual), ``epsilon_one``,
         ``epsilon_inf``, ``params``, ``significance_level``, ``correction``,
-        ``estimator``, ``shares``, ``null`` (law of the test statistics and, for the random-string
+        ``estimator`` (of the test), ``shares``, ``share_estimator`` (of ``proportion``:
+        :attr:`share_estimator`), ``null`` (law of the test statistics and, for the random-string
         null, the mean, sd and skewness of a random string's score, whether its
         patterns were enumerated exactly and ``pvalue_floor``, the smallest p-value it
         can give), ``screening``, ``seconds``.  The per-bit residuals are in
@@ -431,6 +471,7 @@ class DecodeResult:
             "correction": self.correction,
             "estimator": self.estimator,
             "shares": self.shares,
+            "share_estimator": self.share_estimator,
             "null": {"law": d.null_law, "mean": d.null_mean, "sd": d.null_sd, "skewness": d.null_skewness,
                      "exact": d.null_exact, "pvalue_floor": d.pvalue_floor},
             "screening": {"screened": d.screened, "lasso_alpha": d.lasso_alpha, "selected": d.selected,
