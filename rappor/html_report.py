@@ -48,7 +48,7 @@ tr.detected { background: #eef5fb; } tr.detected td:first-child { font-weight: b
 code { font-size: 0.95em; }
 .figs { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 1em 2em; }
 .figs img { max-width: 100%; height: auto; }
-figure { margin: 0; max-width: 40em; }
+figure { margin: 0; max-width: 100%; } figcaption { max-width: 45em; }
 .note { color: #666; font-size: 0.9em; }
 """
 
@@ -75,21 +75,27 @@ def _fmt(value: Any) -> str:
 def _table(rows: Sequence[Sequence[Any]], header: Sequence[str] | None = None, *,
            row_classes: Sequence[str] | None = None, text_columns: Sequence[int] = (),
            header_html: str | None = None) -> str:
-    """An HTML table; columns in ``text_columns`` (after the first) are left-aligned prose;
-    ``header_html`` replaces the header row built from ``header``."""
+    """An HTML table (in a box that scrolls sideways rather than widen the page); columns in
+    ``text_columns`` (after the first) are left-aligned prose; ``header_html`` replaces the
+    header row built from ``header``."""
     def cell(tag: str, j: int, content: str) -> str:
         return f'<{tag} class="text">{content}</{tag}>' if j in text_columns else f"<{tag}>{content}</{tag}>"
 
-    out = ["<table>"]
+    out = ['<div class="wide"><table>']
     if header_html is not None:
         out.append(header_html)
     elif header:
-        out.append("<tr>" + "".join(cell("th", j, html.escape(h)) for j, h in enumerate(header)) + "</tr>")
+        out.append("<tr>" + "".join(cell("th", j, _name(h)) for j, h in enumerate(header)) + "</tr>")
     for i, row in enumerate(rows):
         cls = f' class="{row_classes[i]}"' if row_classes and row_classes[i] else ""
         out.append(f"<tr{cls}>" + "".join(cell("td", j, _fmt(v)) for j, v in enumerate(row)) + "</tr>")
-    out.append("</table>")
+    out.append("</table></div>")
     return "\n".join(out)
+
+
+def _name(column: str) -> str:
+    """A column name for a header cell: escaped, and free to break after its underscores."""
+    return html.escape(column).replace("_", "_<wbr>")
 
 
 def _png(fig: Any, alt: str) -> str:
@@ -268,7 +274,7 @@ def _result_header(result: Any, header: Sequence[str]) -> str:
         if math.isfinite(rule.pvalue_threshold):
             notes["pvalue"] = f"passes if &le; {rule.pvalue_threshold:.3g}"
         notes["adjusted_pvalue"] = f"passes if &le; {rule.level:g}"
-    cells = "".join(f"<th>{html.escape(name).replace('_', '_<wbr>')}" + (f' <br><span class="note">({notes[name]})</span>' if name in notes
+    cells = "".join(f"<th>{_name(name)}" + (f' <br><span class="note">({notes[name]})</span>' if name in notes
                                                    else "") + "</th>" for name in header)
     groups = ""
     if "fitted_proportion" in header:
@@ -353,8 +359,7 @@ def render_report(*, params: Params, result: Any = None, truth: Mapping[str, int
     if result is not None:
         header, rows, classes = _result_rows(result, truth, max_rows)
         parts += ["<h2>Results</h2>", *_result_notes(result, len(rows)),
-                  '<div class="wide">', _table(rows, header, row_classes=classes,
-                                               header_html=_result_header(result, header)), "</div>"]
+                  _table(rows, header, row_classes=classes, header_html=_result_header(result, header))]
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
