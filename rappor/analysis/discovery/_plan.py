@@ -1,0 +1,182 @@
+"""Planning a collection with discovery: the discovery parameters, each client's privacy, what is found.
+
+:func:`plan_discovery` complements :func:`rappor.privacy.plan` (the full-string design):
+given the full-string parameters, the number of clients, the share of them that send a
+discovery report instead (``split="clients"``) and the discovery layout, it sets the
+discovery parameters to the same privacy targets, states the per-client privacy
+(:func:`rappor.analysis.discovery.discovery_privacy`) and predicts the smallest share of
+the clients whose value the search finds (:func:`discovery_frequency`).
+
+Model behind the prediction
+---------------------------
+A slot gets ``n_s = N share / L`` reports (``L`` slots).  A value held by a share ``x``
+of the clients has ``x n_s`` reports of its fragment there; the trimmed estimate's
+standard error is ``sqrt(c n_s v / (1 - beta)**2)`` with ``v = lam (1 - lam) / (p11 -
+p01)**2`` the variance of one report's debiased bit at the typical rate ``lam = p01 +
+(p11 - p01) beta`` (``beta = 1 - (1 - 1/k)**h``), ``c`` the alpha-trimmed mean's
+variance factor (:func:`rappor.analysis.discovery._oracle._trimmed_mean_variance`).  Collisions
+with other values are left out (the search fits the frequent ones and trims the
+rest), so the prediction is optimistic where few values hold most of the reports.  A
+value of ``l`` bytes is extended through ``S = ceil(l / segment)`` slots: its prefix
+needs ``z >= z_extend`` in each of the first ``S - 1`` (a shared prefix is more
+frequent: ignoring it is pessimistic) and the value ``z >= z_pending`` in the last.
+With ``mu = x n_s / se`` the probability of being found is about
+``Phi(mu - z_extend)**(S - 1) Phi(mu - z_pending)``; :func:`discovery_frequency`
+solves it for ``power``.  The confirmation test is far easier (the later slots pool)
+and is left out.  ``benchmarks/discovery.py`` measures the real recall.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from ..._util.validation import check_int, check_options, check_probability
+from ...exceptions import InvalidParameterError
+from ...params import Params
+from ._oracle import _trimmed_mean_variance
+from ._privacy import DiscoveryPrivacy, discovery_privacy
+from ._search import _MIN_COHORTS, _thresholds
+from ._spec import DiscoverySpec
+
+__all__ = ["DiscoveryPlan", "discovery_frequency", "plan_discovery"]
+
+#: The discovery design measured in docs/discovery.md: one hash, 256 bits, 32 cohorts per slot.
+DEFAULT_DISCOVERY_BITS = 256
+DEFAULT_DISCOVERY_COHORTS = 32
+
+
+def _norm_cdf(x: float) -> float:
+    return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
+def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: int = 16, power: float = 0.5,
+                        false_children: float = 0.25, pending: float = 100.0) -> float:
+    """Smallest share of the discovery reports whose value is found with probability ``power``.
+
+    Parameters
+    ----------
+    spec : DiscoverySpec
+    n_reports : int
+        Discovery reports (spread evenly over the ``spec.levels`` slots).
+    value_length : int, default=16
+        Bytes of the value.
+    power : float, default=0.5
+    false_children, pending : float
+        As :func:`rappor.analysis.discovery.discover` (they set ``z_extend`` and ``z_pending``).
+
+    Returns
+    -------
+    float
+        The share (of the discovery reports); see the module docstring for the model.
+    """
+    n = check_int(n_reports, "n_reports", "discovery_frequency", low=1)
+    length = check_int(value_length, "value_length", "discovery_frequency", low=1, high=spec.max_length)
+    pw = check_probability(power, "power", "discovery_frequency", open_low=True, open_high=True)
+    th = _thresholds(spec, false_children, 0.0, pending, None)
+    p = spec.params
+    beta = 1.0 - (1.0 - 1.0 / p.num_bloombits) ** p.num_hashes
+    d = p.p11 - p.p01
+    lam = p.p01 + d * beta
+    per_report = lam * (1.0 - lam) / (d * d) / p.num_hashes / (1.0 - beta) ** 2
+    n_slot = n / spec.levels
+    trim = p.num_cohorts // 8
+    se = math.sqrt(_trimmed_mean_variance(trim / p.num_cohorts) * n_slot * per_report)
+    steps = math.ceil(length / spec.segment)
+
+    def found(mu: float) -> float:
+        return _norm_cdf(mu - th.extend) ** (steps - 1) * _norm_cdf(mu - th.pending)
+
+    lo, hi = 0.0, th.extend + 40.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if found(mid) < pw:
+            lo = mid
+        else:
+            hi = mid
+    return hi * se / n_slot
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DiscoveryPlan:
+    """Discovery beside a full-string design (the result of :func:`plan_discovery`).
+
+    Attributes
+    ----------
+    spec : DiscoverySpec
+        The discovery layout and parameters (one slot).
+    discovery_share : float
+        Share of the clients sending a discovery report instead of a full-string one.
+    n_clients, n_full_reports, n_discovery_reports : int
+    privacy : DiscoveryPrivacy
+        Per-client privacy of the two collections together.
+    found_frequency : dict of int to float
+        For a value of that many bytes: the smallest share of the clients found with
+        probability 1/2 (:func:`discovery_frequency`; a client's role does not depend on
+        its value, so its share of the discovery reports is its share of the clients).
+    """
+
+    spec: DiscoverySpec
+    discovery_share: float
+    n_clients: int
+    n_full_reports: int
+    n_discovery_reports: int
+    privacy: DiscoveryPrivacy
+    found_frequency: dict[int, float]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain values (for JSON)."""
+        return {"discovery": self.spec.as_dict(), "discovery_share": self.discovery_share,
+                "n_clients": self.n_clients, "n_full_reports": self.n_full_reports,
+                "n_discovery_reports": self.n_discovery_reports, "privacy": asdict(self.privacy),
+                "found_frequency": {str(k): v for k, v in self.found_frequency.items()}}
+
+
+def plan_discovery(params: Params, n_clients: int, *, discovery_share: float = 0.75, max_length: int = 30,
+                   segment: int = 2, alphabet: str | bytes = "bytes", lengths: tuple[int, ...] = (8, 16, 30),
+                   split: Literal["clients"] = "clients") -> DiscoveryPlan:
+    """Discovery parameters meeting the privacy of ``params``, and what they find among ``n_clients``.
+
+    The discovery reports use one hash, 256 bits and 32 cohorts per slot (the design
+    measured in ``docs/discovery.md``), the ``f`` giving ``params.epsilon_inf`` and the
+    symmetric instantaneous noise giving ``params.epsilon_one`` (none if ``params`` has
+    none).  With the client split each client sends one report, so its privacy is that
+    of the full-string report.
+
+    Parameters
+    ----------
+    params : Params
+        The full-string parameters (e.g. :attr:`rappor.privacy.PlanResult.best`).
+    n_clients : int
+    discovery_share : float, default=0.75
+        The measured default (``docs/discovery.md``, share sweep).
+    max_length, segment, alphabet :
+        The discovery layout (:class:`DiscoverySpec`).
+    lengths : tuple of int, default=(8, 16, 30)
+        Value lengths (bytes) for :attr:`DiscoveryPlan.found_frequency`.
+    split : {"clients"}
+        Only the client split is planned (the budget split halves each report's epsilon,
+        which costs more than it brings at epsilon around 4: ``docs/discovery.md``).
+    """
+    from ...privacy._planner import _flip_for_epsilon_inf, _irr_for_epsilon_one
+
+    if not isinstance(params, Params):
+        raise InvalidParameterError(f"The 'params' parameter of plan_discovery must be a Params. Got {params!r}.")
+    n = check_int(n_clients, "n_clients", "plan_discovery", low=1)
+    share = check_probability(discovery_share, "discovery_share", "plan_discovery", open_low=True, open_high=True)
+    check_options(split, "split", "plan_discovery", ("clients",))
+    f = _flip_for_epsilon_inf(params.epsilon_inf, 1)
+    p = 0.0 if params.prob_p == 0.0 and params.prob_q == 1.0 else _irr_for_epsilon_one(params.epsilon_one, 1, f)
+    disc = Params(num_bloombits=DEFAULT_DISCOVERY_BITS, num_hashes=1, num_cohorts=DEFAULT_DISCOVERY_COHORTS,
+                  prob_p=p, prob_q=1.0 - p, prob_f=f)
+    spec = DiscoverySpec(params=disc, max_length=max_length, segment=segment, alphabet=alphabet)
+    if disc.num_cohorts < _MIN_COHORTS:  # pragma: no cover - the default has 32
+        raise InvalidParameterError("plan_discovery: too few cohorts per slot.")
+    n_disc = round(n * share)
+    found = {}
+    for length in lengths:
+        if 1 <= length <= spec.max_length:
+            found[length] = discovery_frequency(spec, max(n_disc, 1), value_length=length)
+    return DiscoveryPlan(spec=spec, discovery_share=share, n_clients=n, n_full_reports=n - n_disc,
+                         n_discovery_reports=n_disc, privacy=discovery_privacy(params, disc), found_frequency=found)

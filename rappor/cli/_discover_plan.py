@@ -1,0 +1,68 @@
+"""``rappor plan --discovery-share S``: the discovery reports beside the planned design, and each client's privacy."""
+
+from __future__ import annotations
+
+import argparse
+from typing import IO, TYPE_CHECKING, Any
+
+from ._common import real
+
+if TYPE_CHECKING:
+    from ..analysis.discovery._plan import DiscoveryPlan
+    from ..params import Params
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The options ``rappor plan`` gains for discovery."""
+    group = parser.add_argument_group("discovery (see 'rappor discover')")
+    group.add_argument("--discovery-share", type=real(0.0, 1.0, low_open=True, high_open=True), default=None,
+                       metavar="S",
+                       help="a share S of the clients sends a discovery report instead of a full-string one: "
+                            "--reports counts clients, the design is planned for the (1 - S) N full-string "
+                            "reports, and the discovery parameters, each client's epsilons and the smallest "
+                            "share found are printed [default: no discovery; 0.75 is the measured choice]")
+    group.add_argument("--discovery-params-out", metavar="PATH", default=None,
+                       help="also write the discovery parameters (one slot) as a params.csv [default: none]")
+
+
+def full_reports(args: argparse.Namespace) -> int:
+    """Full-string reports to plan for."""
+    reports = int(args.reports)
+    if args.discovery_share is None:
+        return reports
+    return max(1, round(reports * (1.0 - float(args.discovery_share))))
+
+
+def check(args: argparse.Namespace) -> None:
+    from ..exceptions import InvalidParameterError
+
+    if args.discovery_params_out is not None and args.discovery_share is None:
+        raise InvalidParameterError("--discovery-params-out needs --discovery-share.")
+
+
+def plan(args: argparse.Namespace, params: Params) -> DiscoveryPlan | None:
+    """The discovery plan beside ``params`` (None without ``--discovery-share``)."""
+    if args.discovery_share is None:
+        return None
+    from ..analysis.discovery._plan import plan_discovery
+
+    return plan_discovery(params, args.reports, discovery_share=args.discovery_share)
+
+
+def write_text(out: IO[str], result: DiscoveryPlan) -> None:
+    p = result.spec.params
+    priv = result.privacy
+    out.write(f"discovery: {result.n_discovery_reports} of {result.n_clients} clients send a discovery report "
+              f"(share {result.discovery_share:g}), {result.n_full_reports} a full-string one\n")
+    out.write(f"  discovery params (one slot): k={p.num_bloombits} h={p.num_hashes} m={p.num_cohorts} "
+              f"p={p.prob_p:.4f} q={p.prob_q:.4f} f={p.prob_f:.4f}; max_length={result.spec.max_length} "
+              f"segment={result.spec.segment} alphabet={result.spec.as_dict()['alphabet']}: {result.spec.levels} slots\n")
+    out.write(f"  per client (one report each): eps_inf={priv.epsilon_inf:.3f} eps1={priv.epsilon_one:.3f} "
+              f"(full-string {priv.epsilon_inf_full:.3f}/{priv.epsilon_one_full:.3f}, discovery "
+              f"{priv.epsilon_inf_discovery:.3f}/{priv.epsilon_one_discovery:.3f})\n")
+    found = ", ".join(f"{length} bytes >= {share:.4g}" for length, share in result.found_frequency.items())
+    out.write(f"  found with probability 1/2 (share of clients): {found}\n")
+
+
+def as_json(result: DiscoveryPlan) -> dict[str, Any]:
+    return result.as_dict()

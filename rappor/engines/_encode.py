@@ -1,0 +1,238 @@
+"""Encoding files of client values: :func:`encode_file` (``client,value`` in, ``client,cohort,irr`` out).
+
+This module owns the batch encoding of files, which ``rappor encode`` runs: the input
+is read in chunks by :func:`rappor.formats.iter_client_values`, each chunk
+is encoded by :func:`rappor.client.encode_clients` (in worker processes,
+:class:`rappor._util.workers.WorkerPool`, when asked), and the rows are written in input
+order by :func:`rappor.formats._reports_csv.report_rows` into an atomic output.  The
+output does not depend on the number of workers.
+
+:func:`encode_variables_file` is the same pipeline for several variables per client
+(``client,NAME1,NAME2,...`` in, ``client,cohort,NAME1,NAME2,...`` out: the reports file
+of ``rappor decode-assoc``), with the same streaming, workers, rejects and atomic
+output.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._util.io import PathLike, atomic_output, csv_field
+from .._util.memory import check_encode
+from .._util.rejects import OnError, RejectSink, check_on_error
+from .._util.validation import check_int
+from ..client._encoder import encode_clients
+from ..formats._client_values import iter_client_values, iter_client_variables
+from ..formats._reports_csv import HEADER, report_rows
+from ..params import Params
+
+__all__ = ["encode_file", "encode_variables_file"]
+
+#: Rows encoded per vectorized call, and per task of a worker, at most ...
+CHUNK_ROWS = 65536
+#: ... and at most this many report bits (rows x k) per call: a chunk takes about 16 bytes
+#: per bit (:data:`rappor._util.memory.ENCODE_BYTES_PER_BIT`), so about 64 MiB whatever k is.
+#: With 65,536 rows at any k, k = 4,096 needed 4 GB per worker and k = 2**32 was killed
+#: by the kernel without a word.
+CHUNK_BITS = 1 << 22
+
+
+def chunk_rows(params: Params) -> int:
+    """Rows per chunk at these parameters: :data:`CHUNK_ROWS`, fewer when ``k > 64``."""
+    return max(1, min(CHUNK_ROWS, CHUNK_BITS // params.num_bloombits))
+
+
+def default_jobs() -> int:
+    """Worker processes used when none are asked for: the CPUs this process may run on, at most 8."""
+    try:
+        return max(1, min(8, len(os.sched_getaffinity(0))))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, min(8, os.cpu_count() or 1))
+
+
+#: What :func:`_encode_chunk` needs, set once per process (a worker, or this one).
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(params: Params, key: bytes, seed: int | None, names: Sequence[str] = (),
+                 booleans: Sequence[str] = ()) -> None:
+    _WORKER.update(params=params, key=key, seed=seed, names=list(names), booleans=frozenset(booleans))
+
+
+def _chunk_rng(index: int, *spawn: int) -> np.random.Generator | None:
+    """One generator per chunk (and variable), keyed by the chunk's index: the output for
+    a given seed does not depend on the number of workers.  None: the OS CSPRNG."""
+    seed = _WORKER["seed"]
+    return None if seed is None else np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index, *spawn)))
+
+
+def _encode_chunk(index: int, clients: list[str], values: list[str]) -> tuple[int, str]:
+    """Encode one chunk: its number of rows and its output rows (runs in a worker or inline)."""
+    batch = encode_clients(_WORKER["params"], _WORKER["key"], clients, values, rng=_chunk_rng(index))
+    return len(clients), report_rows(clients, batch)
+
+
+def _encode_variables_chunk(index: int, clients: list[str], columns: list[list[str]]) -> tuple[int, str]:
+    """Encode one chunk of several variables: one report per variable per client, one row per client."""
+    from ..analysis.association._variables import boolean_params  # the association package: only for this layout
+
+    params: Params = _WORKER["params"]
+    bitstrings = []
+    cohorts: list[int] = []
+    for j, (name, values) in enumerate(zip(_WORKER["names"], columns)):
+        boolean = name in _WORKER["booleans"]
+        batch = encode_clients(boolean_params(params) if boolean else params, _WORKER["key"], clients, values,
+                               rng=_chunk_rng(index, j), variable=name, boolean=boolean)
+        cohorts = batch.cohorts.tolist()  # the same for every variable: derived from the client's secret
+        bitstrings.append(batch.bitstrings())
+    ids = [csv_field(c) for c in clients]
+    return len(clients), "".join(",".join(row) + "\n" for row in zip(ids, map(str, cohorts), *bitstrings))
+
+
+def encode_file(input: PathLike, output: PathLike, params: Params, key: bytes, *,  # noqa: A002
+                seed: int | None = None, jobs: int | None = 1, on_error: OnError = "raise",
+                rejects: RejectSink | None = None) -> int:
+    """Encode a ``client,value`` CSV into a reports CSV ``client,cohort,irr``; return the reports written.
+
+    Every row gives one report, ``encode_clients(params, key, [client], [value])``: the
+    client's secret, cohort and permanent randomized responses derive from ``key`` and
+    its id (HMAC-SHA256, see ``docs/client.md``), so encoding the file again gives the
+    same cohorts and PRRs and fresh instantaneous responses.  Rows are read, checked
+    (and rejected) in this process, in input order, so the output and the rejects do
+    not depend on ``jobs``.
+
+    Parameters
+    ----------
+    input : str or os.PathLike
+        The ``client,value`` CSV (:mod:`rappor.formats`), or ``"-"`` for
+        standard input.
+    output : str or os.PathLike
+        The reports CSV (:mod:`rappor.formats`), written atomically: it
+        appears complete or not at all; ``"-"`` writes to standard output.
+    params : Params
+    key : bytes
+        The collection's key, at least 16 bytes (:func:`rappor.client.read_key_file`).
+    seed : int or None, default=None
+        ``None`` draws the instantaneous noise from the operating system's CSPRNG.  An
+        int draws it from numpy's generator seeded with it (one stream per chunk of
+        :func:`chunk_rows` rows): reproducible, and **not private** against anyone who
+        knows or guesses the seed; for tests and simulation only.
+    jobs : int or None, default=1
+        Worker processes; ``None`` uses :func:`default_jobs`.  An input of one chunk is
+        encoded in this process whatever ``jobs`` is.
+    on_error : {"raise", "skip"}, default="raise"
+        ``"skip"`` leaves bad data rows out and appends each to ``rejects`` (see
+        :func:`rappor.formats.iter_client_values`).
+    rejects : list or None, default=None
+        Where skipped rows go; required with ``"skip"``.
+
+    Returns
+    -------
+    int
+        The number of reports written.
+
+    Raises
+    ------
+    ReportFormatError
+        For a bad header, or a bad row with ``on_error="raise"`` (naming file and line).
+    RapporIOError
+        If the input cannot be read or the output cannot be written.
+    InvalidParameterError
+        For bad arguments (``jobs < 1``, a short key, ...).
+    InsufficientMemoryError
+        If even one report per process cannot fit in memory (``k = 2**32``), before
+        anything is read.
+    """
+    sink = check_on_error(on_error, rejects, "encode_file")
+    workers = default_jobs() if jobs is None else check_int(jobs, "jobs", "encode_file", low=1)
+    if seed is not None:
+        seed = check_int(seed, "seed", "encode_file", low=0)
+    rows = chunk_rows(params)
+    check_encode(params, rows, processes=workers)  # one report alone may not fit (k = 2**32)
+    chunks = iter_client_values(input, chunk_size=rows, on_error=on_error, rejects=sink)
+    return _encode_chunks(chunks, output, lambda: HEADER, _encode_chunk, workers, (params, key, seed))
+
+
+def _encode_chunks(chunks: Iterator[tuple[list[str], Any]], output: PathLike, header: Callable[[], str],
+                   encode: Callable[..., tuple[int, str]], workers: int, setup_args: tuple[Any, ...]) -> int:
+    """Encode ``chunks`` with ``encode`` (inline or in ``workers`` processes) into the atomic ``output``."""
+    numbered = enumerate(chunks)
+    written = 0
+    with atomic_output(output) as out:
+        head = list(itertools.islice(numbered, 2))  # reads the input's header
+        todo = itertools.chain(head, numbered)
+        out.write(header())
+        if len(head) < 2 or workers == 1:
+            # One chunk or one job: no worker processes.
+            _init_worker(*setup_args)
+            try:
+                for index, (clients, values) in todo:
+                    size, text = encode(index, clients, values)
+                    out.write(text)
+                    written += size
+            finally:
+                _WORKER.clear()
+            return written
+        from .._util.workers import WorkerPool  # multiprocessing: imported only when workers run (`import rappor` stays light)
+
+        with WorkerPool(workers, encode, setup=_init_worker, setup_args=setup_args) as pool:
+            for size, text in pool.imap((index, clients, values) for index, (clients, values) in todo):
+                out.write(text)
+                written += size
+    return written
+
+
+def encode_variables_file(input: PathLike, output: PathLike, params: Params, key: bytes, *,  # noqa: A002
+                          booleans: Sequence[str] = (), seed: int | None = None, jobs: int | None = 1,
+                          on_error: OnError = "raise", rejects: RejectSink | None = None) -> int:
+    """Encode a ``client,NAME1,NAME2,...`` CSV into ``client,cohort,NAME1,NAME2,...``; return the clients written.
+
+    Every row is one client's values of several variables (association analysis,
+    ``docs/association.md``).  Each variable is encoded with
+    ``encode_clients(..., variable=NAME, boolean=NAME in booleans)``: its own permanent
+    response, domain-separated by its name, in the client's cohort; a boolean column
+    (``1``/``0``/``true``/``false``) as one bit.  The output holds each variable's IRR as
+    a google/rappor bit string, the reports file of ``rappor decode-assoc``.  Reading,
+    workers, seeds, rejects and the atomic output are those of :func:`encode_file`.
+
+    Parameters
+    ----------
+    input, output, params, key, seed, jobs, on_error, rejects
+        As :func:`encode_file` (a bad boolean is a bad row too).
+    booleans : sequence of str, default=()
+        The header names of the boolean columns.
+
+    Returns
+    -------
+    int
+        The number of clients (rows) written.
+
+    Raises
+    ------
+    ReportFormatError
+        For a bad header (fewer than two variables, repeated names, a ``booleans`` name
+        that is not among them) or a bad row with ``on_error="raise"`` (naming file and line).
+    RapporIOError, InvalidParameterError
+        As :func:`encode_file`.
+    """
+    sink = check_on_error(on_error, rejects, "encode_variables_file")
+    workers = default_jobs() if jobs is None else check_int(jobs, "jobs", "encode_variables_file", low=1)
+    if seed is not None:
+        seed = check_int(seed, "seed", "encode_variables_file", low=0)
+    names: list[str] = []
+    bools = list(booleans)
+    rows = chunk_rows(params)
+    check_encode(params, rows, processes=workers)
+    chunks = iter_client_variables(input, names, booleans=bools, chunk_size=rows, on_error=on_error,
+                                   rejects=sink)
+
+    def header() -> str:
+        return ",".join(["client", "cohort", *(csv_field(n) for n in names)]) + "\n"
+
+    return _encode_chunks(chunks, output, header, _encode_variables_chunk, workers,
+                          (params, key, seed, names, bools))

@@ -1,0 +1,77 @@
+"""Planning discovery: parameters for the privacy targets, per-client privacy, predicted share found."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from rappor import Params
+from rappor.cli._main import main
+from rappor.analysis.discovery import DiscoverySpec
+from rappor.analysis.discovery._oracle import _trimmed_mean_variance
+from rappor.analysis.discovery._plan import discovery_frequency, plan_discovery
+from rappor.analysis.discovery._search import _thresholds
+from rappor.formats import read_params
+
+
+def _full(p: float = 0.0) -> Params:
+    return Params(num_bloombits=128, num_hashes=2, num_cohorts=64, prob_p=p, prob_q=1.0 - p, prob_f=0.3)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.3])
+def test_discovery_params_meet_the_full_string_privacy(p: float) -> None:
+    full = _full(p)
+    result = plan_discovery(full, 1_000_000, discovery_share=0.75)
+    disc = result.spec.params
+    assert disc.num_hashes == 1 and disc.num_cohorts == 32
+    assert disc.epsilon_inf == pytest.approx(full.epsilon_inf, rel=1e-9)
+    assert disc.epsilon_one == pytest.approx(full.epsilon_one, rel=1e-6)
+    assert result.privacy.epsilon_inf == pytest.approx(full.epsilon_inf, rel=1e-9)  # one report per client
+    assert result.n_full_reports + result.n_discovery_reports == 1_000_000
+    assert result.n_discovery_reports == 750_000
+
+
+def test_discovery_frequency_follows_its_formula() -> None:
+    # A value of at most one segment is found iff its z-score reaches z_pending in the slot
+    # where it is whole: with power 1/2 the share is z_pending * se / n_s exactly.
+    params = Params(num_bloombits=256, num_hashes=1, num_cohorts=32, prob_p=0.0, prob_q=1.0,
+                    prob_f=2.0 / (1.0 + math.exp(2.0)))
+    spec = DiscoverySpec(params=params, max_length=30, segment=2)
+    n = 750_000
+    n_s = n / spec.levels
+    beta = 1.0 / 256
+    lam = params.p01 + (params.p11 - params.p01) * beta
+    v = lam * (1.0 - lam) / (params.p11 - params.p01) ** 2 / (1.0 - beta) ** 2
+    se = math.sqrt(_trimmed_mean_variance(4 / 32) * n_s * v)
+    z_pending = _thresholds(spec, 0.25, 0.0, 100.0, None).pending
+    assert discovery_frequency(spec, n, value_length=2) == pytest.approx(z_pending * se / n_s, rel=1e-6)
+    # Longer values need more slots; more reports find rarer values (about 1 / sqrt(N)).
+    shares = [discovery_frequency(spec, n, value_length=length) for length in (2, 8, 16, 30)]
+    assert shares == sorted(shares)
+    ratio = discovery_frequency(spec, 100 * n, value_length=16) / discovery_frequency(spec, n, value_length=16)
+    assert ratio == pytest.approx(0.1, rel=1e-6)
+
+
+def test_cli_plan_with_discovery(tmp_path) -> None:
+    out, dp = tmp_path / "plan.txt", tmp_path / "dp.csv"
+    rc = main(["plan", "--reports", "1000000", "--candidates", "1000", "--no-irr", "--top", "0",
+               "--discovery-share", "0.75", "--discovery-params-out", str(dp), "-o", str(out)])
+    assert rc == 0
+    text = out.read_text()
+    assert text.startswith("# 250000 reports")  # the full-string design is planned for (1 - S) N reports
+    assert "per client (one report each): eps_inf=4.000" in text
+    assert read_params(dp).num_cohorts == 32
+    assert main(["plan", "--reports", "1000000", "--candidates", "1000", "--json", "--discovery-share", "0.5",
+                 "-o", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["discovery"]["n_discovery_reports"] == 500_000 and data["n_reports"] == 500_000
+
+
+def test_cli_plan_discovery_params_out_needs_a_share(tmp_path, capsys) -> None:
+    rc = main(["plan", "--reports", "1000", "--candidates", "10", "--discovery-params-out", str(tmp_path / "d.csv"),
+               "-o", str(tmp_path / "p.txt")])
+    assert rc == 1
+    assert "--discovery-params-out needs --discovery-share" in capsys.readouterr().err
+    assert not (tmp_path / "p.txt").exists() and not (tmp_path / "d.csv").exists()
