@@ -210,7 +210,7 @@ def _print_results(result: Any, sim: Any, outlook: Any, *, limit: int = 20) -> N
     """The rows of results.csv: true share, estimated share, 95% interval, p-value and detected; the rule; the outlook."""
     from ..report._explain import detection_rule, floor_tie, outlook_text
 
-    table = result.table()[result.ranking()]  # the rows of results.csv, largest estimate first
+    table = result.table_array()[result.ranking()]  # the rows of results.csv, largest estimate first
     truth = sim.truth
     total = max(sum(truth.values()), 1)
     two = result.shares != "detected"  # proportion is then another estimator's than the interval's

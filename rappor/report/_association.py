@@ -110,7 +110,7 @@ def render_association_report(*, result: AssociationResult, params: Params, kind
     if metrics:
         parts += ["<h2>Accuracy against the truth</h2>", _table(list(metrics.items()))]
     parts += ["<h2>Joint distribution</h2>", '<div class="figs">', _heatmaps(result, truth), "</div>"]
-    table = result.table()
+    table = result.table_array()
     names = list(table.dtype.names or ())
     rows = [[row[n] if i < len(result.variables) else float(row[n]) for i, n in enumerate(names)] for row in table]
     header = names

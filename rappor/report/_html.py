@@ -223,7 +223,7 @@ def _result_rows(result: Any, truth: Mapping[str, int] | None, max_rows: int) ->
     """
     strings = list(result.strings)
     detected = _detected_mask(result)
-    table_of = getattr(result, "table", None)
+    table_of = getattr(result, "table_array", None)
     ranking = getattr(result, "ranking", None)
     columns: list[tuple[str, Any]] = []
     if callable(table_of) and callable(ranking):

@@ -7,6 +7,7 @@ fit's diagnostics: unexplained mass, residual check, screening, null law, time).
 
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -17,6 +18,7 @@ import numpy.typing as npt
 from ..._util.io import PathLike, atomic_output, csv_field
 from ..._util.lazy import import_optional
 from ..._util.results import ConfidenceInterval
+from ..._util.table import TextTable, labelled_table
 from ..._util.validation import check_options, check_probability
 from ...params import Params
 from ._intervals import fcr_critical_value, normal_critical_value, selective_interval, wald_interval
@@ -336,7 +338,7 @@ class DecodeResult:
         The rows are the candidates with a positive share or detected with
         ``shares="all"`` (default: a detected string whose share is 0 still has its row),
         the detected candidates with ``shares="detected"``.  Ties keep input
-        order; a ``nan`` estimate comes last.  ``result.table()[result.ranking()]`` is the
+        order; a ``nan`` estimate comes last.  ``result.table_array()[result.ranking()]`` is the
         table as ``results.csv`` lists it.
 
         Parameters
@@ -350,7 +352,22 @@ class DecodeResult:
         out: IntArray = idx[np.lexsort((idx, -key))]
         return out
 
-    def table(self, *, adjust: Literal["fcr", "none", "selective"] | None = None) -> np.ndarray:
+    def table(self, *, adjust: Literal["fcr", "none", "selective"] | None = None) -> Any:
+        """Every candidate, in input order, as a labelled table: a :class:`pandas.DataFrame` where
+        pandas is installed, else a :class:`~rappor._util.table.TextTable` (which prints aligned).
+
+        The columns and rows of :meth:`table_array` (see there); ``table()`` is for reading
+        and display, :meth:`table_array` the structured array for code.  In a notebook the
+        result itself shows the rows of ``results.csv`` (``_repr_html_``).
+        """
+        return labelled_table(self.table_array(adjust=adjust))
+
+    def _repr_html_(self) -> str:
+        """The result in a notebook: its one-line description and the first rows of ``results.csv``."""
+        head = html.escape(repr(self).split(";")[0] + ")")
+        return f"<p>{head}</p>\n" + TextTable(self.table_array()[self.ranking()])._repr_html_()
+
+    def table_array(self, *, adjust: Literal["fcr", "none", "selective"] | None = None) -> np.ndarray:
         """Every candidate, in input order, as a numpy structured array (one row per candidate).
 
         Row ``i`` is ``strings[i]``, as in every array attribute and in
@@ -362,7 +379,7 @@ class DecodeResult:
         (:data:`COLUMN_MEANINGS`).
         Select and sort it like a data frame: ``t[t["detected"]]``,
         ``t[result.ranking()]`` (the rows of ``results.csv``), ``t["proportion"]``;
-        ``pandas.DataFrame(t)`` or :meth:`to_pandas` makes a pandas data frame.
+        :meth:`table` or :meth:`to_pandas` makes a pandas data frame.
 
         Parameters
         ----------
@@ -390,7 +407,7 @@ class DecodeResult:
     def to_pandas(self, *, adjust: Literal["fcr", "none", "selective"] | None = None) -> Any:
         """:meth:`table` as a :class:`pandas.DataFrame` (needs pandas, which rappor does not install)."""
         pd = import_optional("pandas", "DecodeResult.to_pandas", note=" (or use DecodeResult.table())")
-        return pd.DataFrame(self.table(adjust=adjust))
+        return pd.DataFrame(self.table_array(adjust=adjust))
 
     def to_csv(self, path: PathLike | None, all: bool = False, *,  # noqa: A002
                adjust: Literal["fcr", "none", "selective"] | None = None) -> None:
@@ -410,7 +427,7 @@ class DecodeResult:
         ``Inf`` or ``-Inf``, as R's ``write.csv`` does (R's ``read.csv`` and Python's
         ``float`` read both back).  ``adjust``: as in :meth:`table`.
         """
-        rows = self.table(adjust=adjust)[self.ranking(all)]
+        rows = self.table_array(adjust=adjust)[self.ranking(all)]
         flag = all or self.shares != "detected"
         numbers = _CSV_COLUMNS_ALL[1:] if self.shares != "detected" else _CSV_COLUMNS[1:]
         names = ("string", *numbers, "detected") if flag else _CSV_COLUMNS
