@@ -119,6 +119,22 @@ def add_seed_argument(parser: argparse.ArgumentParser, *, default: int | None = 
                         help=f"{help_text} [default: {shown if shown is not None else default}]")
 
 
+def add_quiet_argument(parser: argparse.ArgumentParser, *, what: str = " and no line saying what was written") -> None:
+    """``-q/--quiet``: no progress bar (drawn only on a terminal anyway) and, by default, no note on stderr."""
+    parser.add_argument("-q", "--quiet", action="store_true", help=f"no progress bar{what} (errors still show)")
+
+
+def tell(args: argparse.Namespace, text: str) -> None:
+    """Write ``rappor: TEXT`` as one line on stderr, unless ``--quiet``."""
+    if not getattr(args, "quiet", False):
+        sys.stderr.write(f"rappor: {text}\n")
+
+
+def shown(path: Any) -> str:
+    """An output path as a note names it (``<stdout>`` for ``-``)."""
+    return "<stdout>" if path is None or str(path) == "-" else str(path)
+
+
 def load_params(args: argparse.Namespace) -> Params:
     """Read the file named by ``--params``."""
     return read_params(args.params)

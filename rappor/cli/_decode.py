@@ -43,9 +43,10 @@ import sys
 from typing import Any
 
 from .._util.io import atomic_output
+from .._util.progress import steps
 from . import _discover_decode
 from ._common import (CommandFiles, add_estimator_argument, add_level_argument, add_output_argument,
-                      add_params_argument, add_seed_argument, load_params)
+                      add_params_argument, add_quiet_argument, add_seed_argument, load_params, shown, tell)
 
 NAME = "decode"
 HELP = "estimate candidate frequencies (counts.csv + map.csv -> results.csv)"
@@ -88,6 +89,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_seed_argument(parser, help_text="seed of the random-string null's sampled bit patterns (drawn when "
                       "k^h > 4096)", shown="a fixed seed: decoding is deterministic")
     parser.add_argument("--all", action="store_true", help="list every candidate, with a 'detected' column")
+    add_quiet_argument(parser)
     _discover_decode.configure(parser)
 
 
@@ -144,40 +146,58 @@ def run(args: argparse.Namespace) -> int:
     check_estimator(args.estimator, cli=True)  # before reading the files
     check_combination(args.null, args.correction, cli=True)
     _discover_decode.check(args)
-    params = load_params(args)
-    aggregate = read_counts(args.counts, params)
-    cmap = None
-    if args.map is not None:
-        cmap = read_map(args.map, params)
-    elif args.candidates is not None:
-        cmap = hash_candidates(read_candidates(args.candidates), params)
-    found = None
-    known = cmap
-    if args.discover is not None:
-        cmap, found = _discover_decode.add_discovered(args, params, cmap)
-    if cmap is None:  # pragma: no cover - _discover_decode.check refuses it
-        raise AssertionError("internal error: no candidates")
-    decoder = Decoder(significance_level=args.level, correction=args.correction, null=args.null,
-                      estimator=args.estimator, lasso_alpha=args.lasso_alpha, rng=args.seed,
-                      shares=args.shares)
-    result = decoder.decode(aggregate, cmap)
+    names = ["read counts", "read candidates", *(["discover"] if args.discover is not None else []), "decode", "write"]
+    with steps(names, desc="decode", quiet=args.quiet) as step:
+        step.start("read counts")
+        params = load_params(args)
+        aggregate = read_counts(args.counts, params)
+        step.start("read candidates")
+        cmap = None
+        if args.map is not None:
+            cmap = read_map(args.map, params)
+        elif args.candidates is not None:
+            cmap = hash_candidates(read_candidates(args.candidates), params)
+        found = None
+        known = cmap
+        if args.discover is not None:
+            step.start("discover")
+            cmap, found = _discover_decode.add_discovered(args, params, cmap)
+        if cmap is None:  # pragma: no cover - _discover_decode.check refuses it
+            raise AssertionError("internal error: no candidates")
+        step.start("decode")
+        decoder = Decoder(significance_level=args.level, correction=args.correction, null=args.null,
+                          estimator=args.estimator, lasso_alpha=args.lasso_alpha, rng=args.seed,
+                          shares=args.shares)
+        result = decoder.decode(aggregate, cmap)
+        without = None
+        if found is not None and known is not None and known is not cmap:
+            # The unexplained mass with and without the discovered values: it should fall toward
+            # the share of values too rare to discover.
+            without = decoder.decode(aggregate, known)
+        step.start("write")
+        _write(args, result, found)
     if found is not None:
-        # The unexplained mass with and without the discovered values (issue 18: it should
-        # fall toward the share of values too rare to discover).
-        without = decoder.decode(aggregate, known) if known is not None and known is not cmap else None
         sys.stderr.write(_discover_decode.unexplained_report(result, without, found))
     tie = floor_tie(result)
     if tie is not None:
         sys.stderr.write(f"rappor: note: {tie.text}\n")
-    # Open --found and the summary first: a bad path must not leave a results file behind.
+    rows = len(result.ranking(args.all))
+    written = [f"{shown(args.output)} ({rows:,} row{'s' if rows != 1 else ''})"]
+    written += [shown(path) for path in (args.summary, getattr(args, "found", None)) if path is not None]
+    tell(args, f"decoded {result.n_reports:,} reports against {len(result.strings):,} candidates, "
+               f"{int(result.detected.sum()):,} detected; wrote {', '.join(written)}")
+    return 0
+
+
+def _write(args: argparse.Namespace, result: Any, found: Any) -> None:
+    """results.csv, the summary and --found: a bad path for the summary or --found leaves no results file."""
     with _discover_decode.found_output(args, found) as found_out:
         if found_out is not None and found is not None:
             found.write_csv(found_out)
         if args.summary is None:
             result.to_csv(args.output, all=args.all, adjust=_ADJUST[args.intervals])
-            return 0
+            return
         with atomic_output(args.summary) as out:
             result.to_csv(args.output, all=args.all, adjust=_ADJUST[args.intervals])
             json.dump(_clean(result.summary()), out, indent=2, sort_keys=False)
             out.write("\n")
-    return 0

@@ -43,7 +43,9 @@ import time
 from typing import Any
 
 from ..exceptions import InvalidParameterError, ReportFormatError
-from ._common import CommandFiles, add_level_argument, add_seed_argument, integer, real
+from .._util.progress import steps
+from ._common import (CommandFiles, add_level_argument, add_quiet_argument, add_seed_argument, integer, real, shown,
+                      tell)
 from ._decode import _clean
 
 NAME = "decode-assoc"
@@ -125,6 +127,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                           "law); the summary's 'independence' is then null")
     add_level_argument(parser, help_text="significance level of the marginal decodes")
     add_seed_argument(parser, default=0, help_text="seed of --reports-sample-size")
+    add_quiet_argument(parser)
 
 
 def files(args: argparse.Namespace) -> CommandFiles:
@@ -226,52 +229,62 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     _check_args(args)
-    indices = _variables(args)
-    names = [getattr(args, f"var{j}") for j in indices]
-    google = args.schema is not None
-    if google:
-        params, types = _google_types(args, indices)
-    else:
-        params = read_params(args.params)
-        types = ["boolean" if getattr(args, f"bool{j}") else "string" for j in indices]
-    variables = []
-    for j, name, kind in zip(indices, names, types):
-        if kind == "boolean":
-            variables.append(Variable.boolean(name, params))
+    with steps(["read", "decode", "write"], desc="decode-assoc", quiet=args.quiet) as step:
+        step.start("read")
+        indices = _variables(args)
+        names = [getattr(args, f"var{j}") for j in indices]
+        google = args.schema is not None
+        if google:
+            params, types = _google_types(args, indices)
         else:
-            variables.append(Variable.string(name, _string_map(args, j, params)))
-    data = read_assoc_reports(args.reports, names, [v.params for v in variables],
-                              remove_bad_rows=args.remove_bad_rows)
-    batches = list(data.batches)
-    if data.removed:
-        sys.stderr.write(f"rappor: removed {data.removed} row(s) with a blank value; {len(batches[0])} left\n")
-    n_total = len(batches[0])
-    if n_total == 0:
-        sys.stderr.write("rappor: error: no reports to analyse\n")
-        return NO_REPORTS_STATUS if google else 1
-    if args.reports_sample_size != -1 and n_total > args.reports_sample_size:
-        rows = np.sort(np.random.default_rng(args.seed).choice(n_total, args.reports_sample_size, replace=False))
-        batches = [ReportBatch(params=b.params, cohorts=b.cohorts[rows], words=b.words[rows]) for b in batches]
-    decoder = AssociationDecoder(candidates=args.categories, other=args.other, method=args.method,
-                                 max_iterations=args.max_em_iters, tolerance=args.tolerance,
-                                 independence_test=args.independence_test,
-                                 intervals="wald" if args.intervals == "wald" else "projected",
-                                 profile_level=0.95 if args.intervals == "profile" else None,
-                                 decoder=Decoder(significance_level=args.level))
-    result = decoder.decode(batches, variables)
-    summary = result.summary()
-    summary.update(reports_read=n_total, reports_removed=data.removed, reports_sample_size=args.reports_sample_size,
-                   total_elapsed_time=round(time.perf_counter() - started, 4))
-    if google:
-        from .._util.io import output_directory
+            params = read_params(args.params)
+            types = ["boolean" if getattr(args, f"bool{j}") else "string" for j in indices]
+        variables = []
+        for j, name, kind in zip(indices, names, types):
+            if kind == "boolean":
+                variables.append(Variable.boolean(name, params))
+            else:
+                variables.append(Variable.string(name, _string_map(args, j, params)))
+        data = read_assoc_reports(args.reports, names, [v.params for v in variables],
+                                  remove_bad_rows=args.remove_bad_rows)
+        batches = list(data.batches)
+        if data.removed:
+            sys.stderr.write(f"rappor: removed {data.removed} row(s) with a blank value; {len(batches[0])} left\n")
+        n_total = len(batches[0])
+        if n_total == 0:
+            sys.stderr.write("rappor: error: no reports to analyse\n")
+            return NO_REPORTS_STATUS if google else 1
+        if args.reports_sample_size != -1 and n_total > args.reports_sample_size:
+            rows = np.sort(np.random.default_rng(args.seed).choice(n_total, args.reports_sample_size, replace=False))
+            batches = [ReportBatch(params=b.params, cohorts=b.cohorts[rows], words=b.words[rows]) for b in batches]
+        step.start("decode")
+        decoder = AssociationDecoder(candidates=args.categories, other=args.other, method=args.method,
+                                     max_iterations=args.max_em_iters, tolerance=args.tolerance,
+                                     independence_test=args.independence_test,
+                                     intervals="wald" if args.intervals == "wald" else "projected",
+                                     profile_level=0.95 if args.intervals == "profile" else None,
+                                     decoder=Decoder(significance_level=args.level))
+        result = decoder.decode(batches, variables)
+        summary = result.summary()
+        summary.update(reports_read=n_total, reports_removed=data.removed,
+                       reports_sample_size=args.reports_sample_size,
+                       total_elapsed_time=round(time.perf_counter() - started, 4))
+        step.start("write")
+        if google:
+            from .._util.io import output_directory
 
-        out_dir = output_directory(args.output_dir or ".")
-        _write_both(result, out_dir / "assoc-results.csv", "google", out_dir / "assoc-metrics.json", summary)
-        return 0
-    if args.summary is not None:
-        _write_both(result, args.output, args.layout, args.summary, summary)
-        return 0
-    result.to_csv(args.output, layout=args.layout)
+            out_dir = output_directory(args.output_dir or ".")
+            written = [out_dir / "assoc-results.csv", out_dir / "assoc-metrics.json"]
+            _write_both(result, written[0], "google", written[1], summary)
+        elif args.summary is not None:
+            written = [args.output, args.summary]
+            _write_both(result, args.output, args.layout, args.summary, summary)
+        else:
+            written = [args.output]
+            result.to_csv(args.output, layout=args.layout)
+    tell(args, f"decoded the joint table of {', '.join(result.variables)} "
+               f"({' x '.join(str(c) for c in result.shape)} cells) from {result.n_reports:,} reports; "
+               f"wrote {', '.join(shown(path) for path in written)}")
     return 0
 
 

@@ -39,7 +39,9 @@ from .._util.io import output_directory
 from ..exceptions import InvalidParameterError
 from ..formats._params import read_params, write_params
 from ..params import Params
-from ._common import CommandFiles, add_estimator_argument, add_params_argument, add_seed_argument, integer, real
+from .._util.progress import steps
+from ._common import (CommandFiles, add_estimator_argument, add_params_argument, add_quiet_argument, add_seed_argument,
+                      integer, real)
 
 NAME = "simulate"
 HELP = "simulate a collection, decode it and write a report"
@@ -98,6 +100,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_seed_argument(parser, default=0, help_text="random seed of the simulation")
     parser.add_argument("--no-report", action="store_true", help="skip report.html (no matplotlib needed)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
+    add_quiet_argument(parser, what="")
     from ._discover_simulate import configure as configure_discovery
 
     configure_discovery(parser)
@@ -133,64 +136,70 @@ def run(args: argparse.Namespace) -> int:
         population = Population.make(args.dist, args.unique, args.dist_param)
     out = output_directory(args.out)
 
-    sim = simulate(params, population, args.clients, reports_per_client=args.reports_per_client,
-                   values_per_client=args.values_per_client, method=args.method, rng=args.seed)
-    t_sim = time.perf_counter()
-    candidates = candidate_strings(population, decoys=args.decoys, remove_every=args.remove_every)
-    cmap = sim.candidate_map(candidates)
-    from ..analysis.decoder import Decoder
+    names = ["simulate", "decode", *([] if args.no_report else ["report"]), "write"]
+    with steps(names, desc="simulate", quiet=args.quiet) as step:
+        step.start("simulate")
+        sim = simulate(params, population, args.clients, reports_per_client=args.reports_per_client,
+                       values_per_client=args.values_per_client, method=args.method, rng=args.seed)
+        t_sim = time.perf_counter()
+        step.start("decode")
+        candidates = candidate_strings(population, decoys=args.decoys, remove_every=args.remove_every)
+        cmap = sim.candidate_map(candidates)
+        from ..analysis.decoder import Decoder
 
-    result = sim.decode(cmap, decoder=Decoder(estimator=args.estimator))
-    t_dec = time.perf_counter()
-    metrics = evaluate_result(result, sim.truth)
-    outlook = _outlook(params, sim, cmap.strings, result.significance_level)
+        result = sim.decode(cmap, decoder=Decoder(estimator=args.estimator))
+        t_dec = time.perf_counter()
+        metrics = evaluate_result(result, sim.truth)
+        outlook = _outlook(params, sim, cmap.strings, result.significance_level)
 
-    details = {
-        "population": population.name,
-        "distinct values": len(population),
-        "clients": sim.n_clients,
-        "reports": sim.n_reports,
-        "reports per client": args.reports_per_client,
-        "values per client": args.values_per_client,
-        "candidates": len(candidates),
-        "decoys": args.decoys,
-        "remove every": args.remove_every,
-        "encoder": args.method,
-        "estimator": args.estimator,  # of the test (summary.json's "estimator")
-        "share_estimator": result.share_estimator,  # of results.csv's proportion column
-        "seed": args.seed,
-        "simulation seconds": round(t_sim - started, 3),  # drawing clients, encoding, counting
-        "decode seconds": round(t_dec - t_sim, 3),  # candidate map and Decoder.decode
-    }
-    page = None
-    if not args.no_report:  # render before writing anything, so a failure leaves no partial set
-        from ..report._html import render_report
+        details = {
+            "population": population.name,
+            "distinct values": len(population),
+            "clients": sim.n_clients,
+            "reports": sim.n_reports,
+            "reports per client": args.reports_per_client,
+            "values per client": args.values_per_client,
+            "candidates": len(candidates),
+            "decoys": args.decoys,
+            "remove every": args.remove_every,
+            "encoder": args.method,
+            "estimator": args.estimator,  # of the test (summary.json's "estimator")
+            "share_estimator": result.share_estimator,  # of results.csv's proportion column
+            "seed": args.seed,
+            "simulation seconds": round(t_sim - started, 3),  # drawing clients, encoding, counting
+            "decode seconds": round(t_dec - t_sim, 3),  # candidate map and Decoder.decode
+        }
+        page = None
+        if not args.no_report:
+            step.start("report")  # render before writing anything, so a failure leaves no partial set
+            from ..report._html import render_report
 
-        page = render_report(params=params, result=result, truth=sim.truth, metrics=metrics,
-                             aggregate=sim.aggregate, candidate_map=cmap, details=details, outlook=outlook,
-                             title=f"RAPPOR simulation: {population.name}, {sim.n_clients:,} clients")
+            page = render_report(params=params, result=result, truth=sim.truth, metrics=metrics,
+                                 aggregate=sim.aggregate, candidate_map=cmap, details=details, outlook=outlook,
+                                 title=f"RAPPOR simulation: {population.name}, {sim.n_clients:,} clients")
 
-    from .._util.io import atomic_output
+        step.start("write")
+        from .._util.io import atomic_output
 
-    def write_text(name: str, text: str) -> None:
-        with atomic_output(out / name) as fh:
-            fh.write(text)
+        def write_text(name: str, text: str) -> None:
+            with atomic_output(out / name) as fh:
+                fh.write(text)
 
-    writers: dict[str, Callable[[Path], None]] = {
-        "params.csv": lambda path: write_params(params, path),
-        "counts.csv": lambda path: write_counts(sim.aggregate, path),
-        "map.csv": lambda path: write_map(cmap, path),
-        "candidates.txt": lambda path: write_candidates(candidates, path),
-        "truth.csv": lambda path: write_text(path.name, sim.truth_csv()),
-        "results.csv": lambda path: result.to_csv(path),
-        "metrics.json": lambda path: write_text(path.name, json.dumps(
-            {"params": params.as_dict(), "simulation": details, "metrics": metrics.as_dict(),
-             "detection_outlook": outlook.as_dict()}, indent=2) + "\n"),
-    }
-    if page is not None:
-        writers["report.html"] = lambda path: write_text(path.name, page)
-    for name, write in writers.items():
-        write(out / name)
+        writers: dict[str, Callable[[Path], None]] = {
+            "params.csv": lambda path: write_params(params, path),
+            "counts.csv": lambda path: write_counts(sim.aggregate, path),
+            "map.csv": lambda path: write_map(cmap, path),
+            "candidates.txt": lambda path: write_candidates(candidates, path),
+            "truth.csv": lambda path: write_text(path.name, sim.truth_csv()),
+            "results.csv": lambda path: result.to_csv(path),
+            "metrics.json": lambda path: write_text(path.name, json.dumps(
+                {"params": params.as_dict(), "simulation": details, "metrics": metrics.as_dict(),
+                 "detection_outlook": outlook.as_dict()}, indent=2) + "\n"),
+        }
+        if page is not None:
+            writers["report.html"] = lambda path: write_text(path.name, page)
+        for name, write in writers.items():
+            write(out / name)
     _print_results(result, sim, outlook)
     _print_summary(sim, metrics, details, outlook, time.perf_counter() - started)
     sys.stdout.write(f"wrote {out}{os.sep}: {', '.join(writers)}\n")

@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .._util.io import STDIO, atomic_output, display_name
-from .._util.lazy import import_optional
+from .._util.progress import progress
 from .._util.rejects import RejectsWriter, resolve_rejects_path
 from ..collect._aggregate import Aggregate, check_cohort_balance
 from ..engines._aggregate import aggregate_files
-from ..exceptions import InvalidParameterError, MissingDependencyError, RapporIOError
+from ..exceptions import InvalidParameterError, RapporIOError
 from ..formats._counts import write_counts
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
                       load_params)
@@ -83,23 +83,12 @@ def report_files(paths: Sequence[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def progress_bar(paths: Sequence[str]) -> Iterator[Callable[[int], None] | None]:
-    """A byte-count progress callback drawing a tqdm bar on stderr, or ``None``.
-
-    The bar is shown only when standard error is a terminal and tqdm is installed.
-    """
-    if not sys.stderr.isatty():
-        yield None
-        return
-    try:
-        tqdm = import_optional("tqdm", "a progress bar").tqdm
-    except MissingDependencyError:
-        yield None
-        return
+def progress_bar(paths: Sequence[str], *, quiet: bool = False) -> Iterator[Callable[[int], None] | None]:
+    """A byte-count progress callback drawing a bar on stderr, or ``None`` (:mod:`rappor._util.progress`)."""
     sizes = [os.path.getsize(p) if p != STDIO and os.path.isfile(p) else None for p in paths]
     total = None if None in sizes else sum(s for s in sizes if s is not None)
-    with tqdm(total=total, unit="B", unit_scale=True, file=sys.stderr, desc="sum-bits", leave=False) as bar:
-        yield bar.update
+    with progress(total, desc="sum-bits", unit="B", unit_scale=True, quiet=quiet) as advance:
+        yield advance
 
 
 def _engine_options(args: argparse.Namespace) -> dict[str, Any]:
