@@ -73,7 +73,7 @@ class _DeprecatedAlias(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def add_level_argument(parser: argparse.ArgumentParser, *, help_text: str) -> None:
+def add_level_argument(parser: argparse._ActionsContainer, *, help_text: str) -> None:
     """``--level LEVEL`` (the significance level), with ``--alpha`` kept as a deprecated alias."""
     parser.add_argument("--level", type=open_unit, default=0.05, metavar="LEVEL",
                         help=f"{help_text} (--alpha is a deprecated alias) [default: 0.05]")
@@ -81,7 +81,7 @@ def add_level_argument(parser: argparse.ArgumentParser, *, help_text: str) -> No
                         metavar="LEVEL", help=argparse.SUPPRESS)
 
 
-def add_estimator_argument(parser: argparse.ArgumentParser, *, help_text: str) -> None:
+def add_estimator_argument(parser: argparse._ActionsContainer, *, help_text: str) -> None:
     """``--estimator least-squares``: no argparse ``choices``, so that a removed estimator is refused by
     :func:`rappor.analysis.decoder._decoder.check_estimator` (``rappor: error: ...`` saying why, exit 1)."""
     parser.add_argument("--estimator", default="least-squares", metavar="least-squares",
@@ -112,14 +112,14 @@ def add_on_error_arguments(parser: argparse.ArgumentParser, *, kept: str) -> Non
                              "[default: OUTPUT.rejects.csv; required when OUTPUT is stdout]")
 
 
-def add_seed_argument(parser: argparse.ArgumentParser, *, default: int | None = None,
+def add_seed_argument(parser: argparse._ActionsContainer, *, default: int | None = None,
                       help_text: str = "random seed (reproducible output)", shown: str | None = None) -> None:
     """``--seed INT`` (an integer >= 0, as numpy's seeds) for randomness used in analysis or simulation."""
     parser.add_argument("--seed", type=integer(0), default=default, metavar="INT",
                         help=f"{help_text} [default: {shown if shown is not None else default}]")
 
 
-def add_quiet_argument(parser: argparse.ArgumentParser, *, what: str = " and no line saying what was written") -> None:
+def add_quiet_argument(parser: argparse._ActionsContainer, *, what: str = " and no line saying what was written") -> None:
     """``-q/--quiet``: no progress bar (drawn only on a terminal anyway) and, by default, no note on stderr."""
     parser.add_argument("-q", "--quiet", action="store_true", help=f"no progress bar{what} (errors still show)")
 

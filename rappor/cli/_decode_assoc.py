@@ -1,23 +1,16 @@
 """Estimate the joint distribution of two (or three) variables reported by the same clients.
 
-Two ways to name the inputs:
-
-google/rappor's (bin/decode_assoc.R), writing OUTPUT_DIR/assoc-results.csv and
-assoc-metrics.json:
-
+Examples:
+    rappor decode-assoc --params params.csv --reports reports.csv \\
+        --var1 domain --map1 map.csv --var2 https --bool -o results.csv
     rappor decode-assoc --metric-name m --schema rappor-vars.csv \\
         --params-dir DIR --reports reports.csv --var1 domain \\
-        --var2 flag..HTTPS --map1 domain_map.csv --create-bool-map \\
-        --output-dir OUT
+        --map1 domain_map.csv --var2 flag..HTTPS --output-dir OUT
 
-The schema names each variable's type (string or boolean) and parameters file
-(DIR/<params>.csv); --var2 may also be a string (give --map2).
-
-Ours, writing a results CSV (-o, default stdout) and optionally a JSON summary:
-
-    rappor decode-assoc --params params.csv --reports reports.csv \\
-        --var1 domain --map1 map.csv --var2 flag --bool \\
-        [-o results.csv] [--summary s.json]
+The first form (ours) writes a results CSV (-o, default stdout) and, with --summary, a
+JSON summary.  The second is google/rappor's (bin/decode_assoc.R): the schema names each
+variable's type (string or boolean) and parameters file (DIR/<params>.csv), and
+OUT/assoc-results.csv and assoc-metrics.json are written.
 
 The reports file is a CSV with a header: a 'cohort' column and one column per
 variable holding its IRR bit string (a boolean: one character); other columns are
@@ -49,6 +42,12 @@ from ._common import (CommandFiles, add_level_argument, add_quiet_argument, add_
 from ._decode import _clean
 
 NAME = "decode-assoc"
+USAGE = ("%(prog)s --params PATH --reports PATH\n"
+         "       --var1 NAME --map1 PATH --var2 NAME --bool [--var3 NAME ...]\n"
+         "       [-o PATH] [--summary PATH] [OPTIONS]\n"
+         "   or: %(prog)s --schema PATH --params-dir DIR --metric-name NAME\n"
+         "       --reports PATH --var1 NAME --var2 NAME [--map1 PATH] [--output-dir DIR]\n"
+         "       [OPTIONS]")
 HELP = "joint distribution of two or three variables (reports with one column per variable)"
 ORDER = 52
 
@@ -61,18 +60,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reports", required=True, metavar="PATH",
                         help="CSV with a header: cohort and one bit-string column per variable ('-' for stdin); "
                              "or .parquet / a directory of Parquet files")
+    add_quiet_argument(parser)
+    named = parser.add_argument_group("the variables (strings: --mapJ or --candidatesJ; booleans: --boolJ)")
     for j in (1, 2, 3):
         req = "required" if j < 3 else "optional third variable"
-        parser.add_argument(f"--var{j}", required=j < 3, default=None, metavar="NAME",
-                            help=f"name of variable {j}: its column in the reports ({req})"
-                                 + ("" if j < 3 else " [default: none]"))
-        parser.add_argument(f"--map{j}", default=None, metavar="PATH",
-                            help=f"candidate map of variable {j} (map.csv) [default: none]")
-        parser.add_argument(f"--candidates{j}", default=None, metavar="PATH",
-                            help=f"candidate list of variable {j} (one string per line, hashed here) [default: none]")
-    parser.add_argument("--bool", "--bool2", dest="bool2", action="store_true", help="variable 2 is a boolean")
-    parser.add_argument("--bool1", action="store_true", help="variable 1 is a boolean")
-    parser.add_argument("--bool3", action="store_true", help="variable 3 is a boolean")
+        named.add_argument(f"--var{j}", required=j < 3, default=None, metavar="NAME",
+                           help=f"name of variable {j}: its column in the reports ({req})"
+                                + ("" if j < 3 else " [default: none]"))
+        named.add_argument(f"--map{j}", default=None, metavar="PATH",
+                           help=f"candidate map of variable {j} (map.csv) [default: none]")
+        named.add_argument(f"--candidates{j}", default=None, metavar="PATH",
+                           help=f"candidate list of variable {j} (one string per line, hashed here) [default: none]")
+    named.add_argument("--bool", "--bool2", dest="bool2", action="store_true", help="variable 2 is a boolean")
+    named.add_argument("--bool1", action="store_true", help="variable 1 is a boolean")
+    named.add_argument("--bool3", action="store_true", help="variable 3 is a boolean")
     group = parser.add_argument_group("our form")
     group.add_argument("--params", metavar="PATH", default=None,
                        help="parameters file (k,h,m,p,q,f) [default: none: google/rappor's form]")
@@ -125,9 +126,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--no-independence-test", dest="independence_test", action="store_false",
                      help="skip the likelihood-ratio test of independence (two more fits and 1,000 draws of its "
                           "law); the summary's 'independence' is then null")
-    add_level_argument(parser, help_text="significance level of the marginal decodes")
-    add_seed_argument(parser, default=0, help_text="seed of --reports-sample-size")
-    add_quiet_argument(parser)
+    add_level_argument(fit, help_text="significance level of the marginal decodes")
+    add_seed_argument(fit, default=0, help_text="seed of --reports-sample-size")
 
 
 def files(args: argparse.Namespace) -> CommandFiles:

@@ -44,6 +44,7 @@ from ._common import (CommandFiles, add_estimator_argument, add_params_argument,
                       integer, real)
 
 NAME = "simulate"
+USAGE = "%(prog)s --out DIR [--params PATH] [--clients N] [--unique U]\n       [--decoys D] [OPTIONS]"
 HELP = "simulate a collection, decode it and write a report"
 ORDER = 60
 

@@ -1,5 +1,8 @@
 """Count reports per cohort and bit: reports CSV files -> google/rappor counts.csv.
 
+Example:
+    rappor sum-bits --params params.csv reports.csv -o counts.csv
+
 Each REPORTS file is our 'client,cohort,irr' CSV or google/rappor's
 'client,cohort,bloom,prr,irr' (the header decides), or Parquet (a file or a directory);
 several files are summed into one table, and '-' reads standard input.  The output has
