@@ -17,10 +17,15 @@ least-squares share: std_error, prop_std_error, prop_low_95, prop_high_95 and pv
 (the detected strings with their least-squares shares); --all lists every candidate.
 
 A candidate is detected when its p-value, adjusted by --correction, is at most --level.
-Unsound combinations of options are refused with a message saying why.  P-values come
-from the law of a random string's score given the residuals; with few cohorts the
-strongest strings can tie at its floor, and a note on stderr names them.  The method and
-its measurements: docs/decoder.md; --discover: docs/discovery.md.
+Unsound combinations of options are refused with a message saying why.
+
+P-values come from the law of a random string's score given the residuals.  That law has
+a floor: a random string reaches the top score in every cohort with probability about
+(h!/k^h)^m, and no p-value falls below it.  With few cohorts (k=16 h=2 m=4: a few 1e-9)
+the strongest strings all sit at the floor and tie: the tie means 'beyond any random
+string', not equal evidence, and their estimates still rank them.  A note on stderr names
+them when it happens.  The method and its measurements: docs/decoder.md; --discover:
+docs/discovery.md.
 """
 
 from __future__ import annotations
