@@ -81,7 +81,7 @@ def files(args: argparse.Namespace) -> CommandFiles:
 
 def run(args: argparse.Namespace) -> int:
     """Encode INPUT and write ``client,cohort,irr`` (:func:`rappor.engines.encode_file`)."""
-    from ..client._encoder import read_key_file
+    from ..formats._keys import read_key_file
 
     params = load_params(args)
     key = read_key_file(args.key_file)

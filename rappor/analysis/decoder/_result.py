@@ -15,7 +15,6 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ..._util.io import PathLike, atomic_output, csv_field
 from ..._util.lazy import import_optional
 from ..._util.results import ConfidenceInterval
 from ..._util.table import TextTable, labelled_table
@@ -24,30 +23,11 @@ from ...params import Params
 from ._intervals import fcr_critical_value, normal_critical_value, selective_interval, wald_interval
 from ._problem import Array, IntArray
 
-#: google/rappor's results.csv columns, then the unadjusted p-value.
-_CSV_COLUMNS = ("string", "estimate", "std_error", "proportion", "prop_std_error", "prop_low_95",
-                "prop_high_95", "pvalue")
-#: The same with ``shares="all"``: ``proportion`` is the empirical-Bayes share, and
-#: ``fitted_proportion`` the test's least-squares share, which ``std_error``,
-#: ``prop_std_error``, the interval and the p-value are about.
-_CSV_COLUMNS_ALL = (*_CSV_COLUMNS[:4], "fitted_proportion", *_CSV_COLUMNS[4:])
-_TABLE_COLUMNS = (*_CSV_COLUMNS_ALL, "adjusted_pvalue", "significant", "detected")
-#: What each column of :meth:`DecodeResult.table` and ``results.csv`` holds (shown by the HTML report).
-COLUMN_MEANINGS = {
-    "string": "the candidate",
-    "estimate": "proportion x reports",
-    "std_error": "prop_std_error x reports",
-    "proportion": "the share of reports: the distribution's estimate",
-    "fitted_proportion": "the test's least-squares share; std_error, prop_std_error, the interval and the "
-                         "p-value are about it",
-    "prop_std_error": "standard error of fitted_proportion",
-    "prop_low_95, prop_high_95": "95% interval of fitted_proportion (for a detected string: conditional on its "
-                                 "detection)",
-    "pvalue": "one-sided p-value of share > 0, before the multiple-testing adjustment",
-    "adjusted_pvalue": "after the adjustment",
-    "significant": "adjusted_pvalue <= the significance level",
-    "detected": "reported as present: the test's answer",
-}
+#: The columns of :meth:`DecodeResult.table_array`: google/rappor's results.csv columns with
+#: ``fitted_proportion`` (the test's least-squares share, which ``std_error``, ``prop_std_error``,
+#: the interval and the p-values are about) after ``proportion``, then the test's answers.
+_TABLE_COLUMNS = ("string", "estimate", "std_error", "proportion", "fitted_proportion", "prop_std_error",
+                  "prop_low_95", "prop_high_95", "pvalue", "adjusted_pvalue", "significant", "detected")
 #: What ``proportion`` is, by ``shares``.
 SHARE_ESTIMATORS = {"all": "empirical-Bayes", "detected": "least-squares"}
 _ADJUST = ("none", "fcr", "selective")
@@ -156,7 +136,7 @@ class DecodeResult:
 
     Every array attribute, :meth:`confidence_interval` and :meth:`table` are indexed
     the same way: entry ``i`` is candidate ``strings[i]``.  ``results.csv``
-    (:meth:`to_csv`) lists the rows of :meth:`ranking` instead, largest estimate first:
+    (:func:`rappor.formats.write_results`) lists the rows of :meth:`ranking` instead, largest estimate first:
     with ``shares="all"`` (default) every candidate with a positive share (or detected)
     and a ``detected`` column, so that its ``proportion`` column sums to the estimated
     distribution; with ``shares="detected"`` the detected strings, as google/rappor's
@@ -375,8 +355,7 @@ class DecodeResult:
         std_error, proportion``, then ``fitted_proportion`` (the test's least-squares
         share: ``proportion`` itself with ``shares="detected"``), google/rappor's
         ``prop_std_error, prop_low_95, prop_high_95`` (of ``fitted_proportion``), then
-        ``pvalue`` (unadjusted), ``adjusted_pvalue``, ``significant`` and ``detected``
-        (:data:`COLUMN_MEANINGS`).
+        ``pvalue`` (unadjusted), ``adjusted_pvalue``, ``significant`` and ``detected``.
         Select and sort it like a data frame: ``t[t["detected"]]``,
         ``t[result.ranking()]`` (the rows of ``results.csv``), ``t["proportion"]``;
         :meth:`table` or :meth:`to_pandas` makes a pandas data frame.
@@ -408,37 +387,6 @@ class DecodeResult:
         """:meth:`table` as a :class:`pandas.DataFrame` (needs pandas, which rappor does not install)."""
         pd = import_optional("pandas", "DecodeResult.to_pandas", note=" (or use DecodeResult.table())")
         return pd.DataFrame(self.table_array(adjust=adjust))
-
-    def to_csv(self, path: PathLike | None, all: bool = False, *,  # noqa: A002
-               adjust: Literal["fcr", "none", "selective"] | None = None) -> None:
-        """Write ``results.csv`` (atomically; ``"-"`` for standard output).
-
-        google/rappor's columns ``string, estimate, std_error, proportion,
-        prop_std_error, prop_low_95, prop_high_95`` plus ``pvalue`` (unadjusted), largest
-        estimate first (:meth:`ranking`): with ``shares="all"`` (default) one row per
-        candidate with a positive share or detected, a ``fitted_proportion`` column after
-        ``proportion`` (the test's least-squares share, which the standard errors, the
-        interval and the p-value are about, while ``proportion`` is the empirical-Bayes
-        share) and a ``detected`` column (``true``/``false``);
-        with ``shares="detected"`` one row per detected string (google/rappor's layout).
-        With ``all=True`` every candidate and the ``detected`` column.
-        Numbers are written as Python's shortest round-trip repr (whole numbers without
-        a decimal point); a missing value (``nan``) as ``NA`` and an infinite one as
-        ``Inf`` or ``-Inf``, as R's ``write.csv`` does (R's ``read.csv`` and Python's
-        ``float`` read both back).  ``adjust``: as in :meth:`table`.
-        """
-        rows = self.table_array(adjust=adjust)[self.ranking(all)]
-        flag = all or self.shares != "detected"
-        numbers = _CSV_COLUMNS_ALL[1:] if self.shares != "detected" else _CSV_COLUMNS[1:]
-        names = ("string", *numbers, "detected") if flag else _CSV_COLUMNS
-        with atomic_output(path) as out:
-            out.write(",".join(names) + "\n")
-            for row in rows:
-                cells = [csv_field(str(row["string"]))]
-                cells += [_csv_float(float(row[name])) for name in numbers]
-                if flag:
-                    cells.append("true" if row["detected"] else "false")
-                out.write(",".join(cells) + "\n")
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready summary: counts, masses, residual diagnostics, privacy and timing.
@@ -509,12 +457,3 @@ def _json_float(x: float) -> float | None:
 def _first_of_group(group: IntArray) -> npt.NDArray[np.bool_]:
     first: npt.NDArray[np.bool_] = group == np.arange(len(group))
     return first
-
-
-def _csv_float(x: float) -> str:
-    """A number as ``results.csv`` writes it: shortest repr, whole numbers bare, ``NA``, ``Inf``, ``-Inf``."""
-    if math.isnan(x):
-        return "NA"
-    if math.isinf(x):
-        return "Inf" if x > 0 else "-Inf"
-    return repr(x) if x != int(x) or abs(x) >= 1e16 else str(int(x))
