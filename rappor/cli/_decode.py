@@ -133,7 +133,6 @@ def run(args: argparse.Namespace) -> int:
     from ..analysis.decoder import Decoder
     from ..collect._design import hash_candidates
     from ..formats._map import read_map
-    from ..formats._results import write_results
 
     from ..analysis.decoder._decoder import check_combination, check_estimator
 
@@ -185,6 +184,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _write(args: argparse.Namespace, result: Any, found: Any) -> None:
     """results.csv, the summary and --found: a bad path for the summary or --found leaves no results file."""
+    from ..formats._results import write_results
+
     with _discover_decode.found_output(args, found) as found_out:
         if found_out is not None and found is not None:
             found.write_csv(found_out)
