@@ -197,3 +197,23 @@ def test_fit_residuals_few_cohorts_groups_and_identity_map(data_dir):
     exact = Decoder().decode(agg, imap)
     fit = fit_residuals(exact, agg, imap)
     assert fit.unexplained_mass == 0.0 and fit.chi2 == pytest.approx(exact.summary()["residual"]["chi2"], abs=1e-9)
+
+
+def test_evaluate_result_counts_a_group_once_as_the_summary_does(params):
+    """Two candidates with the same bits share one estimate: allocated_mass is the summary's (group once)."""
+    from rappor.analysis.decoder import Decoder
+    from rappor.collect._aggregate import Aggregate
+    from rappor.collect._design import CandidateMap
+    from rappor.exceptions import IndistinguishableCandidatesWarning
+
+    rows = [[0, 9, 17, 25], [0, 9, 17, 25], [3, 12, 20, 30]]
+    cmap = CandidateMap.from_indices(params, ["a", "a-twin", "b"], rows)
+    counts = np.full((4, 9), 0)
+    counts[:, 0] = 5000
+    counts[:, 1:] = np.rint(5000 * params.p01)
+    counts[0, 1] = counts[1, 2] = counts[2, 2] = counts[3, 2] = np.rint(5000 * params.p11)
+    with pytest.warns(IndistinguishableCandidatesWarning):
+        res = Decoder().decode(Aggregate(params=params, counts=counts), cmap)
+    assert res.proportion[0] == res.proportion[1] > 0
+    metrics = evaluate_result(res, {"a": 20000})
+    assert metrics.allocated_mass == pytest.approx(res.summary()["allocated_mass"], rel=1e-12)
