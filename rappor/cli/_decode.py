@@ -139,8 +139,7 @@ def run(args: argparse.Namespace) -> int:
     check_estimator(args.estimator, cli=True)  # before reading the files
     check_combination(args.null, args.correction, cli=True)
     _discover_decode.check(args)
-    names = ["read counts", "read candidates", *(["discover"] if args.discover is not None else []), "decode", "write"]
-    with steps(names, desc="decode", quiet=args.quiet) as step:
+    with steps(["read counts", "read candidates", "decode", "write"], desc="decode", quiet=args.quiet) as step:
         step.start("read counts")
         params = load_params(args)
         aggregate = read_counts(args.counts, params)
@@ -150,27 +149,23 @@ def run(args: argparse.Namespace) -> int:
             cmap = read_map(args.map, params)
         elif args.candidates is not None:
             cmap = hash_candidates(read_candidates(args.candidates), params)
-        found = None
-        known = cmap
-        if args.discover is not None:
-            step.start("discover")
-            cmap, found = _discover_decode.add_discovered(args, params, cmap)
-        if cmap is None:  # pragma: no cover - _discover_decode.check refuses it
-            raise AssertionError("internal error: no candidates")
         step.start("decode")
         decoder = Decoder(significance_level=args.level, correction=args.correction, null=args.null,
                           estimator=args.estimator, lasso_alpha=args.lasso_alpha, rng=args.seed,
                           shares=args.shares)
-        result = decoder.decode(aggregate, cmap)
-        without = None
-        if found is not None and known is not None and known is not cmap:
-            # The unexplained mass with and without the discovered values: it should fall toward
-            # the share of values too rare to discover.
-            without = decoder.decode(aggregate, known)
+        found = None
+        combined = None
+        if args.discover is not None:
+            combined = _discover_decode.discover_and_decode(args, aggregate, cmap, decoder)
+            result, found = combined.result, combined.found
+        elif cmap is None:  # pragma: no cover - _discover_decode.check refuses it
+            raise AssertionError("internal error: no candidates")
+        else:
+            result = decoder.decode(aggregate, cmap)
         step.start("write")
         _write(args, result, found)
-    if found is not None:
-        sys.stderr.write(_discover_decode.unexplained_report(result, without, found))
+    if combined is not None:
+        sys.stderr.write(_discover_decode.unexplained_report(combined))
     tie = floor_tie(result)
     if tie is not None:
         sys.stderr.write(f"rappor: note: {tie.text}\n")

@@ -34,7 +34,6 @@ from ._common import CommandFiles, add_level_argument, add_output_argument, add_
 
 if TYPE_CHECKING:
     from ..collect._aggregate import Aggregate
-    from ..analysis.discovery._search import DiscoveryResult
     from ..analysis.discovery._spec import DiscoverySpec
 
 NAME = "discover"
@@ -99,11 +98,6 @@ def discovery_aggregate(spec: DiscoverySpec, counts: str | None, reports: list[s
     return aggregate_files(list(reports or ()), spec.wire_params)
 
 
-def listed_strings(result: DiscoveryResult) -> list[str]:
-    """The significant values that can be written one per line (a candidate list)."""
-    return [s for s in result.candidates() if s.strip() and "\n" not in s and "\r" not in s]
-
-
 def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
     """The :class:`DiscoverySpec` of ``--params``, ``--max-length``, ``--segment``, ``--alphabet``."""
     from ..analysis.discovery._spec import DiscoverySpec
@@ -114,7 +108,7 @@ def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
 
 def run(args: argparse.Namespace) -> int:
     from .._util.io import atomic_output
-    from ..analysis.discovery import discover
+    from ..analysis.discovery import discover, listed_strings
 
     spec = spec_from_args(args)
     aggregate = discovery_aggregate(spec, args.counts, args.reports)

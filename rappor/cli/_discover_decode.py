@@ -9,10 +9,10 @@ import sys
 from typing import IO, TYPE_CHECKING, ContextManager
 
 if TYPE_CHECKING:
-    from ..analysis.decoder import DecodeResult
+    from ..analysis.decoder import Decoder
+    from ..analysis.discovery import DiscoverDecode, DiscoveryResult
+    from ..collect._aggregate import Aggregate
     from ..collect._design import CandidateMap
-    from ..analysis.discovery._search import DiscoveryResult
-    from ..params import Params
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -56,39 +56,21 @@ def check(args: argparse.Namespace) -> None:
         raise InvalidParameterError("--discover needs --discovery-params (the parameters of one discovery slot).")
 
 
-def add_discovered(args: argparse.Namespace, params: Params, cmap: CandidateMap | None,
-                   ) -> tuple[CandidateMap, DiscoveryResult]:
-    """Run the search on ``--discover`` and append the significant values not in ``cmap`` to it.
-
-    Returns the candidate map to decode and the search's result (the caller writes
-    ``--found`` with its other outputs, so that they appear together or not at all).
-    """
-    from scipy import sparse
-
-    from ..collect._design import CandidateMap, hash_candidates
-    from ..analysis.discovery import DiscoverySpec, discover
-    from ..exceptions import InvalidParameterError
+def discover_and_decode(args: argparse.Namespace, aggregate: Aggregate, cmap: CandidateMap | None,
+                        decoder: Decoder) -> DiscoverDecode:
+    """Read ``--discover`` and ``--discovery-params``, run the library's discover-then-decode, say what it found."""
+    from ..analysis.discovery import DiscoverySpec
+    from ..analysis.discovery import discover_and_decode as run
     from ..formats._params import read_params
-    from ._discover import discovery_aggregate, listed_strings
+    from ._discover import discovery_aggregate
 
     spec = DiscoverySpec(params=read_params(args.discovery_params), max_length=args.max_length,
                          segment=args.segment, alphabet=args.alphabet)
-    result = discover(discovery_aggregate(spec, args.discover, None), spec, beam=args.beam,
-                      significance_level=args.level)
-    known = set(cmap.strings) if cmap is not None else set()
-    new = [s for s in listed_strings(result) if s not in known]
-    sys.stderr.write(f"rappor: discovery found {int(result.significant.sum())} significant values, "
-                     f"{len(new)} not among the candidates\n")
-    if cmap is None:
-        if not new:
-            raise InvalidParameterError("--discover found no significant value and no --map or --candidates "
-                                        "was given: nothing to decode.")
-        return hash_candidates(new, params), result
-    if not new:
-        return cmap, result
-    extra = hash_candidates(new, params)
-    return CandidateMap(params=params, strings=cmap.strings + extra.strings,
-                        matrix=sparse.hstack([cmap.matrix, extra.matrix], format="csc")), result
+    combined = run(aggregate, cmap, discovery_aggregate(spec, args.discover, None), spec, decoder=decoder,
+                   beam=args.beam, significance_level=args.level)
+    sys.stderr.write(f"rappor: discovery found {int(combined.found.significant.sum())} significant values, "
+                     f"{len(combined.new_strings)} not among the candidates\n")
+    return combined
 
 
 def found_output(args: argparse.Namespace, result: DiscoveryResult | None) -> ContextManager[IO[str] | None]:
@@ -100,27 +82,15 @@ def found_output(args: argparse.Namespace, result: DiscoveryResult | None) -> Co
     return atomic_output(args.found)
 
 
-def detection_floor(result: DiscoveryResult) -> float:
-    """Smallest share of the discovery reports a value confirmed by the last slot alone can have.
-
-    ``z_significant`` (the Bonferroni cutoff as a normal quantile) times the null standard
-    error of the confirmation slot's share: values rarer than this stay in the unexplained
-    mass.  NaN when the search recorded no slot.
-    """
-    slots = [s for s in result.diagnostics.get("slots", []) if "null_std_error" in s]
-    if not slots:
-        return math.nan
-    return float(result.diagnostics["z_significant"]) * float(slots[-1]["null_std_error"])
-
-
-def unexplained_report(with_discovery: DecodeResult, without: DecodeResult | None, found: DiscoveryResult) -> str:
+def unexplained_report(combined: DiscoverDecode) -> str:
     """The line ``decode --discover`` prints: unexplained mass with (and without) the discovered values."""
-    d = with_discovery.diagnostics
+    without = combined.without
+    d = combined.result.diagnostics
     text = f"rappor: unexplained mass {d.unexplained_mass:.4f} (SE {d.unexplained_std_error:.4f}) with the discovered values"
     if without is not None:
         w = without.diagnostics
         text += f", {w.unexplained_mass:.4f} (SE {w.unexplained_std_error:.4f}) with the candidates alone"
-    floor = detection_floor(found)
+    floor = combined.detection_floor
     if math.isfinite(floor):
         text += (f"; discovery confirms values above about {floor:.2%} of the discovery reports, "
                  "rarer ones stay unexplained")

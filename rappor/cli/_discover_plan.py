@@ -8,8 +8,7 @@ from typing import IO, TYPE_CHECKING, Any
 from ._common import real
 
 if TYPE_CHECKING:
-    from ..analysis.discovery._plan import DiscoveryPlan
-    from ..params import Params
+    from ..analysis.discovery import DiscoveryPlan
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -25,28 +24,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                        help="also write the discovery parameters (one slot) as a params.csv [default: none]")
 
 
-def full_reports(args: argparse.Namespace) -> int:
-    """Full-string reports to plan for."""
-    reports = int(args.reports)
-    if args.discovery_share is None:
-        return reports
-    return max(1, round(reports * (1.0 - float(args.discovery_share))))
-
-
 def check(args: argparse.Namespace) -> None:
     from ..exceptions import InvalidParameterError
 
     if args.discovery_params_out is not None and args.discovery_share is None:
         raise InvalidParameterError("--discovery-params-out needs --discovery-share.")
-
-
-def plan(args: argparse.Namespace, params: Params) -> DiscoveryPlan | None:
-    """The discovery plan beside ``params`` (None without ``--discovery-share``)."""
-    if args.discovery_share is None:
-        return None
-    from ..analysis.discovery._plan import plan_discovery
-
-    return plan_discovery(params, args.reports, discovery_share=args.discovery_share)
 
 
 def write_text(out: IO[str], result: DiscoveryPlan) -> None:

@@ -35,12 +35,13 @@ from typing import Any, Literal
 from ..._util.validation import check_int, check_options, check_probability
 from ...exceptions import InvalidParameterError
 from ...params import Params
+from ...privacy._planner import PlanResult, plan
 from ._oracle import _trimmed_mean_variance
 from ._privacy import DiscoveryPrivacy, discovery_privacy
 from ._search import _MIN_COHORTS, _thresholds
 from ._spec import DiscoverySpec
 
-__all__ = ["DiscoveryPlan", "discovery_frequency", "plan_discovery"]
+__all__ = ["DiscoveryPlan", "discovery_frequency", "plan_discovery", "plan_with_discovery"]
 
 #: The discovery design measured in docs/discovery.md: one hash, 256 bits, 32 cohorts per slot.
 DEFAULT_DISCOVERY_BITS = 256
@@ -180,3 +181,34 @@ def plan_discovery(params: Params, n_clients: int, *, discovery_share: float = 0
             found[length] = discovery_frequency(spec, max(n_disc, 1), value_length=length)
     return DiscoveryPlan(spec=spec, discovery_share=share, n_clients=n, n_full_reports=n - n_disc,
                          n_discovery_reports=n_disc, privacy=discovery_privacy(params, disc), found_frequency=found)
+
+
+def plan_with_discovery(n_clients: int, n_candidates: int, *, discovery_share: float = 0.75,
+                        **options: Any) -> tuple[PlanResult, DiscoveryPlan]:
+    """Plan a collection in which a share of the clients sends a discovery report instead of a full-string one.
+
+    The full-string design is planned (:func:`rappor.privacy.plan`) for the
+    ``(1 - discovery_share) n_clients`` clients that send one, then the discovery beside
+    its best parameters (:func:`plan_discovery`).  This is what ``rappor plan
+    --discovery-share`` runs.
+
+    Parameters
+    ----------
+    n_clients : int
+        Every client, whichever report it sends.
+    n_candidates : int
+        Length of the candidate list of the full-string decode.
+    discovery_share : float, default=0.75
+    **options
+        Passed to :func:`rappor.privacy.plan` (``epsilon_inf``, ``epsilon_one``,
+        ``significance_level``, ``rng``, ...).
+
+    Returns
+    -------
+    (PlanResult, DiscoveryPlan)
+    """
+    n = check_int(n_clients, "n_clients", "plan_with_discovery", low=1)
+    share = check_probability(discovery_share, "discovery_share", "plan_with_discovery", open_low=True,
+                              open_high=True)
+    result = plan(max(1, round(n * (1.0 - share))), n_candidates, **options)
+    return result, plan_discovery(result.best.params, n, discovery_share=share)

@@ -24,7 +24,7 @@ from rappor import (
     Params,
     hash_candidates,
 )
-from rappor.simulation import _simulation as scenario
+from rappor import simulation as scenario
 from rappor.analysis.decoder import _problem
 from rappor.formats import write_results
 
@@ -274,15 +274,10 @@ def test_decode_boolean_closed_form():
     assert res.diagnostics.unexplained_mass == pytest.approx(1 - res.proportion[0])
 
 
-def test_decode_indistinguishable_candidates_grouped(params):
-    rows = [[0, 9, 17, 25], [0, 9, 17, 25], [3, 12, 20, 30]]
-    cmap = CandidateMap.from_indices(params, ["a", "a-twin", "b"], rows)
-    counts = np.full((4, 9), 0)
-    counts[:, 0] = 5000
-    counts[:, 1:] = np.rint(5000 * params.p01)
-    counts[0, 1] = counts[1, 2] = counts[2, 2] = counts[3, 2] = np.rint(5000 * params.p11)
+def test_decode_indistinguishable_candidates_grouped(twin_candidates):
+    aggregate, cmap = twin_candidates
     with pytest.warns(IndistinguishableCandidatesWarning, match="'a', 'a-twin'"):
-        res = Decoder().decode(Aggregate(params=params, counts=counts), cmap)
+        res = Decoder().decode(aggregate, cmap)
     assert res.groups == (("a", "a-twin"),)
     assert res.proportion[0] == res.proportion[1]
     assert res.summary()["groups"] == [["a", "a-twin"]]
