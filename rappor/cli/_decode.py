@@ -31,7 +31,6 @@ docs/discovery.md.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from typing import Any
@@ -40,7 +39,8 @@ from .._util.io import atomic_output
 from .._util.progress import steps
 from . import _discover_decode
 from ._common import (CommandFiles, add_estimator_argument, add_level_argument, add_output_argument,
-                      add_params_argument, add_quiet_argument, add_seed_argument, load_params, shown, tell)
+                      add_params_argument, add_quiet_argument, add_seed_argument, json_text, load_params, shown,
+                      tell)
 
 NAME = "decode"
 USAGE = ("%(prog)s --params PATH --counts PATH\n"
@@ -98,19 +98,6 @@ def _penalty(text: str) -> float | str:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"expected a number > 0 or 'cv', got {text!r}")
-    return value
-
-
-def _clean(value: Any) -> Any:
-    """Make the summary JSON-safe (no NaN/inf, plain Python types)."""
-    if isinstance(value, dict):
-        return {key: _clean(val) for key, val in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(val) for val in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "item"):
-        return _clean(value.item())
     return value
 
 
@@ -189,5 +176,4 @@ def _write(args: argparse.Namespace, result: Any, found: Any) -> None:
             return
         with atomic_output(args.summary) as out:
             write_results(result, args.output, all=args.all, adjust=_ADJUST[args.intervals])
-            json.dump(_clean(result.summary()), out, indent=2, sort_keys=False)
-            out.write("\n")
+            out.write(json_text(result.summary()))

@@ -62,12 +62,16 @@ def discover_and_decode(args: argparse.Namespace, aggregate: Aggregate, cmap: Ca
     from ..analysis.discovery import DiscoverySpec
     from ..analysis.discovery import discover_and_decode as run
     from ..formats._params import read_params
-    from ._discover import discovery_aggregate
+    from ._common import flags
+    from ._discover import SPEC_FLAGS, discovery_aggregate, left_out_note
 
-    spec = DiscoverySpec(params=read_params(args.discovery_params), max_length=args.max_length,
-                         segment=args.segment, alphabet=args.alphabet)
+    slot_params = read_params(args.discovery_params)
+    with flags(SPEC_FLAGS):
+        spec = DiscoverySpec(params=slot_params, max_length=args.max_length, segment=args.segment,
+                             alphabet=args.alphabet)
     combined = run(aggregate, cmap, discovery_aggregate(spec, args.discover, None), spec, decoder=decoder,
                    beam=args.beam, significance_level=args.level)
+    sys.stderr.write(left_out_note(combined.found))
     sys.stderr.write(f"rappor: discovery found {int(combined.found.significant.sum())} significant values, "
                      f"{len(combined.new_strings)} not among the candidates\n")
     return combined

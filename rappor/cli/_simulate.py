@@ -26,7 +26,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import textwrap
@@ -41,7 +40,7 @@ from ..formats._params import read_params, write_params
 from ..params import Params
 from .._util.progress import steps
 from ._common import (CommandFiles, add_estimator_argument, add_params_argument, add_quiet_argument, add_seed_argument,
-                      integer, real)
+                      integer, json_text, real)
 
 NAME = "simulate"
 USAGE = "%(prog)s --out DIR [--params PATH] [--clients N] [--unique U]\n       [--decoys D] [OPTIONS]"
@@ -196,9 +195,9 @@ def run(args: argparse.Namespace) -> int:
             "candidates.txt": lambda path: write_candidates(candidates, path),
             "truth.csv": lambda path: write_text(path.name, sim.truth_csv()),
             "results.csv": lambda path: write_results(result, path),
-            "metrics.json": lambda path: write_text(path.name, json.dumps(
+            "metrics.json": lambda path: write_text(path.name, json_text(
                 {"params": params.as_dict(), "simulation": details, "metrics": metrics.as_dict(),
-                 "detection_outlook": outlook.as_dict()}, indent=2) + "\n"),
+                 "detection_outlook": outlook.as_dict()})),
         }
         if page is not None:
             writers["report.html"] = lambda path: write_text(path.name, page)

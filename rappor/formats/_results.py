@@ -5,7 +5,9 @@ prop_low_95, prop_high_95`` (``analysis/R/decode.R``) plus ``pvalue`` (unadjuste
 unless only the detected strings are written, ``detected`` (``true``/``false``).  With
 every candidate's share (``shares="all"``) ``fitted_proportion`` follows ``proportion``: the
 test's least-squares share, which the standard errors, the interval and the p-value are
-about, while ``proportion`` is the empirical-Bayes share.  Numbers are
+about, while ``proportion`` is the empirical-Bayes share.  A string that could start a
+spreadsheet formula gets a leading ``'`` (:func:`rappor._util.io.spreadsheet_text`), which
+:func:`read_results` removes.  Numbers are
 Python's shortest round-trip repr (whole numbers without a decimal point); a missing value
 is ``NA`` and an infinite one ``Inf`` or ``-Inf``, as R's ``write.csv`` writes them (R's
 ``read.csv`` and Python's ``float`` read both back).
@@ -21,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._util.excerpt import excerpt
-from .._util.io import PathLike, atomic_output, csv_field, display_name, iter_text_lines
+from .._util.io import PathLike, atomic_output, csv_text_field, display_name, iter_text_lines, restore_text
 from ..analysis.decoder import DecodeResult
 from ..exceptions import ReportFormatError
 
@@ -53,7 +55,7 @@ def write_results(result: DecodeResult, path: PathLike | None, all: bool = False
     with atomic_output(path) as out:
         out.write(",".join(names) + "\n")
         for row in rows:
-            cells = [csv_field(str(row["string"]))]
+            cells = [csv_text_field(str(row["string"]))]
             cells += [_csv_float(float(row[name])) for name in numbers]
             if flag:
                 cells.append("true" if row["detected"] else "false")
@@ -93,7 +95,7 @@ def read_results(path: PathLike) -> npt.NDArray[np.void]:
         if len(cells) != len(header):
             msg = f"expected {len(header)} fields, found {len(cells)}: {excerpt(text)}"
             raise ReportFormatError(msg, path=name, line=lineno)
-        row: list[object] = [cells[0]]
+        row: list[object] = [restore_text(cells[0])]  # the spreadsheet quote of write_results removed
         for column, cell in zip(header[1:], cells[1:]):
             try:
                 row.append(_read_cell(column, cell))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..._util.terminal import terminal_text
 from ...collect._aggregate import Aggregate
 from ...collect._design import CandidateMap, hash_candidates
 from ...exceptions import InvalidParameterError
@@ -24,8 +25,10 @@ __all__ = ["DiscoverDecode", "discover_and_decode", "listed_strings"]
 
 
 def listed_strings(result: DiscoveryResult) -> list[str]:
-    """The significant values of ``result`` that can be written one per line (as a candidate list)."""
-    return [s for s in result.candidates() if s.strip() and "\n" not in s and "\r" not in s]
+    """The significant values of ``result`` a one-per-line list shows as they are (found.txt): no line
+    break, not blank, and no control or bidirectional character (a list is read with ``cat``;
+    :meth:`DiscoveryResult.to_csv` holds every value, and :func:`discover_and_decode` decodes them all)."""
+    return [s for s in result.candidates() if s.strip() and "\n" not in s and terminal_text(s) == s]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -101,7 +104,7 @@ def discover_and_decode(aggregate: Aggregate, candidates: CandidateMap | None, d
     params = aggregate.params
     found = discover(discovery, spec, beam=beam, significance_level=significance_level)
     known = set(candidates.strings) if candidates is not None else set()
-    new = tuple(s for s in listed_strings(found) if s not in known)
+    new = tuple(s for s in found.candidates() if s not in known)  # every UTF-8 value, line breaks included
     if candidates is None:
         if not new:
             msg = "the discovery found no significant value and no candidates were given: nothing to decode."
