@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from .._util.io import check_distinct_files, refuse_replacing_key
+from .._util.lazy import import_optional
 from .._util.validation import MAX_COUNT
-from ..exceptions import InvalidParameterError
+from ..exceptions import InvalidParameterError, MissingDependencyError
 from ..formats._params import read_params
 from ..params import Params
 
@@ -238,3 +239,11 @@ def check_command_files(files: CommandFiles) -> None:
     if not files.writes_key:
         for _, path in files.outputs:
             refuse_replacing_key(path)
+
+
+def terminal_tqdm() -> Any | None:
+    """tqdm's progress-bar class when a bar is drawn (:func:`rappor._util.progress.enabled`: standard
+    error is a terminal and tqdm is installed), else ``None``."""
+    from .._util.progress import enabled
+
+    return import_optional("tqdm", "a progress bar").tqdm if enabled() else None

@@ -29,16 +29,17 @@ P(var2 | var1) (columns given_<var>), and a likelihood-ratio test of independenc
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._util.io import display_name
 from ..exceptions import InvalidParameterError, ReportFormatError
-from .._util.progress import steps
 from ._common import (CommandFiles, add_level_argument, add_quiet_argument, add_seed_argument, integer, json_text, real,
-                      shown, tell)
+                      shown, tell, terminal_tqdm)
 
 NAME = "decode-assoc"
 USAGE = ("%(prog)s --params PATH --reports PATH\n"
@@ -59,20 +60,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reports", required=True, metavar="PATH",
                         help="CSV with a header: cohort and one bit-string column per variable ('-' for stdin); "
                              "or .parquet / a directory of Parquet files")
-    add_quiet_argument(parser)
-    named = parser.add_argument_group("the variables (strings: --mapJ or --candidatesJ; booleans: --boolJ)")
     for j in (1, 2, 3):
         req = "required" if j < 3 else "optional third variable"
-        named.add_argument(f"--var{j}", required=j < 3, default=None, metavar="NAME",
-                           help=f"name of variable {j}: its column in the reports ({req})"
-                                + ("" if j < 3 else " [default: none]"))
-        named.add_argument(f"--map{j}", default=None, metavar="PATH",
-                           help=f"candidate map of variable {j} (map.csv) [default: none]")
-        named.add_argument(f"--candidates{j}", default=None, metavar="PATH",
-                           help=f"candidate list of variable {j} (one string per line, hashed here) [default: none]")
-    named.add_argument("--bool", "--bool2", dest="bool2", action="store_true", help="variable 2 is a boolean")
-    named.add_argument("--bool1", action="store_true", help="variable 1 is a boolean")
-    named.add_argument("--bool3", action="store_true", help="variable 3 is a boolean")
+        parser.add_argument(f"--var{j}", required=j < 3, default=None, metavar="NAME",
+                            help=f"name of variable {j}: its column in the reports ({req})"
+                                 + ("" if j < 3 else " [default: none]"))
+        parser.add_argument(f"--map{j}", default=None, metavar="PATH",
+                            help=f"candidate map of variable {j} (map.csv) [default: none]")
+        parser.add_argument(f"--candidates{j}", default=None, metavar="PATH",
+                            help=f"candidate list of variable {j} (one string per line, hashed here) [default: none]")
+    parser.add_argument("--bool", "--bool2", dest="bool2", action="store_true", help="variable 2 is a boolean")
+    parser.add_argument("--bool1", action="store_true", help="variable 1 is a boolean")
+    parser.add_argument("--bool3", action="store_true", help="variable 3 is a boolean")
     group = parser.add_argument_group("our form")
     group.add_argument("--params", metavar="PATH", default=None,
                        help="parameters file (k,h,m,p,q,f) [default: none: google/rappor's form]")
@@ -116,6 +115,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="the 'Other' category: the left-out candidates' and random strings' bit rates, shrunk "
                           "residual rates, google/rappor's GetOtherProbs, or none "
                           "[default: undetected]")
+    fit.add_argument("--shrinkage", choices=("boolean-split", "none"), default="boolean-split",
+                     help="string x boolean: shrink each string's TRUE/FALSE split towards the overall share by "
+                          "its empirical-Bayes factor (the intervals stay those of the maximum-likelihood table, "
+                          "widened to hold the estimate); 'none': the maximum-likelihood table "
+                          "[default: boolean-split]")
     fit.add_argument("--intervals", choices=("projected", "wald", "profile"), default="projected",
                      help="95%% intervals of the cells (prop_low_95, prop_high_95): estimate +- 1.96 standard "
                           "errors with the upper end raised to the 97.5th percentile of the estimate's law "
@@ -125,8 +129,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--no-independence-test", dest="independence_test", action="store_false",
                      help="skip the likelihood-ratio test of independence (two more fits and 1,000 draws of its "
                           "law); the summary's 'independence' is then null")
-    add_level_argument(fit, help_text="significance level of the marginal decodes")
-    add_seed_argument(fit, default=0, help_text="seed of --reports-sample-size")
+    add_level_argument(parser, help_text="significance level of the marginal decodes")
+    add_seed_argument(parser, default=0, help_text="seed of --reports-sample-size")
+    add_quiet_argument(parser)
 
 
 def files(args: argparse.Namespace) -> CommandFiles:
@@ -251,6 +256,29 @@ def _google_types(args: argparse.Namespace, indices: list[int]) -> tuple[Any, li
     return params, [r.var_type for r in rows]
 
 
+@contextlib.contextmanager
+def stage_bar(quiet: bool) -> Iterator[Callable[[str], None] | None]:
+    """A callback advancing a tqdm bar over the decode's stages on stderr, or ``None``.
+
+    Shown only when standard error is a terminal, tqdm is installed and ``--quiet`` is not given.
+    """
+    tqdm = None if quiet else terminal_tqdm()
+    if tqdm is None:
+        yield None
+        return
+    from ..analysis.association._decoder import STAGES
+
+    with tqdm(total=len(STAGES), file=sys.stderr, desc="decode-assoc", unit="stage", leave=False) as bar:
+        started = [False]
+
+        def advance(stage: str) -> None:
+            if started[0]:
+                bar.update(1)
+            started[0] = True
+            bar.set_postfix_str(stage)
+        yield advance
+
+
 def run(args: argparse.Namespace) -> int:
     """Read the inputs, decode the association and write the results."""
     from ..analysis.association import AssociationDecoder, Variable, decode_collection
@@ -260,59 +288,56 @@ def run(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     _check_args(args)
-    with steps(["read", "decode", "write"], desc="decode-assoc", quiet=args.quiet) as step:
-        step.start("read")
-        indices = _variables(args)
-        names = [getattr(args, f"var{j}") for j in indices]
-        google = args.schema is not None
-        if google:
-            params, types = _google_types(args, indices)
+    indices = _variables(args)
+    names = [getattr(args, f"var{j}") for j in indices]
+    google = args.schema is not None
+    if google:
+        params, types = _google_types(args, indices)
+    else:
+        params = read_params(args.params)
+        types = ["boolean" if getattr(args, f"bool{j}") else "string" for j in indices]
+    variables = []
+    for j, name, kind in zip(indices, names, types):
+        if kind == "boolean":
+            variables.append(Variable.boolean(name, params))
         else:
-            params = read_params(args.params)
-            types = ["boolean" if getattr(args, f"bool{j}") else "string" for j in indices]
-        variables = []
-        for j, name, kind in zip(indices, names, types):
-            if kind == "boolean":
-                variables.append(Variable.boolean(name, params))
-            else:
-                variables.append(Variable.string(name, _string_map(args, j, params)))
-        data = read_assoc_reports(args.reports, names, [v.params for v in variables],
-                                  remove_bad_rows=args.remove_bad_rows)
-        batches = list(data.batches)
-        if data.removed:
-            sys.stderr.write(f"rappor: removed {data.removed} row(s) with a blank value; {len(batches[0])} left\n")
-        n_total = len(batches[0])
-        if n_total == 0:
-            why = f" ({data.removed} removed with a blank value)" if data.removed else " (a header and no row)"
-            sys.stderr.write(f"rappor: error: {display_name(args.reports)}: no reports to analyse{why}\n")
-            return NO_REPORTS_STATUS if google else 1
-        checks = _parameter_checks(batches, variables, args)
-        step.start("decode")
-        decoder = AssociationDecoder(candidates=args.categories, other=args.other, method=args.method,
-                                     max_iterations=args.max_em_iters, tolerance=args.tolerance,
-                                     independence_test=args.independence_test,
-                                     intervals="wald" if args.intervals == "wald" else "projected",
-                                     profile_level=0.95 if args.intervals == "profile" else None,
-                                     decoder=Decoder(significance_level=args.level))
-        result = decode_collection(batches, variables, decoder=decoder, rng=args.seed,
+            variables.append(Variable.string(name, _string_map(args, j, params)))
+    data = read_assoc_reports(args.reports, names, [v.params for v in variables],
+                              remove_bad_rows=args.remove_bad_rows)
+    batches = list(data.batches)
+    if data.removed:
+        sys.stderr.write(f"rappor: removed {data.removed} row(s) with a blank value; {len(batches[0])} left\n")
+    n_total = len(batches[0])
+    if n_total == 0:
+        why = f" ({data.removed} removed with a blank value)" if data.removed else " (a header and no row)"
+        sys.stderr.write(f"rappor: error: {display_name(args.reports)}: no reports to analyse{why}\n")
+        return NO_REPORTS_STATUS if google else 1
+    checks = _parameter_checks(batches, variables, args)
+    decoder = AssociationDecoder(candidates=args.categories, other=args.other, method=args.method,
+                                 max_iterations=args.max_em_iters, tolerance=args.tolerance,
+                                 independence_test=args.independence_test,
+                                 intervals="wald" if args.intervals == "wald" else "projected",
+                                 profile_level=0.95 if args.intervals == "profile" else None,
+                                 shrinkage=args.shrinkage,
+                                 decoder=Decoder(significance_level=args.level))
+    with stage_bar(args.quiet) as progress:
+        result = decode_collection(batches, variables, decoder=decoder, rng=args.seed, progress=progress,
                                    sample_size=None if args.reports_sample_size == -1 else args.reports_sample_size)
-        summary = result.summary()
-        summary.update(reports_read=n_total, reports_removed=data.removed,
-                       reports_sample_size=args.reports_sample_size, parameter_check=checks,
-                       total_elapsed_time=round(time.perf_counter() - started, 4))
-        step.start("write")
-        if google:
-            from .._util.io import output_directory
+    summary = result.summary()
+    summary.update(reports_read=n_total, reports_removed=data.removed, reports_sample_size=args.reports_sample_size,
+                   parameter_check=checks, total_elapsed_time=round(time.perf_counter() - started, 4))
+    if google:
+        from .._util.io import output_directory
 
-            out_dir = output_directory(args.output_dir or ".")
-            written = [out_dir / "assoc-results.csv", out_dir / "assoc-metrics.json"]
-            _write_both(result, written[0], "google", written[1], summary)
-        elif args.summary is not None:
-            written = [args.output, args.summary]
-            _write_both(result, args.output, args.layout, args.summary, summary)
-        else:
-            written = [args.output]
-            result.to_csv(args.output, layout=args.layout)
+        out_dir = output_directory(args.output_dir or ".")
+        written = [out_dir / "assoc-results.csv", out_dir / "assoc-metrics.json"]
+        _write_both(result, written[0], "google", written[1], summary)
+    elif args.summary is not None:
+        written = [args.output, args.summary]
+        _write_both(result, args.output, args.layout, args.summary, summary)
+    else:
+        written = [args.output]
+        result.to_csv(args.output, layout=args.layout)
     tell(args, f"decoded the joint table of {', '.join(result.variables)} "
                f"({' x '.join(str(c) for c in result.shape)} cells) from {result.n_reports:,} reports; "
                f"wrote {', '.join(shown(path) for path in written)}")
