@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from .._util.io import check_distinct_files, refuse_replacing_key
 from .._util.lazy import import_optional
 from .._util.validation import MAX_COUNT
-from ..exceptions import InvalidParameterError, MissingDependencyError
+from ..exceptions import InvalidParameterError
 from ..formats._params import read_params
 from ..params import Params
 
