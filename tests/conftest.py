@@ -71,6 +71,22 @@ def one_report() -> tuple[Params, list[list[int]], list[str]]:
     return params, counts, candidates
 
 
+@pytest.fixture
+def twin_candidates(params: Params) -> tuple[Any, Any]:
+    """``(aggregate, candidate_map)``: "a" and "a-twin" set the same bits in every cohort (one group),
+    "b" others; every report holds "a" (its bits at rate p11, the rest at p01; 5,000 per cohort)."""
+    from rappor.collect._aggregate import Aggregate
+    from rappor.collect._design import CandidateMap
+
+    rows = [[0, 9, 17, 25], [0, 9, 17, 25], [3, 12, 20, 30]]
+    cmap = CandidateMap.from_indices(params, ["a", "a-twin", "b"], rows)
+    counts = np.full((4, 9), 0)
+    counts[:, 0] = 5000
+    counts[:, 1:] = np.rint(5000 * params.p01)
+    counts[0, 1] = counts[1, 2] = counts[2, 2] = counts[3, 2] = np.rint(5000 * params.p11)
+    return Aggregate(params=params, counts=counts), cmap
+
+
 def _load_by_path(path: Path) -> Any:
     """Run the Python file ``path`` as a fresh module (benchmark scripts and test files are not importable)."""
     import importlib.util

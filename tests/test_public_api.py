@@ -178,8 +178,9 @@ def test_import_does_not_load_scipy_submodules() -> None:
 
 
 def test_every_table_is_a_structured_array() -> None:
-    # Issue 15: table() returned four different types (a structured array, a list of
-    # tuples, a list of dicts, a string); like names now mean like things.
+    # table() returned four different types (a structured array, a list of tuples, a list
+    # of dicts, a string); like names now mean like things.  The results' table() is the
+    # labelled table for reading (tests/_util/test_table.py); their table_array() is this.
     import numpy as np
 
     from rappor.privacy._audit import audit_encoder
@@ -191,7 +192,7 @@ def test_every_table_is_a_structured_array() -> None:
     cmap = rappor.hash_candidates(["a", "b"], params)
     counts = np.column_stack([np.full(4, 1000), np.full((4, 8), 400)])
     tables = {
-        "DecodeResult": rappor.Decoder().decode(rappor.Aggregate(params=params, counts=counts), cmap).table(),
+        "DecodeResult": rappor.Decoder().decode(rappor.Aggregate(params=params, counts=counts), cmap).table_array(),
         "PrivacyLoss": loss(params).table(),
         "DiscoveryPrivacy": discovery_privacy(params, params).table(),
         "PlanResult": plan(10_000, 100, epsilon_inf=4.0, rng=0).table(3),

@@ -49,13 +49,15 @@ METRIC_MEANINGS = {
     "false_positives": "detected but never reported",
     "false_negatives": "reported, in the candidate list, not detected",
     "missing_candidates": "reported strings absent from the candidate list",
-    "allocated_mass": "sum of the estimated shares of results.csv's rows (by default every candidate's)",
+    "allocated_mass": "sum of results.csv's proportion column (its rows: by default every candidate with a share; "
+                      "candidates that cannot be told apart share one estimate, counted once)",
     "unallocated_mass": "1 - allocated_mass (undetected candidates included)",
     "unexplained_mass": "the decoder's estimate of the share the candidates do not explain "
                         "(summary()['unexplained_mass'])",
     "unexplained_std_error": "standard error of unexplained_mass",
     "true_unexplained_mass": "true share of reports whose value is not a candidate",
-    "coverage": "share of candidates whose 95% interval holds the true share",
+    "coverage": "share of candidates whose 95% interval (results.csv's prop_low_95 to prop_high_95) holds the "
+                "true share",
     "smallest_detected": "smallest true share among detected strings",
     "largest_missed": "largest true share among candidates reported but not detected",
 }
@@ -250,7 +252,8 @@ def evaluate_result(result: Any, truth: Mapping[str, int], *, confidence_level: 
     Uses ``result.strings``, ``result.proportion``, ``result.detected`` (or
     ``result.significant``), the rows of its ``results.csv`` (``result.ranking()``, when
     it has one: the distribution is that of every candidate with a positive share by
-    default, ``shares="all"``), the unexplained mass and its standard error of
+    default, ``shares="all"``; a group of candidates that cannot be told apart, which
+    share one estimate, counts once, as in ``summary()["allocated_mass"]``), the unexplained mass and its standard error of
     ``result.diagnostics`` (those of ``result.summary()``) and, when available, the
     share interval of ``result.confidence_interval(confidence_level)``, scaled to
     shares when it is given in reports (``result.n_reports``).
@@ -272,15 +275,21 @@ def evaluate_result(result: Any, truth: Mapping[str, int], *, confidence_level: 
     if callable(ranking):
         rows = np.zeros(len(strings), dtype=bool)
         rows[np.asarray(ranking(), dtype=np.int64)] = True
+        group = getattr(result, "group", None)
+        if group is not None:  # a group of indistinguishable candidates has one estimate: counted once
+            rows &= np.asarray(group) == np.arange(len(strings))
     return evaluate(truth, strings, proportion, detected=_detected_mask(result), low=low, high=high,
                     unexplained_mass=number("unexplained_mass"), unexplained_std_error=number("unexplained_std_error"),
                     rows=rows)
 
 
 def _share_interval(result: Any, confidence_level: float) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
-    """The interval of each share: from ``prop_low``/``prop_high`` style fields or the count interval."""
+    """The interval of each share: that of ``results.csv`` (``result.table_interval``'s adjustment,
+    when the result has one), from ``prop_low``/``prop_high`` style fields or the count interval."""
     try:
-        ci = result.confidence_interval(confidence_level=confidence_level, kind="proportion")
+        adjust = getattr(result, "table_interval", None)
+        extra = {} if adjust is None else {"adjust": adjust}
+        ci = result.confidence_interval(confidence_level=confidence_level, kind="proportion", **extra)
     except TypeError:
         ci = result.confidence_interval(confidence_level=confidence_level)
         lo, hi = np.asarray(ci.low, dtype=np.float64), np.asarray(ci.high, dtype=np.float64)

@@ -19,7 +19,7 @@ from .._util.lazy import import_optional
 from .._util.outputs import refuse_replacing_key
 from .._util.paths import check_distinct_files
 from .._util.validation import MAX_COUNT
-from ..exceptions import InvalidParameterError, MissingDependencyError
+from ..exceptions import InvalidParameterError
 from ..formats import read_params
 from ..params import Params
 
@@ -101,7 +101,7 @@ class _DeprecatedAlias(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def add_level_argument(parser: argparse.ArgumentParser, *, help_text: str) -> None:
+def add_level_argument(parser: argparse._ActionsContainer, *, help_text: str) -> None:
     """``--level LEVEL`` (the significance level), with ``--alpha`` kept as a deprecated alias."""
     parser.add_argument("--level", type=open_unit, default=0.05, metavar="LEVEL",
                         help=f"{help_text} (--alpha is a deprecated alias) [default: 0.05]")
@@ -109,7 +109,7 @@ def add_level_argument(parser: argparse.ArgumentParser, *, help_text: str) -> No
                         metavar="LEVEL", help=argparse.SUPPRESS)
 
 
-def add_estimator_argument(parser: argparse.ArgumentParser, *, help_text: str) -> None:
+def add_estimator_argument(parser: argparse._ActionsContainer, *, help_text: str) -> None:
     """``--estimator least-squares``: no argparse ``choices``, so that a removed estimator is refused by
     :func:`rappor.analysis.decoder.check_estimator` (``rappor: error: ...`` saying why, exit 1)."""
     parser.add_argument("--estimator", default="least-squares", metavar="least-squares",
@@ -140,11 +140,27 @@ def add_on_error_arguments(parser: argparse.ArgumentParser, *, kept: str) -> Non
                              "[default: OUTPUT.rejects.csv; required when OUTPUT is stdout]")
 
 
-def add_seed_argument(parser: argparse.ArgumentParser, *, default: int | None = None,
+def add_seed_argument(parser: argparse._ActionsContainer, *, default: int | None = None,
                       help_text: str = "random seed (reproducible output)", shown: str | None = None) -> None:
     """``--seed INT`` (an integer >= 0, as numpy's seeds) for randomness used in analysis or simulation."""
     parser.add_argument("--seed", type=integer(0), default=default, metavar="INT",
                         help=f"{help_text} [default: {shown if shown is not None else default}]")
+
+
+def add_quiet_argument(parser: argparse._ActionsContainer, *, what: str = " and no line saying what was written") -> None:
+    """``-q/--quiet``: no progress bar (drawn only on a terminal anyway) and, by default, no note on stderr."""
+    parser.add_argument("-q", "--quiet", action="store_true", help=f"no progress bar{what} (errors still show)")
+
+
+def tell(args: argparse.Namespace, text: str) -> None:
+    """Write ``rappor: TEXT`` as one line on stderr, unless ``--quiet``."""
+    if not getattr(args, "quiet", False):
+        sys.stderr.write(f"rappor: {text}\n")
+
+
+def shown(path: Any) -> str:
+    """An output path as a note names it (``<stdout>`` for ``-``)."""
+    return "<stdout>" if path is None or str(path) == "-" else str(path)
 
 
 def json_safe(value: Any) -> Any:
@@ -227,10 +243,8 @@ def check_command_files(files: CommandFiles) -> None:
 
 
 def terminal_tqdm() -> Any | None:
-    """tqdm's progress-bar class when standard error is a terminal and tqdm is installed, else ``None``."""
-    if not sys.stderr.isatty():
-        return None
-    try:
-        return import_optional("tqdm", "a progress bar").tqdm
-    except MissingDependencyError:
-        return None
+    """tqdm's progress-bar class when a bar is drawn (:func:`rappor._util.progress.enabled`: standard
+    error is a terminal and tqdm is installed), else ``None``."""
+    from .._util.progress import enabled
+
+    return import_optional("tqdm", "a progress bar").tqdm if enabled() else None

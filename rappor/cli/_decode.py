@@ -1,32 +1,30 @@
 """Estimate the frequency of candidate strings from aggregated counts.
 
-Reads google/rappor's params.csv and counts.csv and either a map.csv (from 'rappor
+Examples:
+    rappor decode --params params.csv --counts counts.csv --map map.csv \\
+        -o results.csv
+    rappor decode --params params.csv --counts counts.csv \\
+        --candidates candidates.txt -o results.csv --summary summary.json
+
+Reads google/rappor's params.csv and counts.csv, and a map.csv (from 'rappor
 hash-candidates' or google/rappor's hash_candidates.py) or a candidate list (one string
-per line, hashed here).  Writes results.csv with google/rappor's columns string,
-estimate, std_error, proportion, prop_std_error, prop_low_95, prop_high_95, plus pvalue
-(one-sided, unadjusted) and 'detected', sorted by estimate.  Two products in one file: by
-default a row for every candidate with a positive share -- the best estimate of the whole
-distribution, from an empirical-Bayes regression (summing 'proportion' gives it) -- and the
-'detected' column, the strings the test vouches for (false detections controlled).
---shares detected writes the detected strings only, with their least-squares shares
-(google/rappor's layout, the decoder before every candidate had a share); --all lists every candidate.  The
-intervals are those of the least-squares fit, adjusted for selection for detected
-strings (see --intervals).  --summary writes a JSON summary
-(detected, allocated and unexplained mass, residual test, epsilons, time).
+per line, hashed here).  Writes results.csv, largest share first, with two products:
+a row for every candidate with a share, whose 'proportion' column sums to the estimated
+distribution (an empirical-Bayes regression), and the 'detected' column, the strings the
+test vouches for (false detections controlled).  'fitted_proportion' is the test's
+least-squares share: std_error, prop_std_error, prop_low_95, prop_high_95 and pvalue
+(one-sided, unadjusted) are about it.  --shares detected writes google/rappor's layout
+(the detected strings with their least-squares shares); --all lists every candidate.
 
 A candidate is detected when its p-value, adjusted by --correction, is at most --level.
-Combinations of options that are not sound are refused with a message saying why: --null
-normal with --correction lfdr (an empirical-Bayes prior needs calibrated z-scores; with
-decoys it reported up to every decoy).  --estimator empirical-bayes was removed (its
-detections swung from 5 to 100 strings over 20 seeds of one scenario); the default shares
-are its stable empirical-Bayes replacement.
+Unsound combinations of options are refused with a message saying why.
 
 P-values come from the law of a random string's score given the residuals.  That law has
 a floor: a random string reaches the top score in every cohort with probability about
 (h!/k^h)^m, and no p-value falls below it.  With few cohorts (k=16 h=2 m=4: a few 1e-9)
 the strongest strings all sit at the floor and tie: the tie means 'beyond any random
 string', not equal evidence, and their estimates still rank them.  A note on stderr names
-them when it happens.  See docs/decoder.md.
+them when it happens.  The method: docs/decoder.md.
 
 When the counts vary more than independent reports allow (residual dispersion well above
 1: chi-square p-value below 1e-3), a note on stderr (and 'explanation' in the summary's
@@ -50,51 +48,53 @@ import sys
 from typing import Any
 
 from .._util.outputs import atomic_output
+from .._util.progress import steps
 from . import _discover_decode
 from ._common import (CommandFiles, add_estimator_argument, add_level_argument, add_output_argument,
-                      add_params_argument, add_seed_argument, json_text, load_params)
+                      add_params_argument, add_quiet_argument, add_seed_argument, json_text, load_params, shown,
+                      tell)
 
 NAME = "decode"
+USAGE = ("%(prog)s --params PATH --counts PATH\n"
+         "       (--map PATH | --candidates PATH) [-o PATH] [--summary PATH] [OPTIONS]")
 HELP = "estimate candidate frequencies (counts.csv + map.csv -> results.csv)"
 ORDER = 50
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    """Register the arguments of ``rappor decode``: files first, then the test, the shares, the rest."""
     add_params_argument(parser)
     parser.add_argument("--counts", required=True, metavar="PATH", help="counts file (google/rappor counts.csv)")
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--map", metavar="PATH", help="candidate map (google/rappor map.csv); one of --map, --candidates, --discover "
-                        "is required [default: none]")
-    source.add_argument("--candidates", metavar="PATH", help="candidate strings, one per line (hashed here) [default: none]")
+    source.add_argument("--map", metavar="PATH", help="candidate map (google/rappor map.csv) [default: none; one of "
+                        "--map, --candidates, --discover]")
+    source.add_argument("--candidates", metavar="PATH", help="candidate strings, one per line (hashed here) "
+                        "[default: none]")
     add_output_argument(parser, help_text="results CSV")
     parser.add_argument("--summary", metavar="PATH", help="also write a JSON summary [default: none]")
-    add_level_argument(parser, help_text="significance level of the detection tests, compared with the adjusted "
-                       "p-values")
-    parser.add_argument("--correction", choices=["fdr", "lfdr", "adaptive-fdr", "storey", "bonferroni", "none"],
-                        default="fdr", metavar="METHOD", help="multiple-testing correction: fdr (Benjamini-Hochberg), adaptive-fdr "
-                        "(Benjamini-Krieger-Yekutieli two-stage), storey (Storey's pi0), lfdr (empirical-Bayes local fdr), "
-                        "bonferroni, none [default: fdr]")
-    parser.add_argument("--null", choices=["random-strings", "normal"], default="random-strings",
-                        help="null law of the test statistics: that of random strings given the residuals, or "
-                        "the standard normal (refused with --correction lfdr, whose prior needs calibrated z-scores) "
-                        "[default: random-strings]")
-    parser.add_argument("--lasso-alpha", type=_penalty, default=None, metavar="ALPHA|cv",
-                        help="penalty of the screening Lasso: a number > 0 or 'cv' (cross-validation over "
-                        "cohorts, one-standard-error rule) [default: the plug-in z_(1-level/S)/n]")
-    add_estimator_argument(parser, help_text="least-squares: the only estimator (the test's fit decides "
-                           "'detected'); empirical-bayes was removed: its detections were unstable, and "
-                           "--shares all (the default) is its stable empirical-Bayes replacement")
-    parser.add_argument("--shares", choices=["all", "detected"], default="all",
-                        help="all: a share for every candidate (empirical-Bayes regression; rows = candidates with "
-                        "a positive share, 'detected' column = the test's list); detected: least-squares shares "
-                        "of the detected strings only [default: all]")
-    parser.add_argument("--intervals", choices=["auto", "selective", "fcr", "wald"], default="auto",
+    add_quiet_argument(parser)
+    test = parser.add_argument_group("the detection test")
+    add_level_argument(test, help_text="significance level, compared with the adjusted p-values")
+    test.add_argument("--correction", choices=["fdr", "lfdr", "adaptive-fdr", "storey", "bonferroni", "none"],
+                      default="fdr", metavar="METHOD", help="multiple-testing correction: fdr (Benjamini-Hochberg), "
+                      "adaptive-fdr (two-stage), storey, lfdr (local fdr), bonferroni, none [default: fdr]")
+    test.add_argument("--null", choices=["random-strings", "normal"], default="random-strings",
+                      help="law of the test statistics: random strings given the residuals, or the standard normal "
+                      "[default: random-strings]")
+    test.add_argument("--lasso-alpha", type=_penalty, default=None, metavar="ALPHA|cv",
+                      help="penalty of the screening Lasso: a number > 0 or 'cv' [default: the plug-in "
+                      "z_(1-level/S)/n]")
+    add_seed_argument(test, help_text="seed of the null's sampled bit patterns (k^h > 4096)",
+                      shown="fixed: decoding is deterministic")
+    add_estimator_argument(test, help_text="the test's estimator, the only one (empirical-bayes was removed)")
+    shares = parser.add_argument_group("shares and intervals")
+    shares.add_argument("--shares", choices=["all", "detected"], default="all",
+                        help="all: a share for every candidate (empirical Bayes); detected: least-squares shares of "
+                        "the detected strings only, google/rappor's layout [default: all]")
+    shares.add_argument("--intervals", choices=["auto", "selective", "fcr", "wald"], default="auto",
                         help="prop_low_95/prop_high_95 of detected strings: conditional on detection (selective), "
-                        "false-coverage-rate adjusted (Benjamini-Yekutieli 2005) or plain Wald; auto: selective "
-                        "[default: auto]")
-    add_seed_argument(parser, help_text="seed of the random-string null's sampled bit patterns (drawn when "
-                      "k^h > 4096)", shown="a fixed seed: decoding is deterministic")
-    parser.add_argument("--all", action="store_true", help="list every candidate, with a 'detected' column")
+                        "false-coverage-rate adjusted (fcr) or plain Wald; auto: selective [default: auto]")
+    shares.add_argument("--all", action="store_true", help="list every candidate in results.csv")
     _discover_decode.configure(parser)
 
 
@@ -136,44 +136,62 @@ def run(args: argparse.Namespace) -> int:
     check_estimator(args.estimator, cli=True)  # before reading the files
     check_combination(args.null, args.correction, cli=True)
     _discover_decode.check(args)
-    params = load_params(args)
-    aggregate = read_counts(args.counts, params)
-    cmap = None
-    if args.map is not None:
-        cmap = read_map(args.map, params)
-    elif args.candidates is not None:
-        cmap = hash_candidates(read_candidates(args.candidates), params)
-    decoder = Decoder(significance_level=args.level, correction=args.correction, null=args.null,
-                      estimator=args.estimator, lasso_alpha=args.lasso_alpha, rng=args.seed,
-                      shares=args.shares)
-    found = None
-    if args.discover is not None:
-        combined = _discover_decode.discover_and_decode(args, aggregate, cmap, decoder)
-        result, found = combined.result, combined.found
+    with steps(["read counts", "read candidates", "decode", "write"], desc="decode", quiet=args.quiet) as step:
+        step.start("read counts")
+        params = load_params(args)
+        aggregate = read_counts(args.counts, params)
+        step.start("read candidates")
+        cmap = None
+        if args.map is not None:
+            cmap = read_map(args.map, params)
+        elif args.candidates is not None:
+            cmap = hash_candidates(read_candidates(args.candidates), params)
+        step.start("decode")
+        decoder = Decoder(significance_level=args.level, correction=args.correction, null=args.null,
+                          estimator=args.estimator, lasso_alpha=args.lasso_alpha, rng=args.seed,
+                          shares=args.shares)
+        found = None
+        combined = None
+        if args.discover is not None:
+            combined = _discover_decode.discover_and_decode(args, aggregate, cmap, decoder)
+            result, found = combined.result, combined.found
+        elif cmap is None:  # pragma: no cover - _discover_decode.check refuses it
+            raise AssertionError("internal error: no candidates")
+        else:
+            result = decoder.decode(aggregate, cmap)
+        diag = result.diagnostics
+        spread = explain_dispersion(aggregate.counts, params, diag.residuals, diag.dispersion, diag.chi2_pvalue,
+                                    diag.unexplained_mass)
+        step.start("write")
+        _write(args, result, found, spread)
+    if combined is not None:
         sys.stderr.write(_discover_decode.unexplained_report(combined))
-    elif cmap is None:  # pragma: no cover - _discover_decode.check refuses it
-        raise AssertionError("internal error: no candidates")
-    else:
-        result = decoder.decode(aggregate, cmap)
     tie = floor_tie(result)
     if tie is not None:
         sys.stderr.write(f"rappor: note: {tie.text}\n")
-    diag = result.diagnostics
-    spread = explain_dispersion(aggregate.counts, params, diag.residuals, diag.dispersion, diag.chi2_pvalue,
-                                diag.unexplained_mass)
     if spread is not None:
         sys.stderr.write(f"rappor: note: {spread.text}\n")
-    # Open --found and the summary first: a bad path must not leave a results file behind.
+    rows = len(result.ranking(args.all))
+    written = [f"{shown(args.output)} ({rows:,} row{'s' if rows != 1 else ''})"]
+    written += [shown(path) for path in (args.summary, getattr(args, "found", None)) if path is not None]
+    tell(args, f"decoded {result.n_reports:,} reports against {len(result.strings):,} candidates, "
+               f"{int(result.detected.sum()):,} detected; wrote {', '.join(written)}")
+    return 0
+
+
+def _write(args: argparse.Namespace, result: Any, found: Any, spread: Any) -> None:
+    """results.csv, the summary and --found: a bad path for the summary or --found leaves no results file."""
+    from ..formats import write_results
+
     with _discover_decode.found_output(args, found) as found_out:
         if found_out is not None and found is not None:
             found.write_csv(found_out)
         if args.summary is None:
             write_results(result, args.output, all=args.all, adjust=_ADJUST[args.intervals])
-            return 0
+            return
         with atomic_output(args.summary) as out:
             write_results(result, args.output, all=args.all, adjust=_ADJUST[args.intervals])
             summary = result.summary()
             if spread is not None:  # what the dispersion points to (repeats, missing strings, parameters)
                 summary["residual"]["explanation"] = spread.as_dict()
             out.write(json_text(summary))
-    return 0

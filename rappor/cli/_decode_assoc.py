@@ -1,23 +1,16 @@
 """Estimate the joint distribution of two (or three) variables reported by the same clients.
 
-Two ways to name the inputs:
-
-google/rappor's (bin/decode_assoc.R), writing OUTPUT_DIR/assoc-results.csv and
-assoc-metrics.json:
-
+Examples:
+    rappor decode-assoc --params params.csv --reports reports.csv \\
+        --var1 domain --map1 map.csv --var2 https --bool -o results.csv
     rappor decode-assoc --metric-name m --schema rappor-vars.csv \\
         --params-dir DIR --reports reports.csv --var1 domain \\
-        --var2 flag..HTTPS --map1 domain_map.csv --create-bool-map \\
-        --output-dir OUT
+        --map1 domain_map.csv --var2 flag..HTTPS --output-dir OUT
 
-The schema names each variable's type (string or boolean) and parameters file
-(DIR/<params>.csv); --var2 may also be a string (give --map2).
-
-Ours, writing a results CSV (-o, default stdout) and optionally a JSON summary:
-
-    rappor decode-assoc --params params.csv --reports reports.csv \\
-        --var1 domain --map1 map.csv --var2 flag --bool \\
-        [-o results.csv] [--summary s.json]
+The first form (ours) writes a results CSV (-o, default stdout) and, with --summary, a
+JSON summary.  The second is google/rappor's (bin/decode_assoc.R): the schema names each
+variable's type (string or boolean) and parameters file (DIR/<params>.csv), and
+OUT/assoc-results.csv and assoc-metrics.json are written.
 
 The reports file is a CSV with a header: a 'cohort' column and one column per
 variable holding its IRR bit string (a boolean: one character); other columns are
@@ -45,9 +38,16 @@ from typing import Any, Literal
 
 from .._util.paths import display_name
 from ..exceptions import InvalidParameterError, ReportFormatError
-from ._common import CommandFiles, add_level_argument, add_seed_argument, integer, json_text, real, terminal_tqdm
+from ._common import (CommandFiles, add_level_argument, add_quiet_argument, add_seed_argument, integer, json_text, real,
+                      shown, tell, terminal_tqdm)
 
 NAME = "decode-assoc"
+USAGE = ("%(prog)s --params PATH --reports PATH\n"
+         "       --var1 NAME --map1 PATH --var2 NAME --bool [--var3 NAME ...]\n"
+         "       [-o PATH] [--summary PATH] [OPTIONS]\n"
+         "   or: %(prog)s --schema PATH --params-dir DIR --metric-name NAME\n"
+         "       --reports PATH --var1 NAME --var2 NAME [--map1 PATH] [--output-dir DIR]\n"
+         "       [OPTIONS]")
 HELP = "joint distribution of two or three variables (reports with one column per variable)"
 ORDER = 52
 
@@ -126,14 +126,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
                           "truncated at 0 (projected), the plain estimate +- 1.96 standard errors (wald; "
                           "undercovers cells estimated near 0), or profile likelihood (conservative; about 10 "
                           "fits per cell) [default: projected]")
-    fit.add_argument("--quiet", action="store_true",
-                     help="no progress bar (shown only on a terminal, with tqdm installed: pip install "
-                          "'rappor[progress]')")
     fit.add_argument("--no-independence-test", dest="independence_test", action="store_false",
                      help="skip the likelihood-ratio test of independence (two more fits and 1,000 draws of its "
                           "law); the summary's 'independence' is then null")
     add_level_argument(parser, help_text="significance level of the marginal decodes")
     add_seed_argument(parser, default=0, help_text="seed of --reports-sample-size")
+    add_quiet_argument(parser)
 
 
 def files(args: argparse.Namespace) -> CommandFiles:
@@ -329,14 +327,19 @@ def run(args: argparse.Namespace) -> int:
         from .._util.outputs import output_directory
 
         out_dir = output_directory(args.output_dir or ".")
-        _write_both(result, out_dir / "assoc-results.csv", "google", out_dir / "assoc-metrics.json", summary)
-        return 0
-    if args.summary is not None:
+        written = [out_dir / "assoc-results.csv", out_dir / "assoc-metrics.json"]
+        _write_both(result, written[0], "google", written[1], summary)
+    elif args.summary is not None:
+        written = [args.output, args.summary]
         _write_both(result, args.output, args.layout, args.summary, summary)
-        return 0
-    from ..formats import write_assoc_results
+    else:
+        written = [args.output]
+        from ..formats import write_assoc_results
 
-    write_assoc_results(result, args.output, layout=args.layout)
+        write_assoc_results(result, args.output, layout=args.layout)
+    tell(args, f"decoded the joint table of {', '.join(result.variables)} "
+               f"({' x '.join(str(c) for c in result.shape)} cells) from {result.n_reports:,} reports; "
+               f"wrote {', '.join(shown(path) for path in written)}")
     return 0
 
 

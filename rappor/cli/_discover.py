@@ -1,5 +1,9 @@
 """Find frequent strings that are in no candidate list, from discovery reports alone.
 
+Example:
+    rappor discover --params disc-params.csv --counts disc-counts.csv \\
+        -o found.csv --list found.txt
+
 Reads the discovery reports (--reports: CSV 'client,cohort,irr' or Parquet files, as
 'rappor sum-bits' reads them) or their per-(slot, cohort) bit counts (--counts: 'rappor
 sum-bits' of them with the wire parameters, num_cohorts = slots x cohorts per slot, so a

@@ -1,5 +1,9 @@
 """Encode client values into RAPPOR reports.
 
+Example:
+    rappor encode --params params.csv --key-file client.key values.csv \\
+        -o reports.csv
+
 INPUT is a CSV file with the header 'client,value', one row per report (a client
 may appear several times).  Fields are used exactly as written (a space after a
 comma is part of the value); quote fields that contain commas, quotes or newlines.

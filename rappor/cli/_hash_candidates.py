@@ -1,5 +1,8 @@
 """Hash candidate strings into a google/rappor map.csv.
 
+Example:
+    rappor hash-candidates --params params.csv candidates.txt -o map.csv
+
 CANDIDATES is UTF-8 text with one candidate per line (used exactly as written: no
 trimming).  Blank lines and repeated candidates are errors, naming the line; with
 '--allow-duplicates' repeats are dropped with a warning instead.  Each output row is

@@ -1,5 +1,8 @@
 """Create a new client key file for 'rappor encode'.
 
+Example:
+    rappor keygen -o client.key
+
 The key is 32 bytes from the operating system's CSPRNG, written as hexadecimal text
 and a newline, readable by its owner only (mode 0600).  An existing file is never
 replaced unless '--force' is given.  Keep the key secret: anyone holding it can

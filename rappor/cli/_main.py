@@ -95,15 +95,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
     for module in _command_modules():
-        doc = (module.__doc__ or "").strip()
-        cmd = sub.add_parser(module.NAME, help=module.HELP, description=doc or module.HELP,
-                             formatter_class=_HelpFormatter)
+        description, details = _help_parts((module.__doc__ or "").strip())
+        cmd = sub.add_parser(module.NAME, help=module.HELP, description=description or module.HELP,
+                             epilog=details, usage=getattr(module, "USAGE", None), formatter_class=_HelpFormatter)
         # A negative number in exponent form (--delta -1e-6) is a value, not an option: argparse's
         # own pattern knows only -1 and -.5, and said "expected one argument".
         cmd._negative_number_matcher = _NEGATIVE_NUMBER
         module.configure(cmd)
         cmd.set_defaults(_run=module.run, _files=getattr(module, "files", None))
     return parser
+
+
+def _help_parts(doc: str) -> tuple[str, str | None]:
+    """A subcommand's docstring split for ``--help``: what to type first, the rest after the options.
+
+    The description (shown under the usage line) is the first paragraph and the
+    ``Example:``/``Examples:`` blocks; every other paragraph goes to the epilog, under
+    "Details:", after the options.
+    """
+    blocks = [block for block in doc.split("\n\n") if block.strip()]
+    if not blocks:
+        return "", None
+    first = [blocks[0]] + [b for b in blocks[1:] if b.lstrip().startswith(("Example:", "Examples:"))]
+    rest = [b for b in blocks[1:] if b not in first]
+    return "\n\n".join(first), ("\n\n".join(["Details:", *rest]) if rest else None)
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,

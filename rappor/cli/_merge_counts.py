@@ -1,5 +1,8 @@
 """Add up several google/rappor counts.csv files (e.g. from different machines or days).
 
+Example:
+    rappor merge-counts --params params.csv day1.csv day2.csv -o counts.csv
+
 Every COUNTS file must have been made with the same parameters (m rows of k+1
 counts); the sum is exact.  A warning is printed when the merged cohorts are
 unbalanced (max - min > N/m).

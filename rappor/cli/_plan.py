@@ -3,6 +3,9 @@ S candidate strings, and predict the smallest candidate frequency that will be d
 Without --epsilon-one the target for one report is epsilon_inf / 4; --no-irr drops the
 instantaneous noise altogether (reports become linkable; not recommended).
 
+Example:
+    rappor plan --reports 1000000 --candidates 10000 --epsilon-inf 4
+
 The prediction is the generalized least squares z-statistic of a candidate's frequency
 given the Bloom design (the m*h bits that carry each string, and their collisions with
 the other candidates), Bonferroni-corrected over the candidates.  Each design is printed

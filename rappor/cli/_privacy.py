@@ -2,6 +2,9 @@
 response (RAPPOR Theorems 1-2), tight zCDP, and (epsilon, delta) for T reports of
 changing values by basic and advanced composition, zCDP and the optimal RDP conversion.
 
+Example:
+    rappor privacy --params params.csv --reports 30 --delta 1e-6
+
 Reports of an unchanged value cost at most epsilon_inf, however many there are.
 See docs/privacy.md for the unit of privacy and the sources of every formula.
 """

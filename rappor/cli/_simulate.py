@@ -8,7 +8,7 @@ results.csv, metrics.json and report.html (each file atomically), and prints the
 detected strings, what a decode of this size can be expected to find (the planner's smallest
 detectable share and expected number of detections, as 'rappor plan' computes them, next to
 what was found; metrics.json's detection_outlook) and a summary: accuracy against the truth, the masses (allocated: the
-detected shares; unallocated: one minus allocated; unexplained: the decoder's estimate of the
+sum of results.csv's proportion column; unallocated: one minus allocated; unexplained: the decoder's estimate of the
 share the candidates do not explain, as in metrics.json and summary.json) and the time
 of the simulation, of the decode and of the whole command.  With few cohorts the top
 strings' p-values can tie at the floor of the random-string null; a note says so (see
@@ -38,10 +38,12 @@ from .._util.outputs import output_directory
 from ..exceptions import InvalidParameterError
 from ..formats import read_params, write_params
 from ..params import Params
-from ._common import (CommandFiles, add_estimator_argument, add_params_argument, add_seed_argument, integer,
-                      json_text, real)
+from .._util.progress import steps
+from ._common import (CommandFiles, add_estimator_argument, add_params_argument, add_quiet_argument, add_seed_argument,
+                      integer, json_text, real)
 
 NAME = "simulate"
+USAGE = "%(prog)s --out DIR [--params PATH] [--clients N] [--unique U]\n       [--decoys D] [OPTIONS]"
 HELP = "simulate a collection, decode it and write a report"
 ORDER = 60
 
@@ -98,6 +100,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_seed_argument(parser, default=0, help_text="random seed of the simulation")
     parser.add_argument("--no-report", action="store_true", help="skip report.html (no matplotlib needed)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
+    add_quiet_argument(parser, what="")
     from ._discover_simulate import configure as configure_discovery
 
     configure_discovery(parser)
@@ -131,64 +134,71 @@ def run(args: argparse.Namespace) -> int:
         population = Population.make(args.dist, args.unique, args.dist_param)
     out = output_directory(args.out)
 
-    sim = simulate(params, population, args.clients, reports_per_client=args.reports_per_client,
-                   values_per_client=args.values_per_client, method=args.method, rng=args.seed)
-    t_sim = time.perf_counter()
-    candidates = candidate_strings(population, decoys=args.decoys, remove_every=args.remove_every)
-    cmap = sim.candidate_map(candidates)
-    from ..analysis.decoder import Decoder
+    names = ["simulate", "decode", *([] if args.no_report else ["report"]), "write"]
+    with steps(names, desc="simulate", quiet=args.quiet) as step:
+        step.start("simulate")
+        sim = simulate(params, population, args.clients, reports_per_client=args.reports_per_client,
+                       values_per_client=args.values_per_client, method=args.method, rng=args.seed)
+        t_sim = time.perf_counter()
+        step.start("decode")
+        candidates = candidate_strings(population, decoys=args.decoys, remove_every=args.remove_every)
+        cmap = sim.candidate_map(candidates)
+        from ..analysis.decoder import Decoder
 
-    result = sim.decode(cmap, decoder=Decoder(estimator=args.estimator))
-    t_dec = time.perf_counter()
-    metrics = evaluate_result(result, sim.truth)
-    outlook = _outlook(params, sim, cmap.strings, result.significance_level)
+        result = sim.decode(cmap, decoder=Decoder(estimator=args.estimator))
+        t_dec = time.perf_counter()
+        metrics = evaluate_result(result, sim.truth)
+        outlook = _outlook(params, sim, cmap.strings, result.significance_level)
 
-    details = {
-        "population": population.name,
-        "distinct values": len(population),
-        "clients": sim.n_clients,
-        "reports": sim.n_reports,
-        "reports per client": args.reports_per_client,
-        "values per client": args.values_per_client,
-        "candidates": len(candidates),
-        "decoys": args.decoys,
-        "remove every": args.remove_every,
-        "encoder": args.method,
-        "estimator": args.estimator,
-        "seed": args.seed,
-        "simulation seconds": round(t_sim - started, 3),  # drawing clients, encoding, counting
-        "decode seconds": round(t_dec - t_sim, 3),  # candidate map and Decoder.decode
-    }
-    page = None
-    if not args.no_report:  # render before writing anything, so a failure leaves no partial set
-        from ..report import render_report
+        details = {
+            "population": population.name,
+            "distinct values": len(population),
+            "clients": sim.n_clients,
+            "reports": sim.n_reports,
+            "reports per client": args.reports_per_client,
+            "values per client": args.values_per_client,
+            "candidates": len(candidates),
+            "decoys": args.decoys,
+            "remove every": args.remove_every,
+            "encoder": args.method,
+            "estimator": args.estimator,  # of the test (summary.json's "estimator")
+            "share_estimator": result.share_estimator,  # of results.csv's proportion column
+            "seed": args.seed,
+            "simulation seconds": round(t_sim - started, 3),  # drawing clients, encoding, counting
+            "decode seconds": round(t_dec - t_sim, 3),  # candidate map and Decoder.decode
+        }
+        page = None
+        if not args.no_report:
+            step.start("report")  # render before writing anything, so a failure leaves no partial set
+            from ..report import render_report
 
-        page = render_report(params=params, result=result, truth=sim.truth, metrics=metrics,
-                             aggregate=sim.aggregate, candidate_map=cmap, details=details, outlook=outlook,
-                             title=f"RAPPOR simulation: {population.name}, {sim.n_clients:,} clients")
+            page = render_report(params=params, result=result, truth=sim.truth, metrics=metrics,
+                                 aggregate=sim.aggregate, candidate_map=cmap, details=details, outlook=outlook,
+                                 title=f"RAPPOR simulation: {population.name}, {sim.n_clients:,} clients")
 
-    from .._util.outputs import atomic_output
-    from ..formats import write_results
+        step.start("write")
+        from .._util.outputs import atomic_output
+        from ..formats import write_results
 
-    def write_text(name: str, text: str) -> None:
-        with atomic_output(out / name) as fh:
-            fh.write(text)
+        def write_text(name: str, text: str) -> None:
+            with atomic_output(out / name) as fh:
+                fh.write(text)
 
-    writers: dict[str, Callable[[Path], None]] = {
-        "params.csv": lambda path: write_params(params, path),
-        "counts.csv": lambda path: write_counts(sim.aggregate, path),
-        "map.csv": lambda path: write_map(cmap, path),
-        "candidates.txt": lambda path: write_candidates(candidates, path),
-        "truth.csv": lambda path: write_text(path.name, sim.truth_csv()),
-        "results.csv": lambda path: write_results(result, path),
-        "metrics.json": lambda path: write_text(path.name, json_text(
-            {"params": params.as_dict(), "simulation": details, "metrics": metrics.as_dict(),
-             "detection_outlook": outlook.as_dict()})),
-    }
-    if page is not None:
-        writers["report.html"] = lambda path: write_text(path.name, page)
-    for name, write in writers.items():
-        write(out / name)
+        writers: dict[str, Callable[[Path], None]] = {
+            "params.csv": lambda path: write_params(params, path),
+            "counts.csv": lambda path: write_counts(sim.aggregate, path),
+            "map.csv": lambda path: write_map(cmap, path),
+            "candidates.txt": lambda path: write_candidates(candidates, path),
+            "truth.csv": lambda path: write_text(path.name, sim.truth_csv()),
+            "results.csv": lambda path: write_results(result, path),
+            "metrics.json": lambda path: write_text(path.name, json_text(
+                {"params": params.as_dict(), "simulation": details, "metrics": metrics.as_dict(),
+                 "detection_outlook": outlook.as_dict()})),
+        }
+        if page is not None:
+            writers["report.html"] = lambda path: write_text(path.name, page)
+        for name, write in writers.items():
+            write(out / name)
     _print_results(result, sim, outlook)
     _print_summary(sim, metrics, details, outlook, time.perf_counter() - started)
     sys.stdout.write(f"wrote {out}{os.sep}: {', '.join(writers)}\n")
@@ -208,21 +218,29 @@ def _print_results(result: Any, sim: Any, outlook: Any, *, limit: int = 20) -> N
     """The rows of results.csv: true share, estimated share, 95% interval, p-value and detected; the rule; the outlook."""
     from ..report import detection_rule, floor_tie, outlook_text
 
-    table = result.table()[result.ranking()]  # the rows of results.csv, largest estimate first
+    table = result.table_array()[result.ranking()]  # the rows of results.csv, largest estimate first
     truth = sim.truth
     total = max(sum(truth.values()), 1)
-    header = f"{'string':<16}{'true':>9}{'estimate':>10}{'95% interval':>20}{'p-value':>11}{'detected':>10}"
+    two = result.shares != "detected"  # proportion is then another estimator's than the interval's
+    test = f"{'fitted_proportion':>18}" if two else ""
+    header = (f"{'string':<16}{'true':>9}{'proportion':>11}{test}{'95% interval':>20}{'pvalue':>11}"
+              f"{'detected':>10}")
     lines = [header, "-" * len(header)]
     for row in table[:limit]:
         true_share = truth.get(str(row["string"]), 0) / total
         interval = f"[{row['prop_low_95']:.4f}, {row['prop_high_95']:.4f}]"
-        lines.append(f"{str(row['string'])[:15]:<16}{true_share:>9.4f}{row['proportion']:>10.4f}"
+        fitted = f"{row['fitted_proportion']:>18.4f}" if two else ""
+        lines.append(f"{str(row['string'])[:15]:<16}{true_share:>9.4f}{row['proportion']:>11.4f}{fitted}"
                      f"{interval:>20}{row['pvalue']:>11.2g}{'yes' if row['detected'] else 'no':>10}")
     if len(table) > limit:
         hidden = table[limit:]
         lines.append(f"... and {len(hidden)} more rows in results.csv ({int(hidden['detected'].sum())} of them detected)")
     if len(table) == 0:
         lines.append("(no candidate has a share or is detected)")
+    if two:
+        lines.append(textwrap.fill(f"proportion: the {result.share_estimator} share of every candidate (the "
+                                   "distribution); fitted_proportion: the test's least-squares share, which the 95% "
+                                   "interval and the p-value are about (columns of results.csv).", width=100))
     lines.append(textwrap.fill(detection_rule(result).text, width=100))
     tie = floor_tie(result)
     if tie is not None:
@@ -232,6 +250,8 @@ def _print_results(result: Any, sim: Any, outlook: Any, *, limit: int = 20) -> N
 
 
 def _print_summary(sim: Any, metrics: Any, details: dict[str, Any], outlook: Any, seconds: float) -> None:
+    from ..analysis import METRIC_MEANINGS
+
     m = metrics
     lines = [
         f"simulated {sim.n_reports:,} reports from {sim.n_clients:,} clients ({sim.population.name}, "
@@ -244,7 +264,7 @@ def _print_summary(sim: Any, metrics: Any, details: dict[str, Any], outlook: Any
         f"{'false positives':<24}{m.false_positives:>10}",
         f"{'false negatives':<24}{m.false_negatives:>10}",
         f"{'total variation':<24}{m.total_variation:>10.4f}",
-        f"{'allocated mass':<24}{m.allocated_mass:>10.4f}   sum of the shares in results.csv",
+        f"{'allocated mass':<24}{m.allocated_mass:>10.4f}   {METRIC_MEANINGS['allocated_mass']}",
         f"{'unallocated mass':<24}{m.unallocated_mass:>10.4f}   1 - allocated mass",
         f"{'unexplained mass':<24}{m.unexplained_mass:>10.4f} ± {m.unexplained_std_error:.4f} (SE)   "
         "estimated share the candidates do not explain",

@@ -1,5 +1,8 @@
 """Count reports per cohort and bit: reports CSV files -> google/rappor counts.csv.
 
+Example:
+    rappor sum-bits --params params.csv reports.csv -o counts.csv
+
 Each REPORTS file is our 'client,cohort,irr' CSV or google/rappor's
 'client,cohort,bloom,prr,irr' (the header decides), or Parquet (a file or a directory);
 several files are summed into one table, and '-' reads standard input.  The output has
@@ -19,13 +22,14 @@ from typing import Any
 
 from .._util.outputs import atomic_output
 from .._util.paths import STDIO, display_name
+from .._util.progress import progress
 from .._util.rejects import RejectsWriter, resolve_rejects_path
 from ..collect import Aggregate, check_cohort_balance
 from ..engines import aggregate_files
 from ..exceptions import InvalidParameterError, RapporIOError
 from ..formats import write_counts
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
-                      load_params, terminal_tqdm)
+                      load_params)
 
 NAME = "sum-bits"
 HELP = "sum report bits per cohort (reports CSV -> counts.csv)"
@@ -83,19 +87,12 @@ def report_files(paths: Sequence[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def progress_bar(paths: Sequence[str]) -> Iterator[Callable[[int], None] | None]:
-    """A byte-count progress callback drawing a tqdm bar on stderr, or ``None``.
-
-    The bar is shown only when standard error is a terminal and tqdm is installed.
-    """
-    tqdm = terminal_tqdm()
-    if tqdm is None:
-        yield None
-        return
+def progress_bar(paths: Sequence[str], *, quiet: bool = False) -> Iterator[Callable[[int], None] | None]:
+    """A byte-count progress callback drawing a bar on stderr, or ``None`` (:mod:`rappor._util.progress`)."""
     sizes = [os.path.getsize(p) if p != STDIO and os.path.isfile(p) else None for p in paths]
     total = None if None in sizes else sum(s for s in sizes if s is not None)
-    with tqdm(total=total, unit="B", unit_scale=True, file=sys.stderr, desc="sum-bits", leave=False) as bar:
-        yield bar.update
+    with progress(total, desc="sum-bits", unit="B", unit_scale=True, quiet=quiet) as advance:
+        yield advance
 
 
 def _engine_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -47,7 +47,7 @@ def write_assoc_results(result: AssociationResult, path: PathLike | None, *,
         The columns (see the module's documentation).
     """
     check_options(layout, "layout", "write_assoc_results", ("rappor", "google"))
-    table = result.table()
+    table = result.table_array()
     names = list(result.variables)
     with atomic_output(path) as out:
         if layout == "google":

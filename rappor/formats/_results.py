@@ -2,9 +2,12 @@
 
 Columns: google/rappor's ``string, estimate, std_error, proportion, prop_std_error,
 prop_low_95, prop_high_95`` (``analysis/R/decode.R``) plus ``pvalue`` (unadjusted) and,
-unless only the detected strings are written, ``detected`` (``true``/``false``).  A string
-that could start a spreadsheet formula gets a leading ``'`` (:func:`rappor._util.csv_text.spreadsheet_text`),
-which :func:`read_results` removes.  Numbers are
+unless only the detected strings are written, ``detected`` (``true``/``false``).  With
+every candidate's share (``shares="all"``) ``fitted_proportion`` follows ``proportion``: the
+test's least-squares share, which the standard errors, the interval and the p-value are
+about, while ``proportion`` is the empirical-Bayes share.  A string that could start a
+spreadsheet formula gets a leading ``'`` (:func:`rappor._util.csv_text.spreadsheet_text`), which
+:func:`read_results` removes.  Numbers are
 Python's shortest round-trip repr (whole numbers without a decimal point); a missing value
 is ``NA`` and an infinite one ``Inf`` or ``-Inf``, as R's ``write.csv`` writes them (R's
 ``read.csv`` and Python's ``float`` read both back).
@@ -27,11 +30,15 @@ from .._util.paths import PathLike, display_name
 from ..analysis.decoder import DecodeResult
 from ..exceptions import ReportFormatError
 
-__all__ = ["RESULTS_COLUMNS", "read_results", "write_results"]
+__all__ = ["RESULTS_COLUMNS", "SHARES_ALL_COLUMNS", "read_results", "write_results"]
 
 #: The columns every ``results.csv`` has, in order (``detected`` may follow).
 RESULTS_COLUMNS = ("string", "estimate", "std_error", "proportion", "prop_std_error", "prop_low_95",
                    "prop_high_95", "pvalue")
+#: With ``shares="all"``: ``proportion`` is the empirical-Bayes share, and ``fitted_proportion``
+#: the test's least-squares share, which ``std_error``, ``prop_std_error``, the interval and the
+#: p-value are about.
+SHARES_ALL_COLUMNS = (*RESULTS_COLUMNS[:4], "fitted_proportion", *RESULTS_COLUMNS[4:])
 
 
 def write_results(result: DecodeResult, path: PathLike | None, all: bool = False, *,  # noqa: A002
@@ -40,18 +47,19 @@ def write_results(result: DecodeResult, path: PathLike | None, all: bool = False
 
     Rows are ranked largest estimate first (:meth:`~rappor.DecodeResult.ranking`): with
     ``shares="all"`` (the decoder's default) one row per candidate with a positive share or
-    detected, and a ``detected`` column; with ``shares="detected"`` one row per detected
+    detected, a ``fitted_proportion`` column after ``proportion`` and a ``detected`` column; with ``shares="detected"`` one row per detected
     string (google/rappor's layout).  With ``all=True`` every candidate and the ``detected``
     column.  ``adjust``: the intervals, as in :meth:`~rappor.DecodeResult.table`.
     """
-    rows = result.table(adjust=adjust)[result.ranking(all)]
+    rows = result.table_array(adjust=adjust)[result.ranking(all)]
     flag = all or result.shares != "detected"
-    names = (*RESULTS_COLUMNS, "detected") if flag else RESULTS_COLUMNS
+    numbers = (SHARES_ALL_COLUMNS if result.shares != "detected" else RESULTS_COLUMNS)[1:]
+    names = ("string", *numbers, "detected") if flag else RESULTS_COLUMNS
     with atomic_output(path) as out:
         out.write(",".join(names) + "\n")
         for row in rows:
             cells = [csv_text_field(str(row["string"]))]
-            cells += [_csv_float(float(row[name])) for name in RESULTS_COLUMNS[1:]]
+            cells += [_csv_float(float(row[name])) for name in numbers]
             if flag:
                 cells.append("true" if row["detected"] else "false")
             out.write(",".join(cells) + "\n")
@@ -81,8 +89,10 @@ def read_results(path: PathLike) -> npt.NDArray[np.void]:
         cells = next(csv.reader([text]))
         if header is None:
             header = [c.strip() for c in cells]
-            if header[:7] != list(RESULTS_COLUMNS[:7]) or not set(header[7:]) <= {"pvalue", "detected"}:
-                msg = f"expected the header {','.join(RESULTS_COLUMNS)}[,detected], found {excerpt(text)}"
+            core = header[:4] + header[5:] if header[4:5] == ["fitted_proportion"] else header
+            if core[:7] != list(RESULTS_COLUMNS[:7]) or not set(core[7:]) <= {"pvalue", "detected"}:
+                msg = (f"expected the header {','.join(RESULTS_COLUMNS[:4])}[,fitted_proportion],"
+                       f"{','.join(RESULTS_COLUMNS[4:])}[,detected], found {excerpt(text)}")
                 raise ReportFormatError(msg, path=name, line=lineno)
             continue
         if len(cells) != len(header):

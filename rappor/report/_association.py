@@ -12,7 +12,7 @@ import numpy.typing as npt
 from .._util.outputs import atomic_output
 from .._util.paths import PathLike
 from .._util.lazy import import_optional
-from ._html import _STYLE, _png, _table
+from ._html import _STYLE, _figure, _png, _table
 from ..exceptions import MissingDependencyError
 from ..params import Params
 from ..analysis.association._privacy import multi_variable_privacy
@@ -22,6 +22,12 @@ __all__ = ["render_association_report", "write_association_report"]
 
 #: Categories shown per axis in a heat map (the largest shares first when there are more).
 MAX_HEATMAP_CATEGORIES = 40
+#: Heat map layout: widest cell, widest figure (inches at the report's 100 dpi: 1,100 px, inside
+#: the page's 72 em), tick labels and the smallest cell label drawn (points).
+CELL_INCHES = 0.6
+MAX_WIDTH = 11.0
+TICK_PT = 10.0
+LABEL_PT = 8.0
 
 
 def _heatmaps(result: AssociationResult, truth: npt.NDArray[np.float64] | None) -> str:
@@ -42,25 +48,35 @@ def _heatmaps(result: AssociationResult, truth: npt.NDArray[np.float64] | None) 
     if truth is not None:
         panels.append(("truth", truth.reshape(table.shape)))
     top = max(float(p[1][np.ix_(rows, cols)].max()) for p in panels) or 1.0
-    fig = Figure(figsize=(3.2 + 0.35 * len(cols) * len(panels), 1.6 + 0.28 * len(rows)))
+    # Cells as wide as the page allows (at most MAX_WIDTH inches at the report's 100 dpi, shown
+    # unscaled), and labels in them only where they fit at LABEL_PT or more.
+    cell = min(CELL_INCHES, (MAX_WIDTH - 3.0) / (len(cols) * len(panels)))
+    label_pt = min(TICK_PT, cell * 72 / 2.8)  # "0.12": 4 characters of about 0.6 em, and a margin
+    fig = Figure(figsize=(3.0 + cell * len(cols) * len(panels), 1.8 + 0.3 * len(rows)))
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     image = None
     for ax, (name, values) in zip(axes, panels):
         sub = values[np.ix_(rows, cols)]
         image = ax.imshow(sub, cmap="viridis", vmin=0.0, vmax=top, aspect="auto")
         ax.set_title(name)
-        ax.set_xticks(range(len(cols)), labels_x, rotation=60, ha="right", fontsize=7)
-        ax.set_yticks(range(len(rows)), labels_y if ax is axes[0] else [], fontsize=7)
+        ax.set_xticks(range(len(cols)), labels_x, rotation=60, ha="right", fontsize=TICK_PT)
+        ax.set_yticks(range(len(rows)), labels_y if ax is axes[0] else [], fontsize=TICK_PT)
         ax.set_xlabel(" / ".join(result.variables[1:]))
-        if len(rows) * len(cols) <= 200:
+        if label_pt >= LABEL_PT and len(rows) * len(cols) <= 200:
             for i in range(len(rows)):
                 for j in range(len(cols)):
-                    ax.text(j, i, f"{sub[i, j]:.2f}", ha="center", va="center", fontsize=6,
+                    ax.text(j, i, f"{sub[i, j]:.2f}", ha="center", va="center", fontsize=label_pt,
                             color="white" if sub[i, j] < 0.6 * top else "black")
     axes[0].set_ylabel(result.variables[0])
     if image is not None:
         fig.colorbar(image, ax=list(axes), shrink=0.8, label="share of clients")
-    return _png(fig)
+    alt = f"Heat map of the estimated joint shares of {' and '.join(result.variables)}"
+    caption = (f"Estimated share of clients in each cell of the joint table of {html.escape(', '.join(result.variables))}"
+               + (", beside the true shares" if truth is not None else "")
+               + (f" ({len(rows)} x {len(cols)} largest categories shown)" if len(rows) < table.shape[0]
+                  or len(cols) < table.shape[1] else "")
+               + "; one colour scale for every panel.")
+    return _figure(_png(fig, alt), caption)
 
 
 def render_association_report(*, result: AssociationResult, params: Params, kinds: Sequence[str],
@@ -95,7 +111,7 @@ def render_association_report(*, result: AssociationResult, params: Params, kind
     if metrics:
         parts += ["<h2>Accuracy against the truth</h2>", _table(list(metrics.items()))]
     parts += ["<h2>Joint distribution</h2>", '<div class="figs">', _heatmaps(result, truth), "</div>"]
-    table = result.table()
+    table = result.table_array()
     names = list(table.dtype.names or ())
     rows = [[row[n] if i < len(result.variables) else float(row[n]) for i, n in enumerate(names)] for row in table]
     header = names

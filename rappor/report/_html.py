@@ -32,19 +32,24 @@ from ..privacy._accounting import loss
 
 __all__ = ["render_report", "write_report"]
 
+#: Resolution of the embedded plots: shown at one image pixel per CSS pixel, a 10 pt label is 14 px high.
+_DPI = 100
+
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; padding: 0 1em; max-width: 72em; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; font-size: 0.9em; font-variant-numeric: tabular-nums; }
-td, th { padding: 0.2em 0.7em; border-bottom: 1px solid #eee; text-align: right; vertical-align: top; }
-th { border-bottom: 1px solid #999; white-space: nowrap; }
+td, th { padding: 0.2em 0.5em; border-bottom: 1px solid #eee; text-align: right; vertical-align: top; }
+th { border-bottom: 1px solid #999; }
+tr.groups th { border-bottom: 1px solid #ccc; font-weight: normal; }
+.wide { overflow-x: auto; max-width: 100%; }
 td:first-child, th:first-child { text-align: left; }
 td.text, th.text { text-align: left; color: #555; }
 tr.detected { background: #eef5fb; } tr.detected td:first-child { font-weight: bold; }
 code { font-size: 0.95em; }
 .figs { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 1em 2em; }
 .figs img { max-width: 100%; height: auto; }
-figure { margin: 0; max-width: 40em; }
+figure { margin: 0; max-width: 100%; } figcaption { max-width: 45em; }
 .note { color: #666; font-size: 0.9em; }
 """
 
@@ -69,30 +74,41 @@ def _fmt(value: Any) -> str:
 
 
 def _table(rows: Sequence[Sequence[Any]], header: Sequence[str] | None = None, *,
-           row_classes: Sequence[str] | None = None, text_columns: Sequence[int] = ()) -> str:
-    """An HTML table; columns in ``text_columns`` (after the first) are left-aligned prose."""
+           row_classes: Sequence[str] | None = None, text_columns: Sequence[int] = (),
+           header_html: str | None = None) -> str:
+    """An HTML table (in a box that scrolls sideways rather than widen the page); columns in
+    ``text_columns`` (after the first) are left-aligned prose; ``header_html`` replaces the
+    header row built from ``header``."""
     def cell(tag: str, j: int, content: str) -> str:
         return f'<{tag} class="text">{content}</{tag}>' if j in text_columns else f"<{tag}>{content}</{tag}>"
 
-    out = ["<table>"]
-    if header:
-        out.append("<tr>" + "".join(cell("th", j, html.escape(h)) for j, h in enumerate(header)) + "</tr>")
+    out = ['<div class="wide"><table>']
+    if header_html is not None:
+        out.append(header_html)
+    elif header:
+        out.append("<tr>" + "".join(cell("th", j, _name(h)) for j, h in enumerate(header)) + "</tr>")
     for i, row in enumerate(rows):
         cls = f' class="{row_classes[i]}"' if row_classes and row_classes[i] else ""
         out.append(f"<tr{cls}>" + "".join(cell("td", j, _fmt(v)) for j, v in enumerate(row)) + "</tr>")
-    out.append("</table>")
+    out.append("</table></div>")
     return "\n".join(out)
 
 
-def _png(fig: Any) -> str:
+def _name(column: str) -> str:
+    """A column name for a header cell: escaped, and free to break after its underscores."""
+    return html.escape(column).replace("_", "_<wbr>")
+
+
+def _png(fig: Any, alt: str) -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=_DPI, bbox_inches="tight")
     data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return f'<img alt="" src="data:image/png;base64,{data}">'
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 
 
 def _figures(params: Params, result: Any, truth: Mapping[str, int] | None, aggregate: Any,
              candidate_map: Any) -> list[str]:
+    """The plots, each a ``<figure>`` with alt text and a caption saying what it shows."""
     try:
         Figure = import_optional("matplotlib.figure", "plots").Figure  # noqa: N806 - a class
     except MissingDependencyError as exc:
@@ -101,15 +117,39 @@ def _figures(params: Params, result: Any, truth: Mapping[str, int] | None, aggre
     if result is not None:
         fig = Figure(figsize=(7, 5))
         plots.plot_estimates(result, truth, ax=fig.add_subplot())
-        images.append(_png(fig))
+        images.append(_figure(_png(fig, _ESTIMATES_ALT if truth is not None else _RANKS_ALT),
+                              _estimates_caption(result, truth)))
         if aggregate is not None and candidate_map is not None:
             fig = Figure(figsize=(7, 4))
             plots.plot_fit_residuals(result, aggregate, candidate_map, ax=fig.add_subplot())
-            images.append(_figure(_png(fig), _residual_caption(result, aggregate, candidate_map)))
+            images.append(_figure(_png(fig, "Heat map of the standardized residual of every cohort and bit"),
+                                  _residual_caption(result, aggregate, candidate_map)))
     fig = Figure(figsize=(7, 4))
     plots.plot_epsilon(params, ax=fig.add_subplot())
-    images.append(_png(fig))
+    images.append(_figure(_png(fig, "Privacy loss epsilon against the number of reports, by accounting"),
+                          "Privacy loss of T reports of changing values by four accountings (log-log axes); "
+                          "the dotted line is epsilon_inf, the bound for any number of reports of one value."))
     return images
+
+
+_ESTIMATES_ALT = "Scatter plot of each candidate's estimated share against its true share, with 95% intervals"
+_RANKS_ALT = "Each candidate's estimated share by rank, with 95% intervals"
+
+
+def _estimates_caption(result: Any, truth: Mapping[str, int] | None) -> str:
+    """What the estimates plot draws: which share carries the interval, and the axes' scale."""
+    two = getattr(result, "fitted_proportion", None) is not None and not np.allclose(
+        np.asarray(result.fitted_proportion, dtype=np.float64), np.asarray(result.proportion, dtype=np.float64),
+        equal_nan=True)
+    text = ("Estimated against true share of the largest candidates" if truth is not None
+            else "Estimated share of the largest candidates by rank")
+    if two:
+        text += (": dots are the test's least-squares shares (fitted_proportion) with their 95% intervals "
+                 "(prop_low_95 to prop_high_95), diamonds the reported shares (proportion, "
+                 f"{html.escape(str(getattr(result, 'share_estimator', '')))})")
+    else:
+        text += ": dots with their 95% intervals (prop_low_95 to prop_high_95)"
+    return text + ". Axes are logarithmic above the smallest share shown and linear below it, so shares of 0 sit at 0."
 
 
 def _figure(image: str, caption: str) -> str:
@@ -149,7 +189,7 @@ def _summary_rows(result: Any) -> list[tuple[str, str, Any]]:
     residual = s.get("residual") or {}
     rows: list[tuple[str, str, Any]] = [
         ("detected", "candidates reported as present", s.get("detected")),
-        ("allocated_mass", "sum of the detected strings' estimated shares", s.get("allocated_mass")),
+        ("allocated_mass", METRIC_MEANINGS["allocated_mass"], s.get("allocated_mass")),
         ("unexplained_mass", "estimated share of reports the candidates do not explain (the non-candidate "
          "column; after screening, the detected candidates)", s.get("unexplained_mass")),
         ("unexplained_std_error", "its standard error", s.get("unexplained_std_error")),
@@ -159,7 +199,10 @@ def _summary_rows(result: Any) -> list[tuple[str, str, Any]]:
          residual.get("chi2_pvalue")),
         ("significance_level", "level the adjusted p-values are compared with", s.get("significance_level")),
         ("correction", "multiple-testing correction", s.get("correction")),
-        ("estimator", "least-squares (the test decides)", s.get("estimator")),
+        ("estimator", "estimator of the test: fitted_proportion, its standard error, interval and p-value",
+         s.get("estimator")),
+        ("shares", "which candidates get a share: all (every candidate) or detected", s.get("shares")),
+        ("share_estimator", "estimator of proportion, the reported shares", s.get("share_estimator")),
     ]
     return rows
 
@@ -172,33 +215,42 @@ def _privacy_rows(params: Params) -> list[tuple[str, str, Any]]:
 
 def _result_rows(result: Any, truth: Mapping[str, int] | None, max_rows: int) -> tuple[list[str], list[list[Any]],
                                                                                          list[str]]:
+    """Header, rows and row classes of the results table: ``results.csv``'s rows and columns.
+
+    A :class:`~rappor.decoder.DecodeResult` gives the rows of its ``results.csv``
+    (:meth:`~rappor.decoder.DecodeResult.ranking`, largest share first) with every column of
+    its :meth:`~rappor.decoder.DecodeResult.table` (the interval that of ``results.csv``);
+    another result object, the candidates with their shares, detected first.
+    """
     strings = list(result.strings)
-    est = np.asarray(result.proportion, dtype=np.float64)
     detected = _detected_mask(result)
-    ci = _share_interval(result, 0.95) if callable(getattr(result, "confidence_interval", None)) else None
-    rule = _rule(result)
+    table_of = getattr(result, "table_array", None)
+    ranking = getattr(result, "ranking", None)
     columns: list[tuple[str, Any]] = []
-    for name in ("estimate", "std_error"):
-        if getattr(result, name, None) is not None:
-            columns.append((name, np.asarray(getattr(result, name), dtype=np.float64)))
-    columns.append(("proportion", est))
-    if getattr(result, "prop_std_error", None) is not None:
-        columns.append(("prop_std_error", np.asarray(result.prop_std_error, dtype=np.float64)))
-    if ci is not None:
-        columns += [("prop_low_95", ci[0]), ("prop_high_95", ci[1])]
-    if getattr(result, "pvalue", None) is not None:
-        label = "pvalue"
-        if rule is not None and math.isfinite(rule.pvalue_threshold):
-            label = f"pvalue (passes if <= {rule.pvalue_threshold:.3g})"
-        columns.append((label, np.asarray(result.pvalue, dtype=np.float64)))
-    if getattr(result, "adjusted_pvalue", None) is not None and rule is not None:
-        columns.append((f"adjusted pvalue (passes if <= {rule.level:g})",
-                        np.asarray(result.adjusted_pvalue, dtype=np.float64)))
+    if callable(table_of) and callable(ranking):
+        table = table_of()
+        order = np.asarray(ranking(), dtype=np.int64)[:max_rows]
+        names = [name for name in _HTML_COLUMNS if name in (table.dtype.names or ())]
+        if result.shares == "detected" or np.array_equal(table["proportion"], table["fitted_proportion"],
+                                                         equal_nan=True):
+            names = [name for name in names if name != "fitted_proportion"]
+        columns = [(name, table[name]) for name in names]
+    else:
+        est = np.asarray(result.proportion, dtype=np.float64)
+        ci = _share_interval(result, 0.95) if callable(getattr(result, "confidence_interval", None)) else None
+        for name in ("proportion", "estimate", "std_error", "prop_std_error"):
+            if getattr(result, name, None) is not None:
+                columns.append((name, np.asarray(getattr(result, name), dtype=np.float64)))
+        if ci is not None:
+            columns += [("prop_low_95", ci[0]), ("prop_high_95", ci[1])]
+        for name in ("pvalue", "adjusted_pvalue"):
+            if getattr(result, name, None) is not None:
+                columns.append((name, np.asarray(getattr(result, name), dtype=np.float64)))
+        order = np.lexsort((-est, ~detected))[:max_rows]
     header = ["string"] + [name for name, _ in columns] + ["detected"]
     total = sum(truth.values()) if truth else 0
     if truth:
         header.append("true proportion")
-    order = np.lexsort((-est, ~detected))[:max_rows]
     rows, classes = [], []
     for i in order:
         row: list[Any] = [strings[i]] + [col[i] for _, col in columns] + [bool(detected[i])]
@@ -209,6 +261,35 @@ def _result_rows(result: Any, truth: Mapping[str, int] | None, max_rows: int) ->
     return header, rows, classes
 
 
+#: The results table's columns, in the order shown: the reported share, then the test's.
+_HTML_COLUMNS = ("proportion", "estimate", "fitted_proportion", "std_error", "prop_std_error", "prop_low_95",
+                 "prop_high_95", "pvalue", "adjusted_pvalue")
+
+
+def _result_header(result: Any, header: Sequence[str]) -> str:
+    """The results table's two header rows: which estimator each group of columns belongs to, then the
+    columns (``results.csv``'s names), with the pass threshold of the p-values."""
+    rule = _rule(result)
+    notes = {}
+    if rule is not None:
+        if math.isfinite(rule.pvalue_threshold):
+            notes["pvalue"] = f"passes if &le; {rule.pvalue_threshold:.3g}"
+        notes["adjusted_pvalue"] = f"passes if &le; {rule.level:g}"
+    cells = "".join(f"<th>{_name(name)}" + (f' <br><span class="note">({notes[name]})</span>' if name in notes
+                                                   else "") + "</th>" for name in header)
+    groups = ""
+    if "fitted_proportion" in header:
+        share = html.escape(str(getattr(result, "share_estimator", "")))
+        test = header.index("fitted_proportion")
+        last = max(header.index(name) for name in header if name in _HTML_COLUMNS)
+        groups = (f'<tr class="groups"><th></th><th colspan="{test - 1}" class="text">the reported share '
+                  f"({share}): the distribution</th>"
+                  f'<th colspan="{last - test + 1}" class="text">the test (least squares): its share, standard '
+                  "errors, 95% interval and p-values</th>"
+                  f'<th colspan="{len(header) - last - 1}"></th></tr>')
+    return groups + f"<tr>{cells}</tr>"
+
+
 def _rule(result: Any) -> Any:
     """:func:`rappor.report._explain.detection_rule`, or None for a result without the test's fields."""
     needed = ("pvalue", "significant", "significance_level", "correction")
@@ -216,7 +297,13 @@ def _rule(result: Any) -> Any:
 
 
 def _result_notes(result: Any, shown: int) -> list[str]:
-    notes = [f"{shown} of {len(result.strings)} candidates, detected first."]
+    if callable(getattr(result, "ranking", None)):
+        rows = len(result.ranking())
+        notes = [f"The rows of results.csv, largest share first: {shown} of {rows} shown "
+                 f"({len(result.strings)} candidates; results.csv lists "
+                 + ("those detected)." if result.shares == "detected" else "those with a share or detected).")]
+    else:
+        notes = [f"{shown} of {len(result.strings)} candidates, detected first."]
     rule = _rule(result)
     if rule is not None:
         notes.append(html.escape(rule.text))
@@ -272,7 +359,8 @@ def render_report(*, params: Params, result: Any = None, truth: Mapping[str, int
     parts += ['<h2>Plots</h2><div class="figs">', *_figures(params, result, truth, aggregate, candidate_map), "</div>"]
     if result is not None:
         header, rows, classes = _result_rows(result, truth, max_rows)
-        parts += ["<h2>Results</h2>", *_result_notes(result, len(rows)), _table(rows, header, row_classes=classes)]
+        parts += ["<h2>Results</h2>", *_result_notes(result, len(rows)),
+                  _table(rows, header, row_classes=classes, header_html=_result_header(result, header))]
     parts.append("</body></html>\n")
     return "\n".join(parts)
 

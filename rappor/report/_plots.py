@@ -44,7 +44,15 @@ def _axes(ax: Axes | None) -> Axes:
 
 def plot_estimates(result: Any, truth: Mapping[str, int] | None = None, *, confidence_level: float = 0.95,
                    max_strings: int = 40, ax: Axes | None = None) -> Axes:
-    """Estimated share of each candidate with its confidence interval, against the truth.
+    """Each candidate's share and the test's share with its confidence interval, against the truth.
+
+    The interval is drawn around the estimate it belongs to: the test's least-squares
+    share (``result.fitted_proportion`` when the result has one, with the interval of
+    ``results.csv``); the reported share ``result.proportion`` (by default the
+    empirical-Bayes share) is a separate marker where it differs.  Shares span decades,
+    so both axes are symmetric-logarithmic: logarithmic above the smallest positive
+    share shown, linear below it, so shares of 0 (decoys, undetected strings) keep a
+    visible place at the axis' origin instead of piling on a linear axis.
 
     Parameters
     ----------
@@ -66,32 +74,49 @@ def plot_estimates(result: Any, truth: Mapping[str, int] | None = None, *, confi
     ax = _axes(ax)
     strings = list(result.strings)
     est = np.asarray(result.proportion, dtype=np.float64)
+    fitted_attr = getattr(result, "fitted_proportion", None)
+    fitted = est if fitted_attr is None else np.asarray(fitted_attr, dtype=np.float64)
     detected = _detected_mask(result)
     interval = _share_interval(result, confidence_level) if callable(getattr(result, "confidence_interval", None)) else None
-    low, high = interval if interval is not None else (est, est)
+    low, high = interval if interval is not None else (fitted, fitted)
     if truth is not None:
         total = sum(truth.values()) or 1
         true_share = np.array([truth.get(s, 0) / total for s in strings], dtype=np.float64)
-        keep = np.argsort(-np.maximum(est, true_share), kind="stable")[:max_strings]
+        keep = np.argsort(-np.maximum(np.nan_to_num(est), true_share), kind="stable")[:max_strings]
         x = true_share[keep]
         ax.set_xlabel("true share of reports")
-        top = float(max(np.nanmax(high[keep], initial=0.0), np.max(x, initial=0.0), 1e-3))
-        ax.plot([0, top], [0, top], color="0.6", linewidth=1, linestyle="--", label="y = x")
     else:
-        keep = np.argsort(-est, kind="stable")[:max_strings]
+        keep = np.argsort(-np.nan_to_num(est), kind="stable")[:max_strings]
         x = np.arange(1, keep.size + 1, dtype=np.float64)
         ax.set_xlabel("rank")
-    y = est[keep]
+    y = fitted[keep]
     err = np.vstack([np.maximum(y - low[keep], 0), np.maximum(high[keep] - y, 0)])
     det = detected[keep]
+    two = not np.allclose(est[keep], y, equal_nan=True)
+    name = "least-squares share (the test's)" if two else "estimated share"
     for mask, label, color in ((det, "detected", "C0"), (~det, "not detected", "C3")):
         if mask.any():
-            ax.errorbar(x[mask], y[mask], yerr=err[:, mask], fmt="o", markersize=3, capsize=2, color=color,
-                        label=label, linewidth=0.8)
+            ax.errorbar(x[mask], y[mask], yerr=err[:, mask], fmt="o", markersize=3.5, capsize=2, color=color,
+                        label=f"{name}, {label}", linewidth=0.8)
+    if two:
+        ax.plot(x, est[keep], linestyle="none", marker="D", markersize=4, markerfacecolor="none", color="k",
+                markeredgewidth=0.8, label="reported share (proportion)")
+    shown = np.concatenate([x, est[keep]]) if truth is not None else est[keep]
+    positive = shown[np.isfinite(shown) & (shown > 0)]
+    threshold = 10.0 ** np.floor(np.log10(positive.min())) if positive.size else 1e-3
+    ax.set_yscale("symlog", linthresh=threshold, linscale=0.5)
     ax.axhline(0, color="0.8", linewidth=0.8)
-    ax.set_ylabel(f"estimated share ({confidence_level:.0%} interval)")
-    ax.set_title("Estimated vs true frequencies" if truth is not None else "Estimated frequencies")
+    if truth is not None:
+        ax.set_xscale("symlog", linthresh=threshold, linscale=0.5)
+        top = float(max(np.nanmax(high[keep], initial=0.0), np.max(x, initial=0.0), 1e-3))
+        line = np.concatenate([[0.0], np.geomspace(threshold, top, 50)])
+        ax.plot(line, line, color="0.6", linewidth=1, linestyle="--", label="y = x")
+    else:
+        ax.set_xscale("log")
+    ax.set_ylabel(f"share ({confidence_level:.0%} interval)")
+    ax.set_title("Estimated vs true shares" if truth is not None else "Estimated shares")
     ax.legend(loc="upper left", fontsize="small")
+    ax.grid(True, which="major", color="0.93", linewidth=0.6)
     return ax
 
 

@@ -197,3 +197,16 @@ def test_fit_residuals_few_cohorts_groups_and_identity_map(data_dir):
     exact = Decoder().decode(agg, imap)
     fit = fit_residuals(exact, agg, imap)
     assert fit.unexplained_mass == 0.0 and fit.chi2 == pytest.approx(exact.summary()["residual"]["chi2"], abs=1e-9)
+
+
+def test_evaluate_result_counts_a_group_once_as_the_summary_does(twin_candidates):
+    """Two candidates with the same bits share one estimate: allocated_mass is the summary's (group once)."""
+    from rappor.analysis.decoder import Decoder
+    from rappor.exceptions import IndistinguishableCandidatesWarning
+
+    aggregate, cmap = twin_candidates
+    with pytest.warns(IndistinguishableCandidatesWarning):
+        res = Decoder().decode(aggregate, cmap)
+    assert res.proportion[0] == res.proportion[1] > 0
+    metrics = evaluate_result(res, {"a": 20000})
+    assert metrics.allocated_mass == pytest.approx(res.summary()["allocated_mass"], rel=1e-12)

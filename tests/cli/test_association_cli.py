@@ -95,6 +95,14 @@ def test_our_form_writes_the_table_and_summary(tmp_path: Path, capsys: pytest.Ca
     assert sum(float(r["proportion"]) for r in rows) == pytest.approx(1.0)
     data = json.loads(summary.read_text())
     assert data["independence"]["df"] == 3 and 0 <= data["independence"]["pvalue"] <= 1
+    # One line on stderr says what was written (and nothing with --quiet).
+    shape = " x ".join(str(n) for n in data["estimate_dimensions"])
+    assert capsys.readouterr().err == (f"rappor: decoded the joint table of domain, flag..HTTPS ({shape} cells) from "
+                                       f"{data['num_reports']:,} reports; wrote {out}, {summary}\n")
+    assert main(["decode-assoc", "--params", str(GOOGLE / "m_params.csv"), "--reports", str(GOOGLE / "reports.csv"),
+                 "--var1", "domain", "--map1", str(GOOGLE / "domain_map.csv"), "--var2", "flag..HTTPS", "--bool",
+                 "-o", str(out), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_no_independence_test_skips_it(tmp_path: Path) -> None:

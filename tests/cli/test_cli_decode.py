@@ -21,7 +21,9 @@ def test_cli_decode_map_writes_results_and_summary(interop_dir, tmp_path):
     assert rc == 0
     lines = (tmp_path / "results.csv").read_text().splitlines()
     # Two products: a row per candidate with a positive share, and the test's detected column.
-    assert lines[0] == "string,estimate,std_error,proportion,prop_std_error,prop_low_95,prop_high_95,pvalue,detected"
+    # fitted_proportion: the test's least-squares share, which std_error, the interval and pvalue are about.
+    assert lines[0] == ("string,estimate,std_error,proportion,fitted_proportion,prop_std_error,prop_low_95,"
+                        "prop_high_95,pvalue,detected")
     assert lines[1].startswith("v1,")
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["rows"] == len(lines) - 1 and summary["shares"] == "all"
@@ -129,6 +131,33 @@ def test_cli_decode_one_report_writes_infinite_standard_errors(tmp_path, one_rep
     assert len(lines) == len(candidates) + 1
     assert any(line.split(",")[2] == "Inf" for line in lines[1:])
     assert json.loads((tmp_path / "s.json").read_text())["reports"] == 1
+
+
+def test_cli_decode_says_in_one_line_what_it_wrote(interop_dir, tmp_path, capsys):
+    rc = main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--summary", str(tmp_path / "s.json")))
+    assert rc == 0
+    summary = json.loads((tmp_path / "s.json").read_text())
+    err = capsys.readouterr().err
+    assert err == (f"rappor: decoded {summary['reports']:,} reports against {summary['candidates']} candidates, "
+                   f"{summary['detected']} detected; wrote {tmp_path / 'results.csv'} ({summary['rows']} rows), "
+                   f"{tmp_path / 's.json'}\n")
+
+
+def test_cli_decode_quiet_says_nothing(interop_dir, tmp_path, capsys):
+    assert main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--quiet")) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_cli_decode_progress_on_a_terminal_only(interop_dir, tmp_path, capsys, monkeypatch):
+    import sys
+
+    pytest.importorskip("tqdm")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"))) == 0
+    err = capsys.readouterr().err
+    assert "decode: read counts" in err and "decode: write" in err  # the step bar, on stderr
+    assert main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "-q")) == 0
+    assert capsys.readouterr().err == ""
 
 
 def test_cli_decode_tie_note_escapes_client_strings(tmp_path, capsys):

@@ -49,3 +49,37 @@ def test_every_option_with_a_value_states_its_default(command: str) -> None:
         if "(default)" in action.help or re.search(r"\[(?!default: )[^\]]*\]$", action.help):
             odd.append(name)
     assert missing == [] and odd == []
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c])
+def test_help_leads_with_a_short_usage_and_an_example(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first screen (24 lines of 80 columns) says what to type: the usage, one sentence, an example."""
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = _subparsers()[command].format_help().splitlines()
+    assert lines[0].startswith(f"usage: rappor {command}")
+    usage = lines[:lines.index("")]
+    assert len(usage) <= 6, usage
+    assert any(line.startswith(("Example:", "Examples:")) for line in lines[:24]), lines[:24]
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c])
+def test_help_examples_parse(command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every example in --help is a command line rappor accepts (arguments only: files are not read)."""
+    import shlex
+
+    monkeypatch.setenv("COLUMNS", "80")
+    text = _subparsers()[command].format_help()
+    block = re.search(r"^Examples?:\n((?:    .*\n)+)", text, flags=re.M)
+    assert block is not None
+    examples = block.group(1).replace("\\\n", " ").splitlines()
+    assert examples
+    for example in examples:
+        words = shlex.split(example)
+        assert words[:2] == ["rappor", command], example
+        build_parser().parse_args(words[1:])  # a usage error exits (SystemExit) and fails the test
+
+
+def test_help_keeps_details_after_the_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    text = _subparsers()["decode"].format_help()
+    assert text.index("options:") < text.index("Details:") < text.index("fitted_proportion")

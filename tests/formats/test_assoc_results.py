@@ -40,7 +40,7 @@ def test_write_assoc_results_rappor_layout_is_the_table(tmp_path: Path) -> None:
     path = tmp_path / "joint.csv"
     write_assoc_results(result, path)
     rows = list(csv.reader(path.read_text(encoding="utf-8").splitlines()))
-    assert tuple(rows[0]) == result.table().dtype.names
+    assert tuple(rows[0]) == result.table_array().dtype.names
     assert [row[:2] for row in rows[1:]] == [["'=cmd", "TRUE"], ["'=cmd", "FALSE"], ["b,c", "TRUE"], ["b,c", "FALSE"]]
     assert [float(row[2]) for row in rows[1:]] == [0.4, 0.1, 0.3, 0.2]
 

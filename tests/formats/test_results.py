@@ -25,9 +25,10 @@ def test_results_round_trip(tmp_path: Path, every: bool) -> None:
     path = tmp_path / "results.csv"
     write_results(result, path, all=every)
     table = read_results(path)
-    want = result.table()[result.ranking(every)]
+    want = result.table_array()[result.ranking(every)]
     assert list(table["string"]) == list(want["string"])
-    for column in ("estimate", "std_error", "proportion", "prop_std_error", "prop_low_95", "prop_high_95", "pvalue"):
+    for column in ("estimate", "std_error", "proportion", "fitted_proportion", "prop_std_error", "prop_low_95",
+                   "prop_high_95", "pvalue"):
         np.testing.assert_array_equal(table[column], want[column])  # shortest repr: exact round trip
     np.testing.assert_array_equal(table["detected"], want["detected"])
 

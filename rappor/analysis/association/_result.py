@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..._util.results import ConfidenceInterval
+from ..._util.table import TextTable, labelled_table
 from ..._util.validation import check_probability
 from ...exceptions import InvalidParameterError
 from ._inference import boundary_interval, conditional_distribution, marginal_distribution
@@ -217,7 +218,16 @@ class AssociationResult:
         probs, se = conditional_distribution(self.proportion, self.covariance, axis)
         return Distribution(categories=self.categories, proportion=probs, std_error=se)
 
-    def table(self, confidence_level: float = 0.95) -> npt.NDArray[Any]:
+    def table(self, confidence_level: float = 0.95) -> Any:
+        """:meth:`table_array` as a labelled table: a :class:`pandas.DataFrame` where pandas is
+        installed, else a :class:`~rappor._util.table.TextTable` (which prints aligned)."""
+        return labelled_table(self.table_array(confidence_level))
+
+    def _repr_html_(self) -> str:
+        """The result in a notebook: the table of cells (``_repr_html_``)."""
+        return TextTable(self.table_array())._repr_html_()
+
+    def table_array(self, confidence_level: float = 0.95) -> npt.NDArray[Any]:
         """One row per cell (first variable outermost): the categories, the share, its SE and interval.
 
         With two variables, also ``given_<v2>`` = P(v1 | v2) and ``given_<v1>`` = P(v2 | v1),

@@ -7,6 +7,7 @@ fit's diagnostics: unexplained mass, residual check, screening, null law, time).
 
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -16,15 +17,19 @@ import numpy.typing as npt
 
 from ..._util.lazy import import_optional
 from ..._util.results import ConfidenceInterval
+from ..._util.table import TextTable, labelled_table
 from ..._util.validation import check_options, check_probability
 from ...params import Params
 from ._intervals import fcr_critical_value, normal_critical_value, selective_interval, wald_interval
 from ._problem import Array, IntArray
 
-#: google/rappor's results.csv columns, then the unadjusted p-value.
-_CSV_COLUMNS = ("string", "estimate", "std_error", "proportion", "prop_std_error", "prop_low_95",
-                "prop_high_95", "pvalue")
-_TABLE_COLUMNS = (*_CSV_COLUMNS, "adjusted_pvalue", "significant", "detected")
+#: The columns of :meth:`DecodeResult.table_array`: google/rappor's results.csv columns with
+#: ``fitted_proportion`` (the test's least-squares share, which ``std_error``, ``prop_std_error``,
+#: the interval and the p-values are about) after ``proportion``, then the test's answers.
+_TABLE_COLUMNS = ("string", "estimate", "std_error", "proportion", "fitted_proportion", "prop_std_error",
+                  "prop_low_95", "prop_high_95", "pvalue", "adjusted_pvalue", "significant", "detected")
+#: What ``proportion`` is, by ``shares``.
+SHARE_ESTIMATORS = {"all": "empirical-Bayes", "detected": "least-squares"}
 _ADJUST = ("none", "fcr", "selective")
 #: Candidates named in ``repr(DecodeResult)``.
 _REPR_SHOWN = 3
@@ -237,6 +242,15 @@ class DecodeResult:
         return tuple(tuple(v) for v in out.values() if len(v) > 1)
 
     @property
+    def share_estimator(self) -> str:
+        """What :attr:`proportion` holds: ``"empirical-Bayes"`` (``shares="all"``) or ``"least-squares"``.
+
+        :attr:`estimator` is that of the test (:attr:`fitted_proportion`, the p-values,
+        the standard errors and the intervals), least squares in both cases.
+        """
+        return SHARE_ESTIMATORS.get(self.shares, self.estimator)
+
+    @property
     def table_interval(self) -> Literal["selective", "fcr"]:
         """The ``adjust`` of the ``prop_*_95`` columns by default: ``"selective"`` (every
         result holds least-squares estimates since the empirical-Bayes estimator was removed)."""
@@ -304,7 +318,7 @@ class DecodeResult:
         The rows are the candidates with a positive share or detected with
         ``shares="all"`` (default: a detected string whose share is 0 still has its row),
         the detected candidates with ``shares="detected"``.  Ties keep input
-        order; a ``nan`` estimate comes last.  ``result.table()[result.ranking()]`` is the
+        order; a ``nan`` estimate comes last.  ``result.table_array()[result.ranking()]`` is the
         table as ``results.csv`` lists it.
 
         Parameters
@@ -318,16 +332,33 @@ class DecodeResult:
         out: IntArray = idx[np.lexsort((idx, -key))]
         return out
 
-    def table(self, *, adjust: Literal["fcr", "none", "selective"] | None = None) -> np.ndarray:
+    def table(self, *, adjust: Literal["fcr", "none", "selective"] | None = None) -> Any:
+        """Every candidate, in input order, as a labelled table: a :class:`pandas.DataFrame` where
+        pandas is installed, else a :class:`~rappor._util.table.TextTable` (which prints aligned).
+
+        The columns and rows of :meth:`table_array` (see there); ``table()`` is for reading
+        and display, :meth:`table_array` the structured array for code.  In a notebook the
+        result itself shows the rows of ``results.csv`` (``_repr_html_``).
+        """
+        return labelled_table(self.table_array(adjust=adjust))
+
+    def _repr_html_(self) -> str:
+        """The result in a notebook: its one-line description and the first rows of ``results.csv``."""
+        head = html.escape(repr(self).split(";")[0] + ")")
+        return f"<p>{head}</p>\n" + TextTable(self.table_array()[self.ranking()])._repr_html_()
+
+    def table_array(self, *, adjust: Literal["fcr", "none", "selective"] | None = None) -> np.ndarray:
         """Every candidate, in input order, as a numpy structured array (one row per candidate).
 
         Row ``i`` is ``strings[i]``, as in every array attribute and in
         :meth:`confidence_interval`.  Columns: google/rappor's ``string, estimate,
-        std_error, proportion, prop_std_error, prop_low_95, prop_high_95``, then
+        std_error, proportion``, then ``fitted_proportion`` (the test's least-squares
+        share: ``proportion`` itself with ``shares="detected"``), google/rappor's
+        ``prop_std_error, prop_low_95, prop_high_95`` (of ``fitted_proportion``), then
         ``pvalue`` (unadjusted), ``adjusted_pvalue``, ``significant`` and ``detected``.
         Select and sort it like a data frame: ``t[t["detected"]]``,
         ``t[result.ranking()]`` (the rows of ``results.csv``), ``t["proportion"]``;
-        ``pandas.DataFrame(t)`` or :meth:`to_pandas` makes a pandas data frame.
+        :meth:`table` or :meth:`to_pandas` makes a pandas data frame.
 
         Parameters
         ----------
@@ -345,8 +376,8 @@ class DecodeResult:
         dtype += [(name, "f8") for name in _TABLE_COLUMNS[1:-2]] + [("significant", "?"), ("detected", "?")]
         out = np.empty(len(self.strings), dtype=dtype)
         out["string"] = self.strings
-        for name in ("estimate", "std_error", "proportion", "prop_std_error", "pvalue", "adjusted_pvalue",
-                     "significant", "detected"):
+        for name in ("estimate", "std_error", "proportion", "fitted_proportion", "prop_std_error", "pvalue",
+                     "adjusted_pvalue", "significant", "detected"):
             out[name] = getattr(self, name)
         out["prop_low_95"] = ci.low
         out["prop_high_95"] = ci.high
@@ -355,14 +386,15 @@ class DecodeResult:
     def to_pandas(self, *, adjust: Literal["fcr", "none", "selective"] | None = None) -> Any:
         """:meth:`table` as a :class:`pandas.DataFrame` (needs pandas, which rappor does not install)."""
         pd = import_optional("pandas", "DecodeResult.to_pandas", note=" (or use DecodeResult.table())")
-        return pd.DataFrame(self.table(adjust=adjust))
+        return pd.DataFrame(self.table_array(adjust=adjust))
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready summary: counts, masses, residual diagnostics, privacy and timing.
 
         Keys: ``candidates``, ``detected``, ``rows`` (rows of ``results.csv``: with
         ``shares="all"`` the candidates with a positive share or detected), ``reports``,
-        ``allocated_mass`` (sum of the shares of those rows), ``unexplained_mass`` and ``unexplained_std_error`` (share of
+        ``allocated_mass`` (sum of the ``proportion`` column over
+        those rows, a group of indistinguishable candidates once), ``unexplained_mass`` and ``unexplained_std_error`` (share of
         reports whose value the candidates do not explain, from the model's
         non-candidate column: without screening its unconstrained least-squares
         coefficient with every candidate in the model, unbiased however many candidates
@@ -373,7 +405,8 @@ class DecodeResult:
         (indistinguishable candidates), ``residual`` (chi-square, degrees of freedom,
         p-value, dispersion, largest standardized residual), ``epsilon_one``,
         ``epsilon_inf``, ``params``, ``significance_level``, ``correction``,
-        ``estimator``, ``shares``, ``null`` (law of the test statistics and, for the random-string
+        ``estimator`` (of the test), ``shares``, ``share_estimator`` (of ``proportion``:
+        :attr:`share_estimator`), ``null`` (law of the test statistics and, for the random-string
         null, the mean, sd and skewness of a random string's score, whether its
         patterns were enumerated exactly and ``pvalue_floor``, the smallest p-value it
         can give), ``screening``, ``seconds``.  The per-bit residuals are in
@@ -403,6 +436,7 @@ class DecodeResult:
             "correction": self.correction,
             "estimator": self.estimator,
             "shares": self.shares,
+            "share_estimator": self.share_estimator,
             "null": {"law": d.null_law, "mean": d.null_mean, "sd": d.null_sd, "skewness": d.null_skewness,
                      "exact": d.null_exact, "pvalue_floor": d.pvalue_floor},
             "screening": {"screened": d.screened, "lasso_alpha": d.lasso_alpha, "selected": d.selected,

@@ -426,7 +426,7 @@ def test_result_conditional_and_table_columns() -> None:
     res = AssociationDecoder(candidates="all", other="none").decode(reports, variables)
     cond = res.conditional("var2")
     np.testing.assert_allclose(cond.proportion.sum(axis=0), 1.0)
-    table = res.table()
+    table = res.table_array()
     assert table.dtype.names == ("var1", "var2", "proportion", "std_error", "prop_low_95", "prop_high_95",
                                  "given_var2", "given_var2_std_error", "given_var1", "given_var1_std_error")
     assert table["var1"].tolist()[:2] == ["a", "a"] and table["var2"].tolist()[:2] == ["TRUE", "FALSE"]

@@ -221,7 +221,7 @@ def test_confidence_interval_fcr_level():
     np.testing.assert_allclose(fcr.high[det], np.clip(res.fitted_proportion[det] + z * res.prop_std_error[det], 0, 1))
     np.testing.assert_array_equal(fcr.low[~det], wald.low[~det])
     assert np.all(fcr.high[det] - fcr.low[det] > wald.high[det] - wald.low[det])
-    tab = res.table(adjust="none")
+    tab = res.table_array(adjust="none")
     np.testing.assert_array_equal(tab["prop_high_95"], wald.high)
 
 
@@ -274,15 +274,10 @@ def test_decode_boolean_closed_form():
     assert res.diagnostics.unexplained_mass == pytest.approx(1 - res.proportion[0])
 
 
-def test_decode_indistinguishable_candidates_grouped(params):
-    rows = [[0, 9, 17, 25], [0, 9, 17, 25], [3, 12, 20, 30]]
-    cmap = CandidateMap.from_indices(params, ["a", "a-twin", "b"], rows)
-    counts = np.full((4, 9), 0)
-    counts[:, 0] = 5000
-    counts[:, 1:] = np.rint(5000 * params.p01)
-    counts[0, 1] = counts[1, 2] = counts[2, 2] = counts[3, 2] = np.rint(5000 * params.p11)
+def test_decode_indistinguishable_candidates_grouped(twin_candidates):
+    aggregate, cmap = twin_candidates
     with pytest.warns(IndistinguishableCandidatesWarning, match="'a', 'a-twin'"):
-        res = Decoder().decode(Aggregate(params=params, counts=counts), cmap)
+        res = Decoder().decode(aggregate, cmap)
     assert res.groups == (("a", "a-twin"),)
     assert res.proportion[0] == res.proportion[1]
     assert res.summary()["groups"] == [["a", "a-twin"]]
@@ -331,11 +326,11 @@ def test_decode_adaptive_fdr_no_decoys_on_planted(correction):
 # --- outputs ------------------------------------------------------------------------------
 
 def test_result_table_every_candidate_in_input_order(tmp_path):
-    """table() is indexed like every array attribute; results.csv lists ranking()'s rows."""
+    """table_array() is indexed like every array attribute; results.csv lists ranking()'s rows."""
     (agg, _), cmap = planted(4)
     res = Decoder().decode(agg, cmap)
-    tab = res.table()
-    assert tab.dtype.names == ("string", "estimate", "std_error", "proportion", "prop_std_error",
+    tab = res.table_array()
+    assert tab.dtype.names == ("string", "estimate", "std_error", "proportion", "fitted_proportion", "prop_std_error",
                                "prop_low_95", "prop_high_95", "pvalue", "adjusted_pvalue", "significant", "detected")
     assert tab["string"].tolist() == list(cmap.strings)
     ci = res.confidence_interval(0.95, adjust="selective")
@@ -349,7 +344,8 @@ def test_result_table_every_candidate_in_input_order(tmp_path):
     assert len(res.ranking(all=True)) == len(cmap)
     write_results(res, tmp_path / "r.csv")
     lines = (tmp_path / "r.csv").read_text().splitlines()
-    assert lines[0] == "string,estimate,std_error,proportion,prop_std_error,prop_low_95,prop_high_95,pvalue,detected"
+    assert lines[0] == ("string,estimate,std_error,proportion,fitted_proportion,prop_std_error,prop_low_95,"
+                        "prop_high_95,pvalue,detected")
     assert [line.split(",")[0] for line in lines[1:]] == ranked["string"].tolist()
     assert [line.split(",")[-1] for line in lines[1:]] == ["true" if d else "false" for d in ranked["detected"]]
     write_results(res, tmp_path / "r.csv", all=True)
@@ -362,7 +358,7 @@ def test_result_table_every_candidate_in_input_order(tmp_path):
     old = Decoder(shares="detected").decode(agg, cmap)
     np.testing.assert_array_equal(old.proportion, res.fitted_proportion)
     np.testing.assert_array_equal(old.detected, res.detected)
-    ranked = old.table()[old.ranking()]
+    ranked = old.table_array()[old.ranking()]
     assert np.all(np.diff(ranked["estimate"]) <= 0) and ranked["detected"].all()
     write_results(old, tmp_path / "r.csv")
     lines = (tmp_path / "r.csv").read_text().splitlines()
@@ -403,7 +399,7 @@ def test_decode_google_rappor_md5_map_beats_reference(interop_dir):
     assert m.false_positives == 0
     assert m.total_variation <= 0.307
     # Same answer from our own hashing of the candidates would differ (other hash); the map rules.
-    assert res.table()[res.ranking()]["string"][0] == "v1"
+    assert res.table_array()[res.ranking()]["string"][0] == "v1"
 
 
 def test_standard_errors_reach_the_information_bound():

@@ -120,7 +120,7 @@ def test_to_pandas_is_the_table(one_report):
     res = _one_report_result(one_report)
     frame = res.to_pandas()
     assert isinstance(frame, pd.DataFrame)
-    table = res.table()
+    table = res.table_array()
     assert list(frame.columns) == list(table.dtype.names)
     assert frame["string"].tolist() == list(res.strings)
     np.testing.assert_array_equal(frame["prop_std_error"].to_numpy(), table["prop_std_error"])
