@@ -8,9 +8,10 @@ usage error that names the flag (``argument --level: expected a number in (0, 1)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from .._io import check_distinct_files
@@ -140,3 +141,32 @@ class CommandFiles(NamedTuple):
 def check_command_files(files: CommandFiles) -> None:
     """Refuse the run if two of its paths are the same file (see :func:`rappor._io.check_distinct_files`)."""
     check_distinct_files(files.inputs, files.outputs, summed=files.summed)
+
+
+@contextlib.contextmanager
+def progress_callback(total: float | None, *, desc: str, unit: str, quiet: bool = False,
+                      unit_scale: bool = False) -> Iterator[Callable[[int], None] | None]:
+    """A callback advancing a tqdm bar on standard error by its argument, or ``None``.
+
+    The bar is drawn only when standard error is a terminal, ``quiet`` is false and
+    tqdm (the ``progress`` extra) is installed; it is removed when the step ends.
+    """
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from .._lazy import import_optional
+    from ..exceptions import MissingDependencyError
+
+    try:
+        tqdm = import_optional("tqdm", "a progress bar").tqdm
+    except MissingDependencyError:
+        yield None
+        return
+    with tqdm(total=total, unit=unit, unit_scale=unit_scale, file=sys.stderr, desc=desc, leave=False) as bar:
+        yield bar.update
+
+
+def add_quiet_argument(parser: Any) -> None:
+    """``--quiet``: no progress bars."""
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bars (they are drawn on a terminal when tqdm is installed)")

@@ -23,9 +23,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--discover", metavar="PATH", default=None,
                        help="discovery counts (sum-bits of the discovery reports): find the frequent values they "
                             "hold and decode them with the candidates (--map or --candidates, optional with "
-                            "--discover) [default: none]")
+                            "--discover); or the found.csv of 'rappor discover': decode its significant values "
+                            "(every value a client can send survives there, line breaks and commas included) "
+                            "[default: none]")
     group.add_argument("--discovery-params", metavar="PATH", default=None,
-                       help="parameters of one discovery slot (required with --discover) [default: none]")
+                       help="parameters of one discovery slot (required with --discover counts) [default: none]")
     group.add_argument("--found", metavar="PATH", default=None,
                        help="also write the discovered values CSV (as 'rappor discover -o') [default: none]")
     add_spec_arguments(group)  # type: ignore[arg-type]
@@ -52,32 +54,54 @@ def check(args: argparse.Namespace) -> None:
                 raise InvalidParameterError(f"{option} needs --discover.")
         if args.map is None and args.candidates is None:
             raise InvalidParameterError("one of --map, --candidates or --discover is required.")
+    elif _reads_found(args):
+        for option, value in (("--discovery-params", args.discovery_params), ("--found", args.found)):
+            if value is not None:
+                raise InvalidParameterError(f"{option} does not go with --discover {args.discover} (a found.csv: "
+                                            "the search has run).")
     elif args.discovery_params is None:
-        raise InvalidParameterError("--discover needs --discovery-params (the parameters of one discovery slot).")
+        raise InvalidParameterError("--discover needs --discovery-params (the parameters of one discovery slot) "
+                                    "when it names discovery counts (a found.csv needs none).")
+
+
+def _reads_found(args: argparse.Namespace) -> bool:
+    """Whether ``--discover`` names a found.csv (values found) rather than discovery counts."""
+    from ..formats.found import is_found_file
+
+    return bool(args.discover is not None and is_found_file(args.discover))
 
 
 def add_discovered(args: argparse.Namespace, params: Params, cmap: CandidateMap | None,
-                   ) -> tuple[CandidateMap, DiscoveryResult]:
-    """Run the search on ``--discover`` and append the significant values not in ``cmap`` to it.
+                   ) -> tuple[CandidateMap, DiscoveryResult | None]:
+    """Append the significant discovered values not in ``cmap`` to it.
 
-    Returns the candidate map to decode and the search's result (the caller writes
-    ``--found`` with its other outputs, so that they appear together or not at all).
+    ``--discover`` names discovery counts (the search runs here) or a found.csv (its
+    significant values are read).  Returns the candidate map to decode and the search's
+    result, None for a found.csv (the caller writes ``--found`` with its other outputs,
+    so that they appear together or not at all).
     """
     from scipy import sparse
 
     from ..design import CandidateMap, hash_candidates
-    from ..discovery import DiscoverySpec, discover
     from ..exceptions import InvalidParameterError
-    from ..formats.params import read_params
-    from .discover import discovery_aggregate, listed_strings
 
-    spec = DiscoverySpec(params=read_params(args.discovery_params), max_length=args.max_length,
-                         segment=args.segment, alphabet=args.alphabet)
-    result = discover(discovery_aggregate(spec, args.discover, None), spec, beam=args.beam,
-                      significance_level=args.level)
+    if _reads_found(args):
+        from ..formats.found import read_found
+
+        result = None
+        significant = [s for s, keep in read_found(args.discover) if keep]
+    else:
+        from ..discovery import DiscoverySpec
+        from ..formats.params import read_params
+        from .discover import discovery_aggregate, run_search
+
+        spec = DiscoverySpec(params=read_params(args.discovery_params), max_length=args.max_length,
+                             segment=args.segment, alphabet=args.alphabet)
+        result = run_search(args, spec, discovery_aggregate(spec, args.discover, None))
+        significant = result.candidates()
     known = set(cmap.strings) if cmap is not None else set()
-    new = [s for s in listed_strings(result) if s not in known]
-    sys.stderr.write(f"rappor: discovery found {int(result.significant.sum())} significant values, "
+    new = [s for s in dict.fromkeys(significant) if s not in known]
+    sys.stderr.write(f"rappor: discovery found {len(significant)} significant values, "
                      f"{len(new)} not among the candidates\n")
     if cmap is None:
         if not new:
@@ -113,14 +137,15 @@ def detection_floor(result: DiscoveryResult) -> float:
     return float(result.diagnostics["z_significant"]) * float(slots[-1]["null_std_error"])
 
 
-def unexplained_report(with_discovery: DecodeResult, without: DecodeResult | None, found: DiscoveryResult) -> str:
+def unexplained_report(with_discovery: DecodeResult, without: DecodeResult | None,
+                       found: DiscoveryResult | None) -> str:
     """The line ``decode --discover`` prints: unexplained mass with (and without) the discovered values."""
     d = with_discovery.diagnostics
     text = f"rappor: unexplained mass {d.unexplained_mass:.4f} (SE {d.unexplained_std_error:.4f}) with the discovered values"
     if without is not None:
         w = without.diagnostics
         text += f", {w.unexplained_mass:.4f} (SE {w.unexplained_std_error:.4f}) with the candidates alone"
-    floor = detection_floor(found)
+    floor = detection_floor(found) if found is not None else math.nan
     if math.isfinite(floor):
         text += (f"; discovery confirms values above about {floor:.2%} of the discovery reports, "
                  "rarer ones stay unexplained")

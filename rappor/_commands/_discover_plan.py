@@ -22,7 +22,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                             "reports, and the discovery parameters, each client's epsilons and the smallest "
                             "share found are printed [default: no discovery; 0.75 is the measured choice]")
     group.add_argument("--discovery-params-out", metavar="PATH", default=None,
-                       help="also write the discovery parameters (one slot) as a params.csv [default: none]")
+                       help="also write the discovery parameters of one slot (for 'rappor encode "
+                            "--discovery-params', 'rappor discover --params') as a params.csv [default: none]")
+    group.add_argument("--discovery-wire-params-out", metavar="PATH", default=None,
+                       help="also write the parameters of the discovery report files (cohorts = slots x cohorts "
+                            "per slot; for 'rappor sum-bits --params') as a params.csv [default: none]")
 
 
 def full_reports(args: argparse.Namespace) -> int:
@@ -36,8 +40,10 @@ def full_reports(args: argparse.Namespace) -> int:
 def check(args: argparse.Namespace) -> None:
     from ..exceptions import InvalidParameterError
 
-    if args.discovery_params_out is not None and args.discovery_share is None:
-        raise InvalidParameterError("--discovery-params-out needs --discovery-share.")
+    for option, value in (("--discovery-params-out", args.discovery_params_out),
+                          ("--discovery-wire-params-out", args.discovery_wire_params_out)):
+        if value is not None and args.discovery_share is None:
+            raise InvalidParameterError(f"{option} needs --discovery-share.")
 
 
 def plan(args: argparse.Namespace, params: Params) -> DiscoveryPlan | None:

@@ -8,9 +8,10 @@ import sys
 import time
 from typing import Any
 
-from .._io import output_directory
+from .._io import csv_field, output_directory
+from ..exceptions import InvalidParameterError
 from ..params import Params
-from ._common import real
+from ._common import add_quiet_argument, progress_callback, real
 
 
 #: The files ``rappor simulate --discover`` writes into --out DIR.
@@ -33,6 +34,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
                        help="parameters of one discovery slot [default: k=256, h=1, m=32, p=0, q=1 and f giving "
                             "the epsilon_inf of --params]")
     add_spec_arguments(group)  # type: ignore[arg-type]
+    add_quiet_argument(group)
+
+
+def _refuse_options(args: argparse.Namespace) -> None:
+    """Refuse the options of ``rappor simulate`` that a discovery simulation cannot honour."""
+    refused = [(args.method != "batch", f"--method {args.method}",
+                "the counts are drawn from their exact law; to run the real keyed client, encode a values file "
+                "with 'rappor encode --discovery-params' and follow docs/discovery.md"),
+               (args.reports_per_client != 1, f"--reports-per-client {args.reports_per_client}",
+                "each client sends one report (a discovery report or its full-string one)"),
+               (args.values_per_client != 1, f"--values-per-client {args.values_per_client}",
+                "each client holds one value"),
+               (args.dist != "zipf", f"--dist {args.dist}",
+                "the population is Zipf over realistic strings (--dist-param sets its exponent; --population "
+                "reads another)")]
+    for bad, option, why in refused:
+        if bad:
+            raise InvalidParameterError(f"{option} does not go with --discover: {why}.")
 
 
 def run(args: argparse.Namespace, params: Params) -> int:
@@ -48,6 +67,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
     from ..simulation import candidate_strings, read_population
     from .discover import listed_strings
 
+    _refuse_options(args)
     started = time.perf_counter()
     if args.discovery_params is not None:
         dparams = read_params(args.discovery_params)
@@ -64,25 +84,29 @@ def run(args: argparse.Namespace, params: Params) -> int:
         population = realistic_population(args.unique, exponent=1.1 if args.dist_param is None else args.dist_param,
                                           max_length=max(5, args.max_length), rng=args.seed)
     out = output_directory(args.out)
-    sim = simulate_discovery(params, spec, population, args.clients, discovery_share=args.discovery_share,
-                             rng=args.seed)
-    found = discover(sim.discovery, spec)
-    listed = listed_strings(found)
-    known = candidate_strings(population, decoys=args.decoys, remove_every=args.remove_every or 2)
+    with progress_callback(spec.levels, desc="simulate", unit="slot", quiet=args.quiet) as update:
+        sim = simulate_discovery(params, spec, population, args.clients, discovery_share=args.discovery_share,
+                                 rng=args.seed, progress=update)
+    with progress_callback(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
+        found = discover(sim.discovery, spec, progress=update)
+    known = candidate_strings(population, decoys=args.decoys, remove_every=args.remove_every)
     decoder = Decoder(estimator=args.estimator)
     truth = sim.full_truth
     rows: dict[str, Any] = {}
     results = {}
-    for name, cands in (("without discovery", known), ("with discovery", list(dict.fromkeys(known + listed)))):
-        res = decoder.decode(sim.full, hash_candidates(cands, params))
-        met = evaluate_result(res, truth)
-        det = [i for i in range(len(res.strings)) if res.detected[i]]
-        scores = topk_scores(truth, [res.strings[i] for i in det], res.proportion[det])
-        missing = sum(c for s, c in truth.items() if s not in set(cands)) / max(sum(truth.values()), 1)
-        rows[name] = {"candidates": len(cands), "total_variation": met.total_variation,
-                      "unexplained_mass": met.unexplained_mass,
-                      "true_share_outside_list": missing, **scores}
-        results[name] = res
+    lists = (("without discovery", known), ("with discovery", list(dict.fromkeys(known + found.candidates()))))
+    with progress_callback(len(lists), desc="decode", unit="list", quiet=args.quiet) as update:
+        for name, cands in lists:
+            res = decoder.decode(sim.full, hash_candidates(cands, params))
+            met = evaluate_result(res, truth)
+            det = [i for i in range(len(res.strings)) if res.detected[i]]
+            scores = topk_scores(truth, [res.strings[i] for i in det], res.proportion[det])
+            missing = sum(c for s, c in truth.items() if s not in set(cands)) / max(sum(truth.values()), 1)
+            rows[name] = {"candidates": len(cands), "total_variation": met.total_variation,
+                          "unexplained_mass": met.unexplained_mass, "true_share_outside_list": missing, **scores}
+            results[name] = res
+            if update is not None:
+                update(1)
     sig = found.significant
     disc_scores = topk_scores(sim.truth, [s for s, k in zip(found.strings, sig) if k], found.proportion[sig])
     write_params(params, out / "params.csv")
@@ -90,14 +114,16 @@ def run(args: argparse.Namespace, params: Params) -> int:
     write_counts(sim.full, out / "counts.csv")
     write_counts(sim.discovery, out / "discovery-counts.csv")
     found.to_csv(out / "found.csv")
-    write_candidates(listed, out / "found.txt")  # empty when nothing is significant
+    write_candidates(listed_strings(found), out / "found.txt")  # empty when nothing is significant
     write_candidates(known, out / "candidates.txt")
     results["with discovery"].to_csv(out / "results.csv")
     with atomic_output(out / "truth.csv") as fh:
-        fh.write("string,count\n")
-        for s, c in sorted(truth.items(), key=lambda kv: -kv[1]):
-            cell = '"' + s.replace('"', '""') + '"' if any(ch in s for ch in ',"\r\n') or s != s.strip() else s
-            fh.write(f"{cell},{c}\n")
+        # Every client's value, and how many of its holders sent their full-string report
+        # (the truth the final decode estimates; the others sent a discovery report).
+        fh.write("string,clients,full_string_clients\n")
+        full_of = sim.full_truth
+        for s, c in sorted(sim.truth.items(), key=lambda kv: -kv[1]):
+            fh.write(f"{csv_field(s)},{c},{full_of.get(s, 0)}\n")
     summary = {"params": params.as_dict(), "discovery": spec.as_dict(), "clients": sim.n_clients,
                "discovery_share": args.discovery_share, "seed": args.seed, "discovery_scores": disc_scores,
                "final": rows, "seconds": round(time.perf_counter() - started, 2)}

@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
                       estimator=args.estimator, lasso_alpha=args.lasso_alpha, rng=args.seed,
                       shares=args.shares)
     result = decoder.decode(aggregate, cmap)
-    if found is not None:
+    if args.discover is not None:
         # The unexplained mass with and without the discovered values (issue 18: it should
         # fall toward the share of values too rare to discover).
         without = decoder.decode(aggregate, known) if known is not None and known is not cmap else None

@@ -6,12 +6,14 @@ sum-bits' of them with the wire parameters, num_cohorts = slots x cohorts per sl
 Dask or Spark aggregation works unchanged) and writes the values found, most frequent
 first, with their estimated share of the discovery reports, its standard error, a
 z-score and p-value from the slots that confirm it, and whether it passes Bonferroni at
---level.  --list writes the significant ones one per line for 'rappor decode
---candidates', which estimates them from the full-string reports:
+--level.  'rappor decode --discover found.csv' estimates the significant ones from the
+full-string reports (every value survives in found.csv, line breaks and commas
+included); --list also writes them one per line, leaving out values a line cannot hold:
 
     rappor discover --params disc-params.csv --counts disc-counts.csv \\
-        -o found.csv --list found.txt
-    rappor decode --params params.csv --counts counts.csv --candidates found.txt
+        -o found.csv
+    rappor decode --params params.csv --counts counts.csv \\
+        --candidates known.txt --discover found.csv
 
 or in one command, 'rappor decode ... --discover disc-counts.csv --discovery-params
 disc-params.csv'.  disc-params.csv holds the parameters of ONE slot (num_cohorts =
@@ -26,7 +28,8 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._common import CommandFiles, add_level_argument, add_output_argument, add_params_argument, integer, load_params
+from ._common import (CommandFiles, add_level_argument, add_output_argument, add_params_argument, add_quiet_argument,
+                      integer, load_params, progress_callback)
 
 if TYPE_CHECKING:
     from ..aggregate import Aggregate
@@ -52,9 +55,18 @@ def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_search_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--beam`` (the search's width)."""
+    """``--beam`` (the search's width) and ``--quiet``."""
     parser.add_argument("--beam", type=integer(1), default=1000, metavar="B",
                         help="most prefixes kept per slot [default: 1000]")
+    add_quiet_argument(parser)
+
+
+def run_search(args: argparse.Namespace, spec: DiscoverySpec, aggregate: Aggregate) -> DiscoveryResult:
+    """:func:`rappor.discovery.discover` with ``--beam`` and ``--level``, a progress bar over the slots."""
+    from ..discovery import discover
+
+    with progress_callback(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
+        return discover(aggregate, spec, beam=args.beam, significance_level=args.level, progress=update)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -96,7 +108,7 @@ def discovery_aggregate(spec: DiscoverySpec, counts: str | None, reports: list[s
 
 
 def listed_strings(result: DiscoveryResult) -> list[str]:
-    """The significant values that can be written one per line (a candidate list)."""
+    """The significant values that can be written one per line (a candidate list; the -o CSV holds them all)."""
     return [s for s in result.candidates() if s.strip() and "\n" not in s and "\r" not in s]
 
 
@@ -110,11 +122,10 @@ def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
 
 def run(args: argparse.Namespace) -> int:
     from .._io import atomic_output
-    from ..discovery import discover
 
     spec = spec_from_args(args)
     aggregate = discovery_aggregate(spec, args.counts, args.reports)
-    result = discover(aggregate, spec, beam=args.beam, significance_level=args.level)
+    result = run_search(args, spec, aggregate)
     listed = listed_strings(result)
     # Open every extra output first: a bad path must not leave a partial set behind.
     with atomic_output(args.list) if args.list else _nothing() as list_out, \
@@ -132,6 +143,11 @@ def run(args: argparse.Namespace) -> int:
     if args.output not in (None, "-"):
         sys.stderr.write(f"rappor: found {int(result.significant.sum())} significant values "
                          f"({len(result)} kept) in {result.n_reports:,} discovery reports\n")
+    left_out = len(result.candidates()) - len(listed)
+    if args.list and left_out:
+        sys.stderr.write(f"rappor: warning: {left_out} significant value(s) hold a line break or only white space "
+                         f"and cannot be written one per line: left out of {args.list}; 'rappor decode --discover "
+                         "FOUND.CSV' reads every value from the -o file\n")
     return 0
 
 

@@ -83,7 +83,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                             "report instead of a full-string one, chosen by each client's secret [default: 0.75, "
                             "the measured choice]")
     group.add_argument("--discovery-output", metavar="PATH", default=None,
-                       help="with --params and --discovery-params: the discovery reports CSV (required then)")
+                       help="with --params and --discovery-params: the discovery reports CSV (required then) [default: none]")
     group.add_argument("--max-length", type=integer(1), default=30, metavar="BYTES",
                        help="longest discoverable value, in UTF-8 bytes [default: 30]")
     group.add_argument("--segment", type=integer(1), default=2, choices=(1, 2, 3),

@@ -60,8 +60,10 @@ def files(args: argparse.Namespace) -> CommandFiles:
     outputs = [("-o", args.output)]
     if args.params_out:
         outputs.append(("--params-out", args.params_out))
-    if args.discovery_params_out:
-        outputs.append(("--discovery-params-out", args.discovery_params_out))
+    for option, path in (("--discovery-params-out", args.discovery_params_out),
+                         ("--discovery-wire-params-out", args.discovery_wire_params_out)):
+        if path:
+            outputs.append((option, path))
     return CommandFiles(outputs=outputs)
 
 
@@ -126,4 +128,6 @@ def run(args: argparse.Namespace) -> int:
         write_params(result.best.params, args.params_out)
     if discovery is not None and args.discovery_params_out:
         write_params(discovery.spec.params, args.discovery_params_out)
+    if discovery is not None and args.discovery_wire_params_out:
+        write_params(discovery.spec.wire_params, args.discovery_wire_params_out)
     return 0

@@ -4,8 +4,9 @@ Each REPORTS file is our 'client,cohort,irr' CSV or google/rappor's
 'client,cohort,bloom,prr,irr' (the header decides), or Parquet (a file or a directory);
 several files are summed into one table, and '-' reads standard input.  The output has
 one row per cohort: the number of reports, then the number of ones of bit 0, 1, ...,
-k-1.  A warning is printed when the cohorts are unbalanced (max - min > N/m,
-google/rappor's check).
+k-1.  A warning is printed when the cohorts are unbalanced beyond chance (a chi-square test of
+the reports per cohort at level 1e-6; google/rappor's max - min > N/m fires on random
+spread).
 """
 
 from __future__ import annotations
@@ -18,14 +19,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .._io import STDIO, atomic_output, display_name
-from .._lazy import import_optional
 from .._rejects import RejectsWriter, resolve_rejects_path
 from ..aggregate import Aggregate, check_cohort_balance
 from ..engines import aggregate_files
-from ..exceptions import InvalidParameterError, MissingDependencyError, RapporIOError
+from ..exceptions import InvalidParameterError, RapporIOError
 from ..formats.counts import write_counts
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
-                      load_params)
+                      load_params, progress_callback)
 
 NAME = "sum-bits"
 HELP = "sum report bits per cohort (reports CSV -> counts.csv)"
@@ -84,22 +84,11 @@ def report_files(paths: Sequence[str]) -> list[str]:
 
 @contextlib.contextmanager
 def progress_bar(paths: Sequence[str]) -> Iterator[Callable[[int], None] | None]:
-    """A byte-count progress callback drawing a tqdm bar on stderr, or ``None``.
-
-    The bar is shown only when standard error is a terminal and tqdm is installed.
-    """
-    if not sys.stderr.isatty():
-        yield None
-        return
-    try:
-        tqdm = import_optional("tqdm", "a progress bar").tqdm
-    except MissingDependencyError:
-        yield None
-        return
+    """A byte-count progress callback drawing a tqdm bar on stderr, or ``None`` (:func:`progress_callback`)."""
     sizes = [os.path.getsize(p) if p != STDIO and os.path.isfile(p) else None for p in paths]
     total = None if None in sizes else sum(s for s in sizes if s is not None)
-    with tqdm(total=total, unit="B", unit_scale=True, file=sys.stderr, desc="sum-bits", leave=False) as bar:
-        yield bar.update
+    with progress_callback(total, desc="sum-bits", unit="B", unit_scale=True) as update:
+        yield update
 
 
 def _engine_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -30,6 +30,7 @@ Clients are split between the collections with ``split``:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -114,9 +115,12 @@ class DiscoverySimulation:
                 f"discovery_reports={self.discovery.total_reports}, split={self.split!r}, method={self.method!r})")
 
 
+Progress = Callable[[int], None] | None
+
+
 def _aggregate_method(params: Params, spec: DiscoverySpec, encoded: list[bytes], strings: tuple[str, ...],
                       full_clients: npt.NDArray[np.int64], disc_clients: npt.NDArray[np.int64],
-                      gen: np.random.Generator) -> tuple[Aggregate, Aggregate]:
+                      gen: np.random.Generator, progress: Progress) -> tuple[Aggregate, Aggregate]:
     m = params.num_cohorts
     cells = gen.multinomial(full_clients, np.full(m, 1.0 / m))  # (U, m)
     full = simulate_counts(params, strings, cells, gen)
@@ -129,12 +133,14 @@ def _aggregate_method(params: Params, spec: DiscoverySpec, encoded: list[bytes],
         fcells = gen.multinomial(per_slot[:, slot], np.full(md, 1.0 / md))  # (U, md)
         slot_ones = _set_bit_counts(spec.bloom_bits(encoded, slot), fcells, wire.num_bloombits)
         counts[slot * md:(slot + 1) * md] = _draw_counts(wire, fcells.sum(axis=0), slot_ones, gen)
+        if progress is not None:
+            progress(1)
     return full, Aggregate(params=wire, counts=counts)
 
 
 def _reports_method(params: Params, spec: DiscoverySpec, encoded: list[bytes], strings: tuple[str, ...],
                     full_values: npt.NDArray[np.int64], disc_values: npt.NDArray[np.int64],
-                    gen: np.random.Generator, chunk_size: int) -> tuple[Aggregate, Aggregate]:
+                    gen: np.random.Generator, chunk_size: int, progress: Progress) -> tuple[Aggregate, Aggregate]:
     m = params.num_cohorts
     table = _bloom_bytes(bloom_bits_table(list(strings), params).reshape(len(strings) * m, params.num_hashes),
                          params.num_bloombits)
@@ -158,12 +164,15 @@ def _reports_method(params: Params, spec: DiscoverySpec, encoded: list[bytes], s
             coh = gen.integers(0, md, size=frag.size, dtype=np.int64)
             words = _encode_rows(wire, ftable, frag * md + coh, None, gen)
             disc = disc.merge(Aggregate.from_reports(ReportBatch(params=wire, cohorts=coh + slot * md, words=words)))
+        if progress is not None:
+            progress(1)
     return full, disc
 
 
 def simulate_discovery(params: Params, spec: DiscoverySpec, population: Population, n_clients: int, *,
                        discovery_share: float = 0.75, split: Split = "clients", method: Method = "aggregate",
-                       chunk_size: int = 1 << 20, rng: RngLike = None) -> DiscoverySimulation:
+                       chunk_size: int = 1 << 20, rng: RngLike = None,
+                       progress: Callable[[int], None] | None = None) -> DiscoverySimulation:
     """Simulate ``n_clients`` clients sending full-string and discovery reports.
 
     Parameters
@@ -185,6 +194,8 @@ def simulate_discovery(params: Params, spec: DiscoverySpec, population: Populati
     chunk_size : int, default=2**20
         Reports encoded at once by ``method="reports"``.
     rng : numpy.random.Generator, int or None
+    progress : callable, optional
+        Called with 1 after each of the ``spec.levels`` slots' counts are drawn (a progress bar).
 
     Returns
     -------
@@ -223,7 +234,7 @@ def simulate_discovery(params: Params, spec: DiscoverySpec, population: Populati
             full_h = holders - disc
         else:
             disc, full_h = holders, holders
-        full, discovery = _aggregate_method(params, spec, encoded, strings, full_h, disc, gen)
+        full, discovery = _aggregate_method(params, spec, encoded, strings, full_h, disc, gen, progress)
     else:
         values = population.sample(n, rng=gen)
         holders = np.bincount(values, minlength=len(strings)).astype(np.int64)
@@ -233,7 +244,8 @@ def simulate_discovery(params: Params, spec: DiscoverySpec, population: Populati
         else:
             full_values, disc_values = values, values
         full_h = np.bincount(full_values, minlength=len(strings)).astype(np.int64)
-        full, discovery = _reports_method(params, spec, encoded, strings, full_values, disc_values, gen, chunk)
+        full, discovery = _reports_method(params, spec, encoded, strings, full_values, disc_values, gen, chunk,
+                                          progress)
     return DiscoverySimulation(params=params, spec=spec, population=population, n_clients=n, holders=holders,
                                full_holders=full_h, full=full, discovery=discovery, split=how,
                                discovery_share=share if how == "clients" else 1.0, method=meth)
