@@ -316,6 +316,12 @@ def _nonnegative_qp(hess: Array, g: Array, x: Array) -> Array | None:
     except np.linalg.LinAlgError:
         hess[np.diag_indices(n_cells)] += 1e-6 * max(float(np.trace(hess)) / n_cells, 1e-300)
         chol = sl.cholesky(hess, lower=False, check_finite=False)
+    # The Newton step itself first: near the maximum it is tiny against x, and solving for
+    # y = x + step from scratch (below) loses it to rounding (|step| ~ 1e-8 came back as 1e-17 on
+    # some BLAS kernels, and the fit stalled).  Only a step that leaves the orthant needs the NNLS.
+    newton = x - sl.cho_solve((chol, False), g, check_finite=False)
+    if (newton >= 0.0).all():
+        return newton
     rhs = sl.solve_triangular(chol, hess @ x - g, trans="T", lower=False, check_finite=False)
     try:
         y, _ = optimize.nnls(chol, rhs, maxiter=max(50 * n_cells, 1000))
@@ -344,6 +350,12 @@ def _sqp_step(lik: ProductLikelihood, x: Array, d: Array, grad: Array, sample: n
     dd = lik.forward(delta)
     with np.errstate(divide="ignore"):
         f0 = -lik.log_likelihood(d) / total + float(x.sum())
+    if -slope <= 64 * np.finfo(np.float64).eps * (abs(f0) + 1.0) and (d + dd > 0).all():
+        # The predicted decrease is below the rounding of f (the certified gap can still be above
+        # the tolerance: it scales with the gradient, not with the decrease), so Armijo's test
+        # would be decided by rounding and stall the fit; at that distance the unit Newton step
+        # is the step to take (Nocedal & Wright, Numerical Optimization, 2nd ed., Thm. 3.5).
+        return np.maximum(x + delta, 0.0), d + dd
     alpha = 1.0
     while alpha > 1e-12:
         d_new = d + alpha * dd
