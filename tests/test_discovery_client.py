@@ -178,3 +178,24 @@ def test_cli_encode_discovery_refuses_bad_options(tmp_path: Path, capsys: pytest
     assert not (tmp_path / "out.csv").exists()
     secret = hashlib.sha256(KEY).hexdigest()
     assert secret not in err
+
+
+def test_slot_weights_set_each_slots_share() -> None:
+    params = _spec().params
+    plain = DiscoverySpec(params=params, max_length=12, segment=2)
+    ones = DiscoverySpec(params=params, max_length=12, segment=2, slot_weights=(1,) * 7)
+    weights = (5, 5, 4, 3, 1, 1, 1)
+    weighted = DiscoverySpec(params=params, max_length=12, segment=2, slot_weights=weights)
+    words = [int.from_bytes(hashlib.sha256(str(i).encode()).digest()[:8], "big") for i in range(20_000)]
+    assert [plain.slot_of_word(w) for w in words] == [ones.slot_of_word(w) for w in words]
+    counts = np.bincount([weighted.slot_of_word(w) for w in words], minlength=7)
+    expect = 20_000 * np.array(weights) / sum(weights)
+    assert np.all(np.abs(counts - expect) < 5 * np.sqrt(expect))  # 5 binomial standard errors at most
+    # The batch path and the one-client encoder agree under weights too.
+    ids, values = _rows(200)
+    batch = encode_discovery_clients(weighted, KEY, ids, values)
+    for i, (cid, value) in enumerate(zip(ids, values)):
+        report = DiscoveryEncoder(weighted, client_secret(KEY, cid)).encode(value)
+        assert batch.cohorts[i] == report.cohort and np.array_equal(batch[i].bits, report.bits)
+    with pytest.raises(InvalidParameterError, match="slot_weights"):
+        DiscoverySpec(params=params, max_length=12, segment=2, slot_weights=(1, 2))

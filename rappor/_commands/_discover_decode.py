@@ -96,7 +96,7 @@ def add_discovered(args: argparse.Namespace, params: Params, cmap: CandidateMap 
         from .discover import discovery_aggregate, run_search
 
         spec = DiscoverySpec(params=read_params(args.discovery_params), max_length=args.max_length,
-                             segment=args.segment, alphabet=args.alphabet)
+                             segment=args.segment, alphabet=args.alphabet, slot_weights=args.slot_weights)
         result = run_search(args, spec, discovery_aggregate(spec, args.discover, None))
         significant = result.candidates()
     known = set(cmap.strings) if cmap is not None else set()

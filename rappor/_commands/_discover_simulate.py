@@ -77,7 +77,8 @@ def run(args: argparse.Namespace, params: Params) -> int:
 
         f = _flip_for_epsilon_inf(params.epsilon_inf, 1)
         dparams = Params(num_bloombits=256, num_hashes=1, num_cohorts=32, prob_p=0.0, prob_q=1.0, prob_f=f)
-    spec = DiscoverySpec(params=dparams, max_length=args.max_length, segment=args.segment, alphabet=args.alphabet)
+    spec = DiscoverySpec(params=dparams, max_length=args.max_length, segment=args.segment, alphabet=args.alphabet,
+                         slot_weights=args.slot_weights)
     if args.population is not None:
         population = read_population(args.population)
     else:

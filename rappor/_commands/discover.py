@@ -52,6 +52,26 @@ def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alphabet", default="bytes", choices=sorted(ALPHABETS), metavar="NAME",
                         help=f"bytes tried when extending a prefix: {', '.join(sorted(ALPHABETS))} (bytes: all 256) "
                              "[default: bytes]")
+    add_slot_weights_argument(parser)
+
+
+def add_slot_weights_argument(parser: argparse.ArgumentParser) -> None:
+    """``--slot-weights W0,W1,...`` (one positive integer per slot; the clients' and the server's must agree)."""
+    parser.add_argument("--slot-weights", type=slot_weights, default=None, metavar="W0,W1,...",
+                        help="a client falls in slot s with probability W_s / sum(W): one positive integer per slot "
+                             "(slots = ceil(max-length / segment) + 1), the same for clients and server "
+                             "[default: none, every slot alike]")
+
+
+def slot_weights(text: str) -> tuple[int, ...]:
+    """An argparse ``type``: comma-separated integers in [1, 2**20]."""
+    try:
+        values = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers >= 1, got {text!r}") from None
+    if not values or min(values) < 1 or max(values) > 2**20:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers in [1, 1048576], got {text!r}")
+    return values
 
 
 def add_search_arguments(parser: argparse.ArgumentParser) -> None:
@@ -117,7 +137,7 @@ def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
     from ..discovery.spec import DiscoverySpec
 
     return DiscoverySpec(params=load_params(args), max_length=args.max_length, segment=args.segment,
-                         alphabet=args.alphabet)
+                         alphabet=args.alphabet, slot_weights=args.slot_weights)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -26,8 +26,8 @@ of one discovery slot, as 'rappor plan --discovery-params-out' writes them) and 
 cohorts per slot + cohort' (sum them with 'rappor sum-bits --params <wire params>').
 With both --params and --discovery-params, each client sends one kind of report, chosen
 by its secret: a share --discovery-share of the clients a discovery report (to
---discovery-output), the others their full-string report (to -o).  --max-length and
---segment must be those 'rappor discover' is given.
+--discovery-output), the others their full-string report (to -o).  --max-length,
+--segment and --slot-weights must be those 'rappor discover' is given.
 
 Create a key with 'rappor keygen -o KEY'.
 """
@@ -44,6 +44,7 @@ from .._io import STDIO, atomic_output, display_name
 from .._rejects import RejectsWriter, resolve_rejects_path
 from ..exceptions import InsecureRandomnessWarning
 from ..file_encoder import default_jobs, encode_discovery_file, encode_file, encode_variables_file
+from .discover import add_slot_weights_argument
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument, integer,
                       load_params, real)
 
@@ -88,6 +89,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                        help="longest discoverable value, in UTF-8 bytes [default: 30]")
     group.add_argument("--segment", type=integer(1), default=2, choices=(1, 2, 3),
                        help="bytes added per slot [default: 2]")
+    add_slot_weights_argument(group)  # type: ignore[arg-type]
 
 
 def files(args: argparse.Namespace) -> CommandFiles:
@@ -177,7 +179,8 @@ def _discovery_spec(args: argparse.Namespace) -> DiscoverySpec | None:
     from ..discovery.spec import DiscoverySpec
     from ..formats.params import read_params
 
-    return DiscoverySpec(params=read_params(args.discovery_params), max_length=args.max_length, segment=args.segment)
+    return DiscoverySpec(params=read_params(args.discovery_params), max_length=args.max_length, segment=args.segment,
+                         slot_weights=args.slot_weights)
 
 
 def _several_variables(args: argparse.Namespace) -> bool:

@@ -6,7 +6,9 @@ Specification (additions to ``docs/client.md``; the full-string report is unchan
     ``HMAC-SHA256(secret, b"rappor/discovery/client")``, computed once per client; ``U_j``
     is its bytes ``8j .. 8j + 7`` read big-endian (three independent 64-bit words).
 ``slot``
-    ``floor(U_0 * L / 2**64)`` (``L = spec.levels``).
+    ``floor(U_0 * L / 2**64)`` (``L = spec.levels``), or with slot weights ``w_s`` the
+    ``s`` with ``w_0 + ... + w_{s-1} <= floor(U_0 W / 2**64) < w_0 + ... + w_s``
+    (:meth:`DiscoverySpec.slot_of_word`).
 ``cohort``
     ``floor(U_1 * m / 2**64)`` over the slot's ``m`` cohorts; the report carries the wire
     cohort ``slot * m + cohort``.
@@ -129,7 +131,7 @@ class DiscoveryEncoder:
         key = _check_secret(secret, "secret", "DiscoveryEncoder")
         self._spec = spec
         slot_word, cohort_word, _ = _client_words(key)
-        self._slot = (slot_word * spec.levels) >> 64
+        self._slot = spec.slot_of_word(slot_word)
         self._cohort = (cohort_word * spec.params.num_cohorts) >> 64
         self._prr_xof = hashlib.shake_256(_prr_key_prefix(key, _DISCOVERY_PRR_LABEL))
         self._rng = _normalize_rng(rng)
@@ -230,7 +232,8 @@ def encode_discovery_clients(spec: DiscoverySpec, key: bytes, client_ids: Sequen
     rows, secrets = client_secrets(key, client_ids, "encode_discovery_clients")
     m, levels, k = spec.params.num_cohorts, spec.levels, wire.num_bloombits
     words = [_client_words(secret) for secret in secrets]
-    slots = [(w[0] * levels) >> 64 for w in words]
+    slot_of = spec.slot_of_word
+    slots = [slot_of(w[0]) for w in words]
     wires = [slot * m + ((w[1] * m) >> 64) for w, slot in zip(words, slots)]
     pack = struct.Struct(">I").pack
     head = _DISCOVERY_PRR_LABEL + pack(32)  # _prr_key_prefix of a 32-byte secret is head || secret

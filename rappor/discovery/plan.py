@@ -9,7 +9,7 @@ the clients whose value the search finds (:func:`discovery_frequency`).
 
 Model behind the prediction
 ---------------------------
-A slot gets ``n_s = N share / L`` reports (``L`` slots).  A value held by a share ``x``
+A slot gets ``n_s = N w_s / W`` reports (slot weights ``w_s``, all 1 by default).  A value held by a share ``x``
 of the clients has ``x n_s`` reports of its fragment there; the trimmed estimate's
 standard error is ``sqrt(c n_s v / (1 - beta)**2)`` with ``v = lam (1 - lam) / (p11 -
 p01)**2`` the variance of one report's debiased bit at the typical rate ``lam = p01 +
@@ -80,22 +80,26 @@ def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: in
     d = p.p11 - p.p01
     lam = p.p01 + d * beta
     per_report = lam * (1.0 - lam) / (d * d) / p.num_hashes / (1.0 - beta) ** 2
-    n_slot = n / spec.levels
     trim = p.num_cohorts // 8
-    se = math.sqrt(_trimmed_mean_variance(trim / p.num_cohorts) * n_slot * per_report)
+    unit = math.sqrt(_trimmed_mean_variance(trim / p.num_cohorts) * per_report)
     steps = math.ceil(length / spec.segment)
+    # z of a value of share x in slot s: x n_s / (unit sqrt(n_s)) = x sqrt(n_s) / unit.
+    roots = [math.sqrt(n * float(share)) / unit for share in spec.slot_shares[:steps]]
 
-    def found(mu: float) -> float:
-        return _norm_cdf(mu - th.extend) ** (steps - 1) * _norm_cdf(mu - th.pending)
+    def found(x: float) -> float:
+        out = _norm_cdf(x * roots[-1] - th.pending)
+        for r in roots[:-1]:
+            out *= _norm_cdf(x * r - th.extend)
+        return out
 
-    lo, hi = 0.0, th.extend + 40.0
+    lo, hi = 0.0, 1.0
     for _ in range(200):
         mid = (lo + hi) / 2.0
         if found(mid) < pw:
             lo = mid
         else:
             hi = mid
-    return hi * se / n_slot
+    return hi
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

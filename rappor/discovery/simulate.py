@@ -22,7 +22,7 @@ Clients are split between the collections with ``split``:
 
 ``"clients"`` (default)
     each client sends **one** report: a discovery report with probability
-    ``discovery_share`` (slot uniform over the ``L`` slots), otherwise a full-string
+    ``discovery_share`` (slot drawn with the spec's slot shares), otherwise a full-string
     report.  A client's privacy loss is that of the one report it sends.
 ``"budget"``
     every client sends both reports; the losses add up (basic composition).
@@ -127,7 +127,7 @@ def _aggregate_method(params: Params, spec: DiscoverySpec, encoded: list[bytes],
 
     wire = spec.wire_params
     md, levels = spec.params.num_cohorts, spec.levels
-    per_slot = gen.multinomial(disc_clients, np.full(levels, 1.0 / levels))  # (U, L)
+    per_slot = gen.multinomial(disc_clients, spec.slot_shares)  # (U, L)
     counts = np.zeros((levels * md, wire.num_bloombits + 1), dtype=np.int64)
     for slot in range(levels):
         fcells = gen.multinomial(per_slot[:, slot], np.full(md, 1.0 / md))  # (U, md)
@@ -153,7 +153,10 @@ def _reports_method(params: Params, spec: DiscoverySpec, encoded: list[bytes], s
 
     wire = spec.wire_params
     md, levels = spec.params.num_cohorts, spec.levels
-    slots = gen.integers(0, levels, size=disc_values.size, dtype=np.int64)
+    if spec.slot_weights is None:
+        slots = gen.integers(0, levels, size=disc_values.size, dtype=np.int64)
+    else:
+        slots = gen.choice(levels, size=disc_values.size, p=spec.slot_shares).astype(np.int64)
     disc = Aggregate.empty(wire)
     for slot in range(levels):
         bits = spec.bloom_bits(encoded, slot)
