@@ -27,7 +27,16 @@ def test_discovery_params_meet_the_full_string_privacy(p: float) -> None:
     disc = result.spec.params
     assert disc.num_hashes == 1 and disc.num_cohorts == 32
     assert disc.epsilon_inf == pytest.approx(full.epsilon_inf, rel=1e-9)
-    assert disc.epsilon_one == pytest.approx(full.epsilon_one, rel=1e-6)
+    # No instantaneous noise on discovery reports by default (what finds values); irr=True keeps it.
+    assert (disc.prob_p, disc.prob_q) == (0.0, 1.0) and not result.irr
+    noisy = plan_discovery(full, 1_000_000, discovery_share=0.75, irr=True)
+    assert noisy.spec.params.epsilon_one == pytest.approx(full.epsilon_one, rel=1e-6)
+    if p > 0:  # the cost of the noise, in the share found
+        assert noisy.found_frequency[16] > 2 * result.found_frequency[16]
+        assert noisy.found_frequency_other == result.found_frequency
+        assert result.found_frequency_other == noisy.found_frequency
+    else:
+        assert not noisy.irr and noisy.found_frequency_other == {}
     assert result.privacy.epsilon_inf == pytest.approx(full.epsilon_inf, rel=1e-9)  # one report per client
     assert result.n_full_reports + result.n_discovery_reports == 1_000_000
     assert result.n_discovery_reports == 750_000

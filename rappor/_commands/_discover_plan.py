@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 from typing import IO, TYPE_CHECKING, Any
 
 from ._common import real
@@ -21,6 +22,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                             "--reports counts clients, the design is planned for the (1 - S) N full-string "
                             "reports, and the discovery parameters, each client's epsilons and the smallest "
                             "share found are printed [default: no discovery; 0.75 is the measured choice]")
+    group.add_argument("--discovery-irr", action="store_true",
+                       help="give the discovery reports the instantaneous noise of the full-string design (its "
+                            "epsilon_one) instead of none; finds far less (the output says how much) "
+                            "[default: no instantaneous noise on discovery reports]")
     group.add_argument("--discovery-params-out", metavar="PATH", default=None,
                        help="also write the discovery parameters of one slot (for 'rappor encode "
                             "--discovery-params', 'rappor discover --params') as a params.csv [default: none]")
@@ -52,7 +57,7 @@ def plan(args: argparse.Namespace, params: Params) -> DiscoveryPlan | None:
         return None
     from ..discovery.plan import plan_discovery
 
-    return plan_discovery(params, args.reports, discovery_share=args.discovery_share)
+    return plan_discovery(params, args.reports, discovery_share=args.discovery_share, irr=args.discovery_irr)
 
 
 def write_text(out: IO[str], result: DiscoveryPlan) -> None:
@@ -68,6 +73,18 @@ def write_text(out: IO[str], result: DiscoveryPlan) -> None:
               f"{priv.epsilon_inf_discovery:.3f}/{priv.epsilon_one_discovery:.3f})\n")
     found = ", ".join(f"{length} bytes >= {share:.4g}" for length, share in result.found_frequency.items())
     out.write(f"  found with probability 1/2 (share of clients): {found}\n")
+    other = ", ".join(f"{length} bytes >= {share:.4g}" for length, share in result.found_frequency_other.items())
+    if not result.irr:
+        note = (f"no instantaneous noise on discovery reports (p=0, q=1): a discovery report reveals its permanent "
+                f"response (its eps1 is eps_inf, {p.epsilon_inf:.3f}), and a client's discovery reports of one value "
+                f"in several collections are identical, so they can be linked over time; what they reveal of the "
+                f"value stays bounded by eps_inf (the permanent response is memoized)")
+        out.write(textwrap.fill(note, width=100, initial_indent="  ", subsequent_indent="    ") + "\n")
+        if other:
+            out.write(f"  with the full-string eps1 on them (--discovery-irr): found with probability 1/2: {other}\n")
+    else:
+        out.write(f"  without instantaneous noise on discovery reports (the default): found with probability 1/2: "
+                  f"{other}\n")
 
 
 def as_json(result: DiscoveryPlan) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from ..exceptions import InvalidParameterError
 from ..params import Params
 from .oracle import _trimmed_mean_variance
 from .privacy import DiscoveryPrivacy, discovery_privacy
-from .search import _MIN_COHORTS, _thresholds
+from .search import _thresholds
 from .spec import DiscoverySpec
 
 __all__ = ["DiscoveryPlan", "discovery_frequency", "plan_discovery"]
@@ -119,6 +119,12 @@ class DiscoveryPlan:
         For a value of that many bytes: the smallest share of the clients found with
         probability 1/2 (:func:`discovery_frequency`; a client's role does not depend on
         its value, so its share of the discovery reports is its share of the clients).
+    found_frequency_other : dict of int to float
+        The same with the other choice of instantaneous noise (with the full-string
+        design's ``epsilon_one`` when the plan has none, none when it has it); empty
+        when the full-string design has no instantaneous noise either.
+    irr : bool
+        Whether the discovery reports carry instantaneous noise.
     """
 
     spec: DiscoverySpec
@@ -128,25 +134,34 @@ class DiscoveryPlan:
     n_discovery_reports: int
     privacy: DiscoveryPrivacy
     found_frequency: dict[int, float]
+    found_frequency_other: dict[int, float]
+    irr: bool
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values (for JSON)."""
         return {"discovery": self.spec.as_dict(), "discovery_share": self.discovery_share,
                 "n_clients": self.n_clients, "n_full_reports": self.n_full_reports,
                 "n_discovery_reports": self.n_discovery_reports, "privacy": asdict(self.privacy),
-                "found_frequency": {str(k): v for k, v in self.found_frequency.items()}}
+                "found_frequency": {str(k): v for k, v in self.found_frequency.items()}, "irr": self.irr,
+                "found_frequency_other": {str(k): v for k, v in self.found_frequency_other.items()}}
 
 
 def plan_discovery(params: Params, n_clients: int, *, discovery_share: float = 0.75, max_length: int = 30,
                    segment: int = 2, alphabet: str | bytes = "bytes", lengths: tuple[int, ...] = (8, 16, 30),
-                   split: Literal["clients"] = "clients") -> DiscoveryPlan:
+                   split: Literal["clients"] = "clients", irr: bool = False,
+                   slot_weights: tuple[int, ...] | None = None) -> DiscoveryPlan:
     """Discovery parameters meeting the privacy of ``params``, and what they find among ``n_clients``.
 
     The discovery reports use one hash, 256 bits and 32 cohorts per slot (the design
-    measured in ``docs/discovery.md``), the ``f`` giving ``params.epsilon_inf`` and the
-    symmetric instantaneous noise giving ``params.epsilon_one`` (none if ``params`` has
-    none).  With the client split each client sends one report, so its privacy is that
-    of the full-string report.
+    measured in ``docs/discovery.md``), the ``f`` giving ``params.epsilon_inf`` and, by
+    default, **no instantaneous noise** (``p = 0``, ``q = 1``): what the measurements
+    need.  Its cost: a discovery report reveals its permanent response (its
+    ``epsilon_one`` is ``epsilon_inf``), and one client's discovery reports of the same
+    value in several collections are identical, so they can be linked over time; what
+    they reveal of the value stays bounded by ``epsilon_inf`` (the permanent response is
+    memoized).  ``irr=True`` gives them the symmetric instantaneous noise of
+    ``params.epsilon_one`` instead; :attr:`DiscoveryPlan.found_frequency_other` says what
+    the other choice finds.  With the client split each client sends one report.
 
     Parameters
     ----------
@@ -155,13 +170,15 @@ def plan_discovery(params: Params, n_clients: int, *, discovery_share: float = 0
     n_clients : int
     discovery_share : float, default=0.75
         The measured default (``docs/discovery.md``, share sweep).
-    max_length, segment, alphabet :
+    max_length, segment, alphabet, slot_weights :
         The discovery layout (:class:`DiscoverySpec`).
     lengths : tuple of int, default=(8, 16, 30)
         Value lengths (bytes) for :attr:`DiscoveryPlan.found_frequency`.
     split : {"clients"}
         Only the client split is planned (the budget split halves each report's epsilon,
         which costs more than it brings at epsilon around 4: ``docs/discovery.md``).
+    irr : bool, default=False
+        Instantaneous noise on the discovery reports (at ``params.epsilon_one``).
     """
     from ..planner import _flip_for_epsilon_inf, _irr_for_epsilon_one
 
@@ -170,17 +187,24 @@ def plan_discovery(params: Params, n_clients: int, *, discovery_share: float = 0
     n = check_int(n_clients, "n_clients", "plan_discovery", low=1)
     share = check_probability(discovery_share, "discovery_share", "plan_discovery", open_low=True, open_high=True)
     check_options(split, "split", "plan_discovery", ("clients",))
+    if not isinstance(irr, bool):
+        raise InvalidParameterError(f"The 'irr' parameter of plan_discovery must be a bool. Got {irr!r} instead.")
     f = _flip_for_epsilon_inf(params.epsilon_inf, 1)
-    p = 0.0 if params.prob_p == 0.0 and params.prob_q == 1.0 else _irr_for_epsilon_one(params.epsilon_one, 1, f)
-    disc = Params(num_bloombits=DEFAULT_DISCOVERY_BITS, num_hashes=1, num_cohorts=DEFAULT_DISCOVERY_COHORTS,
-                  prob_p=p, prob_q=1.0 - p, prob_f=f)
-    spec = DiscoverySpec(params=disc, max_length=max_length, segment=segment, alphabet=alphabet)
-    if disc.num_cohorts < _MIN_COHORTS:  # pragma: no cover - the default has 32
-        raise InvalidParameterError("plan_discovery: too few cohorts per slot.")
+    full_has_irr = not (params.prob_p == 0.0 and params.prob_q == 1.0)
     n_disc = round(n * share)
-    found = {}
-    for length in lengths:
-        if 1 <= length <= spec.max_length:
-            found[length] = discovery_frequency(spec, max(n_disc, 1), value_length=length)
+
+    def layout(noisy: bool) -> tuple[DiscoverySpec, dict[int, float]]:
+        p = _irr_for_epsilon_one(params.epsilon_one, 1, f) if noisy and full_has_irr else 0.0
+        disc = Params(num_bloombits=DEFAULT_DISCOVERY_BITS, num_hashes=1, num_cohorts=DEFAULT_DISCOVERY_COHORTS,
+                      prob_p=p, prob_q=1.0 - p, prob_f=f)
+        spec = DiscoverySpec(params=disc, max_length=max_length, segment=segment, alphabet=alphabet,
+                             slot_weights=slot_weights)
+        found = {length: discovery_frequency(spec, max(n_disc, 1), value_length=length)
+                 for length in lengths if 1 <= length <= spec.max_length}
+        return spec, found
+
+    spec, found = layout(irr)
+    other = layout(not irr)[1] if full_has_irr else {}
     return DiscoveryPlan(spec=spec, discovery_share=share, n_clients=n, n_full_reports=n - n_disc,
-                         n_discovery_reports=n_disc, privacy=discovery_privacy(params, disc), found_frequency=found)
+                         n_discovery_reports=n_disc, privacy=discovery_privacy(params, spec.params),
+                         found_frequency=found, found_frequency_other=other, irr=irr and full_has_irr)
