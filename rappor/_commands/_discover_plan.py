@@ -6,10 +6,11 @@ import argparse
 import textwrap
 from typing import IO, TYPE_CHECKING, Any
 
-from ._common import real
+from ._common import integer, real
 
 if TYPE_CHECKING:
     from ..discovery.plan import DiscoveryPlan
+    from ..discovery.spec import DiscoverySpec
     from ..params import Params
 
 
@@ -22,6 +23,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                             "--reports counts clients, the design is planned for the (1 - S) N full-string "
                             "reports, and the discovery parameters, each client's epsilons and the smallest "
                             "share found are printed [default: no discovery; 0.75 is the measured choice]")
+    group.add_argument("--discovery-max-length", type=integer(1), default=30, metavar="BYTES",
+                       help="longest value discovery can find, in UTF-8 bytes (--max-length of encode and discover) "
+                            "[default: 30]")
+    group.add_argument("--discovery-lengths", metavar="A-B|FOUND.CSV", default=None,
+                       help="lengths of the values to find: a range A-B of bytes (alike), or the found.csv of an "
+                            "earlier collection (its significant values' lengths, weighted by their shares); the "
+                            "plan then weights the slots for them (--slot-weights of encode and discover) "
+                            "[default: none, every slot alike]")
     group.add_argument("--discovery-irr", action="store_true",
                        help="give the discovery reports the instantaneous noise of the full-string design (its "
                             "epsilon_one) instead of none; finds far less (the output says how much) "
@@ -57,7 +66,43 @@ def plan(args: argparse.Namespace, params: Params) -> DiscoveryPlan | None:
         return None
     from ..discovery.plan import plan_discovery
 
-    return plan_discovery(params, args.reports, discovery_share=args.discovery_share, irr=args.discovery_irr)
+    from ..discovery.plan import plan_slot_weights
+    from ..discovery.spec import DiscoverySpec
+
+    weights = None
+    if args.discovery_lengths is not None:
+        base = plan_discovery(params, args.reports, discovery_share=args.discovery_share,
+                              max_length=args.discovery_max_length, irr=args.discovery_irr)
+        weights = plan_slot_weights(base.spec, base.n_discovery_reports,
+                                    _length_prior(args.discovery_lengths, base.spec))
+    return plan_discovery(params, args.reports, discovery_share=args.discovery_share,
+                          max_length=args.discovery_max_length, irr=args.discovery_irr, slot_weights=weights)
+
+
+def _length_prior(text: str, spec: DiscoverySpec) -> dict[int, float]:
+    """``--discovery-lengths``: ``A-B`` or a found.csv -> {length: weight}."""
+    import re
+
+    from ..exceptions import InvalidParameterError
+
+    match = re.fullmatch(r"(\d+)-(\d+)", text.strip())
+    if match:
+        low, high = int(match.group(1)), int(match.group(2))
+        if not 1 <= low <= high <= spec.max_length:
+            raise InvalidParameterError(f"--discovery-lengths {text}: expected A-B with 1 <= A <= B <= "
+                                        f"--discovery-max-length ({spec.max_length}).")
+        return {length: 1.0 for length in range(low, high + 1)}
+    from ..formats.found import read_found_shares
+
+    prior: dict[int, float] = {}
+    for value, share in read_found_shares(text):
+        size = len(value.encode("utf-8"))
+        if 1 <= size <= spec.max_length and share > 0:
+            prior[size] = prior.get(size, 0.0) + share
+    if not prior:
+        raise InvalidParameterError(f"--discovery-lengths {text}: no significant value of 1 to {spec.max_length} "
+                                    "bytes with a positive share.")
+    return prior
 
 
 def write_text(out: IO[str], result: DiscoveryPlan) -> None:
@@ -68,6 +113,9 @@ def write_text(out: IO[str], result: DiscoveryPlan) -> None:
     out.write(f"  discovery params (one slot): k={p.num_bloombits} h={p.num_hashes} m={p.num_cohorts} "
               f"p={p.prob_p:.4f} q={p.prob_q:.4f} f={p.prob_f:.4f}; max_length={result.spec.max_length} "
               f"segment={result.spec.segment} alphabet={result.spec.as_dict()['alphabet']}: {result.spec.levels} slots\n")
+    if result.spec.slot_weights is not None:
+        out.write(f"  slot weights for these lengths (give encode and discover the same): --max-length "
+                  f"{result.spec.max_length} --slot-weights {','.join(map(str, result.spec.slot_weights))}\n")
     out.write(f"  per client (one report each): eps_inf={priv.epsilon_inf:.3f} eps1={priv.epsilon_one:.3f} "
               f"(full-string {priv.epsilon_inf_full:.3f}/{priv.epsilon_one_full:.3f}, discovery "
               f"{priv.epsilon_inf_discovery:.3f}/{priv.epsilon_one_discovery:.3f})\n")

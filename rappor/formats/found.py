@@ -20,7 +20,7 @@ from .._excerpt import excerpt
 from .._io import PathLike, display_name, open_input_binary, read_first_line
 from ..exceptions import ReportFormatError
 
-__all__ = ["FOUND_HEADER", "is_found_file", "read_found"]
+__all__ = ["FOUND_HEADER", "is_found_file", "read_found", "read_found_shares"]
 
 #: The header of a found.csv.
 FOUND_HEADER = ("string", "proportion", "prop_std_error", "zscore", "pvalue", "significant", "first_slot", "slots")
@@ -32,6 +32,11 @@ def is_found_file(path: PathLike) -> bool:
     return first.lstrip("\ufeff").rstrip("\r\n") == ",".join(FOUND_HEADER)
 
 
+def read_found_shares(path: PathLike) -> list[tuple[str, float]]:
+    """The ``(string, proportion)`` pairs of the significant values of a found.csv, in file order."""
+    return [(value, share) for value, significant, share in _rows(path) if significant]
+
+
 def read_found(path: PathLike) -> list[tuple[str, bool]]:
     """The ``(string, significant)`` pairs of a found.csv, in file order.
 
@@ -41,8 +46,13 @@ def read_found(path: PathLike) -> list[tuple[str, bool]]:
         For a bad header, a row without the 8 fields or a ``significant`` field other
         than ``true``/``false``; the message names the file and the line the row starts on.
     """
+    return [(value, significant) for value, significant, _ in _rows(path)]
+
+
+def _rows(path: PathLike) -> list[tuple[str, bool, float]]:
+    """``(string, significant, proportion)`` of every row (see :func:`read_found`)."""
     name = display_name(path)
-    out: list[tuple[str, bool]] = []
+    out: list[tuple[str, bool, float]] = []
     with open_input_binary(path) as raw:
         fh = io.TextIOWrapper(raw, encoding="utf-8", errors="strict", newline="")
         reader = csv.reader(fh, strict=True)
@@ -60,7 +70,12 @@ def read_found(path: PathLike) -> list[tuple[str, bool]]:
                     msg = f"expected 'true' or 'false' in the significant column, found {excerpt(row[5])}"
                     raise ReportFormatError(msg, path=name, line=line)
                 else:
-                    out.append((row[0], row[5] == "true"))
+                    try:
+                        share = float(row[1])
+                    except ValueError:
+                        msg = f"expected a number in the proportion column, found {excerpt(row[1])}"
+                        raise ReportFormatError(msg, path=name, line=line) from None
+                    out.append((row[0], row[5] == "true", share))
                 line = reader.line_num + 1
         except csv.Error as err:
             raise ReportFormatError(f"expected CSV, found an unreadable row ({err})", path=name, line=line) from None
