@@ -16,8 +16,8 @@ import pytest
 #: Doctests (by their dotted name) that need an optional extra: the module to import and the
 #: extra that installs it.
 NEEDS_EXTRA = {
-    "rappor.formats.parquet.ParquetReportWriter": ("pyarrow", "parquet"),
-    "rappor.engines.aggregate_files": ("dask.dataframe", "dask"),
+    "rappor.formats._parquet.ParquetReportWriter": ("pyarrow", "parquet"),
+    "rappor.engines._aggregate.aggregate_files": ("dask.dataframe", "dask"),
 }
 
 

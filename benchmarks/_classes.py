@@ -5,10 +5,10 @@ client), RAPPOR parameters and the analyst's candidate list.  :func:`collection`
 collection of it: aggregated counts as google/rappor's own client would produce them, the
 candidate map as its ``hash_candidates.py`` would write it, and the truth.
 
-Encoding rules (google/rappor ``client/python/rappor.py``; :mod:`rappor.compat`): the Bloom
+Encoding rules (google/rappor ``client/python/rappor.py``; :mod:`rappor.collect`): the Bloom
 filter of value ``v`` in cohort ``c`` sets bits ``MD5(uint32_be(c) || v)[j] mod k``; the
 permanent randomized response keeps a bit with probability ``1 - f_eff`` and otherwise draws
-it uniformly, with ``f_eff = ceil(128 f) / 128`` (:func:`rappor.compat.google_effective_prob_f`:
+it uniformly, with ``f_eff = ceil(128 f) / 128`` (:func:`rappor.collect.google_effective_prob_f`:
 its mask compares 7 random bits); the instantaneous one reports a 1 with probability ``q``
 where the PRR is 1 and ``p`` elsewhere.  With one report per client (a fresh secret each)
 the report bits of a client are independent given its Bloom filter, with
@@ -34,8 +34,8 @@ import numpy as np
 import numpy.typing as npt
 
 import rappor
-from rappor.compat import google_bloom_bits_table, google_effective_prob_f, hash_candidates_google
-from rappor.simulation import Population, _draw_counts
+from rappor.collect import google_bloom_bits_table, google_effective_prob_f, hash_candidates_google
+from rappor.simulation._simulation import Population, _draw_counts
 
 __all__ = ["CLASSES", "Collection", "ScenarioClass", "clients", "collection", "draw_counts", "export_collection"]
 
@@ -178,7 +178,7 @@ def draw_counts(params: rappor.Params, strings: tuple[str, ...], by_cohort: npt.
     """Aggregated counts of one google/rappor report per client (the module docstring's law)."""
     bloom = _bloom(strings, params)
     n1 = np.einsum("vc,vcb->cb", by_cohort, bloom)  # clients of cohort c whose filter sets bit b
-    # The package's exact draw (rappor.simulation), under the f that google/rappor's 7-bit PRR
+    # The package's exact draw (rappor.simulation._simulation), under the f that google/rappor's 7-bit PRR
     # really applies; the aggregate keeps the nominal parameters, as an analyst would write them.
     effective = rappor.Params(k=params.k, h=params.h, m=params.m, p=params.p, q=params.q,
                               f=google_effective_prob_f(params.prob_f))
@@ -208,11 +208,11 @@ def export_collection(col: Collection, root: str) -> Path:
     base = Path(root) / col.scenario.name
     base.mkdir(parents=True, exist_ok=True)
     if not (base / "params.csv").exists():
-        rappor.write_params(col.scenario.params, base / "params.csv")
+        rappor.formats.write_params(col.scenario.params, base / "params.csv")
     if not (base / "map.csv").exists():
-        rappor.write_map(col.candidate_map, base / "map.csv")
+        rappor.formats.write_map(col.candidate_map, base / "map.csv")
     out = base / f"seed{col.seed}"
     out.mkdir(exist_ok=True)
-    rappor.write_counts(col.aggregate, out / "counts.csv")
+    rappor.formats.write_counts(col.aggregate, out / "counts.csv")
     (out / "truth.csv").write_text("string,count\n" + "".join(f"{s},{c}\n" for s, c in col.truth.items()))
     return out

@@ -57,7 +57,7 @@ def _score(run_dir: Path, truth: dict[str, int]) -> tuple[float, int, int]:
             for row in csv.DictReader(fh):
                 strings.append(row["string"])
                 shares.append(float(row["proportion"]))
-    m = rappor.metrics.evaluate(truth, strings, np.array(shares), detected=np.ones(len(strings), dtype=bool))
+    m = rappor.analysis.evaluate(truth, strings, np.array(shares), detected=np.ones(len(strings), dtype=bool))
     return m.total_variation, m.n_detected, m.false_positives
 
 

@@ -1,7 +1,7 @@
 """Research prototype for issue 14: a default decoder that gives two products (private).
 
 Not part of the package: phase 1 of issue 14 prototypes the new default here, on top of the
-decoder's internals (``rappor.decoder._problem`` etc.), and measures it with
+decoder's internals (``rappor.analysis.decoder._problem`` etc.), and measures it with
 ``python benchmarks/accuracy.py --research``; the findings and the proposed specification are
 in ``docs/decoder.md`` ("Issue 14, phase 1").  The implementation proper goes into
 ``rappor/decoder/`` in phase 2.
@@ -46,7 +46,10 @@ import rappor  # noqa: E402
 try:  # the decoder's internals: the decoder package (rappor/decoder/), or the older single module
     from types import SimpleNamespace
 
-    from rappor.decoder import _bayes, _null, _problem, _screen
+    from rappor.analysis.decoder import _bayes
+    from rappor.analysis.decoder import _null
+    from rappor.analysis.decoder import _problem
+    from rappor.analysis.decoder import _screen
 
     est = SimpleNamespace(Z_CLIP=_bayes.Z_CLIP, column_groups=_problem.column_groups,
                           column_sq_norms=_problem.column_sq_norms, debias=_problem.debias,

@@ -52,7 +52,7 @@ Mode = Callable[[Collection], tuple[np.ndarray, np.ndarray]]
 
 def decoder_mode(**kwargs: object) -> Mode:
     """A mode that runs :class:`rappor.Decoder` with ``kwargs``; its shares are those of the rows of
-    its results.csv (:meth:`~rappor.decoder.DecodeResult.ranking`: by default every candidate with a
+    its results.csv (:meth:`~rappor.analysis.decoder.DecodeResult.ranking`: by default every candidate with a
     positive share, with ``shares="detected"`` the detected strings)."""
     decoder = rappor.Decoder(**kwargs)  # type: ignore[arg-type]
 
@@ -77,7 +77,7 @@ MODES: dict[str, Mode] = {
     "normal+storey": decoder_mode(null="normal", correction="storey"),
     "normal+bonferroni": decoder_mode(null="normal", correction="bonferroni"),
     # normal+lfdr (measured in docs/decoder.md's 20-seed table) is refused since issue 14 phase 2:
-    # Decoder raises InvalidParameterError (rappor.decoder._decoder.check_combination).  The "eb" and
+    # Decoder raises InvalidParameterError (rappor.analysis.decoder._decoder.check_combination).  The "eb" and
     # "normal+eb" rows of that table are historical: estimator="empirical-bayes" was removed (its
     # detections swung from 5 to 100 over 20 seeds); run this script at commit 4852080 to reproduce them.
 }
@@ -113,7 +113,7 @@ def score(col: Collection, shares: np.ndarray, detected: np.ndarray) -> tuple[fl
     the candidates with a positive share (what a reader that takes every row as a
     detection would count).
     """
-    m = rappor.metrics.evaluate(col.truth, col.candidate_map.strings, shares, detected=np.ones(len(shares), dtype=bool))
+    m = rappor.analysis.evaluate(col.truth, col.candidate_map.strings, shares, detected=np.ones(len(shares), dtype=bool))
     absent = col.true_share == 0
     rows = shares > 0
     return (m.total_variation, int(detected.sum()), int((detected & absent).sum()), int(rows.sum()),
@@ -227,7 +227,7 @@ def markdown(results: dict[str, dict[str, dict[str, float]]]) -> str:
 def write_reference_summary(path: str, root: str, classes: list[ScenarioClass], seeds: range,
                             argv: list[str] | None) -> None:
     """The reference's best run per collection (lowest TV of its runs): TV, detected and false
-    positives per seed, for the slow tests (``tests/test_decoder_shares_slow.py``) that compare
+    positives per seed, for the slow tests (``tests/analysis/decoder/test_decoder_shares_slow.py``) that compare
     the default decoder with it without the reference's runs at hand."""
     out: dict[str, object] = {
         "command": "python benchmarks/accuracy.py " + " ".join(sys.argv[1:] if argv is None else argv),

@@ -24,7 +24,7 @@ Usage::
     python benchmarks/accuracy_issue4.py [--seeds 5] [--correction fdr]
         [--shares all] [--quick]
 
-``TV`` is that of results.csv's rows (:func:`rappor.metrics.evaluate_result`): by default every
+``TV`` is that of results.csv's rows (:func:`rappor.analysis.evaluate_result`): by default every
 candidate with a positive share; with ``--shares detected`` the detected strings.
 """
 
@@ -79,8 +79,8 @@ def run_scenario(n_decoys: int, seeds: range, decoder: rappor.Decoder, encoder: 
         t0 = time.perf_counter()
         res = decoder.decode(aggregate, cmap)
         seconds = time.perf_counter() - t0
-        m = rappor.metrics.evaluate_result(res, truth)  # TV of results.csv's rows (shares="all": every positive share)
-        tv_all = rappor.metrics.evaluate(truth, res.strings, res.proportion, detected=np.ones(len(res), bool)).total_variation
+        m = rappor.analysis.evaluate_result(res, truth)  # TV of results.csv's rows (shares="all": every positive share)
+        tv_all = rappor.analysis.evaluate(truth, res.strings, res.proportion, detected=np.ones(len(res), bool)).total_variation
         covered, det, width = detected_coverage(res, truth)
         widths.extend(width)
         rows.append((m.total_variation, tv_all, m.n_detected, m.false_positives, covered, det, seconds,
@@ -111,15 +111,15 @@ def run_null(seeds: range, decoder: rappor.Decoder, n_decoys: int = 1000) -> tup
 
 def run_interop(decoder: rappor.Decoder) -> float:
     d = HERE.parent / "tests" / "data" / "google_rappor_small"
-    params = rappor.read_params(d / "params.csv")
-    agg = rappor.read_counts(d / "counts.csv", params)
-    cmap = rappor.read_map(d / "map.csv", params)
+    params = rappor.formats.read_params(d / "params.csv")
+    agg = rappor.formats.read_counts(d / "counts.csv", params)
+    cmap = rappor.formats.read_map(d / "map.csv", params)
     truth = {}
     for line in (d / "truth.csv").read_text().splitlines()[1:]:
         s, c, _ = line.split(",")
         truth[s.strip('"')] = int(c)
     res = decoder.decode(agg, cmap)
-    m = rappor.metrics.evaluate_result(res, truth)
+    m = rappor.analysis.evaluate_result(res, truth)
     return m.total_variation, m.n_detected, m.false_positives
 
 

@@ -5,7 +5,7 @@ string x string), with and without strings outside the candidate lists; for each
 joint table's total variation to the clients' realized joint and the coverage of its
 95% intervals, for
 
-* ``ours``: :class:`rappor.association.AssociationDecoder` defaults (detected candidates +
+* ``ours``: :class:`rappor.analysis.association.AssociationDecoder` defaults (detected candidates +
   "Other" with the bit rates of the undetected candidates and random strings, mix-SQP to a
   certified gap of 1e-3, projected standard errors);
 * ``ours/profile`` (``--profile``): the same estimate with profile-likelihood intervals
@@ -16,7 +16,7 @@ joint table's total variation to the clients' realized joint and the coverage of
   marginals over the same categories, i.e. what is left when the dependence is not
   estimated at all;
 * ``baseline``: google/rappor's algorithm re-implemented plainly
-  (:mod:`rappor.association._reference`): the same detected candidates, no "Other", one
+  (:mod:`rappor.analysis.association._reference`): the same detected candidates, no "Other", one
   row per report, EM from the uniform table for at most 1000 iterations (epsilon 1e-6),
   ``ComputeVar`` standard errors.
 
@@ -69,16 +69,16 @@ import warnings
 import numpy as np
 
 import rappor
-from rappor.association import AssociationDecoder, example_joint, simulate_association, total_variation
-from rappor.association._inference import boundary_interval
-from rappor.association._reference import reference_conditional_probabilities, reference_em
+from rappor.analysis.association import AssociationDecoder, example_joint, simulate_association, total_variation
+from rappor.analysis.association._inference import boundary_interval
+from rappor.analysis.association._reference import reference_conditional_probabilities, reference_em
 
 PARAMS = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 
 
 def _scenario(pair: str, outside: bool) -> tuple[np.ndarray, list, list]:
     """string x bool: v1..v100, Zipf(1), P(TRUE | v_i) = 0.2 + 0.1 (i mod 7); string x string: a1..a30 x b1..b10
-    (rappor.association.example_joint); outside: every 5th value of each string variable is not a candidate."""
+    (rappor.analysis.association.example_joint); outside: every 5th value of each string variable is not a candidate."""
     if pair == "sb":
         return example_joint("string-bool", 100, remove_every=5 if outside else 0)
     return example_joint("string-string", 30, 10, remove_every=5 if outside else 0)

@@ -1,7 +1,7 @@
 """Throughput of the collection side: reports CSV parsing and aggregation.
 
 Run: ``python benchmarks/collect.py [--reports N]``.  Prints, for k = 16 and 32, the
-lines per second of :func:`rappor.read_reports` on our ``client,cohort,irr`` CSV and on
+lines per second of :func:`rappor.formats.read_reports` on our ``client,cohort,irr`` CSV and on
 google/rappor's ``client,cohort,bloom,prr,irr`` CSV, and the reports per second of
 :meth:`rappor.Aggregate.from_reports`, and of the two together as ``rappor sum-bits``
 runs them (chunked).
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rappor import Aggregate, Params, ReportBatch, iter_reports, read_reports, write_reports
+from rappor import Aggregate, Params, ReportBatch
+from rappor.formats import iter_reports, read_reports, write_reports
 
 
 def _google_csv(batch: ReportBatch, path: Path) -> None:

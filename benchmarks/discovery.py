@@ -55,13 +55,13 @@ from typing import Any
 import numpy as np
 
 from rappor import Params
-from rappor.decoder import Decoder
-from rappor.design import hash_candidates
-from rappor.discovery import DiscoverySpec, discover, realistic_population, simulate_discovery
-from rappor.discovery.population import long_population
-from rappor.discovery.evaluate import topk_scores
-from rappor.discovery.pem import pem_discover, pem_population
-from rappor.metrics import evaluate_result
+from rappor.analysis.decoder import Decoder
+from rappor.collect import hash_candidates
+from rappor.analysis.discovery import DiscoverySpec, discover, realistic_population, simulate_discovery
+from rappor.analysis.discovery import topk_scores
+from rappor.analysis.discovery._pem import pem_discover, pem_population
+from rappor.analysis.discovery._population import long_population
+from rappor.analysis import evaluate_result
 
 
 def _params(eps: float, k: int, m: int) -> Params:

@@ -2,7 +2,7 @@
 
 For each seed: simulate the benchmark's collection (``benchmarks/discovery.py``: Zipf(1.1)
 population of 20,000 strings, h = 1, discovery k = 256, m = 32, segment 2, max_length 30,
-share 0.75), run :func:`rappor.discovery.discover` with pruning and the z >= 3 display
+share 0.75), run :func:`rappor.analysis.discovery.discover` with pruning and the z >= 3 display
 filter turned off (so every pooled value keeps its p-value; the search itself is unchanged),
 and count the pooled values *nobody holds* with p <= 1e-3 .. 1e-7 against the count
 expected of exact p-values (pooled values times the level).  ``--trim light`` trims one
@@ -11,7 +11,7 @@ cohort at each end instead of ``m // 8`` (the trial of section 7).
 ``--synthetic N`` also scores N random absent values (random bytes of the length found
 in the slot with the most pooled values) against the same law, through the real hashes
 and residual counts; ``--tilt`` compares the FFT law's tail with an exponentially tilted
-Monte Carlo on the same slots (tests/test_discovery_confirmation.py does this on synthetic
+Monte Carlo on the same slots (tests/analysis/discovery/test_discovery_confirmation.py does this on synthetic
 counts).
 
 Run:  python benchmarks/discovery_pvalues.py --seeds 0 1 2 --trim light
@@ -27,9 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-import rappor.discovery.search as search
-from rappor.discovery import DiscoverySpec, discover, realistic_population, simulate_discovery
-from rappor.discovery import confirmation, oracle
+import rappor.analysis.discovery._search as search
+from rappor.analysis.discovery import DiscoverySpec, discover, realistic_population, simulate_discovery
+from rappor.analysis.discovery import _confirmation as confirmation
+from rappor.analysis.discovery import _oracle as oracle
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from discovery import _params  # noqa: E402  (the collection of benchmarks/discovery.py)

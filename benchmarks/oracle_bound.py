@@ -66,7 +66,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import rappor  # noqa: E402
-from rappor.decoder import _problem  # noqa: E402
+from rappor.analysis.decoder import _problem
 from _scenario import zipf_scenario  # noqa: E402
 
 PARAMS = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                 if unknown:
                     rows["genie-uz"].append((honest, -1, -1))
             for name, prop, det in (("oracle", shares, shares > 0), ("ls", ls.proportion, ls.detected)):
-                m = rappor.metrics.evaluate(truth, strings, prop, detected=det)
+                m = rappor.analysis.evaluate(truth, strings, prop, detected=det)
                 rows[name].append((m.total_variation, m.n_detected, m.false_positives))
         for name, values in rows.items():
             tv, det, fp = np.mean(np.array(values, dtype=float), axis=0)

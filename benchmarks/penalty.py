@@ -10,9 +10,9 @@ the per-seed (paired) TV difference against the plug-in penalty.  A fourth row s
 plug-in penalty by the square root of the Pearson dispersion of a first decode (the
 plug-in assumes unit noise variance on the whitened scale).
 
-The CV penalty is computed with :func:`rappor.decoder._screen.cv_lasso_alpha` on the same
+The CV penalty is computed with :func:`rappor.analysis.decoder._screen.cv_lasso_alpha` on the same
 whitened design the decoder screens (rebuilt here with the decoder's private helpers,
-by :func:`rappor.decoder._problem.weighted_problem`) and passed as ``Decoder(lasso_alpha=...)``.
+by :func:`rappor.analysis.decoder._problem.weighted_problem`) and passed as ``Decoder(lasso_alpha=...)``.
 
 Usage::
 
@@ -33,8 +33,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import rappor  # noqa: E402
-from rappor.decoder._problem import scale_rows, weighted_problem  # noqa: E402
-from rappor.decoder._screen import cv_lasso  # noqa: E402
+from rappor.analysis.decoder._problem import scale_rows, weighted_problem  # noqa: E402
+from rappor.analysis.decoder._screen import cv_lasso  # noqa: E402
 from _scenario import zipf_scenario  # noqa: E402
 from accuracy_issue4 import PARAMS, candidates  # noqa: E402
 
@@ -42,7 +42,7 @@ METHODS = ("plug-in", "cv-min", "cv-1se", "plug-in*sqrt(phi)")
 
 
 def whitened_problem(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap) -> dict[str, Any]:
-    """The screening Lasso's inputs, as the decoder builds them (:func:`rappor.decoder._problem.weighted_problem`).
+    """The screening Lasso's inputs, as the decoder builds them (:func:`rappor.analysis.decoder._problem.weighted_problem`).
 
     Returns ``a`` (whitened distinguishable candidate columns), ``b``, ``free`` (the
     whitened non-candidate column) and ``cohort_of_row``.
@@ -91,7 +91,7 @@ def run_scenario(n_decoys: int, seeds: range, folds: int, curve: bool) -> dict[s
         alphas, cv_seconds = penalties(sc.aggregate, cmap, folds, curve and seed == seeds[0])
         for method, alpha in alphas.items():
             res, seconds = decode(sc.aggregate, cmap, alpha, method)
-            m = rappor.metrics.evaluate(truth, res.strings, res.proportion, detected=res.detected)
+            m = rappor.analysis.evaluate(truth, res.strings, res.proportion, detected=res.detected)
             n_rows = 64 * 16
             out[method].append((m.total_variation, m.n_detected, m.false_positives, res.diagnostics.selected,
                                 res.diagnostics.lasso_alpha * n_rows,

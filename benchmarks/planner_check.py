@@ -1,8 +1,8 @@
 """Check the planner's detection prediction against a binomial-count simulation.
 
 For a few designs, predict the frequency detected with probability 0.5 and 0.9
-(rappor.planner.detection_frequency, Bonferroni over S candidates) and the one-bit
-reference z(1 - alpha) sd / N, then simulate (rappor.planner.simulate_detection) and
+(rappor.privacy.detection_frequency, Bonferroni over S candidates) and the one-bit
+reference z(1 - alpha) sd / N, then simulate (rappor.privacy.simulate_detection) and
 print predicted vs observed detection rates.
 
     python benchmarks/planner_check.py [--reps 300]
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 
 from rappor import Params
-from rappor.planner import detection_frequency, simulate_detection
+from rappor.privacy import detection_frequency, simulate_detection
 
 DESIGNS = [
     (Params(num_bloombits=32, num_hashes=2, num_cohorts=16, prob_p=0.25, prob_q=0.75, prob_f=0.25), 200_000, 60),

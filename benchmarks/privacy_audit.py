@@ -15,7 +15,7 @@ import argparse
 import time
 
 from rappor import Params
-from rappor.audit import audit_encoder
+from rappor.privacy import audit_encoder
 
 
 def main() -> None:

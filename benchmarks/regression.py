@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from rappor import Decoder, Params
-from rappor.metrics import evaluate_result
+from rappor.analysis import evaluate_result
 from rappor.simulation import Population, candidate_strings, simulate
 
 SMALL = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)

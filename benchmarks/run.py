@@ -132,7 +132,7 @@ def _run_client(work: Path, n: int) -> dict[str, Any]:
 
 def _write_parquet(path: Path, n: int, k: int, m: int, layout: str = "words", seed: int = 0) -> None:
     from rappor import ReportBatch
-    from rappor.formats.parquet import ParquetReportWriter
+    from rappor.formats._parquet import ParquetReportWriter
 
     params = _params(k, m)
     rng = np.random.default_rng(seed)
@@ -159,7 +159,7 @@ def _aggregate_parquet(layout: str) -> tuple[Callable[[Path, int], None], Callab
         _write_parquet(work / "reports.parquet", n, 128, 128, layout)
 
     def run(work: Path, n: int) -> dict[str, Any]:
-        from rappor.formats.parquet import aggregate_parquet, read_parquet_reports
+        from rappor.formats._parquet import aggregate_parquet, read_parquet_reports
 
         params = _params(128, 128)
         seconds, agg = _best(lambda: aggregate_parquet(work / "reports.parquet", params))
@@ -176,7 +176,8 @@ def _aggregate_parquet(layout: str) -> tuple[Callable[[Path, int], None], Callab
 
 
 def _prepare_csv(work: Path, n: int, quoted: bool = False) -> None:
-    from rappor import ReportBatch, write_reports
+    from rappor import ReportBatch
+    from rappor.formats import write_reports
 
     params = _params(32, 64)
     rng = np.random.default_rng(1)
@@ -225,7 +226,7 @@ def _run_csv(work: Path, n: int) -> dict[str, Any]:
 def _run_hashing(work: Path, n: int) -> dict[str, Any]:
     import mmh3
 
-    from rappor.hashing import bloom_bits_table
+    from rappor.client import bloom_bits_table
 
     params = _params(128, 128)
     values = [f"https://example.com/candidate/{i}" for i in range(n)]
@@ -273,7 +274,7 @@ def _prepare_decode_cli(k: int, m: int) -> Callable[[Path, int], None]:
         sys.path.insert(0, str(HERE))
         from _scenario import zipf_scenario
 
-        from rappor import write_candidates, write_counts, write_params
+        from rappor.formats import write_candidates, write_counts, write_params
 
         params = _params(k, m)
         scenario = zipf_scenario(params, n_reports=1_000_000, n_values=100, rng=0)
@@ -312,13 +313,14 @@ def _map_candidates(n: int) -> list[str]:
 
 
 def _prepare_map(work: Path, n: int) -> None:
-    from rappor import hash_candidates, write_map
+    from rappor import hash_candidates
+    from rappor.formats import write_map
 
     write_map(hash_candidates(_map_candidates(n), _params(128, 128)), work / "map.csv")
 
 
 def _run_map_read(work: Path, n: int) -> dict[str, Any]:
-    from rappor import read_map
+    from rappor.formats import read_map
 
     path = work / "map.csv"
     seconds, cmap = _best(lambda: read_map(path, _params(128, 128)), 1)
@@ -328,7 +330,8 @@ def _run_map_read(work: Path, n: int) -> dict[str, Any]:
 
 
 def _run_map_write(work: Path, n: int) -> dict[str, Any]:
-    from rappor import hash_candidates, write_map
+    from rappor import hash_candidates
+    from rappor.formats import write_map
 
     cmap = hash_candidates(_map_candidates(n), _params(128, 128))
     seconds, _ = _best(lambda: write_map(cmap, work / "map.csv"), 1)
@@ -337,7 +340,8 @@ def _run_map_write(work: Path, n: int) -> dict[str, Any]:
 
 def _map_write_wide(k: int, h: int, m: int) -> Callable[[Path, int], dict[str, Any]]:
     def run(work: Path, n: int) -> dict[str, Any]:
-        from rappor import hash_candidates, write_map
+        from rappor import hash_candidates
+        from rappor.formats import write_map
 
         cmap = hash_candidates(_map_candidates(n), _params(k, m, h))
         seconds, _ = _best(lambda: write_map(cmap, work / "map.csv"), 1)
@@ -357,7 +361,7 @@ def _prepare_engines(work: Path, n: int) -> None:
 def _engine(kind: str) -> Callable[[Path, int], dict[str, Any]]:
     def run(work: Path, n: int) -> dict[str, Any]:
         from rappor.engines import aggregate_files
-        from rappor.formats.parquet import aggregate_parquet
+        from rappor.formats._parquet import aggregate_parquet
 
         params = _params(128, 128)
         path = work / "reports.parquet"

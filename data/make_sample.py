@@ -9,10 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rappor import Params, write_params
-from rappor.formats.counts import write_counts
-from rappor.formats.candidates import write_candidates
-from rappor.formats.reports_csv import write_reports
+from rappor import Params
+from rappor.formats import write_candidates, write_counts, write_params, write_reports
 from rappor.simulation import Population, candidate_strings, simulate
 
 HERE = Path(__file__).parent

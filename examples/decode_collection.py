@@ -11,15 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import rappor
-from rappor.aggregate import Aggregate
-from rappor.formats.candidates import read_candidates
-from rappor.decoder import Decoder
-from rappor.metrics import evaluate_result
-from rappor.formats.reports_csv import read_reports
+from rappor.collect import Aggregate
+from rappor.formats import read_candidates
+from rappor.analysis.decoder import Decoder
+from rappor.analysis import evaluate_result
+from rappor.formats import read_reports
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 
-params = rappor.read_params(SAMPLE / "params.csv")
+params = rappor.formats.read_params(SAMPLE / "params.csv")
 reports = read_reports(SAMPLE / "reports.csv", params)  # what the server received
 aggregate = Aggregate.from_reports(reports)  # the same table as `rappor sum-bits`
 candidates = read_candidates(SAMPLE / "candidates.txt")  # what the analyst guesses

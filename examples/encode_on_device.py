@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 import rappor
-from rappor.encoder import Encoder
+from rappor.client import Encoder
 
 params = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 

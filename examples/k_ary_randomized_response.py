@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from rappor.mechanisms import KaryRandomizedResponse
+from rappor.privacy import KaryRandomizedResponse
 
 a = KaryRandomizedResponse.from_epsilon(4, math.log(3))
 b = KaryRandomizedResponse.from_uniform_prob(4, 4 / (3 + 3))  # p = k / (k - 1 + e^eps)

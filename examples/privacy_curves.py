@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from rappor import Params
-from rappor.mechanisms import epsilon_from_lying_probability
+from rappor.privacy import epsilon_from_lying_probability
 from rappor.privacy import loss, rdp, rho_zcdp
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from rappor.mechanisms import BinaryRandomizedResponse
+from rappor.privacy import BinaryRandomizedResponse
 
 rr = BinaryRandomizedResponse(0.75)
 print(f"epsilon = {rr.map(d_in=1):.4f} (ln 3 = {np.log(3):.4f}); tight zCDP rho = {rr.rho_zcdp:.4f}")

@@ -3,7 +3,7 @@
 import numpy as np
 
 from rappor import Params
-from rappor.mechanisms import TwoStageRappor, two_stage_rate
+from rappor.privacy import TwoStageRappor, two_stage_rate
 
 params = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 mech = TwoStageRappor.from_params(params)

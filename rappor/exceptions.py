@@ -24,7 +24,7 @@ Every error ``rappor`` raises on purpose is a :class:`RapporError`, and also an
 instance of the builtin it refines, so ``except OSError`` or ``except ImportError``
 catch what they would catch from the standard library.  The command-line tool prints
 a :class:`RapporError` as ``rappor: error: <msg>`` and exits with status 1, without a
-traceback.  (:class:`rappor._workers.WorkerDied`, a worker process that died, is a
+traceback.  (:class:`rappor._util.workers.WorkerDied`, a worker process that died, is a
 :class:`RapporError` too.)
 """
 
@@ -163,7 +163,7 @@ class InsufficientMemoryError(RapporError, MemoryError):
     Raised before allocating, with the estimate and the limit in the message, instead
     of a ``MemoryError`` (or ``ValueError: array is too big``) deep inside numpy or an
     out-of-memory kill that names no cause.  The limit comes from the machine (see
-    :mod:`rappor._memory`) or from the ``RAPPOR_MEMORY_LIMIT`` environment variable.
+    :mod:`rappor._util.memory`) or from the ``RAPPOR_MEMORY_LIMIT`` environment variable.
     It subclasses :class:`MemoryError`, so code that catches that still catches it.
     """
 
@@ -172,7 +172,7 @@ class MissingDependencyError(RapporError, ImportError):
     """An optional dependency is not installed; the message names the extra that installs it.
 
     For example ``pyarrow is needed for Parquet reports: pip install 'rappor[parquet]'.``;
-    every optional import goes through :mod:`rappor._lazy`, which raises it.  Also an
+    every optional import goes through :mod:`rappor._util.lazy`, which raises it.  Also an
     :class:`ImportError`, so ``except ImportError`` catches it; ``name`` is the module
     that is missing.
     """

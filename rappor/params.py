@@ -1,7 +1,7 @@
 """RAPPOR parameters: the immutable, validated :class:`Params` and the quantities derived from them.
 
 The ``params.csv`` file (header ``k,h,m,p,q,f``) is read and written by
-:mod:`rappor.formats.params`.
+:mod:`rappor.formats`.
 """
 
 from __future__ import annotations
@@ -10,12 +10,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ._moved import moved_names
-from ._validation import check_int, check_probability
+from ._util.validation import check_int, check_probability
 from .exceptions import IncompatibleParamsError, InvalidParameterError
-from .randomizer import report_probabilities
 
-__all__ = ["MAX_COHORTS", "Params", "check_same_params"]
+__all__ = ["MAX_COHORTS", "Params", "check_same_params", "report_probabilities"]
 
 #: Cohorts are hash seeds (unsigned 32-bit), so at most 2**32 of them.
 MAX_COHORTS = 2**32
@@ -24,6 +22,18 @@ MAX_COHORTS = 2**32
 PARAM_NAMES = ("k", "h", "m", "p", "q", "f")
 #: Marks a keyword of :class:`Params` that was not given (``None`` is a value, and a wrong one).
 _UNSET: Any = object()
+
+
+def report_probabilities(prob_p: float, prob_q: float, prob_f: float) -> tuple[float, float]:
+    """``(p11, p01)``: P(report bit 1 | Bloom bit 1) and P(report bit 1 | Bloom bit 0).
+
+    ``p11 = q (1 - f/2) + p f/2`` and ``p01 = p (1 - f/2) + q f/2`` (Erlingsson, Pihur
+    and Korolova 2014, Sec. 4; google/rappor ``decode.R``: the PRR keeps a bit with
+    probability ``1 - f/2`` and flips it with ``f/2``, then the IRR reports ``q`` or ``p``).
+    """
+    p11 = prob_q * (1.0 - prob_f / 2.0) + prob_p * prob_f / 2.0
+    p01 = prob_p * (1.0 - prob_f / 2.0) + prob_q * prob_f / 2.0
+    return p11, p01
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, init=False)
@@ -149,12 +159,12 @@ class Params:
 
     @property
     def p11(self) -> float:
-        """P(report bit 1 | Bloom bit 1) ``= q (1 - f/2) + p f/2`` (:func:`rappor.randomizer.report_probabilities`)."""
+        """P(report bit 1 | Bloom bit 1) ``= q (1 - f/2) + p f/2`` (:func:`report_probabilities`)."""
         return report_probabilities(self.prob_p, self.prob_q, self.prob_f)[0]
 
     @property
     def p01(self) -> float:
-        """P(report bit 1 | Bloom bit 0) ``= p (1 - f/2) + q f/2`` (:func:`rappor.randomizer.report_probabilities`)."""
+        """P(report bit 1 | Bloom bit 0) ``= p (1 - f/2) + q f/2`` (:func:`report_probabilities`)."""
         return report_probabilities(self.prob_p, self.prob_q, self.prob_f)[1]
 
     @property
@@ -197,8 +207,8 @@ class Params:
         )
 
     def to_csv(self) -> str:
-        """The ``params.csv`` text: header ``k,h,m,p,q,f`` and one row (:func:`rappor.formats.params.params_text`)."""
-        from .formats.params import params_text
+        """The ``params.csv`` text: header ``k,h,m,p,q,f`` and one row (:func:`rappor.formats._params.params_text`)."""
+        from .formats._params import params_text
 
         return params_text(self)
 
@@ -227,7 +237,3 @@ def check_same_params(expected: Params, found: Params, what: str) -> None:
         )
         msg = f"{what} was made with different parameters: {diffs}"
         raise IncompatibleParamsError(msg)
-
-
-#: Old import paths (before issue 15): the file's reader and writer live in rappor.formats.params.
-__getattr__ = moved_names(__name__, "rappor.formats.params", ("read_params", "write_params"))

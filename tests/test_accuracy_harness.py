@@ -2,7 +2,7 @@
 
 The harness draws aggregated counts directly from their binomial law instead of encoding
 every client; these tests check that law against google/rappor's own encoding rules
-(:mod:`rappor.compat`), and that the reader of the reference's runs scores them as
+(:mod:`rappor.collect`), and that the reader of the reference's runs scores them as
 :func:`rappor.evaluate` does.
 """
 
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import rappor
-from rappor.compat import google_bloom_filter, google_prr_batch
-from rappor.simulation import Population
+from rappor.collect._compat import google_bloom_filter, google_prr_batch
+from rappor.simulation._simulation import Population
 
 _BENCH = Path(__file__).parent.parent / "benchmarks"
 
@@ -89,7 +89,7 @@ def test_reference_runs_scored_like_evaluate(tmp_path: Path) -> None:
     (seed_dir / "run3" / "failed").write_text("")  # failed for another reason: skipped
     runs = reference.read_reference(tmp_path, "cls", range(5))
     assert [(r.seed, r.run) for r in runs] == [(3, 1), (3, 2)]
-    expected = rappor.metrics.evaluate({"v1": 600, "v2": 300, "v3": 100}, ["v1", "d7"], [0.58, 0.02], detected=[True, True])
+    expected = rappor.analysis.evaluate({"v1": 600, "v2": 300, "v3": 100}, ["v1", "d7"], [0.58, 0.02], detected=[True, True])
     assert runs[0].total_variation == pytest.approx(expected.total_variation)
     assert (runs[0].detected, runs[0].false_positives, runs[0].seconds) == (2, 1, 2.5)
     assert (runs[1].total_variation, runs[1].detected) == (pytest.approx(0.5), 0)

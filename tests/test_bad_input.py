@@ -24,9 +24,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rappor import Params, hash_candidates, read_map
-from rappor.cli import build_parser, main
-from rappor.encoder import write_key_file
+from rappor import Params, hash_candidates
+from rappor.formats import read_map
+from rappor.cli._main import build_parser, main
+from rappor.client._encoder import write_key_file
 
 PARAMS = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 K, M = PARAMS.num_bloombits, PARAMS.num_cohorts
@@ -138,7 +139,7 @@ OTHER_K_PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.
 def _map_bytes(candidates: bytes, params: Params = PARAMS) -> bytes:
     import io
 
-    from rappor import write_map
+    from rappor.formats import write_map
 
     buffer = io.StringIO()
     strings = candidates.decode().splitlines()
@@ -352,7 +353,7 @@ CASES: list[Case] = [
     _decode("candidates-duplicate", {"c.txt": b"a\nb\na\n"}, "c.txt", 3, "expected distinct", cands="c.txt"),
     _decode("summary-is-a-directory", {"sumdir": None}, "sumdir", None, "cannot write file: is a directory",
             extra=("--summary", "{d}/sumdir")),
-    # Bad option values are usage errors naming the flag (tests/test_cli_flags.py); a value that only
+    # Bad option values are usage errors naming the flag (tests/cli/test_cli_flags.py); a value that only
     # conflicts with another flag is an error naming both.
     Case("plan/epsilon-one-not-below-inf", {}, ["plan", "--reports", "1000", "--candidates", "10", "--epsilon-inf",
                                                  "4", "--epsilon-one", "5", "-o", "{out}"],
@@ -838,7 +839,7 @@ def test_bad_input_map_file(tmp_path: Path) -> None:
     from rappor import ReportFormatError
 
     good = tmp_path / "map.csv"
-    from rappor import write_map
+    from rappor.formats import write_map
 
     write_map(hash_candidates(["a", "b"], PARAMS), good)
     text = good.read_bytes()
@@ -872,7 +873,7 @@ def test_bad_input_parquet(tmp_path: Path) -> None:
     """Parquet reports: not Parquet, other parameters, missing, empty directory."""
     pytest.importorskip("pyarrow")
     from rappor import IncompatibleParamsError, RapporIOError, ReportBatch, ReportFormatError
-    from rappor.formats.parquet import aggregate_parquet, write_parquet_reports
+    from rappor.formats._parquet import aggregate_parquet, write_parquet_reports
 
     batch = ReportBatch.from_bitstrings(PARAMS, [c for _, c, _ in ROWS], [s for _, _, s in ROWS])
     write_parquet_reports(tmp_path / "r.parquet", batch)

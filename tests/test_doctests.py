@@ -30,12 +30,12 @@ def test_doctests_needing_an_extra_exist() -> None:
         obj = getattr(importlib.import_module(module_name), attr)
         assert ">>> " in (obj.__doc__ or ""), dotted
         # pytest names a doctest after the module that defines the object: an old import path
-        # (rappor.parquet, an alias of rappor.formats.parquet) would never match, and the
+        # (rappor.formats._parquet, an alias of rappor.formats._parquet) would never match, and the
         # example would fail instead of skipping when the extra is missing.
         assert f"{obj.__module__}.{obj.__qualname__}" == dotted, dotted
 
 
-@pytest.mark.parametrize("dotted", ["rappor.hashing.bloom_bit_indices"])
+@pytest.mark.parametrize("dotted", ["rappor.client.bloom_bit_indices"])
 def test_formerly_skipped_examples_run(dotted: str) -> None:
     import doctest
 

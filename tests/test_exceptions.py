@@ -20,10 +20,9 @@ from rappor import (
     RapporError,
     RapporIOError,
     ReportFormatError,
-    read_counts,
-    read_params,
     write_key_file,
 )
+from rappor.formats import read_counts, read_params
 
 
 def test_hierarchy_drawn_in_the_module_docstring_is_the_real_one() -> None:
@@ -111,7 +110,7 @@ def test_every_public_error_class_is_documented() -> None:
 def test_an_output_directory_that_is_a_file_is_an_io_error(tmp_path: Path, argv: list[str]) -> None:
     """Every command that writes into a directory refuses a regular file there with one error, an I/O
     error (simulate-assoc and decode-assoc --output-dir raised a ReportFormatError of their own)."""
-    from rappor.cli import build_parser
+    from rappor.cli._main import build_parser
 
     target = tmp_path / "file"
     target.write_text("x")
@@ -133,7 +132,7 @@ def test_an_output_directory_named_dash_is_refused(tmp_path: Path, monkeypatch: 
                                                     capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     """'-' means standard output everywhere else: as an output directory it is refused, exit 1,
     and no directory called '-' appears (decode-assoc --output-dir - created one)."""
-    from rappor.cli import main
+    from rappor.cli._main import main
 
     monkeypatch.chdir(tmp_path)
     assoc = Path(__file__).parent / "data" / "assoc_google"

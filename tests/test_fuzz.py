@@ -36,20 +36,11 @@ from rappor import (
     ReportBatch,
     ReportFormatError,
     hash_candidates,
-    read_candidates,
-    read_counts,
-    read_map,
-    read_params,
-    read_reports,
-    write_candidates,
-    write_counts,
-    write_map,
-    write_params,
-    write_reports,
 )
-from rappor.encoder import read_key_file
-from rappor.formats.client_values import iter_rows as _encode_rows
-from rappor.simulation import read_population
+from rappor.formats import read_candidates, read_counts, read_map, read_params, read_reports, write_candidates, write_counts, write_map, write_params, write_reports
+from rappor.client._encoder import read_key_file
+from rappor.formats._client_values import iter_rows as _encode_rows
+from rappor.simulation._simulation import read_population
 
 sys.path.insert(0, str(Path(__file__).parent))
 import strategies  # noqa: E402
@@ -154,20 +145,20 @@ def test_fuzz_map_fast_path_equals_csv_path(rows: list[tuple[str, list[str]]], s
     Same map, or the same error on the same line with the same message, on rows that are
     valid, nearly valid (cells off by one, odd strings) or not at all.
     """
-    import rappor.formats.map
+    import rappor.formats._map
 
     text = "".join(f"{name},{','.join(cells)}\n" for name, cells in rows).encode()
     path = _write(scratch, text)
     fast = _read_map_outcome(path)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(rappor.formats.map, "_split_row", lambda text, width: None)
+        patch.setattr(rappor.formats._map, "_split_row", lambda text, width: None)
         slow = _read_map_outcome(path)
     assert fast == slow
 
 
 # ------------------------------------------------------------------ CSV readers = the csv module
 #
-# The reports reader (rappor.formats.reports_csv) and rappor encode's client,value reader read their
+# The reports reader (rappor.formats._reports_csv) and rappor encode's client,value reader read their
 # input in blocks, with a fast path for quote-free lines.  Whatever the bytes and the
 # block size, they must give exactly what the csv module gives on the whole file
 # (csv.reader(open(path, newline="")), default dialect, no field size limit): same
@@ -216,8 +207,8 @@ def _csv_module_records(data: bytes, *, strict: bool = False, errors: str = "rep
 
 
 def _reports_by_csv_module(data: bytes, skip: bool) -> tuple[Any, ...]:
-    from rappor._excerpt import clip, excerpt
-    from rappor.formats.reports_csv import _check_cells
+    from rappor._util.excerpt import clip, excerpt
+    from rappor.formats._reports_csv import _check_cells
 
     cohorts: list[int] = []
     irrs: list[str] = []
@@ -266,19 +257,19 @@ _REPORT_ROWS = st.one_of(
 @given(rows=st.lists(_REPORT_ROWS, max_size=10), block=st.integers(1, 48), skip=st.booleans())
 def test_fuzz_reports_reader_equals_csv_module(rows: list[bytes], block: int, skip: bool, scratch: Path) -> None:
     """Quoted line breaks, quotes, commas, CRs, NULs and bad bytes, at any block size."""
-    import rappor.formats.reports_csv
+    import rappor.formats._reports_csv
 
     data = b"client,cohort,irr\n" + b"".join(rows)
     path = _write(scratch, data)
     expected = _reports_by_csv_module(data, skip)
     with pytest.MonkeyPatch.context() as patch, _no_field_limit():
-        patch.setattr(rappor.formats.reports_csv, "_BLOCK_BYTES", block)
+        patch.setattr(rappor.formats._reports_csv, "_BLOCK_BYTES", block)
         assert _reports_by_reader(path, skip) == expected
 
 
 def _encode_input_by_csv_module(data: bytes, skip: bool) -> tuple[Any, ...]:
     """What rappor encode's reader must give: strict csv module, blank rows skipped, rows checked."""
-    from rappor._excerpt import clip
+    from rappor._util.excerpt import clip
 
     rows: list[tuple[int, str, str]] = []
     rejects: list[tuple[int, str, str]] = []
@@ -339,7 +330,7 @@ _ENCODE_ROWS = st.one_of(
        rows=st.lists(_ENCODE_ROWS, max_size=10), block=st.integers(1, 48), skip=st.booleans())
 def test_fuzz_encode_input_equals_csv_module(header: bytes, rows: list[bytes], block: int, skip: bool,
                                              scratch: Path) -> None:
-    import rappor.formats.client_values as encode_input
+    import rappor.formats._client_values as encode_input
 
     data = header + b"".join(rows)
     path = _write(scratch, data)
@@ -361,8 +352,8 @@ def test_fuzz_client_ids_round_trip(data: st.DataObject, scratch: Path) -> None:
     write_reports and rappor encode: the csv module reads every id back exactly, and
     read_reports finds exactly the reports written (none split, none forged).
     """
-    from rappor.cli import main
-    from rappor.encoder import write_key_file
+    from rappor.cli._main import main
+    from rappor.client._encoder import write_key_file
 
     ids = data.draw(st.lists(st.one_of(_CLIENT_IDS, st.sampled_from([" lead", "a\rb", "\r", "x\n7,11111111\ny",
                                                                     '"', "a,b", "\r\n"])), min_size=1, max_size=8))
@@ -377,7 +368,7 @@ def test_fuzz_client_ids_round_trip(data: st.DataObject, scratch: Path) -> None:
     if not (scratch / "key").exists():
         write_key_file(scratch / "key", bytes(range(32)))
     with open(scratch / "values.csv", "w", newline="", encoding="utf-8") as fh:
-        # QUOTE_ALL: csv.writer's QUOTE_MINIMAL leaves a lone CR bare (which rappor._io.csv_field does not).
+        # QUOTE_ALL: csv.writer's QUOTE_MINIMAL leaves a lone CR bare (which rappor._util.io.csv_field does not).
         csv.writer(fh, lineterminator="\n", quoting=csv.QUOTE_ALL).writerows([("client", "value"),
                                                                              *[(i, "v") for i in ids]])
     assert main(["encode", "--params", str(scratch / "params.csv"), "--key-file", str(scratch / "key"),
@@ -504,7 +495,7 @@ def test_fuzz_decoder_never_crashes(data: st.DataObject) -> None:
 
     Invariants of the result: p-values lie in [0, 1]; with ``shares="all"`` (the
     empirical-Bayes regression) the shares are >= 0 and sum to at most 1 (one per group
-    of indistinguishable candidates; ``rappor.decoder._shares``).
+    of indistinguishable candidates; ``rappor.analysis.decoder._shares``).
     """
     import warnings
 
@@ -540,7 +531,7 @@ def test_fuzz_corrupted_parquet(data: st.DataObject, scratch: Path) -> None:
     footer escaping as tracebacks.)
     """
     pytest.importorskip("pyarrow")
-    from rappor.formats.parquet import aggregate_parquet, read_parquet_reports, write_parquet_reports
+    from rappor.formats._parquet import aggregate_parquet, read_parquet_reports, write_parquet_reports
 
     valid = scratch / "valid.parquet"
     if not valid.exists():
@@ -570,8 +561,8 @@ def test_fuzz_encode_variables_input_equals_csv_module(rows: list[list[str]], bl
     import csv
     import io
 
-    import rappor.formats.client_values as encode_input
-    from rappor._io import csv_field
+    import rappor.formats._client_values as encode_input
+    from rappor._util.io import csv_field
 
     data = ("client,u,v\n" + "".join(",".join(csv_field(f) for f in row) + "\n" for row in rows)).encode()
     path = _write(scratch, data)

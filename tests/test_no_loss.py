@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rappor import Aggregate, Params, ReportBatch, iter_reports, read_counts, read_reports, write_reports
-from rappor.cli import main
+from rappor import Aggregate, Params, ReportBatch
+from rappor.formats import iter_reports, read_counts, read_reports, write_reports
+from rappor.cli._main import main
 
 PARAMS = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 PARAMS_CSV = "k,h,m,p,q,f\n8,2,4,0.5,0.75,0.5\n"
@@ -54,7 +55,7 @@ def test_no_loss_chunk_boundaries(tmp_path: Path, chunk_size: int) -> None:
 
 def test_no_loss_block_boundaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Tiny read blocks: lines (and CRLF pairs) split across blocks are neither lost nor doubled."""
-    from rappor.formats import reports_csv as reports_module
+    from rappor.formats import _reports_csv as reports_module
 
     batch = _batch(300, seed=1)
     write_reports(tmp_path / "r.csv", batch)
@@ -109,7 +110,7 @@ def test_no_loss_sum_bits_several_files_and_merge_counts(tmp_path: Path,
 
 def test_no_loss_parquet_path(tmp_path: Path) -> None:
     pytest.importorskip("pyarrow")
-    from rappor.formats.parquet import aggregate_parquet, write_parquet_reports
+    from rappor.formats._parquet import aggregate_parquet, write_parquet_reports
 
     batch = _batch(1000, seed=7)
     write_parquet_reports(tmp_path / "r.parquet", batch, row_group_size=64)
@@ -162,7 +163,7 @@ def test_no_loss_skip_needs_a_sink(tmp_path: Path) -> None:
 @pytest.mark.parametrize("block", [3, 1 << 24])
 def test_no_loss_skip_across_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int) -> None:
     """Many bad rows scattered over many blocks: accepted + rejected == data rows, exactly."""
-    from rappor.formats import reports_csv as reports_module
+    from rappor.formats import _reports_csv as reports_module
 
     monkeypatch.setattr(reports_module, "_BLOCK_BYTES", block)
     batch = _batch(400, seed=3)
@@ -245,7 +246,7 @@ def test_no_loss_sigkill_leaves_old_output_or_none(tmp_path: Path) -> None:
     with open(tmp_path / "in.csv", "w") as fh:
         fh.write("client,value\n")
         fh.writelines(f"u{i},v{i % 100}\n" for i in range(n))
-    from rappor.encoder import write_key_file
+    from rappor.client._encoder import write_key_file
 
     write_key_file(tmp_path / "key", bytes(range(32)))
     out_dir = tmp_path / "out"

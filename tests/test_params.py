@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from rappor import IncompatibleParamsError, InvalidParameterError, Params, RapporIOError, ReportFormatError
-from rappor.formats.params import read_params, write_params
+from rappor.formats._params import read_params, write_params
 from rappor.params import MAX_COHORTS, check_same_params
 
 GOOD = {"num_bloombits": 16, "num_hashes": 2, "num_cohorts": 8, "prob_p": 0.5, "prob_q": 0.75, "prob_f": 0.5}
@@ -268,7 +268,8 @@ def test_read_params_stops_after_one_row_too_many(tmp_path: Path) -> None:
 def test_read_params_dev_zero_is_a_bounded_read(run_limited_python: Callable[..., Any]) -> None:
     # A line without end is read only up to 64 KiB (the old reader read until out of memory).
     result = run_limited_python(
-        "from rappor import ReportFormatError, read_params\n"
+        "from rappor import ReportFormatError\n"
+        "from rappor.formats import read_params\n"
         "try:\n    read_params('/dev/zero')\n"
         "except ReportFormatError as exc:\n    print(exc)\n",
         address_space=1 << 30)

@@ -22,8 +22,9 @@ def test_all_names_exist() -> None:
     assert missing == []
 
 
-#: The curated top level (issue 15): the pipeline's nouns, the readers and writers of
-#: every file format, and the exceptions.  Adding a name here is an API decision.
+#: The curated top level: the pipeline's nouns, the few functions a collection starts
+#: from, and the exceptions (at most 40 names; the readers and writers are in
+#: rappor.formats).  Adding a name here is an API decision.
 CURATED = [
     "Aggregate",
     "CandidateMap",
@@ -54,26 +55,28 @@ CURATED = [
     "encode_file",
     "generate_key",
     "hash_candidates",
-    "iter_client_values",
-    "iter_reports",
-    "read_candidates",
-    "read_client_values",
-    "read_counts",
     "read_key_file",
-    "read_map",
-    "read_params",
-    "read_parquet_reports",
-    "read_reports",
     "simulate",
-    "write_candidates",
-    "write_client_values",
-    "write_counts",
     "write_key_file",
-    "write_map",
-    "write_params",
-    "write_parquet_reports",
-    "write_reports",
 ]
+
+#: The stage packages, in the order a collection uses them; each has a face
+#: (``__init__.py``: a docstring saying what it holds, and ``__all__``).
+STAGES = ["client", "collect", "formats", "engines", "privacy", "analysis", "analysis.decoder",
+          "analysis.discovery", "analysis.association", "simulation", "report", "cli"]
+
+
+def test_all_has_at_most_40_names() -> None:
+    assert len(rappor.__all__) <= 40
+
+
+def test_every_top_level_name_is_in_the_package_docstring() -> None:
+    doc = rappor.__doc__ or ""
+    exceptions = {name for name in rappor.__all__ if name.endswith(("Error", "Warning"))}
+    missing = [name for name in rappor.__all__
+               if name not in exceptions and name != "__version__" and f"`{name}`" not in doc]
+    assert missing == []
+    assert "rappor.exceptions" in doc  # the exceptions are documented there, as a tree
 
 
 def test_all_is_the_curated_list() -> None:
@@ -84,8 +87,10 @@ def test_top_level_names_are_those_of_their_modules() -> None:
     # Each top-level name is the object of the module that owns it (no copies).
     import rappor.formats
 
-    owners = [rappor.aggregate, rappor.decoder, rappor.design, rappor.encoder, rappor.exceptions,
-              rappor.file_encoder, rappor.formats, rappor.params, rappor.reports, rappor.simulation]
+    import rappor.analysis.decoder
+
+    owners = [rappor.client, rappor.collect, rappor.analysis.decoder, rappor.engines, rappor.exceptions,
+              rappor.formats, rappor.params, rappor.simulation]
     for name in CURATED:
         if name == "__version__":
             continue
@@ -94,51 +99,43 @@ def test_top_level_names_are_those_of_their_modules() -> None:
         assert all(getattr(m, name) is getattr(rappor, name) for m in found), name
 
 
-@pytest.mark.parametrize(("name", "module"), sorted(rappor._MOVED.items()))
-def test_moved_name_still_resolves_with_a_deprecation_warning(name: str, module: str) -> None:
-    import importlib
-
-    owner = importlib.import_module(f"rappor.{module}")
-    if not hasattr(owner, name):
-        pytest.skip(f"rappor.{module}.{name} no longer exists")
-    assert name not in rappor.__all__ and name not in dir(rappor)
-    with pytest.warns(DeprecationWarning, match=f"rappor.{name} is deprecated: use rappor.{module}.{name}"):
-        assert getattr(rappor, name) is getattr(owner, name)
-
-
 def test_unknown_top_level_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         rappor.no_such_name  # noqa: B018
 
 
-def test_old_module_paths_are_the_format_modules() -> None:
-    # rappor.map_file, rappor.parquet and rappor.candidates moved into rappor.formats; in
-    # a fresh interpreter the old names are the same module objects (pytest's doctest
-    # collection imports the old files on their own, so this is checked in a subprocess).
-    code = (
-        "import rappor.candidates, rappor.map_file, rappor.parquet, rappor.formats as f\n"
-        "print(rappor.map_file is f.map, rappor.parquet is f.parquet, rappor.candidates is f.candidates)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["True", "True", "True"]
+def test_there_is_no_compatibility_layer() -> None:
+    # No release yet, so no old import paths are kept: no aliases, no deprecated top-level names.
+    import importlib
+
+    package = Path(rappor.__file__).parent
+    assert not hasattr(rappor, "__getattr__")
+    for old in ("candidates", "map_file", "parquet", "_moved", "encoder", "aggregate", "decoder", "metrics"):
+        assert not (package / f"{old}.py").exists() and not (package / old).is_dir(), old
+        with pytest.raises(ImportError):
+            importlib.import_module(f"rappor.{old}")
 
 
-def test_old_import_paths_still_import() -> None:
-    import rappor.formats.parquet
-    import rappor.parquet
-    from rappor.aggregate import read_counts, write_counts
-    from rappor.map_file import read_map
-    from rappor.params import read_params, write_params
-    from rappor.reports import iter_reports, read_reports, write_reports
+@pytest.mark.parametrize("stage", STAGES)
+def test_stage_face_says_what_it_holds_and_lists_its_names(stage: str) -> None:
+    import importlib
 
-    assert (read_counts, write_counts) == (rappor.read_counts, rappor.write_counts)
-    assert (read_params, write_params) == (rappor.read_params, rappor.write_params)
-    assert (iter_reports, read_reports, write_reports) == (rappor.iter_reports, rappor.read_reports,
-                                                            rappor.write_reports)
-    assert read_map is rappor.read_map
-    assert rappor.parquet._pyarrow is rappor.formats.parquet._pyarrow  # private names too
-    with pytest.raises(ImportError):
-        from rappor.reports import read_counts as _  # noqa: F401
+    face = importlib.import_module(f"rappor.{stage}")
+    assert (face.__doc__ or "").strip(), stage
+    names = getattr(face, "__all__", None)
+    assert names and len(names) == len(set(names)), stage
+    assert all(hasattr(face, name) for name in names), stage
+
+
+def test_one_visibility_rule_modules_inside_packages_are_private() -> None:
+    # Every module inside a package is private (_name.py) and its public names are listed by
+    # the package's face; subpackages are public stages with their own face.  _util is
+    # private as a whole.
+    package = Path(rappor.__file__).parent
+    public = [str(path.relative_to(package.parent)) for path in sorted(package.rglob("*.py"))
+              if path.parent != package and path.name != "__init__.py" and not path.name.startswith("_")
+              and "_util" not in path.parts]
+    assert public == []
 
 
 def test_public_callables_have_docstrings() -> None:
@@ -185,10 +182,10 @@ def test_every_table_is_a_structured_array() -> None:
     # tuples, a list of dicts, a string); like names now mean like things.
     import numpy as np
 
-    from rappor.audit import audit_encoder
-    from rappor.discovery.privacy import discovery_privacy
-    from rappor.planner import plan
-    from rappor.privacy import loss
+    from rappor.privacy._audit import audit_encoder
+    from rappor.analysis.discovery._privacy import discovery_privacy
+    from rappor.privacy._planner import plan
+    from rappor.privacy._accounting import loss
 
     params = rappor.Params(k=8, h=2, m=4, p=0.25, q=0.75, f=0.5)
     cmap = rappor.hash_candidates(["a", "b"], params)
@@ -203,39 +200,3 @@ def test_every_table_is_a_structured_array() -> None:
     for owner, table in tables.items():
         assert isinstance(table, np.ndarray) and table.dtype.names, owner
         assert len(table) > 0, owner
-
-
-#: Old homes of the file-format functions (issue 15): kept for users, never used by the package itself.
-_OLD_HOMES = {
-    "map_file": None, "parquet": None, "candidates": None,  # whole modules, now rappor.formats.*
-    "params": {"read_params", "write_params"},
-    "aggregate": {"read_counts", "write_counts"},
-    "reports": {"iter_reports", "read_reports", "write_reports"},
-}
-
-
-def test_the_package_imports_file_formats_from_their_owners() -> None:
-    """Inside rappor/, every reader and writer comes from rappor.formats, not through an old path
-    (decode-assoc and simulate-assoc read maps through rappor.map_file and params through rappor.params)."""
-    import ast
-
-    package = Path(rappor.__file__).parent
-    found = []
-    for path in sorted(package.rglob("*.py")):
-        if path.parent == package and path.stem in ("map_file", "parquet", "candidates"):
-            continue  # the aliases themselves
-        here = path.relative_to(package.parent).with_suffix("").parts  # ("rappor", "_commands", "decode_assoc")
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not isinstance(node, ast.ImportFrom) or node.module is None:
-                continue
-            base = here[:len(here) - node.level] if node.level else ()
-            absolute = ".".join((*base, node.module))  # what the import names, absolutely
-            if not absolute.startswith("rappor.") or absolute.count(".") != 1:
-                continue
-            module = absolute.removeprefix("rappor.")
-            if module not in _OLD_HOMES:
-                continue
-            moved = _OLD_HOMES[module]
-            if moved is None or {alias.name for alias in node.names} & moved:
-                found.append(f"{path.relative_to(package.parent)}:{node.lineno}: from {'.' * node.level}{node.module}")
-    assert found == [], "\n".join(found)

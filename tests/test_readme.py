@@ -29,14 +29,14 @@ def test_readme_python_quick_start_runs() -> None:
 
         truth = namespace["sim"].truth  # type: ignore[attr-defined]
         ((tv, detected),) = re.findall(r"total_variation +# ([0-9.]+) here, ([0-9]+) strings detected", code)
-        assert float(tv) == round(rappor.metrics.evaluate_result(result, truth).total_variation, len(tv) - 2)
+        assert float(tv) == round(rappor.analysis.evaluate_result(result, truth).total_variation, len(tv) - 2)
         assert int(detected) == int(result.detected.sum())  # type: ignore[attr-defined]
         ((frequency, expected),) = re.findall(r"# ([0-9.]+) here: smallest share .*; ([0-9.]+) expected", code)
         outlook = namespace["outlook"]
         assert float(frequency) == round(outlook.frequency, len(frequency) - 2)  # type: ignore[attr-defined]
         assert float(expected) == round(outlook.expected, len(expected) - 2)  # type: ignore[attr-defined]
         (old_tv,) = re.findall(r"evaluate_result\(old, sim.truth\).total_variation +# ([0-9.]+) here", code)
-        assert float(old_tv) == round(rappor.metrics.evaluate_result(namespace["old"], truth).total_variation, 3)
+        assert float(old_tv) == round(rappor.analysis.evaluate_result(namespace["old"], truth).total_variation, 3)
         # The default's shares (every candidate) beat the detected strings' least-squares shares here.
         assert float(tv) < float(old_tv)
 
@@ -111,9 +111,9 @@ def test_readme_reliability_counts_are_the_test_tables(load_by_path: Callable[[P
     text = " ".join(README.read_text(encoding="utf-8").split())
     (cases,) = re.findall(r"malformed input \((\d+) cases, the `CASES` table of `tests/test_bad_input\.py`", text)
     values, options = re.findall(r"bad values \((\d+) values of (\d+) options, the `BAD` table of "
-                                 r"`tests/test_cli_flags\.py`", text)[0]
+                                 r"`tests/cli/test_cli_flags\.py`", text)[0]
     tests = Path(__file__).parent
-    bad_input, cli_flags = load_by_path(tests / "test_bad_input.py"), load_by_path(tests / "test_cli_flags.py")
+    bad_input, cli_flags = load_by_path(tests / "test_bad_input.py"), load_by_path(tests / "cli" / "test_cli_flags.py")
     assert int(cases) == len(bad_input.CASES)
     assert int(values) == sum(len(bad) for _, _, bad in cli_flags.BAD)
     assert int(options) == len({(command, flag) for command, flag, _ in cli_flags.BAD})
@@ -172,16 +172,15 @@ def test_readme_and_docs_benchmark_commands_run_as_written() -> None:
             assert set(named) <= case_names, (doc, named)
 
 
-def test_readme_layout_names_every_public_module() -> None:
-    """The Layout paragraph names each public module and subpackage of rappor/ and of rappor/formats/ (it
-    left out `exceptions`, `association/` and `discovery/`); the old module paths kept as aliases are not
-    modules of their own and are left out."""
+def test_readme_layout_names_every_stage_package() -> None:
+    """The Layout section names each stage package of rappor/ (a folder with a face), the subpackages of
+    analysis/, the public modules beside them (`params`, `exceptions`) and `_util/`."""
     text = README.read_text(encoding="utf-8")
     layout = text[text.index("## Layout"):]
     layout = layout[:layout.index("\n## ", 4)] if "\n## " in layout[4:] else layout
     named = set(re.findall(r"`([a-z_]+)/?`", layout))
     package = README.parent / "rappor"
-    aliases = {p.stem for p in package.glob("*.py") if "alias_module(" in p.read_text(encoding="utf-8")}
-    public = {p.stem for p in package.glob("[!_]*.py")} | {p.parent.name for p in package.glob("[!_]*/__init__.py")}
-    public |= {p.stem for p in (package / "formats").glob("[!_]*.py")}
-    assert sorted(public - aliases - named) == []
+    folders = {p.parent.name for p in package.glob("*/__init__.py")}
+    folders |= {p.parent.name for p in (package / "analysis").glob("*/__init__.py")}
+    public = {p.stem for p in package.glob("[!_]*.py")}
+    assert sorted((folders | public) - named) == []

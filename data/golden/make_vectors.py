@@ -14,7 +14,7 @@ Files (CSV, header on line 1, ``\\n`` line endings; specs in docs/hashing.md and
 ``prr_vectors.csv``      ``secret_hex,k,h,m,f,cohort,value_hex,bloom,prr``: permanent
                          randomized responses as bit strings.
 
-``tests/test_hashing.py`` and ``tests/test_encoder.py`` check these files against the
+``tests/client/test_hashing.py`` and ``tests/client/test_encoder.py`` check these files against the
 library and against independent pure-Python implementations of the specs, so a change
 of any derivation fails the tests instead of silently changing the vectors.
 """
@@ -26,9 +26,8 @@ import hashlib
 from pathlib import Path
 
 from rappor import Params
-from rappor._bits import bits_to_bitstrings
-from rappor.encoder import Encoder, client_secret, derive_cohort
-from rappor.hashing import bloom_bit_indices, value_bytes
+from rappor._util.bits import bits_to_bitstrings
+from rappor.client import Encoder, bloom_bit_indices, client_secret, derive_cohort, value_bytes
 
 HERE = Path(__file__).parent
 

@@ -1,9 +1,9 @@
 """Per-partition counting functions shared by every engine (private; no engine imports).
 
 Every engine counts with exactly the code of the embedded path: a partition's Arrow
-data goes through :func:`rappor.formats.parquet.arrow_to_batch` and
+data goes through :func:`rappor.formats._parquet.arrow_to_batch` and
 :meth:`rappor.Aggregate.from_reports`, a CSV file through
-:func:`rappor.formats.reports_csv.iter_reports`.  Engines only distribute these functions and add
+:func:`rappor.formats.iter_reports`.  Engines only distribute these functions and add
 up their ``(num_cohorts, num_bloombits + 1)`` partial tables, so their counts equal the
 embedded ones exactly.  The functions live in the installed package so that Spark and
 Dask workers import them by name instead of shipping pickled code.
@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._lazy import lazy_module
-from .._rejects import OnError, RejectSink
-from ..aggregate import Aggregate, add_counts, zero_counts
-from ..formats.parquet import aggregate_parquet, arrow_to_batch
-from ..formats.reports_csv import iter_reports
+from .._util.lazy import lazy_module
+from .._util.rejects import OnError, RejectSink
+from ..collect._aggregate import Aggregate, add_counts, zero_counts
+from ..formats._parquet import aggregate_parquet, arrow_to_batch
+from ..formats._reports_csv import iter_reports
 from ..params import Params
 
 pa = lazy_module("pyarrow", "Parquet reports")
@@ -53,7 +53,7 @@ def file_counts(path: str, kind: str, params: Params, *, progress: Callable[[int
     """Counts of one reports file (``kind`` is ``"csv"`` or ``"parquet"``), streamed in chunks.
 
     ``progress``, ``on_error`` and ``rejects`` apply to CSV files, as in
-    :func:`rappor.formats.reports_csv.iter_reports` (a Parquet file has no rows to skip:
+    :func:`rappor.formats.iter_reports` (a Parquet file has no rows to skip:
     it is read whole or refused).
     """
     if kind == "parquet":

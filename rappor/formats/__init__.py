@@ -1,38 +1,40 @@
-"""File formats: one module per kind of file rappor reads or writes, each owning its reader and writer.
+"""File formats: one private module per kind of file rappor reads or writes, each owning its reader and writer.
 
-=======================  ===================================================================
-``formats.params``       google/rappor ``params.csv``: :func:`read_params`, :func:`write_params`
-``formats.client_values``  the encoder's input ``client,value``: :func:`iter_client_values`,
-                         :func:`read_client_values`, :func:`write_client_values`
-``formats.reports_csv``  reports CSV, ours ``client,cohort,irr`` or google/rappor's
-                         ``client,cohort,bloom,prr,irr``: :func:`iter_reports`,
-                         :func:`read_reports`, :func:`write_reports`
-``formats.parquet``      reports as Parquet (needs pyarrow): :func:`read_parquet_reports`,
-                         :func:`write_parquet_reports`, streaming and aggregation
-``formats.counts``       google/rappor ``counts.csv``: :func:`read_counts`, :func:`write_counts`
-``formats.candidates``   candidate lists, one string per line: :func:`read_candidates`,
-                         :func:`write_candidates`
-``formats.map``          google/rappor ``map.csv``: :func:`read_map`, :func:`write_map`
-=======================  ===================================================================
+=========================  ===================================================================
+``_params``                google/rappor ``params.csv``: :func:`read_params`, :func:`write_params`
+``_client_values``         the encoder's input ``client,value``: :func:`iter_client_values`,
+                           :func:`read_client_values`, :func:`write_client_values`
+``_reports_csv``           reports CSV, ours ``client,cohort,irr`` or google/rappor's
+                           ``client,cohort,bloom,prr,irr``: :func:`iter_reports`,
+                           :func:`read_reports`, :func:`write_reports`
+``_parquet``               reports as Parquet (needs pyarrow): :func:`read_parquet_reports`,
+                           :func:`write_parquet_reports`, streaming and aggregation
+``_counts``                google/rappor ``counts.csv``: :func:`read_counts`, :func:`write_counts`
+``_candidates``            candidate lists, one string per line: :func:`read_candidates`,
+                           :func:`write_candidates`
+``_map``                   google/rappor ``map.csv``: :func:`read_map`, :func:`write_map`
+``_found``                 the values ``rappor discover`` found, ``found.csv``: :func:`read_found`
+=========================  ===================================================================
 
-A reader names the file and the line of any content that is not its format
+The modules are listed in the order a collection meets its files.  A reader names the
+file and the line of any content that is not its format
 (:class:`~rappor.exceptions.ReportFormatError`) and the file it cannot open or read
 (:class:`~rappor.exceptions.RapporIOError`); a writer writes atomically (the file
-appears complete or not at all; ``"-"`` is standard output).  The readers and writers
-are also at the top level (``rappor.read_reports`` ...).  Not here: the key file
-(:func:`rappor.encoder.read_key_file`), the results of a decode
-(:meth:`rappor.decoder.DecodeResult.to_csv`) and rejected rows (``rappor._rejects``).
+appears complete or not at all; ``"-"`` is standard output).  Not here yet: the key file
+(:func:`rappor.read_key_file`), the results of a decode
+(:meth:`rappor.DecodeResult.to_csv`), association files and rejected rows.
 """
 
 from __future__ import annotations
 
-from .candidates import read_candidates, write_candidates
-from .client_values import iter_client_values, read_client_values, write_client_values
-from .counts import read_counts, write_counts
-from .map import read_map, write_map
-from .params import read_params, write_params
-from .parquet import iter_parquet_reports, read_parquet_reports, write_parquet_reports
-from .reports_csv import iter_reports, read_reports, write_reports
+from ._candidates import read_candidates, write_candidates
+from ._client_values import iter_client_values, read_client_values, write_client_values
+from ._counts import read_counts, write_counts
+from ._found import read_found
+from ._map import read_map, write_map
+from ._params import read_params, write_params
+from ._parquet import iter_parquet_reports, read_parquet_reports, write_parquet_reports
+from ._reports_csv import iter_reports, read_reports, write_reports
 
 __all__ = [
     "iter_client_values",
@@ -41,6 +43,7 @@ __all__ = [
     "read_candidates",
     "read_client_values",
     "read_counts",
+    "read_found",
     "read_map",
     "read_params",
     "read_parquet_reports",

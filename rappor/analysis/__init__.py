@@ -1,0 +1,27 @@
+"""Analysis: from aggregated reports back to how common each string is.
+
+In the order an analysis uses them:
+
+``decoder/``      :class:`~rappor.analysis.decoder.Decoder`: estimates, standard errors,
+                  p-values and intervals for a candidate list (``docs/decoder.md``)
+``discovery/``    frequent strings that are in no candidate list (``docs/discovery.md``)
+``association/``  the joint distribution of several variables (``docs/association.md``)
+``_metrics``      the accuracy of a decode against the truth (:func:`evaluate`)
+
+The subpackages are imported on use (``import rappor.analysis.discovery``); this face
+lists the accuracy metrics.
+"""
+
+from __future__ import annotations
+
+from ._metrics import METRIC_MEANINGS, FitResiduals, Metrics, bit_residuals, evaluate, evaluate_result, fit_residuals
+
+__all__ = [
+    "METRIC_MEANINGS",
+    "FitResiduals",
+    "Metrics",
+    "bit_residuals",
+    "evaluate",
+    "evaluate_result",
+    "fit_residuals",
+]

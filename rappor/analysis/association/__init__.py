@@ -1,0 +1,59 @@
+"""Association analysis: the joint distribution of two or three RAPPOR-encoded variables.
+
+Each client sends one report per variable, all in its cohort, each encoded with the
+usual PRR + IRR (a boolean as a one-bit Bloom filter, google/rappor's convention).
+:class:`AssociationDecoder` estimates the joint distribution ``pi`` of the variables'
+categories by maximum likelihood (the model of google/rappor ``analysis/R/association.R``
+and ``bin/decode_assoc.R``), with
+
+* categories of a string variable from its marginal decode (:class:`rappor.Decoder`)
+  plus an **"Other"** category for the strings that are not among them;
+* standard errors from the observed information on the simplex, marginal and
+  conditional distributions (``P(x | y)``) with delta-method errors, and a
+  likelihood-ratio test of independence (:class:`AssociationResult`);
+* identical ``(cohort, bits)`` report tuples grouped, likelihoods computed from packed
+  bits, and a sequential-quadratic-programming maximizer that converges in a handful
+  of passes (google/rappor's EM is available as ``method="em"``).
+
+Not imported by ``import rappor``.  The method, its checks and measurements are in
+``docs/association.md``; the command line is ``rappor decode-assoc``.
+
+Examples
+--------
+>>> import numpy as np, rappor
+>>> from rappor.analysis.association import AssociationDecoder, simulate_association
+>>> params = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=16,
+...                        prob_p=0.25, prob_q=0.75, prob_f=0.0)
+>>> joint = np.array([[0.3, 0.1], [0.1, 0.2], [0.2, 0.1]])     # (string, boolean)
+>>> sim = simulate_association(params, joint, [["a", "b", "c"], None], 20_000, rng=0)
+>>> res = AssociationDecoder(candidates="all", other="none").decode(sim.reports, sim.variables)
+>>> res.categories
+(('a', 'b', 'c'), ('TRUE', 'FALSE'))
+>>> bool(np.abs(res.proportion - joint).max() < 4 * res.std_error.max())
+True
+"""
+
+from __future__ import annotations
+
+from ._decoder import AssociationDecoder
+from ._privacy import MultiVariablePrivacy, multi_variable_privacy
+from ._result import AssociationResult, Distribution, IndependenceTest
+from ._simulation import AssociationSimulation, example_joint, simulate_association, total_variation
+from ._variables import BOOLEAN_CATEGORIES, OTHER, Variable, boolean_params
+
+__all__ = [
+    "BOOLEAN_CATEGORIES",
+    "OTHER",
+    "AssociationDecoder",
+    "AssociationResult",
+    "AssociationSimulation",
+    "Distribution",
+    "IndependenceTest",
+    "MultiVariablePrivacy",
+    "Variable",
+    "boolean_params",
+    "example_joint",
+    "multi_variable_privacy",
+    "simulate_association",
+    "total_variation",
+]

@@ -1,0 +1,438 @@
+"""The association decoder: configuration, then one call from reports to a joint table (private)."""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from ..._util.lazy import lazy_module
+from ..._util.validation import (
+    CheckedParameters,
+    ParameterCheck,
+    RngLike,
+    check_bool,
+    check_int,
+    check_probability,
+    check_real,
+    check_rng,
+    check_rng_parameter,
+    options_check,
+)
+from ..._util.results import ConfidenceInterval
+from ...collect._aggregate import Aggregate
+from ...exceptions import ConvergenceWarning, DecodeError, IncompatibleParamsError, InvalidParameterError, RapporWarning
+from ...client._reports import ReportBatch
+from ._inference import constrained_covariance, independence_null_draws, projected_draws
+from ._likelihood import CodedLikelihood, Factor, Patterns, bit_index_table, group_reports, likelihoods
+from ._mixture import FitResult, ProductLikelihood, _single_thread, fit_mixture
+from ._profile import profile_intervals
+from ._other import other_bit_probabilities, undetected_bit_probabilities
+from ._result import AssociationResult, IndependenceTest, check_variable_names
+from ._variables import OTHER, Variable
+
+if TYPE_CHECKING:
+    from scipy import stats
+
+    from ..decoder import Decoder
+else:  # imported on first use: keeps `import rappor` light
+    stats = lazy_module("scipy.stats")
+
+__all__ = ["AssociationDecoder"]
+
+#: Largest table (cells) for which standard errors are computed by default (the
+#: information matrix is cells x cells and costs patterns x cells^2 to form).
+MAX_COVARIANCE_CELLS = 2048
+#: Largest table whose standard errors account for the boundary (projected normal); larger
+#: tables get the inverse information, which overstates them near the boundary.
+MAX_PROJECTED_CELLS = 512
+#: Monte Carlo draws of the projected normal (relative error of a variance about 2%).
+PROJECTION_DRAWS = 1000
+#: Draws of the independence statistic's law (Monte Carlo error of a p-value of 0.05: 0.007).
+INDEPENDENCE_DRAWS = 1000
+
+
+def _check_marginal_decoder(value: Any, name: str, owner: str) -> None:
+    if value is not None and not hasattr(value, "decode"):
+        msg = f"The {name!r} parameter of {owner} must be a rappor.Decoder or None. Got {value!r} instead."
+        raise InvalidParameterError(msg)
+
+
+def _check_profile_level(value: Any, name: str, owner: str) -> None:
+    if value is not None:
+        check_probability(value, name, owner, open_low=True, open_high=True)
+
+
+class AssociationDecoder(CheckedParameters):
+    """Estimate the joint distribution of two or three variables from per-client report tuples.
+
+    Parameters
+    ----------
+    candidates : {"detected", "all"}, default="detected"
+        Categories of a string variable: the candidates its marginal decode detects (as
+        google/rappor ``decode_assoc.R``) or every candidate of its map.
+    other : {"undetected", "shrunk", "reference", "none"}, default="undetected"
+        The category of strings that are not among them, with per-(cohort, bit)
+        probabilities of a 1: those of the candidates left out of the table in their
+        marginal shares plus random strings for the rest (``"undetected"``); estimated
+        from the counts the candidates leave unexplained, shrunk towards their mean
+        (``"shrunk"``: fitted to the same counts, it biases the table towards "Other");
+        exactly as google/rappor's ``GetOtherProbs`` (``"reference"``); or no such
+        category (``"none"``: the mass of other strings is then spread over the
+        candidates).  See :mod:`rappor.analysis.association._other`.
+    method : {"sqp", "em"}, default="sqp"
+        Maximizer of the likelihood: sequential quadratic programming (mix-SQP; a handful
+        of iterations) or google/rappor's EM iteration (thousands at realistic noise).
+        Both maximize the same likelihood.
+    max_iterations : int, default=1000
+        Iteration cap (``decode_assoc.R --max-em-iters``).
+    tolerance : float, default=1e-3
+        Convergence: the certified gap to the maximum log-likelihood.
+    std_errors : bool, default=True
+        Compute the covariance of the table (tables up to 2048 cells).
+    independence_test : bool, default=True
+        Likelihood-ratio test of independence (one more fit per variable).
+    decoder : rappor.Decoder or None, default=None
+        Decoder of the string variables' marginals (``rappor.Decoder()`` by default).
+    intervals : {"projected", "wald"}, default="projected"
+        Intervals of the cells (:meth:`AssociationResult.confidence_interval`):
+        ``estimate ± z * std_error`` with the upper end raised to the ``(1 + level) / 2``
+        quantile of the estimate's projected-normal law where that law is truncated at 0
+        (``"projected"``: the Wald end undercovers the cells estimated at or near 0, see
+        :func:`rappor.analysis.association._inference.boundary_interval`), or the plain Wald
+        interval (``"wald"``, the first versions' default).  Tables above 512 cells get the
+        Wald interval.
+    profile_level : float or None, default=None
+        Also compute profile-likelihood intervals of the cells at this level (about 10
+        mixture fits per cell: a minute for a 135-cell table of 100,000 reports); they are
+        then what :meth:`AssociationResult.confidence_interval` returns at this level.
+        See :mod:`rappor.analysis.association._profile`.
+    rng : numpy.random.Generator, int or None, default=None
+        Seeds the SQP's Hessian subsample (seed 0 when None: deterministic).
+
+    Examples
+    --------
+    >>> import numpy as np, rappor
+    >>> from rappor.analysis.association import AssociationDecoder, Variable, simulate_association
+    >>> params = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=16,
+    ...                        prob_p=0.25, prob_q=0.75, prob_f=0.0)
+    >>> joint = np.array([[0.3, 0.1], [0.1, 0.2], [0.2, 0.1]])     # (string, boolean)
+    >>> sim = simulate_association(params, joint, [["a", "b", "c"], None], 20_000, rng=0)
+    >>> res = AssociationDecoder().decode(sim.reports, sim.variables)
+    >>> res.categories
+    (('a', 'b', 'c', 'Other'), ('TRUE', 'FALSE'))
+    >>> res.converged, res.iterations < 20
+    (True, True)
+    """
+
+    _parameter_constraints: ClassVar[dict[str, ParameterCheck]] = {
+        "candidates": options_check(("detected", "all")),
+        "other": options_check(("undetected", "shrunk", "reference", "none")),
+        "method": options_check(("sqp", "em")),
+        "max_iterations": lambda value, name, owner: check_int(value, name, owner, low=0),
+        "tolerance": lambda value, name, owner: check_real(value, name, owner, low=0.0),
+        "std_errors": check_bool,
+        "independence_test": check_bool,
+        "decoder": _check_marginal_decoder,
+        "intervals": options_check(("projected", "wald")),
+        "profile_level": _check_profile_level,
+        "rng": check_rng_parameter,
+    }
+
+    def __init__(self, *, candidates: Literal["detected", "all"] = "detected",
+                 other: Literal["undetected", "shrunk", "reference", "none"] = "undetected", method: Literal["sqp", "em"] = "sqp",
+                 max_iterations: int = 1000, tolerance: float = 1e-3, std_errors: bool = True,
+                 independence_test: bool = True, decoder: Decoder | None = None,
+                 intervals: Literal["projected", "wald"] = "projected", profile_level: float | None = None,
+                 rng: RngLike = None) -> None:
+        self.candidates = candidates
+        self.other = other
+        self.method = method
+        self.max_iterations = max_iterations
+        self.tolerance = tolerance
+        self.std_errors = std_errors
+        self.independence_test = independence_test
+        self.decoder = decoder
+        self.intervals = intervals
+        self.profile_level = profile_level
+        self.rng = rng
+
+    def decode(self, reports: Sequence[ReportBatch], variables: Sequence[Variable]) -> AssociationResult:
+        """Estimate the joint distribution.
+
+        Parameters
+        ----------
+        reports : sequence of ReportBatch
+            One batch per variable, row ``i`` of every batch from the same client: same
+            length and the same cohort in every row.
+        variables : sequence of Variable
+            The variables, in the same order (two or three; one gives its marginal).
+
+        Returns
+        -------
+        AssociationResult
+
+        Raises
+        ------
+        InvalidParameterError
+            If the batches differ in length or in a row's cohort, or do not match their
+            variables' parameters.
+        DecodeError
+            If no report is left, or a string variable has no category at all.
+
+        Warns
+        -----
+        ConvergenceWarning
+            If the fit stops at ``max_iterations`` (or EM at its step criterion) before
+            the certified gap reaches ``tolerance``.
+        RapporWarning
+            If some report tuples are impossible under every category (dropped).
+        """
+        self._check_parameters()
+        started = time.perf_counter()
+        batches, variables = _check_inputs(reports, variables)
+        gen = check_rng(0 if self.rng is None else self.rng)
+        decoder = self.decoder
+        if decoder is None:
+            from ..decoder import Decoder
+
+            decoder = Decoder()
+        selections = [self._categories(batch, var, decoder) for batch, var in zip(batches, variables)]
+        t_marginal = time.perf_counter()
+        patterns = group_reports(batches)
+        factors, impossible = _likelihood_factors(patterns, variables, selections)
+        dropped = int(patterns.counts[impossible].sum())
+        if dropped:
+            warnings.warn(f"{dropped} report tuple(s) are impossible under every category (a probability of 0 "
+                          f"for each) and were left out", RapporWarning, stacklevel=2)
+            patterns = patterns.select(~impossible)
+            factors = [f.select(~impossible) if isinstance(f, CodedLikelihood) else f[~impossible] for f in factors]
+        if len(patterns) == 0:
+            raise DecodeError("No report is left to analyse.")
+        lik = ProductLikelihood(factors, patterns.counts.astype(np.float64))
+        t_lik = time.perf_counter()
+        # SQP starts from the product of the marginal estimates (EM from the uniform table, as
+        # association.R): measured, one or two fewer steps.
+        start = None if self.method == "em" else _product_start(batches, variables, selections)
+        fit = fit_mixture(lik, method=self.method, tolerance=self.tolerance, max_iterations=self.max_iterations,
+                          start=start, rng=gen)
+        if not fit.converged:
+            why = "its iteration cap" if fit.iterations >= self.max_iterations else "its step criterion"
+            warnings.warn(f"the {self.method} fit stopped at {why} after {fit.iterations} iterations, before "
+                          f"converging: the log-likelihood may be up to {fit.gap:.3g} below its maximum "
+                          f"(tolerance {self.tolerance:g})", ConvergenceWarning, stacklevel=2)
+        t_fit = time.perf_counter()
+        shape = lik.shape
+        cov = None
+        law = None
+        se = np.full(shape, np.nan)
+        se_method = "none"
+        if self.std_errors and lik.size <= MAX_COVARIANCE_CELLS:
+            d = lik.forward(fit.table)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                curvature = np.where(d > 0, lik.weights / (d * d), 0.0)
+            information = lik.hessian(curvature)
+            with _single_thread():
+                cov = constrained_covariance(information)
+                samples = projected_draws(fit.table, cov, gen, draws=PROJECTION_DRAWS) \
+                    if lik.size <= MAX_PROJECTED_CELLS else None
+                if samples is not None:
+                    cov = np.cov(samples, rowvar=False)
+                    se_method = f"projected normal ({PROJECTION_DRAWS} draws)"
+                    if self.intervals == "projected":
+                        law = samples.astype(np.float32)
+                else:
+                    se_method = "inverse information"
+            se = np.sqrt(np.maximum(np.diag(cov), 0.0)).reshape(shape)
+        profile = None
+        profile_level = None if self.profile_level is None else float(self.profile_level)
+        if profile_level is not None:
+            low, high = profile_intervals(lik, fit.table, se, profile_level, rng=gen)
+            profile = ConfidenceInterval(low=low.reshape(shape), high=high.reshape(shape))
+        t_cov = time.perf_counter()
+        test, test_iterations = self._independence(lik, factors, fit, gen) if self.independence_test else (None, [])
+        t_test = time.perf_counter()
+        diagnostics: dict[str, Any] = {
+            "other_method": self.other,
+            "std_error_method": se_method,
+            "reports_dropped": dropped,
+            "marginal_seconds": round(t_marginal - started, 4),
+            "likelihood_seconds": round(t_lik - t_marginal, 4),
+            "em_elapsed_time": round(t_fit - t_lik, 4),
+            "covariance_seconds": round(t_cov - t_fit, 4),
+            "interval_method": (f"profile likelihood at {profile_level:g}" if profile_level is not None
+                                else "projected" if law is not None else "wald"),
+            "independence_seconds": round(t_test - t_cov, 4),
+            "independence_iterations": test_iterations,
+            "other_probabilities": tuple(sel[3] for sel in selections),
+        }
+        return AssociationResult(
+            variables=tuple(v.name for v in variables),
+            categories=tuple(sel[1] for sel in selections),
+            proportion=fit.table.reshape(shape), std_error=se, covariance=cov,
+            n_reports=int(patterns.counts.sum()), n_patterns=len(patterns), method=self.method,
+            iterations=fit.iterations, max_iterations=self.max_iterations, converged=fit.converged,
+            gap=fit.gap, tolerance=self.tolerance, log_likelihood=fit.log_likelihood, independence=test,
+            marginal_results=tuple(sel[2] for sel in selections), diagnostics=diagnostics,
+            profile_interval=profile, profile_level=profile_level, projected_law=law)
+
+    def _categories(self, batch: ReportBatch, var: Variable, decoder: Any,
+                    ) -> tuple[npt.NDArray[np.intp], tuple[str, ...], Any, npt.NDArray[np.float64] | None]:
+        """Columns of the map to use, category labels, the marginal decode and the other category's bit rates."""
+        cmap = var.candidate_map
+        if var.kind == "boolean":
+            return np.arange(len(cmap), dtype=np.intp), cmap.strings, None, None
+        aggregate = Aggregate.from_reports(batch)
+        marginal = decoder.decode(aggregate, cmap)
+        if self.candidates == "all":
+            columns = np.arange(len(cmap), dtype=np.intp)
+        else:
+            columns = np.flatnonzero(np.asarray(marginal.detected)).astype(np.intp)
+        labels = tuple(cmap.strings[i] for i in columns)
+        if self.other == "none":
+            if columns.size == 0:
+                raise DecodeError(f"Nothing was detected in the marginal decode of variable {var.name!r}: "
+                                  f"no category to associate (model the other strings with other='undetected').")
+            return columns, labels, marginal, None
+        if self.other == "undetected":
+            probs = undetected_bit_probabilities(cmap, columns, np.asarray(marginal.proportion, dtype=np.float64))
+        else:
+            shares = np.nan_to_num(np.asarray(marginal.proportion, dtype=np.float64)[columns])
+            probs = other_bit_probabilities(aggregate, cmap, columns, shares, self.other)
+        return columns, labels + (OTHER,), marginal, probs
+
+    def _independence(self, lik: ProductLikelihood, factors: list[Factor], joint: FitResult,
+                      gen: np.random.Generator) -> tuple[IndependenceTest | None, list[int]]:
+        """Likelihood-ratio test of independence, its p-value from the statistic's law at the boundary.
+
+        The chi-square law of the statistic holds when no cell is near 0; with cells within a
+        few standard errors of 0 the statistic is stochastically smaller (every draw of
+        :func:`independence_null_draws` is at most its chi-square counterpart), so the
+        chi-square p-value is an upper bound.  When that bound is already below what
+        ``INDEPENDENCE_DRAWS`` draws can resolve it is reported as is (a valid, conservative
+        p-value); otherwise the p-value is the share of draws at least as large as the
+        statistic, ``(1 + #{draws >= statistic}) / (1 + draws)``.
+        """
+        if len(factors) < 2:
+            return None, []
+        total = 0.0
+        iterations: list[int] = []
+        table = joint.table.reshape(lik.shape)
+        marginals = []
+        for axis, f in enumerate(factors):
+            single = ProductLikelihood([f], lik.weights)
+            # Started from the joint fit's marginal (close to the independence fit's).
+            start = table.sum(axis=tuple(a for a in range(table.ndim) if a != axis))
+            start = 0.9 * start + 0.1 / start.size
+            # Each log-likelihood within 0.01 of its maximum moves the statistic by at most 0.02 per variable.
+            fit = fit_mixture(single, method="sqp", tolerance=max(self.tolerance, 0.01),
+                              max_iterations=max(self.max_iterations, 100), start=start, rng=gen)
+            total += fit.log_likelihood
+            iterations.append(fit.iterations)
+            marginals.append(fit.table)
+        joint_ll = joint.log_likelihood
+        shape = lik.shape
+        df = int(np.prod(shape)) - 1 - sum(c - 1 for c in shape)
+        stat = max(2.0 * (joint_ll - total), 0.0)
+        if df <= 0:
+            return IndependenceTest(statistic=stat, df=df, pvalue=math.nan), iterations
+        pvalue = float(stats.chi2.sf(stat, df))
+        method = "likelihood-ratio, chi-square bound"
+        if pvalue * (INDEPENDENCE_DRAWS + 1) >= 1.0 and lik.size <= MAX_PROJECTED_CELLS:
+            null = marginals[0]
+            for m in marginals[1:]:
+                null = np.multiply.outer(null, m)
+            d = lik.forward(null.reshape(-1))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                curvature = np.where(d > 0, lik.weights / (d * d), 0.0)
+            with _single_thread():
+                cov = constrained_covariance(lik.hessian(curvature))
+                draws = independence_null_draws(marginals, cov, gen, draws=INDEPENDENCE_DRAWS)
+            if draws is not None:
+                pvalue = (1.0 + float((draws >= stat).sum())) / (1.0 + draws.size)
+                method = f"likelihood-ratio, boundary-aware ({draws.size} draws)"
+        return IndependenceTest(statistic=stat, df=df, pvalue=pvalue, method=method), iterations
+
+
+def _product_start(batches: Sequence[ReportBatch], variables: Sequence[Variable],
+                   selections: Sequence[tuple[Any, ...]]) -> npt.NDArray[np.float64]:
+    """``outer(marginal guesses)`` mixed with 10% of the uniform table: a starting point for SQP.
+
+    A string variable's guess is its marginal decode's shares of the categories (the rest on
+    "Other"); a boolean's is the debiased share of reports with the bit set.
+    """
+    table = np.ones(1)
+    for batch, var, sel in zip(batches, variables, selections):
+        columns, labels, marginal, _ = sel
+        if var.kind == "boolean":
+            p = var.params
+            rate = float(batch.words[:, 0].mean()) if len(batch) else 0.5
+            share = min(max((rate - p.p01) / (p.p11 - p.p01), 0.05), 0.95) if p.p11 != p.p01 else 0.5
+            guess = np.array([share, 1.0 - share])
+        else:
+            shares = np.clip(np.nan_to_num(np.asarray(marginal.proportion, dtype=np.float64)[columns]), 0.0, None)
+            if len(labels) > len(columns):  # "Other"
+                shares = np.append(shares, max(1.0 - shares.sum(), 0.0))
+            guess = shares / shares.sum() if shares.sum() > 0 else np.full(len(labels), 1.0 / len(labels))
+        guess = 0.9 * guess + 0.1 / guess.size
+        table = np.multiply.outer(table, guess).reshape(-1)
+    out: npt.NDArray[np.float64] = table / table.sum()
+    return out
+
+
+def _check_inputs(reports: Sequence[ReportBatch], variables: Sequence[Variable],
+                  ) -> tuple[list[ReportBatch], list[Variable]]:
+    owner = "AssociationDecoder.decode"
+    batches, variables = list(reports), list(variables)
+    if not 1 <= len(variables) <= 3:
+        msg = f"The 'variables' parameter of {owner} must hold 1 to 3 variables. Got {len(variables)} instead."
+        raise InvalidParameterError(msg)
+    if len(batches) != len(variables):
+        msg = f"The 'reports' parameter of {owner} must hold one batch per variable ({len(variables)}). Got {len(batches)} instead."
+        raise InvalidParameterError(msg)
+    for var in variables:
+        if not isinstance(var, Variable):
+            msg = f"The 'variables' parameter of {owner} must hold Variable objects. Got {type(var).__name__} instead."
+            raise InvalidParameterError(msg)
+    check_variable_names([v.name for v in variables])
+    first = batches[0]
+    for batch, var in zip(batches, variables):
+        if not isinstance(batch, ReportBatch):
+            msg = f"The 'reports' parameter of {owner} must hold ReportBatch objects. Got {type(batch).__name__} instead."
+            raise InvalidParameterError(msg)
+        if batch.params != var.params:
+            raise IncompatibleParamsError(f"The reports of variable {var.name!r} were made with {batch.params!r}, "
+                                          f"not with the variable's {var.params!r}.")
+        if batch.params.num_cohorts != first.params.num_cohorts:
+            raise IncompatibleParamsError(f"Variable {var.name!r} has {batch.params.num_cohorts} cohorts, "
+                                          f"{variables[0].name!r} has {first.params.num_cohorts}.")
+        if len(batch) != len(first):
+            msg = (f"Every variable needs one report per client: {variables[0].name!r} has {len(first)} reports, "
+                   f"{var.name!r} has {len(batch)}.")
+            raise InvalidParameterError(msg)
+        if not np.array_equal(batch.cohorts, first.cohorts):
+            row = int(np.flatnonzero(batch.cohorts != first.cohorts)[0])
+            msg = (f"The reports of one client must share its cohort: report {row} is in cohort "
+                   f"{int(first.cohorts[row])} for {variables[0].name!r} but {int(batch.cohorts[row])} for {var.name!r}.")
+            raise InvalidParameterError(msg)
+    if len(first) == 0:
+        raise DecodeError("No report to analyse.")
+    return batches, variables
+
+
+def _likelihood_factors(patterns: Patterns, variables: Sequence[Variable],
+                        selections: Sequence[tuple[Any, ...]]) -> tuple[list[Factor], npt.NDArray[np.bool_]]:
+    factors: list[Factor] = []
+    impossible = np.zeros(len(patterns), dtype=bool)
+    for j, (var, sel) in enumerate(zip(variables, selections)):
+        columns, _, _, probs = sel
+        index, num_bits = bit_index_table(var.candidate_map, columns)
+        lik, bad = likelihoods(var.params, patterns.cohorts, patterns.words[j], index, num_bits, probs)
+        factors.append(lik)
+        impossible |= bad
+    return factors, impossible

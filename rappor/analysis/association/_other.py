@@ -1,0 +1,173 @@
+"""The "other" category: how often each (cohort, bit) is 1 in reports of non-candidate strings (private).
+
+``"undetected"`` (default)
+    The strings of "other" are the candidates left out of the table, in the shares the
+    marginal decode estimates for them, and strings outside the candidate list for the
+    rest of the other mass, each of those a random string (Bloom bit rate
+    ``1 - (1 - 1/k)^h``): ``o[c, j] = p01 + (p11 - p01) (sum_s w_s B[c, j, s] + w_rest u) /
+    (sum_s w_s + w_rest)``.  Nothing in it is fitted to the bit counts beyond the
+    decoder's shares: the rates of the two estimates below are, and the joint fit
+    exploits that noise (``docs/association.md``, *The Other category*: with 1,024
+    (cohort, bit) rates fitted to the same counts, "shrunk" raised a string variable's
+    log-likelihood by about 250 and its Other share from 0.15 to 0.5).
+
+The two other estimates start from the counts that the candidates do not explain.  With ``N_c``
+reports in cohort ``c``, candidate shares ``s_x`` (the marginal decode) and ``B[c, j, x]``
+the candidates' Bloom bits, the candidates are expected to give
+``N_c sum_x s_x (p01 + (p11 - p01) B[c, j, x])`` ones in bit ``j``; the rest come from the
+``N_c (1 - sum_x s_x)`` reports of other strings.
+
+``"reference"``
+    google/rappor ``association.R`` ``GetOtherProbs``, reproduced exactly (checked
+    against R): known counts ``ceiling(s_x N / m)`` per cohort (every cohort assumed of
+    size ``N / m``); their expected ones per (cohort, bit) in the order R's
+    ``dim(known_counts_by_cohort) <- c(m, k)`` leaves them, which is not the (cohort,
+    bit) order (``sapply`` returned a ``k x m`` matrix): a bug of the reference; the rest
+    clipped at 0, divided, then clipped to ``[0, 1]`` (``x / 0`` -> 1, ``0 / 0`` -> 0, in R's order).  At realistic noise
+    most cells are pure noise, and a probability of exactly 0 or 1 makes every report
+    with the opposite bit impossible for "other".
+``"shrunk"``
+    The same residual with the real cohort sizes, turned into the Bloom-bit rate of
+    other strings ``b[c, j] = (o[c, j] - p01) / (p11 - p01)`` and shrunk towards its
+    mean by the method-of-moments empirical Bayes factor ``tau^2 / (tau^2 + se[c, j]^2)``
+    (James and Stein 1961; Efron and Morris 1975, JASA 70(350)), where ``se`` is the
+    binomial standard error of the cell and ``tau^2`` the variance of the true rates
+    beyond it; then clipped to ``[0, 1]``, so ``o`` stays in ``[p01, p11]``, the range any
+    string can produce.  Heavy non-candidate strings show through where the counts carry
+    them; elsewhere the estimate is the even spread of the decoder's unexplained column.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from ...collect._aggregate import Aggregate
+from ...collect._design import CandidateMap
+from ...params import Params
+
+__all__ = ["OtherMethod", "other_bit_probabilities", "undetected_bit_probabilities"]
+
+OtherMethod = Literal["shrunk", "reference"]
+
+
+def _random_string_rate(params: Params) -> float:
+    """Probability that a random string sets a given Bloom bit: ``1 - (1 - 1/k)^h``."""
+    return 1.0 - (1.0 - 1.0 / params.num_bloombits) ** params.num_hashes
+
+
+def undetected_bit_probabilities(cmap: CandidateMap, columns: npt.NDArray[np.intp],
+                                 proportions: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """P(report bit = 1 | the client's string is not among ``columns``), per cohort and bit.
+
+    Parameters
+    ----------
+    cmap : CandidateMap
+    columns : ndarray of int
+        The candidates of the table (columns of ``cmap``).
+    proportions : ndarray of float64, shape (n_candidates,)
+        The marginal decode's share of every candidate (``nan`` and negative count as 0).
+
+    Returns
+    -------
+    ndarray of float64, shape (m, k)
+        ``p01 + (p11 - p01) r`` with ``r`` the Bloom bit rate of the mixture of the other
+        candidates (weights: their shares) and of random strings (weight: the rest of
+        ``1 - sum(shares of columns)``).  See the module docstring.
+    """
+    params = cmap.params
+    shares = np.clip(np.nan_to_num(np.asarray(proportions, dtype=np.float64)), 0.0, None)
+    left_out = np.ones(shares.size, dtype=bool)
+    left_out[columns] = False
+    weights = np.where(left_out, shares, 0.0)
+    rest = max(1.0 - float(shares[columns].sum()) - float(weights.sum()), 0.0)
+    total = float(weights.sum()) + rest
+    uniform = _random_string_rate(params)
+    if total <= 0.0:
+        rate = np.full((params.num_cohorts, params.num_bloombits), uniform)
+    else:
+        rate = (_known_bits(cmap, np.arange(shares.size, dtype=np.intp), weights) + rest * uniform) / total
+    probabilities: npt.NDArray[np.float64] = params.p01 + (params.p11 - params.p01) * np.clip(rate, 0.0, 1.0)
+    return probabilities
+
+
+def _known_bits(cmap: CandidateMap, columns: npt.NDArray[np.intp], weights: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """``sum_x weights[x] B[c, j, x]`` as an ``(m, k)`` array."""
+    params = cmap.params
+    sub = cmap.matrix[:, columns]
+    return np.asarray(sub @ weights, dtype=np.float64).reshape(params.num_cohorts, params.num_bloombits)
+
+
+def other_bit_probabilities(aggregate: Aggregate, cmap: CandidateMap, columns: npt.NDArray[np.intp],
+                            shares: npt.NDArray[np.float64], method: OtherMethod = "shrunk") -> npt.NDArray[np.float64]:
+    """P(report bit = 1 | the client's string is not a candidate), per cohort and bit.
+
+    Parameters
+    ----------
+    aggregate : Aggregate
+        Bit counts of the variable's reports.
+    cmap : CandidateMap
+    columns : ndarray of int
+        The candidates of the analysis (columns of ``cmap``).
+    shares : ndarray of float64, shape (len(columns),)
+        Their estimated shares (the marginal decode's proportions).
+    method : {"shrunk", "reference"}, default="shrunk"
+        See the module docstring.
+
+    Returns
+    -------
+    ndarray of float64, shape (m, k)
+    """
+    params = aggregate.params
+    p11, p01 = params.p11, params.p01
+    counts = aggregate.counts.astype(np.float64)
+    n_c, ones = counts[:, 0], counts[:, 1:]
+    shares = np.clip(np.nan_to_num(np.asarray(shares, dtype=np.float64)), 0.0, None)
+    if method == "reference":
+        total = n_c.sum()
+        known = np.ceil(shares * total / params.num_cohorts)
+        sum_known = known.sum()
+        known_bits = _known_bits(cmap, columns, known)
+        # GetOtherProbs builds this (cohort, bit) table with sapply (k x m) and then sets
+        # dim(.) <- c(m, k), which reorders the cells unless m = 1: reproduced here.
+        m, k = known_bits.shape
+        known_bits = known_bits.reshape(-1).reshape(k, m).T
+        expected = (sum_known - known_bits) * p01 + known_bits * p11
+        reduced_n = np.maximum(n_c - sum_known, 0.0)
+        reduced = np.maximum(ones - expected, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            probs = reduced / reduced_n[:, None]
+        # R clips at 1 before replacing NaN and Inf by 0: x / 0 is 1 for x > 0, and 0 / 0 is 0.
+        return np.where(np.isnan(probs), 0.0, np.minimum(probs, 1.0))
+    if shares.sum() > 1.0:
+        shares = shares / shares.sum()
+    other_share = 1.0 - float(shares.sum())
+    k = params.num_bloombits
+    uniform = _random_string_rate(params)
+    if other_share * float(n_c.sum()) < 1.0:
+        return np.full((params.num_cohorts, k), p01 + (p11 - p01) * uniform)
+    known_bits = _known_bits(cmap, columns, shares)  # share of reports whose Bloom bit is 1, by cell
+    expected = n_c[:, None] * (shares.sum() * p01 + known_bits * (p11 - p01))
+    n_other = n_c * other_share
+    present = n_other > 0
+    rate = np.full_like(ones, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate[present] = ((ones[present] - expected[present]) / n_other[present, None] - p01) / (p11 - p01)
+        observed = np.where(n_c[:, None] > 0, ones / n_c[:, None], p01)
+        var = n_c[:, None] * observed * (1.0 - observed) / (n_other[:, None] * (p11 - p01)) ** 2
+    cells = np.isfinite(rate)
+    if not cells.any():
+        return np.full((params.num_cohorts, k), p01 + (p11 - p01) * uniform)
+    weights = np.where(cells, n_other[:, None], 0.0)
+    center = float((np.where(cells, rate, 0.0) * weights).sum() / weights.sum())
+    spread = float(np.mean((rate[cells] - center) ** 2) - np.mean(var[cells]))
+    tau2 = max(spread, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(cells, tau2 / (tau2 + var), 0.0)
+    factor = np.nan_to_num(factor, nan=0.0)
+    center = min(max(center, 0.0), 1.0) if math.isfinite(center) else uniform
+    shrunk = center + factor * np.where(cells, rate - center, 0.0)
+    return p01 + (p11 - p01) * np.clip(shrunk, 0.0, 1.0)

@@ -1,0 +1,119 @@
+"""Multiple-testing adjustment of the candidates' p-values (private).
+
+This module owns what turns p-values into detections: :func:`adjust_pvalues` (one
+function per correction, chosen from :data:`CORRECTIONS`) and :class:`DetectionRule`,
+the null, correction and level a decode tests with.  Benjamini-Hochberg is SciPy's
+:func:`scipy.stats.false_discovery_control`; Storey's and the two-stage adaptive
+procedures are built on it here (tests check them against statsmodels); the
+empirical-Bayes ``"lfdr"`` lives in :mod:`._bayes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from ..._util.lazy import lazy_module
+from ._bayes import local_fdr_qvalues
+from ._problem import Array
+
+if TYPE_CHECKING:
+    from scipy import stats
+else:  # imported on first use: keeps `import rappor` and CLI start-up light
+    stats = lazy_module("scipy.stats")
+
+
+def _none(p: Array, level: float) -> Array:
+    return p.copy()
+
+
+def _bonferroni(p: Array, level: float) -> Array:
+    out: Array = np.minimum(p * p.size, 1.0)
+    return out
+
+
+def _benjamini_hochberg(p: Array, level: float) -> Array:
+    out: Array = stats.false_discovery_control(p, method="bh")
+    return out
+
+
+def _storey(p: Array, level: float) -> Array:
+    pi0 = min(1.0, (1.0 + np.count_nonzero(p > 0.5)) / (0.5 * p.size))
+    out: Array = np.where(p <= 0.5, np.minimum(pi0 * _benjamini_hochberg(p, level), 1.0), 1.0)
+    return out
+
+
+def _two_stage(p: Array, level: float) -> Array:
+    n = p.size
+    bh = _benjamini_hochberg(p, level)
+    r1 = int(np.count_nonzero(bh <= level / (1.0 + level)))
+    if r1 == n:
+        return np.minimum(bh, 1.0)  # every hypothesis rejected at stage 1
+    out: Array = np.minimum(bh * (n - r1) / n * (1.0 + level), 1.0)
+    return out
+
+
+def _local_fdr(p: Array, level: float) -> Array:
+    return local_fdr_qvalues(p)
+
+
+#: Adjustment of each correction, ``(p-values, level) -> adjusted p-values``.
+_ADJUSTMENTS: dict[str, Callable[[Array, float], Array]] = {
+    "adaptive-fdr": _two_stage,
+    "bonferroni": _bonferroni,
+    "fdr": _benjamini_hochberg,
+    "lfdr": _local_fdr,
+    "none": _none,
+    "storey": _storey,
+}
+#: The corrections :func:`adjust_pvalues` knows.
+CORRECTIONS = tuple(_ADJUSTMENTS)
+
+
+def adjust_pvalues(pvalues: Array, method: str, level: float = 0.05) -> Array:
+    """Multiple-testing adjustment; a hypothesis is rejected when its adjusted p-value is ``<= level``.
+
+    ``"none"``; ``"bonferroni"``; ``"fdr"``: Benjamini-Hochberg 1995 (JRSS-B 57(1)),
+    ``p_(i) n / i`` made monotone (:func:`scipy.stats.false_discovery_control`);
+    ``"storey"``: the BH adjustment times Storey's estimate of the share of true nulls
+    ``pi0 = (1 + #{p > 1/2}) / (n / 2)`` (capped at 1; Storey, Taylor and Siegmund 2004,
+    JRSS-B 66(1), Theorem 3: finite-sample FDR control for independent p-values,
+    rejecting only p <= 1/2); ``"adaptive-fdr"``: the two-stage procedure of Benjamini,
+    Krieger and Yekutieli 2006 (Biometrika 93(3), Definition 6): BH at
+    ``q' = level / (1 + level)`` gives ``r1`` rejections; ``m0 = n - r1``; then BH at
+    ``q' n / m0``.  Its adjusted p-values are ``BH(p) m0 / n * (1 + level)`` (they depend
+    on ``level`` through ``m0``; rejection is ``<= level`` as for the others);
+    ``"lfdr"``: empirical-Bayes local false discovery rates
+    (:func:`._bayes.local_fdr_qvalues`).
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    try:
+        adjust = _ADJUSTMENTS[method]
+    except KeyError:
+        msg = f"Unknown multiple-testing correction {method!r}."
+        raise ValueError(msg) from None
+    if p.size == 0:
+        return p.copy()
+    return adjust(p, level)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DetectionRule:
+    """How a decode decides that a candidate is present: null law, correction and level."""
+
+    null: str
+    correction: str
+    level: float
+
+    def adjust(self, pvalues: Array) -> Array:
+        """``pvalues`` adjusted by the correction (:func:`adjust_pvalues`)."""
+        return adjust_pvalues(pvalues, self.correction, self.level)
+
+    def detected(self, pvalues: Array) -> npt.NDArray[np.bool_]:
+        """Whether each adjusted p-value is at most the level."""
+        out: npt.NDArray[np.bool_] = self.adjust(pvalues) <= self.level
+        return out

@@ -1,0 +1,355 @@
+"""The weighted least-squares problem a decode solves (private): debiased, whitened rows.
+
+This module owns everything between the counts and the matrices the fit sees:
+debiasing each (cohort, bit) count and its variance, dropping empty cohorts, grouping
+candidates that set the same bits (:func:`column_groups`), the whitened problem
+(:class:`WeightedProblem`) and its design with the non-candidate column
+(:class:`WeightedDesign`), and the sparse helpers they need.
+
+Model (Erlingsson, Pihur and Korolova 2014, arXiv:1407.6981, Section 4; google/rappor
+``analysis/R/decode.R``, ``EstimateBloomCounts``): with ``N_c`` reports in cohort ``c``
+and ``y_cb`` of them with bit ``b`` set,
+
+    t_cb = (y_cb - p01 N_c) / (p11 - p01)
+
+is an unbiased estimate of the number of clients of cohort ``c`` whose Bloom filter has
+bit ``b`` set, and ``E[t_cb / N_c] = sum_s X[cb, s] pi_s`` where ``X`` is the candidate
+map and ``pi_s`` the share of string ``s``.  Rows are weighted by the inverse of
+``Var(t_cb / N_c) = r (1 - r) / ((p11 - p01)^2 N_c)`` (``r`` the report rate; decode.R
+uses the same binomial variance).  The estimand is the share among the reports
+received, so the random spread of clients over cohorts is not counted as noise (it
+cancels when cohorts are pooled; adding it made the boolean SE 22% too large at f=0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from ..._util.lazy import lazy_module
+from ...params import Params
+from ...client._randomizer import debias as debias_rate, debiased_variance
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:  # imported on first use: keeps `import rappor` and CLI start-up light
+    sp = lazy_module("scipy.sparse")
+
+Array = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class WeightedProblem:
+    """A decode as weighted least squares: ``b = X pi + e`` with unit-variance rows ``e``.
+
+    Built by :func:`weighted_problem`.  Only the cohorts with reports give rows, and only
+    the *distinguishable* candidates give columns: the first of each group of candidates
+    with the same bits, leaving out those that set no bit at all.
+
+    Attributes
+    ----------
+    params : Params
+    rows : ndarray of int, shape (n_rows,)
+        The (cohort, bit) rows kept, ``c * k + b``.
+    weight : ndarray of shape (n_rows,)
+        Inverse standard deviation of each row's debiased share.
+    b : ndarray of shape (n_rows,)
+        The whitened debiased shares, ``weight * t_cb / N_c``.
+    design : scipy.sparse.csc_matrix of shape (n_rows, n_distinct)
+        The 0/1 columns of the distinguishable candidates (not weighted).
+    distinct : ndarray of int, shape (n_distinct,)
+        Index among the candidates of each column of ``design``.
+    group : ndarray of int, shape (n_candidates,)
+        First candidate with exactly the same bits (the candidate itself when unique or
+        when it sets no bit).
+    slot : ndarray of int, shape (n_candidates,)
+        Column of ``design`` that estimates each candidate (its group's), ``-1`` for a
+        candidate that sets no bit of any cohort with reports.
+    orthogonal : bool
+        Every row holds at most one candidate (booleans, identity maps): the fit has a
+        closed form.
+    """
+
+    params: Params
+    rows: IntArray
+    weight: Array
+    b: Array
+    design: sp.csc_matrix
+    distinct: IntArray
+    group: IntArray
+    slot: IntArray
+    orthogonal: bool
+
+    @property
+    def n_rows(self) -> int:
+        """Rows of the problem: (cohort, bit) pairs of the cohorts with reports."""
+        return len(self.b)
+
+    @property
+    def n_distinct(self) -> int:
+        """Columns of the problem: distinguishable candidates."""
+        return len(self.distinct)
+
+    @property
+    def cohort_of_row(self) -> IntArray:
+        """Cohort of every row."""
+        out: IntArray = self.rows // self.params.num_bloombits
+        return out
+
+    @property
+    def background(self) -> Array:
+        """The whitened non-candidate column: ``h̄ / k`` on every row, ``h̄ = k (1 - (1 - 1/k)^h)``.
+
+        A string outside the candidate list sets ``h̄`` distinct bits of a cohort on
+        average, spread evenly over the ``k`` bits, so its share adds ``share * h̄ / k``
+        to every row; the coefficient of this column is the unexplained mass.
+        """
+        k, h = self.params.num_bloombits, self.params.num_hashes
+        hbar = k * (1.0 - (1.0 - 1.0 / k) ** h)  # expected distinct bits of a non-candidate
+        out: Array = self.weight * (hbar / k)
+        return out
+
+    def weighted_design(self) -> WeightedDesign:
+        """The whitened design of the constrained fit (see :class:`WeightedDesign`)."""
+        background = self.background
+        # One weighted copy of the design, with the non-candidate column last; the candidates'
+        # columns are a view of it (large maps: one copy instead of three).
+        a = weighted_design(self.design, self.weight, background)
+        return WeightedDesign(a=a, candidates=leading_columns(a, self.n_distinct), background=background,
+                              col_sq_norms=column_sq_norms(a))
+
+    def spread(self, values: Array, fill: float) -> Array:
+        """Per-distinct-candidate ``values`` given to every candidate (``fill`` where none applies)."""
+        out = np.full(len(self.slot), fill, dtype=np.float64)
+        valid = self.slot >= 0
+        if self.n_distinct:
+            out[valid] = values[self.slot[valid]]
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class WeightedDesign:
+    """The constrained fit's design: ``[diag(w) X | background]``, one sparse matrix.
+
+    ``candidates`` is a view of the first ``n_distinct`` columns of ``a`` (no copy);
+    ``col_sq_norms`` the squared norms of all of ``a``'s columns.
+    """
+
+    a: sp.csc_matrix
+    candidates: sp.csc_matrix
+    background: Array
+    col_sq_norms: Array
+
+    @property
+    def n_distinct(self) -> int:
+        """Candidate columns (the non-candidate column is column ``n_distinct``)."""
+        return int(self.candidates.shape[1])
+
+
+def weighted_problem(counts: npt.NDArray[np.int64], matrix: sp.csc_matrix, params: Params) -> WeightedProblem:
+    """Debias ``counts``, keep the cohorts with reports and merge indistinguishable candidates.
+
+    ``counts`` is an :class:`~rappor.collect.Aggregate`'s table (shape (m, k + 1)),
+    ``matrix`` a :class:`~rappor.collect.CandidateMap`'s (shape (m k, n_candidates)).
+    """
+    deb = debias(counts, params.p11, params.p01)
+    x = select_rows(matrix, deb.rows)
+    rep, zero = column_groups(x)
+    s = x.shape[1]
+    is_zero = np.zeros(s, dtype=bool)
+    is_zero[zero] = True
+    uniq = np.flatnonzero((rep == np.arange(s)) & ~is_zero)
+    xu = x if len(uniq) == s else x[:, uniq]  # usually every column: no copy
+    weight = 1.0 / np.sqrt(deb.var)
+    pos = np.full(s, -1, dtype=np.int64)
+    pos[uniq] = np.arange(len(uniq))
+    orthogonal = bool(len(uniq) == 0 or np.asarray((xu != 0).sum(axis=1)).max() <= 1)
+    return WeightedProblem(params=params, rows=deb.rows, weight=weight, b=weight * deb.y, design=xu,
+                           distinct=uniq.astype(np.int64), group=np.where(is_zero, np.arange(s), rep).astype(np.int64),
+                           slot=pos[rep], orthogonal=orthogonal)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Debiased:
+    """Debiased per-(cohort, bit) shares of true ones for the cohorts with reports.
+
+    ``rows`` are the stacked row indices ``c * k + b`` kept; ``y`` the estimates
+    ``t_cb / N_c``; ``var`` their variances; ``n_c`` the reports of each row's cohort.
+    """
+
+    rows: npt.NDArray[np.int64]
+    y: Array
+    var: Array
+    n_c: Array
+
+
+def debias(counts: npt.NDArray[np.int64], p11: float, p01: float) -> Debiased:
+    """Debias ``counts`` (shape (m, k+1)) and give each (cohort, bit) its variance.
+
+    Empty cohorts are left out.  The variance uses the smoothed rate
+    ``r = (y + 1/2) / (N + 1)``, strictly inside ``(0, 1)``, so that no row gets an
+    infinite weight.
+    """
+    m, k1 = counts.shape
+    k = k1 - 1
+    n = counts[:, 0].astype(np.float64)
+    keep = np.flatnonzero(n > 0)
+    rows = (keep[:, None] * k + np.arange(k)[None, :]).ravel()
+    n_c = np.repeat(n[keep], k)
+    ones = counts[keep, 1:].astype(np.float64).ravel()
+    gap = p11 - p01
+    y = debias_rate(ones / n_c, p01, gap)
+    r = (ones + 0.5) / (n_c + 1.0)  # smoothed rate: keeps the variance positive at 0 or n ones
+    var = debiased_variance(r, n_c, gap)
+    return Debiased(rows=rows.astype(np.int64), y=y, var=var, n_c=n_c)
+
+
+
+def scale_rows(matrix: sp.spmatrix, weight: Array) -> sp.csc_matrix:
+    """``diag(weight) @ matrix`` as CSC, by scaling the stored values (no sparse product)."""
+    out = sp.csc_matrix(matrix, copy=True)
+    out.data = out.data * weight[out.indices]
+    return out
+
+
+def weighted_design(matrix: sp.csc_matrix, weight: Array, column: Array) -> sp.csc_matrix:
+    """``[diag(weight) @ matrix | column]`` as one new CSC matrix, built in a single pass.
+
+    The dense ``column`` (the decoder's non-candidate column) is stored last, so that the
+    weighted candidate columns are :func:`leading_columns` of the result without a copy.
+    """
+    matrix = sp.csc_matrix(matrix)
+    n, s = matrix.shape
+    nnz = matrix.nnz
+    index_dtype = np.int32 if nnz + n < 2**31 else np.int64
+    data = np.empty(nnz + n)
+    np.take(weight, matrix.indices, out=data[:nnz], mode="clip")  # valid indices; "raise" buffers (10x slower)
+    data[:nnz] *= matrix.data
+    data[nnz:] = column
+    indices = np.empty(nnz + n, dtype=index_dtype)
+    indices[:nnz] = matrix.indices
+    indices[nnz:] = np.arange(n)
+    indptr = np.empty(s + 2, dtype=index_dtype)
+    indptr[: s + 1] = matrix.indptr
+    indptr[s + 1] = nnz + n
+    out = sp.csc_matrix((data, indices, indptr), shape=(n, s + 1), copy=False)
+    out.has_sorted_indices = matrix.has_sorted_indices
+    return out
+
+
+def leading_columns(matrix: sp.csc_matrix, n_columns: int) -> sp.csc_matrix:
+    """The first ``n_columns`` columns of a CSC matrix, sharing its arrays (no copy)."""
+    end = int(matrix.indptr[n_columns])
+    out = sp.csc_matrix((matrix.data[:end], matrix.indices[:end], matrix.indptr[: n_columns + 1]),
+                        shape=(matrix.shape[0], n_columns), copy=False)
+    out.has_sorted_indices = matrix.has_sorted_indices
+    return out
+
+
+#: Stored entries per block in :func:`column_sq_norms` (bounds its temporary arrays).
+_NORM_BLOCK_NNZ = 1 << 22
+
+
+def column_sq_norms(matrix: sp.csc_matrix) -> Array:
+    """Squared Euclidean norm of every column of a CSC matrix, in O(nnz) time.
+
+    Blocks of columns at a time, so the temporaries stay small on large designs.
+    """
+    matrix = sp.csc_matrix(matrix)
+    indptr, data = matrix.indptr, matrix.data
+    s = matrix.shape[1]
+    lengths = np.diff(indptr)
+    norms = np.zeros(s)
+    block = max(1, _NORM_BLOCK_NNZ // max(int(lengths.max(initial=1)), 1))
+    for lo in range(0, s, block):
+        hi = min(lo + block, s)
+        a, b = int(indptr[lo]), int(indptr[hi])
+        values = np.asarray(data[a:b], dtype=np.float64)
+        cols = np.repeat(np.arange(hi - lo), lengths[lo:hi])
+        norms[lo:hi] = np.bincount(cols, weights=values * values, minlength=hi - lo)
+    return norms
+
+
+def select_rows(matrix: sp.spmatrix, rows: npt.NDArray[np.int64]) -> sp.csc_matrix:
+    """``matrix[rows]`` as CSC; a no-op copy-free path when every row is kept in order."""
+    if len(rows) == matrix.shape[0] and np.array_equal(rows, np.arange(matrix.shape[0])):
+        return sp.csc_matrix(matrix)
+    return sp.csc_matrix(matrix.tocsr()[rows])
+
+
+def column_groups(matrix: sp.csc_matrix) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Group identical columns.
+
+    Returns ``(representative, zero)``: ``representative[j]`` is the first column equal to
+    column ``j`` (``j`` itself when unique); ``zero`` lists the all-zero columns.
+
+    Each column gets a 64-bit key, the wrapping sum of a fixed random word per stored
+    (row, value) pair; equal columns have equal keys, so the groups are read off the
+    keys in O(nnz) time and memory proportional to a block of columns.  Columns that
+    share a key are then compared entry by entry (a key collision of different
+    columns, probability about ``s^2 / 2^64``, only splits the group exactly).
+    """
+    matrix = sp.csc_matrix(matrix)
+    matrix.sum_duplicates()  # canonical: sorted, unique row indices (no-op when already so)
+    indptr, indices, data = matrix.indptr, matrix.indices, matrix.data
+    n_rows, s = matrix.shape
+    lengths = np.diff(indptr).astype(np.int64)
+    row_word = np.random.default_rng(0x5EED).integers(0, 2**64, size=n_rows, dtype=np.uint64, endpoint=False)
+    value_mult = np.random.default_rng(0x5EEE).integers(1, 2**63, dtype=np.uint64) | np.uint64(1)
+    keys = np.zeros(s, dtype=np.uint64)
+    block = max(1, _GROUP_BLOCK_NNZ // max(int(lengths.max(initial=1)), 1))
+    with np.errstate(over="ignore"):
+        for lo in range(0, s, block):
+            hi = min(lo + block, s)
+            a, b = int(indptr[lo]), int(indptr[hi])
+            if a == b:
+                continue
+            words = row_word[indices[a:b]]
+            # The value enters through its bit pattern, so 0/1 maps and weighted columns both work.
+            words ^= data[a:b].astype(np.float64).view(np.uint64) * value_mult
+            cols = np.repeat(np.arange(hi - lo), lengths[lo:hi])
+            keys[lo:hi] = _wrapping_sums(words, cols, hi - lo)
+        keys += lengths.astype(np.uint64) * value_mult  # the length too (cheap extra separation)
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    rep = np.arange(s, dtype=np.int64)
+    sizes = np.diff(np.r_[starts, s])
+    for g in np.flatnonzero(sizes > 1):
+        members = order[starts[g]:starts[g] + sizes[g]]  # ascending (stable sort), first is smallest
+        _split_equal_columns(members, indptr, indices, data, rep)
+    zero = np.flatnonzero(lengths == 0)
+    return rep, zero
+
+
+#: Stored entries hashed per block by :func:`column_groups`.
+_GROUP_BLOCK_NNZ = 1 << 22
+
+
+def _wrapping_sums(words: npt.NDArray[np.uint64], cols: npt.NDArray[np.int64], n: int) -> npt.NDArray[np.uint64]:
+    """``out[c] = sum(words[cols == c]) mod 2**64`` for sorted ``cols``."""
+    csum = np.cumsum(words, dtype=np.uint64)  # wraps modulo 2**64, as intended
+    ends = np.searchsorted(cols, np.arange(n), side="right") - 1
+    out = np.where(ends >= 0, csum[np.maximum(ends, 0)], np.uint64(0)).astype(np.uint64)
+    out[1:] -= out[:-1].copy()
+    return out
+
+
+def _split_equal_columns(members: npt.NDArray[np.int64], indptr: npt.NDArray[np.integer],
+                         indices: npt.NDArray[np.integer], data: Array, rep: npt.NDArray[np.int64]) -> None:
+    """Set ``rep`` for columns with one key: each to the first member exactly equal to it."""
+    heads: list[int] = []
+    for j in members.tolist():
+        rows_j, vals_j = indices[indptr[j]:indptr[j + 1]], data[indptr[j]:indptr[j + 1]]
+        for head in heads:
+            if (np.array_equal(rows_j, indices[indptr[head]:indptr[head + 1]])
+                    and np.array_equal(vals_j, data[indptr[head]:indptr[head + 1]])):
+                rep[j] = head
+                break
+        else:
+            heads.append(j)
+

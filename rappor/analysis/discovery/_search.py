@@ -1,0 +1,494 @@
+"""Find the frequent values from discovery reports alone: prefix extension, found in one slot, confirmed in others.
+
+The search walks the slots in order (:mod:`rappor.analysis.discovery`).  It keeps a
+*frontier* of prefixes believed frequent and a *pool* of complete values found so far:
+
+1. In slot ``s`` every frontier prefix ``P`` is extended by every tail ``t`` of the
+   alphabet that fills it to ``n_s`` bytes (a *partial* candidate ``P t``), and by every
+   shorter or equal tail as a *complete* value (``P t`` ends there): ``F x 131,328``
+   candidates for ``F`` prefixes, 2-byte segments and all 256 bytes, scored at once
+   (:meth:`SlotOracle.extensions_above`).  The strongest fragments are fitted and
+   subtracted first (:meth:`SlotOracle.explain`); the candidates are then scored with
+   the trimmed estimate (:meth:`SlotOracle.trimmed`), whose null law stays close to
+   normal when a few cohorts collide with frequent fragments.
+2. Partial candidates with ``z >= z_extend`` form the next frontier.  ``z_extend`` is
+   the level at which each prefix keeps on average ``false_children`` absent children
+   (``1 - Phi(z_extend) = false_children / |alphabet|**segment``): the absent prefixes
+   form a subcritical branching process and die out.  Partial children of a regular
+   prefix with ``z_reserve <= z < z_extend`` are kept as *reserve* prefixes, whose own
+   children need ``z_extend``: a true prefix survives one weak slot.
+3. Complete candidates with ``z >= z_pending`` (a low bar) join the pool.  Every pooled
+   value is scored again in **every later slot** (a value of length ``l`` is whole in
+   all slots with ``n_s >= l``, and the last slot, the confirmation slot, has every
+   value whole), and values whose evidence falls back are dropped.  This is where the
+   method departs from PEM (Wang et al. 2017), which pads every value to the longest
+   length, keeps a fixed top-k per group and has no test.
+4. A value is *found* in one slot and *confirmed* by the later ones: different clients
+   and hash seeds, so the confirmation is independent of the selection.  Its
+   ``proportion``, standard error and z-score pool the confirming slots' trimmed
+   estimates (inverse-variance weights); its p-value is the exact chance probability
+   of its confirming evidence (:mod:`rappor.analysis.discovery`: the convolution of
+   the cohorts' own counts, which holds with heavy collisions and few reports, where a
+   normal p-value of the z-score does not); ``significant`` is Bonferroni at
+   ``significance_level`` over every value ever pooled.
+
+The full-string reports then estimate the list (``rappor decode --candidates`` or
+``rappor decode --discover``), which controls the false discoveries a second time.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..._util.io import PathLike, atomic_output, csv_field
+from ..._util.lazy import lazy_module
+from ..._util.validation import check_int, check_probability, check_real
+from ...collect._aggregate import Aggregate
+from ...exceptions import InvalidParameterError
+from ...formats._found import FOUND_HEADER
+from ._confirmation import ConfirmationNull
+from ._oracle import SlotOracle
+from ._spec import COMPLETE, PARTIAL, DiscoverySpec
+
+if TYPE_CHECKING:
+    from scipy import special
+else:  # imported on first use: keeps `import rappor` light
+    special = lazy_module("scipy.special")
+
+__all__ = ["DiscoveryResult", "discover", "display_string"]
+
+Array = npt.NDArray[np.float64]
+
+
+def display_string(value: bytes) -> str:
+    """``value`` as text: UTF-8 when valid, otherwise with ``\\xNN`` escapes for the bad bytes."""
+    return value.decode("utf-8", errors="backslashreplace")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class DiscoveryResult:
+    """Values found by :func:`discover`, most frequent first.
+
+    Attributes
+    ----------
+    values : tuple of bytes
+        The discovered values (the bytes clients hold).
+    strings : tuple of str
+        The same, as text (:func:`display_string`).
+    proportion, prop_std_error : ndarray of shape (n,)
+        Estimated share of the discovery reports holding the value, and its standard
+        error, pooled over the confirming slots (the slots after the one where the
+        value was found: the selection slot would bias it up).
+    zscore, pvalue : ndarray of shape (n,)
+        Pooled z-score of the confirming slots, and the exact probability that a value
+        nobody holds has confirming evidence as strong (:mod:`rappor.analysis.discovery`).
+    first_slot, slots : ndarray of int, shape (n,)
+        Slot where the value was found and the number of confirming slots.
+    found_zscore : ndarray of shape (n,)
+        z-score in the slot where the value was found.
+    significant : ndarray of bool, shape (n,)
+        ``pvalue <= significance_level / n_tested`` (Bonferroni over every value pooled).
+    n_tested : int
+        Values pooled (found in some slot and scored in the later ones).
+    n_reports : int
+        Discovery reports read.
+    spec : DiscoverySpec
+    diagnostics : dict
+        Frontier sizes, candidates per slot, thresholds, time.
+    """
+
+    values: tuple[bytes, ...]
+    proportion: Array
+    prop_std_error: Array
+    zscore: Array
+    pvalue: Array
+    first_slot: npt.NDArray[np.int64]
+    slots: npt.NDArray[np.int64]
+    found_zscore: Array
+    significant: npt.NDArray[np.bool_]
+    n_tested: int
+    n_reports: int
+    spec: DiscoverySpec
+    significance_level: float
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    @property
+    def strings(self) -> tuple[str, ...]:
+        return tuple(display_string(v) for v in self.values)
+
+    def candidates(self, *, significant_only: bool = True) -> list[str]:
+        """The discovered values as candidate strings for the full-string decoder.
+
+        Values that are not valid UTF-8 are left out (a ``str`` candidate is hashed as
+        UTF-8, so they could not match a client's string).
+        """
+        out = []
+        for v, keep in zip(self.values, self.significant):
+            if keep or not significant_only:
+                try:
+                    out.append(v.decode("utf-8"))
+                except UnicodeDecodeError:
+                    continue
+        return out
+
+    def to_csv(self, path: PathLike | None) -> None:
+        """Write ``string,proportion,prop_std_error,zscore,pvalue,significant,first_slot,slots`` (atomically)."""
+        with atomic_output(path) as out:
+            self.write_csv(out)
+
+    def write_csv(self, out: IO[str]) -> None:
+        """Write the CSV of :meth:`to_csv` to an open text file (values as :func:`display_string`)."""
+        out.write(",".join(FOUND_HEADER) + "\n")
+        for i, s in enumerate(self.strings):
+            out.write(f"{csv_field(s)},{float(self.proportion[i])!r},{float(self.prop_std_error[i])!r},"
+                      f"{self.zscore[i]:.4f},{self.pvalue[i]:.4g},{str(bool(self.significant[i])).lower()},"
+                      f"{int(self.first_slot[i])},{int(self.slots[i])}\n")
+
+
+@dataclass
+class _Pooled:
+    """A value's share in the slot where it was found, and its pooled share in the later slots."""
+
+    first_slot: int
+    found_z: float
+    found_weight: float
+    found_weighted: float
+    weight: float = 0.0
+    weighted: float = 0.0
+    slots: int = 0
+    evidence: float = 0.0  # the confirming statistic S (rappor.analysis.discovery._confirmation)
+
+    @classmethod
+    def found(cls, slot: int, share: float, se: float) -> _Pooled:
+        w = 1.0 / (se * se) if se > 0 and math.isfinite(se) else 0.0
+        return cls(first_slot=slot, found_z=share / se if w > 0 else 0.0, found_weight=w, found_weighted=w * share)
+
+    def add(self, share: float, se: float, evidence: float) -> None:
+        self.evidence += evidence
+        if se > 0 and math.isfinite(se):
+            w = 1.0 / (se * se)
+            self.weight += w
+            self.weighted += w * share
+            self.slots += 1
+
+    def all_z(self) -> float:
+        """z-score of all its slots together (to drop values whose evidence fell back)."""
+        weight = self.weight + self.found_weight
+        return (self.weighted + self.found_weighted) / math.sqrt(weight) if weight > 0 else 0.0
+
+
+#: Trimmed z-scores of the fragments fitted and subtracted, round by round (trimmed, so
+#: that an absent fragment lifted by a collision with a heavy one is not fitted): the heavy ones alone
+#: first (fitted together with absent fragments that share their bits, their count is
+#: split between them), then the rest above 10 once the heavy ones' collisions are gone,
+#: then every fragment above the slot's *fit level* (:func:`_explain_cuts`).
+_EXPLAIN_CUTS = (20.0, 10.0)
+
+#: Expected absent fragments per slot above the last round's cut (the fit level).  A
+#: fragment of ``c`` reports adds about ``c**2 / (m k)`` to an absent fragment's variance
+#: (collisions): one below z = 10 adds little, but at 1 M clients the dozens of true
+#: fragments between z = 6 and 10 together raised the slot's null standard error by
+#: 2-3% (``benchmarks/discovery.py --trace``), which lost the weakest top-10 prefixes.
+#: Fitting selected noise (an absent fragment with a high z) would take counts away from
+#: the true fragments it collides with, and an absent fitted value is outside the exact
+#: chance law of :mod:`rappor.analysis.discovery`; over 16 slots this rate allows
+#: 0.016 such fragments in all, against the family-wise level 0.05.
+_FIT_FALSE = 0.001
+
+
+def _explain_cuts(candidates: int) -> tuple[float, ...]:
+    """Cuts of the rounds of fits in a slot scoring ``candidates`` fragments.
+
+    The last is the fit level ``z_fit`` with ``candidates * (1 - Phi(z_fit)) = _FIT_FALSE``
+    (the trimmed z-scores of absent fragments are close to standard normal,
+    :meth:`SlotOracle.trimmed`): 6.4 for a hundred prefixes by 131,328 tails.
+    """
+    level = _normal_isf(min(_FIT_FALSE / max(candidates, 1), 0.5))
+    return tuple(c for c in _EXPLAIN_CUTS if c > level) + (level,)
+
+#: Fewest cohorts per slot the search accepts (with fewer, nothing is trimmed and a few
+#: collisions with frequent fragments make absent ones look frequent).
+_MIN_COHORTS = 8
+
+#: Pooled values whose z-score over all their slots falls below this are dropped.
+_PRUNE_Z = 1.5
+
+#: Pooled values listed in the result: confirming z-score at least this (significant or not).
+_SHOW_Z = 3.0
+
+
+def _tails(symbols: bytes, length: int) -> list[bytes]:
+    out = [b""]
+    for _ in range(length):
+        out = [t + bytes([c]) for t in out for c in symbols]
+    return out
+
+
+def _normal_sf(z: Array) -> Array:
+    out: Array = 0.5 * special.erfc(z / math.sqrt(2.0))
+    return out
+
+
+def _normal_isf(p: float) -> float:
+    return float(math.sqrt(2.0) * special.erfcinv(2.0 * p))
+
+
+@dataclass(frozen=True)
+class _Thresholds:
+    extend: float  # partial extensions kept as prefixes
+    reserve: float  # partial extensions of a regular prefix kept as reserve prefixes
+    pending: float  # complete extensions pooled
+
+
+def _thresholds(spec: DiscoverySpec, false_children: float, reserve: float, pending: float,
+                z_extend: float | None) -> _Thresholds:
+    """The z-scores extensions need, from the expected absent children kept per prefix."""
+    symbols = spec.symbols
+    n_partial = len(symbols) ** spec.segment
+    n_complete = sum(len(symbols) ** i for i in range(1, spec.segment + 1))
+    r = check_real(false_children, "false_children", "discover", low=0.0, low_open=True)
+    extra = check_real(reserve, "reserve", "discover", low=0.0)
+    wait = check_real(pending, "pending", "discover", low=0.0, low_open=True)
+    if z_extend is None:
+        extend = _normal_isf(min(r / n_partial, 0.5))
+        low = _normal_isf(min((r + extra) / n_partial, 0.5))
+    else:
+        extend = check_real(z_extend, "z_extend", "discover")
+        low = extend - (_normal_isf(min(r / n_partial, 0.5)) - _normal_isf(min((r + extra) / n_partial, 0.5)))
+    return _Thresholds(extend=float(extend), reserve=float(min(low, extend)),
+                       pending=float(min(_normal_isf(min(wait / n_complete, 0.5)), extend)))
+
+
+class _SlotScores:
+    """Every scored fragment of one slot: extensions of the frontier and the pooled values."""
+
+    def __init__(self, oracle: SlotOracle, frontier: list[bytes], head_z: list[float], tails: list[bytes],
+                 known: list[bytes]) -> None:
+        self.oracle = oracle
+        self.frontier = frontier
+        self.head_z = np.asarray(head_z, dtype=np.float64)
+        self.tails = tails
+        self.known = known
+        self.known_pairs = [oracle.spec.split(v, oracle.slot) for v in known]
+        self.known_bits = oracle.spec.fragment_bits(self.known_pairs, oracle.slot)
+        self._known_set = set(self.known_pairs)
+        self.fitted: dict[tuple[bytes, bytes], float] = {}
+
+    def above(self, z_floor: float, head_floor: float = -math.inf, *, robust: bool = False,
+              ) -> dict[tuple[bytes, bytes], tuple[float, float]]:
+        """``(head, tail) -> (estimate, std_error)`` for the extensions with ``z >= z_floor`` of the
+        prefixes whose own z-score was ``>= head_floor``, the pooled values and the fitted
+        fragments (their fitted count added back); ``robust``: trimmed estimates."""
+        out: dict[tuple[bytes, bytes], tuple[float, float]] = {}
+        heads = [self.frontier[i] for i in np.flatnonzero(self.head_z >= head_floor).tolist()]
+        hi, ti, est, se = self.oracle.extensions_above(heads, self.tails, z_floor, robust=robust)
+        for i, j, e, s in zip(hi.tolist(), ti.tolist(), est.tolist(), se.tolist()):
+            out[(heads[i], self.tails[j])] = (e, s)
+        est_k, se_k = self.oracle.score_bits(self.known_bits, robust=robust)
+        for pair, e, s in zip(self.known_pairs, est_k.tolist(), se_k.tolist()):
+            out[pair] = (e + self.fitted.get(pair, 0.0), s)
+        others = [pair for pair in self.fitted if pair not in self._known_set]
+        if others:
+            bits = self.oracle.spec.fragment_bits(others, self.oracle.slot)
+            est_p, se_p = self.oracle.score_bits(bits, robust=robust)
+            for pair, e, s in zip(others, est_p.tolist(), se_p.tolist()):
+                out[pair] = (e + self.fitted[pair], s)
+        return out
+
+    def explain(self, scores: dict[tuple[bytes, bytes], tuple[float, float]], cut: float, budget: int) -> None:
+        """Fit (jointly) and subtract the strongest fragments with ``z >= cut`` not fitted yet."""
+        ranked = sorted(((e / s, pair) for pair, (e, s) in scores.items()
+                         if s > 0 and e >= cut * s and pair not in self.fitted), key=lambda zp: -zp[0])
+        strong = [pair for _, pair in ranked[:max(budget - len(self.fitted), 0)]]
+        if strong:
+            self.fitted.update(zip(strong, self.oracle.explain(strong).tolist()))
+
+
+def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000, false_children: float = 0.25,
+             reserve: float = 2.0, pending: float = 100.0, z_extend: float | None = None,
+             significance_level: float = 0.05, max_candidates: int = 1 << 28, explain: int = 256,
+             trace: Sequence[bytes] = (), progress: Callable[[int], None] | None = None) -> DiscoveryResult:
+    """Find frequent values in discovery reports (see the module docstring).
+
+    Parameters
+    ----------
+    aggregate : Aggregate
+        Discovery counts under ``spec.wire_params`` (``rappor sum-bits`` of the
+        discovery reports, or :attr:`DiscoverySimulation.discovery`).
+    spec : DiscoverySpec
+    beam : int, default=1000
+        Most prefixes kept per slot.
+    false_children : float, default=0.25
+        Expected absent partial children kept per prefix: sets ``z_extend`` by
+        ``1 - Phi(z_extend) = false_children / |alphabet|**segment``.
+    reserve : float, default=2.0
+        Expected absent partial children of a (regular) prefix kept as *reserve*
+        prefixes, with ``z`` between ``z_reserve`` (``1 - Phi(z_reserve) = (false_children
+        + reserve) / |alphabet|**segment``) and ``z_extend``.  A reserve prefix is
+        extended like any other, but its own children need ``z_extend``: a true prefix
+        survives one weak slot, and absent prefixes still die out (each prefix leaves on
+        average ``false_children (1 + reserve)`` absent children and grandchildren through
+        reserves, below one with the defaults).  0 turns reserves off.
+    pending : float, default=100.0
+        Expected absent complete children pooled per prefix: sets ``z_pending`` (at most
+        ``z_extend``).  Pooled values are scored again in every later slot, where
+        absent ones fall back (and are dropped below a pooled z of 1.5), so this
+        threshold can be far lower than ``z_extend``.
+    z_extend : float, optional
+        z-score a partial extension needs to be kept (overrides ``false_children``; the
+        reserve band keeps its width).
+    significance_level : float, default=0.05
+        Family-wise level of :attr:`DiscoveryResult.significant` (Bonferroni).
+    max_candidates : int, default=2**28
+        Guard on the candidates scored in one slot (prefixes times extensions).
+    explain : int, default=256
+        Most fragments of a slot fitted jointly and subtracted before the final scoring
+        (:meth:`SlotOracle.explain`): first the very strong ones alone, then the rest
+        above ``z_extend``; 0 scores once.
+    trace : sequence of bytes, optional
+        Values whose fragment's (trimmed) z-score in every slot, after the fits, goes to
+        ``diagnostics["trace"]``, with whether its prefix was in the frontier: to see
+        where a value known to be frequent was lost (simulations, benchmarks).
+    progress : callable, optional
+        Called with 1 after each of the ``spec.levels`` slots (a progress bar).
+
+    Returns
+    -------
+    DiscoveryResult
+        Pooled values whose confirming z-score is at least 3, most frequent first.
+    """
+    started = time.perf_counter()
+    if not isinstance(spec, DiscoverySpec):
+        raise InvalidParameterError(f"The 'spec' parameter of discover must be a DiscoverySpec. Got {spec!r}.")
+    if spec.params.num_cohorts < _MIN_COHORTS:
+        msg = (f"discover needs at least {_MIN_COHORTS} cohorts per slot (the trimmed estimates drop the "
+               f"num_cohorts // 8 highest and lowest cohorts); the discovery parameters have "
+               f"{spec.params.num_cohorts}.")
+        raise InvalidParameterError(msg)
+    width = check_int(beam, "beam", "discover", low=1)
+    alpha = check_probability(significance_level, "significance_level", "discover", open_low=True, open_high=True)
+    limit = check_int(max_candidates, "max_candidates", "discover", low=1)
+    budget = check_int(explain, "explain", "discover", low=0)
+    th = _thresholds(spec, false_children, reserve, pending, z_extend)
+    t_extend = th.extend
+    symbols = spec.symbols
+    frontier: list[bytes] = [b""]
+    frontier_z: list[float] = [math.inf]
+    in_reserve: set[bytes] = set()
+    pool: dict[bytes, _Pooled] = {}
+    n_pooled = 0
+    n_reports = 0
+    per_slot: list[dict[str, Any]] = []
+    traced: dict[bytes, list[tuple[float, bool]]] = {bytes(v): [] for v in trace}
+    chance = ConfirmationNull(spec.params.num_hashes)
+    for slot in range(spec.levels):
+        oracle = SlotOracle(aggregate, spec, slot)
+        n_reports += int(oracle.n_reports)
+        n_s = spec.prefix_length(slot)
+        grow = n_s - (spec.prefix_length(slot - 1) if slot else 0)
+        tails = [PARTIAL + t for t in _tails(symbols, grow)] if n_s < spec.max_length else []
+        tails += [COMPLETE + t for i in range(1, grow + 1) for t in _tails(symbols, i)]
+        if not tails:  # the confirmation slot: pooled values only
+            frontier, frontier_z = [], []
+        total = len(frontier) * len(tails)
+        if total > limit:
+            msg = (f"discover: slot {slot} would score {total:,} candidates (more than max_candidates={limit:,}); "
+                   f"lower 'beam' or use a smaller alphabet or segment.")
+            raise InvalidParameterError(msg)
+        info: dict[str, Any] = {"slot": slot, "reports": int(oracle.n_reports), "frontier": len(frontier),
+                                "candidates": total + len(pool)}
+        if oracle.n_reports <= 0 or (total == 0 and not pool):
+            per_slot.append({**info, "kept": 0, "found": 0})
+            frontier, frontier_z = [], []
+            if progress is not None:
+                progress(1)
+            continue
+        scores = _SlotScores(oracle, frontier, frontier_z, tails, list(pool))
+        frontier_set = set(frontier)
+        cuts = _explain_cuts(total + len(pool))
+        info["fit_level"] = cuts[-1]
+        if budget > 0:
+            # The clearly present fragments are fitted alone first: fitted together with the
+            # absent ones that collide with them, their count would be split between them.
+            # A fragment's count is at most its prefix's: only strong prefixes can have
+            # children this strong (half the cut leaves a margin of several standard errors).
+            for cut in cuts:
+                scores.explain(scores.above(cut, cut / 2.0, robust=True), cut, budget)
+        final = scores.above(min(th.pending, th.reserve), robust=True)
+        chance.add_slot(oracle)
+        kept: list[tuple[float, bytes]] = []
+        reserved: list[tuple[float, bytes]] = []
+        found = 0
+        n = oracle.n_reports
+        for (head, tail), (e, s) in final.items():
+            z = e / s if s > 0 else 0.0
+            value = head + tail[1:]
+            if tail[:1] == PARTIAL:
+                if z >= t_extend:
+                    kept.append((z, value))
+                elif z >= th.reserve and head not in in_reserve:
+                    reserved.append((z, value))
+            elif value not in pool and z >= th.pending:
+                pool[value] = _Pooled.found(slot, e / n, s / n)
+                n_pooled += 1
+                found += 1
+        dropped = 0
+        fitted = np.array([scores.fitted.get(pair, 0.0) for pair in scores.known_pairs], dtype=np.float64)
+        evidence = chance.statistic(slot, scores.known_bits, fitted).tolist()
+        for value, pair, x in zip(scores.known, scores.known_pairs, evidence):
+            e, s = final[pair]
+            entry = pool[value]
+            entry.add(e / n, s / n, x)
+            if entry.all_z() < _PRUNE_Z:
+                del pool[value]
+                dropped += 1
+        if traced:
+            t_pairs = [spec.split(v, slot) for v in traced]
+            t_est, t_se = oracle.trimmed(spec.fragment_bits(t_pairs, slot))
+            for value, e, se_v in zip(traced, t_est.tolist(), t_se.tolist()):
+                pair = spec.split(value, slot)
+                head_in = pair[0] in frontier_set or value in pool
+                traced[value].append((round((e + scores.fitted.get(pair, 0.0)) / se_v, 2), head_in))
+        kept.sort(key=lambda zv: -zv[0])
+        reserved.sort(key=lambda zv: -zv[0])
+        chosen = kept[:width] + reserved[:max(width - len(kept), 0)]
+        frontier = [v for _, v in chosen]
+        frontier_z = [z for z, _ in chosen]
+        in_reserve = {v for _, v in reserved[:max(width - len(kept), 0)]}
+        per_slot.append({**info, "kept": len(frontier) - len(in_reserve), "reserve": len(in_reserve),
+                         "found": found, "dropped": dropped, "pool": len(pool), "fitted": len(scores.fitted),
+                         "null_std_error": oracle.null_std_error / max(n, 1.0)})
+        if progress is not None:
+            progress(1)
+    values = list(pool)
+    weight = np.array([pool[v].weight for v in values], dtype=np.float64)
+    mean = np.array([pool[v].weighted for v in values], dtype=np.float64)
+    prop = np.divide(mean, weight, out=np.zeros_like(mean), where=weight > 0)
+    prop_se = np.divide(1.0, np.sqrt(weight), out=np.full_like(weight, np.nan), where=weight > 0)
+    zs = np.divide(prop, prop_se, out=np.zeros_like(prop), where=weight > 0)
+    shown = np.flatnonzero(zs >= _SHOW_Z)
+    order = shown[np.argsort(-prop[shown], kind="stable")]
+    first = np.array([pool[values[i]].first_slot for i in order], dtype=np.int64)
+    pval = chance.pvalues(np.array([pool[values[i]].evidence for i in order], dtype=np.float64), first)
+    cutoff = alpha / max(n_pooled, 1)
+    return DiscoveryResult(
+        values=tuple(values[i] for i in order), proportion=prop[order], prop_std_error=prop_se[order],
+        zscore=zs[order], pvalue=pval, first_slot=first,
+        slots=np.array([pool[values[i]].slots for i in order], dtype=np.int64),
+        found_zscore=np.array([pool[values[i]].found_z for i in order], dtype=np.float64),
+        significant=pval <= cutoff, n_tested=n_pooled, n_reports=n_reports, spec=spec,
+        significance_level=alpha,
+        diagnostics={"z_extend": t_extend, "z_reserve": th.reserve, "z_pending": th.pending,
+                     "z_significant": _normal_isf(cutoff), "beam": width, "pooled": len(values), "slots": per_slot,
+                     **({"trace": {display_string(v): z for v, z in traced.items()}} if traced else {}),
+                     "seconds": time.perf_counter() - started})

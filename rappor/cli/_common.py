@@ -1,0 +1,172 @@
+"""Arguments shared by several subcommands, and the checks of numeric option values (private).
+
+Every numeric option is checked where argparse reads it (``type=``), so a bad value is a
+usage error that names the flag (``argument --level: expected a number in (0, 1), got
+'5'``, exit status 2) rather than an error about a library parameter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple
+
+from .._util.io import check_distinct_files
+from ..formats._params import read_params
+from ..params import Params
+
+
+def integer(low: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer ``>= low``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def real(low: float, high: float = math.inf, *, low_open: bool = False, high_open: bool = False
+         ) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number in the interval from ``low`` to ``high``."""
+    if math.isinf(high):
+        expected = f"a finite number {'>' if low_open else '>='} {low:g}"
+    else:
+        expected = f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        inside = (math.isfinite(value) and (value > low if low_open else value >= low)
+                  and (value < high if high_open else value <= high))
+        if not inside:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+#: A significance level or a delta: a number strictly between 0 and 1.
+open_unit = real(0.0, 1.0, low_open=True, high_open=True)
+
+
+class _DeprecatedAlias(argparse.Action):
+    """Stores into the new option's destination and says, on stderr, which flag to use instead."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, *, replacement: str, **kwargs: Any) -> None:
+        self.replacement = replacement
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        sys.stderr.write(f"rappor: warning: {option_string} is deprecated; use {self.replacement} (same meaning)\n")
+        setattr(namespace, self.dest, values)
+
+
+def add_level_argument(parser: argparse.ArgumentParser, *, help_text: str) -> None:
+    """``--level LEVEL`` (the significance level), with ``--alpha`` kept as a deprecated alias."""
+    parser.add_argument("--level", type=open_unit, default=0.05, metavar="LEVEL",
+                        help=f"{help_text} (--alpha is a deprecated alias) [default: 0.05]")
+    parser.add_argument("--alpha", type=open_unit, dest="level", action=_DeprecatedAlias, replacement="--level",
+                        metavar="LEVEL", help=argparse.SUPPRESS)
+
+
+def add_estimator_argument(parser: argparse.ArgumentParser, *, help_text: str) -> None:
+    """``--estimator least-squares``: no argparse ``choices``, so that a removed estimator is refused by
+    :func:`rappor.analysis.decoder._decoder.check_estimator` (``rappor: error: ...`` saying why, exit 1)."""
+    parser.add_argument("--estimator", default="least-squares", metavar="least-squares",
+                        help=f"{help_text} [default: least-squares]")
+
+
+def add_params_argument(parser: argparse.ArgumentParser, *, required: bool = True, default: str = "") -> None:
+    """``--params PATH``: a google/rappor ``params.csv`` (header ``k,h,m,p,q,f``); ``default`` describes
+    what an optional one falls back to."""
+    text = "parameters file, google/rappor format (header k,h,m,p,q,f)"
+    parser.add_argument("--params", required=required, metavar="PATH",
+                        help=text if required else f"{text} [default: {default}]")
+
+
+def add_output_argument(parser: argparse.ArgumentParser, *, help_text: str = "output file ('-' for stdout)") -> None:
+    """``-o/--output PATH`` defaulting to standard output."""
+    parser.add_argument("-o", "--output", default="-", metavar="PATH", help=help_text + " [default: stdout]")
+
+
+def add_on_error_arguments(parser: argparse.ArgumentParser, *, kept: str) -> None:
+    """``--on-error raise|skip`` and ``--rejects PATH`` (see :mod:`rappor._util.rejects`)."""
+    parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
+                        help=f"raise: stop at the first bad row; skip: leave bad rows out, write them "
+                             f"with their line numbers and reasons to the rejects file and count them on stderr "
+                             f"({kept}) [default: raise]")
+    parser.add_argument("--rejects", metavar="PATH", default=None,
+                        help="rejects CSV (file,line,reason,row) for --on-error skip "
+                             "[default: OUTPUT.rejects.csv; required when OUTPUT is stdout]")
+
+
+def add_seed_argument(parser: argparse.ArgumentParser, *, default: int | None = None,
+                      help_text: str = "random seed (reproducible output)", shown: str | None = None) -> None:
+    """``--seed INT`` (an integer >= 0, as numpy's seeds) for randomness used in analysis or simulation."""
+    parser.add_argument("--seed", type=integer(0), default=default, metavar="INT",
+                        help=f"{help_text} [default: {shown if shown is not None else default}]")
+
+
+def load_params(args: argparse.Namespace) -> Params:
+    """Read the file named by ``--params``."""
+    return read_params(args.params)
+
+
+class CommandFiles(NamedTuple):
+    """The files one run of a command reads and writes, each with the option naming it.
+
+    :func:`rappor.cli.main` passes them to :func:`rappor._util.io.check_distinct_files`
+    before the command runs: no output may be an input or another output, and
+    ``summed`` inputs (added up) may not repeat.
+    """
+
+    inputs: Sequence[tuple[str, str]] = ()
+    outputs: Sequence[tuple[str, str]] = ()
+    summed: Sequence[tuple[str, str]] = ()
+
+
+def check_command_files(files: CommandFiles) -> None:
+    """Refuse the run if two of its paths are the same file (see :func:`rappor._util.io.check_distinct_files`)."""
+    check_distinct_files(files.inputs, files.outputs, summed=files.summed)
+
+
+@contextlib.contextmanager
+def progress_callback(total: float | None, *, desc: str, unit: str, quiet: bool = False,
+                      unit_scale: bool = False) -> Iterator[Callable[[int], None] | None]:
+    """A callback advancing a tqdm bar on standard error by its argument, or ``None``.
+
+    The bar is drawn only when standard error is a terminal, ``quiet`` is false and
+    tqdm (the ``progress`` extra) is installed; it is removed when the step ends.
+    """
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from .._util.lazy import import_optional
+    from ..exceptions import MissingDependencyError
+
+    try:
+        tqdm = import_optional("tqdm", "a progress bar").tqdm
+    except MissingDependencyError:
+        yield None
+        return
+    with tqdm(total=total, unit=unit, unit_scale=unit_scale, file=sys.stderr, desc=desc, leave=False) as bar:
+        yield bar.update
+
+
+def add_quiet_argument(parser: Any) -> None:
+    """``--quiet``: no progress bars."""
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bars (they are drawn on a terminal when tqdm is installed)")

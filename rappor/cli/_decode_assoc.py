@@ -1,0 +1,289 @@
+"""Estimate the joint distribution of two (or three) variables reported by the same clients.
+
+Two ways to name the inputs:
+
+google/rappor's (bin/decode_assoc.R), writing OUTPUT_DIR/assoc-results.csv and
+assoc-metrics.json:
+
+    rappor decode-assoc --metric-name m --schema rappor-vars.csv \\
+        --params-dir DIR --reports reports.csv --var1 domain \\
+        --var2 flag..HTTPS --map1 domain_map.csv --create-bool-map \\
+        --output-dir OUT
+
+The schema names each variable's type (string or boolean) and parameters file
+(DIR/<params>.csv); --var2 may also be a string (give --map2).
+
+Ours, writing a results CSV (-o, default stdout) and optionally a JSON summary:
+
+    rappor decode-assoc --params params.csv --reports reports.csv \\
+        --var1 domain --map1 map.csv --var2 flag --bool \\
+        [-o results.csv] [--summary s.json]
+
+The reports file is a CSV with a header: a 'cohort' column and one column per
+variable holding its IRR bit string (a boolean: one character); other columns are
+ignored (e.g. the output of 'rappor encode' with several value columns).  A .parquet
+file or a directory of them is read as Parquet.  A blank value is an error unless
+--remove-bad-rows.
+
+Each string variable's categories are the candidates its marginal decode detects
+(--categories all: every candidate) plus "Other" (strings that are not among them).
+The joint table is the maximum-likelihood estimate (docs/association.md), with
+standard errors, 95% intervals, the conditional distributions P(var1 | var2) and
+P(var2 | var1) (columns given_<var>), and a likelihood-ratio test of independence
+(in the summary).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from ..exceptions import InvalidParameterError, ReportFormatError
+from ._common import CommandFiles, add_level_argument, add_seed_argument, integer, real
+from ._decode import _clean
+
+NAME = "decode-assoc"
+HELP = "joint distribution of two or three variables (reports with one column per variable)"
+ORDER = 52
+
+#: decode_assoc.R's exit status when there is nothing to analyse.
+NO_REPORTS_STATUS = 9
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Register the arguments of ``rappor decode-assoc``."""
+    parser.add_argument("--reports", required=True, metavar="PATH",
+                        help="CSV with a header: cohort and one bit-string column per variable ('-' for stdin); "
+                             "or .parquet / a directory of Parquet files")
+    for j in (1, 2, 3):
+        req = "required" if j < 3 else "optional third variable"
+        parser.add_argument(f"--var{j}", required=j < 3, default=None, metavar="NAME",
+                            help=f"name of variable {j}: its column in the reports ({req})"
+                                 + ("" if j < 3 else " [default: none]"))
+        parser.add_argument(f"--map{j}", default=None, metavar="PATH",
+                            help=f"candidate map of variable {j} (map.csv) [default: none]")
+        parser.add_argument(f"--candidates{j}", default=None, metavar="PATH",
+                            help=f"candidate list of variable {j} (one string per line, hashed here) [default: none]")
+    parser.add_argument("--bool", "--bool2", dest="bool2", action="store_true", help="variable 2 is a boolean")
+    parser.add_argument("--bool1", action="store_true", help="variable 1 is a boolean")
+    parser.add_argument("--bool3", action="store_true", help="variable 3 is a boolean")
+    group = parser.add_argument_group("our form")
+    group.add_argument("--params", metavar="PATH", default=None,
+                       help="parameters file (k,h,m,p,q,f) [default: none: google/rappor's form]")
+    group.add_argument("-o", "--output", default="-", metavar="PATH", help="results CSV [default: stdout]")
+    group.add_argument("--summary", metavar="PATH", default=None, help="also write a JSON summary [default: none]")
+    group.add_argument("--layout", choices=("rappor", "google"), default="rappor",
+                       help="results CSV columns: ours, or google/rappor's assoc-results.csv [default: rappor]")
+    google = parser.add_argument_group("google/rappor's form (bin/decode_assoc.R)")
+    google.add_argument("--metric-name", dest="metric_name", default=None, metavar="NAME",
+                        help="metric of the variables in the schema [default: none]")
+    google.add_argument("--schema", default=None, metavar="PATH",
+                        help="rappor-vars.csv: metric,var,var_type,params [default: none: our form]")
+    google.add_argument("--params-dir", dest="params_dir", default=None, metavar="DIR",
+                        help="directory of the <params>.csv files named by the schema [default: none]")
+    google.add_argument("--output-dir", dest="output_dir", default=None, metavar="DIR",
+                        help="where to write assoc-results.csv and assoc-metrics.json [default: .]")
+    google.add_argument("--create-bool-map", dest="create_bool_map", action="store_true",
+                        help="accepted for compatibility (booleans need no map here)")
+    google.add_argument("--num-cores", dest="num_cores", type=integer(1), default=1, metavar="N",
+                        help="accepted for compatibility (one process) [default: 1]")
+    google.add_argument("--em-executable", dest="em_executable", default="", metavar="PATH",
+                        help="accepted for compatibility and ignored (the fit is native) [default: none]")
+    google.add_argument("--tmp-dir", dest="tmp_dir", default=None, metavar="DIR",
+                        help="accepted and ignored [default: none]")
+    fit = parser.add_argument_group("estimation")
+    fit.add_argument("--remove-bad-rows", dest="remove_bad_rows", action="store_true",
+                     help="leave out rows with a blank value (without it a blank value is an error)")
+    fit.add_argument("--reports-sample-size", dest="reports_sample_size", type=_sample_size, default=-1, metavar="N",
+                     help="analyse a random sample of N report tuples (-1: all) [default: -1]")
+    fit.add_argument("--max-em-iters", dest="max_em_iters", type=integer(0), default=1000, metavar="N",
+                     help="iteration cap of the fit [default: 1000]")
+    fit.add_argument("--tolerance", type=real(0.0), default=1e-3, metavar="T",
+                     help="stop when the log-likelihood is certified within T of its maximum [default: 1e-3]")
+    fit.add_argument("--method", choices=("sqp", "em"), default="sqp",
+                     help="sqp: sequential quadratic programming (fast); em: google/rappor's EM iteration "
+                          "[default: sqp]")
+    fit.add_argument("--categories", choices=("detected", "all"), default="detected",
+                     help="categories of a string variable: the candidates its marginal decode detects, or all "
+                          "[default: detected]")
+    fit.add_argument("--other", choices=("undetected", "shrunk", "reference", "none"), default="undetected",
+                     help="the 'Other' category: the left-out candidates' and random strings' bit rates, shrunk "
+                          "residual rates, google/rappor's GetOtherProbs, or none "
+                          "[default: undetected]")
+    fit.add_argument("--intervals", choices=("projected", "wald", "profile"), default="projected",
+                     help="95%% intervals of the cells (prop_low_95, prop_high_95): estimate +- 1.96 standard "
+                          "errors with the upper end raised to the 97.5th percentile of the estimate's law "
+                          "truncated at 0 (projected), the plain estimate +- 1.96 standard errors (wald; "
+                          "undercovers cells estimated near 0), or profile likelihood (conservative; about 10 "
+                          "fits per cell) [default: projected]")
+    fit.add_argument("--no-independence-test", dest="independence_test", action="store_false",
+                     help="skip the likelihood-ratio test of independence (two more fits and 1,000 draws of its "
+                          "law); the summary's 'independence' is then null")
+    add_level_argument(parser, help_text="significance level of the marginal decodes")
+    add_seed_argument(parser, default=0, help_text="seed of --reports-sample-size")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """The reports, parameters (or schema), maps and candidate lists in; the results out."""
+    named = [("--reports", args.reports), ("--params", args.params), ("--schema", args.schema)]
+    for j in (1, 2, 3):
+        named += [(f"--map{j}", getattr(args, f"map{j}")), (f"--candidates{j}", getattr(args, f"candidates{j}"))]
+    if args.schema is not None:
+        out_dir = args.output_dir or "."
+        outputs = [("--output-dir", os.path.join(out_dir, name)) for name in ("assoc-results.csv", "assoc-metrics.json")]
+    else:
+        outputs = [("-o", args.output)] + ([("--summary", args.summary)] if args.summary is not None else [])
+    return CommandFiles(inputs=[(option, path) for option, path in named if path is not None], outputs=outputs)
+
+
+def _sample_size(text: str) -> int:
+    """argparse ``type`` of --reports-sample-size: -1 (all) or a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value == 0 or value < -1:
+        raise argparse.ArgumentTypeError(f"expected -1 (all) or an integer >= 1, got {text!r}")
+    return value
+
+
+def _variables(args: argparse.Namespace) -> list[int]:
+    return [j for j in (1, 2, 3) if getattr(args, f"var{j}") is not None]
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    google = args.schema is not None
+    if google and (args.metric_name is None or args.params_dir is None):
+        raise InvalidParameterError("--schema needs --metric-name and --params-dir (google/rappor's form)")
+    if not google and args.params is None:
+        raise InvalidParameterError("give --params (our form) or --schema, --metric-name and --params-dir "
+                                    "(google/rappor's form)")
+
+
+def _string_map(args: argparse.Namespace, j: int, params: Any) -> Any:
+    from ..formats._candidates import read_candidates
+    from ..collect._design import hash_candidates
+    from ..formats._map import read_map
+
+    path_map, path_cand = getattr(args, f"map{j}"), getattr(args, f"candidates{j}")
+    name = getattr(args, f"var{j}")
+    if path_map is not None and path_cand is not None:
+        raise InvalidParameterError(f"give --map{j} or --candidates{j} for variable {name!r}, not both")
+    if path_map is not None:
+        return read_map(path_map, params)
+    if path_cand is not None:
+        return hash_candidates(read_candidates(path_cand), params)
+    raise InvalidParameterError(f"--map{j} (or --candidates{j}) must be provided when --var{j} is a string "
+                                f"(var = {name})")
+
+
+def _google_types(args: argparse.Namespace, indices: list[int]) -> tuple[Any, list[str]]:
+    """Parameters and variable types from the schema (decode_assoc.R's checks).
+
+    The parameters file the schema names is an input too: it joins the same-file check
+    (an --output-dir that holds it must not replace it).
+    """
+    from ..formats._params import read_params
+    from ..analysis.association._files import read_schema
+    from ._common import check_command_files
+
+    schema = read_schema(args.schema)
+    rows = []
+    for j in indices:
+        name = getattr(args, f"var{j}")
+        found = [r for r in schema if r.metric == args.metric_name and r.var == name]
+        if not found:
+            raise ReportFormatError(f"couldn't find metric {args.metric_name!r}, field {name!r} in the schema",
+                                    path=args.schema)
+        rows.append(found[0])
+    if len({r.params for r in rows}) > 1:
+        raise ReportFormatError(f"the variables should have the same params ({', '.join(r.params for r in rows)}) "
+                                f"(lines {', '.join(str(r.line) for r in rows)})", path=args.schema)
+    for r in rows:
+        if r.var_type not in ("string", "boolean"):
+            raise ReportFormatError(f"variable {r.var!r} has type {r.var_type!r}; expected string or boolean",
+                                    path=args.schema, line=r.line)
+    params_path = os.path.join(args.params_dir, f"{rows[0].params}.csv")
+    named = files(args)
+    check_command_files(CommandFiles(inputs=[*named.inputs, ("--params-dir", params_path)], outputs=named.outputs))
+    params = read_params(params_path)
+    return params, [r.var_type for r in rows]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read the inputs, decode the association and write the results."""
+    import numpy as np
+
+    from ..analysis.association import AssociationDecoder, Variable
+    from ..analysis.association._files import read_assoc_reports
+    from ..analysis.decoder import Decoder
+    from ..formats._params import read_params
+    from ..client._reports import ReportBatch
+
+    started = time.perf_counter()
+    _check_args(args)
+    indices = _variables(args)
+    names = [getattr(args, f"var{j}") for j in indices]
+    google = args.schema is not None
+    if google:
+        params, types = _google_types(args, indices)
+    else:
+        params = read_params(args.params)
+        types = ["boolean" if getattr(args, f"bool{j}") else "string" for j in indices]
+    variables = []
+    for j, name, kind in zip(indices, names, types):
+        if kind == "boolean":
+            variables.append(Variable.boolean(name, params))
+        else:
+            variables.append(Variable.string(name, _string_map(args, j, params)))
+    data = read_assoc_reports(args.reports, names, [v.params for v in variables],
+                              remove_bad_rows=args.remove_bad_rows)
+    batches = list(data.batches)
+    if data.removed:
+        sys.stderr.write(f"rappor: removed {data.removed} row(s) with a blank value; {len(batches[0])} left\n")
+    n_total = len(batches[0])
+    if n_total == 0:
+        sys.stderr.write("rappor: error: no reports to analyse\n")
+        return NO_REPORTS_STATUS if google else 1
+    if args.reports_sample_size != -1 and n_total > args.reports_sample_size:
+        rows = np.sort(np.random.default_rng(args.seed).choice(n_total, args.reports_sample_size, replace=False))
+        batches = [ReportBatch(params=b.params, cohorts=b.cohorts[rows], words=b.words[rows]) for b in batches]
+    decoder = AssociationDecoder(candidates=args.categories, other=args.other, method=args.method,
+                                 max_iterations=args.max_em_iters, tolerance=args.tolerance,
+                                 independence_test=args.independence_test,
+                                 intervals="wald" if args.intervals == "wald" else "projected",
+                                 profile_level=0.95 if args.intervals == "profile" else None,
+                                 decoder=Decoder(significance_level=args.level))
+    result = decoder.decode(batches, variables)
+    summary = result.summary()
+    summary.update(reports_read=n_total, reports_removed=data.removed, reports_sample_size=args.reports_sample_size,
+                   total_elapsed_time=round(time.perf_counter() - started, 4))
+    if google:
+        from .._util.io import output_directory
+
+        out_dir = output_directory(args.output_dir or ".")
+        _write_both(result, out_dir / "assoc-results.csv", "google", out_dir / "assoc-metrics.json", summary)
+        return 0
+    if args.summary is not None:
+        _write_both(result, args.output, args.layout, args.summary, summary)
+        return 0
+    result.to_csv(args.output, layout=args.layout)
+    return 0
+
+
+def _write_both(result: Any, results_path: Any, layout: str, summary_path: Any, summary: dict[str, Any]) -> None:
+    """The results CSV and the JSON summary: both files or neither.
+
+    The summary's file is opened first and committed last, so a bad summary path leaves
+    no results file behind (the results were written, then the summary failed).
+    """
+    from .._util.io import atomic_output
+
+    text = json.dumps(_clean(summary), indent=2) + "\n"
+    with atomic_output(summary_path) as fh:
+        result.to_csv(results_path, layout=layout)
+        fh.write(text)

@@ -1,0 +1,149 @@
+"""``rappor simulate --discover``: a collection with discovery, scored against the truth (private)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from .._util.io import csv_field, output_directory
+from ..exceptions import InvalidParameterError
+from ..params import Params
+from ._common import add_quiet_argument, progress_callback, real
+
+
+#: The files ``rappor simulate --discover`` writes into --out DIR.
+OUTPUT_NAMES = ("params.csv", "discovery-params.csv", "counts.csv", "discovery-counts.csv", "found.csv", "found.txt",
+                "candidates.txt", "results.csv", "truth.csv", "metrics.json")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The options ``rappor simulate`` gains for ``--discover``."""
+    from ._discover import add_spec_arguments
+
+    group = parser.add_argument_group("discovery (with --discover)")
+    group.add_argument("--discover", action="store_true",
+                       help="also send discovery reports, find strings outside the candidate list and report "
+                            "precision/recall of the top 10/50 and the TV with and without discovery")
+    group.add_argument("--discovery-share", type=real(0.0, 1.0), default=0.75, metavar="S",
+                       help="share of clients sending a discovery report instead of a full-string one "
+                            "(measured choice, docs/discovery.md) [default: 0.75]")
+    group.add_argument("--discovery-params", metavar="PATH", default=None,
+                       help="parameters of one discovery slot [default: k=256, h=1, m=32, p=0, q=1 and f giving "
+                            "the epsilon_inf of --params]")
+    add_spec_arguments(group)  # type: ignore[arg-type]
+    add_quiet_argument(group)
+
+
+def _refuse_options(args: argparse.Namespace) -> None:
+    """Refuse the options of ``rappor simulate`` that a discovery simulation cannot honour."""
+    refused = [(args.method != "batch", f"--method {args.method}",
+                "the counts are drawn from their exact law; to run the real keyed client, encode a values file "
+                "with 'rappor encode --discovery-params' and follow docs/discovery.md"),
+               (args.reports_per_client != 1, f"--reports-per-client {args.reports_per_client}",
+                "each client sends one report (a discovery report or its full-string one)"),
+               (args.values_per_client != 1, f"--values-per-client {args.values_per_client}",
+                "each client holds one value"),
+               (args.dist != "zipf", f"--dist {args.dist}",
+                "the population is Zipf over realistic strings (--dist-param sets its exponent; --population "
+                "reads another)")]
+    for bad, option, why in refused:
+        if bad:
+            raise InvalidParameterError(f"{option} does not go with --discover: {why}.")
+
+
+def run(args: argparse.Namespace, params: Params) -> int:
+    from .._util.io import atomic_output
+    from ..analysis.decoder import Decoder
+    from ..collect._design import hash_candidates
+    from ..analysis.discovery import DiscoverySpec, discover, realistic_population, simulate_discovery
+    from ..analysis.discovery._evaluate import topk_scores
+    from ..formats._candidates import write_candidates
+    from ..formats._counts import write_counts
+    from ..formats._params import read_params, write_params
+    from ..analysis._metrics import evaluate_result
+    from ..simulation._simulation import candidate_strings, read_population
+    from ._discover import listed_strings
+
+    _refuse_options(args)
+    started = time.perf_counter()
+    if args.discovery_params is not None:
+        dparams = read_params(args.discovery_params)
+    else:
+        # Same epsilon_inf as the full-string reports, one hash, no instantaneous noise.
+        from ..privacy._planner import _flip_for_epsilon_inf
+
+        f = _flip_for_epsilon_inf(params.epsilon_inf, 1)
+        dparams = Params(num_bloombits=256, num_hashes=1, num_cohorts=32, prob_p=0.0, prob_q=1.0, prob_f=f)
+    spec = DiscoverySpec(params=dparams, max_length=args.max_length, segment=args.segment, alphabet=args.alphabet,
+                         slot_weights=args.slot_weights)
+    if args.population is not None:
+        population = read_population(args.population)
+    else:
+        population = realistic_population(args.unique, exponent=1.1 if args.dist_param is None else args.dist_param,
+                                          max_length=max(5, args.max_length), rng=args.seed)
+    out = output_directory(args.out)
+    with progress_callback(spec.levels, desc="simulate", unit="slot", quiet=args.quiet) as update:
+        sim = simulate_discovery(params, spec, population, args.clients, discovery_share=args.discovery_share,
+                                 rng=args.seed, progress=update)
+    with progress_callback(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
+        found = discover(sim.discovery, spec, progress=update)
+    known = candidate_strings(population, decoys=args.decoys, remove_every=args.remove_every)
+    decoder = Decoder(estimator=args.estimator)
+    truth = sim.full_truth
+    rows: dict[str, Any] = {}
+    results = {}
+    lists = (("without discovery", known), ("with discovery", list(dict.fromkeys(known + found.candidates()))))
+    with progress_callback(len(lists), desc="decode", unit="list", quiet=args.quiet) as update:
+        for name, cands in lists:
+            res = decoder.decode(sim.full, hash_candidates(cands, params))
+            met = evaluate_result(res, truth)
+            det = [i for i in range(len(res.strings)) if res.detected[i]]
+            scores = topk_scores(truth, [res.strings[i] for i in det], res.proportion[det])
+            missing = sum(c for s, c in truth.items() if s not in set(cands)) / max(sum(truth.values()), 1)
+            rows[name] = {"candidates": len(cands), "total_variation": met.total_variation,
+                          "unexplained_mass": met.unexplained_mass, "true_share_outside_list": missing, **scores}
+            results[name] = res
+            if update is not None:
+                update(1)
+    sig = found.significant
+    disc_scores = topk_scores(sim.truth, [s for s, k in zip(found.strings, sig) if k], found.proportion[sig])
+    write_params(params, out / "params.csv")
+    write_params(dparams, out / "discovery-params.csv")
+    write_counts(sim.full, out / "counts.csv")
+    write_counts(sim.discovery, out / "discovery-counts.csv")
+    found.to_csv(out / "found.csv")
+    write_candidates(listed_strings(found), out / "found.txt")  # empty when nothing is significant
+    write_candidates(known, out / "candidates.txt")
+    results["with discovery"].to_csv(out / "results.csv")
+    with atomic_output(out / "truth.csv") as fh:
+        # Every client's value, and how many of its holders sent their full-string report
+        # (the truth the final decode estimates; the others sent a discovery report).
+        fh.write("string,clients,full_string_clients\n")
+        full_of = sim.full_truth
+        for s, c in sorted(sim.truth.items(), key=lambda kv: -kv[1]):
+            fh.write(f"{csv_field(s)},{c},{full_of.get(s, 0)}\n")
+    summary = {"params": params.as_dict(), "discovery": spec.as_dict(), "clients": sim.n_clients,
+               "discovery_share": args.discovery_share, "seed": args.seed, "discovery_scores": disc_scores,
+               "final": rows, "seconds": round(time.perf_counter() - started, 2)}
+    with atomic_output(out / "metrics.json") as fh:
+        json.dump(summary, fh, indent=2, default=float)
+        fh.write("\n")
+    w = sys.stdout.write
+    w(f"simulated {sim.n_clients:,} clients ({population.name}, {len(population)} strings): "
+      f"{sim.full.total_reports:,} full-string and {sim.discovery.total_reports:,} discovery reports\n")
+    w(f"discovery: {int(sig.sum())} significant values; top-10 recall {disc_scores['recall@10']:.2f} "
+      f"precision {disc_scores['precision@10']:.2f}; top-50 recall {disc_scores['recall@50']:.2f} "
+      f"precision {disc_scores['precision@50']:.2f}; {int(disc_scores['false'])} false\n")
+    header = f"{'':<20}{'cands':>8}{'TV':>8}{'R@10':>7}{'P@10':>7}{'R@50':>7}{'P@50':>7}{'false':>7}" \
+             f"{'unexplained':>12}{'outside':>9}\n"
+    w(header)
+    for name, r in rows.items():
+        w(f"{name:<20}{r['candidates']:>8}{r['total_variation']:>8.4f}{r['recall@10']:>7.2f}{r['precision@10']:>7.2f}"
+          f"{r['recall@50']:>7.2f}{r['precision@50']:>7.2f}{int(r['false']):>7}{r['unexplained_mass']:>12.4f}"
+          f"{r['true_share_outside_list']:>9.4f}\n")
+    w(f"wrote {out}/{{params,discovery-params,counts,discovery-counts,found,truth,results}}.csv, found.txt, "
+      f"candidates.txt, metrics.json in {time.perf_counter() - started:.1f} s\n")
+    return 0

@@ -1,0 +1,163 @@
+"""Simulate a two-variable collection with a known joint distribution, decode it and compare.
+
+Draws N clients from a joint distribution, encodes one report per variable for each
+(same cohort, independent permanent responses), decodes the joint table with the
+association decoder and compares it with the clients' true joint.  Writes into DIR:
+params.csv, reports.csv (client,cohort,<var1>,<var2>), map1.csv (and map2.csv),
+truth.csv, assoc-results.csv, metrics.json and report.html (heat maps of the
+estimate beside the truth), each atomically, and prints a summary.
+
+Joint distributions (--pair):
+  string-bool    v1..vU, Zipf(1); P(TRUE | v_i) = 0.2 + 0.1 (i mod 7)
+  string-string  a1..aU, Zipf(1); b given a_i: Poisson(1) over
+                 b1..bU2 shifted by i mod U2
+
+Without --params: k=16 h=2 m=64 p=0.5 q=0.75 f=0.5.  --remove-every R leaves every R-th
+value of each string variable out of its candidate list (strings outside the candidates).
+
+Example:
+    rappor simulate-assoc --out demo --clients 200000 --remove-every 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+from typing import Any
+
+from ._common import CommandFiles, add_params_argument, add_seed_argument, integer
+
+NAME = "simulate-assoc"
+HELP = "simulate a two-variable collection, decode the joint distribution, write a report"
+ORDER = 61
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Register the arguments of ``rappor simulate-assoc``."""
+    add_params_argument(parser, required=False, default="k=16 h=2 m=64 p=0.5 q=0.75 f=0.5")
+    parser.add_argument("--pair", choices=("string-bool", "string-string"), default="string-bool",
+                        help="kinds of the two variables [default: string-bool]")
+    parser.add_argument("--clients", type=integer(1), default=100_000, metavar="N",
+                        help="number of clients [default: 100000]")
+    parser.add_argument("--unique", type=integer(1), default=100, metavar="U",
+                        help="values of the first variable [default: 100]")
+    parser.add_argument("--unique2", type=integer(1), default=10, metavar="U2",
+                        help="values of the second variable (string-string) [default: 10]")
+    parser.add_argument("--remove-every", type=integer(0), default=0, metavar="R",
+                        help="leave every R-th value out of the candidates (0: keep all) [default: 0]")
+    parser.add_argument("--categories", choices=("detected", "all"), default="detected",
+                        help="categories of a string variable: detected candidates, or all [default: detected]")
+    parser.add_argument("--other", choices=("undetected", "shrunk", "reference", "none"), default="undetected",
+                        help="the Other category (see rappor decode-assoc --help) [default: undetected]")
+    add_seed_argument(parser, default=0, help_text="random seed")
+    parser.add_argument("--no-report", action="store_true", help="skip report.html (no matplotlib needed)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created if missing)")
+
+
+#: The files a run writes into --out.
+OUTPUT_NAMES = ("params.csv", "reports.csv", "map1.csv", "map2.csv", "truth.csv", "assoc-results.csv", "metrics.json",
+                "report.html")
+
+
+def files(args: argparse.Namespace) -> CommandFiles:
+    """``--params`` in; the files of DIR out."""
+    return CommandFiles(inputs=[("--params", args.params)] if args.params is not None else [],
+                        outputs=[("--out", os.path.join(args.out, name)) for name in OUTPUT_NAMES])
+
+
+def run(args: argparse.Namespace) -> int:
+    """Simulate, decode, score and write the files."""
+    import numpy as np
+
+    from .._util.io import atomic_output, check_output_directory, output_directory
+    from ..analysis.association import AssociationDecoder, example_joint, simulate_association, total_variation
+    from ..analysis.association._files import write_assoc_reports
+    from ..formats._map import write_map
+    from ..formats._params import read_params, write_params
+    from ._simulate import DEFAULT_PARAMS
+
+    started = time.perf_counter()
+    params = DEFAULT_PARAMS if args.params is None else read_params(args.params)
+    out = check_output_directory(args.out)  # before the work; created when the outputs are written
+    joint, values, candidates = example_joint(args.pair, args.unique, args.unique2, remove_every=args.remove_every)
+    names = ["value", "flag"] if args.pair == "string-bool" else ["first", "second"]
+    sim = simulate_association(params, joint, values, args.clients, candidates=candidates, names=names, rng=args.seed)
+    t_sim = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = AssociationDecoder(candidates=args.categories, other=args.other).decode(sim.reports, sim.variables)
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    t_dec = time.perf_counter()
+    truth = sim.truth(result.categories)
+    ci = result.confidence_interval()
+    covered = (ci.low <= truth) & (truth <= ci.high)
+    metrics = {
+        "total_variation": total_variation(result.proportion, truth),
+        "interval_coverage": float(covered.mean()),
+        "true_other_mass": _other_mass(truth, result.categories),
+        "independence_pvalue": None if result.independence is None else result.independence.pvalue,
+    }
+    kinds = [v.kind for v in sim.variables]
+    details = {"pair": args.pair, "clients": args.clients, "values": " x ".join(str(len(v)) for v in sim.values),
+               "candidates": " x ".join(str(len(v.candidate_map)) for v in sim.variables),
+               "remove every": args.remove_every, "categories": args.categories, "other": args.other,
+               "seed": args.seed, "simulate seconds": round(t_sim - started, 3),
+               "decode seconds": round(t_dec - t_sim, 3)}
+    page = None
+    if not args.no_report:  # rendered first: a failure leaves no partial set of files
+        from ..report._association import render_association_report
+
+        page = render_association_report(result=result, params=params, kinds=kinds, truth=truth, metrics=metrics,
+                                         details=details, title=f"RAPPOR association simulation: {args.pair}, "
+                                                                f"{args.clients:,} clients")
+    output_directory(out)
+    write_params(params, out / "params.csv")
+    write_assoc_reports(out / "reports.csv", sim.reports, names, [f"client{i}" for i in range(sim.n_clients)])
+    for j, var in enumerate(sim.variables):
+        if var.kind == "string":
+            write_map(var.candidate_map, out / f"map{j + 1}.csv")
+    with atomic_output(out / "truth.csv") as fh:
+        fh.write(",".join(names) + ",proportion\n")
+        for idx in np.ndindex(*sim.joint.shape):
+            fh.write(",".join(sim.values[a][i] for a, i in enumerate(idx)) + f",{sim.joint[idx]:.10g}\n")
+    result.to_csv(out / "assoc-results.csv")
+    with atomic_output(out / "metrics.json") as fh:
+        json.dump({"params": params.as_dict(), "simulation": details, "metrics": metrics,
+                   "fit": {k: v for k, v in result.summary().items() if k not in ("categories",)}}, fh, indent=2,
+                  default=float)
+        fh.write("\n")
+    if page is not None:
+        with atomic_output(out / "report.html") as fh:
+            fh.write(page)
+    lines = [
+        f"simulated {args.clients:,} clients ({args.pair}, {' x '.join(str(len(v)) for v in sim.values)} values) "
+        f"in {time.perf_counter() - started:.1f} s",
+        f"{'table':<26}{' x '.join(str(c) for c in result.shape):>12}",
+        f"{'total variation':<26}{metrics['total_variation']:>12.4f}",
+        f"{'interval coverage (95%)':<26}{metrics['interval_coverage']:>12.3f}",
+        f"{'true Other mass':<26}{metrics['true_other_mass']:>12.4f}",
+        f"{'independence p-value':<26}{(metrics['independence_pvalue'] or float('nan')):>12.3g}",
+        f"{'fit':<26}{result.method + ', ' + str(result.iterations) + ' iterations':>12}",
+        f"wrote {out}/{{params,reports,truth,assoc-results}}.csv, map*.csv, metrics.json"
+        + (", report.html" if page is not None else ""),
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def _other_mass(truth: Any, categories: Any) -> float:
+    """Share of clients with at least one value in an "Other" category."""
+    import numpy as np
+
+    mask = np.zeros(truth.shape, dtype=bool)
+    for axis, cats in enumerate(categories):
+        if cats and cats[-1] == "Other":
+            index: list[Any] = [slice(None)] * truth.ndim
+            index[axis] = len(cats) - 1
+            mask[tuple(index)] = True
+    return float(truth[mask].sum())

@@ -1,0 +1,83 @@
+"""The client: what runs on each device, from a string to the report it sends.
+
+In the order an encode uses them (modules private, names listed here):
+
+``_hashing``     the string's per-cohort Bloom filter bits (the only user of mmh3)
+``_randomizer``  the randomizer core: PRR and IRR rules and thresholds, p11/p01, debiasing
+``_encoder``     :class:`Encoder`: cohorts, keyed PRR, CSPRNG IRR, key files;
+                 :func:`encode_clients` for many clients at once
+``_reports``     :class:`Report` and :class:`ReportBatch`, what the collector receives
+
+The client needs nothing from the later stages (collection, analysis).
+"""
+
+from __future__ import annotations
+
+from ._encoder import (
+    MIN_SECRET_BYTES,
+    VARIABLE_PRR_LABEL,
+    EncodeTrace,
+    Encoder,
+    client_secret,
+    derive_cohort,
+    encode_clients,
+    generate_key,
+    prr_uniforms,
+    prr_uniforms_of_variable,
+    read_key_file,
+    write_key_file,
+)
+from ._hashing import (
+    bloom_bit_indices,
+    bloom_bits,
+    bloom_bits_table,
+    bloom_filter,
+    reduce_words,
+    split_hash_words,
+    value_bytes,
+)
+from ._randomizer import (
+    WORD_SPAN,
+    debias,
+    debiased_variance,
+    instantaneous_response,
+    instantaneous_response_from_words,
+    irr_thresholds,
+    permanent_response,
+    permanent_response_from_words,
+    prr_threshold,
+)
+from ._reports import Report, ReportBatch
+
+__all__ = [
+    "MIN_SECRET_BYTES",
+    "VARIABLE_PRR_LABEL",
+    "WORD_SPAN",
+    "EncodeTrace",
+    "Encoder",
+    "Report",
+    "ReportBatch",
+    "bloom_bit_indices",
+    "bloom_bits",
+    "bloom_bits_table",
+    "bloom_filter",
+    "client_secret",
+    "debias",
+    "debiased_variance",
+    "derive_cohort",
+    "encode_clients",
+    "generate_key",
+    "instantaneous_response",
+    "instantaneous_response_from_words",
+    "irr_thresholds",
+    "permanent_response",
+    "permanent_response_from_words",
+    "prr_threshold",
+    "prr_uniforms",
+    "prr_uniforms_of_variable",
+    "read_key_file",
+    "reduce_words",
+    "split_hash_words",
+    "value_bytes",
+    "write_key_file",
+]

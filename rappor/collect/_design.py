@@ -1,0 +1,196 @@
+"""Candidate maps: which (cohort, bit) rows each candidate string sets.
+
+A :class:`CandidateMap` is the design matrix of the decoder: a sparse 0/1 matrix with
+one row per (cohort, bit), row index ``cohort * k + bit``, and one column per candidate
+(google/rappor ``map.csv``; its rows are 1-based ``cohort * k + bit + 1``).  The map,
+not our hash function, defines the design: maps written by google/rappor (MD5
+hashing) decode the same way as maps hashed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from .._util.lazy import lazy_module
+from .._util.memory import check_design
+from ..exceptions import InvalidParameterError
+from ..client._hashing import bloom_bits_table
+from ..params import Params
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+else:  # imported on first use: keeps `import rappor` light
+    sp = lazy_module("scipy.sparse")
+
+__all__ = ["CandidateMap", "hash_candidates"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class CandidateMap:
+    """Candidate strings and the Bloom rows each sets in every cohort.
+
+    Parameters
+    ----------
+    params : Params
+    strings : sequence of str
+        The candidates, distinct.
+    matrix : scipy.sparse matrix of shape (num_cohorts * num_bloombits, len(strings))
+        Stored as CSC, float64, entries 1.0 where candidate ``s`` sets bit ``b`` in
+        cohort ``c`` (row ``c * k + b``).
+    """
+
+    params: Params
+    strings: tuple[str, ...]
+    matrix: sp.csc_matrix
+
+    def __post_init__(self) -> None:
+        strings = tuple(self.strings)
+        rows = self.params.num_cohorts * self.params.num_bloombits
+        if not sp.issparse(self.matrix):
+            raise InvalidParameterError("The 'matrix' parameter of CandidateMap must be a scipy.sparse matrix.")
+        if self.matrix.shape != (rows, len(strings)):
+            msg = (f"The 'matrix' parameter of CandidateMap must have shape ({rows}, {len(strings)}). "
+                   f"Got {self.matrix.shape} instead.")
+            raise InvalidParameterError(msg)
+        _check_distinct(strings)
+        matrix = sp.csc_matrix(self.matrix, dtype=np.float64, copy=True)
+        matrix.sum_duplicates()
+        matrix.data[:] = 1.0
+        matrix.eliminate_zeros()
+        object.__setattr__(self, "strings", strings)
+        object.__setattr__(self, "matrix", matrix)
+
+    @classmethod
+    def _from_canonical(cls, params: Params, strings: tuple[str, ...], matrix: sp.csc_matrix) -> CandidateMap:
+        """Wrap a matrix this package built in canonical form (CSC, float64, sorted unique
+        indices, all values 1) without the defensive copy: half the peak memory of
+        :func:`hash_candidates` on large lists."""
+        if matrix.shape != (params.num_cohorts * params.num_bloombits, len(strings)):  # pragma: no cover
+            raise AssertionError("internal error: candidate matrix of the wrong shape")
+        _check_distinct(strings)
+        out = cls.__new__(cls)
+        object.__setattr__(out, "params", params)
+        object.__setattr__(out, "strings", strings)
+        object.__setattr__(out, "matrix", matrix)
+        return out
+
+    def __len__(self) -> int:
+        return len(self.strings)
+
+    @classmethod
+    def from_indices(cls, params: Params, strings: Sequence[str], rows: Sequence[Sequence[int]]) -> CandidateMap:
+        """Build from 0-based stacked row indices (``cohort * k + bit``) per candidate."""
+        n_rows = params.num_cohorts * params.num_bloombits
+        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        flat = np.fromiter((i for r in rows for i in r), dtype=np.int64, count=int(lengths.sum()))
+        if flat.size and (flat.min() < 0 or flat.max() >= n_rows):
+            msg = f"Candidate map row indices must be in [0, {n_rows - 1}]."
+            raise InvalidParameterError(msg)
+        cols = np.repeat(np.arange(len(rows)), lengths)
+        matrix = sp.csc_matrix((np.ones(flat.size), (flat, cols)), shape=(n_rows, len(rows)))
+        return cls(params=params, strings=tuple(strings), matrix=matrix)
+
+
+def _check_distinct(strings: tuple[str, ...]) -> None:
+    """Refuse a repeated candidate; a str and its UTF-8 bytes (``"a"``, ``b"a"``) are the same candidate.
+
+    Both would set exactly the same bits (a str is hashed as its UTF-8 bytes), giving the
+    design two identical columns, so the repeat is an error like any other.
+    """
+    if all(type(s) is str for s in strings):  # UTF-8 is one-to-one: distinct str, distinct bytes
+        keys: Sequence[object] = strings
+    else:
+        keys = [s.encode("utf-8", "surrogatepass") if isinstance(s, str) else bytes(s) for s in strings]
+    if len(set(keys)) == len(keys):
+        return
+    first: dict[object, int] = {}
+    for index, key in enumerate(keys):
+        earlier = first.setdefault(key, index)
+        if earlier != index:
+            break
+    a, b = strings[earlier], strings[index]
+    if type(a) is type(b):
+        msg = f"The 'strings' parameter of CandidateMap must hold distinct candidates; {a!r} is repeated."
+    else:
+        msg = (f"The 'strings' parameter of CandidateMap must hold distinct candidates; {a!r} (index {earlier}) and "
+               f"{b!r} (index {index}) are the same candidate (a str is hashed as its UTF-8 bytes).")
+    raise InvalidParameterError(msg)
+
+
+#: Candidates hashed per block by :func:`hash_candidates` (bounds its temporary arrays) ...
+_HASH_BLOCK = 8192
+#: ... and at most this many (candidate, cohort, hash) entries per block, for large m * h.
+_HASH_BLOCK_ENTRIES = 1 << 21
+
+
+def _hash_block(params: Params) -> int:
+    """Candidates per hashing block: :data:`_HASH_BLOCK`, fewer when ``m * h`` is large.
+
+    Also the block ``rappor hash-candidates`` hashes and writes at a time.
+    """
+    return max(1, min(_HASH_BLOCK, _HASH_BLOCK_ENTRIES // (params.num_cohorts * params.num_hashes)))
+
+
+def hash_candidates(strings: Sequence[str], params: Params) -> CandidateMap:
+    """Hash candidate strings into a :class:`CandidateMap` with :mod:`rappor.client`.
+
+    Parameters
+    ----------
+    strings : sequence of str
+        Distinct candidate strings.
+    params : Params
+
+    Returns
+    -------
+    CandidateMap
+
+    Raises
+    ------
+    InsufficientMemoryError
+        If the map of ``len(strings)`` candidates at these ``k``, ``h`` and ``m`` cannot
+        fit in memory (estimated before hashing: :func:`rappor._util.memory.design_bytes`).
+    """
+    strings = tuple(strings)
+    block = _hash_block(params)
+    check_design(params, len(strings), block=block)
+    blocks = (bloom_bits_table(strings[i:i + block], params) for i in range(0, len(strings), block))
+    return _map_from_bit_tables(params, strings, blocks)
+
+
+def _map_from_bit_tables(params: Params, strings: tuple[str, ...],
+                         tables: Iterable[npt.NDArray[np.integer]]) -> CandidateMap:
+    """The :class:`CandidateMap` of consecutive blocks of a ``(S, m, h)`` table of bit indices.
+
+    ``table[s, c, i]`` is the bit (in ``[0, k)``) that hash ``i`` of candidate ``s`` sets in
+    cohort ``c``; each block is sorted in place.  The CSC arrays are written directly:
+    within a column the rows ``c * k + bit`` come out sorted by cohort, and sorting each
+    cohort's ``h`` bits and dropping repeats (two hashes on one bit) makes them sorted and
+    unique, so no COO triplets, format conversions or defensive copies are needed.
+    """
+    k, m = params.num_bloombits, params.num_cohorts
+    index_dtype: type[np.int32] | type[np.int64] = np.int32 if m * k < 2**31 else np.int64
+    offsets = np.arange(0, m * k, k, dtype=np.int64)[None, :, None]
+    indices: list[npt.NDArray[np.integer]] = []
+    lengths: list[npt.NDArray[np.int64]] = []
+    for table in tables:
+        table.sort(axis=2)
+        keep = np.ones(table.shape, dtype=bool)
+        keep[:, :, 1:] = table[:, :, 1:] != table[:, :, :-1]
+        rows: npt.NDArray[np.integer] = np.add(table, offsets, dtype=index_dtype)
+        indices.append(rows[keep])
+        lengths.append(keep.reshape(len(table), -1).sum(axis=1, dtype=np.int64))
+    flat = np.concatenate(indices) if indices else np.zeros(0, dtype=index_dtype)
+    indptr = np.zeros(len(strings) + 1, dtype=np.int64)
+    if lengths:
+        np.cumsum(np.concatenate(lengths), out=indptr[1:])
+    if indptr[-1] < 2**31:
+        indptr = indptr.astype(np.int32)
+        flat = flat.astype(np.int32, copy=False)
+    matrix = sp.csc_matrix((np.ones(flat.size), flat, indptr), shape=(m * k, len(strings)), copy=False)
+    matrix.has_sorted_indices = True
+    return CandidateMap._from_canonical(params, strings, matrix)

@@ -1,0 +1,128 @@
+"""google/rappor's ``params.csv``: :func:`read_params` and :func:`write_params` own the format.
+
+The file (google/rappor ``doc/data-flow.md``) is a header line ``k,h,m,p,q,f`` and one
+data row, e.g.::
+
+    k,h,m,p,q,f
+    16,2,8,0.5,0.75,0.5
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any
+
+from .._util.excerpt import excerpt
+from .._util.io import PathLike, atomic_output, display_name, iter_text_lines
+from ..exceptions import InvalidParameterError, ReportFormatError
+from ..params import PARAM_NAMES, Params
+
+__all__ = ["params_text", "read_params", "write_params"]
+
+_HEADER = PARAM_NAMES
+_MAX_LINE_BYTES = 1 << 16  # a params line is a few dozen characters: read no more of another file
+
+
+def _parse_int(text: str, name: str, path: str, line: int) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        msg = f"expected an integer for {name!r}, found {excerpt(text)}"
+        raise ReportFormatError(msg, path=path, line=line) from None
+
+
+def _parse_float(text: str, name: str, path: str, line: int) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        msg = f"expected a number for {name!r}, found {excerpt(text)}"
+        raise ReportFormatError(msg, path=path, line=line) from None
+    if not math.isfinite(value):
+        msg = f"expected a finite number for {name!r}, found {excerpt(text)}"
+        raise ReportFormatError(msg, path=path, line=line)
+    return value
+
+
+def _split(text: str, path: str, line: int) -> list[str]:
+    try:
+        row = next(csv.reader(io.StringIO(text), skipinitialspace=True), [])
+    except csv.Error as exc:  # e.g. a stray carriage return inside the line
+        raise ReportFormatError(f"expected a CSV row, found {excerpt(text)} ({exc})", path=path, line=line) from None
+    return [cell.strip() for cell in row]
+
+
+def _is_header(cells: list[str]) -> bool:
+    return sorted(cells) == sorted(_HEADER) and len(cells) == len(_HEADER)
+
+
+def read_params(path: PathLike) -> Params:
+    """Read a google/rappor ``params.csv`` (header ``k,h,m,p,q,f``, one data row).
+
+    Spaces after commas, quoted header names, a UTF-8 byte-order mark, CRLF line endings
+    and trailing blank lines are accepted.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file, or ``"-"`` for standard input.
+
+    Returns
+    -------
+    Params
+
+    Raises
+    ------
+    ReportFormatError
+        If the file does not have that form or holds invalid parameters; the message
+        names the file and the line.
+    RapporIOError
+        If the file cannot be read.
+    """
+    name = display_name(path)
+    lines: list[tuple[int, str]] = []
+    for number, text in iter_text_lines(path, what="a params file", max_line_bytes=_MAX_LINE_BYTES):
+        if not text.strip():
+            continue
+        lines.append((number, text))
+        if (len(lines) == 1 and not _is_header(_split(text, name, number))) or len(lines) > 2:
+            break  # a bad header, or one row too many: the error is known, read no further
+    if not lines:
+        raise ReportFormatError("expected a header 'k,h,m,p,q,f' and one data row, found an empty file", path=name)
+    head_no, head_text = lines[0]
+    header = _split(head_text, name, head_no)
+    if not _is_header(header):
+        msg = f"expected the header 'k,h,m,p,q,f', found {excerpt(head_text)}"
+        raise ReportFormatError(msg, path=name, line=head_no)
+    if len(lines) < 2:
+        raise ReportFormatError("expected one data row after the header, found none", path=name, line=head_no + 1)
+    if len(lines) > 2:
+        raise ReportFormatError("expected exactly one data row, found another", path=name, line=lines[2][0])
+    row_no, row_text = lines[1]
+    cells = _split(row_text, name, row_no)
+    if len(cells) != len(header):
+        msg = f"expected {len(header)} comma-separated values, found {len(cells)}"
+        raise ReportFormatError(msg, path=name, line=row_no)
+    raw = dict(zip(header, cells))
+    values: dict[str, Any] = {}
+    for key in ("k", "h", "m"):
+        values[key] = _parse_int(raw[key], key, name, row_no)
+    for key in ("p", "q", "f"):
+        values[key] = _parse_float(raw[key], key, name, row_no)
+    try:
+        return Params.from_dict(values)
+    except InvalidParameterError as exc:
+        raise ReportFormatError(str(exc), path=name, line=row_no) from None
+
+
+def params_text(params: Params) -> str:
+    """The ``params.csv`` text of ``params``: the header ``k,h,m,p,q,f`` and one row (each value's repr)."""
+    d = params.as_dict()
+    return ",".join(_HEADER) + "\n" + ",".join(repr(d[key]) for key in _HEADER) + "\n"
+
+
+def write_params(params: Params, path: PathLike) -> None:
+    """Write ``params`` as a google/rappor ``params.csv`` (atomically; ``"-"`` for stdout)."""
+    with atomic_output(path) as fh:
+        fh.write(params_text(params))

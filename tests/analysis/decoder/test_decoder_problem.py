@@ -1,0 +1,44 @@
+"""Tests of rappor.analysis.decoder._problem: debiasing and the grouping of identical candidate columns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from rappor.analysis.decoder import _problem
+
+
+def test_column_groups_matches_brute_force():
+    rng = np.random.default_rng(11)
+    dense = (rng.random((30, 40)) < 0.2).astype(float)
+    dense[:, 5] = dense[:, 2]
+    dense[:, 17] = dense[:, 2]
+    dense[:, 9] = 0.0
+    rep, zero = _problem.column_groups(sp.csc_matrix(dense))
+    expected = [next(i for i in range(40) if np.array_equal(dense[:, i], dense[:, j])) for j in range(40)]
+    assert rep.tolist() == expected
+    assert 9 in zero.tolist() and rep[17] == 2
+
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_column_groups_weighted_blocks_and_key_collisions(monkeypatch: pytest.MonkeyPatch, collide: bool) -> None:
+    """Values count (not only the pattern), blocks of columns, and keys that all collide.
+
+    With every key forced equal the exact comparison alone must give the right groups.
+    """
+    rng = np.random.default_rng(12)
+    dense = (rng.random((25, 60)) < 0.3) * rng.choice([1.0, 2.5], size=(25, 60))
+    dense[:, 7] = dense[:, 3]
+    dense[:, 40] = dense[:, 3]
+    dense[:, 8] = 2.0 * (dense[:, 3] != 0)  # same pattern as column 3, other values: not equal
+    dense[:, [11, 12]] = 0.0
+    monkeypatch.setattr(_problem, "_GROUP_BLOCK_NNZ", 16)  # a few columns per block
+    if collide:
+        monkeypatch.setattr(_problem, "_wrapping_sums", lambda words, cols, n: np.zeros(n, dtype=np.uint64))
+    rep, zero = _problem.column_groups(sp.csc_matrix(dense))
+    expected = [next(i for i in range(60) if np.array_equal(dense[:, i], dense[:, j])) for j in range(60)]
+    assert rep.tolist() == expected and rep[40] == 3 and rep[8] == 8
+    assert zero.tolist() == [11, 12]
+
