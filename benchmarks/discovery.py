@@ -130,7 +130,7 @@ POPULATIONS = {
 def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: float, pem: bool,
             beam: int, method: str = "aggregate", alphabet: str = "bytes", chunk: int = 1 << 17,
             trace: bool = False, population: str = "realistic", max_length: int = 30,
-            slot_weights: tuple[int, ...] | None = None) -> dict[str, Any]:
+            slot_weights: tuple[int, ...] | None = None, final: bool = True) -> dict[str, Any]:
     """One collection: simulate, discover, decode (and PEM); returns the figures."""
     if split == "clients":
         full_p, disc_p = _params(eps, 128, 64), _params(eps, 256, 32)
@@ -170,7 +170,7 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
     for name, cands, screened in (("stale", stale, True), ("stale+ours", stale + found, True),
                                   ("short", short, False), ("short+ours", short + found, False),
                                   ("ours", found, False)):
-        if not cands:
+        if not cands or not final:
             continue
         for key, v in _final(sim, cands, screened).items():
             out[f"{name}_{key}"] = v
@@ -185,7 +185,7 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
         # Every PEM output counts (junk byte strings that are not UTF-8 are false strings).
         for key, v in topk_scores(sim.truth, list(pres.strings), pres.proportion).items():
             out[f"pem_{key}"] = v
-        for key, v in _final(sim, stale + pfound, True).items():
+        for key, v in (_final(sim, stale + pfound, True) if final else {}).items():
             out[f"stale+pem_{key}"] = v
     out["peak_mb"] = _peak_mb()
     return out
@@ -285,6 +285,9 @@ def main() -> None:
                     help="realistic: Zipf(1.1) over 5-30 byte strings; long-rare / long-common: 6-15 byte values")
     ap.add_argument("--max-length", type=int, default=30, help="longest discoverable value (rappor discover)")
     ap.add_argument("--slot-weights", default=None, help="W0,W1,...: one integer per slot (rappor discover)")
+    ap.add_argument("--no-final", action="store_true",
+                    help="skip the final full-string decodes (discovery's own figures only; at 10 M they take most "
+                         "of a run)")
     ap.add_argument("--json", metavar="PATH", help="append one JSON line per run")
     ap.add_argument("--from-json", nargs="+", metavar="PATH",
                     help="print markdown tables (mean ± sd over seeds) of earlier --json runs and exit")
@@ -303,7 +306,7 @@ def main() -> None:
                             row = pool.submit(run_one, n, eps, seed, share, args.split, fraction, not args.no_pem,
                                               args.beam, args.method, args.alphabet, args.chunk,
                                               args.trace, args.population, args.max_length,
-                                              weights).result()
+                                              weights, not args.no_final).result()
                         print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}),
                               flush=True)
                         if args.json:

@@ -45,8 +45,8 @@ from .._util.rejects import RejectsWriter, resolve_rejects_path
 from ..exceptions import InsecureRandomnessWarning
 from ..engines._encode import default_jobs, encode_discovery_file, encode_file, encode_variables_file
 from ._discover import add_slot_weights_argument
-from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument, integer,
-                      load_params, real)
+from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
+                      add_quiet_argument, integer, load_params, progress_callback, real)
 
 if TYPE_CHECKING:
     from ..analysis.discovery._spec import DiscoverySpec
@@ -75,6 +75,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bool", action="append", default=[], metavar="NAME",
                         help="with several value columns (header client,NAME1,NAME2,...): column NAME holds "
                              "booleans (1/0/true/false), encoded as one bit (repeatable) [default: none]")
+    add_quiet_argument(parser)
     group = parser.add_argument_group("discovery reports (see 'rappor discover')")
     group.add_argument("--discovery-params", metavar="PATH", default=None,
                        help="parameters of one discovery slot: encode discovery reports (every row without "
@@ -143,6 +144,10 @@ def run(args: argparse.Namespace) -> int:
     jobs = default_jobs() if args.jobs is None else args.jobs
 
     def encode(**options: Any) -> int:
+        with progress_callback(None, desc="encode", unit="row", quiet=args.quiet) as update:
+            return encode_rows(progress=update, **options)
+
+    def encode_rows(**options: Any) -> int:
         if spec is not None:
             share = None if params is None else (0.75 if args.discovery_share is None else args.discovery_share)
             return encode_discovery_file(args.input, args.output if params is None else args.discovery_output, spec,

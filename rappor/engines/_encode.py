@@ -129,7 +129,7 @@ def _encode_variables_chunk(index: int, clients: list[str], columns: list[list[s
 
 def encode_file(input: PathLike, output: PathLike, params: Params, key: bytes, *,  # noqa: A002
                 seed: int | None = None, jobs: int | None = 1, on_error: OnError = "raise",
-                rejects: RejectSink | None = None) -> int:
+                rejects: RejectSink | None = None, progress: Callable[[int], None] | None = None) -> int:
     """Encode a ``client,value`` CSV into a reports CSV ``client,cohort,irr``; return the reports written.
 
     Every row gives one report, ``encode_clients(params, key, [client], [value])``: the
@@ -163,6 +163,8 @@ def encode_file(input: PathLike, output: PathLike, params: Params, key: bytes, *
         :func:`rappor.formats.iter_client_values`).
     rejects : list or None, default=None
         Where skipped rows go; required with ``"skip"``.
+    progress : callable or None, default=None
+        Called with the number of rows of each chunk once it is written (a progress bar).
 
     Returns
     -------
@@ -188,12 +190,12 @@ def encode_file(input: PathLike, output: PathLike, params: Params, key: bytes, *
     rows = chunk_rows(params)
     check_encode(params, rows, processes=workers)  # one report alone may not fit (k = 2**32)
     chunks = iter_client_values(input, chunk_size=rows, on_error=on_error, rejects=sink)
-    return _encode_chunks(chunks, [output], lambda: HEADER, _encode_chunk, workers, (params, key, seed))
+    return _encode_chunks(chunks, [output], lambda: HEADER, _encode_chunk, workers, (params, key, seed), progress)
 
 
 def _encode_chunks(chunks: Iterator[tuple[list[str], Any]], outputs: Sequence[PathLike],
                    header: Callable[[], str], encode: Callable[..., tuple[Any, ...]], workers: int,
-                   setup_args: tuple[Any, ...]) -> int:
+                   setup_args: tuple[Any, ...], progress: Callable[[int], None] | None = None) -> int:
     """Encode ``chunks`` with ``encode`` (inline or in ``workers`` processes) into the atomic ``outputs``.
 
     ``encode`` returns ``(rows, text, ...)``, one text per output; the outputs share
@@ -213,6 +215,8 @@ def _encode_chunks(chunks: Iterator[tuple[list[str], Any]], outputs: Sequence[Pa
             for out, text in zip(outs, result[1:]):
                 out.write(text)
             written += result[0]
+            if progress is not None:
+                progress(result[0])
 
         if len(head) < 2 or workers == 1:
             # One chunk or one job: no worker processes.
@@ -233,7 +237,8 @@ def _encode_chunks(chunks: Iterator[tuple[list[str], Any]], outputs: Sequence[Pa
 
 def encode_variables_file(input: PathLike, output: PathLike, params: Params, key: bytes, *,  # noqa: A002
                           booleans: Sequence[str] = (), seed: int | None = None, jobs: int | None = 1,
-                          on_error: OnError = "raise", rejects: RejectSink | None = None) -> int:
+                          on_error: OnError = "raise", rejects: RejectSink | None = None,
+                          progress: Callable[[int], None] | None = None) -> int:
     """Encode a ``client,NAME1,NAME2,...`` CSV into ``client,cohort,NAME1,NAME2,...``; return the clients written.
 
     Every row is one client's values of several variables (association analysis,
@@ -246,7 +251,7 @@ def encode_variables_file(input: PathLike, output: PathLike, params: Params, key
 
     Parameters
     ----------
-    input, output, params, key, seed, jobs, on_error, rejects
+    input, output, params, key, seed, jobs, on_error, rejects, progress
         As :func:`encode_file` (a bad boolean is a bad row too).
     booleans : sequence of str, default=()
         The header names of the boolean columns.
@@ -279,13 +284,14 @@ def encode_variables_file(input: PathLike, output: PathLike, params: Params, key
         return ",".join(["client", "cohort", *(csv_field(n) for n in names)]) + "\n"
 
     return _encode_chunks(chunks, [output], header, _encode_variables_chunk, workers,
-                          (params, key, seed, names, bools))
+                          (params, key, seed, names, bools), progress)
 
 
 def encode_discovery_file(input: PathLike, output: PathLike, spec: DiscoverySpec, key: bytes, *,  # noqa: A002
                           share: float | None = None, params: Params | None = None,
                           full_output: PathLike | None = None, seed: int | None = None, jobs: int | None = 1,
-                          on_error: OnError = "raise", rejects: RejectSink | None = None) -> int:
+                          on_error: OnError = "raise", rejects: RejectSink | None = None,
+                          progress: Callable[[int], None] | None = None) -> int:
     """Encode a ``client,value`` CSV into discovery reports ``client,cohort,irr`` (wire cohorts); return the rows read.
 
     Every row gives one discovery report,
@@ -301,7 +307,7 @@ def encode_discovery_file(input: PathLike, output: PathLike, spec: DiscoverySpec
 
     Parameters
     ----------
-    input, key, seed, jobs, on_error, rejects
+    input, key, seed, jobs, on_error, rejects, progress
         As :func:`encode_file`.
     output : str or os.PathLike
         The discovery reports CSV (under ``spec.wire_params``).
@@ -337,4 +343,4 @@ def encode_discovery_file(input: PathLike, output: PathLike, spec: DiscoverySpec
     chunks = iter_client_values(input, chunk_size=rows, on_error=on_error, rejects=sink)
     outputs = [output] if full_output is None else [output, full_output]
     return _encode_chunks(chunks, outputs, lambda: HEADER, _encode_discovery_chunk, workers,
-                          (params, key, seed, (), (), spec, share))
+                          (params, key, seed, (), (), spec, share), progress)

@@ -414,3 +414,14 @@ def test_encode_reads_a_pipe_or_fifo_once(tmp_path: Path, via: str, text: str) -
             os.close(read_end)
     assert result.returncode == 0, result.stderr
     assert result.stdout == (tmp_path / "expected.csv").read_bytes()
+
+
+def test_encode_progress_bar_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("tqdm")
+    params, key, inp = _setup(tmp_path, [("c1", "a"), ("c2", "b")])
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert _run(params, key, inp, tmp_path / "out.csv") == 0
+    assert "encode" in capsys.readouterr().err  # the bar, on stderr
+    assert _run(params, key, inp, tmp_path / "out.csv", "--quiet") == 0
+    assert capsys.readouterr().err == ""

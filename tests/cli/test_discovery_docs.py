@@ -6,6 +6,7 @@ import csv
 import os
 import re
 import shlex
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -117,3 +118,17 @@ def test_decode_discover_found_csv_refuses_search_options(documented_run: tuple[
     assert main(["decode", "--params", str(d / "params.csv"), "--counts", str(d / "counts.csv"), "--discover",
                  str(d / "found.csv"), "--discovery-params", str(d / "disc-params.csv"), "-o", "-"]) == 1
     assert "--discovery-params does not go with --discover" in capsys.readouterr().err
+
+
+def test_discover_progress_bar_on_a_terminal_only(documented_run: tuple[Path, list[str]], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("tqdm")
+    d, _ = documented_run
+    args = ["discover", "--params", str(d / "disc-params.csv"), "--counts", str(d / "disc-counts.csv"), "-o",
+            str(tmp_path / "found.csv")]
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(args) == 0
+    assert "discover:" in capsys.readouterr().err  # the bar over the slots
+    assert main([*args, "--quiet"]) == 0
+    assert "discover:" not in capsys.readouterr().err
