@@ -10,7 +10,7 @@ The top level holds the pipeline's nouns, in the order a collection meets them
 =====================================  ==================================================
 :class:`Params`                        the parameters ``k, h, m, p, q, f``, validated
 :class:`Encoder`, :func:`generate_key`,  the client: one report per value; a key file of
-:func:`read_key_file`,                 client secrets
+:func:`read_key_file`,                 client secrets (:mod:`rappor.formats`)
 :func:`write_key_file`
 :func:`encode_clients`,                many clients at once, from arrays or from a
 :func:`encode_file`                    ``client,value`` file
@@ -24,29 +24,29 @@ exceptions and warnings                the hierarchy of :mod:`rappor.exceptions`
 =====================================  ==================================================
 
 The stages are packages, each with a face that lists its public names in the order
-they are used (every module inside is private, ``_name.py``):
+they are used (every module inside is private, ``_name.py``).  In layer order, each
+importing only from those before it:
 
 ``rappor.client``      hashing, the randomizer, the encoder, reports
 ``rappor.collect``     aggregation, the design matrix, google/rappor's own hashing
-``rappor.formats``     one module per file format, each owning its reader and writer
-``rappor.engines``     the client and collection steps over files: worker processes, Dask, Spark
+``rappor.simulation``  populations, fast simulated reports, whole simulated collections
 ``rappor.privacy``     privacy accounting, parameter planning, other mechanisms, audit
 ``rappor.analysis``    ``decoder/``, ``discovery/``, ``association/`` and accuracy metrics
-``rappor.simulation``  populations, simulated reports, whole simulated collections
+``rappor.formats``     one module per file format, each owning its reader and writer
+``rappor.engines``     the client and collection steps over files: worker processes, Dask, Spark
 ``rappor.report``      plots and HTML reports (matplotlib; not imported here)
 ``rappor.cli``         the ``rappor`` command (not imported here)
 
-Beside them: ``rappor.params`` and ``rappor.exceptions``; shared plumbing is in the
-private ``rappor._util``.  Imports point down this list, never up.
+Before them: ``rappor.exceptions``, the private plumbing ``rappor._util`` and
+``rappor.params``.
 """
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from ._util.version import __version__
 from . import analysis, client, collect, engines, exceptions, formats, params, privacy, simulation  # noqa: F401
 from .analysis.decoder import DecodeResult, Decoder
-from .client import Encoder, Report, ReportBatch, encode_clients, generate_key, read_key_file, write_key_file
+from .client import Encoder, Report, ReportBatch, encode_clients, generate_key
 from .collect import Aggregate, CandidateMap, hash_candidates
 from .engines import encode_file
 from .exceptions import (
@@ -66,6 +66,7 @@ from .exceptions import (
     ReportFormatError,
     UnbalancedCohortsWarning,
 )
+from .formats import read_key_file, write_key_file
 from .params import Params
 from .simulation import Population, simulate
 

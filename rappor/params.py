@@ -7,13 +7,13 @@ The ``params.csv`` file (header ``k,h,m,p,q,f``) is read and written by
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ._util.validation import check_int, check_probability
 from .exceptions import IncompatibleParamsError, InvalidParameterError
 
-__all__ = ["MAX_COHORTS", "Params", "check_same_params", "report_probabilities"]
+__all__ = ["MAX_COHORTS", "Params", "boolean_params", "check_same_params", "report_probabilities"]
 
 #: Cohorts are hash seeds (unsigned 32-bit), so at most 2**32 of them.
 MAX_COHORTS = 2**32
@@ -206,11 +206,6 @@ class Params:
             prob_f=values["f"],
         )
 
-    def to_csv(self) -> str:
-        """The ``params.csv`` text: header ``k,h,m,p,q,f`` and one row (:func:`rappor.formats._params.params_text`)."""
-        from .formats._params import params_text
-
-        return params_text(self)
 
 
 def _one_name_each(long: tuple[tuple[str, Any], ...], short: tuple[tuple[str, Any], ...]) -> list[tuple[str, Any]]:
@@ -237,3 +232,13 @@ def check_same_params(expected: Params, found: Params, what: str) -> None:
         )
         msg = f"{what} was made with different parameters: {diffs}"
         raise IncompatibleParamsError(msg)
+
+
+def boolean_params(params: Params) -> Params:
+    """The parameters of a boolean variable collected alongside ``params``: one bit, one hash.
+
+    google/rappor encodes a boolean as a one-bit Bloom filter whose bit is the value
+    (``tests/rappor_sim.py``: ``num_bloombits = 1``, ``encode_bits``; ``decode_assoc.R``:
+    ``bool_params$k <- 1``), with the collection's ``p``, ``q``, ``f`` and cohorts.
+    """
+    return replace(params, num_bloombits=1, num_hashes=1)

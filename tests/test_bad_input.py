@@ -27,7 +27,8 @@ import pytest
 from rappor import Params, hash_candidates
 from rappor.formats import read_map
 from rappor.cli._main import build_parser, main
-from rappor.client._encoder import write_key_file
+from rappor.formats._keys import write_key_file
+from rappor.formats._params import params_text
 
 PARAMS = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 K, M = PARAMS.num_bloombits, PARAMS.num_cohorts
@@ -341,7 +342,7 @@ CASES: list[Case] = [
             "expected a candidate and h * m = 8 row indices"),
     _decode("map-other-k", {"map.csv": _map_bytes(GOOD_CANDIDATES, OTHER_K_PARAMS)}, "map.csv", 1,
             "was the map made with other parameters?"),
-    _decode("counts-other-m", {"p.csv": OTHER_M_PARAMS.to_csv().encode(),
+    _decode("counts-other-m", {"p.csv": params_text(OTHER_M_PARAMS).encode(),
                                "map.csv": _map_bytes(GOOD_CANDIDATES, OTHER_M_PARAMS)}, "counts.csv", 4,
             "expected 8 rows", params="p.csv"),
     _decode("counts-more-ones-than-n", {"counts.csv": b"1,0,0,0,0,0,0,0,0\n2,3,0,0,0,0,0,0,0\n" * 2},

@@ -38,9 +38,10 @@ from rappor import (
     hash_candidates,
 )
 from rappor.formats import read_candidates, read_counts, read_map, read_params, read_reports, write_candidates, write_counts, write_map, write_params, write_reports
-from rappor.client._encoder import read_key_file
+from rappor.formats import read_key_file
 from rappor.formats._client_values import iter_rows as _encode_rows
-from rappor.simulation._simulation import read_population
+from rappor.formats._population import read_population
+from rappor.formats._params import params_text
 
 sys.path.insert(0, str(Path(__file__).parent))
 import strategies  # noqa: E402
@@ -73,7 +74,7 @@ def _only_rappor_errors(read: Callable[[Path], Any], path: Path) -> None:
 
 
 _VALID_FILES = {
-    "params": SMALL.to_csv().encode(),
+    "params": params_text(SMALL).encode(),
     "reports": b"client,cohort,irr\nc1,0,00000001\nc2,3,10101010\n\"c,3\",1,11111111\n",
     "google": b"client,cohort,bloom,prr,irr\nc1,0,00000001,00000011,00000111\n",
     "counts": b"2,1,0,0,0,0,0,0,2\n0,0,0,0,0,0,0,0,0\n5,5,5,5,5,5,5,5,5\n1,0,0,0,0,0,0,0,1\n",
@@ -353,7 +354,7 @@ def test_fuzz_client_ids_round_trip(data: st.DataObject, scratch: Path) -> None:
     read_reports finds exactly the reports written (none split, none forged).
     """
     from rappor.cli._main import main
-    from rappor.client._encoder import write_key_file
+    from rappor.formats import write_key_file
 
     ids = data.draw(st.lists(st.one_of(_CLIENT_IDS, st.sampled_from([" lead", "a\rb", "\r", "x\n7,11111111\ny",
                                                                     '"', "a,b", "\r\n"])), min_size=1, max_size=8))
@@ -364,7 +365,7 @@ def test_fuzz_client_ids_round_trip(data: st.DataObject, scratch: Path) -> None:
     back = read_reports(scratch / "r.csv", SMALL)
     assert back.cohorts.tolist() == batch.cohorts.tolist() and back.bitstrings() == batch.bitstrings()
 
-    (scratch / "params.csv").write_bytes(SMALL.to_csv().encode())
+    (scratch / "params.csv").write_bytes(params_text(SMALL).encode())
     if not (scratch / "key").exists():
         write_key_file(scratch / "key", bytes(range(32)))
     with open(scratch / "values.csv", "w", newline="", encoding="utf-8") as fh:

@@ -246,7 +246,7 @@ def test_no_loss_sigkill_leaves_old_output_or_none(tmp_path: Path) -> None:
     with open(tmp_path / "in.csv", "w") as fh:
         fh.write("client,value\n")
         fh.writelines(f"u{i},v{i % 100}\n" for i in range(n))
-    from rappor.client._encoder import write_key_file
+    from rappor.formats import write_key_file
 
     write_key_file(tmp_path / "key", bytes(range(32)))
     out_dir = tmp_path / "out"

@@ -6,5 +6,5 @@ table before it is allocated), ``io`` (input, atomic output, display names),
 ``excerpt`` and ``keyfile`` (what an error may quote of a line, never a key),
 ``csv_blocks`` and ``bits`` (CSV rows and bit strings parsed in blocks), ``rejects``
 (rows set aside with ``--on-error``), ``workers`` and ``interrupt`` (worker processes,
-signals) and ``results`` (small result records shared by several stages).
+signals), ``results`` (small result records shared by several stages) and ``version``.
 """

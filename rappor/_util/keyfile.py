@@ -1,10 +1,10 @@
 """The key file format, and recognizing a key file passed where another file was expected (private).
 
-A key file (``rappor keygen``, :func:`rappor.client.write_key_file`) is the key as
+A key file (``rappor keygen``, :func:`rappor.formats.write_key_file`) is the key as
 hexadecimal text: at least ``2 * MIN_KEY_BYTES`` hex digits, an even number of them,
 with optional surrounding whitespace (the final newline) and nothing else, at most
 :data:`MAX_KEY_FILE_BYTES` bytes in all.  :func:`parse_key_text` is the one definition
-of that format; :func:`read_key_file <rappor.client.read_key_file>` uses it to read
+of that format; :func:`read_key_file <rappor.formats.read_key_file>` uses it to read
 keys, and every other reader uses :func:`looks_like_key_file` so that a key given in
 the wrong place gives :func:`not_a_key_file_error` ("this looks like a key file")
 and no message or output ever quotes it (issue 13, item 4).
@@ -33,7 +33,7 @@ def parse_key_text(data: bytes) -> bytes | None:
     """The key held by a key file's content ``data``, or ``None`` if it is not hex text.
 
     The length is not checked here beyond "at least one byte": :func:`read_key_file
-    <rappor.client.read_key_file>` reports a short key as such.
+    <rappor.formats.read_key_file>` reports a short key as such.
     """
     if len(data) > MAX_KEY_FILE_BYTES:
         return None

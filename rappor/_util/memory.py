@@ -30,9 +30,9 @@ from __future__ import annotations
 import os
 import resource
 from pathlib import Path
+from typing import Protocol
 
 from ..exceptions import InsufficientMemoryError, InvalidParameterError
-from ..params import Params
 
 __all__ = [
     "CHECK_ABOVE",
@@ -41,6 +41,7 @@ __all__ = [
     "check_decode",
     "check_design",
     "check_encode",
+    "Shape",
     "check_memory",
     "counts_table_bytes",
     "decode_bytes",
@@ -49,6 +50,19 @@ __all__ = [
     "format_bytes",
     "memory_limit",
 ]
+
+
+class Shape(Protocol):
+    """What these checks read of :class:`rappor.Params`: the dimensions of the tables they size."""
+
+    @property
+    def num_bloombits(self) -> int: ...
+
+    @property
+    def num_hashes(self) -> int: ...
+
+    @property
+    def num_cohorts(self) -> int: ...
 
 #: Environment variable that overrides the limit (bytes, ``8G``, or ``none``).
 ENV_VAR = "RAPPOR_MEMORY_LIMIT"
@@ -172,12 +186,12 @@ def check_memory(needed: int, what: str, *, remedy: str = "use smaller parameter
     raise InsufficientMemoryError(msg)
 
 
-def counts_table_bytes(params: Params) -> int:
+def counts_table_bytes(params: Shape) -> int:
     """Peak bytes of a counts table: ``m * (k + 1)`` int64, twice (the table and an :class:`Aggregate`'s copy)."""
     return 2 * 8 * params.num_cohorts * (params.num_bloombits + 1)
 
 
-def check_counts_table(params: Params) -> None:
+def check_counts_table(params: Shape) -> None:
     """:func:`check_memory` for a ``(num_cohorts, num_bloombits + 1)`` counts table."""
     m, k = params.num_cohorts, params.num_bloombits
     check_memory(counts_table_bytes(params),
@@ -190,12 +204,12 @@ def check_counts_table(params: Params) -> None:
 ENCODE_BYTES_PER_BIT = 16
 
 
-def encode_bytes(params: Params, n_reports: int) -> int:
+def encode_bytes(params: Shape, n_reports: int) -> int:
     """Peak bytes of encoding ``n_reports`` reports at once (and formatting them as CSV rows)."""
     return ENCODE_BYTES_PER_BIT * n_reports * params.num_bloombits
 
 
-def check_encode(params: Params, n_reports: int, *, processes: int = 1) -> None:
+def check_encode(params: Shape, n_reports: int, *, processes: int = 1) -> None:
     """:func:`check_memory` for encoding ``n_reports`` reports at once in each of ``processes`` processes."""
     k = params.num_bloombits
     where = f", in each of {processes} worker processes" if processes > 1 else ""
@@ -204,7 +218,7 @@ def check_encode(params: Params, n_reports: int, *, processes: int = 1) -> None:
                  remedy="use a smaller k")
 
 
-def design_bytes(params: Params, n_candidates: int, *, block: int | None = None) -> int:
+def design_bytes(params: Shape, n_candidates: int, *, block: int | None = None) -> int:
     """Peak bytes of building the candidate map (design matrix) of ``n_candidates`` strings.
 
     ``S * m * h`` stored entries at most (hashes that coincide store fewer): a float64
@@ -227,7 +241,7 @@ def design_bytes(params: Params, n_candidates: int, *, block: int | None = None)
     return entries * (8 + 2 * index) + 8 * (n_candidates + 1) + hashing
 
 
-def check_design(params: Params, n_candidates: int, *, block: int | None = None, extra: int = 0) -> None:
+def check_design(params: Shape, n_candidates: int, *, block: int | None = None, extra: int = 0) -> None:
     """:func:`check_memory` for the candidate map of ``n_candidates`` strings (``extra`` bytes more)."""
     k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
     check_memory(design_bytes(params, n_candidates, block=block) + extra,
@@ -261,7 +275,7 @@ def decode_bytes(design_bytes: int, n_rows: int, n_candidates: int, *, dense_col
     return 2 * design_bytes + 32 * 8 * (n_rows + n_candidates) + 8 * dense_columns**2
 
 
-def check_decode(params: Params, design_bytes: int, n_candidates: int, *, dense_columns: int) -> None:
+def check_decode(params: Shape, design_bytes: int, n_candidates: int, *, dense_columns: int) -> None:
     """:func:`check_memory` for decoding ``n_candidates`` candidates whose design takes ``design_bytes``."""
     k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
     check_memory(decode_bytes(design_bytes, m * k, n_candidates, dense_columns=dense_columns),

@@ -138,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
     from ..analysis.decoder import Decoder
     from ..collect._design import hash_candidates
     from ..formats._map import read_map
+    from ..formats._results import write_results
 
     from ..analysis.decoder._decoder import check_combination, check_estimator
 
@@ -174,10 +175,10 @@ def run(args: argparse.Namespace) -> int:
         if found_out is not None and found is not None:
             found.write_csv(found_out)
         if args.summary is None:
-            result.to_csv(args.output, all=args.all, adjust=_ADJUST[args.intervals])
+            write_results(result, args.output, all=args.all, adjust=_ADJUST[args.intervals])
             return 0
         with atomic_output(args.summary) as out:
-            result.to_csv(args.output, all=args.all, adjust=_ADJUST[args.intervals])
+            write_results(result, args.output, all=args.all, adjust=_ADJUST[args.intervals])
             json.dump(_clean(result.summary()), out, indent=2, sort_keys=False)
             out.write("\n")
     return 0

@@ -188,7 +188,7 @@ def _google_types(args: argparse.Namespace, indices: list[int]) -> tuple[Any, li
     (an --output-dir that holds it must not replace it).
     """
     from ..formats._params import read_params
-    from ..analysis.association._files import read_schema
+    from ..formats._association import read_schema
     from ._common import check_command_files
 
     schema = read_schema(args.schema)
@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..analysis.association import AssociationDecoder, Variable
-    from ..analysis.association._files import read_assoc_reports
+    from ..formats._association import read_assoc_reports
     from ..analysis.decoder import Decoder
     from ..formats._params import read_params
     from ..client._reports import ReportBatch

@@ -64,7 +64,9 @@ def run(args: argparse.Namespace, params: Params) -> int:
     from ..formats._counts import write_counts
     from ..formats._params import read_params, write_params
     from ..analysis._metrics import evaluate_result
-    from ..simulation._simulation import candidate_strings, read_population
+    from ..formats._population import read_population
+    from ..formats._results import write_results
+    from ..simulation._simulation import candidate_strings
     from ._discover import listed_strings
 
     _refuse_options(args)
@@ -117,7 +119,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
     found.to_csv(out / "found.csv")
     write_candidates(listed_strings(found), out / "found.txt")  # empty when nothing is significant
     write_candidates(known, out / "candidates.txt")
-    results["with discovery"].to_csv(out / "results.csv")
+    write_results(results["with discovery"], out / "results.csv")
     with atomic_output(out / "truth.csv") as fh:
         # Every client's value, and how many of its holders sent their full-string report
         # (the truth the final decode estimates; the others sent a discovery report).

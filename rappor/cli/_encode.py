@@ -129,7 +129,7 @@ def _check_discovery(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Encode INPUT and write ``client,cohort,irr`` (:func:`rappor.engines.encode_file`)."""
-    from ..client._encoder import read_key_file
+    from ..formats._keys import read_key_file
 
     _check_discovery(args)
     params = load_params(args) if args.params is not None else None

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from types import ModuleType
 from typing import Any, TextIO
 
-from .. import __version__
+from .._util.version import __version__
 from .._util.interrupt import Interrupted, raise_on_termination
 from .._util.io import remove_temporary_files
 from ..exceptions import RapporError, RapporIOError, RapporWarning
@@ -42,11 +42,10 @@ __all__ = ["build_parser", "main"]
 
 
 def _command_modules() -> list[ModuleType]:
-    from .. import cli
-
+    package = __name__.rpartition(".")[0]  # rappor.cli: this module's folder holds one module per command
     modules = []
-    for info in pkgutil.iter_modules(cli.__path__):
-        module = importlib.import_module(f"{cli.__name__}.{info.name}")
+    for info in pkgutil.iter_modules([os.path.dirname(__file__)]):
+        module = importlib.import_module(f"{package}.{info.name}")
         if hasattr(module, "NAME") and hasattr(module, "run"):
             modules.append(module)
     modules.sort(key=lambda mod: (getattr(mod, "ORDER", 100), mod.NAME))

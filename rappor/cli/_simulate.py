@@ -109,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
     from ..formats._counts import write_counts
     from ..formats._map import write_map
     from ..analysis._metrics import evaluate_result
-    from ..simulation._simulation import Population, candidate_strings, read_population, simulate
+    from ..formats._population import read_population
+    from ..simulation._simulation import Population, candidate_strings, simulate
 
     from ..analysis.decoder._decoder import check_estimator
 
@@ -170,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
                              title=f"RAPPOR simulation: {population.name}, {sim.n_clients:,} clients")
 
     from .._util.io import atomic_output
+    from ..formats._results import write_results
 
     def write_text(name: str, text: str) -> None:
         with atomic_output(out / name) as fh:
@@ -181,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         "map.csv": lambda path: write_map(cmap, path),
         "candidates.txt": lambda path: write_candidates(candidates, path),
         "truth.csv": lambda path: write_text(path.name, sim.truth_csv()),
-        "results.csv": lambda path: result.to_csv(path),
+        "results.csv": lambda path: write_results(result, path),
         "metrics.json": lambda path: write_text(path.name, json.dumps(
             {"params": params.as_dict(), "simulation": details, "metrics": metrics.as_dict(),
              "detection_outlook": outlook.as_dict()}, indent=2) + "\n"),

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .._util.io import atomic_output, check_output_directory, output_directory
     from ..analysis.association import AssociationDecoder, example_joint, simulate_association, total_variation
-    from ..analysis.association._files import write_assoc_reports
+    from ..formats._association import write_assoc_reports
     from ..formats._map import write_map
     from ..formats._params import read_params, write_params
     from ._simulate import DEFAULT_PARAMS

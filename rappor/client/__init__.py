@@ -4,11 +4,12 @@ In the order an encode uses them (modules private, names listed here):
 
 ``_hashing``     the string's per-cohort Bloom filter bits (the only user of mmh3)
 ``_randomizer``  the randomizer core: PRR and IRR rules and thresholds, p11/p01, debiasing
-``_encoder``     :class:`Encoder`: cohorts, keyed PRR, CSPRNG IRR, key files;
+``_encoder``     :class:`Encoder`: cohorts, keyed PRR, CSPRNG IRR, :func:`generate_key`;
                  :func:`encode_clients` for many clients at once
 ``_reports``     :class:`Report` and :class:`ReportBatch`, what the collector receives
 
-The client needs nothing from the later stages (collection, analysis).
+The client needs nothing from the later stages (collection, analysis); key files are
+read and written by :mod:`rappor.formats`.
 """
 
 from __future__ import annotations
@@ -24,8 +25,6 @@ from ._encoder import (
     generate_key,
     prr_uniforms,
     prr_uniforms_of_variable,
-    read_key_file,
-    write_key_file,
 )
 from ._hashing import (
     bloom_bit_indices,
@@ -75,9 +74,7 @@ __all__ = [
     "prr_threshold",
     "prr_uniforms",
     "prr_uniforms_of_variable",
-    "read_key_file",
     "reduce_words",
     "split_hash_words",
     "value_bytes",
-    "write_key_file",
 ]

@@ -44,7 +44,9 @@ class Report:
             msg = f"The 'cohort' parameter of Report must be an int >= 0. Got {self.cohort!r} instead."
             raise InvalidParameterError(msg)
         bits = np.asarray(self.bits)
-        if bits.ndim != 1 or bits.size == 0 or not ((bits == 0) | (bits == 1)).all():
+        # Numbers only: numpy < 2 compares a string array with 0 as a scalar (with a warning).
+        if (bits.dtype.kind not in "biuf" or bits.ndim != 1 or bits.size == 0
+                or not ((bits == 0) | (bits == 1)).all()):
             msg = "The 'bits' parameter of Report must be a non-empty 1-d array of 0 and 1."
             raise InvalidParameterError(msg)
         bits = bits.astype(np.uint8, copy=True)

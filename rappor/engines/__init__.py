@@ -4,6 +4,8 @@ In the order a collection uses them (modules private, names listed here):
 
 ``_encode``     :func:`encode_file`: a ``client,value`` file into reports, in worker processes
                 (``rappor encode``)
+``_sources``    :func:`report_sources`: the paths given, checked once, as :class:`ReportSource`;
+                the :class:`Engine` protocol
 ``_aggregate``  :func:`aggregate_files`: report files into per-cohort counts (``rappor sum-bits``),
                 with the ``numpy`` engine (one process) or an adapter:
 ``_dask``       :class:`DaskEngine`: ``dask.dataframe.read_parquet`` partitions
@@ -16,20 +18,10 @@ See ``docs/scaling.md`` for sizing a billion-report job.
 
 from __future__ import annotations
 
-from ._aggregate import (
-    ENGINES,
-    Engine,
-    NumpyEngine,
-    ReportSource,
-    aggregate_files,
-    check_distributed_options,
-    get_engine,
-    parquet_groups,
-    report_format,
-    report_sources,
-)
+from ._aggregate import NumpyEngine, aggregate_files, get_engine
 from ._dask import DaskEngine
 from ._encode import encode_file, encode_variables_file
+from ._sources import ENGINES, Engine, ReportSource, check_distributed_options, parquet_groups, report_sources
 from ._spark import SparkEngine
 
 __all__ = [
@@ -45,6 +37,5 @@ __all__ = [
     "encode_variables_file",
     "get_engine",
     "parquet_groups",
-    "report_format",
     "report_sources",
 ]

@@ -21,7 +21,7 @@ from ..collect._aggregate import Aggregate
 from ..exceptions import InvalidParameterError, RapporError, ReportFormatError
 from ..formats._parquet import report_columns
 from ..params import Params
-from ._aggregate import Progress, ReportSource, check_distributed_options, parquet_groups
+from ._sources import Progress, ReportSource, check_distributed_options, parquet_groups
 from ._partition import empty_counts, file_counts, pandas_counts, sum_counts
 
 __all__ = ["DaskEngine"]

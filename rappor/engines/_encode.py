@@ -30,7 +30,7 @@ from .._util.validation import check_int
 from ..client._encoder import encode_clients
 from ..formats._client_values import iter_client_values, iter_client_variables
 from ..formats._reports_csv import HEADER, report_rows
-from ..params import Params
+from ..params import Params, boolean_params
 
 if TYPE_CHECKING:
     from ..analysis.discovery._spec import DiscoverySpec
@@ -112,8 +112,6 @@ def _encode_discovery_chunk(index: int, clients: list[str], values: list[str]) -
 
 def _encode_variables_chunk(index: int, clients: list[str], columns: list[list[str]]) -> tuple[int, str]:
     """Encode one chunk of several variables: one report per variable per client, one row per client."""
-    from ..analysis.association._variables import boolean_params  # the association package: only for this layout
-
     params: Params = _WORKER["params"]
     bitstrings = []
     cohorts: list[int] = []
@@ -149,7 +147,7 @@ def encode_file(input: PathLike, output: PathLike, params: Params, key: bytes, *
         appears complete or not at all; ``"-"`` writes to standard output.
     params : Params
     key : bytes
-        The collection's key, at least 16 bytes (:func:`rappor.client.read_key_file`).
+        The collection's key, at least 16 bytes (:func:`rappor.formats.read_key_file`).
     seed : int or None, default=None
         ``None`` draws the instantaneous noise from the operating system's CSPRNG.  An
         int draws it from numpy's generator seeded with it (one stream per chunk of

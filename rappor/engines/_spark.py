@@ -29,7 +29,7 @@ from ..collect._aggregate import Aggregate
 from ..exceptions import InvalidParameterError, RapporError, ReportFormatError
 from ..formats._parquet import report_columns
 from ..params import Params
-from ._aggregate import Progress, ReportSource, check_distributed_options, parquet_groups
+from ._sources import Progress, ReportSource, check_distributed_options, parquet_groups
 from ._partition import empty_counts, spark_arrow_partition, spark_file_partition, spark_schema
 
 __all__ = ["SparkEngine"]

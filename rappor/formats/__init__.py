@@ -1,6 +1,8 @@
 """File formats: one private module per kind of file rappor reads or writes, each owning its reader and writer.
 
 =========================  ===================================================================
+``_keys``                  a collection's key as hex text (``rappor keygen``): :func:`read_key_file`,
+                           :func:`write_key_file`
 ``_params``                google/rappor ``params.csv``: :func:`read_params`, :func:`write_params`
 ``_client_values``         the encoder's input ``client,value``: :func:`iter_client_values`,
                            :func:`read_client_values`, :func:`write_client_values`
@@ -13,6 +15,12 @@
 ``_candidates``            candidate lists, one string per line: :func:`read_candidates`,
                            :func:`write_candidates`
 ``_map``                   google/rappor ``map.csv``: :func:`read_map`, :func:`write_map`
+``_population``            the truth of a simulation, ``string,count``: :func:`read_population`
+``_results``               google/rappor ``results.csv``, a decode's estimates: :func:`write_results`,
+                           :func:`read_results`
+``_association``           multi-variable reports (CSV or Parquet) and google/rappor's variable
+                           schema: :func:`read_assoc_reports`, :func:`write_assoc_reports`,
+                           :func:`write_assoc_parquet`, :func:`read_schema`
 ``_found``                 the values ``rappor discover`` found, ``found.csv``: :func:`read_found`
 =========================  ===================================================================
 
@@ -20,39 +28,51 @@ The modules are listed in the order a collection meets its files.  A reader name
 file and the line of any content that is not its format
 (:class:`~rappor.exceptions.ReportFormatError`) and the file it cannot open or read
 (:class:`~rappor.exceptions.RapporIOError`); a writer writes atomically (the file
-appears complete or not at all; ``"-"`` is standard output).  Not here yet: the key file
-(:func:`rappor.read_key_file`), the results of a decode
-(:meth:`rappor.DecodeResult.to_csv`), association files and rejected rows.
+appears complete or not at all; ``"-"`` is standard output).  Not here: rejected rows (``--rejects``,
+``rappor._util.rejects``) and the CSVs of an association or a discovery result (their ``to_csv``).
 """
 
 from __future__ import annotations
 
+from ._association import read_assoc_reports, read_schema, write_assoc_parquet, write_assoc_reports
 from ._candidates import read_candidates, write_candidates
 from ._client_values import iter_client_values, read_client_values, write_client_values
 from ._counts import read_counts, write_counts
 from ._found import read_found
+from ._keys import read_key_file, write_key_file
 from ._map import read_map, write_map
 from ._params import read_params, write_params
+from ._population import read_population
 from ._parquet import iter_parquet_reports, read_parquet_reports, write_parquet_reports
+from ._results import read_results, write_results
 from ._reports_csv import iter_reports, read_reports, write_reports
 
 __all__ = [
     "iter_client_values",
     "iter_parquet_reports",
     "iter_reports",
+    "read_assoc_reports",
     "read_candidates",
     "read_client_values",
     "read_counts",
     "read_found",
+    "read_key_file",
     "read_map",
     "read_params",
     "read_parquet_reports",
+    "read_population",
     "read_reports",
+    "read_results",
+    "read_schema",
+    "write_assoc_parquet",
+    "write_assoc_reports",
     "write_candidates",
     "write_client_values",
     "write_counts",
+    "write_key_file",
     "write_map",
     "write_params",
     "write_parquet_reports",
     "write_reports",
+    "write_results",
 ]

@@ -18,12 +18,11 @@ import io
 
 from .._util.excerpt import excerpt
 from .._util.io import PathLike, display_name, open_input_binary, read_first_line
+from ..analysis.discovery._search import FOUND_HEADER
 from ..exceptions import ReportFormatError
 
 __all__ = ["FOUND_HEADER", "is_found_file", "read_found", "read_found_shares"]
 
-#: The header of a found.csv.
-FOUND_HEADER = ("string", "proportion", "prop_std_error", "zscore", "pvalue", "significant", "first_slot", "slots")
 
 
 def is_found_file(path: PathLike) -> bool:

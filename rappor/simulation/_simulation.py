@@ -39,8 +39,6 @@ digits the comparison stops after 8 digits and resolves the rare ties (probabili
 
 from __future__ import annotations
 
-import csv
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -48,16 +46,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .._util.excerpt import excerpt
-from .._util.io import PathLike, csv_field, display_name, iter_text_lines
+from .._util.io import csv_field
 from .._util.lazy import lazy_module
 from .._util.memory import check_memory
 from .._util.validation import RngLike, check_cohorts, check_int, check_options, check_real, check_rng
 from ..collect._aggregate import Aggregate
-from ..analysis.decoder import Decoder
 from ..collect._design import CandidateMap, hash_candidates
 from ..client._encoder import client_secret, derive_cohort, encode_clients
-from ..exceptions import InvalidParameterError, ReportFormatError
+from ..exceptions import InvalidParameterError
 from ..client._hashing import bloom_bit_indices, bloom_bits_table
 from ..params import Params
 from ..client._randomizer import (
@@ -79,7 +75,6 @@ __all__ = [
     "Scenario",
     "Simulation",
     "candidate_strings",
-    "read_population",
     "simulate",
     "simulate_counts",
     "simulate_reports",
@@ -243,47 +238,6 @@ class Population:
         cdf[-1] = 1.0
         codes = np.searchsorted(cdf, gen.random(n), side="right")
         return np.minimum(codes, len(self.strings) - 1).astype(np.int64)
-
-
-def read_population(path: PathLike) -> Population:
-    """Read a ``string,count`` CSV (an optional header ``string,count``; counts >= 0).
-
-    Fields may be quoted as in any CSV; an unquoted string may also contain commas
-    (everything before the last comma is the string).  A UTF-8 byte-order mark, CRLF endings and blank lines are accepted.
-
-    Raises
-    ------
-    ReportFormatError
-        Naming the file and line of a malformed row, a negative count or a repeated string.
-    """
-    name = display_name(path)
-    counts: dict[str, float] = {}
-    for lineno, text in iter_text_lines(path, what="a population file"):
-        if not text.strip():
-            continue
-        try:
-            cells = next(csv.reader([text]))
-        except (csv.Error, StopIteration) as exc:
-            msg = f"expected 'string,count', found {excerpt(text)} ({exc})"
-            raise ReportFormatError(msg, path=name, line=lineno) from None
-        if len(cells) < 2:
-            raise ReportFormatError(f"expected 'string,count', found {excerpt(text)}", path=name, line=lineno)
-        value, count_text = ",".join(cells[:-1]), cells[-1]
-        if not counts and value.strip().lower() == "string" and count_text.strip().lower() == "count":
-            continue
-        try:
-            count = float(count_text)
-        except ValueError:
-            msg = f"expected a number after the last comma, found {excerpt(count_text)}"
-            raise ReportFormatError(msg, path=name, line=lineno) from None
-        if not math.isfinite(count) or count < 0:
-            raise ReportFormatError(f"expected a count >= 0, found {excerpt(count_text)}", path=name, line=lineno)
-        if value in counts:
-            raise ReportFormatError(f"the string {excerpt(value)} appears twice", path=name, line=lineno)
-        counts[value] = count
-    if not counts or sum(counts.values()) <= 0:
-        raise ReportFormatError("expected at least one row with a positive count", path=name)
-    return Population.from_counts(counts, name=f"file {name}")
 
 
 def candidate_strings(population: Population | Sequence[str], *, decoys: int = 0, remove_every: int = 0,
@@ -594,22 +548,22 @@ class Simulation:
         """Hash ``candidates`` (default: every population string) with :func:`rappor.hash_candidates`."""
         return hash_candidates(list(self.population.strings if candidates is None else candidates), self.params)
 
-    def decode(self, candidates: Sequence[str] | CandidateMap | None = None, *, decoder: Any = None) -> Any:
-        """Decode :attr:`aggregate` against ``candidates`` through the public decoder.
+    def decode(self, candidates: Sequence[str] | CandidateMap | None = None, *, decoder: Any) -> Any:
+        """Decode :attr:`aggregate` against ``candidates`` with ``decoder``.
 
         Parameters
         ----------
         candidates : sequence of str or CandidateMap, optional
             Default: every population string (see :func:`candidate_strings`).
-        decoder : rappor.analysis.decoder.Decoder, optional
-            Default ``Decoder()``.
+        decoder : rappor.Decoder
+            The decoder (configured); this stage does not choose one.
 
         Returns
         -------
         rappor.analysis.decoder.DecodeResult
         """
         cmap = candidates if isinstance(candidates, CandidateMap) else self.candidate_map(candidates)
-        return (Decoder() if decoder is None else decoder).decode(self.aggregate, cmap)
+        return decoder.decode(self.aggregate, cmap)
 
     def __repr__(self) -> str:
         return (f"Simulation(n_clients={self.n_clients}, n_reports={self.n_reports}, "

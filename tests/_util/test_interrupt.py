@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rappor.client._encoder import write_key_file
+from rappor.formats import write_key_file
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 

@@ -10,7 +10,8 @@ import pytest
 
 from rappor import ReportFormatError
 from rappor._util.keyfile import MAX_KEY_FILE_BYTES, looks_like_key_file, parse_key_text
-from rappor.client._encoder import generate_key, read_key_file, write_key_file
+from rappor.client import generate_key
+from rappor.formats import read_key_file, write_key_file
 
 
 def test_keyfile_written_by_keygen_looks_like_a_key(tmp_path: Path) -> None:
@@ -47,7 +48,7 @@ def test_read_key_file_dev_zero_is_a_bounded_read(run_limited_python: Callable[.
     # The child has 1 GiB of address space: the old code died of MemoryError there.
     result = run_limited_python(
         "from rappor import ReportFormatError\n"
-        "from rappor.client._encoder import read_key_file\n"
+        "from rappor.formats import read_key_file\n"
         "try:\n    read_key_file('/dev/zero')\n"
         "except ReportFormatError as exc:\n    print(exc)\n",
         address_space=1 << 30)

@@ -13,7 +13,7 @@ import pytest
 
 import rappor
 from rappor.analysis.association import AssociationDecoder, Variable, boolean_params, simulate_association
-from rappor.analysis.association._files import read_assoc_reports, write_assoc_parquet, write_assoc_reports
+from rappor.formats._association import read_assoc_reports, write_assoc_parquet, write_assoc_reports
 from rappor.cli._main import main
 from rappor.exceptions import ConvergenceWarning
 from rappor.params import Params
@@ -283,7 +283,7 @@ def test_read_assoc_reports_memory_is_the_packed_reports(tmp_path: Path, monkeyp
     RSS.)  The reports are those of the csv module's records."""
     import tracemalloc
 
-    import rappor.analysis.association._files as files
+    import rappor.formats._association as files
 
     params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     rng = np.random.default_rng(3)
@@ -319,7 +319,7 @@ def test_read_assoc_parquet_memory_is_the_packed_reports(tmp_path: Path, monkeyp
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    import rappor.analysis.association._files as files
+    import rappor.formats._association as files
 
     params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     rng = np.random.default_rng(5)

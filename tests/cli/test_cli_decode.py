@@ -7,6 +7,7 @@ import json
 import pytest
 
 from rappor.cli._main import main
+from rappor.formats._params import params_text
 
 
 def _args(interop_dir, tmp_path, *extra):
@@ -117,7 +118,7 @@ def test_cli_decode_one_report_writes_infinite_standard_errors(tmp_path, one_rep
     results.csv now holds ``Inf`` where a standard error is infinite.
     """
     params, counts, candidates = one_report
-    (tmp_path / "params.csv").write_text(params.to_csv())
+    (tmp_path / "params.csv").write_text(params_text(params))
     (tmp_path / "counts.csv").write_text("".join(",".join(map(str, row)) + "\n" for row in counts))
     (tmp_path / "candidates.txt").write_text("\n".join(candidates) + "\n")
     rc = main(["decode", "--params", str(tmp_path / "params.csv"), "--counts", str(tmp_path / "counts.csv"),

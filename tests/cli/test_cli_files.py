@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from rappor.cli._main import _command_modules, main
-from rappor.client._encoder import write_key_file
+from rappor.formats import write_key_file
 
 REPO = Path(__file__).parents[2]
 PARAMS_CSV = "k,h,m,p,q,f\n8,2,4,0.5,0.75,0.5\n"

@@ -1,4 +1,4 @@
-"""The client: cohorts, memoized PRR, IRR, key files, golden vectors and the statistics of each stage.
+"""The client: cohorts, memoized PRR, IRR, golden vectors and the statistics of each stage.
 
 Statistical tests use fixed seeds (or fixed secrets) and ``scipy.stats`` tests at a
 significance of 1e-6 (Bonferroni-split where several are combined): each such test
@@ -12,9 +12,7 @@ import hashlib
 import hmac
 import os
 import pickle
-import stat
 import struct
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -24,17 +22,11 @@ from scipy import stats
 import rappor.client._encoder as encoder_module
 from rappor import (
     Encoder,
-    InsecureKeyFileWarning,
     InvalidParameterError,
     Params,
-    RapporIOError,
     Report,
     ReportBatch,
-    ReportFormatError,
     encode_clients,
-    generate_key,
-    read_key_file,
-    write_key_file,
 )
 from rappor.client._encoder import EncodeTrace, client_secret, derive_cohort, prr_uniforms
 from rappor._util.bits import bits_to_bitstrings
@@ -496,71 +488,6 @@ def test_long_secret_is_hashed_as_hmac_requires() -> None:
 def test_derive_cohort_fail_bad_num_cohorts() -> None:
     with pytest.raises(InvalidParameterError, match="'num_cohorts' parameter of derive_cohort"):
         derive_cohort(SECRET, 0)
-
-
-def test_key_file_round_trip(tmp_path: Path) -> None:
-    key = generate_key()
-    assert len(key) == 32
-    assert generate_key() != key
-    path = tmp_path / "key"
-    write_key_file(path, key)
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert path.read_text() == key.hex() + "\n"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert read_key_file(path) == key
-    assert not [p for p in tmp_path.iterdir() if p.name != "key"]  # no temporary left behind
-
-
-def test_write_key_file_refuses_to_replace(tmp_path: Path) -> None:
-    path = tmp_path / "key"
-    write_key_file(path, SECRET)
-    with pytest.raises(RapporIOError, match="already exists"):
-        write_key_file(path, bytes(32))
-    assert read_key_file(path) == SECRET
-    write_key_file(path, bytes(range(1, 33)), overwrite=True)
-    assert read_key_file(path) == bytes(range(1, 33))
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-
-
-def test_read_key_file_warns_when_world_readable(tmp_path: Path) -> None:
-    path = tmp_path / "key"
-    path.write_text(SECRET.hex() + "\n")
-    path.chmod(0o644)
-    with pytest.warns(InsecureKeyFileWarning, match="chmod 600"):
-        assert read_key_file(path) == SECRET
-
-
-def test_read_key_file_missing_is_error(tmp_path: Path) -> None:
-    path = tmp_path / "nokey"
-    with pytest.raises(RapporIOError, match="nokey.*no such file"):
-        read_key_file(path)
-
-
-@pytest.mark.parametrize("content", [b"", b"\n", b"not hex at all!!", b"abc", "é".encode() * 20,
-                                     b"00112233445566778899aabbccddee", SECRET])
-def test_read_key_file_fail_bad_content_never_shows_it(tmp_path: Path, content: bytes) -> None:
-    path = tmp_path / "key"
-    path.write_bytes(content)
-    path.chmod(0o600)
-    with pytest.raises(ReportFormatError, match="key") as err:
-        read_key_file(path)
-    assert str(path) in str(err.value)
-    if len(content) > 3:
-        assert content.decode("latin-1") not in str(err.value)
-        assert content.hex() not in str(err.value)
-
-
-def test_read_key_file_accepts_whitespace_and_uppercase(tmp_path: Path) -> None:
-    path = tmp_path / "key"
-    path.write_text("  " + SECRET.hex().upper() + "\r\n")
-    path.chmod(0o600)
-    assert read_key_file(path) == SECRET
-
-
-def test_read_key_file_fail_stdin() -> None:
-    with pytest.raises(InvalidParameterError, match="<stdin>: .*not standard input"):
-        read_key_file("-")
 
 
 def test_worked_example_in_docs_client_md() -> None:

@@ -23,7 +23,8 @@ from rappor import (
 )
 from rappor.formats import write_parquet_reports, write_reports
 from rappor.cli._main import main
-from rappor.engines._aggregate import NumpyEngine, aggregate_files, check_distributed_options, report_sources
+from rappor.engines import NumpyEngine, aggregate_files, check_distributed_options, report_sources
+from rappor.formats._params import params_text
 
 PARAMS = Params(k=8, h=2, m=4, p=0.5, q=0.75, f=0.5)
 
@@ -40,7 +41,7 @@ def inputs(tmp_path: Path) -> tuple[Path, Path, Path, np.ndarray]:
     a, b = _batch(300, 1), _batch(200, 2)
     write_reports(tmp_path / "a.csv", a)
     write_parquet_reports(tmp_path / "b.parquet", b)
-    (tmp_path / "params.csv").write_text(PARAMS.to_csv())
+    (tmp_path / "params.csv").write_text(params_text(PARAMS))
     expected = Aggregate.from_reports(a).merge(Aggregate.from_reports(b)).counts
     return tmp_path / "a.csv", tmp_path / "b.parquet", tmp_path / "params.csv", expected
 
@@ -136,9 +137,3 @@ def test_parquet_without_pyarrow_names_the_extra(inputs: tuple[Path, Path, Path,
     assert main(["sum-bits", "--params", str(params_path), str(parquet_path.parent)]) == 1
     assert capsys.readouterr().err == ("rappor: error: pyarrow is needed for Parquet reports: "
                                        "pip install 'rappor[parquet]'.\n")
-
-
-def test_engines_module_keeps_report_format() -> None:
-    from rappor.formats._parquet import report_format
-
-    assert rappor.engines.report_format is report_format

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from rappor import Aggregate, Params, ReportBatch
-from rappor.engines._aggregate import NumpyEngine, aggregate_files, get_engine, report_sources
+from rappor.engines import NumpyEngine, aggregate_files, get_engine, report_sources
 from rappor.exceptions import IncompatibleParamsError, InvalidParameterError
 from rappor.formats._parquet import ParquetReportWriter, write_parquet_reports
 from rappor.formats._reports_csv import write_reports
+from rappor.formats._params import params_text
 
 pytest.importorskip("dask.dataframe")
 pytestmark = pytest.mark.dask
@@ -105,7 +106,7 @@ def test_sum_bits_cli_engines_byte_identical(inputs: tuple[list[Path], Aggregate
 
     paths, _ = inputs
     params_path = tmp_path / "params.csv"
-    params_path.write_text(PARAMS.to_csv())
+    params_path.write_text(params_text(PARAMS))
     outputs = []
     for engine in ("numpy", "dask"):
         out = tmp_path / f"counts-{engine}.csv"

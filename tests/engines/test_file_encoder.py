@@ -20,6 +20,7 @@ from rappor import (
 )
 from rappor.formats import read_reports, write_client_values
 from rappor.cli._main import main
+from rappor.formats._params import params_text
 
 PARAMS = Params(k=16, h=2, m=8, p=0.25, q=0.75, f=0.5)
 KEY = bytes(range(100, 132))
@@ -56,7 +57,7 @@ def test_encode_file_output_does_not_depend_on_jobs(tmp_path: Path, inp: Path, m
 
 
 def test_encode_file_equals_rappor_encode(tmp_path: Path, inp: Path) -> None:
-    (tmp_path / "params.csv").write_text(PARAMS.to_csv())
+    (tmp_path / "params.csv").write_text(params_text(PARAMS))
     write_key_file(tmp_path / "key", KEY)
     assert main(["encode", str(inp), "--params", str(tmp_path / "params.csv"), "--key-file",
                  str(tmp_path / "key"), "--seed", "2", "-o", str(tmp_path / "cli.csv")]) == 0

@@ -319,7 +319,7 @@ def _nonnegative_qp(hess: Array, g: Array, x: Array) -> Array | None:
     # The Newton step itself first: near the maximum it is tiny against x, and solving for
     # y = x + step from scratch (below) loses it to rounding (|step| ~ 1e-8 came back as 1e-17 on
     # some BLAS kernels, and the fit stalled).  Only a step that leaves the orthant needs the NNLS.
-    newton = x - sl.cho_solve((chol, False), g, check_finite=False)
+    newton: npt.NDArray[np.float64] = x - sl.cho_solve((chol, False), g, check_finite=False)
     if (newton >= 0.0).all():
         return newton
     rhs = sl.solve_triangular(chol, hess @ x - g, trans="T", lower=False, check_finite=False)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
 from ..._util.memory import check_design
 from ...collect._design import CandidateMap
 from ...exceptions import InvalidParameterError
-from ...params import Params
+from ...params import Params, boolean_params
 
 __all__ = ["BOOLEAN_CATEGORIES", "OTHER", "Variable", "boolean_params"]
 
@@ -20,16 +19,6 @@ BOOLEAN_CATEGORIES = ("TRUE", "FALSE")
 OTHER = "Other"
 
 VariableKind = Literal["string", "boolean"]
-
-
-def boolean_params(params: Params) -> Params:
-    """The parameters of a boolean variable collected alongside ``params``: one bit, one hash.
-
-    google/rappor encodes a boolean as a one-bit Bloom filter whose bit is the value
-    (``tests/rappor_sim.py``: ``num_bloombits = 1``, ``encode_bits``; ``decode_assoc.R``:
-    ``bool_params$k <- 1``), with the collection's ``p``, ``q``, ``f`` and cohorts.
-    """
-    return dataclasses.replace(params, num_bloombits=1, num_hashes=1)
 
 
 def _boolean_map(params: Params) -> CandidateMap:

@@ -14,7 +14,6 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ..._util.io import PathLike, atomic_output, csv_field
 from ..._util.lazy import import_optional
 from ..._util.results import ConfidenceInterval
 from ..._util.validation import check_options, check_probability
@@ -132,7 +131,7 @@ class DecodeResult:
 
     Every array attribute, :meth:`confidence_interval` and :meth:`table` are indexed
     the same way: entry ``i`` is candidate ``strings[i]``.  ``results.csv``
-    (:meth:`to_csv`) lists the rows of :meth:`ranking` instead, largest estimate first:
+    (:func:`rappor.formats.write_results`) lists the rows of :meth:`ranking` instead, largest estimate first:
     with ``shares="all"`` (default) every candidate with a positive share (or detected)
     and a ``detected`` column, so that its ``proportion`` column sums to the estimated
     distribution; with ``shares="detected"`` the detected strings, as google/rappor's
@@ -358,33 +357,6 @@ class DecodeResult:
         pd = import_optional("pandas", "DecodeResult.to_pandas", note=" (or use DecodeResult.table())")
         return pd.DataFrame(self.table(adjust=adjust))
 
-    def to_csv(self, path: PathLike | None, all: bool = False, *,  # noqa: A002
-               adjust: Literal["fcr", "none", "selective"] | None = None) -> None:
-        """Write ``results.csv`` (atomically; ``"-"`` for standard output).
-
-        google/rappor's columns ``string, estimate, std_error, proportion,
-        prop_std_error, prop_low_95, prop_high_95`` plus ``pvalue`` (unadjusted), largest
-        estimate first (:meth:`ranking`): with ``shares="all"`` (default) one row per
-        candidate with a positive share or detected and a ``detected`` column (``true``/``false``);
-        with ``shares="detected"`` one row per detected string (google/rappor's layout).
-        With ``all=True`` every candidate and the ``detected`` column.
-        Numbers are written as Python's shortest round-trip repr (whole numbers without
-        a decimal point); a missing value (``nan``) as ``NA`` and an infinite one as
-        ``Inf`` or ``-Inf``, as R's ``write.csv`` does (R's ``read.csv`` and Python's
-        ``float`` read both back).  ``adjust``: as in :meth:`table`.
-        """
-        rows = self.table(adjust=adjust)[self.ranking(all)]
-        flag = all or self.shares != "detected"
-        names = (*_CSV_COLUMNS, "detected") if flag else _CSV_COLUMNS
-        with atomic_output(path) as out:
-            out.write(",".join(names) + "\n")
-            for row in rows:
-                cells = [csv_field(str(row["string"]))]
-                cells += [_csv_float(float(row[name])) for name in _CSV_COLUMNS[1:]]
-                if flag:
-                    cells.append("true" if row["detected"] else "false")
-                out.write(",".join(cells) + "\n")
-
     def summary(self) -> dict[str, Any]:
         """A JSON-ready summary: counts, masses, residual diagnostics, privacy and timing.
 
@@ -451,12 +423,3 @@ def _json_float(x: float) -> float | None:
 def _first_of_group(group: IntArray) -> npt.NDArray[np.bool_]:
     first: npt.NDArray[np.bool_] = group == np.arange(len(group))
     return first
-
-
-def _csv_float(x: float) -> str:
-    """A number as ``results.csv`` writes it: shortest repr, whole numbers bare, ``NA``, ``Inf``, ``-Inf``."""
-    if math.isnan(x):
-        return "NA"
-    if math.isinf(x):
-        return "Inf" if x > 0 else "-Inf"
-    return repr(x) if x != int(x) or abs(x) >= 1e16 else str(int(x))

@@ -52,7 +52,6 @@ from ..._util.lazy import lazy_module
 from ..._util.validation import check_int, check_probability, check_real
 from ...collect._aggregate import Aggregate
 from ...exceptions import InvalidParameterError
-from ...formats._found import FOUND_HEADER
 from ._confirmation import ConfirmationNull
 from ._oracle import SlotOracle
 from ._spec import COMPLETE, PARTIAL, DiscoverySpec
@@ -62,7 +61,11 @@ if TYPE_CHECKING:
 else:  # imported on first use: keeps `import rappor` light
     special = lazy_module("scipy.special")
 
-__all__ = ["DiscoveryResult", "discover", "display_string"]
+__all__ = ["FOUND_HEADER", "DiscoveryResult", "discover", "display_string"]
+
+#: The header of the values found (:meth:`DiscoveryResult.to_csv`, ``found.csv``; read by
+#: :func:`rappor.formats.read_found`).
+FOUND_HEADER = ("string", "proportion", "prop_std_error", "zscore", "pvalue", "significant", "first_slot", "slots")
 
 Array = npt.NDArray[np.float64]
 

@@ -16,7 +16,7 @@ from scipy.stats import binomtest
 import rappor
 from rappor import Encoder, Params
 from rappor.analysis.association import AssociationDecoder, Variable, boolean_params, multi_variable_privacy
-from rappor.analysis.association._files import read_assoc_reports
+from rappor.formats._association import read_assoc_reports
 from rappor.cli._main import main
 from rappor.client._encoder import client_secret, encode_clients, prr_uniforms, prr_uniforms_of_variable
 

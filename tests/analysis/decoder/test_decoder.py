@@ -26,6 +26,7 @@ from rappor import (
 )
 from rappor.simulation import _simulation as scenario
 from rappor.analysis.decoder import _problem
+from rappor.formats import write_results
 
 PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=16, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 
@@ -346,12 +347,12 @@ def test_result_table_every_candidate_in_input_order(tmp_path):
     assert set(np.flatnonzero((res.proportion > 0) | res.detected)) == set(res.ranking().tolist())
     assert ranked["detected"].sum() == res.detected.sum()  # every detected string has a share here
     assert len(res.ranking(all=True)) == len(cmap)
-    res.to_csv(tmp_path / "r.csv")
+    write_results(res, tmp_path / "r.csv")
     lines = (tmp_path / "r.csv").read_text().splitlines()
     assert lines[0] == "string,estimate,std_error,proportion,prop_std_error,prop_low_95,prop_high_95,pvalue,detected"
     assert [line.split(",")[0] for line in lines[1:]] == ranked["string"].tolist()
     assert [line.split(",")[-1] for line in lines[1:]] == ["true" if d else "false" for d in ranked["detected"]]
-    res.to_csv(tmp_path / "r.csv", all=True)
+    write_results(res, tmp_path / "r.csv", all=True)
     lines = (tmp_path / "r.csv").read_text().splitlines()
     assert lines[0].endswith(",pvalue,detected") and len(lines) == len(cmap) + 1
     s = res.summary()
@@ -363,7 +364,7 @@ def test_result_table_every_candidate_in_input_order(tmp_path):
     np.testing.assert_array_equal(old.detected, res.detected)
     ranked = old.table()[old.ranking()]
     assert np.all(np.diff(ranked["estimate"]) <= 0) and ranked["detected"].all()
-    old.to_csv(tmp_path / "r.csv")
+    write_results(old, tmp_path / "r.csv")
     lines = (tmp_path / "r.csv").read_text().splitlines()
     assert lines[0] == "string,estimate,std_error,proportion,prop_std_error,prop_low_95,prop_high_95,pvalue"
     assert [line.split(",")[0] for line in lines[1:]] == ranked["string"].tolist()

@@ -13,6 +13,7 @@ from scipy import stats
 
 from rappor import Aggregate, Decoder, IndistinguishableCandidatesWarning, Params, hash_candidates
 from rappor.analysis.decoder import DecodeDiagnostics, DecodeResult
+from rappor.formats import write_results
 
 
 def test_selective_interval_of_detected_zero_share_is_not_degenerate():
@@ -62,7 +63,7 @@ def test_results_csv_writes_infinite_and_missing_values(tmp_path, one_report):
     res = _one_report_result(one_report)
     assert np.isinf(res.prop_std_error).any()  # the case of the issue
     path = tmp_path / "results.csv"
-    res.to_csv(path, all=True)
+    write_results(res, path, all=True)
     with path.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == len(one_report[2])
@@ -80,7 +81,7 @@ def test_results_csv_writes_infinite_and_missing_values(tmp_path, one_report):
                        prop_std_error=np.array([math.inf, -math.inf, 0.0]), pvalue=np.array([1.0, 0.5, 1e-300]),
                        adjusted_pvalue=np.ones(3), significant=np.array([True, True, True]), group=np.arange(3),
                        n_reports=10, params=one_report[0], significance_level=0.05, correction="fdr")
-    res.to_csv(path, adjust="none")
+    write_results(res, path, adjust="none")
     lines = path.read_text().splitlines()
     assert lines[1:] == ["c,2.5,0,0.25,0,0.25,0.25,1e-300", "b,1,-Inf,0.1,-Inf,1,0,0.5", "a,NA,Inf,NA,Inf,NA,NA,1"]
 

@@ -16,6 +16,7 @@ import rappor
 from rappor import Aggregate, Decoder, Params, hash_candidates
 from rappor.simulation import _simulation as scenario
 from rappor.analysis.decoder import _shares
+from rappor.formats import write_results
 
 PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 CANDIDATES = [f"v{i}" for i in range(1, 101)]
@@ -145,7 +146,7 @@ def test_results_csv_rows_are_positive_shares_and_detections(tmp_path):
                               params=params, significance_level=0.05, correction="fdr", shares="all",
                               fitted_proportion=np.array([0.02, 0.25, 0.0, 0.5]))
     assert res.ranking().tolist() == [3, 1, 0]
-    res.to_csv(tmp_path / "r.csv")
+    write_results(res, tmp_path / "r.csv")
     lines = (tmp_path / "r.csv").read_text().splitlines()
     assert lines[0].endswith(",pvalue,detected")
     assert [(line.split(",")[0], line.split(",")[-1]) for line in lines[1:]] == [("d", "true"), ("b", "false"),

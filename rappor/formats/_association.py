@@ -1,4 +1,4 @@
-"""Files of multi-variable collections (private; used by ``rappor decode-assoc`` and ``rappor encode``).
+"""Files of multi-variable collections (association analysis): reports, Parquet reports and the schema.
 
 Reports (google/rappor ``bin/decode_assoc.R``, ``tests/rappor_sim.py --assoc-testdata``)
     A CSV file with a header naming its columns: ``cohort`` and one column per variable,
@@ -27,14 +27,14 @@ from typing import IO, Any
 import numpy as np
 import numpy.typing as npt
 
-from ..._util.bits import BitStringError, bits_to_bitstrings, bitstrings_to_bits, pack_bits
-from ..._util.csv_blocks import iter_csv_records
-from ..._util.excerpt import excerpt
-from ..._util.io import PathLike, atomic_output, csv_field, display_name, open_input_binary, read_input_bytes
-from ..._util.keyfile import looks_like_key_file, not_a_key_file_error
-from ...exceptions import ReportFormatError
-from ...params import Params
-from ...client._reports import ReportBatch
+from .._util.bits import BitStringError, bits_to_bitstrings, bitstrings_to_bits, pack_bits
+from .._util.csv_blocks import iter_csv_records
+from .._util.excerpt import excerpt
+from .._util.io import PathLike, atomic_output, csv_field, display_name, open_input_binary, read_input_bytes
+from .._util.keyfile import looks_like_key_file, not_a_key_file_error
+from ..exceptions import ReportFormatError
+from ..params import Params
+from ..client._reports import ReportBatch
 
 __all__ = ["AssocReports", "SchemaRow", "read_assoc_reports", "read_schema", "write_assoc_parquet",
            "write_assoc_reports"]
@@ -240,8 +240,8 @@ def _parse_cohorts(texts: list[str], m: int) -> npt.NDArray[np.int64] | int:
 
 def _read_parquet(path: Path, names: Sequence[str], params: Sequence[Params], remove_bad_rows: bool) -> AssocReports:
     """The reports of a Parquet file or directory, converted and packed a batch of rows at a time."""
-    from ...exceptions import RapporError
-    from ...formats._parquet import _open, _pyarrow, parquet_files
+    from ..exceptions import RapporError
+    from ._parquet import _open, _pyarrow, parquet_files
 
     pa = _pyarrow()
     parts: list[AssocReports] = []
@@ -266,7 +266,7 @@ def _read_parquet(path: Path, names: Sequence[str], params: Sequence[Params], re
 def _parquet_part(batch: Any, names: Sequence[str], params: Sequence[Params], remove_bad_rows: bool, source: str,
                   first_row: int) -> AssocReports:
     """The reports of one Arrow record batch (rows ``first_row + 1 ...`` of ``source``)."""
-    from ...formats._parquet import _pyarrow
+    from ._parquet import _pyarrow
 
     pa = _pyarrow()
     cohort = batch.column("cohort")
@@ -348,7 +348,7 @@ def write_assoc_reports(path: PathLike, batches: Sequence[ReportBatch], names: S
 
 def write_assoc_parquet(path: PathLike, batches: Sequence[ReportBatch], names: Sequence[str]) -> None:
     """Write report tuples as Parquet: ``cohort`` (int32) and one packed-bytes column per variable."""
-    from ...formats._parquet import _pyarrow
+    from ._parquet import _pyarrow
 
     pa = _pyarrow()
     import pyarrow.parquet as pq

@@ -1,0 +1,153 @@
+"""The package's imports only point down the pipeline's layers, and no modules import each other in a loop.
+
+Both are read from the code itself (every ``import`` statement, at any depth: an import inside
+a function or under ``TYPE_CHECKING`` is the same dependency, paid later).  The layers, lowest
+first: the exceptions, the shared plumbing, the parameters, then the stages: the client,
+collection, simulation (populations and simulated reports, used to check the privacy and
+analysis stages), privacy, analysis, the file formats (above every type they read and write),
+the engines (which run the client and collection steps over files), reporting, the command
+line, and the package's face.  A module may import from its own layer and the layers below.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import rappor
+
+PACKAGE = Path(rappor.__file__).parent
+
+#: Lowest first.  A module's layer is that of the longest prefix of its dotted name listed here.
+LAYERS = [
+    ["rappor.exceptions"],
+    ["rappor._util"],
+    ["rappor.params"],
+    ["rappor.client"],
+    ["rappor.collect"],
+    ["rappor.simulation"],
+    ["rappor.privacy"],
+    ["rappor.analysis"],
+    ["rappor.formats"],
+    ["rappor.engines"],
+    ["rappor.report"],
+    ["rappor.cli"],
+    ["rappor", "rappor.__main__"],
+]
+
+
+def _module_name(path: Path, package: Path) -> str:
+    parts = list(path.relative_to(package.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def layer(module: str) -> int:
+    """The index in :data:`LAYERS` of ``module``'s layer."""
+    best, found = -1, -1
+    for level, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, found = len(prefix), level
+    assert found >= 0, f"{module} is in no layer"
+    return found
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, list[tuple[int, str]]]:
+    """For each module of ``package`` (a folder), the ``(line, module)`` of every module of it that it imports."""
+    root = package.parent
+    graph = {}
+    for path in sorted(package.rglob("*.py")):
+        name = _module_name(path, package)
+        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    parts = here.split(".")
+                    target = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if target.split(".")[0] != package.name:
+                    continue
+                for alias in node.names:  # ``from . import x`` imports the module x when there is one
+                    sub = Path(root, *f"{target}.{alias.name}".split("."))
+                    is_module = sub.with_suffix(".py").exists() or (sub / "__init__.py").exists()
+                    found.append((node.lineno, f"{target}.{alias.name}" if is_module else target))
+            elif isinstance(node, ast.Import):
+                found += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == package.name]
+        graph[name] = [(line, target) for line, target in found if target != name]
+    return graph
+
+
+def upward_imports(package: Path = PACKAGE) -> list[str]:
+    """``file:line: importer -> imported`` for each import from a lower layer to a higher one."""
+    return [f"{importer}:{line} -> {target}" for importer, targets in import_graph(package).items()
+            for line, target in targets if layer(target) > layer(importer)]
+
+
+def import_cycles(package: Path = PACKAGE) -> list[list[str]]:
+    """The sets of modules that import each other in a loop (strongly connected, more than one module)."""
+    graph = {name: sorted({t for _, t in targets}) for name, targets in import_graph(package).items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_every_module_is_in_a_layer() -> None:
+    for name in import_graph():
+        layer(name)
+
+
+def test_imports_only_point_down_the_layers() -> None:
+    assert upward_imports() == []
+
+
+def test_no_import_cycles() -> None:
+    assert import_cycles() == []
+
+
+def test_the_checks_see_an_upward_import_and_a_cycle(tmp_path: Path) -> None:
+    # A made-up package shaped like ours: its client imports the decoder (upward, at any depth),
+    # and two of its formats modules import each other.
+    package = tmp_path / "rappor"
+    for folder in ("client", "analysis/decoder", "formats"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "params.py").write_text("")
+    (package / "client" / "_encoder.py").write_text(
+        "from ..params import Params\n\ndef f():\n    from ..analysis.decoder import _fit\n")
+    (package / "analysis" / "decoder" / "_fit.py").write_text("from ...client import _encoder\n")
+    (package / "formats" / "_a.py").write_text("from ._b import x\n")
+    (package / "formats" / "_b.py").write_text("from . import _a\n")
+    assert upward_imports(package) == ["rappor.client._encoder:4 -> rappor.analysis.decoder._fit"]
+    assert ["rappor.formats._a", "rappor.formats._b"] in import_cycles(package)
