@@ -29,7 +29,10 @@ unexplained mass, what it estimates (``stale``: 1 - true mass of the detected st
 domain-like strings of 6-15 bytes, lengths as English words of 6+ letters): ``long-rare``,
 20,000 strings, Zipf(0.6), top 10 at 0.77% .. 0.19% each (the issue's 10 M target: recall@10
 >= 0.9, at most one false string); ``long-common``, 2,000 strings, Zipf(0.85), top 10 at 6.8%
-.. 0.96% (the 1 M target).  Seeds 100-102 were used to design changes; report seeds 0-9.
+.. 0.96% (the 1 M target).  ``--slot-weights`` and ``--max-length`` set the discovery layout
+(``rappor plan --discovery-lengths 6-15`` gives weights for these); ``--no-final`` skips the
+final full-string decodes (at 10 M they take most of a run).  Seed 100 was used to design
+changes; report seeds 0-9.
 
 Every run is a fresh process (one at a time), so ``peak_mb`` is that run's peak memory.
 
