@@ -62,8 +62,7 @@ from rappor.analysis.decoder import Decoder
 from rappor.collect import hash_candidates
 from rappor.analysis.discovery import DiscoverySpec, discover, realistic_population, simulate_discovery
 from rappor.analysis.discovery import topk_scores
-from rappor.analysis.discovery._pem import pem_discover, pem_population
-from rappor.analysis.discovery._population import long_population
+from rappor.analysis.discovery import long_population, pem_discover, pem_population
 from rappor.analysis import evaluate_result
 
 

@@ -10,7 +10,7 @@ Three steps, each in its own process:
    of uniformly random reports and computes the expected counts *independently of
    rappor's counting code*, from the definition of the layout, one bit at a time
    (``bincount`` of the cohorts of the reports whose bit ``j`` is set);
-2. **aggregate** runs :func:`rappor.formats._parquet.aggregate_parquet` and reports seconds,
+2. **aggregate** runs :func:`rappor.formats.aggregate_parquet` and reports seconds,
    reports/s and its peak resident memory (``ru_maxrss``);
 3. the driver checks the counts equal the expected ones exactly and that the peak
    memory is under 1 GB, and exits 1 otherwise.
@@ -46,7 +46,7 @@ def _params(k: int, m: int):  # type: ignore[no-untyped-def]
 def generate(path: Path, n: int, k: int, m: int) -> None:
     """Write ``n`` reports to ``path`` and their exact counts to ``path.expected.npy``."""
     from rappor import ReportBatch
-    from rappor.formats._parquet import ParquetReportWriter
+    from rappor.formats import ParquetReportWriter
 
     params = _params(k, m)
     w = params.num_words
@@ -73,7 +73,7 @@ def generate(path: Path, n: int, k: int, m: int) -> None:
 
 def aggregate(path: Path, k: int, m: int) -> None:
     """Aggregate the file and print a JSON line with the time and peak memory."""
-    from rappor.formats._parquet import aggregate_parquet
+    from rappor.formats import aggregate_parquet
 
     params = _params(k, m)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -132,7 +132,7 @@ def _run_client(work: Path, n: int) -> dict[str, Any]:
 
 def _write_parquet(path: Path, n: int, k: int, m: int, layout: str = "words", seed: int = 0) -> None:
     from rappor import ReportBatch
-    from rappor.formats._parquet import ParquetReportWriter
+    from rappor.formats import ParquetReportWriter
 
     params = _params(k, m)
     rng = np.random.default_rng(seed)
@@ -159,7 +159,7 @@ def _aggregate_parquet(layout: str) -> tuple[Callable[[Path, int], None], Callab
         _write_parquet(work / "reports.parquet", n, 128, 128, layout)
 
     def run(work: Path, n: int) -> dict[str, Any]:
-        from rappor.formats._parquet import aggregate_parquet, read_parquet_reports
+        from rappor.formats import aggregate_parquet, read_parquet_reports
 
         params = _params(128, 128)
         seconds, agg = _best(lambda: aggregate_parquet(work / "reports.parquet", params))
@@ -361,7 +361,7 @@ def _prepare_engines(work: Path, n: int) -> None:
 def _engine(kind: str) -> Callable[[Path, int], dict[str, Any]]:
     def run(work: Path, n: int) -> dict[str, Any]:
         from rappor.engines import aggregate_files
-        from rappor.formats._parquet import aggregate_parquet
+        from rappor.formats import aggregate_parquet
 
         params = _params(128, 128)
         path = work / "reports.parquet"

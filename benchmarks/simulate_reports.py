@@ -22,8 +22,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from rappor import Params  # noqa: E402
-from rappor.client._reports import ReportBatch  # noqa: E402
-from rappor.simulation._simulation import Population, _bloom_table, _encode_rows  # noqa: E402
+from rappor import ReportBatch  # noqa: E402
+from rappor.simulation._populations import Population  # noqa: E402
+from rappor.simulation._reports import _bloom_table, _encode_rows  # noqa: E402
 
 
 def naive(params: Params, bloom_bits: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -17,7 +17,7 @@ import pytest
 
 import rappor
 from rappor.collect._compat import google_bloom_filter, google_prr_batch
-from rappor.simulation._simulation import Population
+from rappor.simulation import Population
 
 _BENCH = Path(__file__).parent.parent / "benchmarks"
 

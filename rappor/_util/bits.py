@@ -86,7 +86,7 @@ def bitstring_codes_to_bits(codes: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint
 
     Column ``j`` of the result is bit ``j`` (character ``k - 1 - j``): 0 for ``'0'``, 1 for
     ``'1'`` and a value above 1 for any other byte, which the caller checks.  O(n k)
-    time and memory (issue 13: the former per-file index table was O(k**2)).
+    time and memory (the former per-file index table was O(k**2)).
     """
     return np.ascontiguousarray(codes[:, ::-1]) - np.uint8(ord("0"))
 

@@ -4,7 +4,7 @@ The two large inputs, reports files (:mod:`rappor.client`) and ``rappor encode``
 ``client,value`` file, are read in blocks so that memory is bounded by the block size,
 and must give exactly the records that the csv module gives for the whole file
 (``csv.reader(open(path, newline=""))``, default dialect, with no field size limit),
-including quoted fields that hold commas, quotes and line breaks (issue 13, item 5).
+including quoted fields that hold commas, quotes and line breaks.
 
 :func:`iter_csv_blocks` yields two kinds of items, in file order:
 

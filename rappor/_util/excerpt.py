@@ -2,12 +2,12 @@
 
 Every reader quotes what it found through :func:`excerpt`, and the rejects files keep
 :func:`clip` of each rejected row, so that a 100 MB line makes a message of about a
-hundred characters, not 100 MB of standard error (issue 13, item 8).  Both show at most
+hundred characters, not 100 MB of standard error.  Both show at most
 :data:`EXCERPT_CHARS` characters of the text and, when they cut it, its full length.
 
 Neither ever shows text that looks like a key (:func:`rappor._util.keyfile.looks_like_key_file`):
 it is replaced by :data:`KEY_HIDDEN`, so a key given in the wrong place is not echoed
-even where the reader did not recognize a whole key file (issue 13, item 4).
+even where the reader did not recognize a whole key file.
 """
 
 from __future__ import annotations

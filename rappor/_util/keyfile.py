@@ -7,7 +7,7 @@ with optional surrounding whitespace (the final newline) and nothing else, at mo
 of that format; :func:`read_key_file <rappor.formats.read_key_file>` uses it to read
 keys, and every other reader uses :func:`looks_like_key_file` so that a key given in
 the wrong place gives :func:`not_a_key_file_error` ("this looks like a key file")
-and no message or output ever quotes it (issue 13, item 4).
+and no message or output ever quotes it.
 """
 
 from __future__ import annotations

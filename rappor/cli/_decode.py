@@ -9,7 +9,7 @@ default a row for every candidate with a positive share -- the best estimate of 
 distribution, from an empirical-Bayes regression (summing 'proportion' gives it) -- and the
 'detected' column, the strings the test vouches for (false detections controlled).
 --shares detected writes the detected strings only, with their least-squares shares
-(google/rappor's layout, the decoder before issue 14); --all lists every candidate.  The
+(google/rappor's layout, the decoder before every candidate had a share); --all lists every candidate.  The
 intervals are those of the least-squares fit, adjusted for selection for detected
 strings (see --intervals).  --summary writes a JSON summary
 (detected, allocated and unexplained mass, residual test, epsilons, time).
@@ -152,21 +152,18 @@ def run(args: argparse.Namespace) -> int:
         cmap = read_map(args.map, params)
     elif args.candidates is not None:
         cmap = hash_candidates(read_candidates(args.candidates), params)
-    found = None
-    known = cmap
-    if args.discover is not None:
-        cmap, found = _discover_decode.add_discovered(args, params, cmap)
-    if cmap is None:  # pragma: no cover - _discover_decode.check refuses it
-        raise AssertionError("internal error: no candidates")
     decoder = Decoder(significance_level=args.level, correction=args.correction, null=args.null,
                       estimator=args.estimator, lasso_alpha=args.lasso_alpha, rng=args.seed,
                       shares=args.shares)
-    result = decoder.decode(aggregate, cmap)
+    found = None
     if args.discover is not None:
-        # The unexplained mass with and without the discovered values (issue 18: it should
-        # fall toward the share of values too rare to discover).
-        without = decoder.decode(aggregate, known) if known is not None and known is not cmap else None
-        sys.stderr.write(_discover_decode.unexplained_report(result, without, found))
+        combined = _discover_decode.discover_and_decode(args, aggregate, cmap, decoder)
+        result, found = combined.result, combined.found
+        sys.stderr.write(_discover_decode.unexplained_report(combined))
+    elif cmap is None:  # pragma: no cover - _discover_decode.check refuses it
+        raise AssertionError("internal error: no candidates")
+    else:
+        result = decoder.decode(aggregate, cmap)
     tie = floor_tie(result)
     if tie is not None:
         sys.stderr.write(f"rappor: note: {tie.text}\n")

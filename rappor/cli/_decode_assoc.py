@@ -216,13 +216,10 @@ def _google_types(args: argparse.Namespace, indices: list[int]) -> tuple[Any, li
 
 def run(args: argparse.Namespace) -> int:
     """Read the inputs, decode the association and write the results."""
-    import numpy as np
-
-    from ..analysis.association import AssociationDecoder, Variable
+    from ..analysis.association import AssociationDecoder, Variable, decode_collection
     from ..formats._association import read_assoc_reports
     from ..analysis.decoder import Decoder
     from ..formats._params import read_params
-    from ..client._reports import ReportBatch
 
     started = time.perf_counter()
     _check_args(args)
@@ -249,16 +246,14 @@ def run(args: argparse.Namespace) -> int:
     if n_total == 0:
         sys.stderr.write("rappor: error: no reports to analyse\n")
         return NO_REPORTS_STATUS if google else 1
-    if args.reports_sample_size != -1 and n_total > args.reports_sample_size:
-        rows = np.sort(np.random.default_rng(args.seed).choice(n_total, args.reports_sample_size, replace=False))
-        batches = [ReportBatch(params=b.params, cohorts=b.cohorts[rows], words=b.words[rows]) for b in batches]
     decoder = AssociationDecoder(candidates=args.categories, other=args.other, method=args.method,
                                  max_iterations=args.max_em_iters, tolerance=args.tolerance,
                                  independence_test=args.independence_test,
                                  intervals="wald" if args.intervals == "wald" else "projected",
                                  profile_level=0.95 if args.intervals == "profile" else None,
                                  decoder=Decoder(significance_level=args.level))
-    result = decoder.decode(batches, variables)
+    result = decode_collection(batches, variables, decoder=decoder, rng=args.seed,
+                               sample_size=None if args.reports_sample_size == -1 else args.reports_sample_size)
     summary = result.summary()
     summary.update(reports_read=n_total, reports_removed=data.removed, reports_sample_size=args.reports_sample_size,
                    total_elapsed_time=round(time.perf_counter() - started, 4))

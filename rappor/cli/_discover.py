@@ -33,8 +33,8 @@ from ._common import (CommandFiles, add_level_argument, add_output_argument, add
 
 if TYPE_CHECKING:
     from ..collect._aggregate import Aggregate
-    from ..analysis.discovery._search import DiscoveryResult
     from ..analysis.discovery._spec import DiscoverySpec
+    from ..analysis.discovery._search import DiscoveryResult
 
 NAME = "discover"
 HELP = "find frequent strings outside any candidate list (discovery counts -> found.csv)"
@@ -127,11 +127,6 @@ def discovery_aggregate(spec: DiscoverySpec, counts: str | None, reports: list[s
     return aggregate_files(list(reports or ()), spec.wire_params)
 
 
-def listed_strings(result: DiscoveryResult) -> list[str]:
-    """The significant values that can be written one per line (a candidate list; the -o CSV holds them all)."""
-    return [s for s in result.candidates() if s.strip() and "\n" not in s and "\r" not in s]
-
-
 def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
     """The :class:`DiscoverySpec` of ``--params``, ``--max-length``, ``--segment``, ``--alphabet``."""
     from ..analysis.discovery._spec import DiscoverySpec
@@ -142,6 +137,7 @@ def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
 
 def run(args: argparse.Namespace) -> int:
     from .._util.io import atomic_output
+    from ..analysis.discovery import listed_strings
 
     spec = spec_from_args(args)
     aggregate = discovery_aggregate(spec, args.counts, args.reports)

@@ -9,10 +9,10 @@ import sys
 from typing import IO, TYPE_CHECKING, ContextManager
 
 if TYPE_CHECKING:
-    from ..analysis.decoder import DecodeResult
+    from ..analysis.decoder import Decoder
+    from ..analysis.discovery import DiscoverDecode, DiscoveryResult
+    from ..collect._aggregate import Aggregate
     from ..collect._design import CandidateMap
-    from ..analysis.discovery._search import DiscoveryResult
-    from ..params import Params
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -71,48 +71,37 @@ def _reads_found(args: argparse.Namespace) -> bool:
     return bool(args.discover is not None and is_found_file(args.discover))
 
 
-def add_discovered(args: argparse.Namespace, params: Params, cmap: CandidateMap | None,
-                   ) -> tuple[CandidateMap, DiscoveryResult | None]:
-    """Append the significant discovered values not in ``cmap`` to it.
+def discover_and_decode(args: argparse.Namespace, aggregate: Aggregate, cmap: CandidateMap | None,
+                        decoder: Decoder) -> DiscoverDecode:
+    """Run ``--discover``: search the discovery counts, or read a found.csv, then decode with what was found.
 
-    ``--discover`` names discovery counts (the search runs here) or a found.csv (its
-    significant values are read).  Returns the candidate map to decode and the search's
-    result, None for a found.csv (the caller writes ``--found`` with its other outputs,
-    so that they appear together or not at all).
+    Every significant value joins the candidates (line breaks, commas and quotes
+    included); a found.csv needs no ``--discovery-params``.
     """
-    from scipy import sparse
-
-    from ..collect._design import CandidateMap, hash_candidates
-    from ..exceptions import InvalidParameterError
+    from ..analysis.discovery import decode_found
+    from ..analysis.discovery import discover_and_decode as run
 
     if _reads_found(args):
         from ..formats._found import read_found
 
-        result = None
         significant = [s for s, keep in read_found(args.discover) if keep]
+        combined = decode_found(aggregate, cmap, significant, decoder=decoder)
+        count = len(significant)
     else:
         from ..analysis.discovery import DiscoverySpec
         from ..formats._params import read_params
-        from ._discover import discovery_aggregate, run_search
+        from ._common import progress_callback
+        from ._discover import discovery_aggregate
 
         spec = DiscoverySpec(params=read_params(args.discovery_params), max_length=args.max_length,
                              segment=args.segment, alphabet=args.alphabet, slot_weights=args.slot_weights)
-        result = run_search(args, spec, discovery_aggregate(spec, args.discover, None))
-        significant = result.candidates()
-    known = set(cmap.strings) if cmap is not None else set()
-    new = [s for s in dict.fromkeys(significant) if s not in known]
-    sys.stderr.write(f"rappor: discovery found {len(significant)} significant values, "
-                     f"{len(new)} not among the candidates\n")
-    if cmap is None:
-        if not new:
-            raise InvalidParameterError("--discover found no significant value and no --map or --candidates "
-                                        "was given: nothing to decode.")
-        return hash_candidates(new, params), result
-    if not new:
-        return cmap, result
-    extra = hash_candidates(new, params)
-    return CandidateMap(params=params, strings=cmap.strings + extra.strings,
-                        matrix=sparse.hstack([cmap.matrix, extra.matrix], format="csc")), result
+        with progress_callback(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
+            combined = run(aggregate, cmap, discovery_aggregate(spec, args.discover, None), spec, decoder=decoder,
+                           beam=args.beam, significance_level=args.level, progress=update)
+        count = int(combined.found.significant.sum()) if combined.found is not None else 0
+    sys.stderr.write(f"rappor: discovery found {count} significant values, "
+                     f"{len(combined.new_strings)} not among the candidates\n")
+    return combined
 
 
 def found_output(args: argparse.Namespace, result: DiscoveryResult | None) -> ContextManager[IO[str] | None]:
@@ -124,28 +113,15 @@ def found_output(args: argparse.Namespace, result: DiscoveryResult | None) -> Co
     return atomic_output(args.found)
 
 
-def detection_floor(result: DiscoveryResult) -> float:
-    """Smallest share of the discovery reports a value confirmed by the last slot alone can have.
-
-    ``z_significant`` (the Bonferroni cutoff as a normal quantile) times the null standard
-    error of the confirmation slot's share: values rarer than this stay in the unexplained
-    mass.  NaN when the search recorded no slot.
-    """
-    slots = [s for s in result.diagnostics.get("slots", []) if "null_std_error" in s]
-    if not slots:
-        return math.nan
-    return float(result.diagnostics["z_significant"]) * float(slots[-1]["null_std_error"])
-
-
-def unexplained_report(with_discovery: DecodeResult, without: DecodeResult | None,
-                       found: DiscoveryResult | None) -> str:
+def unexplained_report(combined: DiscoverDecode) -> str:
     """The line ``decode --discover`` prints: unexplained mass with (and without) the discovered values."""
-    d = with_discovery.diagnostics
+    without = combined.without
+    d = combined.result.diagnostics
     text = f"rappor: unexplained mass {d.unexplained_mass:.4f} (SE {d.unexplained_std_error:.4f}) with the discovered values"
     if without is not None:
         w = without.diagnostics
         text += f", {w.unexplained_mass:.4f} (SE {w.unexplained_std_error:.4f}) with the candidates alone"
-    floor = detection_floor(found) if found is not None else math.nan
+    floor = combined.detection_floor
     if math.isfinite(floor):
         text += (f"; discovery confirms values above about {floor:.2%} of the discovery reports, "
                  "rarer ones stay unexplained")

@@ -9,9 +9,7 @@ from typing import IO, TYPE_CHECKING, Any
 from ._common import integer, real
 
 if TYPE_CHECKING:
-    from ..analysis.discovery._plan import DiscoveryPlan
-    from ..analysis.discovery._spec import DiscoverySpec
-    from ..params import Params
+    from ..analysis.discovery import DiscoveryPlan
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -43,14 +41,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
                             "per slot; for 'rappor sum-bits --params') as a params.csv [default: none]")
 
 
-def full_reports(args: argparse.Namespace) -> int:
-    """Full-string reports to plan for."""
-    reports = int(args.reports)
-    if args.discovery_share is None:
-        return reports
-    return max(1, round(reports * (1.0 - float(args.discovery_share))))
-
-
 def check(args: argparse.Namespace) -> None:
     from ..exceptions import InvalidParameterError
 
@@ -60,47 +50,31 @@ def check(args: argparse.Namespace) -> None:
             raise InvalidParameterError(f"{option} needs --discovery-share.")
 
 
-def plan(args: argparse.Namespace, params: Params) -> DiscoveryPlan | None:
-    """The discovery plan beside ``params`` (None without ``--discovery-share``)."""
-    if args.discovery_share is None:
-        return None
-    from ..analysis.discovery._plan import plan_discovery
-
-    from ..analysis.discovery._plan import plan_slot_weights
-    from ..analysis.discovery._spec import DiscoverySpec
-
-    weights = None
-    if args.discovery_lengths is not None:
-        base = plan_discovery(params, args.reports, discovery_share=args.discovery_share,
-                              max_length=args.discovery_max_length, irr=args.discovery_irr)
-        weights = plan_slot_weights(base.spec, base.n_discovery_reports,
-                                    _length_prior(args.discovery_lengths, base.spec))
-    return plan_discovery(params, args.reports, discovery_share=args.discovery_share,
-                          max_length=args.discovery_max_length, irr=args.discovery_irr, slot_weights=weights)
-
-
-def _length_prior(text: str, spec: DiscoverySpec) -> dict[int, float]:
-    """``--discovery-lengths``: ``A-B`` or a found.csv -> {length: weight}."""
+def length_prior(args: argparse.Namespace) -> dict[int, float] | None:
+    """``--discovery-lengths``: ``A-B`` or a found.csv -> {length: weight} (None without it)."""
     import re
 
     from ..exceptions import InvalidParameterError
 
+    text, longest = args.discovery_lengths, args.discovery_max_length
+    if text is None:
+        return None
     match = re.fullmatch(r"(\d+)-(\d+)", text.strip())
     if match:
         low, high = int(match.group(1)), int(match.group(2))
-        if not 1 <= low <= high <= spec.max_length:
+        if not 1 <= low <= high <= longest:
             raise InvalidParameterError(f"--discovery-lengths {text}: expected A-B with 1 <= A <= B <= "
-                                        f"--discovery-max-length ({spec.max_length}).")
+                                        f"--discovery-max-length ({longest}).")
         return {length: 1.0 for length in range(low, high + 1)}
     from ..formats._found import read_found_shares
 
     prior: dict[int, float] = {}
     for value, share in read_found_shares(text):
         size = len(value.encode("utf-8"))
-        if 1 <= size <= spec.max_length and share > 0:
+        if 1 <= size <= longest and share > 0:
             prior[size] = prior.get(size, 0.0) + share
     if not prior:
-        raise InvalidParameterError(f"--discovery-lengths {text}: no significant value of 1 to {spec.max_length} "
+        raise InvalidParameterError(f"--discovery-lengths {text}: no significant value of 1 to {longest} "
                                     "bytes with a positive share.")
     return prior
 

@@ -57,27 +57,20 @@ def _refuse_options(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace, params: Params) -> int:
     from .._util.io import atomic_output
     from ..analysis.decoder import Decoder
-    from ..collect._design import hash_candidates
-    from ..analysis.discovery import DiscoverySpec, discover, realistic_population, simulate_discovery
-    from ..analysis.discovery._evaluate import topk_scores
+    from ..analysis.discovery import DiscoverySpec, discovery_params, evaluate_discovery, realistic_population
     from ..formats._candidates import write_candidates
     from ..formats._counts import write_counts
     from ..formats._params import read_params, write_params
-    from ..analysis._metrics import evaluate_result
     from ..formats._population import read_population
     from ..formats._results import write_results
-    from ..simulation._simulation import candidate_strings
-    from ._discover import listed_strings
+    from ..simulation._populations import candidate_strings
 
     _refuse_options(args)
     started = time.perf_counter()
     if args.discovery_params is not None:
         dparams = read_params(args.discovery_params)
-    else:
-        # Same epsilon_inf as the full-string reports, one hash, no instantaneous noise.
-        from ..privacy._planner import _flip_for_epsilon_inf
-
-        f = _flip_for_epsilon_inf(params.epsilon_inf, 1)
+    else:  # the full-string reports' epsilon_inf, one hash, no instantaneous noise
+        f = discovery_params(params.epsilon_inf)[1]
         dparams = Params(num_bloombits=256, num_hashes=1, num_cohorts=32, prob_p=0.0, prob_q=1.0, prob_f=f)
     spec = DiscoverySpec(params=dparams, max_length=args.max_length, segment=args.segment, alphabet=args.alphabet,
                          slot_weights=args.slot_weights)
@@ -87,37 +80,20 @@ def run(args: argparse.Namespace, params: Params) -> int:
         population = realistic_population(args.unique, exponent=1.1 if args.dist_param is None else args.dist_param,
                                           max_length=max(5, args.max_length), rng=args.seed)
     out = output_directory(args.out)
-    with progress_callback(spec.levels, desc="simulate", unit="slot", quiet=args.quiet) as update:
-        sim = simulate_discovery(params, spec, population, args.clients, discovery_share=args.discovery_share,
-                                 rng=args.seed, progress=update)
-    with progress_callback(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
-        found = discover(sim.discovery, spec, progress=update)
     known = candidate_strings(population, decoys=args.decoys, remove_every=args.remove_every)
-    decoder = Decoder(estimator=args.estimator)
-    truth = sim.full_truth
-    rows: dict[str, Any] = {}
-    results = {}
-    lists = (("without discovery", known), ("with discovery", list(dict.fromkeys(known + found.candidates()))))
-    with progress_callback(len(lists), desc="decode", unit="list", quiet=args.quiet) as update:
-        for name, cands in lists:
-            res = decoder.decode(sim.full, hash_candidates(cands, params))
-            met = evaluate_result(res, truth)
-            det = [i for i in range(len(res.strings)) if res.detected[i]]
-            scores = topk_scores(truth, [res.strings[i] for i in det], res.proportion[det])
-            missing = sum(c for s, c in truth.items() if s not in set(cands)) / max(sum(truth.values()), 1)
-            rows[name] = {"candidates": len(cands), "total_variation": met.total_variation,
-                          "unexplained_mass": met.unexplained_mass, "true_share_outside_list": missing, **scores}
-            results[name] = res
-            if update is not None:
-                update(1)
+    with progress_callback(2 * spec.levels + 2, desc="simulate --discover", unit="step", quiet=args.quiet) as update:
+        ev = evaluate_discovery(params, spec, population, args.clients, candidates=known,
+                                discovery_share=args.discovery_share, decoder=Decoder(estimator=args.estimator),
+                                rng=args.seed, progress=update)
+    sim, found, listed, results, rows, disc_scores = (ev.simulation, ev.found, list(ev.listed), ev.results,
+                                                      ev.scores, ev.discovery_scores)
     sig = found.significant
-    disc_scores = topk_scores(sim.truth, [s for s, k in zip(found.strings, sig) if k], found.proportion[sig])
     write_params(params, out / "params.csv")
     write_params(dparams, out / "discovery-params.csv")
     write_counts(sim.full, out / "counts.csv")
     write_counts(sim.discovery, out / "discovery-counts.csv")
     found.to_csv(out / "found.csv")
-    write_candidates(listed_strings(found), out / "found.txt")  # empty when nothing is significant
+    write_candidates(listed, out / "found.txt")  # empty when nothing is significant
     write_candidates(known, out / "candidates.txt")
     write_results(results["with discovery"], out / "results.csv")
     with atomic_output(out / "truth.csv") as fh:

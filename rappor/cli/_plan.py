@@ -98,9 +98,18 @@ def run(args: argparse.Namespace) -> int:
                "at most the permanent response); --no-irr asks for no instantaneous noise at all")
         raise InvalidParameterError(msg)
     _discover_plan.check(args)
-    result = plan(_discover_plan.full_reports(args), args.candidates, epsilon_inf=args.epsilon_inf,
-                  epsilon_one=epsilon_one, significance_level=args.level, rng=args.seed)
-    discovery = _discover_plan.plan(args, result.best.params)
+    options = {"epsilon_inf": args.epsilon_inf, "epsilon_one": epsilon_one, "significance_level": args.level,
+               "rng": args.seed}
+    discovery = None
+    if args.discovery_share is None:
+        result = plan(args.reports, args.candidates, **options)
+    else:
+        from ..analysis.discovery import plan_with_discovery
+
+        result, discovery = plan_with_discovery(args.reports, args.candidates, discovery_share=args.discovery_share,
+                                                discovery_irr=args.discovery_irr,
+                                                discovery_max_length=args.discovery_max_length,
+                                                discovery_lengths=_discover_plan.length_prior(args), **options)
     best = result.best.as_dict()
     others = [p.as_dict() for p in result.plans if p is not result.best][:args.top]
     with atomic_output(args.output) as out:

@@ -110,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
     from ..formats._map import write_map
     from ..analysis._metrics import evaluate_result
     from ..formats._population import read_population
-    from ..simulation._simulation import Population, candidate_strings, simulate
+    from ..simulation._populations import Population, candidate_strings
+    from ..simulation._simulation import simulate
 
     from ..analysis.decoder._decoder import check_estimator
 

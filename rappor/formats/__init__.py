@@ -10,7 +10,8 @@
                            ``client,cohort,bloom,prr,irr``: :func:`iter_reports`,
                            :func:`read_reports`, :func:`write_reports`
 ``_parquet``               reports as Parquet (needs pyarrow): :func:`read_parquet_reports`,
-                           :func:`write_parquet_reports`, streaming and aggregation
+                           :func:`write_parquet_reports`, streaming (:class:`ParquetReportWriter`)
+                           and aggregation (:func:`aggregate_parquet`)
 ``_counts``                google/rappor ``counts.csv``: :func:`read_counts`, :func:`write_counts`
 ``_candidates``            candidate lists, one string per line: :func:`read_candidates`,
                            :func:`write_candidates`
@@ -43,11 +44,19 @@ from ._keys import read_key_file, write_key_file
 from ._map import read_map, write_map
 from ._params import read_params, write_params
 from ._population import read_population
-from ._parquet import iter_parquet_reports, read_parquet_reports, write_parquet_reports
+from ._parquet import (
+    ParquetReportWriter,
+    aggregate_parquet,
+    iter_parquet_reports,
+    read_parquet_reports,
+    write_parquet_reports,
+)
 from ._results import read_results, write_results
 from ._reports_csv import iter_reports, read_reports, write_reports
 
 __all__ = [
+    "ParquetReportWriter",
+    "aggregate_parquet",
     "iter_client_values",
     "iter_parquet_reports",
     "iter_reports",

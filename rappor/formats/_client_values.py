@@ -7,7 +7,7 @@ encode`` and :func:`rappor.encode_file` read.
 
 The file is read through :func:`rappor._util.csv_blocks.iter_csv_blocks` in blocks of
 :data:`BLOCK_BYTES`, so memory is bounded by the block (and the chunk of rows being
-encoded), not by the input (issue 13, item 7: the whole input used to be held, about
+encoded), not by the input (the whole input used to be held, about
 230 bytes a row).  The rows are exactly those of the csv module in strict mode on the
 whole file; fields are taken exactly (RFC 4180: a space is part of a field), because
 values are hashed exactly; only the header tolerates spaces and quotes around its

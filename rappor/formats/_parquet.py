@@ -25,7 +25,7 @@ parameters that differ from the expected ones raise
 by other tools) are accepted when their columns fit the expected parameters.
 
 Packed columns are what make aggregation fast: list-of-bool columns are 40-55 times slower
-to read and hex or 0/1 strings 10-20 times slower (measured for issue 7).
+to read and hex or 0/1 strings 10-20 times slower (measured).
 
 Reading is streamed in batches of rows, so a file larger than memory is aggregated with a
 flat memory profile (:func:`aggregate_parquet`).

@@ -8,7 +8,7 @@ import math
 from .._util.excerpt import excerpt
 from .._util.io import PathLike, display_name, iter_text_lines
 from ..exceptions import ReportFormatError
-from ..simulation._simulation import Population
+from ..simulation._populations import Population
 
 __all__ = ["read_population"]
 

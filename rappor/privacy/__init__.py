@@ -5,8 +5,8 @@ In the order a user meets them (modules private, names listed here):
 ``_accounting``  privacy accounting of RAPPOR: pure epsilon (:func:`loss`), RDP, zCDP,
                  (epsilon, delta) and composition
 ``_planner``     choosing parameters for privacy and detection targets (:func:`plan`)
-``_mechanisms``  other local mechanisms to compare with: randomized response, k-RR, basic
-                 and k-RAPPOR, with their estimators
+``_mechanisms``  other local mechanisms to compare with: randomized response and k-RR,
+                 with their estimators; ``_rappor_mechanisms``: basic and k-RAPPOR, two-stage
 ``_audit``       an empirical privacy audit of an encoder (:func:`audit_encoder`)
 """
 
@@ -39,16 +39,13 @@ from ._audit import (
     never_clearing_sampler,
 )
 from ._mechanisms import (
-    BasicRappor,
     BinaryRandomizedResponse,
     FrequencyEstimate,
     KaryRandomizedResponse,
-    KRappor,
-    TwoStageRappor,
     epsilon_from_lying_probability,
     lying_probability_from_epsilon,
-    two_stage_rate,
 )
+from ._rappor_mechanisms import BasicRappor, KRappor, TwoStageRappor, two_stage_rate
 from ._planner import (
     DEFAULT_EPSILON_RATIO,
     DetectionOutlook,

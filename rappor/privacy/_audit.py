@@ -50,7 +50,7 @@ from ..exceptions import InvalidParameterError
 from ..client._hashing import bloom_bits, bloom_filter
 from ..params import Params
 from ..client._randomizer import instantaneous_response, permanent_response_from_words
-from ..simulation._simulation import simulate_reports
+from ..simulation._reports import simulate_reports
 
 if TYPE_CHECKING:
     from scipy import stats

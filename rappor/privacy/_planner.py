@@ -329,7 +329,8 @@ def detection_outlook(params: Params, n_reports: int, frequencies: npt.ArrayLike
     the expected count is ``sum_j Phi(x_j / sd - z_{1 - level / S})``
     (:func:`detection_probability`).  The decoder's default Benjamini-Hochberg test is less
     strict than Bonferroni when several strings are present, so it tends to find a few
-    more (issue 4's scenario, 20 seeds: expected 6.2, found 4-9, mean 6.7).
+    more (the decoder benchmark's scenario, ``benchmarks/accuracy_issue4.py``, 20 seeds:
+    expected 6.2, found 4-9, mean 6.7).
     """
     x = np.asarray(frequencies, dtype=np.float64).reshape(-1)
     x = x[np.isfinite(x) & (x > 0)]

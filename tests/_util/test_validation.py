@@ -10,7 +10,7 @@ from rappor._util.validation import check_cohort, check_cohorts
 from rappor.collect._compat import google_bloom_bits
 from rappor.exceptions import InvalidParameterError
 from rappor.client._hashing import bloom_bits, bloom_bits_table
-from rappor.simulation._simulation import simulate_reports
+from rappor.simulation import simulate_reports
 
 PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 

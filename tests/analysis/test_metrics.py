@@ -77,7 +77,7 @@ def test_evaluate_result_unexplained_mass_is_the_summary_s():
     """One name, one meaning: Metrics.unexplained_mass is DecodeResult.summary()["unexplained_mass"] (the
     decoder's estimate), not 1 - allocated mass (that is unallocated_mass)."""
     from rappor import Decoder, Params
-    from rappor.simulation._simulation import Population, candidate_strings, simulate
+    from rappor.simulation import Population, candidate_strings, simulate
 
     params = Params(k=16, h=2, m=16, p=0.5, q=0.75, f=0.5)
     sim = simulate(params, Population.zipf(20), 20_000, rng=3)
@@ -113,7 +113,7 @@ def test_bit_residuals_standard_normal_under_the_model(rng):
     # |r| < 5 everywhere fails with probability about 32 * 5.7e-7 < 2e-5.
     from rappor import Params, hash_candidates
     from rappor.analysis._metrics import bit_residuals
-    from rappor.simulation._simulation import Population, simulate
+    from rappor.simulation import Population, simulate
 
     params = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     pop = Population.zipf(3)
@@ -129,7 +129,7 @@ def test_bit_residuals_standard_normal_under_the_model(rng):
 
 def _decoded(n_values, decoys, remove_every, params=None, n=100_000, seed=0):
     from rappor import Decoder, Params
-    from rappor.simulation._simulation import Population, candidate_strings, simulate
+    from rappor.simulation import Population, candidate_strings, simulate
 
     params = params or Params(k=16, h=2, m=64, p=0.5, q=0.75, f=0.5)
     pop = Population.zipf(n_values)
@@ -180,7 +180,7 @@ def test_fit_residuals_few_cohorts_groups_and_identity_map(data_dir):
     result = Decoder().decode(agg, cmap)
     assert fit_residuals(result, agg, cmap).chi2 == pytest.approx(result.summary()["residual"]["chi2"], rel=1e-9)
 
-    from rappor.simulation._simulation import Population, simulate
+    from rappor.simulation import Population, simulate
 
     small = Params(k=4, h=1, m=2, p=0.5, q=0.75, f=0.5)  # 12 strings on 4 bits x 2 cohorts: some collide
     cmap_small = hash_candidates([f"v{i}" for i in range(1, 13)], small)

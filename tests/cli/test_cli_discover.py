@@ -108,7 +108,7 @@ def _decode_args(d: Path, full: Path, out: Path, *extra: str) -> list[str]:
 def full_strings(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A full-string collection (simulated) of the same values, and a stale candidate list."""
     from rappor.formats._counts import write_counts
-    from rappor.simulation._simulation import Population, simulate
+    from rappor.simulation import Population, simulate
 
     d = tmp_path_factory.mktemp("full")
     params = Params(num_bloombits=32, num_hashes=1, num_cohorts=16, prob_p=0.0, prob_q=1.0,

@@ -19,16 +19,13 @@ from scipy.stats import binomtest
 from rappor import Params
 from rappor.exceptions import InvalidParameterError
 from rappor.privacy._mechanisms import (
-    BasicRappor,
     BinaryRandomizedResponse,
     KaryRandomizedResponse,
-    KRappor,
-    TwoStageRappor,
     _debias_rate,
     epsilon_from_lying_probability,
     lying_probability_from_epsilon,
-    two_stage_rate,
 )
+from rappor.privacy._rappor_mechanisms import BasicRappor, KRappor, TwoStageRappor, two_stage_rate
 from rappor.privacy._accounting import tight_rho
 
 Z = 4.0  # tolerance in standard errors (two-sided tail 6.3e-5 each)

@@ -10,7 +10,7 @@ import pytest
 from rappor import Decoder, Params, hash_candidates
 from rappor.formats import read_counts, read_params
 from rappor.report._explain import detection_rule, floor_tie
-from rappor.simulation._simulation import Population, simulate
+from rappor.simulation import Population, simulate
 
 SAMPLE = Path(__file__).parents[2] / "data" / "sample"
 

@@ -17,7 +17,7 @@ import pytest
 from rappor import hash_candidates
 from rappor.report._html import render_report, write_report
 from rappor.analysis._metrics import evaluate
-from rappor.simulation._simulation import Population, simulate
+from rappor.simulation import Population, simulate
 
 
 class _Collector(HTMLParser):

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from rappor import Params, hash_candidates  # noqa: E402
 from rappor.report._plots import plot_epsilon, plot_estimates, plot_fit_residuals, plot_residuals  # noqa: E402
-from rappor.simulation._simulation import Population, simulate  # noqa: E402
+from rappor.simulation import Population, simulate  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Tests for rappor.simulation._simulation: populations, candidate lists, batch encoding, simulate()."""
+"""Tests for rappor.simulation: populations, candidate lists, fast reports and counts, scenarios, simulate()."""
 
 from __future__ import annotations
 
@@ -10,18 +10,10 @@ from rappor import Params
 from rappor.collect._design import hash_candidates
 from rappor.exceptions import InvalidParameterError, ReportFormatError
 from rappor.client._hashing import bloom_filter
-from rappor.simulation._simulation import (
-    DISTRIBUTIONS,
-    Population,
-    Simulation,
-    _bernoulli_words,
-    candidate_strings,
-    simulate,
-    simulate_counts,
-    simulate_reports,
-    true_ones,
-    zipf_scenario,
-)
+from rappor.simulation._populations import DISTRIBUTIONS, Population, candidate_strings
+from rappor.simulation._reports import _bernoulli_words, simulate_counts, simulate_reports, true_ones
+from rappor.simulation._scenarios import zipf_scenario
+from rappor.simulation._simulation import Simulation, simulate
 
 # Non-dyadic probabilities exercise every digit of the 32-bit thresholds and the tie path.
 ODD = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.3, prob_q=0.8, prob_f=0.3)

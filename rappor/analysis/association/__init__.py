@@ -15,6 +15,9 @@ and ``bin/decode_assoc.R``), with
   bits, and a sequential-quadratic-programming maximizer that converges in a handful
   of passes (google/rappor's EM is available as ``method="em"``).
 
+:func:`decode_collection` is what ``rappor decode-assoc`` runs: the decoder on a random
+sample of the clients (:func:`sample_clients`, google/rappor's ``--reports-sample-size``).
+
 Not imported by ``import rappor``.  The method, its checks and measurements are in
 ``docs/association.md``; the command line is ``rappor decode-assoc``.
 
@@ -35,6 +38,7 @@ True
 
 from __future__ import annotations
 
+from ._collection import decode_collection, sample_clients
 from ._decoder import AssociationDecoder
 from ._privacy import MultiVariablePrivacy, multi_variable_privacy
 from ._result import AssociationResult, Distribution, IndependenceTest
@@ -52,8 +56,10 @@ __all__ = [
     "MultiVariablePrivacy",
     "Variable",
     "boolean_params",
+    "decode_collection",
     "example_joint",
     "multi_variable_privacy",
+    "sample_clients",
     "simulate_association",
     "total_variation",
 ]

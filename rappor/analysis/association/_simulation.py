@@ -16,7 +16,7 @@ from ...collect._design import hash_candidates
 from ...exceptions import InvalidParameterError
 from ...params import Params
 from ...client._reports import ReportBatch
-from ...simulation._simulation import _encode_rows, simulate_reports
+from ...simulation._reports import _encode_rows, simulate_reports
 from ._variables import BOOLEAN_CATEGORIES, OTHER, Variable, boolean_params
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ def example_joint(kind: str, num_unique: int = 100, num_unique2: int = 10, *, re
     joint, values, candidates
         Arguments for :func:`simulate_association`.
     """
-    from ...simulation._simulation import Population
+    from ...simulation._populations import Population
 
     u = check_int(num_unique, "num_unique", "example_joint", low=1)
     step = check_int(remove_every, "remove_every", "example_joint", low=0)

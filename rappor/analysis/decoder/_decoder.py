@@ -87,7 +87,7 @@ def check_combination(null: str, correction: str, *, cli: bool = False) -> None:
 #: Estimators that were removed, with why (``docs/decoder.md``, "Empirical Bayes, removed").
 REMOVED_ESTIMATORS: dict[str, str] = {
     "empirical-bayes": (
-        "was removed because its detections are unstable: on 20 seeds of issue 4's scenario it reported "
+        "was removed because its detections are unstable: on 20 seeds of the decoder benchmark's scenario it reported "
         "from 5 to 100 strings (TV 0.17-0.32), its prior not being identifiable near 0. The default shares "
         "(shares='all', the default) are its stable empirical-Bayes replacement: a share for every candidate, "
         "while 'detected' stays the calibrated test's list (docs/decoder.md, 'Empirical Bayes, removed')"),
@@ -178,7 +178,7 @@ class Decoder(CheckedParameters):
         The constrained weighted least-squares fit whose tests decide
         :attr:`DecodeResult.detected` (the only estimator).  ``"empirical-bayes"`` (a
         posterior-median detection rule) was removed: its detections swung from 5 to 100
-        strings over 20 seeds of issue 4's scenario; it raises
+        strings over 20 seeds of the decoder benchmark's scenario; it raises
         :class:`~rappor.exceptions.InvalidParameterError` saying so.  Its stable
         empirical-Bayes replacement is ``shares="all"`` (the default).
     shares : {"all", "detected"}, default="all"
@@ -188,10 +188,10 @@ class Decoder(CheckedParameters):
         with them, bagged; :mod:`rappor.analysis.decoder._shares`) -- while :attr:`DecodeResult.detected`
         stays the test's list, with its error control; ``results.csv`` then has a row for
         every candidate with a positive share (or detected) and a ``detected`` column, so that summing
-        ``proportion`` gives the distribution (issue 14: lower total variation than
+        ``proportion`` gives the distribution (lower total variation than
         google/rappor's decoder in every scenario class measured, ``docs/decoder.md``).
         ``"detected"``: the least-squares shares of the test's fit, and ``results.csv``
-        lists the detected strings only (the decoder before issue 14).
+        lists the detected strings only (the decoder before every candidate had a share).
     rng : numpy.random.Generator, int or None, default=None
         Draws the random-string patterns when ``k**h`` exceeds 4096 (otherwise every
         pattern is enumerated and nothing random is drawn).  ``None`` uses a fixed

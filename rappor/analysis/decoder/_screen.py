@@ -252,7 +252,7 @@ def cv_lasso(a: sp.spmatrix | Array, b: npt.ArrayLike, cohort_of_row: npt.ArrayL
     coordinate descent, warm-started along the grid) with the cohort folds passed as
     its ``cv`` splits; the curve is computed here from its per-fold errors
     (``mse_path_``).  Measured against the hand-written strong-rule path this module
-    had before (issue 4's scenario, 5 seeds, ``docs/penalty.md``): the same
+    had before (the decoder benchmark's scenario, 5 seeds, ``docs/penalty.md``): the same
     ``alpha_min`` and ``alpha_1se`` in every decode, at the same cost with 1,000
     candidates (0.44 s) and about 4 times the cost with 10,000 (11 s against 2.8 s).
     As in ``glmnet``'s ``cv.glmnet`` (Friedman, Hastie and Tibshirani 2010, J. Stat.

@@ -1,9 +1,9 @@
 """Every candidate's share by an empirical-Bayes regression (private): the default ``proportion``.
 
-This module owns the second product of a decode (issue 14): a share for *every* candidate,
+This module owns the second product of a decode: a share for *every* candidate,
 made for the total variation distance of the whole distribution, next to the detections of
 the test (the first product, unchanged, in :mod:`._estimate`).  Three steps, each with the
-measured reason in ``docs/decoder.md`` ("Issue 14"):
+measured reason in ``docs/decoder.md`` (its section on the shares):
 
 1. :func:`fixed_unexplained`: the unexplained mass is fixed (a ramp on its z-score) instead
    of fitted, as it is confounded with the many small candidates;
@@ -61,7 +61,7 @@ WORKING_Z = 1.0
 MAX_WORKING = 3000
 #: Idle candidates (screened lists) whose posteriors enter the prior's update; beyond it an
 #: evenly spaced sample by starting z (100,000 candidates: 97,000 idle posteriors per sweep
-#: would cost more than the rest of the decode).  2,000 (from 20,000, issue 14's speed pass):
+#: would cost more than the rest of the decode).  2,000 (from 20,000, the shares' speed pass):
 #: decoys-10k's 8,300 idle posteriors and their sparse products were a third of the shares'
 #: time, and the sample of 2,000 moved the TV by at most 0.002 (decoys-10k, k128-5k, seeds
 #: 0-2; ``docs/decoder.md``, "Speed").
@@ -75,7 +75,7 @@ BLOCK = 1 << 15
 TOL = 1e-4
 MIN_SWEEPS = 10
 MAX_SWEEPS = 150
-#: Active set (issue 14's speed pass): every ``FULL_EVERY`` sweeps (and the first) visit every
+#: Active set (the shares' speed pass): every ``FULL_EVERY`` sweeps (and the first) visit every
 #: moved candidate; the sweeps between visit only those that, after the last full sweep, had
 #: a posterior mass off 0 above ``ACTIVE_MASS`` or moved by more than ``ACTIVE_MOVE`` SEs.
 #: The others keep their mean; their statistics are refreshed (``q`` is kept for every moved
@@ -97,7 +97,7 @@ SEED = 0
 ROUND = 20
 #: Coordinate ascent: a candidate whose statistic is at least this many standard errors above
 #: 0 takes its statistic as its mean, not the grid posterior's.  The prior's grid is geometric
-#: (60 points up to the largest z, section "Issue 14" of ``docs/decoder.md``): near z = 300 its
+#: (60 points up to the largest z, ``docs/decoder.md`` on the shares): near z = 300 its
 #: points are 11% apart, i.e. 30 standard errors, so the posterior collapses on the nearest
 #: point and the mean of a large string was off by up to 5% of its share (measured: 10 M
 #: reports, 20,000 candidates, the top string at 0.1399 for a truth of 0.1455 and a
@@ -106,7 +106,7 @@ ROUND = 20
 #: statistic to within ``O(1/z)`` standard errors.  The bound is the larger of
 #: ``PRIOR_CAP_Z`` (where the bagged priors' z-scores are capped) and the z at which the
 #: grid's spacing reaches ``EXACT_SPACING`` standard errors: below it the grid resolves the
-#: likelihood and the posterior mean stands.  Measured (20 seeds of issue 14's classes):
+#: likelihood and the posterior mean stands.  Measured (20 seeds of the accuracy classes, ``benchmarks/_classes.py``):
 #: with a spacing of 3 every class's mean TV is within 0.0002 of before (zipf-k8 0.1008 for
 #: 0.1006); a bound of 10 alone moved zipf-k8 to 0.1038 and one mixed-small decode gave a
 #: share to 19 decoys (11 before), a spacing of 2 zipf-k8 to 0.1020.

@@ -5,16 +5,20 @@ The package's modules (private), in the order a discovery uses them:
 =================  ==============================================================
 ``_spec``          what a discovery report carries (prefix fragments per slot), the wire
                    parameters (:class:`DiscoverySpec`)
-``_plan``          choosing the discovery parameters (:func:`plan_discovery`)
+``_plan``          choosing the discovery parameters (:func:`plan_discovery`), and a whole
+                   collection with discovery (:func:`plan_with_discovery`, ``rappor plan``)
 ``_privacy``       what the extra discovery reports cost (:func:`discovery_privacy`)
 ``_client``        the client's discovery reports (:class:`DiscoveryEncoder`)
 ``_oracle``        any fragment's count in one slot, read off the per-cohort Bloom counts
 ``_confirmation``  the null distribution a found string is confirmed against
 ``_search``        the search (:func:`discover`) and its result
+``_decode``        discover, then decode with the candidates (:func:`discover_and_decode`,
+                   what ``rappor decode --discover`` runs)
 ``_pem``           the PEM baseline (prefix extending, one segment per group)
-``_evaluate``      top-k scores of a discovery against the truth
 ``_population``    long-tailed populations of realistic strings, and of 6-15 byte values
 ``_simulate``      simulated collections with discovery, 10 million clients in seconds
+``_evaluate``      top-k scores of a discovery against the truth; a whole simulated collection
+                   with discovery, scored (:func:`evaluate_discovery`, ``rappor simulate --discover``)
 =================  ==============================================================
 
 See ``docs/discovery.md`` for the method, its privacy accounting and measurements.
@@ -23,30 +27,42 @@ See ``docs/discovery.md`` for the method, its privacy accounting and measurement
 from __future__ import annotations
 
 from ._client import DiscoveryEncoder, encode_discovery_clients
-from ._evaluate import topk_scores
-from ._plan import DiscoveryPlan, plan_discovery, plan_slot_weights
+from ._decode import DiscoverDecode, decode_found, discover_and_decode, listed_strings
+from ._evaluate import DiscoveryEvaluation, evaluate_discovery, topk_scores
+from ._pem import pem_discover, pem_population
+from ._plan import DiscoveryPlan, plan_discovery, plan_slot_weights, plan_with_discovery
 from ._population import long_population, realistic_population, realistic_strings
-from ._privacy import DiscoveryPrivacy, discovery_privacy
+from ._privacy import DiscoveryPrivacy, discovery_params, discovery_privacy
 from ._search import DiscoveryResult, discover, display_string
 from ._simulate import DiscoverySimulation, simulate_discovery
 from ._spec import ALPHABETS, DiscoverySpec, alphabet_bytes
 
 __all__ = [
     "ALPHABETS",
+    "DiscoverDecode",
     "DiscoveryEncoder",
+    "DiscoveryEvaluation",
     "DiscoveryPlan",
     "DiscoveryPrivacy",
     "DiscoveryResult",
     "DiscoverySimulation",
     "DiscoverySpec",
     "alphabet_bytes",
+    "decode_found",
     "discover",
+    "discover_and_decode",
+    "discovery_params",
     "discovery_privacy",
     "display_string",
     "encode_discovery_clients",
+    "evaluate_discovery",
+    "listed_strings",
     "long_population",
+    "pem_discover",
+    "pem_population",
     "plan_discovery",
     "plan_slot_weights",
+    "plan_with_discovery",
     "realistic_population",
     "realistic_strings",
     "simulate_discovery",

@@ -28,7 +28,7 @@ import numpy as np
 from ..._util.validation import check_int
 from ...collect._aggregate import Aggregate
 from ...exceptions import InvalidParameterError
-from ...simulation._simulation import Population
+from ...simulation._populations import Population
 from ._oracle import SlotOracle
 from ._search import DiscoveryResult, _normal_sf, _tails
 from ._spec import COMPLETE, PARTIAL, DiscoverySpec

@@ -29,18 +29,20 @@ and is left out.  ``benchmarks/discovery.py`` measures the real recall.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from ..._util.validation import check_int, check_options, check_probability
 from ...exceptions import InvalidParameterError
 from ...params import Params
+from ...privacy._planner import PlanResult, plan
 from ._oracle import _trimmed_mean_variance
 from ._privacy import DiscoveryPrivacy, discovery_privacy
 from ._search import _thresholds
 from ._spec import DiscoverySpec
 
-__all__ = ["DiscoveryPlan", "discovery_frequency", "plan_discovery", "plan_slot_weights"]
+__all__ = ["DiscoveryPlan", "discovery_frequency", "plan_discovery", "plan_slot_weights", "plan_with_discovery"]
 
 #: The discovery design measured in docs/discovery.md: one hash, 256 bits, 32 cohorts per slot.
 DEFAULT_DISCOVERY_BITS = 256
@@ -111,7 +113,7 @@ def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: in
     return hi
 
 
-def plan_slot_weights(spec: DiscoverySpec, n_reports: int, lengths: dict[int, float], *, total: int = 128,
+def plan_slot_weights(spec: DiscoverySpec, n_reports: int, lengths: Mapping[int, float], *, total: int = 128,
                       ) -> tuple[int, ...]:
     """Slot weights that make values of the given lengths easiest to find (under the module's model).
 
@@ -129,7 +131,7 @@ def plan_slot_weights(spec: DiscoverySpec, n_reports: int, lengths: dict[int, fl
         The layout (its own weights are ignored).
     n_reports : int
         Discovery reports.
-    lengths : dict of int to float
+    lengths : mapping of int to float
         Value length (bytes, at most ``spec.max_length``) -> its weight: the lengths of
         the values to find (e.g. those found in an earlier collection).
 
@@ -276,3 +278,49 @@ def plan_discovery(params: Params, n_clients: int, *, discovery_share: float = 0
     return DiscoveryPlan(spec=spec, discovery_share=share, n_clients=n, n_full_reports=n - n_disc,
                          n_discovery_reports=n_disc, privacy=discovery_privacy(params, spec.params),
                          found_frequency=found, found_frequency_other=other, irr=irr and full_has_irr)
+
+
+def plan_with_discovery(n_clients: int, n_candidates: int, *, discovery_share: float = 0.75,
+                        discovery_irr: bool = False, discovery_max_length: int = 30,
+                        discovery_lengths: Mapping[int, float] | None = None,
+                        **options: Any) -> tuple[PlanResult, DiscoveryPlan]:
+    """Plan a collection in which a share of the clients sends a discovery report instead of a full-string one.
+
+    The full-string design is planned (:func:`rappor.privacy.plan`) for the
+    ``(1 - discovery_share) n_clients`` clients that send one, then the discovery beside
+    its best parameters (:func:`plan_discovery`).  This is what ``rappor plan
+    --discovery-share`` runs.
+
+    Parameters
+    ----------
+    n_clients : int
+        Every client, whichever report it sends.
+    n_candidates : int
+        Length of the candidate list of the full-string decode.
+    discovery_share : float, default=0.75
+    discovery_irr : bool, default=False
+        Instantaneous noise on the discovery reports (:func:`plan_discovery` ``irr``).
+    discovery_max_length : int, default=30
+        Longest value the discovery can find.
+    discovery_lengths : mapping of int to float, optional
+        Lengths of the values to find (bytes -> weight): the discovery's slots are then
+        weighted for them (:func:`plan_slot_weights`).
+    **options
+        Passed to :func:`rappor.privacy.plan` (``epsilon_inf``, ``epsilon_one``,
+        ``significance_level``, ``rng``, ...).
+
+    Returns
+    -------
+    (PlanResult, DiscoveryPlan)
+    """
+    n = check_int(n_clients, "n_clients", "plan_with_discovery", low=1)
+    share = check_probability(discovery_share, "discovery_share", "plan_with_discovery", open_low=True,
+                              open_high=True)
+    result = plan(max(1, round(n * (1.0 - share))), n_candidates, **options)
+    disc = plan_discovery(result.best.params, n, discovery_share=share, irr=discovery_irr,
+                          max_length=discovery_max_length)
+    if discovery_lengths is not None:
+        weights = plan_slot_weights(disc.spec, disc.n_discovery_reports, discovery_lengths)
+        disc = plan_discovery(result.best.params, n, discovery_share=share, irr=discovery_irr,
+                              max_length=discovery_max_length, slot_weights=weights)
+    return result, disc

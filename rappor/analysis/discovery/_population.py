@@ -13,7 +13,7 @@ import numpy as np
 
 from ..._util.validation import RngLike, check_int, check_real, check_rng
 from ...exceptions import InvalidParameterError
-from ...simulation._simulation import Population, _check_population_size
+from ...simulation._populations import Population, _check_population_size
 
 __all__ = ["long_population", "realistic_population", "realistic_strings"]
 

@@ -44,14 +44,8 @@ from ...exceptions import InvalidParameterError
 from ...client._hashing import bloom_bits_table
 from ...params import Params
 from ...client._reports import ReportBatch
-from ...simulation._simulation import (
-    Population,
-    _bloom_bytes,
-    _draw_counts,
-    _encode_rows,
-    _set_bit_counts,
-    simulate_counts,
-)
+from ...simulation._populations import Population
+from ...simulation._reports import _bloom_bytes, _draw_counts, _encode_rows, _set_bit_counts, simulate_counts
 from ._spec import DiscoverySpec
 
 __all__ = ["DiscoverySimulation", "simulate_discovery"]

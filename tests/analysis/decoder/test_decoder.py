@@ -24,7 +24,7 @@ from rappor import (
     Params,
     hash_candidates,
 )
-from rappor.simulation import _simulation as scenario
+from rappor import simulation as scenario
 from rappor.analysis.decoder import _problem
 from rappor.formats import write_results
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from rappor import Decoder, InvalidParameterError, Params, hash_candidates
-from rappor.simulation import _simulation as scenario
+from rappor import simulation as scenario
 from rappor.cli._main import main
 from rappor.analysis.decoder._adjust import CORRECTIONS
 from rappor.analysis.decoder._decoder import UNSOUND_COMBINATIONS, check_combination
@@ -30,8 +30,8 @@ ACCEPTED = [combo for combo in GRID if combo not in REFUSED]
 
 SMALL = Params(num_bloombits=16, num_hashes=2, num_cohorts=16, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 #: What the refusal of the removed estimator must say: removed, why (the measured spread), and the replacement.
-REMOVED_MESSAGE = (r"removed because its detections are unstable: on 20 seeds of issue 4's scenario it reported "
-                   r"from 5 to 100 strings.*default shares \(shares='all', the default\) are its stable "
+REMOVED_MESSAGE = (r"removed because its detections are unstable: on 20 seeds of the decoder benchmark's scenario "
+                   r"it reported from 5 to 100 strings.*default shares \(shares='all', the default\) are its stable "
                    r"empirical-Bayes replacement")
 
 

@@ -130,7 +130,7 @@ def test_to_pandas_is_the_table(one_report):
 
 def _few_cohorts_decode(empty_cohort: bool = False, **options) -> tuple[DecodeResult, Aggregate, object]:
     """Zipf over 10 strings, 100,000 reports, k=16 h=2 m=4: the strongest strings tie at the null's floor."""
-    from rappor.simulation import _simulation as simulation
+    from rappor import simulation
 
     params = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     sc = simulation.zipf_scenario(params, n_reports=100_000, n_values=10, rng=0)

@@ -14,7 +14,7 @@ import pytest
 
 import rappor
 from rappor import Aggregate, Decoder, Params, hash_candidates
-from rappor.simulation import _simulation as scenario
+from rappor import simulation as scenario
 from rappor.analysis.decoder import _shares
 from rappor.formats import write_results
 

@@ -37,7 +37,7 @@ import pytest
 from scipy.stats import norm
 
 from rappor import Decoder, Params, hash_candidates
-from rappor.simulation import _simulation as scenario
+from rappor import simulation as scenario
 
 REFERENCE = Path(__file__).parents[2] / "data" / "decoder_shares_reference.json"
 #: Relative tolerance of z statistics and absolute tolerance of shares (derivation in the docstring).

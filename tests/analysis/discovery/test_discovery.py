@@ -25,7 +25,7 @@ from rappor.analysis.discovery._spec import COMPLETE, PARTIAL
 from rappor.client._encoder import Encoder
 from rappor.exceptions import IncompatibleParamsError, InvalidParameterError
 from rappor.client._hashing import reduce_words
-from rappor.simulation._simulation import Population
+from rappor.simulation import Population
 
 EPS4_F = 2.0 / (1.0 + math.exp(2.0))  # h = 1: epsilon_inf = 2 ln((1 - f/2) / (f/2)) = 4
 

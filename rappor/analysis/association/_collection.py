@@ -1,0 +1,66 @@
+"""A multi-variable collection decoded as ``rappor decode-assoc`` does it: a sample of the clients, then the decoder.
+
+google/rappor's ``decode_assoc.R`` decodes a random sample of the reports when there are many
+(``--reports-sample-size``); :func:`decode_collection` does the same, drawing whole clients (the
+row of every variable) so that the variables stay paired.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..._util.validation import RngLike, check_int, check_rng
+from ...client._reports import ReportBatch
+from ._decoder import AssociationDecoder
+from ._result import AssociationResult
+from ._variables import Variable
+
+__all__ = ["decode_collection", "sample_clients"]
+
+
+def sample_clients(reports: Sequence[ReportBatch], size: int, *, rng: RngLike = None) -> list[ReportBatch]:
+    """``size`` clients drawn without replacement, each with its report of every variable, in their order.
+
+    Parameters
+    ----------
+    reports : sequence of ReportBatch
+        One batch per variable, row ``i`` of every batch from the same client.
+    size : int
+        Clients to keep; all of them when there are no more than ``size``.
+    rng : None, int or numpy.random.Generator
+    """
+    size = check_int(size, "size", "sample_clients", low=1)
+    n = len(reports[0]) if reports else 0
+    if n <= size:
+        return list(reports)
+    rows = np.sort(check_rng(rng).choice(n, size, replace=False))
+    return [ReportBatch(params=b.params, cohorts=b.cohorts[rows], words=b.words[rows]) for b in reports]
+
+
+def decode_collection(reports: Sequence[ReportBatch], variables: Sequence[Variable], *,
+                      decoder: AssociationDecoder | None = None, sample_size: int | None = None,
+                      rng: RngLike = None) -> AssociationResult:
+    """Decode the joint distribution of ``variables`` from a sample of ``sample_size`` clients (all by default).
+
+    Parameters
+    ----------
+    reports : sequence of ReportBatch
+        One batch per variable, row ``i`` of every batch from the same client.
+    variables : sequence of Variable
+        The variables, in the same order.
+    decoder : AssociationDecoder, optional
+        Default ``AssociationDecoder()``.
+    sample_size : int, optional
+        Decode this many clients drawn at random (:func:`sample_clients`); None keeps all.
+    rng : None, int or numpy.random.Generator
+        For the sample.
+
+    Returns
+    -------
+    AssociationResult
+    """
+    if sample_size is not None:
+        reports = sample_clients(reports, sample_size, rng=rng)
+    return (AssociationDecoder() if decoder is None else decoder).decode(reports, variables)

@@ -1,0 +1,146 @@
+"""Discover, then decode: the values found in the discovery reports decoded beside the candidates.
+
+:func:`discover_and_decode` is what ``rappor decode --discover`` runs: the search
+(:func:`~rappor.analysis.discovery.discover`) on the discovery counts, its significant
+values that are not among the candidates appended to the candidate map, and the full-string
+counts decoded against the whole list (and, for comparison, against the candidates alone).
+The unexplained mass of the decode should fall to about the share of the values too rare
+for the discovery to confirm (:attr:`DiscoverDecode.detection_floor`; ``docs/discovery.md``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ...collect._aggregate import Aggregate
+from ...collect._design import CandidateMap, hash_candidates
+from ...exceptions import InvalidParameterError
+from ..decoder import DecodeResult, Decoder
+from ._search import DiscoveryResult, discover
+from ._spec import DiscoverySpec
+
+__all__ = ["DiscoverDecode", "decode_found", "discover_and_decode", "listed_strings"]
+
+
+def listed_strings(result: DiscoveryResult) -> list[str]:
+    """The significant values of ``result`` that can be written one per line (as a candidate list).
+
+    The decodes here take every significant value (:meth:`DiscoveryResult.candidates`),
+    line breaks included; this list is for ``rappor discover --list``.
+    """
+    return [s for s in result.candidates() if s.strip() and "\n" not in s and "\r" not in s]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class DiscoverDecode:
+    """What :func:`discover_and_decode` returns.
+
+    Attributes
+    ----------
+    result : DecodeResult
+        The full-string counts decoded against :attr:`candidate_map`.
+    without : DecodeResult or None
+        The same counts decoded against the candidates alone: None when no candidates
+        were given or the discovery added none.
+    found : DiscoveryResult or None
+        The search's result (``rappor decode --found`` writes it); None when the values
+        came from a found.csv (:func:`decode_found`).
+    new_strings : tuple of str
+        The significant values that were not among the candidates, in the order appended.
+    candidate_map : CandidateMap
+        The candidates followed by :attr:`new_strings`.
+    """
+
+    result: DecodeResult
+    without: DecodeResult | None
+    found: DiscoveryResult | None
+    new_strings: tuple[str, ...]
+    candidate_map: CandidateMap
+
+    @property
+    def detection_floor(self) -> float:
+        """Smallest share of the discovery reports a value confirmed by the last slot alone can have.
+
+        ``z_significant`` (the Bonferroni cutoff as a normal quantile) times the null
+        standard error of the confirmation slot's share: values rarer than this stay in the
+        unexplained mass.  NaN when the search recorded no slot.
+        """
+        if self.found is None:
+            return math.nan
+        slots = [s for s in self.found.diagnostics.get("slots", []) if "null_std_error" in s]
+        if not slots:
+            return math.nan
+        return float(self.found.diagnostics["z_significant"]) * float(slots[-1]["null_std_error"])
+
+
+def discover_and_decode(aggregate: Aggregate, candidates: CandidateMap | None, discovery: Aggregate,
+                        spec: DiscoverySpec, *, decoder: Decoder | None = None, beam: int = 1000,
+                        significance_level: float = 0.05,
+                        progress: Callable[[int], None] | None = None) -> DiscoverDecode:
+    """Find the frequent values of ``discovery`` and decode ``aggregate`` against them and ``candidates``.
+
+    Parameters
+    ----------
+    aggregate : Aggregate
+        The full-string reports' counts.
+    candidates : CandidateMap or None
+        The candidate list (hashed under ``aggregate.params``), or None to decode the
+        discovered values alone.
+    discovery : Aggregate
+        The discovery reports' counts, under ``spec.wire_params``.
+    spec : DiscoverySpec
+        What the discovery reports carry.
+    decoder : Decoder, optional
+        Default ``Decoder()``.
+    beam, significance_level, progress
+        Passed to :func:`~rappor.analysis.discovery.discover`.
+
+    Returns
+    -------
+    DiscoverDecode
+
+    Raises
+    ------
+    InvalidParameterError
+        If no candidates were given and the search found no significant value (nothing to decode).
+    """
+    found = discover(discovery, spec, beam=beam, significance_level=significance_level, progress=progress)
+    return _decode_with(aggregate, candidates, found.candidates(), decoder, found)
+
+
+def decode_found(aggregate: Aggregate, candidates: CandidateMap | None, significant: Sequence[str], *,
+                 decoder: Decoder | None = None) -> DiscoverDecode:
+    """Decode ``aggregate`` against ``candidates`` and values found earlier (``rappor decode --discover found.csv``).
+
+    ``significant`` are the significant values of a search (the ``string`` column of a
+    found.csv where ``significant`` is true, :func:`rappor.formats.read_found`); those
+    not among the candidates are appended, as :func:`discover_and_decode` does.
+    """
+    return _decode_with(aggregate, candidates, list(significant), decoder, None)
+
+
+def _decode_with(aggregate: Aggregate, candidates: CandidateMap | None, significant: list[str],
+                 decoder: Decoder | None, found: DiscoveryResult | None) -> DiscoverDecode:
+    """Append the ``significant`` values that are not candidates, decode with and without them."""
+    decoder = Decoder() if decoder is None else decoder
+    params = aggregate.params
+    known = set(candidates.strings) if candidates is not None else set()
+    new = tuple(s for s in dict.fromkeys(significant) if s not in known)
+    if candidates is None:
+        if not new:
+            msg = "the discovery found no significant value and no candidates were given: nothing to decode."
+            raise InvalidParameterError(msg)
+        cmap = hash_candidates(list(new), params)
+    elif new:
+        from scipy import sparse
+
+        extra = hash_candidates(list(new), params)
+        cmap = CandidateMap(params=params, strings=candidates.strings + extra.strings,
+                            matrix=sparse.hstack([candidates.matrix, extra.matrix], format="csc"))
+    else:
+        cmap = candidates
+    result = decoder.decode(aggregate, cmap)
+    without = decoder.decode(aggregate, candidates) if candidates is not None and cmap is not candidates else None
+    return DiscoverDecode(result=result, without=without, found=found, new_strings=new, candidate_map=cmap)
