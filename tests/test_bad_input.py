@@ -229,11 +229,14 @@ CASES: list[Case] = [
     _params("inf", b"k,h,m,p,q,f\n8,2,4,0.5,inf,0.5\n", 2, "expected a finite number for 'q'"),
     _params("neg-inf", b"k,h,m,p,q,f\n8,2,4,0.5,0.75,-inf\n", 2, "expected a finite number for 'f'",
             command="merge-counts"),
-    _params("huge-k", b"k,h,m,p,q,f\n" + b"9" * 30 + b",2,4,0.5,0.75,0.5\n", 2, "num_bloombits"),
-    _params("huge-m", b"k,h,m,p,q,f\n8,2," + b"9" * 30 + b",0.5,0.75,0.5\n", 2, "num_cohorts",
+    _params("huge-k", b"k,h,m,p,q,f\n" + b"9" * 30 + b",2,4,0.5,0.75,0.5\n", 2,
+            "column k: expected an int in the range"),
+    _params("huge-m", b"k,h,m,p,q,f\n8,2," + b"9" * 30 + b",0.5,0.75,0.5\n", 2,
+            "column m: expected an int in the range",
             command="hash-candidates"),
     _params("fractional-k", b"k,h,m,p,q,f\n8.5,2,4,0.5,0.75,0.5\n", 2, "expected an integer for 'k'"),
-    _params("p-above-one", b"k,h,m,p,q,f\n8,2,4,1.5,0.75,0.5\n", 2, "prob_p"),
+    _params("p-above-one", b"k,h,m,p,q,f\n8,2,4,1.5,0.75,0.5\n", 2,
+            "column p: expected a float in the range [0, 1], found 1.5"),
     _params("no-information", b"k,h,m,p,q,f\n8,2,4,0.5,0.75,1.0\n", 2, "Cannot decode"),
     _params("non-utf8", b"k,h,m,p,q,f\n8,2,4,0.5,0.75,0.5\xff\n", 2, "expected UTF-8 text"),
     _params("directory", None, None, "is a directory, expected a file"),
@@ -532,6 +535,39 @@ SAME_FILE_CASES: list[Case] = [
 ]
 CASES += SAME_FILE_CASES
 
+_KEY_TARGET = "refusing to replace a key file (written by rappor keygen)"
+
+
+def _key_target(name: str, argv: list[str], bad: str = "k.key", **extra: bytes | None) -> Case:
+    """An output names a key file (``k.key``, or a file inside an ``--out`` directory): refused, key kept."""
+    files = _base(**{"k.key": KEY_FILE, "map.csv": _map_bytes(GOOD_CANDIDATES), "in.csv": b"client,value\na,x\n"})
+    files.update(extra)
+    return Case(f"{argv[0]}/output-is-a-key-{name}", files, argv, bad=bad, expected=_KEY_TARGET)
+
+
+#: No command but ``keygen --force`` replaces a key, whatever the key file is called.
+KEY_TARGET_CASES: list[Case] = [
+    _key_target("o", [*_DECODE, "-o", "{d}/k.key"]),
+    _key_target("summary", [*_DECODE, "-o", "{out}", "--summary", "{d}/k.key"]),
+    _key_target("o", [*_SUM, "-o", "{d}/k.key"]),
+    _key_target("o", ["merge-counts", "--params", "{d}/params.csv", "{d}/counts.csv", "-o", "{d}/k.key"]),
+    _key_target("o", ["hash-candidates", "--params", "{d}/params.csv", "{d}/cand.txt", "-o", "{d}/k.key"]),
+    _key_target("o", ["encode", "--params", "{d}/params.csv", "--key-file", "{d}/key", "{d}/in.csv", "-o",
+                      "{d}/k.key"], key=KEY_FILE),
+    _key_target("list", ["discover", "--params", "{d}/params.csv", "--counts", "{d}/counts.csv", "-o", "{out}",
+                         "--list", "{d}/k.key"]),
+    _key_target("o", ["privacy", "--params", "{d}/params.csv", "-o", "{d}/k.key"]),
+    _key_target("params-out", ["plan", "--reports", "1000", "--candidates", "10", "-o", "{out}", "--params-out",
+                               "{d}/k.key"]),
+    _key_target("o", ["decode-assoc", "--params", "{d}/params.csv", "--reports", "{d}/reports.csv", "--var1", "s",
+                      "--map1", "{d}/map.csv", "--var2", "b", "--bool", "-o", "{d}/k.key"]),
+    _key_target("in-out-dir", ["simulate-assoc", "--out", "{d}/sim"], bad="sim/reports.csv",
+                sim=None, **{"sim/reports.csv": KEY_FILE}),
+    _key_target("in-out-dir", ["simulate", "--out", "{d}/sim", "--no-report"], bad="sim/results.csv",
+                sim=None, **{"sim/results.csv": KEY_FILE}),
+]
+CASES += KEY_TARGET_CASES
+
 # ---------------------------------------------------------------- association (decode-assoc, simulate-assoc)
 #: 40 report pairs: a string variable 's' (the IRRs of ROWS) and a boolean 'b', one cohort column.
 ASSOC_REPORTS = ("client,cohort,s,b\n" + "".join(f"{a},{c},{s},{i % 2}\n" for i, (a, c, s) in enumerate(ROWS))).encode()
@@ -656,7 +692,7 @@ def _setup(case: Case, d: Path) -> Path:
             (d / name).mkdir()
         else:
             (d / name).write_bytes(content)
-            if name in ("key", "k.key"):
+            if name in ("key", "k.key") or content == KEY_FILE:
                 os.chmod(d / name, 0o600)
     if case.id.startswith("encode/") and "key" not in case.files or case.id == "keygen/exists":
         write_key_file(d / "key", KEY)
@@ -896,3 +932,25 @@ def test_bad_input_parquet(tmp_path: Path) -> None:
     truncated.write_bytes((tmp_path / "r.parquet").read_bytes()[:-20])
     with pytest.raises(ReportFormatError):
         aggregate_parquet(truncated, PARAMS)
+
+
+@pytest.mark.parametrize("how", ["symlink", "hardlink"])
+@pytest.mark.parametrize("case", KEY_TARGET_CASES, ids=[c.id for c in KEY_TARGET_CASES])
+def test_bad_input_output_through_a_link_to_a_key_keeps_the_key(case: Case, how: str, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The output path is a link to a key elsewhere (``link.csv -> client.key``): refused, the key unchanged."""
+    _setup(case, tmp_path)
+    key = tmp_path / "elsewhere" / "client.key"
+    key.parent.mkdir()
+    write_key_file(key, KEY)
+    target = tmp_path / case.bad  # type: ignore[operator]
+    target.unlink()
+    if how == "symlink":
+        target.symlink_to(key)
+    else:
+        os.link(key, target)
+    status = main([a.format(d=tmp_path, out=tmp_path / "out" / "result") for a in case.argv])
+    err = capsys.readouterr().err
+    assert status == 1 and _KEY_TARGET in err, err
+    assert key.read_bytes() == KEY_FILE
+    assert KEY.hex() not in err

@@ -579,3 +579,56 @@ def test_fuzz_encode_variables_input_equals_csv_module(rows: list[list[str]], bl
     assert header == ["u", "v"]
     assert got == [tuple(r) for r in good]
     assert len(sink) == sum(1 for r in parsed if r not in ([], [""])) - len(good)
+
+
+# ------------------------------------------------------------------ writers: exact back, nothing executable out
+
+#: Client-sent text with the characters that matter to spreadsheets (formula triggers, a
+#: leading quote), CSV (comma, quote, line breaks) and terminals (ESC, BEL, U+202E) drawn often.
+_HOSTILE = st.one_of(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=10),
+    st.text(alphabet="'=+-@\t\r\n\",a \x1b\x07\u202e|!", min_size=1, max_size=8),
+    st.sampled_from(["=cmd|' /C calc'!A0", "+SUM(1+1)", "-2+3", "@SUM(A1)", "'=x", "''-1", "'tis", "\tx", "\rx"]),
+)
+
+
+def _cells_of(path: Path, column: int = 0) -> list[str]:
+    """The cells of ``column`` as a spreadsheet's CSV import sees them (the csv module)."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return [row[column] for row in list(csv.reader(fh))[1:]]
+
+
+def _assert_not_a_formula(cells: list[str]) -> None:
+    starts = [c for c in cells if c and c[0] in "=+-@\t\r"]
+    assert not starts, starts  # OWASP: no cell starts with a formula trigger
+
+
+@FUZZ
+@given(strings=st.lists(_HOSTILE, min_size=1, max_size=8, unique=True))
+def test_fuzz_writers_give_back_any_string_and_no_formula(strings: list[str], scratch: Path) -> None:
+    """Any string through write_map, write_candidates and the found values CSV (rappor discover -o):
+    our readers give it back exactly, and no written cell or line starts a spreadsheet formula."""
+    from rappor.analysis.discovery import DiscoveryResult, DiscoverySpec
+
+    cmap = hash_candidates(strings, SMALL)
+    write_map(cmap, scratch / "map.csv")
+    assert list(read_map(scratch / "map.csv", SMALL).strings) == strings
+    with open(scratch / "map.csv", newline="", encoding="utf-8") as fh:
+        _assert_not_a_formula([row[0] for row in csv.reader(fh)])
+
+    n = len(strings)
+    found = DiscoveryResult(values=tuple(s.encode() for s in strings), proportion=np.full(n, 0.1),
+                            prop_std_error=np.full(n, 0.01), zscore=np.full(n, 9.0), pvalue=np.full(n, 1e-9),
+                            first_slot=np.zeros(n, dtype=np.int64), slots=np.ones(n, dtype=np.int64),
+                            found_zscore=np.full(n, 9.0), significant=np.ones(n, dtype=bool), n_tested=n,
+                            n_reports=1000, spec=DiscoverySpec(params=SMALL, max_length=8, segment=2),
+                            significance_level=0.05)
+    found.to_csv(scratch / "found.csv")
+    assert read_candidates(scratch / "found.csv") == strings  # line breaks, quotes, CR: all exact
+    _assert_not_a_formula(_cells_of(scratch / "found.csv"))
+
+    listable = [s for s in strings if s.strip() and "\n" not in s and "\r" not in s]
+    if listable:
+        write_candidates(listable, scratch / "cands.txt")
+        assert read_candidates(scratch / "cands.txt") == listable
+        _assert_not_a_formula((scratch / "cands.txt").read_bytes().decode().split("\n"))

@@ -6,6 +6,10 @@
   only (keeping their permission bits), and writes devices and FIFOs straight.
 * :func:`check_distinct_files` refuses a command whose output is the same file as one
   of its inputs or another output (compared by device and inode).
+* :func:`refuse_replacing_key` refuses an output that would replace a key file (by its
+  content, whatever its name, through symbolic and hard links): :func:`atomic_output`
+  calls it before it writes, and the command line before a command runs, so no command
+  but ``rappor keygen --force`` ever replaces a key.
 * :func:`remove_temporary_files` deletes uncommitted temporary outputs after a signal.
 * :func:`read_input_bytes` and :func:`iter_text_lines` read a path or ``-`` (stdin),
   accept a UTF-8 byte-order mark and CRLF line endings, and turn bad content into a
@@ -28,16 +32,17 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Union
 
-from .keyfile import looks_like_key_file, not_a_key_file_error
+from .keyfile import MAX_KEY_FILE_BYTES, looks_like_key_file, not_a_key_file_error
 from ..exceptions import InvalidParameterError, RapporError, RapporIOError, ReportFormatError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 STDIO = "-"
 
-__all__ = ["PathLike", "atomic_output", "check_distinct_files", "check_output_directory", "csv_field", "display_name",
-           "file_identity", "iter_text_lines", "output_directory", "output_target", "read_input_bytes",
-           "remove_temporary_files"]
+__all__ = ["FORMULA_TRIGGERS", "PathLike", "atomic_output", "check_distinct_files", "check_output_directory",
+           "csv_field", "csv_text_field", "display_name", "file_identity", "forget_created_directories",
+           "iter_text_lines", "output_directory", "output_target", "read_input_bytes", "refuse_replacing_key",
+           "remove_temporary_files", "restore_text", "spreadsheet_text"]
 
 
 def display_name(path: PathLike | None) -> str:
@@ -244,12 +249,26 @@ def iter_text_lines(path: PathLike, *, what: str | None = None,
 _PENDING: set[Path] = set()
 
 
+#: Output directories this process created (:func:`output_directory`), parents first.
+_CREATED_DIRECTORIES: list[Path] = []
+
+
 def remove_temporary_files() -> None:
-    """Delete every temporary output file of this process that was neither committed nor aborted."""
+    """Delete every temporary output file of this process that was neither committed nor aborted,
+    and every output directory it created that is still empty (a run stopped before writing into it)."""
     for tmp in list(_PENDING):
         with contextlib.suppress(OSError):
             tmp.unlink()
         _PENDING.discard(tmp)
+    for directory in reversed(_CREATED_DIRECTORIES):
+        with contextlib.suppress(OSError):  # not empty (outputs were committed there), or gone
+            directory.rmdir()
+    forget_created_directories()
+
+
+def forget_created_directories() -> None:
+    """Keep the output directories created so far whatever happens next (a command that ran to its end)."""
+    _CREATED_DIRECTORIES.clear()
 
 
 def _create_temporary(directory: Path, name: str) -> tuple[int, Path]:
@@ -367,6 +386,41 @@ def output_target(path: PathLike) -> tuple[str, Path, os.stat_result | None]:
     return "replace", Path(os.path.realpath(path)), st
 
 
+def refuse_replacing_key(path: PathLike) -> None:
+    """Refuse to write an output over ``path`` if the regular file there holds a client key.
+
+    The file is recognised by its content (:func:`rappor._keyfile.looks_like_key_file`),
+    so its name does not matter, and a symbolic or hard link to a key is a key.  Only the
+    first bytes are read (a key file is short); nothing of it is quoted.  A file that
+    cannot be read cannot be shown not to be a key, and is refused too.  Standard output,
+    devices, FIFOs and paths that do not exist yet pass.
+
+    Raises
+    ------
+    RapporIOError
+        If ``path`` names a key file (``errno.EEXIST``) or an unreadable regular file.
+    """
+    if str(path) == STDIO:
+        return
+    try:
+        st = os.stat(path)
+    except OSError:
+        return  # nothing there (or nothing reachable): output_target says what is wrong
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_KEY_FILE_BYTES + 3:
+        return
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(MAX_KEY_FILE_BYTES + 4)
+    except OSError as exc:
+        msg = (f"refusing to replace a file that cannot be read ({exc.strerror or exc}): it could be a key file; "
+               f"remove it or choose another output")
+        raise RapporIOError(msg, path=os.fspath(path), errno=exc.errno) from None
+    if looks_like_key_file(head):
+        msg = ("refusing to replace a key file (written by rappor keygen): choose another output, "
+               "or remove the key yourself if it is no longer needed")
+        raise RapporIOError(msg, path=os.fspath(path), errno=errno.EEXIST)
+
+
 @contextlib.contextmanager
 def _naming_write_errors(name: str) -> Iterator[None]:
     """Turn a failed flush or close of a stream (full disk, stream opened for reading) into an error naming it.
@@ -462,10 +516,15 @@ def atomic_output(path: PathLike | None, *, binary: bool = False, newline: str |
     stays.  Character devices (``/dev/null``, a terminal) and FIFOs are written
     straight, never renamed over; other special files are refused.  A path naming the
     file standard output goes to (``/dev/stdout``) writes to standard output.
+
+    Any other existing file is replaced, except a key file, which no output ever
+    replaces (:func:`refuse_replacing_key`).
     """
     if path is None:
         path = STDIO
     how, target, st = output_target(path)
+    if how == "replace" and st is not None:
+        refuse_replacing_key(path)
     if how == "stdout":
         stream = _stdout(binary)
         yield _NamedWrites(stream, "<stdout>", "cannot write")  # type: ignore[misc]
@@ -539,14 +598,20 @@ def check_output_directory(path: PathLike) -> Path:
 def output_directory(path: PathLike) -> Path:
     """Create the directory ``path`` (and its parents) that a command writes its outputs into; return it.
 
+    A directory created here that is still empty when the command stops on an error or
+    a signal is removed (:func:`remove_temporary_files`): an interrupted run leaves no
+    empty ``--out`` directory behind.
+
     Raises
     ------
     RapporIOError
         If ``path`` exists and is not a directory, or cannot be created.
     """
     out = check_output_directory(path)
+    missing = [p for p in (out, *out.parents) if not p.exists()]
     try:
         out.mkdir(parents=True, exist_ok=True)
+        _CREATED_DIRECTORIES.extend(reversed(missing))
     except OSError as exc:
         raise RapporIOError(f"cannot create the output directory: {exc.strerror or exc}", path=os.fspath(out),
                             errno=exc.errno) from None
@@ -670,3 +735,47 @@ def csv_field(text: str) -> str:
     if any(ch in text for ch in ',"\n\r') or text != text.strip():
         return '"' + text.replace('"', '""') + '"'
     return text
+
+
+#: First characters that make a spreadsheet take a cell for a formula (OWASP, "CSV Injection"):
+#: ``= + - @``, tab and carriage return.
+FORMULA_TRIGGERS = frozenset("=+-@\t\r")
+
+
+def spreadsheet_text(text: str) -> str:
+    """``text`` as a cell a spreadsheet shows as text: ``'`` prepended when it could start a formula.
+
+    Following OWASP's CSV-injection guidance, a value that starts with a formula trigger
+    (:data:`FORMULA_TRIGGERS`) gets a leading single quote, so ``=cmd|' /C calc'!A0`` is
+    written ``'=cmd|' /C calc'!A0``.  So that every value reads back exactly
+    (:func:`restore_text`), a value that starts with one or more quotes followed by a
+    trigger gets one quote more; every other value is written as it is (google/rappor's
+    files read the same).
+
+    Examples
+    --------
+    >>> spreadsheet_text("=SUM(A1)"), spreadsheet_text("'=x"), spreadsheet_text("it's")
+    ("'=SUM(A1)", "''=x", "it's")
+    """
+    rest = text.lstrip("'")
+    return "'" + text if rest and rest[0] in FORMULA_TRIGGERS else text
+
+
+def restore_text(cell: str) -> str:
+    """The value :func:`spreadsheet_text` wrote as ``cell``: one leading quote before ``'*`` and a trigger removed.
+
+    Examples
+    --------
+    >>> restore_text("'=SUM(A1)"), restore_text("''=x"), restore_text("'tis"), restore_text("-1")
+    ('=SUM(A1)', "'=x", "'tis", '-1')
+    """
+    rest = cell.lstrip("'")
+    return cell[1:] if cell.startswith("'") and rest and rest[0] in FORMULA_TRIGGERS else cell
+
+
+def csv_text_field(text: str) -> str:
+    """A client-controlled string (a candidate, a discovered value) as one CSV field people may open.
+
+    :func:`spreadsheet_text`, then :func:`csv_field`; our readers undo it with :func:`restore_text`.
+    """
+    return csv_field(spreadsheet_text(text))

@@ -241,12 +241,19 @@ def design_bytes(params: Shape, n_candidates: int, *, block: int | None = None) 
     return entries * (8 + 2 * index) + 8 * (n_candidates + 1) + hashing
 
 
-def check_design(params: Shape, n_candidates: int, *, block: int | None = None, extra: int = 0) -> None:
-    """:func:`check_memory` for the candidate map of ``n_candidates`` strings (``extra`` bytes more)."""
+def check_design(params: Shape, n_candidates: int, *, block: int | None = None, extra: int = 0,
+                 total: int | None = None) -> None:
+    """:func:`check_memory` for the candidate map of ``n_candidates`` strings (``extra`` bytes more).
+
+    ``total``: the candidates of the whole list, when the map is made ``n_candidates`` at a time.
+    """
     k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
+    what = f"{n_candidates:,} candidate{'s' if n_candidates != 1 else ''}"
+    if total is not None:
+        what += f" at a time (of {total:,})"
     check_memory(design_bytes(params, n_candidates, block=block) + extra,
-                 f"the candidate map of {n_candidates} candidates x m = {m} cohorts x h = {h} hashes "
-                 f"(k = {k})", remedy="use fewer candidates or smaller parameters")
+                 f"the candidate map of {what} x m = {m} cohorts x h = {h} hashes (k = {k})",
+                 remedy="use fewer candidates or smaller parameters")
 
 
 def decode_bytes(design_bytes: int, n_rows: int, n_candidates: int, *, dense_columns: int) -> int:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import IO, Any, Literal, Protocol
 
 from .excerpt import clip
-from .io import STDIO
+from .io import STDIO, spreadsheet_text
 from .validation import check_options
 from ..exceptions import InvalidParameterError
 
@@ -108,5 +108,6 @@ class RejectsWriter:
 
     def append(self, row: RejectedRow) -> None:
         """Write one rejected row."""
-        self._writer.writerow((row.path, row.line, row.reason, row.text))
+        # The row is what a client sent: a leading formula character is neutralised (rappor._util.io.spreadsheet_text).
+        self._writer.writerow((row.path, row.line, row.reason, spreadsheet_text(row.text)))
         self.count += 1

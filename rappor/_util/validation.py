@@ -19,9 +19,21 @@ import numpy.typing as npt
 from ..exceptions import InvalidParameterError
 
 
+def _shown(value: Any) -> str:
+    """``repr(value)``, or its start and length when longer than 40 characters (a 400-digit integer)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}\u2026 ({len(text):,} characters)"
+
+
 def _fail(name: str, owner: str, expected: str, value: Any) -> InvalidParameterError:
-    msg = f"The {name!r} parameter of {owner} must be {expected}. Got {value!r} instead."
+    msg = f"The {name!r} parameter of {owner} must be {expected}. Got {_shown(value)} instead."
     return InvalidParameterError(msg)
+
+
+#: Largest count (of reports, of candidates) the accountings and the planner take: 2**53,
+#: the largest integer a float holds exactly (their formulas compute in floats; 10**400
+#: reports overflowed them).
+MAX_COUNT = 2**53
 
 
 def check_int(value: Any, name: str, owner: str, *, low: int | None = None, high: int | None = None) -> int:

@@ -10,24 +10,34 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from .._util.io import check_distinct_files
+from .._util.io import check_distinct_files, refuse_replacing_key
+from .._util.validation import MAX_COUNT
+from ..exceptions import InvalidParameterError
 from ..formats._params import read_params
 from ..params import Params
 
 
-def integer(low: int) -> Callable[[str], int]:
-    """An argparse ``type``: an integer ``>= low``."""
+def _typed(text: str) -> str:
+    """``repr(text)`` of a typed value, or its start and length when it is long (a 400-digit number)."""
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}\u2026 ({len(text):,} characters)"
+
+
+def integer(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: an integer ``>= low`` (and ``<= high``)."""
+    expected = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
+
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {_typed(text)}") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {_typed(text)}")
         return value
 
     parse.__name__ = "integer"
@@ -46,19 +56,34 @@ def real(low: float, high: float = math.inf, *, low_open: bool = False, high_ope
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {_typed(text)}") from None
         inside = (math.isfinite(value) and (value > low if low_open else value >= low)
                   and (value < high if high_open else value <= high))
         if not inside:
-            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {_typed(text)}")
         return value
 
     parse.__name__ = "number"
     return parse
 
 
-#: A significance level or a delta: a number strictly between 0 and 1.
+#: A significance level: a number strictly between 0 and 1.
 open_unit = real(0.0, 1.0, low_open=True, high_open=True)
+
+
+
+def delta(text: str) -> float:
+    """An argparse ``type``: a delta of (epsilon, delta)-DP, in (0, 1) and a normal float (``>= 2.2e-308``: a
+    subnormal one has lost the precision the accountings need; 1e-309 gave epsilon_advanced inf)."""
+    value = open_unit(text)
+    if value < sys.float_info.min:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {_typed(text)} (below "
+                                         f"{sys.float_info.min:.3g}, the smallest normal float)")
+    return value
+
+
+#: A number of reports or candidates: 1 to 2**53 (the largest count a float holds exactly).
+count = integer(1, MAX_COUNT)
 
 
 class _DeprecatedAlias(argparse.Action):
@@ -120,6 +145,56 @@ def add_seed_argument(parser: argparse.ArgumentParser, *, default: int | None = 
                         help=f"{help_text} [default: {shown if shown is not None else default}]")
 
 
+def json_safe(value: Any) -> Any:
+    """``value`` with plain Python types and every NaN or infinite float as None (JSON's null)."""
+    if isinstance(value, dict):
+        return {key: json_safe(val) for key, val in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(val) for val in value]
+    if hasattr(value, "item") and callable(value.item):  # a numpy scalar
+        return json_safe(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def json_text(value: Any, *, sort_keys: bool = False) -> str:
+    """Strict JSON of ``value`` (:func:`json_safe`, then ``allow_nan=False``), indented, with a final newline.
+
+    Every JSON file a command writes goes through it: ``NaN`` and ``Infinity`` are not
+    JSON, and strict parsers (``jq``, JavaScript's ``JSON.parse``) reject a file holding them.
+    """
+    import json
+
+    return json.dumps(json_safe(value), indent=2, sort_keys=sort_keys, allow_nan=False) + "\n"
+
+
+class UsageError(InvalidParameterError):
+    """A flag's value that the library refused: :mod:`rappor.cli` prints it as argparse does, exit status 2."""
+
+
+@contextlib.contextmanager
+def flags(names: dict[str, str]) -> Iterator[None]:
+    """Name the flag a user typed in the library's parameter errors raised inside the block.
+
+    ``names`` maps library parameters to flags (``{"epsilon_inf": "--epsilon-inf"}``): an
+    :class:`~rappor.exceptions.InvalidParameterError` reading "The 'epsilon_inf' parameter
+    of plan must be ..." becomes the usage error "argument --epsilon-inf: must be ..."
+    (exit status 2, as argparse's own); other errors pass unchanged.
+    """
+    try:
+        yield
+    except UsageError:
+        raise
+    except InvalidParameterError as exc:
+        text = str(exc)
+        for name, flag in names.items():
+            match = re.match(rf"The '{re.escape(name)}' parameter of [\w.]+ (.*)$", text, flags=re.DOTALL)
+            if match:
+                raise UsageError(f"argument {flag}: {match.group(1)}") from None
+        raise
+
+
 def load_params(args: argparse.Namespace) -> Params:
     """Read the file named by ``--params``."""
     return read_params(args.params)
@@ -130,17 +205,23 @@ class CommandFiles(NamedTuple):
 
     :func:`rappor.cli.main` passes them to :func:`rappor._util.io.check_distinct_files`
     before the command runs: no output may be an input or another output, and
-    ``summed`` inputs (added up) may not repeat.
+    ``summed`` inputs (added up) may not repeat, and no output may be a key file
+    unless ``writes_key`` (``rappor keygen``, which has its own rule).
     """
 
     inputs: Sequence[tuple[str, str]] = ()
     outputs: Sequence[tuple[str, str]] = ()
     summed: Sequence[tuple[str, str]] = ()
+    writes_key: bool = False
 
 
 def check_command_files(files: CommandFiles) -> None:
-    """Refuse the run if two of its paths are the same file (see :func:`rappor._util.io.check_distinct_files`)."""
+    """Refuse the run if two of its paths are the same file (see :func:`rappor._util.io.check_distinct_files`),
+    or if an output would replace a key file (:func:`rappor._util.io.refuse_replacing_key`), before any work."""
     check_distinct_files(files.inputs, files.outputs, summed=files.summed)
+    if not files.writes_key:
+        for _, path in files.outputs:
+            refuse_replacing_key(path)
 
 
 @contextlib.contextmanager

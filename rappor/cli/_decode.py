@@ -37,7 +37,6 @@ are then optional) before decoding: discover and decode in one command
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from typing import Any
@@ -45,7 +44,7 @@ from typing import Any
 from .._util.io import atomic_output
 from . import _discover_decode
 from ._common import (CommandFiles, add_estimator_argument, add_level_argument, add_output_argument,
-                      add_params_argument, add_seed_argument, load_params)
+                      add_params_argument, add_seed_argument, json_text, load_params)
 
 NAME = "decode"
 HELP = "estimate candidate frequencies (counts.csv + map.csv -> results.csv)"
@@ -106,19 +105,6 @@ def _penalty(text: str) -> float | str:
     return value
 
 
-def _clean(value: Any) -> Any:
-    """Make the summary JSON-safe (no NaN/inf, plain Python types)."""
-    if isinstance(value, dict):
-        return {key: _clean(val) for key, val in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(val) for val in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if hasattr(value, "item"):
-        return _clean(value.item())
-    return value
-
-
 def files(args: argparse.Namespace) -> CommandFiles:
     """``--params``, ``--counts`` and ``--map`` or ``--candidates`` in; ``-o`` and ``--summary`` out."""
     inputs = [("--params", args.params), ("--counts", args.counts)]
@@ -176,6 +162,5 @@ def run(args: argparse.Namespace) -> int:
             return 0
         with atomic_output(args.summary) as out:
             write_results(result, args.output, all=args.all, adjust=_ADJUST[args.intervals])
-            json.dump(_clean(result.summary()), out, indent=2, sort_keys=False)
-            out.write("\n")
+            out.write(json_text(result.summary()))
     return 0

@@ -36,15 +36,14 @@ P(var2 | var1) (columns given_<var>), and a likelihood-ratio test of independenc
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from typing import Any
 
+from .._util.io import display_name
 from ..exceptions import InvalidParameterError, ReportFormatError
-from ._common import CommandFiles, add_level_argument, add_seed_argument, integer, real
-from ._decode import _clean
+from ._common import CommandFiles, add_level_argument, add_seed_argument, integer, json_text, real
 
 NAME = "decode-assoc"
 HELP = "joint distribution of two or three variables (reports with one column per variable)"
@@ -156,12 +155,47 @@ def _variables(args: argparse.Namespace) -> list[int]:
 
 
 def _check_args(args: argparse.Namespace) -> None:
+    """Refuse a mix of the two forms: an option of the other form would be ignored (an --output-dir given with
+    --params, say, left the results on standard output)."""
     google = args.schema is not None
+    if google and args.params is not None:
+        raise InvalidParameterError("--params (our form) cannot be combined with --schema (google/rappor's form, "
+                                    "whose parameters file --params-dir and the schema name)")
     if google and (args.metric_name is None or args.params_dir is None):
         raise InvalidParameterError("--schema needs --metric-name and --params-dir (google/rappor's form)")
     if not google and args.params is None:
         raise InvalidParameterError("give --params (our form) or --schema, --metric-name and --params-dir "
                                     "(google/rappor's form)")
+    given = {"-o": args.output != "-", "--summary": args.summary is not None, "--layout": args.layout != "rappor"}
+    other = {"--output-dir": args.output_dir is not None, "--metric-name": args.metric_name is not None,
+             "--params-dir": args.params_dir is not None}
+    if google and any(given.values()):
+        flag = next(f for f, g in given.items() if g)
+        raise InvalidParameterError(f"{flag} belongs to our form (--params): with --schema the results go to "
+                                    "--output-dir (assoc-results.csv, assoc-metrics.json)")
+    if not google and any(other.values()):
+        flag = next(f for f, g in other.items() if g)
+        raise InvalidParameterError(f"{flag} belongs to google/rappor's form (--schema): with --params the "
+                                    "results go to -o (and --summary)")
+
+
+def _parameter_checks(batches: list[Any], variables: list[Any], args: argparse.Namespace) -> dict[str, Any]:
+    """:func:`rappor.analysis._consistency.check_bit_count` of each string variable's reports, a warning on stderr for
+    each that does not fit its parameters; the summary's ``parameter_check`` (booleans set 0 or 1 bit: none)."""
+    from ..analysis._consistency import check_bit_count
+    from ..collect._aggregate import Aggregate
+
+    checks: dict[str, Any] = {}
+    source = f"--params {args.params}" if args.params is not None else f"the schema's parameters in {args.params_dir}"
+    for batch, var in zip(batches, variables):
+        if var.kind != "string":
+            continue
+        check = check_bit_count(Aggregate.from_reports(batch))
+        if check is not None:
+            checks[var.name] = check.as_dict()
+            if not check.fits:
+                sys.stderr.write(f"rappor: warning: {check.warning(f'the reports of {var.name!r} ({source})')}\n")
+    return checks
 
 
 def _string_map(args: argparse.Namespace, j: int, params: Any) -> Any:
@@ -244,8 +278,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"rappor: removed {data.removed} row(s) with a blank value; {len(batches[0])} left\n")
     n_total = len(batches[0])
     if n_total == 0:
-        sys.stderr.write("rappor: error: no reports to analyse\n")
+        why = f" ({data.removed} removed with a blank value)" if data.removed else " (a header and no row)"
+        sys.stderr.write(f"rappor: error: {display_name(args.reports)}: no reports to analyse{why}\n")
         return NO_REPORTS_STATUS if google else 1
+    checks = _parameter_checks(batches, variables, args)
     decoder = AssociationDecoder(candidates=args.categories, other=args.other, method=args.method,
                                  max_iterations=args.max_em_iters, tolerance=args.tolerance,
                                  independence_test=args.independence_test,
@@ -256,7 +292,7 @@ def run(args: argparse.Namespace) -> int:
                                sample_size=None if args.reports_sample_size == -1 else args.reports_sample_size)
     summary = result.summary()
     summary.update(reports_read=n_total, reports_removed=data.removed, reports_sample_size=args.reports_sample_size,
-                   total_elapsed_time=round(time.perf_counter() - started, 4))
+                   parameter_check=checks, total_elapsed_time=round(time.perf_counter() - started, 4))
     if google:
         from .._util.io import output_directory
 
@@ -278,7 +314,7 @@ def _write_both(result: Any, results_path: Any, layout: str, summary_path: Any, 
     """
     from .._util.io import atomic_output
 
-    text = json.dumps(_clean(summary), indent=2) + "\n"
+    text = json_text(summary)
     with atomic_output(summary_path) as fh:
         result.to_csv(results_path, layout=layout)
         fh.write(text)

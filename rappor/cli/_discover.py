@@ -6,14 +6,14 @@ sum-bits' of them with the wire parameters, num_cohorts = slots x cohorts per sl
 Dask or Spark aggregation works unchanged) and writes the values found, most frequent
 first, with their estimated share of the discovery reports, its standard error, a
 z-score and p-value from the slots that confirm it, and whether it passes Bonferroni at
---level.  'rappor decode --discover found.csv' estimates the significant ones from the
-full-string reports (every value survives in found.csv, line breaks and commas
-included); --list also writes them one per line, leaving out values a line cannot hold:
+--level.  'rappor decode --candidates found.csv' estimates the significant ones from the
+full-string reports, whatever bytes they hold; --list also writes them one per line
+(found.txt, for people: values with a line break, a control or a bidirectional character
+are left out of it, with a warning):
 
     rappor discover --params disc-params.csv --counts disc-counts.csv \\
-        -o found.csv
-    rappor decode --params params.csv --counts counts.csv \\
-        --candidates known.txt --discover found.csv
+        -o found.csv --list found.txt
+    rappor decode --params params.csv --counts counts.csv --candidates found.csv
 
 or in one command, 'rappor decode ... --discover disc-counts.csv --discovery-params
 disc-params.csv'.  disc-params.csv holds the parameters of ONE slot (num_cohorts =
@@ -24,21 +24,25 @@ docs/discovery.md.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
 from ._common import (CommandFiles, add_level_argument, add_output_argument, add_params_argument, add_quiet_argument,
-                      integer, load_params, progress_callback)
+                      flags, integer, json_text, load_params, progress_callback)
 
 if TYPE_CHECKING:
-    from ..collect._aggregate import Aggregate
+    from ..analysis.discovery._search import DiscoveryResult
     from ..analysis.discovery._spec import DiscoverySpec
     from ..analysis.discovery._search import DiscoveryResult
+    from ..collect._aggregate import Aggregate
 
 NAME = "discover"
 HELP = "find frequent strings outside any candidate list (discovery counts -> found.csv)"
 ORDER = 55
+
+
+#: The flags that set a :class:`DiscoverySpec`'s parameters (for :func:`rappor.cli._common.flags`).
+SPEC_FLAGS = {"max_length": "--max-length", "segment": "--segment", "alphabet": "--alphabet"}
 
 
 def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
@@ -81,14 +85,6 @@ def add_search_arguments(parser: argparse.ArgumentParser) -> None:
     add_quiet_argument(parser)
 
 
-def run_search(args: argparse.Namespace, spec: DiscoverySpec, aggregate: Aggregate) -> DiscoveryResult:
-    """:func:`rappor.discovery.discover` with ``--beam`` and ``--level``, a progress bar over the slots."""
-    from ..analysis.discovery import discover
-
-    with progress_callback(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
-        return discover(aggregate, spec, beam=args.beam, significance_level=args.level, progress=update)
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     add_params_argument(parser)
     source = parser.add_mutually_exclusive_group(required=True)
@@ -121,27 +117,65 @@ def discovery_aggregate(spec: DiscoverySpec, counts: str | None, reports: list[s
     from ..formats._counts import read_counts
 
     if counts is not None:
-        return read_counts(counts, spec.wire_params)
+        cohorts = spec.params.num_cohorts
+        rows = (f"{spec.levels} slots x {cohorts} cohorts, from --max-length {spec.max_length} and --segment "
+                f"{spec.segment}, which must be those of the clients")
+        return read_counts(counts, spec.wire_params, rows=rows)
     from ..engines._aggregate import aggregate_files
 
     return aggregate_files(list(reports or ()), spec.wire_params)
+
+
+def parameter_check(aggregate: Aggregate, spec: DiscoverySpec, what: str) -> tuple[dict[str, Any] | None, str]:
+    """:func:`rappor.analysis._consistency.check_bit_count` of the discovery counts (a value's reports spread
+    over the cohorts of its slot): the summary's ``parameter_check`` and a warning line ("" when they fit),
+    printed once the outputs are written."""
+    from ..analysis._consistency import check_bit_count
+
+    check = check_bit_count(aggregate, cohorts_per_value=spec.params.num_cohorts)
+    if check is None:
+        return None, ""
+    return check.as_dict(), ("" if check.fits else f"rappor: warning: {check.warning(what)}\n")
+
+
+def left_out_note(result: DiscoveryResult, listed: int | None = None) -> str:
+    """A line for stderr saying which significant values a candidate list leaves out, and why ("" if none).
+
+    ``listed``: the values written one per line (``--list``); None when every UTF-8
+    value is decoded (``decode --discover``).
+    """
+    significant = int(result.significant.sum())
+    utf8 = len(result.candidates())
+    parts = []
+    if utf8 < significant:
+        parts.append(f"{significant - utf8} significant value(s) are not UTF-8 text and cannot be decoded as "
+                     "candidates (a candidate is hashed as UTF-8; they are in the -o CSV with \\x escapes)")
+    if listed is not None and listed < utf8:
+        parts.append(f"{utf8 - listed} significant value(s) hold a line break, a control or bidirectional "
+                     "character, or only white space, and are not in --list; 'rappor decode --candidates' reads "
+                     "them from the -o CSV (found.csv)")
+    return "".join(f"rappor: warning: {part}\n" for part in parts)
 
 
 def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
     """The :class:`DiscoverySpec` of ``--params``, ``--max-length``, ``--segment``, ``--alphabet``."""
     from ..analysis.discovery._spec import DiscoverySpec
 
-    return DiscoverySpec(params=load_params(args), max_length=args.max_length, segment=args.segment,
-                         alphabet=args.alphabet, slot_weights=args.slot_weights)
+    params = load_params(args)
+    with flags(SPEC_FLAGS):
+        return DiscoverySpec(params=params, max_length=args.max_length, segment=args.segment, alphabet=args.alphabet,
+                             slot_weights=args.slot_weights)
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._util.io import atomic_output
-    from ..analysis.discovery import listed_strings
+    from .._util.io import atomic_output, spreadsheet_text
+    from ..analysis.discovery import discover, listed_strings
 
     spec = spec_from_args(args)
     aggregate = discovery_aggregate(spec, args.counts, args.reports)
-    result = run_search(args, spec, aggregate)
+    check, misfit = parameter_check(aggregate, spec, f"the discovery counts (--params {args.params})")
+    with progress_callback(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
+        result = discover(aggregate, spec, beam=args.beam, significance_level=args.level, progress=update)
     listed = listed_strings(result)
     # Open every extra output first: a bad path must not leave a partial set behind.
     with atomic_output(args.list) if args.list else _nothing() as list_out, \
@@ -149,21 +183,16 @@ def run(args: argparse.Namespace) -> int:
         result.to_csv(args.output)
         if list_out is not None:
             for s in listed:
-                list_out.write(s + "\n")
+                list_out.write(spreadsheet_text(s) + "\n")
         if summary is not None:
             data = {"spec": spec.as_dict(), "found": len(result), "significant": int(result.significant.sum()),
                     "listed": len(listed), "tested": result.n_tested, "reports": result.n_reports,
-                    "diagnostics": result.diagnostics}
-            json.dump(data, summary, indent=2, default=float)
-            summary.write("\n")
+                    "parameter_check": check, "diagnostics": result.diagnostics}
+            summary.write(json_text(data))
+    sys.stderr.write(left_out_note(result, len(listed) if args.list else None) + misfit)
     if args.output not in (None, "-"):
         sys.stderr.write(f"rappor: found {int(result.significant.sum())} significant values "
                          f"({len(result)} kept) in {result.n_reports:,} discovery reports\n")
-    left_out = len(result.candidates()) - len(listed)
-    if args.list and left_out:
-        sys.stderr.write(f"rappor: warning: {left_out} significant value(s) hold a line break or only white space "
-                         f"and cannot be written one per line: left out of {args.list}; 'rappor decode --discover "
-                         "FOUND.CSV' reads every value from the -o file\n")
     return 0
 
 

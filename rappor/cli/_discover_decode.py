@@ -23,11 +23,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--discover", metavar="PATH", default=None,
                        help="discovery counts (sum-bits of the discovery reports): find the frequent values they "
                             "hold and decode them with the candidates (--map or --candidates, optional with "
-                            "--discover); or the found.csv of 'rappor discover': decode its significant values "
-                            "(every value a client can send survives there, line breaks and commas included) "
-                            "[default: none]")
+                            "--discover); a found.csv of 'rappor discover' goes to --candidates [default: none]")
     group.add_argument("--discovery-params", metavar="PATH", default=None,
-                       help="parameters of one discovery slot (required with --discover counts) [default: none]")
+                       help="parameters of one discovery slot (required with --discover) [default: none]")
     group.add_argument("--found", metavar="PATH", default=None,
                        help="also write the discovered values CSV (as 'rappor discover -o') [default: none]")
     add_spec_arguments(group)  # type: ignore[arg-type]
@@ -55,13 +53,10 @@ def check(args: argparse.Namespace) -> None:
         if args.map is None and args.candidates is None:
             raise InvalidParameterError("one of --map, --candidates or --discover is required.")
     elif _reads_found(args):
-        for option, value in (("--discovery-params", args.discovery_params), ("--found", args.found)):
-            if value is not None:
-                raise InvalidParameterError(f"{option} does not go with --discover {args.discover} (a found.csv: "
-                                            "the search has run).")
+        raise InvalidParameterError(f"--discover {args.discover} is a found.csv (the search has run): give it to "
+                                    "--candidates, which decodes its significant values.")
     elif args.discovery_params is None:
-        raise InvalidParameterError("--discover needs --discovery-params (the parameters of one discovery slot) "
-                                    "when it names discovery counts (a found.csv needs none).")
+        raise InvalidParameterError("--discover needs --discovery-params (the parameters of one discovery slot).")
 
 
 def _reads_found(args: argparse.Namespace) -> bool:
@@ -73,33 +68,22 @@ def _reads_found(args: argparse.Namespace) -> bool:
 
 def discover_and_decode(args: argparse.Namespace, aggregate: Aggregate, cmap: CandidateMap | None,
                         decoder: Decoder) -> DiscoverDecode:
-    """Run ``--discover``: search the discovery counts, or read a found.csv, then decode with what was found.
-
-    Every significant value joins the candidates (line breaks, commas and quotes
-    included); a found.csv needs no ``--discovery-params``.
-    """
-    from ..analysis.discovery import decode_found
+    """Read ``--discover`` and ``--discovery-params``, run the library's discover-then-decode, say what it found."""
+    from ..analysis.discovery import DiscoverySpec
     from ..analysis.discovery import discover_and_decode as run
+    from ..formats._params import read_params
+    from ._common import flags, progress_callback
+    from ._discover import SPEC_FLAGS, discovery_aggregate, left_out_note
 
-    if _reads_found(args):
-        from ..formats._found import read_found
-
-        significant = [s for s, keep in read_found(args.discover) if keep]
-        combined = decode_found(aggregate, cmap, significant, decoder=decoder)
-        count = len(significant)
-    else:
-        from ..analysis.discovery import DiscoverySpec
-        from ..formats._params import read_params
-        from ._common import progress_callback
-        from ._discover import discovery_aggregate
-
-        spec = DiscoverySpec(params=read_params(args.discovery_params), max_length=args.max_length,
-                             segment=args.segment, alphabet=args.alphabet, slot_weights=args.slot_weights)
-        with progress_callback(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
-            combined = run(aggregate, cmap, discovery_aggregate(spec, args.discover, None), spec, decoder=decoder,
-                           beam=args.beam, significance_level=args.level, progress=update)
-        count = int(combined.found.significant.sum()) if combined.found is not None else 0
-    sys.stderr.write(f"rappor: discovery found {count} significant values, "
+    slot_params = read_params(args.discovery_params)
+    with flags(SPEC_FLAGS):
+        spec = DiscoverySpec(params=slot_params, max_length=args.max_length, segment=args.segment,
+                             alphabet=args.alphabet, slot_weights=args.slot_weights)
+    with progress_callback(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
+        combined = run(aggregate, cmap, discovery_aggregate(spec, args.discover, None), spec, decoder=decoder,
+                       beam=args.beam, significance_level=args.level, progress=update)
+    sys.stderr.write(left_out_note(combined.found))
+    sys.stderr.write(f"rappor: discovery found {int(combined.found.significant.sum())} significant values, "
                      f"{len(combined.new_strings)} not among the candidates\n")
     return combined
 

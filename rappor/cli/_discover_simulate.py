@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 from .._util.io import csv_field, output_directory
 from ..exceptions import InvalidParameterError
 from ..params import Params
-from ._common import add_quiet_argument, progress_callback, real
+from ._common import add_quiet_argument, flags, json_text, progress_callback, real
 
 
 #: The files ``rappor simulate --discover`` writes into --out DIR.
@@ -55,7 +54,7 @@ def _refuse_options(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace, params: Params) -> int:
-    from .._util.io import atomic_output
+    from .._util.io import atomic_output, csv_text_field
     from ..analysis.decoder import Decoder
     from ..analysis.discovery import DiscoverySpec, discovery_params, evaluate_discovery, realistic_population
     from ..formats._candidates import write_candidates
@@ -64,6 +63,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
     from ..formats._population import read_population
     from ..formats._results import write_results
     from ..simulation._populations import candidate_strings
+    from ._discover import SPEC_FLAGS
 
     _refuse_options(args)
     started = time.perf_counter()
@@ -72,8 +72,9 @@ def run(args: argparse.Namespace, params: Params) -> int:
     else:  # the full-string reports' epsilon_inf, one hash, no instantaneous noise
         f = discovery_params(params.epsilon_inf)[1]
         dparams = Params(num_bloombits=256, num_hashes=1, num_cohorts=32, prob_p=0.0, prob_q=1.0, prob_f=f)
-    spec = DiscoverySpec(params=dparams, max_length=args.max_length, segment=args.segment, alphabet=args.alphabet,
-                         slot_weights=args.slot_weights)
+    with flags(SPEC_FLAGS):
+        spec = DiscoverySpec(params=dparams, max_length=args.max_length, segment=args.segment,
+                             alphabet=args.alphabet, slot_weights=args.slot_weights)
     if args.population is not None:
         population = read_population(args.population)
     else:
@@ -102,13 +103,12 @@ def run(args: argparse.Namespace, params: Params) -> int:
         fh.write("string,clients,full_string_clients\n")
         full_of = sim.full_truth
         for s, c in sorted(sim.truth.items(), key=lambda kv: -kv[1]):
-            fh.write(f"{csv_field(s)},{c},{full_of.get(s, 0)}\n")
+            fh.write(f"{csv_text_field(s)},{c},{full_of.get(s, 0)}\n")
     summary = {"params": params.as_dict(), "discovery": spec.as_dict(), "clients": sim.n_clients,
                "discovery_share": args.discovery_share, "seed": args.seed, "discovery_scores": disc_scores,
                "final": rows, "seconds": round(time.perf_counter() - started, 2)}
     with atomic_output(out / "metrics.json") as fh:
-        json.dump(summary, fh, indent=2, default=float)
-        fh.write("\n")
+        fh.write(json_text(summary))
     w = sys.stdout.write
     w(f"simulated {sim.n_clients:,} clients ({population.name}, {len(population)} strings): "
       f"{sim.full.total_reports:,} full-string and {sim.discovery.total_reports:,} discovery reports\n")

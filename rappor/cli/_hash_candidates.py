@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 
 from .._util.io import STDIO
+from .._util.memory import check_design
 from ..formats._candidates import read_candidates
 from ..collect._compat import hash_candidates_google
 from ..collect._design import _hash_block, hash_candidates
@@ -56,5 +57,6 @@ def run(args: argparse.Namespace) -> int:
     strings = read_candidates(args.candidates, allow_duplicates=args.allow_duplicates)
     hasher = hash_candidates_google if args.hashing == "google" else hash_candidates
     block = _hash_block(params)
+    check_design(params, min(block, len(strings)), total=len(strings))  # before the output is opened
     write_map((hasher(strings[i:i + block], params) for i in range(0, len(strings), block)), args.output)
     return 0

@@ -24,8 +24,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def files(args: argparse.Namespace) -> CommandFiles:
-    """No input; ``-o`` out."""
-    return CommandFiles(outputs=[("-o", args.output)])
+    """No input; ``-o`` out (a key: replaced only with ``--force``)."""
+    return CommandFiles(outputs=[("-o", args.output)], writes_key=True)
 
 
 def run(args: argparse.Namespace) -> int:

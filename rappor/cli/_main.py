@@ -12,6 +12,10 @@ discovers them, parses the command line and maps errors to exit codes:
 * 128 + N after signal N (SIGINT, SIGTERM, SIGHUP), once every temporary output is
   deleted and every worker process stopped.
 
+Standard error, and standard output when it is a terminal, escape control and
+bidirectional characters (:mod:`rappor._util.terminal`): client strings cannot drive the
+terminal.
+
 Before a command runs, the files it reads and writes (its ``files(args)``) are checked:
 no output may be the same file as an input or as another output.  A closed standard
 output (``>&-``) is an error when the command writes to it, not a traceback.
@@ -26,6 +30,7 @@ import importlib
 import io
 import os
 import pkgutil
+import re
 import sys
 import textwrap
 import warnings
@@ -35,8 +40,10 @@ from typing import Any, TextIO
 
 from .._util.version import __version__
 from .._util.interrupt import Interrupted, raise_on_termination
-from .._util.io import remove_temporary_files
+from .._util.io import forget_created_directories, remove_temporary_files
+from .._util.terminal import TerminalStream
 from ..exceptions import RapporError, RapporIOError, RapporWarning
+from ._common import UsageError
 
 __all__ = ["build_parser", "main"]
 
@@ -75,6 +82,10 @@ class _HelpFormatter(argparse.HelpFormatter):
         return "\n\n".join(out)
 
 
+#: What a negative number looks like on a command line: -1, -0.5, -.5, -1e-6, -2.5E+3.
+_NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
     parser = argparse.ArgumentParser(
@@ -87,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
         doc = (module.__doc__ or "").strip()
         cmd = sub.add_parser(module.NAME, help=module.HELP, description=doc or module.HELP,
                              formatter_class=_HelpFormatter)
+        # A negative number in exponent form (--delta -1e-6) is a value, not an option: argparse's
+        # own pattern knows only -1 and -.5, and said "expected one argument".
+        cmd._negative_number_matcher = _NEGATIVE_NUMBER
         module.configure(cmd)
         cmd.set_defaults(_run=module.run, _files=getattr(module, "files", None))
     return parser
@@ -130,15 +144,28 @@ def _standard_streams() -> Iterator[None]:
     saved = sys.stdout, sys.stderr
     if sys.stdout is None:
         sys.stdout = _ClosedStandardOutput()
+    elif _is_terminal(sys.stdout):  # a person reads it: no escape sequences from the data
+        sys.stdout = TerminalStream(sys.stdout)
     if sys.stderr is None:  # nowhere to report: messages are dropped, the exit status remains
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - closed below
+    else:  # messages only: control and bidirectional characters of client strings escaped
+        sys.stderr = TerminalStream(sys.stderr)
     try:
         yield
     finally:
         _settle_stdout()
         if saved[1] is None:
             sys.stderr.close()
+        else:
+            sys.stderr.flush()
         sys.stdout, sys.stderr = saved
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def _settle_stdout() -> None:
@@ -181,8 +208,13 @@ def _run(args: argparse.Namespace, run: Any) -> int:
 
                     check_command_files(args._files(args))
                 status = run(args)
+        forget_created_directories()
         return int(status or 0)
+    except UsageError as exc:  # a flag's value the library refused: worded and numbered as argparse's
+        _say(f"rappor {_command_name(run)}: error: {exc}")
+        return 2
     except RapporError as exc:
+        remove_temporary_files()  # an output directory made for this run and left empty
         _say(f"rappor: error: {exc}")
         return 1
     except BrokenPipeError:

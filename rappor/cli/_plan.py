@@ -17,14 +17,14 @@ bring it down.  The output ends with a legend.  See rappor.privacy._planner.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import textwrap
 from typing import Any
 
 from ..exceptions import InvalidParameterError
 from . import _discover_plan
-from ._common import CommandFiles, add_level_argument, add_output_argument, add_seed_argument, integer, real
+from ._common import (CommandFiles, add_level_argument, add_output_argument, add_seed_argument, count, flags,
+                      integer, json_text, real)
 
 NAME = "plan"
 HELP = "propose parameters for privacy targets and predict the detectable frequency"
@@ -32,8 +32,8 @@ ORDER = 16
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--reports", type=integer(1), required=True, metavar="N", help="number of reports expected")
-    parser.add_argument("--candidates", type=integer(1), required=True, metavar="S",
+    parser.add_argument("--reports", type=count, required=True, metavar="N", help="number of reports expected")
+    parser.add_argument("--candidates", type=count, required=True, metavar="S",
                         help="number of candidate strings")
     parser.add_argument("--epsilon-inf", type=real(0.0, low_open=True), default=4.0, metavar="E",
                         help="target epsilon of the permanent response [default: 4.0]")
@@ -101,15 +101,18 @@ def run(args: argparse.Namespace) -> int:
     options = {"epsilon_inf": args.epsilon_inf, "epsilon_one": epsilon_one, "significance_level": args.level,
                "rng": args.seed}
     discovery = None
-    if args.discovery_share is None:
-        result = plan(args.reports, args.candidates, **options)
-    else:
-        from ..analysis.discovery import plan_with_discovery
+    with flags({"epsilon_inf": "--epsilon-inf", "epsilon_one": "--epsilon-one", "n_reports": "--reports",
+                "n_candidates": "--candidates", "discovery_share": "--discovery-share"}):
+        if args.discovery_share is None:
+            result = plan(args.reports, args.candidates, **options)
+        else:
+            from ..analysis.discovery import plan_with_discovery
 
-        result, discovery = plan_with_discovery(args.reports, args.candidates, discovery_share=args.discovery_share,
-                                                discovery_irr=args.discovery_irr,
-                                                discovery_max_length=args.discovery_max_length,
-                                                discovery_lengths=_discover_plan.length_prior(args), **options)
+            result, discovery = plan_with_discovery(args.reports, args.candidates,
+                                                    discovery_share=args.discovery_share,
+                                                    discovery_irr=args.discovery_irr,
+                                                    discovery_max_length=args.discovery_max_length,
+                                                    discovery_lengths=_discover_plan.length_prior(args), **options)
     best = result.best.as_dict()
     others = [p.as_dict() for p in result.plans if p is not result.best][:args.top]
     with atomic_output(args.output) as out:
@@ -119,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
                     "n_candidates": result.n_candidates}
             if discovery is not None:
                 data["discovery"] = _discover_plan.as_json(discovery)
-            out.write(json.dumps(data, indent=2) + "\n")
+            out.write(json_text(data))
         else:
             out.write(f"# {result.n_reports} reports, {result.n_candidates} candidates, level={args.level:g}\n")
             out.write("recommended: " + _fmt(best) + "\n")

@@ -9,11 +9,10 @@ See docs/privacy.md for the unit of privacy and the sources of every formula.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from typing import Any
 
-from ._common import CommandFiles, add_output_argument, add_params_argument, integer, load_params, open_unit
+from ._common import CommandFiles, add_output_argument, add_params_argument, count, delta, json_text, load_params
 
 NAME = "privacy"
 HELP = "privacy figures of a params.csv (epsilon, zCDP, (epsilon, delta) for T reports)"
@@ -22,9 +21,9 @@ ORDER = 15
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_params_argument(parser)
-    parser.add_argument("--reports", type=integer(1), default=1, metavar="T",
+    parser.add_argument("--reports", type=count, default=1, metavar="T",
                         help="number of reports of changing values to account for [default: 1]")
-    parser.add_argument("--delta", type=open_unit, default=1e-6, metavar="D",
+    parser.add_argument("--delta", type=delta, default=1e-6, metavar="D",
                         help="delta of the (epsilon, delta) figures [default: 1e-6]")
     parser.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
     parser.add_argument("--variables", metavar="KINDS", default=None,
@@ -73,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             if combined is not None:
                 data["discovery"] = {key: (_json_number(v) if isinstance(v, float) else v)
                                      for key, v in combined.as_dict().items()}
-            out.write(json.dumps(data, indent=2) + "\n")
+            out.write(json_text(data))
         else:
             rows = [*result.table(), *([] if combined is None else combined.table())]
             width = max(len(name) for name, _, _ in rows)

@@ -26,7 +26,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import textwrap
@@ -39,7 +38,8 @@ from .._util.io import output_directory
 from ..exceptions import InvalidParameterError
 from ..formats._params import read_params, write_params
 from ..params import Params
-from ._common import CommandFiles, add_estimator_argument, add_params_argument, add_seed_argument, integer, real
+from ._common import (CommandFiles, add_estimator_argument, add_params_argument, add_seed_argument, integer,
+                      json_text, real)
 
 NAME = "simulate"
 HELP = "simulate a collection, decode it and write a report"
@@ -185,9 +185,9 @@ def run(args: argparse.Namespace) -> int:
         "candidates.txt": lambda path: write_candidates(candidates, path),
         "truth.csv": lambda path: write_text(path.name, sim.truth_csv()),
         "results.csv": lambda path: write_results(result, path),
-        "metrics.json": lambda path: write_text(path.name, json.dumps(
+        "metrics.json": lambda path: write_text(path.name, json_text(
             {"params": params.as_dict(), "simulation": details, "metrics": metrics.as_dict(),
-             "detection_outlook": outlook.as_dict()}, indent=2) + "\n"),
+             "detection_outlook": outlook.as_dict()})),
     }
     if page is not None:
         writers["report.html"] = lambda path: write_text(path.name, page)

@@ -22,14 +22,13 @@ Example:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 import warnings
 from typing import Any
 
-from ._common import CommandFiles, add_params_argument, add_seed_argument, integer
+from ._common import CommandFiles, add_params_argument, add_seed_argument, integer, json_text
 
 NAME = "simulate-assoc"
 HELP = "simulate a two-variable collection, decode the joint distribution, write a report"
@@ -47,8 +46,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="values of the first variable [default: 100]")
     parser.add_argument("--unique2", type=integer(1), default=10, metavar="U2",
                         help="values of the second variable (string-string) [default: 10]")
-    parser.add_argument("--remove-every", type=integer(0), default=0, metavar="R",
-                        help="leave every R-th value out of the candidates (0: keep all) [default: 0]")
+    parser.add_argument("--remove-every", type=_remove_every, default=0, metavar="R",
+                        help="leave every R-th value out of the candidates (0: keep all; 1 would leave no candidate) "
+                             "[default: 0]")
     parser.add_argument("--categories", choices=("detected", "all"), default="detected",
                         help="categories of a string variable: detected candidates, or all [default: detected]")
     parser.add_argument("--other", choices=("undetected", "shrunk", "reference", "none"), default="undetected",
@@ -61,6 +61,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
 #: The files a run writes into --out.
 OUTPUT_NAMES = ("params.csv", "reports.csv", "map1.csv", "map2.csv", "truth.csv", "assoc-results.csv", "metrics.json",
                 "report.html")
+
+
+def _remove_every(text: str) -> int:
+    """argparse ``type`` of --remove-every: 0 (keep all) or an integer >= 2 (1 removes every candidate)."""
+    value = integer(0)(text)
+    if value == 1:
+        raise argparse.ArgumentTypeError("expected 0 (keep every value) or an integer >= 2, got '1' (it would leave "
+                                         "no candidate: an empty map that decode-assoc refuses)")
+    return value
+
+
+def _pvalue_text(pvalue: float | None, shape: tuple[int, ...]) -> str:
+    """The independence p-value, or why there is none (a table with one row or column has no test)."""
+    if pvalue is not None and pvalue == pvalue:
+        return f"{pvalue:.3g}"
+    return "none (1 row)" if min(shape) < 2 else "none"
 
 
 def files(args: argparse.Namespace) -> CommandFiles:
@@ -127,10 +143,8 @@ def run(args: argparse.Namespace) -> int:
             fh.write(",".join(sim.values[a][i] for a, i in enumerate(idx)) + f",{sim.joint[idx]:.10g}\n")
     result.to_csv(out / "assoc-results.csv")
     with atomic_output(out / "metrics.json") as fh:
-        json.dump({"params": params.as_dict(), "simulation": details, "metrics": metrics,
-                   "fit": {k: v for k, v in result.summary().items() if k not in ("categories",)}}, fh, indent=2,
-                  default=float)
-        fh.write("\n")
+        fh.write(json_text({"params": params.as_dict(), "simulation": details, "metrics": metrics,
+                            "fit": {k: v for k, v in result.summary().items() if k not in ("categories",)}}))
     if page is not None:
         with atomic_output(out / "report.html") as fh:
             fh.write(page)
@@ -141,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         f"{'total variation':<26}{metrics['total_variation']:>12.4f}",
         f"{'interval coverage (95%)':<26}{metrics['interval_coverage']:>12.3f}",
         f"{'true Other mass':<26}{metrics['true_other_mass']:>12.4f}",
-        f"{'independence p-value':<26}{(metrics['independence_pvalue'] or float('nan')):>12.3g}",
+        f"{'independence p-value':<26}{_pvalue_text(metrics['independence_pvalue'], result.shape):>12}",
         f"{'fit':<26}{result.method + ', ' + str(result.iterations) + ' iterations':>12}",
         f"wrote {out}/{{params,reports,truth,assoc-results}}.csv, map*.csv, metrics.json"
         + (", report.html" if page is not None else ""),

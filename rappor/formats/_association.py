@@ -324,11 +324,17 @@ def read_schema(path: PathLike) -> list[SchemaRow]:
         raise ReportFormatError(f"expected the header {','.join(expected)}, found {excerpt(','.join(header_cells))}",
                                 path=name, line=1)
     out = []
+    first: dict[tuple[str, str], int] = {}
     for line, cells in rows:
         if len(cells) != 4:
             raise ReportFormatError(f"expected 4 comma-separated columns (metric,var,var_type,params), found {len(cells)}",
                                     path=name, line=line)
         metric, var, var_type, params = (c.strip() for c in cells)
+        if (metric, var) in first:  # which row holds its type and parameters would be a guess
+            msg = (f"expected each variable once per metric, found metric {excerpt(metric)}, var {excerpt(var)} "
+                   f"again (first on line {first[metric, var]})")
+            raise ReportFormatError(msg, path=name, line=line)
+        first[metric, var] = line
         out.append(SchemaRow(metric, var, var_type, params, line))
     return out
 

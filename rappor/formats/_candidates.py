@@ -11,22 +11,36 @@ line: a file with old Mac (CR-only) line endings would otherwise be read as one 
 candidate, and a candidate cannot hold a carriage return (:func:`write_candidates`
 refuses one, so the file format never needs it; pass such strings to
 :func:`rappor.collect.hash_candidates` directly).
+
+A candidate that could start a spreadsheet formula (``=``, ``+``, ``-``, ``@``, tab or
+carriage return, after any run of single quotes) is written with a leading single quote
+and read back without it (:func:`rappor._util.io.spreadsheet_text`), so the file is safe to
+open and every string reads back exactly.
+
+The CSV that ``rappor discover -o`` writes (header :data:`rappor.analysis.discovery._search.FOUND_HEADER`) is a candidate
+list too: its significant values are read, whatever they hold (line breaks, commas,
+quotes), so a discovered value never depends on the one-per-line list.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from .._util.excerpt import excerpt
-from .._util.io import PathLike, atomic_output, display_name, iter_text_lines
+from .._util.io import (PathLike, atomic_output, display_name, iter_text_lines, open_input_binary, read_first_line,
+                        restore_text, spreadsheet_text)
+from ..analysis.discovery._search import FOUND_HEADER
 from ..exceptions import InvalidParameterError, ReportFormatError, RapporWarning
 
 __all__ = ["read_candidates", "write_candidates"]
 
 
+
 def read_candidates(path: PathLike, *, allow_duplicates: bool = False) -> list[str]:
-    """Read a candidate file, one candidate per line.
+    """Read a candidate file, one candidate per line, or the significant values of a discovered values CSV.
 
     Parameters
     ----------
@@ -57,13 +71,14 @@ def read_candidates(path: PathLike, *, allow_duplicates: bool = False) -> list[s
     name = display_name(path)
     first_seen: dict[str, int] = {}
     repeats: list[tuple[int, str, int]] = []
-    for lineno, text in iter_text_lines(path, what="a candidates file"):
-        if "\r" in text:
+    found = read_first_line(path).removeprefix(b"\xef\xbb\xbf").rstrip(b"\r\n") == FOUND_HEADER.encode()
+    for lineno, text in _found_values(path) if found else _lines(path):
+        if "\r" in text and not found:
             msg = ("expected one candidate per line, lines ending in LF or CRLF, found a carriage return inside "
                    f"the line at column {text.index(chr(13)) + 1} (CR line endings? convert them with "
                    "tr '\\r' '\\n'; a candidate cannot hold a carriage return)")
             raise ReportFormatError(msg, path=name, line=lineno)
-        if not text.strip():
+        if not text.strip() and not found:
             msg = "expected a candidate string, found a blank line" if not text else \
                 f"expected a candidate string, found only whitespace {excerpt(text)}"
             raise ReportFormatError(msg, path=name, line=lineno)
@@ -75,13 +90,48 @@ def read_candidates(path: PathLike, *, allow_duplicates: bool = False) -> list[s
             continue
         first_seen[text] = lineno
     if not first_seen:
-        raise ReportFormatError("expected at least one candidate, found an empty file", path=name)
+        what = "a significant value, found none" if found else "at least one candidate, found an empty file"
+        raise ReportFormatError(f"expected {what}", path=name)
     if repeats:
         shown = "; ".join(f"line {ln}: {excerpt(s)} (first on line {first})" for ln, s, first in repeats[:5])
         more = f"; and {len(repeats) - 5} more" if len(repeats) > 5 else ""
         msg = f"{name}: skipped {len(repeats)} repeated candidate(s): {shown}{more}"
         warnings.warn(msg, RapporWarning, stacklevel=2)
     return list(first_seen)
+
+
+def _lines(path: PathLike) -> Iterator[tuple[int, str]]:
+    """``(line number, candidate)`` of a one-per-line list, the spreadsheet quote removed."""
+    for lineno, line in iter_text_lines(path, what="a candidates file"):
+        yield lineno, restore_text(line)
+
+
+def _found_values(path: PathLike) -> Iterator[tuple[int, str]]:
+    """``(line number, value)`` of the significant rows of a discovered values CSV.
+
+    Read with the csv module from the raw text (``newline=""``), so quoted fields keep
+    every line break and carriage return they hold.
+    """
+    name = display_name(path)
+    with open_input_binary(path) as fh:
+        stream = io.TextIOWrapper(fh, encoding="utf-8-sig", newline="")
+        reader = csv.reader(stream, strict=True)
+        try:
+            next(reader)  # the header
+            start = reader.line_num + 1
+            for row in reader:
+                if len(row) != 8 or row[5] not in ("true", "false"):
+                    msg = f"expected a row of 8 fields ({FOUND_HEADER}), found {excerpt(','.join(row))}"
+                    raise ReportFormatError(msg, path=name, line=start)
+                if row[5] == "true":
+                    yield start, restore_text(row[0])
+                start = reader.line_num + 1
+        except csv.Error as exc:
+            raise ReportFormatError(f"expected CSV ({exc})", path=name, line=start) from None
+        except UnicodeDecodeError as exc:
+            raise ReportFormatError(f"expected UTF-8 text ({exc.reason})", path=name) from None
+        finally:
+            stream.detach()
 
 
 def write_candidates(candidates: Iterable[str], path: PathLike) -> None:
@@ -103,4 +153,4 @@ def write_candidates(candidates: Iterable[str], path: PathLike) -> None:
         seen.add(s)
     with atomic_output(path) as fh:
         for s in items:
-            fh.write(s + "\n")
+            fh.write(spreadsheet_text(s) + "\n")

@@ -30,7 +30,7 @@ def _parse_count(text: str, name: str, lineno: int, column: int) -> int:
     return value
 
 
-def read_counts(path: PathLike, params: Params) -> Aggregate:
+def read_counts(path: PathLike, params: Params, *, rows: str | None = None) -> Aggregate:
     """Read a google/rappor ``counts.csv``.
 
     The file has no header and ``num_cohorts`` rows; row ``i`` is cohort ``i`` and holds
@@ -43,6 +43,11 @@ def read_counts(path: PathLike, params: Params) -> Aggregate:
     path : str or os.PathLike
         The file, or ``"-"`` for standard input.
     params : Params
+    rows : str or None, default=None
+        What the ``num_cohorts`` rows stand for, in the message about a file with another
+        number of rows (discovery counts: "slots x cohorts, from --max-length ..."); the
+        default says "one per cohort, m = M".  Such a file is read to its end, so the
+        message gives the number of rows it has.
 
     Returns
     -------
@@ -67,13 +72,14 @@ def read_counts(path: PathLike, params: Params) -> Aggregate:
     row = 0
     last_line = 0
     longest = max(MAX_LINE_BYTES, 24 * (k + 1))  # k + 1 numbers of up to 20 digits, with some spaces
-    for lineno, text in iter_text_lines(path, what="a counts file", max_line_bytes=longest):
+    lines = iter_text_lines(path, what="a counts file", max_line_bytes=longest)
+    for lineno, text in lines:
         last_line = lineno
         if not text.strip():
             continue
         if row >= m:
-            msg = f"expected {m} rows (one per cohort, m = {m}), found more"
-            raise ReportFormatError(msg, path=name, line=lineno)
+            row += 1
+            break
         cells = text.split(",")
         if len(cells) != k + 1:
             msg = (f"expected {k + 1} comma-separated counts (reports, then bits 0..{k - 1} with k = {k}), "
@@ -94,8 +100,13 @@ def read_counts(path: PathLike, params: Params) -> Aggregate:
         row += 1
     if row == 0:
         raise ReportFormatError(f"expected {m} rows of counts (one per cohort), found an empty file", path=name)
+    if row > m:  # count the rest (no parsing): the message says how many rows the file has
+        first_extra = last_line
+        row += sum(1 for _, text in lines if text.strip())
+        msg = f"expected {m} rows ({rows or f'one per cohort, m = {m}'}), found {row}"
+        raise ReportFormatError(msg, path=name, line=first_extra)
     if row < m:
-        msg = f"expected {m} rows (one per cohort, m = {m}), found {row}"
+        msg = f"expected {m} rows ({rows or f'one per cohort, m = {m}'}), found {row}"
         raise ReportFormatError(msg, path=name, line=last_line)
     return Aggregate(params=params, counts=counts)
 

@@ -5,8 +5,8 @@ A ``found.csv`` is a CSV file with the header :data:`FOUND_HEADER`, one value a 
 frequent first.  Its ``string`` field is written with :func:`rappor._io.csv_field`, so a
 value holding a comma, a quote, a line break or white space at an edge survives (a
 quoted field); it is the carrier of the discovered values from ``rappor discover`` to
-``rappor decode --discover found.csv``, where a candidate list of one string per line
-could not hold every value.  A value that is not valid UTF-8 is shown with ``\\xNN``
+``rappor decode --candidates found.csv`` (which reads it with
+:func:`rappor.formats.read_candidates`) and ``rappor plan --discovery-lengths found.csv``.  A value that is not valid UTF-8 is shown with ``\\xNN``
 escapes (:func:`rappor.discovery.display_string`) and cannot be a candidate (candidates
 are hashed as UTF-8): :func:`read_found` leaves such rows to the caller's choice.
 """
@@ -28,7 +28,7 @@ __all__ = ["FOUND_HEADER", "is_found_file", "read_found", "read_found_shares"]
 def is_found_file(path: PathLike) -> bool:
     """Whether the first line of ``path`` is the header of a found.csv (a counts file's is not)."""
     first = read_first_line(path).decode("utf-8", errors="replace")
-    return first.lstrip("\ufeff").rstrip("\r\n") == ",".join(FOUND_HEADER)
+    return first.lstrip("\ufeff").rstrip("\r\n") == FOUND_HEADER
 
 
 def read_found_shares(path: PathLike) -> list[tuple[str, float]]:
@@ -59,11 +59,11 @@ def _rows(path: PathLike) -> list[tuple[str, bool, float]]:
         try:
             for row in reader:
                 if reader.line_num == 1:
-                    if [c.lstrip("\ufeff") if i == 0 else c for i, c in enumerate(row)] != list(FOUND_HEADER):
-                        msg = f"expected the header {','.join(FOUND_HEADER)}, found {excerpt(','.join(row))}"
+                    if [c.lstrip("\ufeff") if i == 0 else c for i, c in enumerate(row)] != FOUND_HEADER.split(","):
+                        msg = f"expected the header {FOUND_HEADER}, found {excerpt(','.join(row))}"
                         raise ReportFormatError(msg, path=name, line=1)
-                elif len(row) != len(FOUND_HEADER):
-                    msg = f"expected {len(FOUND_HEADER)} comma-separated fields, found {len(row)}"
+                elif len(row) != len(FOUND_HEADER.split(",")):
+                    msg = f"expected {len(FOUND_HEADER.split(','))} comma-separated fields, found {len(row)}"
                     raise ReportFormatError(msg, path=name, line=line)
                 elif row[5] not in ("true", "false"):
                     msg = f"expected 'true' or 'false' in the significant column, found {excerpt(row[5])}"
@@ -83,5 +83,5 @@ def _rows(path: PathLike) -> list[tuple[str, bool, float]]:
         finally:
             fh.detach()
     if line == 1:
-        raise ReportFormatError(f"expected the header {','.join(FOUND_HEADER)}, found an empty file", path=name)
+        raise ReportFormatError(f"expected the header {FOUND_HEADER}, found an empty file", path=name)
     return out

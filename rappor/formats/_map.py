@@ -32,7 +32,8 @@ import numpy as np
 import numpy.typing as npt
 
 from .._util.excerpt import EXCERPT_CHARS, excerpt
-from .._util.io import MAX_LINE_BYTES, PathLike, atomic_output, decode_line, display_name, open_input_binary
+from .._util.io import (MAX_LINE_BYTES, PathLike, atomic_output, decode_line, display_name, open_input_binary,
+                        restore_text, spreadsheet_text)
 from .._util.keyfile import looks_like_key_file, not_a_key_file_error
 from .._util.lazy import lazy_module
 from .._util.memory import check_design
@@ -256,6 +257,7 @@ def read_map(path: PathLike, params: Params) -> CandidateMap:
                     indices = placeholder
             else:
                 string, indices = split
+            string = restore_text(string)
             if string in first_line:
                 msg = f"expected distinct candidates, found {excerpt(string)} again (first on line {first_line[string]})"
                 raise ReportFormatError(msg, path=name, line=lineno)
@@ -407,9 +409,11 @@ def _positions(matrix: sp.csc_matrix, start: int, stop: int, params: Params, str
 def _csv_field(text: str) -> str:
     """``text`` as csv.writer writes a field of a multi-field row (``QUOTE_MINIMAL``, ``\\n`` ends).
 
-    Also quoted: a leading byte-order mark, which a reader would otherwise drop from the
-    first line of the file.
+    A leading formula character is neutralised first (:func:`rappor._util.io.spreadsheet_text`,
+    undone by :func:`read_map`).  Also quoted: a leading byte-order mark, which a reader
+    would otherwise drop from the first line of the file.
     """
+    text = spreadsheet_text(text)
     if "," in text or '"' in text or "\n" in text or "\r" in text or text.startswith("\ufeff"):
         return '"' + text.replace('"', '""') + '"'
     return text

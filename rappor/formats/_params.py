@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from typing import Any
 
 from .._util.excerpt import excerpt
@@ -113,7 +114,26 @@ def read_params(path: PathLike) -> Params:
     try:
         return Params.from_dict(values)
     except InvalidParameterError as exc:
-        raise ReportFormatError(str(exc), path=name, line=row_no) from None
+        raise ReportFormatError(_column_wording(str(exc)), path=name, line=row_no) from None
+
+
+#: The file's column of each :class:`Params` field.
+_COLUMNS = {"num_bloombits": "k", "num_hashes": "h", "num_cohorts": "m", "prob_p": "p", "prob_q": "q", "prob_f": "f"}
+
+
+def _column_wording(message: str) -> str:
+    """``message`` about a Params field, worded with the file's column (``m`` for ``num_cohorts``).
+
+    "The 'num_cohorts' parameter of Params must be an int in the range [1, 4294967296]. Got 0
+    instead." becomes "column m: must be an int in the range [1, 4294967296], found 0"; the
+    names in other messages (``prob_f=0.5``) become the columns too.
+    """
+    match = re.match(r"The '(\w+)' parameter of Params must be (.*)\. Got (.*) instead\.$", message, re.DOTALL)
+    if match and match.group(1) in _COLUMNS:
+        return f"column {_COLUMNS[match.group(1)]}: expected {match.group(2)}, found {match.group(3)}"
+    for field, column in _COLUMNS.items():
+        message = re.sub(rf"\b{field}\b", column, message)
+    return message
 
 
 def params_text(params: Params) -> str:

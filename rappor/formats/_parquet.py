@@ -379,6 +379,12 @@ def arrow_to_batch(table: Any, params: Params, *, source: str = "<arrow>", first
     columns = report_columns(names, params, source)
     n, w = table.num_rows, params.num_words
     cohorts = _numpy_column(table.column("cohort"), "cohort", source, first_row)
+    outside = (cohorts < 0) | (cohorts >= params.num_cohorts)
+    if outside.any():  # named by its row (ReportBatch's own check can only name the whole batch)
+        bad = int(np.flatnonzero(outside)[0])
+        msg = (f"row {first_row + bad}: expected a cohort, an integer in [0, {params.num_cohorts - 1}], "
+               f"found {int(cohorts[bad])}")
+        raise ReportFormatError(msg, path=source)
     if columns[1] == "bits":
         nbytes = (params.num_bloombits + 7) // 8
         raw = _bytes_matrix(table.column("bits"), nbytes, source, first_row)

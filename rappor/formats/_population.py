@@ -6,7 +6,7 @@ import csv
 import math
 
 from .._util.excerpt import excerpt
-from .._util.io import PathLike, display_name, iter_text_lines
+from .._util.io import PathLike, display_name, iter_text_lines, restore_text
 from ..exceptions import ReportFormatError
 from ..simulation._populations import Population
 
@@ -36,7 +36,7 @@ def read_population(path: PathLike) -> Population:
             raise ReportFormatError(msg, path=name, line=lineno) from None
         if len(cells) < 2:
             raise ReportFormatError(f"expected 'string,count', found {excerpt(text)}", path=name, line=lineno)
-        value, count_text = ",".join(cells[:-1]), cells[-1]
+        value, count_text = restore_text(",".join(cells[:-1])), cells[-1]
         if not counts and value.strip().lower() == "string" and count_text.strip().lower() == "count":
             continue
         try:

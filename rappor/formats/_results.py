@@ -2,7 +2,9 @@
 
 Columns: google/rappor's ``string, estimate, std_error, proportion, prop_std_error,
 prop_low_95, prop_high_95`` (``analysis/R/decode.R``) plus ``pvalue`` (unadjusted) and,
-unless only the detected strings are written, ``detected`` (``true``/``false``).  Numbers are
+unless only the detected strings are written, ``detected`` (``true``/``false``).  A string
+that could start a spreadsheet formula gets a leading ``'`` (:func:`rappor._util.io.spreadsheet_text`),
+which :func:`read_results` removes.  Numbers are
 Python's shortest round-trip repr (whole numbers without a decimal point); a missing value
 is ``NA`` and an infinite one ``Inf`` or ``-Inf``, as R's ``write.csv`` writes them (R's
 ``read.csv`` and Python's ``float`` read both back).
@@ -18,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._util.excerpt import excerpt
-from .._util.io import PathLike, atomic_output, csv_field, display_name, iter_text_lines
+from .._util.io import PathLike, atomic_output, csv_text_field, display_name, iter_text_lines, restore_text
 from ..analysis.decoder import DecodeResult
 from ..exceptions import ReportFormatError
 
@@ -45,7 +47,7 @@ def write_results(result: DecodeResult, path: PathLike | None, all: bool = False
     with atomic_output(path) as out:
         out.write(",".join(names) + "\n")
         for row in rows:
-            cells = [csv_field(str(row["string"]))]
+            cells = [csv_text_field(str(row["string"]))]
             cells += [_csv_float(float(row[name])) for name in RESULTS_COLUMNS[1:]]
             if flag:
                 cells.append("true" if row["detected"] else "false")
@@ -83,7 +85,7 @@ def read_results(path: PathLike) -> npt.NDArray[np.void]:
         if len(cells) != len(header):
             msg = f"expected {len(header)} fields, found {len(cells)}: {excerpt(text)}"
             raise ReportFormatError(msg, path=name, line=lineno)
-        row: list[object] = [cells[0]]
+        row: list[object] = [restore_text(cells[0])]  # the spreadsheet quote of write_results removed
         for column, cell in zip(header[1:], cells[1:]):
             try:
                 row.append(_read_cell(column, cell))

@@ -61,6 +61,8 @@ Brute-force checks
 from __future__ import annotations
 
 import math
+import numbers
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -70,7 +72,7 @@ import numpy.typing as npt
 
 from .._util.lazy import lazy_module
 from .._util.results import record_table
-from .._util.validation import check_int, check_options, check_probability, check_real
+from .._util.validation import MAX_COUNT, check_int, check_options, check_probability, check_real
 from ..exceptions import InvalidParameterError
 from ..params import Params
 
@@ -82,6 +84,7 @@ else:  # imported on first use: keeps `import rappor` light
 
 __all__ = [
     "DEFAULT_ORDERS",
+    "MAX_REPORTS",
     "PrivacyLoss",
     "advanced_composition",
     "basic_composition",
@@ -102,6 +105,24 @@ DEFAULT_ORDERS: npt.NDArray[np.float64] = 1.0 + np.geomspace(1e-3, 1e4, 2000)
 DEFAULT_ORDERS.flags.writeable = False
 
 _Kind = Literal["report", "permanent"]
+
+#: Most reports any accounting here takes (:data:`rappor._util.validation.MAX_COUNT`, 2**53: the
+#: largest count a float holds exactly).
+MAX_REPORTS = MAX_COUNT
+
+
+def _check_reports(reports: int, owner: str) -> int:
+    return check_int(reports, "reports", owner, low=1, high=MAX_REPORTS)
+
+
+def _check_epsilon(epsilon: float, owner: str) -> float:
+    """``epsilon`` as a float ``>= 0``; infinity is allowed (a release with no privacy), NaN is not."""
+    if isinstance(epsilon, numbers.Real) and not isinstance(epsilon, (bool, np.bool_)) and epsilon == math.inf:
+        return math.inf
+    if isinstance(epsilon, numbers.Real) and not isinstance(epsilon, (bool, np.bool_)) and float(epsilon) >= 0.0:
+        return float(epsilon)
+    msg = f"The 'epsilon' parameter of {owner} must be a float >= 0 (inf allowed). Got {epsilon!r} instead."
+    raise InvalidParameterError(msg)
 
 
 def _orders(orders: npt.ArrayLike, owner: str) -> npt.NDArray[np.float64]:
@@ -236,7 +257,7 @@ def rdp(params: Params, orders: npt.ArrayLike = DEFAULT_ORDERS, *, kind: _Kind =
     if not isinstance(params, Params):
         raise InvalidParameterError(f"The 'params' parameter of rdp must be a Params. Got {params!r} instead.")
     kind = _check_kind(kind, "rdp")
-    t = check_int(reports, "reports", "rdp", low=1)
+    t = _check_reports(reports, "rdp")
     h = params.num_hashes
     if kind == "permanent":
         return t * 2 * h * binary_rr_rdp(1.0 - params.prob_f / 2.0, orders)
@@ -303,7 +324,7 @@ def rho_zcdp(params: Params, *, kind: _Kind = "permanent", reports: int = 1) -> 
     :func:`pure_dp_to_zcdp`), because the loss is spread over ``2h`` independent bits.
     """
     kind = _check_kind(kind, "rho_zcdp")
-    t = check_int(reports, "reports", "rho_zcdp", low=1)
+    t = _check_reports(reports, "rho_zcdp")
     return t * tight_rho(lambda a: rdp(params, a, kind=kind))
 
 
@@ -314,12 +335,18 @@ def pure_dp_to_zcdp(epsilon: float) -> float:
     -----
     Bun and Steinke (2016), arXiv:1605.02065, Proposition 1.4.
     """
-    eps = check_real(epsilon, "epsilon", "pure_dp_to_zcdp", low=0.0) if not math.isinf(epsilon) else math.inf
+    eps = _check_epsilon(epsilon, "pure_dp_to_zcdp")
     return eps * eps / 2.0
 
 
 def _check_delta(delta: float, owner: str) -> float:
-    return check_probability(delta, "delta", owner, open_low=True, open_high=True)
+    """``delta`` in ``(0, 1)``, and a normal float: below ``2.2e-308`` (subnormal) it has lost precision."""
+    d = check_probability(delta, "delta", owner, open_low=True, open_high=True)
+    if d < sys.float_info.min:
+        msg = (f"The 'delta' parameter of {owner} must be a float in the range [{sys.float_info.min!r}, 1) "
+               f"(smaller ones are subnormal). Got {delta!r} instead.")
+        raise InvalidParameterError(msg)
+    return d
 
 
 def epsilon_from_zcdp(rho: float, delta: float) -> float:
@@ -331,10 +358,10 @@ def epsilon_from_zcdp(rho: float, delta: float) -> float:
     (apply :func:`epsilon_from_rdp` to the curve ``rho * alpha``).
     """
     d = _check_delta(delta, "epsilon_from_zcdp")
-    if math.isinf(rho):
+    if isinstance(rho, numbers.Real) and rho == math.inf:
         return math.inf
     r = check_real(rho, "rho", "epsilon_from_zcdp", low=0.0)
-    return r + 2.0 * math.sqrt(r * math.log(1.0 / d))
+    return r + 2.0 * math.sqrt(r * -math.log(d))
 
 
 def epsilon_from_rdp(orders: npt.ArrayLike, rdp_values: npt.ArrayLike, delta: float, *,
@@ -383,7 +410,7 @@ def epsilon_from_rdp(orders: npt.ArrayLike, rdp_values: npt.ArrayLike, delta: fl
         if method == "optimal":
             eps = r + np.log1p(-1.0 / a) - (math.log(d) + np.log(a)) / (a - 1.0)
         else:
-            eps = r + math.log(1.0 / d) / (a - 1.0)
+            eps = r - math.log(d) / (a - 1.0)
     eps = np.where(np.isnan(eps), np.inf, eps)
     i = int(np.argmin(eps))
     return max(0.0, float(eps[i])), float(a[i])
@@ -397,8 +424,8 @@ def basic_composition(epsilon: float, reports: int) -> float:
     Dwork, McSherry, Nissim and Smith (2006); Dwork and Roth (2014), "The Algorithmic
     Foundations of Differential Privacy", Theorem 3.16.
     """
-    t = check_int(reports, "reports", "basic_composition", low=1)
-    return t * float(epsilon)
+    t = _check_reports(reports, "basic_composition")
+    return t * _check_epsilon(epsilon, "basic_composition")
 
 
 def advanced_composition(epsilon: float, reports: int, delta: float) -> float:
@@ -415,12 +442,12 @@ def advanced_composition(epsilon: float, reports: int, delta: float) -> float:
     stated as Dwork and Roth (2014), Theorem 3.20 (with ``delta = 0`` per release and
     ``delta' = delta``).
     """
-    t = check_int(reports, "reports", "advanced_composition", low=1)
+    t = _check_reports(reports, "advanced_composition")
     d = _check_delta(delta, "advanced_composition")
-    eps = float(epsilon)
+    eps = _check_epsilon(epsilon, "advanced_composition")
     if math.isinf(eps):
         return math.inf
-    return math.sqrt(2.0 * t * math.log(1.0 / d)) * eps + t * eps * math.expm1(eps)
+    return math.sqrt(2.0 * t * -math.log(d)) * eps + t * eps * math.expm1(eps)
 
 
 def _refined_epsilon(curve: Callable[[npt.NDArray[np.float64]], npt.NDArray[np.float64]],
@@ -551,7 +578,7 @@ def loss(params: Params, *, reports: int = 1, delta: float = 1e-6) -> PrivacyLos
     """
     if not isinstance(params, Params):
         raise InvalidParameterError(f"The 'params' parameter of loss must be a Params. Got {params!r} instead.")
-    t = check_int(reports, "reports", "loss", low=1)
+    t = _check_reports(reports, "loss")
     d = _check_delta(delta, "loss")
     eps1, eps_inf = params.epsilon_one, params.epsilon_inf
     rho_prr = rho_zcdp(params, kind="permanent")

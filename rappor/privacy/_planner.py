@@ -43,7 +43,7 @@ import numpy.typing as npt
 
 from .._util.lazy import lazy_module
 from .._util.results import record_table
-from .._util.validation import RngLike, check_int, check_options, check_probability, check_real, check_rng
+from .._util.validation import MAX_COUNT, RngLike, check_int, check_options, check_probability, check_real, check_rng
 from ..exceptions import InvalidParameterError
 from ..params import Params
 
@@ -194,8 +194,8 @@ def detection_frequency(params: Params, n_reports: int, n_candidates: int, *, si
     the Bloom design).  ``sd(x_hat) = sqrt(inflation lam (1 - lam) / (N h (p11 - p01)^2))``.
     """
 
-    n = check_int(n_reports, "n_reports", "detection_frequency", low=1)
-    s = check_int(n_candidates, "n_candidates", "detection_frequency", low=1)
+    n = check_int(n_reports, "n_reports", "detection_frequency", low=1, high=MAX_COUNT)
+    s = check_int(n_candidates, "n_candidates", "detection_frequency", low=1, high=MAX_COUNT)
     a = check_probability(significance_level, "significance_level", "detection_frequency", open_low=True, open_high=True)
     pw = check_probability(power, "power", "detection_frequency", open_low=True, open_high=True)
     corr = check_options(correction, "correction", "detection_frequency", ("bonferroni", "none"))
@@ -302,6 +302,24 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _check_frequencies(frequencies: npt.ArrayLike, owner: str) -> npt.NDArray[np.float64]:
+    """``frequencies`` as a flat float array of shares: each finite and in [0, 1], summing to at most 1."""
+    try:
+        x = np.asarray(frequencies, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        x = np.array([np.nan])
+    bad = ~np.isfinite(x) | (x < 0) | (x > 1)
+    if bad.any():
+        msg = (f"The 'frequencies' parameter of {owner} must hold shares in the range [0, 1]. "
+               f"Got {float(x[bad][0])!r} instead.")
+        raise InvalidParameterError(msg)
+    total = float(x.sum())
+    if total > 1.0 + 1e-9 * max(len(x), 1):  # rounding of shares that sum to 1
+        msg = f"The 'frequencies' parameter of {owner} must hold shares that sum to at most 1. Got a sum of {total!r}."
+        raise InvalidParameterError(msg)
+    return x
+
+
 def detection_outlook(params: Params, n_reports: int, frequencies: npt.ArrayLike, *, n_candidates: int | None = None,
                       significance_level: float = 0.05, rng: RngLike = 0) -> DetectionOutlook:
     """How many of the strings with these true ``frequencies`` a decode of this size is expected to find.
@@ -332,9 +350,10 @@ def detection_outlook(params: Params, n_reports: int, frequencies: npt.ArrayLike
     more (the decoder benchmark's scenario, ``benchmarks/accuracy_issue4.py``, 20 seeds:
     expected 6.2, found 4-9, mean 6.7).
     """
-    x = np.asarray(frequencies, dtype=np.float64).reshape(-1)
-    x = x[np.isfinite(x) & (x > 0)]
-    s = len(x) if n_candidates is None else check_int(n_candidates, "n_candidates", "detection_outlook", low=1)
+    x = _check_frequencies(frequencies, "detection_outlook")
+    x = x[x > 0]
+    s = len(x) if n_candidates is None else check_int(n_candidates, "n_candidates", "detection_outlook", low=1,
+                                                      high=MAX_COUNT)
     pred = detection_frequency(params, n_reports, max(s, 1), significance_level=significance_level, rng=rng)
     above = x >= pred.frequency
     return DetectionOutlook(prediction=pred, n_reports=int(n_reports), n_candidates=max(s, 1), n_strings=len(x),
@@ -395,6 +414,8 @@ def _flip_for_epsilon_inf(epsilon_inf: float, h: int) -> float:
     """
     shrink = math.exp(-epsilon_inf / (2.0 * h))  # exp(-x): no overflow for a huge target (f -> 0)
     f = 2.0 * shrink / (1.0 + shrink)
+    if f >= 1.0:
+        return 1.0  # the target is below what double precision resolves: no design (plan says so)
     for _ in range(64):
         if Params(num_bloombits=h, num_hashes=h, num_cohorts=1, prob_p=0.0, prob_q=1.0,
                   prob_f=f).epsilon_inf <= epsilon_inf:
@@ -476,8 +497,8 @@ def plan(n_reports: int, n_candidates: int, *, epsilon_inf: float = 4.0, epsilon
     by bisection so that Theorem 2's ``epsilon_one`` meets the target.  Predictions:
     :func:`detection_frequency`.
     """
-    n = check_int(n_reports, "n_reports", "plan", low=1)
-    s = check_int(n_candidates, "n_candidates", "plan", low=1)
+    n = check_int(n_reports, "n_reports", "plan", low=1, high=MAX_COUNT)
+    s = check_int(n_candidates, "n_candidates", "plan", low=1, high=MAX_COUNT)
     e_inf = check_real(epsilon_inf, "epsilon_inf", "plan", low=0.0, low_open=True)
     if epsilon_one is None:
         e_one = e_inf / DEFAULT_EPSILON_RATIO
@@ -494,9 +515,15 @@ def plan(n_reports: int, n_candidates: int, *, epsilon_inf: float = 4.0, epsilon
     min_per = check_int(min_reports_per_cohort, "min_reports_per_cohort", "plan", low=1)
     gen = check_rng(rng)
     plans = []
+    informative = False  # some num_hashes leaves a report information at double precision
     for h in num_hashes:
         f = _flip_for_epsilon_inf(e_inf, h)
+        if f >= 1.0:
+            continue  # so much noise that a report keeps no information at double precision
         p = 0.0 if e_one == math.inf else _irr_for_epsilon_one(e_one, h, f)
+        if not 1.0 - 2.0 * p > 0.0:
+            continue
+        informative = True
         for k in num_bloombits:
             if h > k:
                 continue
@@ -511,6 +538,14 @@ def plan(n_reports: int, n_candidates: int, *, epsilon_inf: float = 4.0, epsilon
                                            inflation=infl)
                 plans.append(Plan(params=params, epsilon_one=params.epsilon_one, epsilon_inf=params.epsilon_inf,
                                   prediction=pred))
+    if not plans and all(_flip_for_epsilon_inf(e_inf, h) >= 1.0 for h in num_hashes):
+        msg = (f"The 'epsilon_inf' parameter of plan must leave a report some information: {e_inf!r} needs "
+               f"prob_f = 1 at double precision (every bit a coin flip) for every num_hashes tried.")
+        raise InvalidParameterError(msg)
+    if not informative:
+        msg = (f"The 'epsilon_one' parameter of plan must leave a report some information: {e_one!r} needs "
+               f"p = q at double precision for every num_hashes tried.")
+        raise InvalidParameterError(msg)
     if not plans:
         msg = (f"No design in the grid separates {s} candidates with {n} reports: increase num_bloombits or "
                f"num_cohorts (need num_bloombits * num_cohorts > num_candidates and "

@@ -27,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .._util.io import csv_field
+from .._util.io import csv_text_field
 from .._util.memory import check_memory
 from .._util.validation import RngLike, check_int, check_options, check_rng
 from ..client._encoder import client_secret, derive_cohort, encode_clients
@@ -110,7 +110,7 @@ class Simulation:
         for i in order:
             c = int(self._truth[i])
             if c:
-                lines.append(f"{csv_field(self.population.strings[i])},{c},{c / total!r}")
+                lines.append(f"{csv_text_field(self.population.strings[i])},{c},{c / total!r}")
         return "\n".join(lines) + "\n"
 
     def candidate_map(self, candidates: Sequence[str] | None = None) -> CandidateMap:

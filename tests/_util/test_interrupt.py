@@ -147,3 +147,23 @@ def test_interrupt_killed_worker_is_a_clean_error(workload: Path, tmp_path: Path
                                    "(exit status -9"), err
     assert sorted(p.name for p in out_dir.iterdir()) == []
     assert not _wait_gone(set(others))
+
+
+@pytest.mark.parametrize("discover", [True, False], ids=["discover", "full-strings"])
+def test_interrupt_simulate_leaves_no_empty_output_directory(tmp_path: Path, discover: bool) -> None:
+    """SIGINT while simulate works, after it made --out DIR (and a parent) and before it wrote into them:
+    both are removed (an empty simd/ was left behind)."""
+    out = tmp_path / "parent" / "simd"
+    argv = ["simulate", "--out", str(out), "--no-report", "--clients", "400000"] + (["--discover"] if discover else [])
+    code = ("import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+            f"import sys\nfrom rappor.cli import main\nsys.exit(main({argv!r}))\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)},
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not out.exists():
+        time.sleep(0.01)
+    assert proc.poll() is None and out.exists() and not list(out.iterdir()), "simulate ended before the signal"
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=60)[1].decode()
+    assert proc.returncode == 130 and "rappor: interrupted" in err, (proc.returncode, err)
+    assert not (tmp_path / "parent").exists()

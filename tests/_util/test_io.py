@@ -413,3 +413,27 @@ def test_read_first_line_leaves_a_pipe_whole(tmp_path: Path) -> None:
     (tmp_path / "f.csv").write_bytes(data)
     assert read_first_line(tmp_path / "f.csv") == b"client,a,b\n"
     assert os.fspath(tmp_path / "f.csv") not in _STARTED
+
+
+def test_atomic_output_never_replaces_a_key_file(tmp_path: Path) -> None:
+    """Every writer goes through atomic_output: a key (by content, any name, through a link) is never replaced."""
+    from rappor import Params
+    from rappor import write_key_file
+    from rappor.formats import write_params
+
+    key = tmp_path / "client.key"
+    write_key_file(key, bytes(range(32)))
+    content = key.read_bytes()
+    link = tmp_path / "link.csv"
+    link.symlink_to(key)
+    params = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    for target in (key, link):
+        with pytest.raises(RapporIOError, match="refusing to replace a key file") as info:
+            write_params(params, target)
+        assert content.decode().strip() not in str(info.value)
+    assert key.read_bytes() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["client.key", "link.csv"]  # no temporary file left
+    other = tmp_path / "hex.txt"  # hex text too short to be a key: an ordinary file, replaced
+    other.write_text("abcd\n")
+    write_params(params, other)
+    assert other.read_text().startswith("k,h,m,p,q,f")

@@ -101,7 +101,7 @@ def test_huge_params_counts_table_refused() -> None:
 
 
 def test_huge_params_candidate_map_refused() -> None:
-    with pytest.raises(InsufficientMemoryError, match="the candidate map of 1 candidates x m = 4294967296 cohorts"):
+    with pytest.raises(InsufficientMemoryError, match="the candidate map of 1 candidate x m = 4294967296 cohorts"):
         hash_candidates(["a"], HUGE)
     google = Params(num_bloombits=128, num_hashes=16, num_cohorts=2**32, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     with pytest.raises(InsufficientMemoryError, match="the candidate map"):
@@ -262,3 +262,16 @@ def test_huge_populations_clear_error(tmp_path: Path, argv: list[str]) -> None:
                           "--no-report"], capture_output=True, text=True, timeout=120, preexec_fn=limit, env=env)
     assert run.returncode == 1, run.stderr
     assert run.stderr.startswith("rappor: error: ") and "needs about" in run.stderr, run.stderr
+
+
+def test_hash_candidates_memory_message_counts_the_whole_list(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """100 candidates hashed a block at a time: the message said "the candidate map of 1 candidates"."""
+    from rappor.cli import main
+
+    (tmp_path / "p.csv").write_text("k,h,m,p,q,f\n16,2,4294967296,0.5,0.75,0.5\n")
+    (tmp_path / "c.txt").write_text("".join(f"c{i}\n" for i in range(100)))
+    assert main(["hash-candidates", "--params", str(tmp_path / "p.csv"), str(tmp_path / "c.txt"), "-o",
+                 str(tmp_path / "map.csv")]) == 1
+    assert "the candidate map of 1 candidate at a time (of 100) x m = 4294967296" in capsys.readouterr().err
+    assert not (tmp_path / "map.csv").exists()

@@ -219,7 +219,10 @@ def test_only_bad_rows_exit_with_status_9(tmp_path: Path, capsys: pytest.Capture
     # decode_assoc.R quits with status 9 when nothing is left to analyse.
     path = _bad_reports(tmp_path, ["c0,0,10101010,", "c0,0,,0"])
     assert main(_google_args(path, tmp_path, "--remove-bad-rows")) == 9
-    assert "no reports to analyse" in capsys.readouterr().err
+    assert f"rappor: error: {path}: no reports to analyse (2 removed with a blank value)" in capsys.readouterr().err
+    header_only = _bad_reports(tmp_path, [])
+    assert main(_google_args(header_only, tmp_path)) == 9  # the file is named (it was not)
+    assert f"rappor: error: {header_only}: no reports to analyse (a header and no row)" in capsys.readouterr().err
 
 
 def test_missing_column_and_map_of_other_params(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -381,3 +384,78 @@ def test_unconverged_fit_warns_and_says_so_in_the_metrics(tmp_path: Path, capsys
     assert "rappor: warning: the em fit stopped at its iteration cap after 2 iterations, before converging" in err
     metrics = json.loads((out / "assoc-metrics.json").read_text())
     assert metrics["converged"] is False and metrics["num_em_iters"] == 2 and metrics["log_likelihood_gap"] > 1e-3
+
+
+_OURS = ["decode-assoc", "--params", str(GOOGLE / "m_params.csv"), "--reports", str(GOOGLE / "reports.csv"),
+         "--var1", "domain", "--map1", str(GOOGLE / "domain_map.csv"), "--var2", "flag..HTTPS", "--bool"]
+
+
+@pytest.mark.parametrize(("extra", "flag"), [
+    (["--output-dir", "{tmp}/out"], "--output-dir"),  # the results went to standard output
+    (["--metric-name", "m"], "--metric-name"),
+    (["--params-dir", str(GOOGLE)], "--params-dir"),
+])
+def test_options_of_google_form_with_params_are_refused(extra: list[str], flag: str, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*_OURS, *(e.format(tmp=tmp_path) for e in extra)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"rappor: error: {flag} belongs to google/rappor's form"), captured.err
+    assert captured.out == "" and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--params", str(GOOGLE / "m_params.csv")], "--params (our form) cannot be combined with --schema"),
+    (["-o", "{tmp}/r.csv"], "-o belongs to our form"),
+    (["--summary", "{tmp}/s.json"], "--summary belongs to our form"),
+])
+def test_options_of_our_form_with_schema_are_refused(extra: list[str], message: str, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    argv = _google_args(GOOGLE / "reports.csv", tmp_path / "out", *(e.format(tmp=tmp_path) for e in extra))
+    assert main(argv) == 1
+    assert capsys.readouterr().err.startswith(f"rappor: error: {message}")
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob("*.csv"))
+
+
+def test_schema_listing_a_variable_twice_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schema = (GOOGLE / "rappor-vars.csv").read_text()
+    first = schema.splitlines()[1]
+    (tmp_path / "vars.csv").write_text(schema.rstrip("\n") + "\n" + first + "\n")
+    argv = _google_args(GOOGLE / "reports.csv", tmp_path / "out")
+    argv[argv.index("--schema") + 1] = str(tmp_path / "vars.csv")
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"rappor: error: {tmp_path / 'vars.csv'}:") and "again (first on line 2)" in err, err
+
+
+def test_decode_assoc_says_when_the_reports_do_not_fit_the_parameters(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """p = 0.25 assumed on p = 0.5 reports was decoded without a word: stderr and the summary now say that the
+    reports set far more Bloom bits than k and h allow; the clients' own parameters raise nothing."""
+    assert main(["simulate-assoc", "--clients", "5000", "--unique", "10", "--no-report", "--seed", "3",
+                 "--out", str(tmp_path / "sim")]) == 0
+    sim = tmp_path / "sim"
+    wrong = tmp_path / "p25.csv"
+    wrong.write_text((sim / "params.csv").read_text().replace(",0.5,0.75,", ",0.25,0.75,"))
+    capsys.readouterr()
+    for params, fits in ((sim / "params.csv", True), (wrong, False)):
+        assert main(["decode-assoc", "--params", str(params), "--reports", str(sim / "reports.csv"), "--var1", "value",
+                     "--map1", str(sim / "map1.csv"), "--var2", "flag", "--bool", "--no-independence-test",
+                     "-o", str(tmp_path / "r.csv"), "--summary", str(tmp_path / "s.json")]) == 0
+        err = capsys.readouterr().err
+        check = json.loads((tmp_path / "s.json").read_text())["parameter_check"]["value"]
+        assert check["fits"] is fits and ("'value'" in err and "do not fit their parameters" in err) is not fits, err
+    assert check["z"] > 5  # the wrong p makes the clients appear to set many more bits
+
+
+def test_decode_assoc_column_named_like_a_formula_is_neutralised(tmp_path: Path) -> None:
+    """A report column named =cmd|x!A0 was echoed raw into the results header."""
+    assert main(["simulate-assoc", "--clients", "2000", "--unique", "10", "--no-report", "--seed", "3",
+                 "--out", str(tmp_path / "sim")]) == 0
+    sim = tmp_path / "sim"
+    reports = (sim / "reports.csv").read_text().replace("client,cohort,value,flag", "client,cohort,=cmd|x!A0,flag", 1)
+    (tmp_path / "r.csv").write_text(reports)
+    assert main(["decode-assoc", "--params", str(sim / "params.csv"), "--reports", str(tmp_path / "r.csv"),
+                 "--var1", "=cmd|x!A0", "--map1", str(sim / "map1.csv"), "--var2", "flag", "--bool",
+                 "--no-independence-test", "-o", str(tmp_path / "out.csv")]) == 0
+    header = _rows(tmp_path / "out.csv")[0]
+    assert "'=cmd|x!A0" in header and not [h for h in header if h[:1] in "=+-@"], header

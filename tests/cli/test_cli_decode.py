@@ -129,3 +129,66 @@ def test_cli_decode_one_report_writes_infinite_standard_errors(tmp_path, one_rep
     assert len(lines) == len(candidates) + 1
     assert any(line.split(",")[2] == "Inf" for line in lines[1:])
     assert json.loads((tmp_path / "s.json").read_text())["reports"] == 1
+
+
+def test_cli_decode_tie_note_escapes_client_strings(tmp_path, capsys):
+    """The tie note names candidates; one that holds ESC or U+202E is shown escaped on stderr (it reached the
+    terminal raw), while results.csv keeps the exact strings."""
+    from pathlib import Path
+
+    sample = Path(__file__).parents[2] / "data" / "sample"
+    names = (sample / "candidates.txt").read_text().splitlines()
+    renamed = {"v1": "\u202ev1", "v2": "\x1b[31mv2"}
+    (tmp_path / "cand.txt").write_text("\n".join(renamed.get(s, s) for s in names) + "\n", encoding="utf-8")
+    # The sample's counts were made with v1, v2: the renamed strings hash elsewhere, so hash the sample's
+    # strings and relabel the map rather than the counts.
+    from rappor import hash_candidates
+    from rappor.formats import read_params
+    from rappor.collect import CandidateMap
+    from rappor.formats import write_map
+
+    params = read_params(sample / "params.csv")
+    cmap = hash_candidates(names, params)
+    write_map(CandidateMap(params=params, strings=tuple(renamed.get(s, s) for s in names), matrix=cmap.matrix),
+              tmp_path / "map.csv")
+    assert main(["decode", "--params", str(sample / "params.csv"), "--counts", str(sample / "counts.csv"),
+                 "--map", str(tmp_path / "map.csv"), "-o", str(tmp_path / "r.csv")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("rappor: note: \\u202ev1, \\x1b[31mv2 share the p-value "), err
+    assert "\x1b" not in err and "\u202e" not in err
+    assert "\u202ev1" in (tmp_path / "r.csv").read_text(encoding="utf-8")
+
+
+FORMULAS = ["=cmd|' /C calc'!A0", "+SUM(1+1)", "-2+3", "@SUM(A1)", "\tx", "'=x"]
+
+
+def test_cli_formula_strings_are_neutralised_in_every_written_csv(tmp_path, capsys):
+    """OWASP CSV injection: candidates that start a formula get a leading quote in map.csv, results.csv and
+    candidates lists, and our readers give back the exact strings."""
+    import csv
+    from pathlib import Path
+
+    from rappor.formats import read_map, read_params
+    from rappor.formats import read_candidates, write_candidates
+
+    sample = Path(__file__).parents[2] / "data" / "sample"
+    names = (sample / "candidates.txt").read_text().splitlines()
+    strings = FORMULAS + names[len(FORMULAS):]
+    write_candidates(strings, tmp_path / "cand.txt")
+    lines = (tmp_path / "cand.txt").read_text().split("\n")[:-1]
+    assert lines[:6] == ["'=cmd|' /C calc'!A0", "'+SUM(1+1)", "'-2+3", "'@SUM(A1)", "'\tx", "''=x"]
+    assert read_candidates(tmp_path / "cand.txt") == strings
+    assert main(["hash-candidates", "--params", str(sample / "params.csv"), str(tmp_path / "cand.txt"), "-o",
+                 str(tmp_path / "map.csv")]) == 0
+    assert list(read_map(tmp_path / "map.csv", read_params(sample / "params.csv")).strings) == strings
+    assert main(["decode", "--params", str(sample / "params.csv"), "--counts", str(sample / "counts.csv"),
+                 "--map", str(tmp_path / "map.csv"), "--all", "-o", str(tmp_path / "r.csv")]) == 0
+    capsys.readouterr()
+    for name in ("map.csv", "r.csv"):
+        with open(tmp_path / name, newline="") as fh:
+            first = [row[0] for row in csv.reader(fh)]
+        assert not [c for c in first if c[:1] in ("=", "+", "-", "@", "\t", "\r")], (name, first)
+        assert {"'=cmd|' /C calc'!A0", "'-2+3", "''=x"} <= set(first)
+    from rappor.formats._results import read_results
+
+    assert set(read_results(tmp_path / "r.csv")["string"]) == set(strings)  # our reader undoes the quote

@@ -36,6 +36,18 @@ def _spec() -> DiscoverySpec:
     return DiscoverySpec(params=_slot_params(), max_length=14, segment=2, alphabet="printable")
 
 
+def _encode(spec: DiscoverySpec, values: dict[str, int]) -> ReportBatch:
+    """One discovery report per client (``values[v]`` clients hold ``v``), each from its own secret."""
+    cohorts, bits = [], []
+    for value, n in values.items():
+        for i in range(n):
+            secret = hashlib.sha256(f"{value}/{i}".encode()).digest()
+            report = DiscoveryEncoder(spec, secret, rng=len(bits)).encode(value)
+            cohorts.append(report.cohort)
+            bits.append(report.bits)
+    return ReportBatch.from_bits(spec.wire_params, cohorts, np.array(bits))
+
+
 @pytest.fixture(scope="module")
 def collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Discovery reports of 3,960 clients as CSV and Parquet, their counts, and the parameter files."""
@@ -44,16 +56,8 @@ def collection(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     d = tmp_path_factory.mktemp("discovery")
     spec = _spec()
-    cohorts, bits, clients = [], [], []
-    for value, n in VALUES.items():
-        for i in range(n):
-            secret = hashlib.sha256(f"{value}/{i}".encode()).digest()
-            report = DiscoveryEncoder(spec, secret, rng=len(clients)).encode(value)
-            cohorts.append(report.cohort)
-            bits.append(report.bits)
-            clients.append(f"c{len(clients)}")
-    batch = ReportBatch.from_bits(spec.wire_params, cohorts, np.array(bits))
-    write_reports(d / "reports.csv", batch, clients)
+    batch = _encode(spec, VALUES)
+    write_reports(d / "reports.csv", batch, [f"c{i}" for i in range(len(batch))])
     write_parquet_reports(d / "reports.parquet", batch)
     write_params(spec.params, d / "disc-params.csv")
     write_params(spec.wire_params, d / "wire-params.csv")
@@ -215,3 +219,108 @@ def test_discover_bad_reports_name_file_and_line(collection: Path, tmp_path: Pat
     err = capsys.readouterr().err
     assert err.startswith(f"rappor: error: {bad}:6") and message in err, err
     assert not (tmp_path / "found.csv").exists()
+
+
+#: Values a client may send that a one-per-line list, a spreadsheet or a terminal would mangle or obey.
+HOSTILE = {"ev\nl": 1500, "=1+1": 1200, 'ok,"': 900, "\u202eab": 800}
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Discovery reports of 4,400 clients holding :data:`HOSTILE` (every byte searched), and a full-string
+    collection of the same values."""
+    from rappor.formats import write_counts
+    from rappor.simulation import Population, simulate
+
+    d = tmp_path_factory.mktemp("hostile")
+    spec = DiscoverySpec(params=_slot_params(), max_length=6, segment=1, alphabet="bytes")
+    batch = _encode(spec, HOSTILE)
+    write_reports(d / "reports.csv", batch, [f"c{i}" for i in range(len(batch))])
+    write_params(spec.params, d / "disc-params.csv")
+    write_params(spec.wire_params, d / "wire-params.csv")
+    params = Params(num_bloombits=32, num_hashes=1, num_cohorts=16, prob_p=0.0, prob_q=1.0,
+                    prob_f=2.0 / (1.0 + math.exp(3.0)))
+    pop = Population(strings=tuple(HOSTILE), probabilities=np.array(list(HOSTILE.values()), dtype=float))
+    write_params(params, d / "params.csv")
+    write_counts(simulate(params, pop, 20_000, rng=3).aggregate, d / "counts.csv")
+    return d
+
+
+def _results(path: Path) -> dict[str, float]:
+    """``string -> proportion`` of a results.csv, read with the csv module and the spreadsheet quote undone."""
+    import csv
+
+    from rappor._util.io import restore_text
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert not [r["string"] for r in rows if r["string"][:1] in ("=", "+", "-", "@", "\t", "\r")]
+    return {restore_text(r["string"]): float(r["proportion"]) for r in rows}
+
+
+def test_every_value_survives_discover_to_decode(hostile: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A value with a line break (15-35% of the clients) is decoded from found.csv and by decode --discover;
+    the one-per-line list says what it leaves out.  Before, it was dropped in silence."""
+    d = hostile
+    search = ["--max-length", "6", "--segment", "1", "--alphabet", "bytes"]
+    assert main(["discover", "--params", str(d / "disc-params.csv"), "--reports", str(d / "reports.csv"), *search,
+                 "-o", str(tmp_path / "found.csv"), "--list", str(tmp_path / "found.txt")]) == 0
+    err = capsys.readouterr().err
+    assert "2 significant value(s) hold a line break, a control or bidirectional" in err and "found.csv" in err
+    assert (tmp_path / "found.txt").read_text().split("\n")[:-1] == ["'=1+1", 'ok,"']  # safe to cat
+    decode = ["decode", "--params", str(d / "params.csv"), "--counts", str(d / "counts.csv")]
+    assert main([*decode, "--candidates", str(tmp_path / "found.csv"), "-o", str(tmp_path / "r1.csv")]) == 0
+    assert main(["sum-bits", "--params", str(d / "wire-params.csv"), str(d / "reports.csv"), "-o",
+                 str(tmp_path / "dc.csv")]) == 0
+    assert main([*decode, "--discover", str(tmp_path / "dc.csv"), "--discovery-params", str(d / "disc-params.csv"),
+                 *search, "-o", str(tmp_path / "r2.csv")]) == 0
+    one, two = _results(tmp_path / "r1.csv"), _results(tmp_path / "r2.csv")
+    assert set(one) == set(two) == set(HOSTILE)
+    # 20,000 reports, no noise on present bits (p=0, q=1): the shares are near the truth, 0.34 for "ev\nl".
+    assert one["ev\nl"] == two["ev\nl"] > 0.25
+    assert abs(sum(one.values()) - 1.0) < 0.1
+
+
+@pytest.mark.parametrize("flag", [["--max-length", "20"], ["--segment", "3"]])
+def test_discover_counts_of_another_layout_name_the_flags(collection: Path, tmp_path: Path, flag: list[str],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """The message said "expected 352 rows (one per cohort, m = 352), found more" while the params say m = 8:
+    it now says what the rows are, which flags set them, and how many rows the file has."""
+    d = collection
+    args = ["--max-length", "14", "--alphabet", "printable", *flag]
+    assert main(["discover", "--params", str(d / "disc-params.csv"), "--counts", str(d / "counts.csv"), *args,
+                 "-o", str(tmp_path / "f.csv")]) == 1
+    err = capsys.readouterr().err
+    rows = sum(1 for line in (d / "counts.csv").read_text().splitlines() if line.strip())
+    assert f"slots x 8 cohorts, from --max-length" in err and "which must be those of the clients" in err, err
+    assert err.rstrip().endswith(f"found {rows}"), err
+
+
+def test_discover_max_length_beyond_the_limit_is_a_usage_error(collection: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Was "The 'max_length' parameter of DiscoverySpec must be ..." with exit status 1."""
+    d = collection
+    assert main(["discover", "--params", str(d / "disc-params.csv"), "--counts", str(d / "counts.csv"),
+                 "--max-length", "100000000", "-o", str(tmp_path / "f.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rappor discover: error: argument --max-length: must be an int in the range [1, "), err
+
+
+def test_discover_says_when_the_counts_do_not_fit_the_parameters(collection: Path, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """h = 2 assumed on h = 1 counts found fewer values without a word: the set bits per report (1.0 where
+    h = 2 gives 1.98) now say so on stderr and in the summary; the right parameters raise nothing."""
+    import json
+
+    d = collection
+    wrong = tmp_path / "h2.csv"
+    wrong.write_text((d / "disc-params.csv").read_text().replace("\n64,1,", "\n64,2,"))
+    for params, fits in ((d / "disc-params.csv", True), (wrong, False)):
+        assert main(["discover", "--params", str(params), "--counts", str(d / "counts.csv"), "--max-length", "14",
+                     "--alphabet", "printable", "-o", str(tmp_path / "f.csv"), "--summary",
+                     str(tmp_path / "s.json")]) == 0
+        err = capsys.readouterr().err
+        check = json.loads((tmp_path / "s.json").read_text())["parameter_check"]
+        assert check["fits"] is fits and ("do not fit their parameters" in err) is not fits, (check, err)
+    assert abs(check["set_bits_per_report"] - 1.0) < 5 * check["std_error"] and check["z"] < -5

@@ -416,6 +416,17 @@ def test_encode_reads_a_pipe_or_fifo_once(tmp_path: Path, via: str, text: str) -
     assert result.stdout == (tmp_path / "expected.csv").read_bytes()
 
 
+def test_encode_rejects_file_neutralises_formulas(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A rejected row is what a client sent: people open the rejects file in a spreadsheet, so a row starting
+    with = + - @ gets a leading quote (OWASP CSV injection)."""
+    params, key, inp = _setup(tmp_path, [])
+    inp.write_bytes(b"client,value\na,x\n=cmd|' /C calc'!A0,y,z\n-2+3\n")
+    assert _run(params, key, inp, tmp_path / "reports.csv", "--on-error", "skip") == 0
+    capsys.readouterr()
+    rows = [r[3] for r in _read(tmp_path / "reports.csv.rejects.csv")[1:]]
+    assert rows == ["'=cmd|' /C calc'!A0,y,z", "'-2+3"]
+
+
 def test_encode_progress_bar_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("tqdm")

@@ -52,10 +52,10 @@ BAD = [
     ("decode", "--slot-weights", ["0"]),
     ("simulate", "--slot-weights", ["a,b"]),
     ("privacy", "--reports", ["0", "-1", "1.5"]),
-    ("privacy", "--delta", ["0", "1", "5", "nan"]),
+    ("privacy", "--delta", ["0", "1", "5", "nan", "-1e-6", "1e-309"]),  # -1e-6: was "expected one argument"
     ("plan", "--reports", ["0", "-5"]),
     ("plan", "--candidates", ["0"]),
-    ("plan", "--epsilon-inf", ["0", "-1", "nan", "inf"]),
+    ("plan", "--epsilon-inf", ["0", "-1", "nan", "inf", "-2.5E+3"]),
     ("plan", "--epsilon-one", ["0", "nan", "inf"]),
     ("plan", "--level", ["0", "2"]),
     ("plan", "--alpha", ["2"]),
@@ -92,7 +92,7 @@ BAD = [
     ("simulate-assoc", "--clients", ["0", "1e5"]),
     ("simulate-assoc", "--unique", ["0"]),
     ("simulate-assoc", "--unique2", ["0"]),
-    ("simulate-assoc", "--remove-every", ["-1"]),
+    ("simulate-assoc", "--remove-every", ["-1", "1"]),  # 1: NaN in metrics.json and an empty map1.csv
     ("simulate-assoc", "--seed", ["-1"]),
 ]
 
@@ -140,3 +140,26 @@ def test_every_numeric_option_is_in_the_table() -> None:
     numeric = {(name, action.option_strings[-1]) for name, cmd in sub.choices.items() for action in cmd._actions  # noqa: SLF001
                if action.type is not None and action.option_strings}
     assert numeric == {(command, flag) for command, flag, _ in BAD}
+
+
+HUGE = "1" + "0" * 400  # 10**400: an OverflowError traceback in the accountings
+
+
+@pytest.mark.parametrize(("command", "extra", "flag"), [
+    ("privacy", ["--reports", HUGE], "--reports"),
+    ("plan", ["--reports", HUGE], "--reports"),
+    ("plan", ["--candidates", HUGE], "--candidates"),
+    ("plan", ["--epsilon-inf", "1e-300"], "--epsilon-inf"),  # was "... Cannot decode." (exit 1)
+])
+def test_out_of_range_values_are_usage_errors_naming_the_flag(command: str, extra: list[str], flag: str,
+                                                              tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                              ) -> None:
+    """Values argparse accepts as numbers but no computation can use: exit 2, the flag named, a short message."""
+    try:
+        status = main(_argv(command, tmp_path, extra))
+    except SystemExit as exc:
+        status = int(exc.code or 0)
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert f"rappor {command}: error: argument {flag}: " in err, err
+    assert "parameter of" not in err and "Traceback" not in err and len(err) < 600, err

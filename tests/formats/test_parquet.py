@@ -137,7 +137,9 @@ def test_parquet_fail_wrong_bits_width(tmp_path: Path) -> None:
     [
         ({"w0": [1]}, "expected a 'cohort' column"),
         ({"cohort": [0]}, "expected columns 'cohort' and 'w0'"),
-        ({"cohort": [0, 9], "w0": [1, 1]}, r"rows 0\.\.1: cohort: must hold ints in the range \[0, 3\]"),
+        ({"cohort": [0, 9], "w0": [1, 1]}, r"row 1: expected a cohort, an integer in \[0, 3\], found 9"),
+        # the first bad row in file order, by its row (was "rows 0..2", and the engine blamed the -3)
+        ({"cohort": [1, 70000, -3], "w0": [1, 1, 1]}, r"row 1: expected a cohort, an integer in \[0, 3\], found 70000"),
         ({"cohort": [0, None], "w0": [1, 1]}, "row 1: column 'cohort' is null"),
         ({"cohort": [0], "w0": [256]}, "bits: has bits set at or above bit 8"),
         ({"cohort": ["a"], "w0": [1]}, "column 'cohort' must hold integers"),

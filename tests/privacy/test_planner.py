@@ -189,3 +189,20 @@ def test_outlook_with_more_candidates_than_bits_says_nothing_is_detectable() -> 
     assert outlook.as_dict()["detectable_share"] is None
     text = outlook_text(outlook, params, found=0)
     assert "no string can be detected" in text and "inf" not in text and text.endswith("Found 0.")
+
+
+@pytest.mark.parametrize("shares", [[math.nan, 0.5], [-0.5, 0.5], [5, 5], [math.inf], [0.7, 0.7], ["x"]])
+def test_detection_outlook_refuses_shares_that_are_not_shares(shares) -> None:  # type: ignore[no-untyped-def]
+    """Before, [nan, 0.5], [-0.5, 0.5], [5, 5] and [inf] gave 1.0, 1.0, 2.0 and 0.0 strings expected."""
+    from rappor.privacy import detection_outlook
+
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    with pytest.raises(InvalidParameterError, match="The 'frequencies' parameter of detection_outlook must hold"):
+        detection_outlook(params, 1000, shares)
+
+
+def test_plan_refuses_an_epsilon_too_small_for_double_precision() -> None:
+    with pytest.raises(InvalidParameterError, match="The 'epsilon_inf' parameter of plan must leave a report"):
+        plan(1000, 10, epsilon_inf=1e-300)
+    with pytest.raises(InvalidParameterError, match="The 'n_reports' parameter of plan must be an int in the range"):
+        plan(10**400, 10)

@@ -331,3 +331,37 @@ def test_loss_fail_bad_arguments(params: Params, kwargs: dict, match: str) -> No
 def test_rdp_fail_bad_kind(params: Params) -> None:
     with pytest.raises(InvalidParameterError, match="kind"):
         P.rdp(params, [2.0], kind="forever")  # type: ignore[arg-type]
+
+
+_PARAMS16 = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda: P.basic_composition(1.0, 10**400), "reports"),  # OverflowError
+    (lambda: P.advanced_composition(1.0, 10**400, 1e-6), "reports"),
+    (lambda: P.loss(_PARAMS16, reports=10**400), "reports"),  # OverflowError
+    (lambda: P.rho_zcdp(_PARAMS16, kind="report", reports=10**400), "reports"),
+    (lambda: P.basic_composition(math.nan, 3), "epsilon"),  # returned nan
+    (lambda: P.basic_composition(-1.0, 3), "epsilon"),  # returned -3.0
+    (lambda: P.basic_composition(-math.inf, 3), "epsilon"),
+    (lambda: P.advanced_composition(math.nan, 3, 1e-6), "epsilon"),  # returned nan
+    (lambda: P.advanced_composition(-0.5, 3, 1e-6), "epsilon"),
+    (lambda: P.pure_dp_to_zcdp(-math.inf), "epsilon"),  # returned inf
+    (lambda: P.epsilon_from_zcdp(-math.inf, 1e-6), "rho"),  # returned inf
+    (lambda: P.loss(_PARAMS16, delta=1e-309), "delta"),  # a subnormal delta: epsilon_advanced was inf
+    (lambda: P.advanced_composition(1.0, 3, 5e-324), "delta"),
+    (lambda: P.loss(_PARAMS16, delta=math.nan), "delta"),
+])
+def test_bad_numbers_are_refused_naming_the_argument(call, name) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidParameterError, match=f"The '{name}' parameter of ") as info:
+        call()
+    assert len(str(info.value)) < 300  # a 400-digit value is shown by its length
+
+
+def test_smallest_normal_delta_gives_finite_epsilons() -> None:
+    """-ln(delta) instead of ln(1/delta): 1/delta overflows near the smallest delta."""
+    pl = P.loss(_PARAMS16, reports=10, delta=2.3e-308)
+    assert all(math.isfinite(v) and v > 0 for v in (pl.epsilon_advanced, pl.epsilon_zcdp, pl.epsilon_rdp))
+    assert P.advanced_composition(1.0, 10, 2.3e-308) == pytest.approx(
+        math.sqrt(20 * -math.log(2.3e-308)) + 10 * math.expm1(1.0), rel=1e-12)
+    assert P.basic_composition(math.inf, 2) == math.inf  # no privacy is a valid answer

@@ -10,7 +10,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from ..._util.io import PathLike, atomic_output, csv_field
+from ..._util.io import PathLike, atomic_output, csv_field, spreadsheet_text
 from ..._util.results import ConfidenceInterval
 from ..._util.validation import check_options, check_probability
 from ...exceptions import InvalidParameterError
@@ -66,7 +66,9 @@ class IndependenceTest:
 
 
 def _csv_text(text: str, *, always: bool = False) -> str:
-    """:func:`rappor._util.io.csv_field`, or always quoted (R's ``write.csv``)."""
+    """:func:`rappor._util.io.csv_text_field` (a leading formula character neutralised), or always quoted (R's
+    ``write.csv``)."""
+    text = spreadsheet_text(text)
     return '"' + text.replace('"', '""') + '"' if always else csv_field(text)
 
 

@@ -27,7 +27,7 @@ See ``docs/discovery.md`` for the method, its privacy accounting and measurement
 from __future__ import annotations
 
 from ._client import DiscoveryEncoder, encode_discovery_clients
-from ._decode import DiscoverDecode, decode_found, discover_and_decode, listed_strings
+from ._decode import DiscoverDecode, discover_and_decode, listed_strings
 from ._evaluate import DiscoveryEvaluation, evaluate_discovery, topk_scores
 from ._pem import pem_discover, pem_population
 from ._plan import DiscoveryPlan, plan_discovery, plan_slot_weights, plan_with_discovery
@@ -48,7 +48,6 @@ __all__ = [
     "DiscoverySimulation",
     "DiscoverySpec",
     "alphabet_bytes",
-    "decode_found",
     "discover",
     "discover_and_decode",
     "discovery_params",

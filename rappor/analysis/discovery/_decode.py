@@ -11,9 +11,10 @@ for the discovery to confirm (:attr:`DiscoverDecode.detection_floor`; ``docs/dis
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..._util.terminal import terminal_text
 from ...collect._aggregate import Aggregate
 from ...collect._design import CandidateMap, hash_candidates
 from ...exceptions import InvalidParameterError
@@ -21,16 +22,14 @@ from ..decoder import DecodeResult, Decoder
 from ._search import DiscoveryResult, discover
 from ._spec import DiscoverySpec
 
-__all__ = ["DiscoverDecode", "decode_found", "discover_and_decode", "listed_strings"]
+__all__ = ["DiscoverDecode", "discover_and_decode", "listed_strings"]
 
 
 def listed_strings(result: DiscoveryResult) -> list[str]:
-    """The significant values of ``result`` that can be written one per line (as a candidate list).
-
-    The decodes here take every significant value (:meth:`DiscoveryResult.candidates`),
-    line breaks included; this list is for ``rappor discover --list``.
-    """
-    return [s for s in result.candidates() if s.strip() and "\n" not in s and "\r" not in s]
+    """The significant values of ``result`` a one-per-line list shows as they are (found.txt): no line
+    break, not blank, and no control or bidirectional character (a list is read with ``cat``;
+    :meth:`DiscoveryResult.to_csv` holds every value, and :func:`discover_and_decode` decodes them all)."""
+    return [s for s in result.candidates() if s.strip() and "\n" not in s and terminal_text(s) == s]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -44,9 +43,8 @@ class DiscoverDecode:
     without : DecodeResult or None
         The same counts decoded against the candidates alone: None when no candidates
         were given or the discovery added none.
-    found : DiscoveryResult or None
-        The search's result (``rappor decode --found`` writes it); None when the values
-        came from a found.csv (:func:`decode_found`).
+    found : DiscoveryResult
+        The search's result (``rappor decode --found`` writes it).
     new_strings : tuple of str
         The significant values that were not among the candidates, in the order appended.
     candidate_map : CandidateMap
@@ -55,7 +53,7 @@ class DiscoverDecode:
 
     result: DecodeResult
     without: DecodeResult | None
-    found: DiscoveryResult | None
+    found: DiscoveryResult
     new_strings: tuple[str, ...]
     candidate_map: CandidateMap
 
@@ -67,8 +65,6 @@ class DiscoverDecode:
         standard error of the confirmation slot's share: values rarer than this stay in the
         unexplained mass.  NaN when the search recorded no slot.
         """
-        if self.found is None:
-            return math.nan
         slots = [s for s in self.found.diagnostics.get("slots", []) if "null_std_error" in s]
         if not slots:
             return math.nan
@@ -110,19 +106,8 @@ def discover_and_decode(aggregate: Aggregate, candidates: CandidateMap | None, d
     return _decode_with(aggregate, candidates, found.candidates(), decoder, found)
 
 
-def decode_found(aggregate: Aggregate, candidates: CandidateMap | None, significant: Sequence[str], *,
-                 decoder: Decoder | None = None) -> DiscoverDecode:
-    """Decode ``aggregate`` against ``candidates`` and values found earlier (``rappor decode --discover found.csv``).
-
-    ``significant`` are the significant values of a search (the ``string`` column of a
-    found.csv where ``significant`` is true, :func:`rappor.formats.read_found`); those
-    not among the candidates are appended, as :func:`discover_and_decode` does.
-    """
-    return _decode_with(aggregate, candidates, list(significant), decoder, None)
-
-
 def _decode_with(aggregate: Aggregate, candidates: CandidateMap | None, significant: list[str],
-                 decoder: Decoder | None, found: DiscoveryResult | None) -> DiscoverDecode:
+                 decoder: Decoder | None, found: DiscoveryResult) -> DiscoverDecode:
     """Append the ``significant`` values that are not candidates, decode with and without them."""
     decoder = Decoder() if decoder is None else decoder
     params = aggregate.params

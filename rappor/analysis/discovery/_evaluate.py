@@ -143,9 +143,8 @@ def evaluate_discovery(params: Params, spec: DiscoverySpec, population: Populati
     total = max(sum(truth.values()), 1)
     scores: dict[str, dict[str, float]] = {}
     results = {}
-    # Every significant value joins the list (line breaks included), not only those a line can hold.
-    every = tuple(found.candidates())
-    for name, cands in (("without discovery", known), ("with discovery", tuple(dict.fromkeys(known + every)))):
+    decoded = known + tuple(found.candidates())  # every significant UTF-8 value, those found.txt cannot show too
+    for name, cands in (("without discovery", known), ("with discovery", tuple(dict.fromkeys(decoded)))):
         res = decoder.decode(sim.full, hash_candidates(list(cands), params))
         met = evaluate_result(res, truth)
         detected = np.flatnonzero(res.detected)

@@ -47,7 +47,7 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ..._util.io import PathLike, atomic_output, csv_field
+from ..._util.io import PathLike, atomic_output, csv_text_field
 from ..._util.lazy import lazy_module
 from ..._util.validation import check_int, check_probability, check_real
 from ...collect._aggregate import Aggregate
@@ -63,9 +63,9 @@ else:  # imported on first use: keeps `import rappor` light
 
 __all__ = ["FOUND_HEADER", "DiscoveryResult", "discover", "display_string"]
 
-#: The header of the values found (:meth:`DiscoveryResult.to_csv`, ``found.csv``; read by
-#: :func:`rappor.formats.read_found`).
-FOUND_HEADER = ("string", "proportion", "prop_std_error", "zscore", "pvalue", "significant", "first_slot", "slots")
+#: Header of the discovered values CSV (:meth:`DiscoveryResult.to_csv`, ``rappor discover -o``), which
+#: :func:`rappor.formats.read_candidates` also reads.
+FOUND_HEADER = "string,proportion,prop_std_error,zscore,pvalue,significant,first_slot,slots"
 
 Array = npt.NDArray[np.float64]
 
@@ -151,9 +151,9 @@ class DiscoveryResult:
 
     def write_csv(self, out: IO[str]) -> None:
         """Write the CSV of :meth:`to_csv` to an open text file (values as :func:`display_string`)."""
-        out.write(",".join(FOUND_HEADER) + "\n")
+        out.write(FOUND_HEADER + "\n")
         for i, s in enumerate(self.strings):
-            out.write(f"{csv_field(s)},{float(self.proportion[i])!r},{float(self.prop_std_error[i])!r},"
+            out.write(f"{csv_text_field(s)},{float(self.proportion[i])!r},{float(self.prop_std_error[i])!r},"
                       f"{self.zscore[i]:.4f},{self.pvalue[i]:.4g},{str(bool(self.significant[i])).lower()},"
                       f"{int(self.first_slot[i])},{int(self.slots[i])}\n")
 
@@ -371,6 +371,9 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000, fal
         Pooled values whose confirming z-score is at least 3, most frequent first.
     """
     started = time.perf_counter()
+    if not isinstance(aggregate, Aggregate):
+        msg = f"The 'aggregate' parameter of discover must be an Aggregate. Got {aggregate!r} instead."
+        raise InvalidParameterError(msg)
     if not isinstance(spec, DiscoverySpec):
         raise InvalidParameterError(f"The 'spec' parameter of discover must be a DiscoverySpec. Got {spec!r}.")
     if spec.params.num_cohorts < _MIN_COHORTS:

@@ -372,3 +372,15 @@ def test_discover_finds_the_zipf_top_10_at_one_million_clients() -> None:
     scores = topk_scores(sim.truth, [s for s, keep in zip(res.strings, sig) if keep], res.proportion[sig])
     assert scores["recall@10"] >= 0.9
     assert scores["false"] <= 1
+
+
+def test_discover_refuses_what_is_not_an_aggregate() -> None:
+    """discover(None, spec) was an AttributeError."""
+    from rappor import Params
+    from rappor.analysis.discovery import DiscoverySpec, discover
+    from rappor.exceptions import InvalidParameterError
+
+    spec = DiscoverySpec(params=Params(num_bloombits=16, num_hashes=1, num_cohorts=16, prob_p=0.0, prob_q=1.0,
+                                       prob_f=0.25), max_length=4)
+    with pytest.raises(InvalidParameterError, match="The 'aggregate' parameter of discover must be an Aggregate"):
+        discover(None, spec)  # type: ignore[arg-type]
