@@ -15,7 +15,9 @@ joint table's total variation to the clients' realized joint and the coverage of
 * ``true-marginals product`` (a yardstick, not an estimator): the product of the true
   marginals over the same categories, i.e. what is left when the dependence is not
   estimated at all;
-* ``baseline``: google/rappor's algorithm re-implemented plainly
+* ``baseline``: google/rappor's EM re-implemented plainly, *without* its Other category -- not
+  the full recipe of ``decode_assoc.R`` (marginal decode, ``GetOtherProbs``, EM), which
+  ``benchmarks/association_recipe.py`` compares against
   (:mod:`rappor.analysis.association._reference`): the same detected candidates, no "Other", one
   row per report, EM from the uniform table for at most 1000 iterations (epsilon 1e-6),
   ``ComputeVar`` standard errors.

@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from .._util.io import check_distinct_files, refuse_replacing_key
+from .._util.lazy import import_optional
 from .._util.validation import MAX_COUNT
-from ..exceptions import InvalidParameterError
+from ..exceptions import InvalidParameterError, MissingDependencyError
 from ..formats._params import read_params
 from ..params import Params
 
@@ -224,23 +225,27 @@ def check_command_files(files: CommandFiles) -> None:
             refuse_replacing_key(path)
 
 
+def terminal_tqdm() -> Any | None:
+    """tqdm's progress-bar class when standard error is a terminal and tqdm is installed, else ``None``."""
+    if not sys.stderr.isatty():
+        return None
+    try:
+        return import_optional("tqdm", "a progress bar").tqdm
+    except MissingDependencyError:
+        return None
+
+
 @contextlib.contextmanager
 def progress_callback(total: float | None, *, desc: str, unit: str, quiet: bool = False,
                       unit_scale: bool = False) -> Iterator[Callable[[int], None] | None]:
     """A callback advancing a tqdm bar on standard error by its argument, or ``None``.
 
-    The bar is drawn only when standard error is a terminal, ``quiet`` is false and
-    tqdm (the ``progress`` extra) is installed; it is removed when the step ends.
+    The bar is drawn only when ``quiet`` is false, standard error is a terminal and tqdm
+    (the ``progress`` extra) is installed (:func:`terminal_tqdm`); it is removed when the
+    step ends.
     """
-    if quiet or not sys.stderr.isatty():
-        yield None
-        return
-    from .._util.lazy import import_optional
-    from ..exceptions import MissingDependencyError
-
-    try:
-        tqdm = import_optional("tqdm", "a progress bar").tqdm
-    except MissingDependencyError:
+    tqdm = None if quiet else terminal_tqdm()
+    if tqdm is None:
         yield None
         return
     with tqdm(total=total, unit=unit, unit_scale=unit_scale, file=sys.stderr, desc=desc, leave=False) as bar:

@@ -36,14 +36,16 @@ P(var2 | var1) (columns given_<var>), and a likelihood-ratio test of independenc
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._util.io import display_name
 from ..exceptions import InvalidParameterError, ReportFormatError
-from ._common import CommandFiles, add_level_argument, add_seed_argument, integer, json_text, real
+from ._common import CommandFiles, add_level_argument, add_seed_argument, integer, json_text, real, terminal_tqdm
 
 NAME = "decode-assoc"
 HELP = "joint distribution of two or three variables (reports with one column per variable)"
@@ -113,12 +115,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="the 'Other' category: the left-out candidates' and random strings' bit rates, shrunk "
                           "residual rates, google/rappor's GetOtherProbs, or none "
                           "[default: undetected]")
+    fit.add_argument("--shrinkage", choices=("boolean-split", "none"), default="boolean-split",
+                     help="string x boolean: shrink each string's TRUE/FALSE split towards the overall share by "
+                          "its empirical-Bayes factor (the intervals stay those of the maximum-likelihood table, "
+                          "widened to hold the estimate); 'none': the maximum-likelihood table "
+                          "[default: boolean-split]")
     fit.add_argument("--intervals", choices=("projected", "wald", "profile"), default="projected",
                      help="95%% intervals of the cells (prop_low_95, prop_high_95): estimate +- 1.96 standard "
                           "errors with the upper end raised to the 97.5th percentile of the estimate's law "
                           "truncated at 0 (projected), the plain estimate +- 1.96 standard errors (wald; "
                           "undercovers cells estimated near 0), or profile likelihood (conservative; about 10 "
                           "fits per cell) [default: projected]")
+    fit.add_argument("--quiet", action="store_true",
+                     help="no progress bar (shown only on a terminal, with tqdm installed: pip install "
+                          "'rappor[progress]')")
     fit.add_argument("--no-independence-test", dest="independence_test", action="store_false",
                      help="skip the likelihood-ratio test of independence (two more fits and 1,000 draws of its "
                           "law); the summary's 'independence' is then null")
@@ -248,6 +258,29 @@ def _google_types(args: argparse.Namespace, indices: list[int]) -> tuple[Any, li
     return params, [r.var_type for r in rows]
 
 
+@contextlib.contextmanager
+def stage_bar(quiet: bool) -> Iterator[Callable[[str], None] | None]:
+    """A callback advancing a tqdm bar over the decode's stages on stderr, or ``None``.
+
+    Shown only when standard error is a terminal, tqdm is installed and ``--quiet`` is not given.
+    """
+    tqdm = None if quiet else terminal_tqdm()
+    if tqdm is None:
+        yield None
+        return
+    from ..analysis.association._decoder import STAGES
+
+    with tqdm(total=len(STAGES), file=sys.stderr, desc="decode-assoc", unit="stage", leave=False) as bar:
+        started = [False]
+
+        def advance(stage: str) -> None:
+            if started[0]:
+                bar.update(1)
+            started[0] = True
+            bar.set_postfix_str(stage)
+        yield advance
+
+
 def run(args: argparse.Namespace) -> int:
     """Read the inputs, decode the association and write the results."""
     from ..analysis.association import AssociationDecoder, Variable, decode_collection
@@ -287,9 +320,11 @@ def run(args: argparse.Namespace) -> int:
                                  independence_test=args.independence_test,
                                  intervals="wald" if args.intervals == "wald" else "projected",
                                  profile_level=0.95 if args.intervals == "profile" else None,
+                                 shrinkage=args.shrinkage,
                                  decoder=Decoder(significance_level=args.level))
-    result = decode_collection(batches, variables, decoder=decoder, rng=args.seed,
-                               sample_size=None if args.reports_sample_size == -1 else args.reports_sample_size)
+    with stage_bar(args.quiet) as progress:
+        result = decode_collection(batches, variables, decoder=decoder, rng=args.seed, progress=progress,
+                                   sample_size=None if args.reports_sample_size == -1 else args.reports_sample_size)
     summary = result.summary()
     summary.update(reports_read=n_total, reports_removed=data.removed, reports_sample_size=args.reports_sample_size,
                    parameter_check=checks, total_elapsed_time=round(time.perf_counter() - started, 4))

@@ -3,11 +3,14 @@
 CANDIDATES is UTF-8 text with one candidate per line (used exactly as written: no
 trimming).  Blank lines and repeated candidates are errors, naming the line; with
 '--allow-duplicates' repeats are dropped with a warning instead.  Each output row is
-the candidate, then for cohort 0..m-1 and hash 0..h-1 the 1-based row
-'cohort*k + bit + 1' of its Bloom bit.
+the candidate, then for cohort 0..m-1, h fields: the 1-based rows
+'cohort*k + bit + 1' of its Bloom bits.
 
 '--hashing google' hashes as google/rappor's client does (MD5; see
-rappor.collect._compat), for collections that client encoded.
+rappor.collect._compat), for collections that client encoded, and writes its hash_candidates.py's
+map.csv byte for byte: each cohort's indices in hash order (repeated where two hashes
+coincide) and CRLF line ends.  The default writes each cohort's distinct indices in
+increasing order (the last one repeated to fill h fields) and LF line ends.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ import argparse
 
 from .._util.io import STDIO
 from .._util.memory import check_design
-from ..formats._candidates import read_candidates
-from ..collect._compat import hash_candidates_google
+from ..collect._compat import google_bloom_bits_table
 from ..collect._design import _hash_block, hash_candidates
-from ..formats._map import write_map
+from ..formats._candidates import read_candidates
+from ..formats._map import write_map, write_map_positions
 from ._common import CommandFiles, add_output_argument, add_params_argument, load_params
 
 NAME = "hash-candidates"
@@ -55,8 +58,12 @@ def run(args: argparse.Namespace) -> int:
     """
     params = load_params(args)
     strings = read_candidates(args.candidates, allow_duplicates=args.allow_duplicates)
-    hasher = hash_candidates_google if args.hashing == "google" else hash_candidates
     block = _hash_block(params)
     check_design(params, min(block, len(strings)), total=len(strings))  # before the output is opened
-    write_map((hasher(strings[i:i + block], params) for i in range(0, len(strings), block)), args.output)
+    starts = range(0, len(strings), block)
+    if args.hashing == "google":
+        write_map_positions(((strings[i:i + block], google_bloom_bits_table(strings[i:i + block], params))
+                             for i in starts), params, args.output)
+    else:
+        write_map((hash_candidates(strings[i:i + block], params) for i in starts), args.output)
     return 0

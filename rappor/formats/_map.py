@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import array
 import csv
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING
 
 import numpy as np
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 else:  # imported on first use: keeps `import rappor` light
     sp = lazy_module("scipy.sparse")
 
-__all__ = ["read_map", "write_map"]
+__all__ = ["read_map", "write_map", "write_map_positions"]
 
 
 def _bad_index_message(cells: list[str], params: Params) -> str:
@@ -353,24 +353,82 @@ def _write_rows(fh: IO[str], cmap: CandidateMap) -> None:
                 fh.write("," + ",".join(map(str, cells.ravel().tolist())))
             fh.write("\n")
         return
-    # Rows are formatted by hand (the csv module costs a call per cell); the candidate
-    # quoted as csv.writer's QUOTE_MINIMAL would quote it.
-    if m * k < min(n * width, _WRITE_CELLS):  # a table of every position's text is worth it
-        text_of = [str(i) for i in range(m * k + 1)].__getitem__
+    block = max(1, _WRITE_CELLS // width)
+    row_text = _row_formatter(m * k, width, n)
+    for start in range(0, n, block):
+        stop = min(start + block, n)
+        table = _positions(matrix, start, stop, params, cmap.strings).reshape(stop - start, width)
+        _write_table(fh, cmap.strings[start:stop], table, row_text, "\n")
+
+
+def _row_formatter(positions: int, width: int, n: int) -> Callable[[list[int]], str]:
+    """A function writing a row of ``width`` indices in ``[1, positions]`` as comma-separated text.
+
+    Rows are formatted by hand (the csv module costs a call per cell): through a table of
+    every index's text when there are fewer indices than cells to write, else ``%d``.
+    """
+    if positions < min(n * width, _WRITE_CELLS):
+        text_of = [str(i) for i in range(positions + 1)].__getitem__
 
         def row_text(row: list[int]) -> str:
             return ",".join(map(text_of, row))
-    else:
-        row_format = ",".join(["%d"] * width)
+        return row_text
+    row_format = ",".join(["%d"] * width)
 
-        def row_text(row: list[int]) -> str:
-            return row_format % tuple(row)
-    block = max(1, _WRITE_CELLS // width)
-    for start in range(0, n, block):
-        stop = min(start + block, n)
-        table = _positions(matrix, start, stop, params, cmap.strings).reshape(stop - start, width).tolist()
-        fh.write("".join(f"{_csv_field(string)},{row_text(row)}\n"
-                         for string, row in zip(cmap.strings[start:stop], table)))
+    def row_format_text(row: list[int]) -> str:
+        return row_format % tuple(row)
+    return row_format_text
+
+
+def _write_table(fh: IO[str], strings: Sequence[str], table: npt.NDArray[np.int64],
+                 row_text: Callable[[list[int]], str], line_ending: str) -> None:
+    """Write one row per string: the string quoted as csv.writer's QUOTE_MINIMAL would, then its cells."""
+    fh.write("".join(f"{_csv_field(string)},{row_text(row)}{line_ending}"
+                     for string, row in zip(strings, table.tolist())))
+
+
+def write_map_positions(blocks: Iterable[tuple[Sequence[str], npt.NDArray[np.integer]]], params: Params,
+                        path: PathLike, *, line_ending: str = "\r\n") -> None:
+    """Write ``map.csv`` from Bloom bit tables in hash order, as google/rappor's ``hash_candidates.py``, atomically.
+
+    Each row is the candidate, then for cohort ``0 .. m-1`` and hash ``0 .. h-1`` the
+    1-based row ``cohort * k + bit + 1`` of that hash's bit, in hash order (not sorted;
+    coinciding hashes repeat the index), with Python's ``csv.writer`` defaults: fields
+    quoted only when needed and CRLF line ends.  For candidates without leading or
+    trailing white space (``hash_candidates.py`` strips each line) the file is
+    google/rappor's byte for byte.
+
+    Parameters
+    ----------
+    blocks : iterable of (sequence of str, ndarray of shape (S, num_cohorts, num_hashes))
+        Consecutive blocks of candidates and their bits (in ``[0, k)``), e.g. from
+        :func:`rappor.compat.google_bloom_bits_table`; written as they come.
+    params : Params
+    path : str or os.PathLike
+        Target file, or ``"-"`` for standard output.
+    line_ending : str, default="\\r\\n"
+        ``csv.writer``'s default line terminator.
+
+    Raises
+    ------
+    InvalidParameterError
+        If a table does not have the shape ``(len(strings), m, h)`` or holds a bit outside ``[0, k)``.
+    """
+    k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
+    width = m * h
+    offsets = (np.arange(m, dtype=np.int64) * k + 1)[None, :, None]
+    with atomic_output(path) as fh:
+        for strings, bits in blocks:
+            table = np.asarray(bits, dtype=np.int64)
+            if table.shape != (len(strings), m, h) or (table.size and (table.min() < 0 or table.max() >= k)):
+                msg = (f"The 'blocks' parameter of write_map_positions must hold tables of shape "
+                       f"({len(strings)}, {m}, {h}) with bits in [0, {k}). Got shape {table.shape} instead.")
+                raise InvalidParameterError(msg)
+            rows = (table + offsets).reshape(len(strings), width)
+            row_text = _row_formatter(m * k, width, len(strings))
+            step = max(1, _WRITE_CELLS // width)
+            for start in range(0, len(strings), step):
+                _write_table(fh, strings[start:start + step], rows[start:start + step], row_text, line_ending)
 
 
 def _positions(matrix: sp.csc_matrix, start: int, stop: int, params: Params, strings: tuple[str, ...],

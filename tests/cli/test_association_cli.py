@@ -54,7 +54,7 @@ def test_em_with_reference_other_equals_decode_assoc_r() -> None:
     variables = [Variable.string("domain", cmap), Variable.boolean("flag..HTTPS", params)]
     data = read_assoc_reports(GOOGLE / "reports.csv", names, [v.params for v in variables])
     dec = AssociationDecoder(other="reference", method="em", max_iterations=20, tolerance=0.0,
-                             decoder=_FixedMarginal(cmap.strings))
+                             decoder=_FixedMarginal(cmap.strings), shrinkage="none")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         res = dec.decode(data.batches, variables)
@@ -125,7 +125,7 @@ def test_profile_intervals_reach_the_csv(tmp_path: Path) -> None:
 def test_default_intervals_are_projected_and_wald_is_an_option(tmp_path: Path) -> None:
     args = ["decode-assoc", "--params", str(GOOGLE / "m_params.csv"), "--reports", str(GOOGLE / "reports.csv"),
             "--var1", "domain", "--map1", str(GOOGLE / "domain_map.csv"), "--var2", "flag..HTTPS", "--bool",
-            "--no-independence-test"]
+            "--no-independence-test", "--shrinkage", "none"]
     runs = {}
     for option in ([], ["--intervals", "wald"]):
         out, summary = tmp_path / f"r{len(option)}.csv", tmp_path / f"s{len(option)}.json"

@@ -7,7 +7,7 @@ row of every variable) so that the variables stay paired.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -41,7 +41,7 @@ def sample_clients(reports: Sequence[ReportBatch], size: int, *, rng: RngLike = 
 
 def decode_collection(reports: Sequence[ReportBatch], variables: Sequence[Variable], *,
                       decoder: AssociationDecoder | None = None, sample_size: int | None = None,
-                      rng: RngLike = None) -> AssociationResult:
+                      rng: RngLike = None, progress: Callable[[str], None] | None = None) -> AssociationResult:
     """Decode the joint distribution of ``variables`` from a sample of ``sample_size`` clients (all by default).
 
     Parameters
@@ -56,6 +56,8 @@ def decode_collection(reports: Sequence[ReportBatch], variables: Sequence[Variab
         Decode this many clients drawn at random (:func:`sample_clients`); None keeps all.
     rng : None, int or numpy.random.Generator
         For the sample.
+    progress : callable or None
+        Passed to :meth:`AssociationDecoder.decode` (called with each stage's name).
 
     Returns
     -------
@@ -63,4 +65,4 @@ def decode_collection(reports: Sequence[ReportBatch], variables: Sequence[Variab
     """
     if sample_size is not None:
         reports = sample_clients(reports, sample_size, rng=rng)
-    return (AssociationDecoder() if decoder is None else decoder).decode(reports, variables)
+    return (AssociationDecoder() if decoder is None else decoder).decode(reports, variables, progress=progress)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from ..._util.lazy import lazy_module
+from ..._util.memory import check_memory
 from ..._util.validation import (
     CheckedParameters,
     ParameterCheck,
@@ -30,10 +31,11 @@ from ...exceptions import ConvergenceWarning, DecodeError, IncompatibleParamsErr
 from ...client._reports import ReportBatch
 from ._inference import constrained_covariance, independence_null_draws, projected_draws
 from ._likelihood import CodedLikelihood, Factor, Patterns, bit_index_table, group_reports, likelihoods
-from ._mixture import FitResult, ProductLikelihood, _single_thread, fit_mixture
+from ._mixture import HESSIAN_ROWS, FitResult, ProductLikelihood, _single_thread, fit_mixture
 from ._profile import profile_intervals
 from ._other import other_bit_probabilities, undetected_bit_probabilities
 from ._result import AssociationResult, IndependenceTest, check_variable_names
+from ._shrinkage import shrink_boolean_split
 from ._variables import OTHER, Variable
 
 if TYPE_CHECKING:
@@ -53,6 +55,8 @@ MAX_COVARIANCE_CELLS = 2048
 MAX_PROJECTED_CELLS = 512
 #: Monte Carlo draws of the projected normal (relative error of a variance about 2%).
 PROJECTION_DRAWS = 1000
+#: The stages of a decode, as :meth:`AssociationDecoder.decode` reports them to ``progress``.
+STAGES = ("marginal decodes", "likelihoods", "fit", "standard errors", "independence test")
 #: Draws of the independence statistic's law (Monte Carlo error of a p-value of 0.05: 0.007).
 INDEPENDENCE_DRAWS = 1000
 
@@ -112,6 +116,14 @@ class AssociationDecoder(CheckedParameters):
         mixture fits per cell: a minute for a 135-cell table of 100,000 reports); they are
         then what :meth:`AssociationResult.confidence_interval` returns at this level.
         See :mod:`rappor.analysis.association._profile`.
+    shrinkage : {"boolean-split", "none"}, default="boolean-split"
+        For one string and one boolean variable, the reported table shrinks each string
+        category's split between TRUE and FALSE towards the boolean's overall share by the
+        empirical-Bayes factor ``tau^2 / (tau^2 + v_i)`` (Efron and Morris 1975; see
+        :mod:`rappor.analysis.association._shrinkage`), keeping the categories' shares; the
+        maximum-likelihood table stays in :attr:`AssociationResult.maximum_likelihood`
+        and sets the intervals.  ``"none"``: report the maximum-likelihood table.  Other
+        tables are never shrunk.
     rng : numpy.random.Generator, int or None, default=None
         Seeds the SQP's Hessian subsample (seed 0 when None: deterministic).
 
@@ -141,6 +153,7 @@ class AssociationDecoder(CheckedParameters):
         "decoder": _check_marginal_decoder,
         "intervals": options_check(("projected", "wald")),
         "profile_level": _check_profile_level,
+        "shrinkage": options_check(("boolean-split", "none")),
         "rng": check_rng_parameter,
     }
 
@@ -149,7 +162,7 @@ class AssociationDecoder(CheckedParameters):
                  max_iterations: int = 1000, tolerance: float = 1e-3, std_errors: bool = True,
                  independence_test: bool = True, decoder: Decoder | None = None,
                  intervals: Literal["projected", "wald"] = "projected", profile_level: float | None = None,
-                 rng: RngLike = None) -> None:
+                 shrinkage: Literal["boolean-split", "none"] = "boolean-split", rng: RngLike = None) -> None:
         self.candidates = candidates
         self.other = other
         self.method = method
@@ -160,9 +173,11 @@ class AssociationDecoder(CheckedParameters):
         self.decoder = decoder
         self.intervals = intervals
         self.profile_level = profile_level
+        self.shrinkage = shrinkage
         self.rng = rng
 
-    def decode(self, reports: Sequence[ReportBatch], variables: Sequence[Variable]) -> AssociationResult:
+    def decode(self, reports: Sequence[ReportBatch], variables: Sequence[Variable], *,
+               progress: Callable[[str], None] | None = None) -> AssociationResult:
         """Estimate the joint distribution.
 
         Parameters
@@ -172,6 +187,9 @@ class AssociationDecoder(CheckedParameters):
             length and the same cohort in every row.
         variables : sequence of Variable
             The variables, in the same order (two or three; one gives its marginal).
+        progress : callable or None, default=None
+            Called with the name of each stage as it starts (:data:`STAGES`), e.g. to
+            advance a progress bar (``rappor decode-assoc`` draws one on a terminal).
 
         Returns
         -------
@@ -194,9 +212,20 @@ class AssociationDecoder(CheckedParameters):
             If some report tuples are impossible under every category (dropped).
         """
         self._check_parameters()
-        started = time.perf_counter()
         batches, variables = _check_inputs(reports, variables)
+        if self.candidates == "all":  # known before the marginal decodes: refuse at once
+            _check_fit_memory(len(batches[0]), [len(v.candidate_map) for v in variables], variables)
+        # One BLAS thread throughout: the passes are blocks of a few thousand rows, and on a
+        # busy 2-core machine the default pool oversubscribed the cores (fit 21-23 s instead of 5 s).
+        with _single_thread():
+            return self._decode(batches, variables, progress or (lambda stage: None))
+
+    def _decode(self, batches: list[ReportBatch], variables: list[Variable],
+                step: Callable[[str], None]) -> AssociationResult:
+        """:meth:`decode` on checked inputs."""
+        started = time.perf_counter()
         gen = check_rng(0 if self.rng is None else self.rng)
+        step(STAGES[0])
         decoder = self.decoder
         if decoder is None:
             from ..decoder import Decoder
@@ -204,18 +233,21 @@ class AssociationDecoder(CheckedParameters):
             decoder = Decoder()
         selections = [self._categories(batch, var, decoder) for batch, var in zip(batches, variables)]
         t_marginal = time.perf_counter()
+        step(STAGES[1])
         patterns = group_reports(batches)
+        _check_fit_memory(len(patterns), [len(sel[0]) for sel in selections], variables)
         factors, impossible = _likelihood_factors(patterns, variables, selections)
         dropped = int(patterns.counts[impossible].sum())
         if dropped:
             warnings.warn(f"{dropped} report tuple(s) are impossible under every category (a probability of 0 "
-                          f"for each) and were left out", RapporWarning, stacklevel=2)
+                          f"for each) and were left out", RapporWarning, stacklevel=3)
             patterns = patterns.select(~impossible)
             factors = [f.select(~impossible) if isinstance(f, CodedLikelihood) else f[~impossible] for f in factors]
         if len(patterns) == 0:
             raise DecodeError("No report is left to analyse.")
         lik = ProductLikelihood(factors, patterns.counts.astype(np.float64))
         t_lik = time.perf_counter()
+        step(STAGES[2])
         # SQP starts from the product of the marginal estimates (EM from the uniform table, as
         # association.R): measured, one or two fewer steps.
         start = None if self.method == "em" else _product_start(batches, variables, selections)
@@ -225,8 +257,9 @@ class AssociationDecoder(CheckedParameters):
             why = "its iteration cap" if fit.iterations >= self.max_iterations else "its step criterion"
             warnings.warn(f"the {self.method} fit stopped at {why} after {fit.iterations} iterations, before "
                           f"converging: the log-likelihood may be up to {fit.gap:.3g} below its maximum "
-                          f"(tolerance {self.tolerance:g})", ConvergenceWarning, stacklevel=2)
+                          f"(tolerance {self.tolerance:g})", ConvergenceWarning, stacklevel=3)
         t_fit = time.perf_counter()
+        step(STAGES[3])
         shape = lik.shape
         cov = None
         law = None
@@ -255,8 +288,15 @@ class AssociationDecoder(CheckedParameters):
             low, high = profile_intervals(lik, fit.table, se, profile_level, rng=gen)
             profile = ConfidenceInterval(low=low.reshape(shape), high=high.reshape(shape))
         t_cov = time.perf_counter()
+        step(STAGES[4])
         test, test_iterations = self._independence(lik, factors, fit, gen) if self.independence_test else (None, [])
         t_test = time.perf_counter()
+        table = fit.table.reshape(shape)
+        mle = None
+        kinds = [v.kind for v in variables]
+        if self.shrinkage == "boolean-split" and cov is not None and sorted(kinds) == ["boolean", "string"]:
+            mle = table
+            table, _ = shrink_boolean_split(table, cov, kinds.index("string"))
         diagnostics: dict[str, Any] = {
             "other_method": self.other,
             "std_error_method": se_method,
@@ -274,12 +314,12 @@ class AssociationDecoder(CheckedParameters):
         return AssociationResult(
             variables=tuple(v.name for v in variables),
             categories=tuple(sel[1] for sel in selections),
-            proportion=fit.table.reshape(shape), std_error=se, covariance=cov,
+            proportion=table, std_error=se, covariance=cov,
             n_reports=int(patterns.counts.sum()), n_patterns=len(patterns), method=self.method,
             iterations=fit.iterations, max_iterations=self.max_iterations, converged=fit.converged,
             gap=fit.gap, tolerance=self.tolerance, log_likelihood=fit.log_likelihood, independence=test,
             marginal_results=tuple(sel[2] for sel in selections), diagnostics=diagnostics,
-            profile_interval=profile, profile_level=profile_level, projected_law=law)
+            profile_interval=profile, profile_level=profile_level, projected_law=law, maximum_likelihood=mle)
 
     def _categories(self, batch: ReportBatch, var: Variable, decoder: Any,
                     ) -> tuple[npt.NDArray[np.intp], tuple[str, ...], Any, npt.NDArray[np.float64] | None]:
@@ -423,6 +463,35 @@ def _check_inputs(reports: Sequence[ReportBatch], variables: Sequence[Variable],
     if len(first) == 0:
         raise DecodeError("No report to analyse.")
     return batches, variables
+
+
+def fit_bytes(patterns: int, columns: Sequence[int], variables: Sequence[Variable]) -> int:
+    """Peak bytes of the likelihoods and the fit for ``patterns`` report tuples and ``columns`` candidates a variable.
+
+    One byte per (candidate, pattern) for a string variable's coded likelihoods (four when
+    ``h > 8``); the SQP step's Hessian sample (up to ``HESSIAN_ROWS`` patterns x cells,
+    float64) and three ``cells x cells`` matrices (the Hessian, its factor, the
+    covariance); 16 float64 vectors per pattern.  A string variable's categories are its
+    candidates plus Other.  An estimate of the arrays, not of every temporary.
+    """
+    cells = 1
+    coded = 0
+    for count, var in zip(columns, variables):
+        categories = count if var.kind == "boolean" else count + 1
+        cells *= max(categories, 1)
+        if var.kind == "string":
+            coded += patterns * count * (1 if var.params.num_hashes <= 8 else 4)
+    sample = min(patterns, HESSIAN_ROWS)
+    return coded + 8 * sample * cells + 3 * 8 * cells * cells + 16 * 8 * patterns
+
+
+def _check_fit_memory(patterns: int, columns: Sequence[int], variables: Sequence[Variable]) -> None:
+    """Refuse a table whose likelihoods and fit cannot fit in memory, naming the sizes and the remedy."""
+    sizes = " x ".join(f"{c + (var.kind == 'string')} ({var.name})" for c, var in zip(columns, variables))
+    check_memory(fit_bytes(patterns, columns, variables),
+                 f"the association fit of {patterns:,} report tuples over {sizes} categories",
+                 remedy="keep the detected candidates (candidates='detected', rappor decode-assoc --categories "
+                        "detected) or use fewer candidates")
 
 
 def _likelihood_factors(patterns: Patterns, variables: Sequence[Variable],

@@ -128,6 +128,10 @@ class AssociationResult:
         quantiles raise the intervals' upper ends near the boundary
         (:func:`~rappor.analysis.association._inference.boundary_interval`); ``None`` for Wald
         intervals (``AssociationDecoder(intervals="wald")``, tables above 512 cells).
+    maximum_likelihood : ndarray or None
+        The maximum-likelihood table when :attr:`proportion` is its empirical-Bayes
+        shrinkage (``AssociationDecoder(shrinkage="boolean-split")``); the intervals are
+        those of this table, widened where needed to hold :attr:`proportion`.
     """
 
     variables: tuple[str, ...]
@@ -150,6 +154,7 @@ class AssociationResult:
     profile_interval: ConfidenceInterval | None = None
     profile_level: float | None = None
     projected_law: npt.NDArray[np.floating[Any]] | None = field(default=None, repr=False, compare=False)
+    maximum_likelihood: Array | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("proportion", "std_error"):
@@ -193,7 +198,8 @@ class AssociationResult:
         clipped to ``[0, 1]``, with the upper end raised to the ``(1 + level) / 2`` quantile
         of the estimate's projected-normal law when the decode kept it (the default,
         ``AssociationDecoder(intervals="projected")``; see
-        :func:`~rappor.analysis.association._inference.boundary_interval`).
+        :func:`~rappor.analysis.association._inference.boundary_interval`).  With a shrunk
+        :attr:`proportion`, the interval of :attr:`maximum_likelihood`, widened to hold it.
 
         Returns
         -------
@@ -204,8 +210,12 @@ class AssociationResult:
         level = check_probability(confidence_level, "confidence_level", "AssociationResult.confidence_interval",
                                   open_low=True, open_high=True)
         if self.profile_interval is not None and self.profile_level == level:
-            return self.profile_interval
-        low, high = boundary_interval(self.proportion, self.std_error, self.projected_law, level)
+            low, high = self.profile_interval.low, self.profile_interval.high
+        else:
+            center = self.proportion if self.maximum_likelihood is None else self.maximum_likelihood
+            low, high = boundary_interval(center, self.std_error, self.projected_law, level)
+        if self.maximum_likelihood is not None:  # the shrunk estimate lies in its own interval
+            low, high = np.fmin(low, self.proportion), np.fmax(high, self.proportion)
         return ConfidenceInterval(low=low, high=high)
 
     def marginal(self, variable: int | str) -> Distribution:

@@ -41,7 +41,13 @@ from rappor.analysis.association._mixture import ProductLikelihood, fit_mixture
 from rappor.analysis.association._profile import profile_intervals, profile_log_likelihood
 from rappor.analysis.association._other import other_bit_probabilities, undetected_bit_probabilities
 from rappor.analysis.association._reference import reference_conditional_probabilities, reference_em
-from rappor.exceptions import ConvergenceWarning, IncompatibleParamsError, InvalidParameterError
+from rappor._util.memory import ENV_VAR
+from rappor.exceptions import (
+    ConvergenceWarning,
+    IncompatibleParamsError,
+    InsufficientMemoryError,
+    InvalidParameterError,
+)
 
 SMALL = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.25, prob_q=0.75, prob_f=0.2)
 
@@ -312,7 +318,7 @@ def test_decoder_intervals_option_chooses_projected_or_wald() -> None:
     # law has an atom at 0 and the default intervals' upper ends rise above the Wald ends.
     joint = np.array([[0.3, 0.1], [0.2, 0.2], [0.2, 0.0], [0.0, 0.0]])
     sim = simulate_association(SMALL, joint, [["a", "b", "c", "d"], None], 5000, rng=4)
-    kwargs: dict[str, object] = {"candidates": "all", "other": "none", "independence_test": False}
+    kwargs: dict[str, object] = {"candidates": "all", "other": "none", "independence_test": False, "shrinkage": "none"}
     projected = AssociationDecoder(**kwargs).decode(sim.reports, sim.variables)  # type: ignore[arg-type]
     wald = AssociationDecoder(intervals="wald", **kwargs).decode(sim.reports, sim.variables)  # type: ignore[arg-type]
     assert projected.diagnostics["interval_method"] == "projected" and wald.diagnostics["interval_method"] == "wald"
@@ -506,7 +512,8 @@ def test_profile_log_likelihood_peaks_at_the_estimate(monkeypatch: pytest.Monkey
     kept = _captured_likelihood(monkeypatch)
     joint = np.array([[0.25, 0.05], [0.1, 0.2], [0.15, 0.05], [0.1, 0.1]])
     sim = simulate_association(SMALL, joint, [["a", "b", "c", "d"], None], 5000, rng=4)
-    res = AssociationDecoder(candidates="all", other="none", independence_test=False).decode(sim.reports, sim.variables)
+    res = AssociationDecoder(candidates="all", other="none", independence_test=False,
+                             shrinkage="none").decode(sim.reports, sim.variables)
     lik, table, se = kept[0], res.proportion.reshape(-1), res.std_error.reshape(-1)
     best = lik.log_likelihood(lik.forward(table))
     for cell in (0, 3, 6):
@@ -767,3 +774,20 @@ def test_variable_rejects_a_map_of_other_params() -> None:
     other = Params(num_bloombits=8, num_hashes=2, num_cohorts=8, prob_p=0.25, prob_q=0.75, prob_f=0.2)
     with pytest.raises(InvalidParameterError, match="candidate map"):
         Variable(name="v", kind="string", params=other, candidate_map=cmap)
+
+
+def test_decoder_refuses_a_table_that_cannot_fit_before_decoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 20,000 candidates x boolean = 40,002 cells: three cells x cells float64 matrices are 38 GB, far
+    # above a 4 GB limit; refused before any marginal decode, naming the sizes and the remedy.
+    monkeypatch.setenv(ENV_VAR, "4G")
+    params = Params(num_bloombits=32, num_hashes=2, num_cohorts=32, prob_p=0.25, prob_q=0.75, prob_f=0.5)
+    cmap = rappor.hash_candidates([f"s{i}" for i in range(20_000)], params)
+    rng = np.random.default_rng(3)
+    batch = _random_batch(params, 1000, rng)
+    flags = ReportBatch(params=boolean_params(params), cohorts=batch.cohorts,
+                        words=rng.integers(0, 2, size=(1000, 1)).astype(np.uint64))
+    decoder = AssociationDecoder(candidates="all")
+    monkeypatch.setattr("rappor.analysis.decoder.Decoder.decode", lambda *a, **k: pytest.fail("decoded first"))
+    with pytest.raises(InsufficientMemoryError, match=r"1,000 report tuples over 20001 \(s\) x 2 \(f\) categories.*"
+                                                      r"--categories detected"):
+        decoder.decode([batch, flags], [Variable.string("s", cmap), Variable.boolean("f", params)])

@@ -1,0 +1,212 @@
+"""Association: ``rappor decode-assoc``'s default against google/rappor's full recipe, per scenario class.
+
+The full recipe is what ``bin/decode_assoc.R`` runs: marginal decode (``Decode``: Lasso/lsei,
+five fits), support plus "Other" (``GetOtherProbs``), EM over their product from the
+uniform table to its stopping rule (no cell moves by 1e-6, at most 1000 steps),
+re-implemented in ``benchmarks/_google_recipe.py`` from the R code (cross-checked against
+R itself: ``benchmarks/association_recipe_r.py``).  Both decode the same collections, encoded by google/rappor's
+client rules (MD5 Bloom bits, HMAC PRR keyed by the client id, fresh IRR; a boolean as one
+bit) with maps from its hashing, over evaluation seeds (``--first-seed``, default 9000) that
+no design choice was made on.
+
+Classes (``--classes``, comma-separated names of :data:`CLASSES`): string x boolean,
+string x string and three variables (string x string x boolean), with and without strings
+outside the candidates (every 5th value of each string variable left out of its
+candidate list), 100k to 1M clients, low and high privacy (``low``: k=32 h=2 m=32 p=0.25
+q=0.75 f=0.5, the issue's; ``high``: the same with f=0.75).
+
+Scored on every cell of each decoder's own table: total variation (TV) to the clients'
+realized joint over (its categories, with every string that is not one of them in
+"Other"); ours' 95% intervals' coverage, pooled and by band of true share.  A recipe run
+whose marginal decode reports nothing (``decode_assoc.R`` stops: "ComputeDistributionEM
+failed.") is counted in ``failed`` and scored with the table that puts everything in
+Other (the product of the boolean's marginal with it).
+
+Usage::
+
+    python benchmarks/association_recipe.py [--classes sb50-100k-low,...] [--seeds 3] [--first-seed 9000]
+        [--json FILE] [--recipe-from FILE ...]
+    python benchmarks/association_recipe.py --summarize FILE [FILE ...]
+
+Prints one row per class: ours' TV, the recipe's TV, their ratio (of the means), ours'
+coverage (pooled; lowest band), seconds.  BLAS threads are pinned to 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _google_recipe as recipe  # noqa: E402
+
+import rappor  # noqa: E402
+from rappor.analysis.association import AssociationDecoder, example_joint, total_variation  # noqa: E402
+
+PRIVACY = {
+    "low": rappor.Params(num_bloombits=32, num_hashes=2, num_cohorts=32, prob_p=0.25, prob_q=0.75, prob_f=0.5),
+    "high": rappor.Params(num_bloombits=32, num_hashes=2, num_cohorts=32, prob_p=0.25, prob_q=0.75, prob_f=0.75),
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """A scenario class: variables, strings per variable, outside strings, clients, privacy."""
+
+    kind: str  # "sb", "ss" or "ssb"
+    strings: tuple[int, ...]
+    outside: bool
+    n: int
+    privacy: str
+
+
+def _classes() -> dict[str, Case]:
+    out = {}
+    for privacy in ("low", "high"):
+        for outside in (False, True):
+            tag = "-out" if outside else ""
+            out[f"sb50-100k-{privacy}{tag}"] = Case("sb", (50,), outside, 100_000, privacy)
+            out[f"ss20x10-200k-{privacy}{tag}"] = Case("ss", (20, 10), outside, 200_000, privacy)
+            out[f"ssb20x10-200k-{privacy}{tag}"] = Case("ssb", (20, 10), outside, 200_000, privacy)
+            out[f"sb100-1m-{privacy}{tag}"] = Case("sb", (100,), outside, 1_000_000, privacy)
+    return out
+
+
+CLASSES = _classes()
+
+
+def _scenario(case: Case) -> tuple[np.ndarray, list, list]:
+    remove = 5 if case.outside else 0
+    if case.kind == "sb":
+        return example_joint("string-bool", case.strings[0], remove_every=remove)
+    joint, values, cands = example_joint("string-string", case.strings[0], case.strings[1], remove_every=remove)
+    if case.kind == "ss":
+        return joint, values, cands
+    # three variables: the boolean depends on the first string as in string x boolean
+    p_true = 0.2 + 0.1 * (np.arange(case.strings[0]) % 7)
+    joint3 = joint[:, :, None] * np.stack([p_true, 1 - p_true], axis=1)[:, None, :]
+    return joint3, values + [None], cands + [None]
+
+
+BANDS = [(0, 0.001), (0.001, 0.005), (0.005, 0.02), (0.02, 1.0)]
+
+
+def _ours(sim) -> dict:
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = AssociationDecoder().decode(sim.reports, sim.variables)
+    seconds = time.perf_counter() - started
+    truth = sim.truth(res.categories)
+    ci = res.confidence_interval()
+    inside = (ci.low <= truth) & (truth <= ci.high) & np.isfinite(ci.low) & np.isfinite(ci.high)
+    other = [i for i, c in enumerate(res.categories) if c and c[-1] == "Other"]
+    other_mass = float(sum(np.take(res.proportion, -1, axis=i).sum() for i in other))
+    return {"tv": total_variation(res.proportion, truth), "seconds": seconds, "cells": int(truth.size),
+            "cell_truth": truth.reshape(-1).tolist(), "cell_covered": inside.reshape(-1).astype(int).tolist(),
+            "other": other_mass}
+
+
+def _recipe(sim, seed: int) -> dict:
+    started = time.perf_counter()
+    fit = recipe.full_recipe(sim.reports, sim.variables, rng=np.random.default_rng(seed))
+    seconds = time.perf_counter() - started
+    if fit is None:  # everything in Other: the other variables' tables are unknown, so uniform
+        cats = [["Other"] if v.kind == "string" else ["TRUE", "FALSE"] for v in sim.variables]
+        truth = sim.truth(cats)
+        table = np.full(truth.shape, 1.0 / truth.size)
+        return {"tv": total_variation(table, truth), "seconds": seconds, "failed": 1, "iterations": 0, "cells": 0}
+    truth = sim.truth(fit.categories)
+    return {"tv": total_variation(fit.table, truth), "seconds": seconds, "failed": 0,
+            "iterations": fit.iterations, "cells": int(truth.size)}
+
+
+def run(args: argparse.Namespace) -> None:
+    names = list(CLASSES) if args.classes == "all" else args.classes.split(",")
+    stored = {}
+    for path in args.recipe_from or []:
+        with open(path) as fh:
+            for line in fh:
+                row = json.loads(line)
+                stored[(row["class"], row["seed"])] = row["recipe"]
+    rows = []
+    for name in names:
+        case = CLASSES[name]
+        joint, values, cands = _scenario(case)
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            if args.recipe_from and (name, seed) not in stored:
+                continue  # only the stored collections
+            sim = recipe.simulate_google(PRIVACY[case.privacy], joint, values, case.n, candidates=cands, rng=seed)
+            recipe_run = stored[(name, seed)] if (name, seed) in stored else _recipe(sim, seed)
+            out = {"class": name, "seed": seed, "ours": _ours(sim), "recipe": recipe_run}
+            rows.append(out)
+            brief = {"class": name, "seed": seed,
+                     **{m: {f: v for f, v in out[m].items() if not f.startswith("cell_")} for m in ("ours", "recipe")}}
+            print(json.dumps(brief), file=sys.stderr, flush=True)
+            if args.json:
+                with open(args.json, "a") as fh:
+                    fh.write(json.dumps(out) + "\n")
+    _print_table(rows, names)
+
+
+def _print_table(rows: list, names: list) -> None:
+    """One row per class: ours' and the recipe's mean TV, their ratio, ours' coverage, seconds."""
+    seeds = sorted({r["seed"] for r in rows})
+    print(f"seeds {', '.join(map(str, seeds))}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"{'class':<26}{'ours TV':>9}{'recipe TV':>11}{'ratio':>7}{'max ratio':>10}{'coverage':>10}{'min band':>10}"
+          f"{'ours Other':>11}{'failed':>8}{'seeds':>6}{'ours s':>8}{'recipe s':>10}")
+    for name in names:
+        sel = [r for r in rows if r["class"] == name]
+        if not sel:
+            continue
+        ours = np.array([r["ours"]["tv"] for r in sel])
+        ref = np.array([r["recipe"]["tv"] for r in sel])
+        truth = np.concatenate([r["ours"]["cell_truth"] for r in sel])
+        covered = np.concatenate([r["ours"]["cell_covered"] for r in sel])
+        bands = [covered[(truth >= lo) & (truth < hi)].mean() for lo, hi in BANDS if ((truth >= lo) & (truth < hi)).sum() >= 20]
+        print(f"{name:<26}{ours.mean():>9.4f}{ref.mean():>11.4f}{ours.mean() / ref.mean():>7.2f}{(ours / ref).max():>10.2f}"
+              f"{covered.mean():>10.3f}{min(bands) if bands else float('nan'):>10.3f}"
+              f"{np.mean([r['ours']['other'] for r in sel]):>11.3f}{sum(r['recipe']['failed'] for r in sel):>8}{len(sel):>6}"
+              f"{np.mean([r['ours']['seconds'] for r in sel]):>8.1f}{np.mean([r['recipe']['seconds'] for r in sel]):>10.1f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--classes", default="all", help=f"comma-separated, of: {', '.join(CLASSES)}; or 'all'")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=9000)
+    parser.add_argument("--json", default=None, help="append every run (with per-cell coverage) to this file")
+    parser.add_argument("--recipe-from", action="append", default=None, metavar="FILE",
+                        help="reuse the recipe's results stored in this --json file (repeatable): the recipe is "
+                             "deterministic given the collection and seed, and its EM takes minutes; only the "
+                             "collections stored there are decoded")
+    parser.add_argument("--summarize", nargs="+", default=None, metavar="FILE",
+                        help="print the table of the runs stored in these --json files (a later line replaces an "
+                             "earlier one of the same class and seed) and exit")
+    args = parser.parse_args()
+    if args.summarize:
+        latest = {}
+        for path in args.summarize:
+            with open(path) as fh:
+                for line in fh:
+                    row = json.loads(line)
+                    latest[(row["class"], row["seed"])] = row
+        _print_table(list(latest.values()), [n for n in CLASSES if any(c == n for c, _ in latest)])
+        return
+    import scipy.linalg  # noqa: F401  (scipy's BLAS loaded first, so that the limit covers it)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):
+        run(args)
+
+
+if __name__ == "__main__":
+    main()
