@@ -19,6 +19,18 @@ the report bits of a client are independent given its Bloom filter, with
 sets the bit), independent across (cohort, bit).  That is what :func:`collection` samples:
 the same law as encoding every client, in a few vectorized draws.
 
+Classes with several reports per client (``reports_per_client > 1``) are drawn client by
+client, as google/rappor's simulator makes them: each client holds one value (``repeat =
+"same"``: it reports it every day under one memoized PRR, ``rappor simulate
+--reports-per-client``) or draws its values independently (``repeat = "independent"``:
+google/rappor's ``regtest.sh`` demos, ``gen_true_values.R``, where a value the client draws
+twice is reported under the same PRR).  Each (client, value) pair gets one PRR: a set Bloom
+bit is 1 with probability ``1 - f_eff / 2``, a clear one with ``f_eff / 2``; each of its
+``r`` reports sends a 1 with probability ``q`` where the PRR is 1 and ``p`` elsewhere.  So
+over the ``n`` pairs of one (cohort, value, r), the PRR ones of a bit are
+``Binomial(n, .)`` and the reported ones ``Binomial(r x PRR ones, q) + Binomial(r x PRR
+zeros, p)``, independent across bits and groups: :func:`draw_repeated_counts`.
+
 ``params.csv`` carries the nominal ``f`` (what an analyst of google/rappor data writes), so
 with ``f = 0.45`` the decoders see 0.45 while the data were made with 58/128 = 0.453.
 """
@@ -38,7 +50,8 @@ from rappor.collect import google_bloom_bits_table, google_effective_prob_f, has
 from rappor.simulation._populations import Population
 from rappor.simulation._reports import _draw_counts
 
-__all__ = ["CLASSES", "Collection", "ScenarioClass", "clients", "collection", "draw_counts", "export_collection"]
+__all__ = ["CLASSES", "SLOW_CLASSES", "Collection", "ScenarioClass", "clients", "collection", "draw_counts",
+           "draw_repeated_counts", "export_collection"]
 
 #: Issue 4's public scenario parameters (also the default of most classes).
 ISSUE4 = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
@@ -48,9 +61,12 @@ ISSUE4 = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.
 class ScenarioClass:
     """A scenario class: who reports what, with which parameters, against which candidates.
 
-    ``candidates(population)`` builds the candidate list from the population's strings;
-    ``kind`` is ``"distribution"`` (scored by total variation) or ``"null"`` (every candidate
-    absent: scored by the share of decodes with any detection).
+    ``n_reports`` is the number of clients; each sends ``reports_per_client`` reports, of one
+    value under one PRR (``repeat="same"``) or of values drawn independently
+    (``repeat="independent"``; see the module docstring).  ``candidates(population)`` builds
+    the candidate list from the population's strings; ``kind`` is ``"distribution"`` (scored
+    by total variation) or ``"null"`` (every candidate absent: scored by the share of
+    decodes with any detection).
     """
 
     name: str
@@ -60,6 +76,8 @@ class ScenarioClass:
     n_reports: int
     candidates: Callable[[Population], list[str]]
     kind: str = "distribution"
+    reports_per_client: int = 1
+    repeat: str = "same"
 
 
 def _all_real(pop: Population) -> list[str]:
@@ -78,6 +96,12 @@ def _even_ranks_plus_decoys(n_decoys: int) -> Callable[[Population], list[str]]:
         kept = [s for i, s in enumerate(pop.strings, start=1) if i % 2 == 0]
         return kept + [f"decoy{i}" for i in range(1, n_decoys + 1)]
     return build
+
+
+def _google_demo_candidates(pop: Population) -> list[str]:
+    """google/rappor's demo candidates: ``v1 .. v2U`` without the strings ending in 9 (regex ``v[0-9]*9$``)."""
+    n = len(pop.strings)
+    return [f"v{i}" for i in range(1, 2 * n + 1) if i % 10 != 9]
 
 
 def _decoys_only(n_decoys: int) -> Callable[[Population], list[str]]:
@@ -115,10 +139,40 @@ CLASSES: tuple[ScenarioClass, ...] = (
                   Population.zipf(30), 100_000, _with_decoys(170)),
     ScenarioClass("hp-decoys", "f=0.75 k=16 h=2 m=64, Zipf(1) over 200, 1M reports, 200 real + 800 decoys",
                   _params(16, 2, 64, 0.5, 0.75, 0.75), Population.zipf(200), 1_000_000, _with_decoys(800)),
+    # Collections shaped like real deployments (added after issue 14's twelve).
+    ScenarioClass("repeat-10", "Zipf(1) over 100, 100k clients x 10 reports of one value under one PRR, "
+                  "100 real + 100 decoys", ISSUE4, Population.zipf(100), 100_000, _with_decoys(100),
+                  reports_per_client=10),
+    ScenarioClass("repeat-30", "Zipf(1) over 100, 100k clients x 30 reports of one value under one PRR, "
+                  "100 real + 100 decoys", ISSUE4, Population.zipf(100), 100_000, _with_decoys(100),
+                  reports_per_client=30),
+    ScenarioClass("flat-missing", "google/rappor's demo3: exponential over 100 (4.9% .. 0.04%), 100k clients x 10 "
+                  "values, k=32 h=1 m=64 p=.25 q=.75; candidates v1..v200 without v*9 (8.3% missing, 100 decoys)",
+                  _params(32, 1, 64, 0.25, 0.75, 0.5), Population.exponential(100, rate=5.0), 100_000,
+                  _google_demo_candidates, reports_per_client=10, repeat="independent"),
+    ScenarioClass("flat-missing-1M", "demo3's list and parameters, 1M clients x 1 report",
+                  _params(32, 1, 64, 0.25, 0.75, 0.5), Population.exponential(100, rate=5.0), 1_000_000,
+                  _google_demo_candidates),
+    ScenarioClass("h1", "k=16 h=1 m=64, Zipf(1) over 200, 1M reports, 200 real + 300 decoys",
+                  _params(16, 1, 64, 0.5, 0.75, 0.5), Population.zipf(200), 1_000_000, _with_decoys(300)),
+    ScenarioClass("f75-flat", "f=0.75 k=32 h=1 m=64 p=.25 q=.75, exponential over 100, 1M reports; candidates "
+                  "v1..v200 without v*9", _params(32, 1, 64, 0.25, 0.75, 0.75), Population.exponential(100, rate=5.0),
+                  1_000_000, _google_demo_candidates),
+    ScenarioClass("f85", "f=0.85 k=16 h=2 m=64, Zipf(1) over 200, 1M reports, 200 real + 200 decoys",
+                  _params(16, 2, 64, 0.5, 0.75, 0.85), Population.zipf(200), 1_000_000, _with_decoys(200)),
+    ScenarioClass("pq-near", "p=0.45 q=0.55 f=0.25 k=32 h=2 m=64, Zipf(1) over 100, 1M reports, 100 real + 400 "
+                  "decoys", _params(32, 2, 64, 0.45, 0.55, 0.25), Population.zipf(100), 1_000_000, _with_decoys(400)),
     ScenarioClass("decoys-only", "data Zipf(1) over 100, 100k reports; 1,000 candidates, all decoys", ISSUE4,
                   Population.zipf(100), 100_000, _decoys_only(1_000), kind="null"),
     ScenarioClass("decoys-only-1M", "data Zipf(1) over 100, 1M reports; 1,000 candidates, all decoys", ISSUE4,
                   Population.zipf(100), 1_000_000, _decoys_only(1_000), kind="null"),
+)
+
+
+#: Classes too slow for the default runs (``benchmarks/accuracy.py --slow``).
+SLOW_CLASSES: tuple[ScenarioClass, ...] = (
+    ScenarioClass("10M-20k", "k=32 h=2 m=64, Zipf(1) over 2,000, 10M reports, 2,000 real + 18,000 decoys",
+                  _params(32, 2, 64, 0.5, 0.75, 0.5), Population.zipf(2_000), 10_000_000, _with_decoys(18_000)),
 )
 
 
@@ -156,7 +210,7 @@ def _candidate_map(scenario_name: str) -> rappor.CandidateMap:
 
 
 def _by_name(name: str) -> ScenarioClass:
-    for sc in CLASSES:
+    for sc in CLASSES + SLOW_CLASSES:
         if sc.name == name:
             return sc
     raise KeyError(name)
@@ -187,12 +241,44 @@ def draw_counts(params: rappor.Params, strings: tuple[str, ...], by_cohort: npt.
     return rappor.Aggregate(params=params, counts=counts)
 
 
+def draw_repeated_counts(scenario: ScenarioClass, rng: np.random.Generator) -> tuple[rappor.Aggregate,
+                                                                                      npt.NDArray[np.int64]]:
+    """Counts of ``reports_per_client`` reports per client, and the reports per value (the module docstring's law)."""
+    params, pop = scenario.params, scenario.population
+    n, r, m, u = scenario.n_reports, scenario.reports_per_client, params.num_cohorts, len(pop.strings)
+    cohort = rng.integers(0, m, size=n)
+    if scenario.repeat == "same":
+        pair_cohort, pair_value = cohort, pop.sample(n, rng=rng)
+        reps = np.full(n, r, dtype=np.int64)
+    else:  # independent values; a value drawn twice by one client shares its PRR
+        values = pop.sample(n * r, rng=rng).reshape(n, r)
+        pairs, reps = np.unique(np.arange(n)[:, None] * u + values, return_counts=True)
+        pair_cohort, pair_value = cohort[pairs // u], pairs % u
+    groups, n_pairs = np.unique((pair_cohort * u + pair_value) * (r + 1) + reps, return_counts=True)
+    g_reps, g_cv = groups % (r + 1), groups // (r + 1)
+    g_cohort, g_value = g_cv // u, g_cv % u
+    bloom = _bloom(pop.strings, params)[g_value, g_cohort]  # (groups, k)
+    f = google_effective_prob_f(params.prob_f)
+    prr_ones = rng.binomial(n_pairs[:, None], np.where(bloom == 1, 1.0 - f / 2, f / 2))
+    ones = (rng.binomial(g_reps[:, None] * prr_ones, params.prob_q)
+            + rng.binomial(g_reps[:, None] * (n_pairs[:, None] - prr_ones), params.prob_p))
+    counts = np.zeros((m, params.num_bloombits + 1), dtype=np.int64)
+    np.add.at(counts[:, 1:], g_cohort, ones)
+    np.add.at(counts[:, 0], g_cohort, g_reps * n_pairs)
+    per_value = np.bincount(g_value, weights=g_reps * n_pairs, minlength=u).astype(np.int64)
+    return rappor.Aggregate(params=params, counts=counts), per_value
+
+
 def collection(scenario: ScenarioClass, seed: int) -> Collection:
     """Draw one collection of ``scenario`` (deterministic in ``seed``; see the module docstring)."""
     rng = np.random.default_rng([14, seed])
-    by_cohort = clients(scenario, rng)
-    aggregate = draw_counts(scenario.params, scenario.population.strings, by_cohort, rng)
-    truth = {s: int(c) for s, c in zip(scenario.population.strings, by_cohort.sum(axis=1)) if c > 0}
+    if scenario.reports_per_client > 1:
+        aggregate, per_value = draw_repeated_counts(scenario, rng)
+    else:
+        by_cohort = clients(scenario, rng)
+        aggregate = draw_counts(scenario.params, scenario.population.strings, by_cohort, rng)
+        per_value = by_cohort.sum(axis=1)
+    truth = {s: int(c) for s, c in zip(scenario.population.strings, per_value) if c > 0}
     return Collection(scenario=scenario, seed=seed, aggregate=aggregate, candidate_map=_candidate_map(scenario.name),
                       truth=truth)
 

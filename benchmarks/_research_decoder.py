@@ -3,7 +3,7 @@
 Not part of the package: phase 1 of issue 14 prototypes the new default here, on top of the
 decoder's internals (``rappor.analysis.decoder._problem`` etc.), and measures it with
 ``python benchmarks/accuracy.py --research``; the findings and the proposed specification are
-in ``docs/decoder.md`` ("Issue 14, phase 1").  The implementation proper goes into
+in ``docs/notes/decoder-rounds.md`` ("Issue 14, phase 1").  The implementation proper goes into
 ``rappor/decoder/`` in phase 2.
 
 Two products, as issue 14 asks:

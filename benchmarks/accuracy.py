@@ -42,7 +42,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import rappor  # noqa: E402
-from _classes import CLASSES, Collection, ScenarioClass, collection, export_collection  # noqa: E402
+from _classes import CLASSES, SLOW_CLASSES, Collection, ScenarioClass, collection, export_collection  # noqa: E402
+
+#: Every class, the slow ones (``--slow``) last.
+ALL_CLASSES = CLASSES + SLOW_CLASSES
 from _reference import ReferenceRun, read_reference  # noqa: E402
 
 #: A mode turns a collection into (shares, detected): the share results.csv gives each candidate
@@ -76,7 +79,7 @@ MODES: dict[str, Mode] = {
     "normal": decoder_mode(null="normal"),
     "normal+storey": decoder_mode(null="normal", correction="storey"),
     "normal+bonferroni": decoder_mode(null="normal", correction="bonferroni"),
-    # normal+lfdr (measured in docs/decoder.md's 20-seed table) is refused since issue 14 phase 2:
+    # normal+lfdr (measured in docs/notes/decoder-rounds.md, 20-seed table) is refused since issue 14 phase 2:
     # Decoder raises InvalidParameterError (rappor.analysis.decoder._decoder.check_combination).  The "eb" and
     # "normal+eb" rows of that table are historical: estimator="empirical-bayes" was removed (its
     # detections swung from 5 to 100 over 20 seeds); run this script at commit 4852080 to reproduce them.
@@ -102,7 +105,8 @@ class Row:
                 "tv_min": float(tv.min()), "tv_max": float(tv.max()), "det": float(det.mean()),
                 "det_min": int(det.min()), "det_max": int(det.max()), "fp": float(fp.mean()), "fp_max": int(fp.max()),
                 "any_fp": float(np.mean(fp > 0)), "seconds": float(np.mean(self.seconds)), "n": len(tv),
-                "rows": float(rows.mean()), "rows_fp": float(rows_fp.mean())}
+                "rows": float(rows.mean()), "rows_fp": float(rows_fp.mean()),
+                "per_seed": {"tv": [round(float(x), 6) for x in tv], "fp": [int(x) for x in fp]}}
 
 
 def score(col: Collection, shares: np.ndarray, detected: np.ndarray) -> tuple[float, int, int, int, int]:
@@ -172,8 +176,8 @@ def print_class(scenario: ScenarioClass, table: dict[str, dict[str, float]]) -> 
 
 def print_summary(results: dict[str, dict[str, dict[str, float]]], alpha: float) -> None:
     """Per mode: worst and mean ratio to the reference's best run, FP excess, null rate."""
-    dist = [c for c in CLASSES if c.name in results and c.kind == "distribution"]
-    nulls = [c for c in CLASSES if c.name in results and c.kind == "null"]
+    dist = [c for c in ALL_CLASSES if c.name in results and c.kind == "distribution"]
+    nulls = [c for c in ALL_CLASSES if c.name in results and c.kind == "null"]
     modes = list(next(iter(results.values())).keys())
     print(f"\n## Summary (ratio = mean TV / mean TV of the reference's best run; goal: worst <= 1, mean <= 0.85; "
           f"decoys-only decodes with any FP <= {alpha})")
@@ -199,7 +203,7 @@ def markdown(results: dict[str, dict[str, dict[str, float]]]) -> str:
     """The table as markdown: one row per (class, mode), TV mean (sd) [min-max], ratio, detections."""
     lines = ["| class | mode | TV mean (sd) [min-max] | ratio | detected (min-max) | FP mean (max) | rows (false) |",
              "|---|---|---|---|---|---|---|"]
-    for c in CLASSES:
+    for c in ALL_CLASSES:
         table = results.get(c.name)
         if not table:
             continue
@@ -216,11 +220,54 @@ def markdown(results: dict[str, dict[str, dict[str, float]]]) -> str:
     # A compact matrix: mean TV per class and mode (decoys-only: share of decodes with a detection).
     modes = list(next(iter(results.values())).keys())
     lines += ["", "| class | " + " | ".join(modes) + " |", "|---|" + "---|" * len(modes)]
-    for c in CLASSES:
+    for c in ALL_CLASSES:
         table = results.get(c.name)
         if table:
             key = "any_fp" if c.kind == "null" else "tv"
             lines.append(f"| {c.name} | " + " | ".join(f"{table[m][key]:.3f}" if m in table else "-" for m in modes) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def goal_table(results: dict[str, dict[str, dict[str, object]]], reference: dict[str, dict[str, dict[str, float]]]
+               ) -> str:
+    """The goal's table, as markdown: per class the default's mean TV +- SD, ``--shares detected``'s, the
+    reference's best run (from a ``--reference-summary`` file), their ratio, the paired difference
+    default - detected in standard errors of the class mean, and false positives (ours, the reference's
+    mean over its runs).  Seeds are those both have; the summary line gives the mean ratio."""
+    lines = ["| class | seeds | default TV mean +- SD | --shares detected | reference best run | ratio | "
+             "default - detected (SE) | FP default / reference |", "|---|---|---|---|---|---|---|---|"]
+    ratios = []
+    for c in ALL_CLASSES:
+        table = results.get(c.name)
+        if not table or c.kind != "distribution" or "default" not in table:
+            continue
+        ours = table["default"]["per_seed"]  # type: ignore[index]
+        det = table.get("detected", {}).get("per_seed")  # type: ignore[union-attr]
+        ref = reference.get(c.name, {})
+        seeds = [i for i in range(len(ours["tv"])) if str(i) in ref]  # type: ignore[arg-type]
+        tv = np.array(ours["tv"])  # type: ignore[index]
+        cells = [c.name, str(len(tv)), f"{tv.mean():.4f} +- {tv.std(ddof=1):.4f}"]
+        if det:
+            dtv = np.array(det["tv"])
+            diff = tv - dtv
+            cells += [f"{dtv.mean():.4f}"]
+        else:
+            cells += ["-"]
+        if seeds:
+            rtv = np.array([ref[str(i)]["tv"] for i in seeds])
+            ratio = float(tv[seeds].mean() / rtv.mean())
+            ratios.append(ratio)
+            cells += [f"{rtv.mean():.4f} ({len(seeds)} seeds)", f"{ratio:.3f}"]
+        else:
+            cells += ["-", "-"]
+        cells.append(f"{diff.mean():+.4f} ({diff.mean() / (diff.std(ddof=1) / math.sqrt(len(diff))):+.1f})"
+                     if det else "-")
+        fp = np.array(ours["fp"], dtype=float)  # type: ignore[index]
+        rfp = f"{np.mean([ref[str(i)]['mean_false_positives'] for i in seeds]):.2f}" if seeds else "-"
+        cells.append(f"{fp.mean():.2f} / {rfp}")
+        lines.append("| " + " | ".join(cells) + " |")
+    if ratios:
+        lines.append(f"\nmean ratio over {len(ratios)} classes: {np.mean(ratios):.3f}; worst {max(ratios):.3f}")
     return "\n".join(lines) + "\n"
 
 
@@ -254,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5, help="collections per class [default: 5; 20 for the table]")
     parser.add_argument("--first-seed", type=int, default=0)
-    parser.add_argument("--classes", default="all", help="comma-separated class names [default: all]")
+    parser.add_argument("--classes", default="all", help="comma-separated class names [default: all but the slow]")
+    parser.add_argument("--slow", action="store_true", help="with --classes all: add the slow classes (10 M reports)")
     parser.add_argument("--modes", default="all", help="comma-separated mode names [default: all]")
     parser.add_argument("--research", action="store_true", help="add the research prototype's modes")
     parser.add_argument("--reference", default=None, help="directory of the reference's runs (see --export)")
@@ -262,6 +310,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, help="write the table as JSON")
     parser.add_argument("--from-json", default=None, help="print the tables of a --json file instead of decoding")
     parser.add_argument("--markdown", default=None, help="write the table as markdown")
+    parser.add_argument("--goal", default=None, metavar="REFERENCE_JSON",
+                        help="with --from-json (files, comma-separated): print the goal's table against the "
+                        "reference's best runs of a --reference-summary file (tests/data/reference_accuracy.json)")
     parser.add_argument("--reference-summary", default=None, metavar="FILE",
                         help="with --reference: write the reference's best-run TV and false positives per class "
                         "and seed as JSON (tests/data/reference_accuracy.json) and exit")
@@ -273,7 +324,14 @@ def main(argv: list[str] | None = None) -> int:
         pass
     else:
         threadpool_limits(args.threads, user_api="blas")
-    classes = [c for c in CLASSES if args.classes == "all" or c.name in args.classes.split(",")]
+    if args.classes == "all":
+        classes = list(ALL_CLASSES if args.slow else CLASSES)
+    else:
+        wanted_classes = args.classes.split(",")
+        unknown_classes = [n for n in wanted_classes if n not in {c.name for c in ALL_CLASSES}]
+        if unknown_classes:
+            parser.error(f"unknown classes {unknown_classes}; known: {[c.name for c in ALL_CLASSES]}")
+        classes = [c for c in ALL_CLASSES if c.name in wanted_classes]
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     if args.export:
         for c in classes:
@@ -287,8 +345,13 @@ def main(argv: list[str] | None = None) -> int:
         write_reference_summary(args.reference_summary, args.reference, classes, seeds, argv)
         return 0
     if args.from_json:
-        results = json.loads(Path(args.from_json).read_text())
-        for c in CLASSES:
+        results = {}
+        for part in args.from_json.split(","):
+            results.update(json.loads(Path(part).read_text()))
+        if args.goal:
+            print(goal_table(results, json.loads(Path(args.goal).read_text())["classes"]))
+            return 0
+        for c in ALL_CLASSES:
             if c.name in results:
                 print_class(c, results[c.name])
         print_summary(results, 0.05)
@@ -315,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
         results[c.name] = {name: r.summary() for name, r in rows.items()}
         print_class(c, results[c.name])
         sys.stdout.flush()
+        if args.json:  # after every class: a long run interrupted keeps what it measured
+            Path(args.json).write_text(json.dumps(results, indent=1))
     print_summary(results, 0.05)
     issue4 = results.get("issue4", {}).get("ref-all")
     if issue4:

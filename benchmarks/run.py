@@ -238,15 +238,20 @@ def _run_hashing(work: Path, n: int) -> dict[str, Any]:
     return {"items": n, "seconds": seconds, "naive_rate": len(small) / naive_seconds, "unit": "candidates"}
 
 
-def _decode(k: int, m: int) -> Callable[[Path, int], dict[str, Any]]:
+def _decode(k: int, m: int, h: int = 2, present: bool = False) -> Callable[[Path, int], dict[str, Any]]:
+    """Hash and decode ``n`` candidates: 100 Zipf strings and decoys, or (``present``) ``n`` strings all reported
+    (uniform: every candidate in the data, the costliest fit)."""
     def run(work: Path, n: int) -> dict[str, Any]:
         sys.path.insert(0, str(HERE))
         from _scenario import zipf_scenario
 
         from rappor import Decoder, hash_candidates
 
-        params = _params(k, m)
-        scenario = zipf_scenario(params, n_reports=1_000_000, n_values=100, rng=0)
+        params = _params(k, m, h)
+        if present:
+            scenario = zipf_scenario(params, n_reports=1_000_000, n_values=n, rng=0, exponent=0.0)
+        else:
+            scenario = zipf_scenario(params, n_reports=1_000_000, n_values=100, rng=0)
         candidates = list(scenario.values) + [f"decoy{i}" for i in range(n - len(scenario.values))]
         # Warm the one-time imports (scikit-learn and scipy.stats: ~1.8 s cold on this machine),
         # so the figure is the decode itself, as in a long-running analysis process.
@@ -269,27 +274,34 @@ def _decode(k: int, m: int) -> Callable[[Path, int], dict[str, Any]]:
     return run
 
 
-def _prepare_decode_cli(k: int, m: int) -> Callable[[Path, int], None]:
+def _prepare_decode_cli(k: int, m: int, google_map: bool = False) -> Callable[[Path, int], None]:
+    """Inputs of ``rappor decode``: a candidate list, or (``google_map``) google/rappor's MD5 ``map.csv`` of it."""
     def prepare(work: Path, n: int) -> None:
         sys.path.insert(0, str(HERE))
         from _scenario import zipf_scenario
 
-        from rappor.formats import write_candidates, write_counts, write_params
+        from rappor.collect import hash_candidates_google
+        from rappor.formats import write_candidates, write_counts, write_map, write_params
 
         params = _params(k, m)
         scenario = zipf_scenario(params, n_reports=1_000_000, n_values=100, rng=0)
         write_params(params, work / "params.csv")
         write_counts(scenario.aggregate, work / "counts.csv")
-        write_candidates(list(scenario.values) + [f"decoy{i}" for i in range(n - len(scenario.values))],
-                         work / "candidates.txt")
+        candidates = list(scenario.values) + [f"decoy{i}" for i in range(n - len(scenario.values))]
+        if google_map:
+            write_map(hash_candidates_google(candidates, params), work / "map.csv")
+        else:
+            write_candidates(candidates, work / "candidates.txt")
 
     return prepare
 
 
 def _run_decode_cli(work: Path, n: int) -> dict[str, Any]:
     """``rappor decode`` as a user runs it: a new process that hashes the list, decodes, writes results.csv."""
+    source = ["--map", str(work / "map.csv")] if (work / "map.csv").exists() else [
+        "--candidates", str(work / "candidates.txt")]
     cmd = [sys.executable, "-m", "rappor", "decode", "--params", str(work / "params.csv"), "--counts",
-           str(work / "counts.csv"), "--candidates", str(work / "candidates.txt"), "-o", str(work / "results.csv"),
+           str(work / "counts.csv"), *source, "-o", str(work / "results.csv"),
            "--summary", str(work / "summary.json"), "--shares", os.environ.get("RAPPOR_BENCH_SHARES", "all")]
 
     def decode_once() -> float:
@@ -423,11 +435,17 @@ def _cases() -> list[Case]:
         Case("decode-10k-k128", "hash + Decoder.decode, k=128 m=128 h=2 (joint fit, no screening)", "< 10 s",
              10_000, _decode(128, 128)),
         Case("decode-100k", "hash + Decoder.decode, k=128 m=128 h=2", "< 60 s, < 4 GB", 100_000, _decode(128, 128)),
-        Case("decode-cli-10k", "rappor decode --candidates, k=16 m=64 (new process)", "-", 10_000,
+        Case("decode-plan-10k", "hash + Decoder.decode, k=256 h=1 m=256 (rappor plan's design for 10,000 "
+             "candidates), 100 real + 9,900 decoys", "< 10 s CPU, < 1 GB", 10_000, _decode(256, 256, h=1)),
+        Case("decode-plan-10k-present", "as decode-plan-10k, every candidate reported (uniform over 10,000)",
+             "< 10 s CPU, < 1 GB", 10_000, _decode(256, 256, h=1, present=True)),
+        Case("decode-cli-10k", "rappor decode --candidates, k=16 m=64 (new process)", "< 1 s CPU", 10_000,
              _run_decode_cli, _prepare_decode_cli(16, 64)),
+        Case("decode-cli-map-10k", "rappor decode --map (google/rappor's MD5 map.csv), k=16 m=64 (new process)",
+             "< 1 s CPU", 10_000, _run_decode_cli, _prepare_decode_cli(16, 64, google_map=True)),
         Case("decode-cli-10k-k128", "rappor decode --candidates, k=128 m=128 (new process)", "-", 10_000,
              _run_decode_cli, _prepare_decode_cli(128, 128)),
-        Case("decode-1m", "hash + Decoder.decode, k=16 m=64 h=2 (needs ~5 GB)", "works (google/rappor: no)",
+        Case("decode-1m", "hash + Decoder.decode, k=16 m=64 h=2, 1M reports", "< 15 s, < 3 GB (google/rappor: no)",
              1_000_000, _decode(16, 64), on_request=True),
         Case("map-write", "write_map, k=128 m=128 h=2", "~2.6 s / 100k (docs/collection.md)", 100_000,
              _run_map_write),

@@ -74,6 +74,48 @@ def test_collection_matches_google_encoding_rules() -> None:
     assert stats.chi2.sf(float((z**2).sum()), z.size) > 1e-4
 
 
+@pytest.mark.parametrize("repeat", ["same", "independent"])
+def test_repeated_reports_match_google_encoding_rules(repeat: str) -> None:
+    """Several reports per client: the harness's counts have the mean and the variance of
+    google/rappor's client's (one HMAC PRR per client and value, a fresh IRR per report).
+
+    50 clients x 8 reports, k=8 h=1 m=2, 400 collections each way.  The mean of a
+    (cohort, bit) count over the collections is within 4 standard errors; its variance, which
+    the memoized PRR raises to about 1 + 7 (q - p)^2 / 4 = 2.75 times the binomial one (so a
+    draw that ignored the PRR's memo would fail), agrees within 4 standard errors of a
+    variance ratio of two samples of 400 (its SE about sqrt(2 / 399) x 1.4: the counts are
+    close to normal, the 1.4 covers their excess kurtosis).  Over 16 cells a false alarm has
+    probability below 1e-3.
+    """
+    params = rappor.Params(num_bloombits=8, num_hashes=1, num_cohorts=2, prob_p=0.25, prob_q=0.75, prob_f=0.5)
+    sc = classes.ScenarioClass("t", "test", params, Population.zipf(3), 50, classes._all_real,
+                               reports_per_client=8, repeat=repeat)
+    draws, n, r = 400, sc.n_reports, sc.reports_per_client
+    gen = np.random.default_rng(2)
+    google = np.zeros((draws, params.num_cohorts, params.num_bloombits))
+    ours = np.zeros_like(google)
+    for d in range(draws):
+        cohort = gen.integers(0, params.num_cohorts, size=n)
+        if repeat == "same":
+            values = np.repeat(sc.population.sample(n, rng=gen)[:, None], r, axis=1)
+        else:
+            values = sc.population.sample(n * r, rng=gen).reshape(n, r)
+        client = np.repeat(np.arange(n), r)
+        blooms = np.stack([google_bloom_filter(sc.population.strings[v], int(cohort[i]), params)
+                           for i, v in zip(client, values.ravel())])
+        prr = google_prr_batch([f"client{i}-{d}".encode() for i in client], blooms, params)  # HMAC(secret, bloom)
+        irr = gen.random(prr.shape) < np.where(prr == 1, params.prob_q, params.prob_p)
+        np.add.at(google[d], cohort[client], irr)
+        agg, per_value = classes.draw_repeated_counts(sc, gen)
+        assert agg.counts[:, 0].sum() == n * r == per_value.sum()
+        ours[d] = agg.counts[:, 1:]
+    # Cohort sizes vary between collections in both: compare the pooled counts.
+    mean_se = np.sqrt((google.var(axis=0, ddof=1) + ours.var(axis=0, ddof=1)) / draws)
+    assert np.all(np.abs(ours.mean(axis=0) - google.mean(axis=0)) < 4 * mean_se)
+    ratio = ours.var(axis=0, ddof=1) / google.var(axis=0, ddof=1)
+    assert np.all(np.abs(np.log(ratio)) < 4 * 1.4 * np.sqrt(2 / (draws - 1)))
+
+
 def test_reference_runs_scored_like_evaluate(tmp_path: Path) -> None:
     seed_dir = tmp_path / "cls" / "seed3"
     (seed_dir / "run1").mkdir(parents=True)

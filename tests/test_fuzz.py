@@ -369,7 +369,7 @@ def test_fuzz_client_ids_round_trip(data: st.DataObject, scratch: Path) -> None:
     if not (scratch / "key").exists():
         write_key_file(scratch / "key", bytes(range(32)))
     with open(scratch / "values.csv", "w", newline="", encoding="utf-8") as fh:
-        # QUOTE_ALL: csv.writer's QUOTE_MINIMAL leaves a lone CR bare (which rappor._util.io.csv_field does not).
+        # QUOTE_ALL: csv.writer's QUOTE_MINIMAL leaves a lone CR bare (which rappor._util.csv_text.csv_field does not).
         csv.writer(fh, lineterminator="\n", quoting=csv.QUOTE_ALL).writerows([("client", "value"),
                                                                              *[(i, "v") for i in ids]])
     assert main(["encode", "--params", str(scratch / "params.csv"), "--key-file", str(scratch / "key"),
@@ -563,7 +563,7 @@ def test_fuzz_encode_variables_input_equals_csv_module(rows: list[list[str]], bl
     import io
 
     import rappor.formats._client_values as encode_input
-    from rappor._util.io import csv_field
+    from rappor._util.csv_text import csv_field
 
     data = ("client,u,v\n" + "".join(",".join(csv_field(f) for f in row) + "\n" for row in rows)).encode()
     path = _write(scratch, data)

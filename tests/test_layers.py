@@ -7,6 +7,7 @@ collection, simulation (populations and simulated reports, used to check the pri
 analysis stages), privacy, analysis, the file formats (above every type they read and write),
 the engines (which run the client and collection steps over files), reporting, the command
 line, and the package's face.  A module may import from its own layer and the layers below.
+The command line uses other stages through their faces only (no private module of theirs).
 """
 
 from __future__ import annotations
@@ -135,19 +136,60 @@ def test_no_import_cycles() -> None:
     assert import_cycles() == []
 
 
+def _made_up_package(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A package ``rappor`` under ``tmp_path`` with ``files`` (path: text), and an ``__init__.py`` in each folder."""
+    package = tmp_path / "rappor"
+    for name, text in files.items():
+        path = package / name
+        for folder in [package, *reversed(path.relative_to(package).parents[:-1])]:
+            (package / folder).mkdir(parents=True, exist_ok=True)
+            (package / folder / "__init__.py").touch()
+        path.write_text(text)
+    return package
+
+
 def test_the_checks_see_an_upward_import_and_a_cycle(tmp_path: Path) -> None:
     # A made-up package shaped like ours: its client imports the decoder (upward, at any depth),
     # and two of its formats modules import each other.
-    package = tmp_path / "rappor"
-    for folder in ("client", "analysis/decoder", "formats"):
-        (package / folder).mkdir(parents=True)
-        (package / folder / "__init__.py").write_text("")
-    (package / "__init__.py").write_text("")
-    (package / "params.py").write_text("")
-    (package / "client" / "_encoder.py").write_text(
-        "from ..params import Params\n\ndef f():\n    from ..analysis.decoder import _fit\n")
-    (package / "analysis" / "decoder" / "_fit.py").write_text("from ...client import _encoder\n")
-    (package / "formats" / "_a.py").write_text("from ._b import x\n")
-    (package / "formats" / "_b.py").write_text("from . import _a\n")
+    package = _made_up_package(tmp_path, {
+        "params.py": "",
+        "client/_encoder.py": "from ..params import Params\n\ndef f():\n    from ..analysis.decoder import _fit\n",
+        "analysis/decoder/_fit.py": "from ...client import _encoder\n",
+        "formats/_a.py": "from ._b import x\n",
+        "formats/_b.py": "from . import _a\n",
+    })
     assert upward_imports(package) == ["rappor.client._encoder:4 -> rappor.analysis.decoder._fit"]
     assert ["rappor.formats._a", "rappor.formats._b"] in import_cycles(package)
+
+
+def private_imports(importer_prefix: str, package: Path = PACKAGE) -> list[str]:
+    """``importer:line -> imported`` for each import, by a module under ``importer_prefix``, of a
+    private module of another stage (a dotted name with a part starting with ``_``, outside the
+    importer's own stage and the shared plumbing ``rappor._util``): what a face should offer."""
+    stage = ".".join(importer_prefix.split(".")[:2])
+    found = []
+    for importer, targets in import_graph(package).items():
+        if importer != importer_prefix and not importer.startswith(importer_prefix + "."):
+            continue
+        for line, target in targets:
+            if target == stage or target.startswith((stage + ".", f"{package.name}._util")):
+                continue
+            if any(part.startswith("_") for part in target.split(".")[1:]):
+                found.append(f"{importer}:{line} -> {target}")
+    return found
+
+
+def test_the_command_line_imports_only_the_faces_of_other_stages() -> None:
+    assert private_imports("rappor.cli") == []
+
+
+def test_the_face_check_sees_a_private_import(tmp_path: Path) -> None:
+    # Its own stage's modules, the shared plumbing and another stage's face pass; a private module does not.
+    package = _made_up_package(tmp_path, {
+        "_util/outputs.py": "",
+        "analysis/decoder/_decoder.py": "",
+        "cli/_common.py": "",
+        "cli/_decode.py": ("from .._util.outputs import x\nfrom ._common import y\nfrom ..analysis.decoder import Decoder\n\n"
+                           "def run():\n    from ..analysis.decoder._decoder import check_estimator\n"),
+    })
+    assert private_imports("rappor.cli", package) == ["rappor.cli._decode:6 -> rappor.analysis.decoder._decoder"]

@@ -111,7 +111,7 @@ def exit_with_parent(parent_pid: int) -> None:
     SIGINT and SIGHUP are ignored (a terminal sends them to the whole process group: the
     parent decides), SIGTERM kills at once (the parent's ``WorkerPool.terminate``), and the
     process exits as soon as its parent is gone, whatever killed it.  Signals held back
-    by :func:`rappor._util.io.signals_deferred` while the worker was forked are released.
+    by :func:`rappor._util.interrupt.signals_deferred` while the worker was forked are released.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)

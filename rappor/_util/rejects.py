@@ -15,8 +15,9 @@ import os
 from dataclasses import dataclass
 from typing import IO, Any, Literal, Protocol
 
+from .csv_text import spreadsheet_text
 from .excerpt import clip
-from .io import STDIO, spreadsheet_text
+from .paths import STDIO
 from .validation import check_options
 from ..exceptions import InvalidParameterError
 
@@ -98,7 +99,7 @@ class RejectsWriter:
     Parameters
     ----------
     stream : file object
-        An open text stream (e.g. from :func:`rappor._util.io.atomic_output`).
+        An open text stream (e.g. from :func:`rappor._util.outputs.atomic_output`).
     """
 
     def __init__(self, stream: IO[str]) -> None:
@@ -108,6 +109,6 @@ class RejectsWriter:
 
     def append(self, row: RejectedRow) -> None:
         """Write one rejected row."""
-        # The row is what a client sent: a leading formula character is neutralised (rappor._util.io.spreadsheet_text).
+        # The row is what a client sent: a leading formula character is neutralised (rappor._util.csv_text.spreadsheet_text).
         self._writer.writerow((row.path, row.line, row.reason, spreadsheet_text(row.text)))
         self.count += 1

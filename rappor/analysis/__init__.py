@@ -6,21 +6,26 @@ In the order an analysis uses them:
                   p-values and intervals for a candidate list (``docs/decoder.md``)
 ``discovery/``    frequent strings that are in no candidate list (``docs/discovery.md``)
 ``association/``  the joint distribution of several variables (``docs/association.md``)
+``_consistency``  whether the reports' set bits per report match their parameters
+                  (:func:`check_bit_count`), checked before a decode
 ``_metrics``      the accuracy of a decode against the truth (:func:`evaluate`)
 
 The subpackages are imported on use (``import rappor.analysis.discovery``); this face
-lists the accuracy metrics.
+lists the consistency check and the accuracy metrics.
 """
 
 from __future__ import annotations
 
+from ._consistency import BitCountCheck, check_bit_count
 from ._metrics import METRIC_MEANINGS, FitResiduals, Metrics, bit_residuals, evaluate, evaluate_result, fit_residuals
 
 __all__ = [
     "METRIC_MEANINGS",
+    "BitCountCheck",
     "FitResiduals",
     "Metrics",
     "bit_residuals",
+    "check_bit_count",
     "evaluate",
     "evaluate_result",
     "fit_residuals",

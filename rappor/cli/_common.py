@@ -15,11 +15,12 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from .._util.io import check_distinct_files, refuse_replacing_key
 from .._util.lazy import import_optional
+from .._util.outputs import refuse_replacing_key
+from .._util.paths import check_distinct_files
 from .._util.validation import MAX_COUNT
 from ..exceptions import InvalidParameterError, MissingDependencyError
-from ..formats._params import read_params
+from ..formats import read_params
 from ..params import Params
 
 
@@ -110,7 +111,7 @@ def add_level_argument(parser: argparse.ArgumentParser, *, help_text: str) -> No
 
 def add_estimator_argument(parser: argparse.ArgumentParser, *, help_text: str) -> None:
     """``--estimator least-squares``: no argparse ``choices``, so that a removed estimator is refused by
-    :func:`rappor.analysis.decoder._decoder.check_estimator` (``rappor: error: ...`` saying why, exit 1)."""
+    :func:`rappor.analysis.decoder.check_estimator` (``rappor: error: ...`` saying why, exit 1)."""
     parser.add_argument("--estimator", default="least-squares", metavar="least-squares",
                         help=f"{help_text} [default: least-squares]")
 
@@ -204,7 +205,7 @@ def load_params(args: argparse.Namespace) -> Params:
 class CommandFiles(NamedTuple):
     """The files one run of a command reads and writes, each with the option naming it.
 
-    :func:`rappor.cli.main` passes them to :func:`rappor._util.io.check_distinct_files`
+    :func:`rappor.cli.main` passes them to :func:`rappor._util.paths.check_distinct_files`
     before the command runs: no output may be an input or another output, and
     ``summed`` inputs (added up) may not repeat, and no output may be a key file
     unless ``writes_key`` (``rappor keygen``, which has its own rule).
@@ -217,8 +218,8 @@ class CommandFiles(NamedTuple):
 
 
 def check_command_files(files: CommandFiles) -> None:
-    """Refuse the run if two of its paths are the same file (see :func:`rappor._util.io.check_distinct_files`),
-    or if an output would replace a key file (:func:`rappor._util.io.refuse_replacing_key`), before any work."""
+    """Refuse the run if two of its paths are the same file (see :func:`rappor._util.paths.check_distinct_files`),
+    or if an output would replace a key file (:func:`rappor._util.outputs.refuse_replacing_key`), before any work."""
     check_distinct_files(files.inputs, files.outputs, summed=files.summed)
     if not files.writes_key:
         for _, path in files.outputs:

@@ -28,6 +28,14 @@ the strongest strings all sit at the floor and tie: the tie means 'beyond any ra
 string', not equal evidence, and their estimates still rank them.  A note on stderr names
 them when it happens.  See docs/decoder.md.
 
+When the counts vary more than independent reports allow (residual dispersion well above
+1: chi-square p-value below 1e-3), a note on stderr (and 'explanation' in the summary's
+'residual') says which cause the counts point to: repeated reports of one value under one
+memoized PRR (symmetric residuals; the reports per client that would give it), strings
+missing from the list (residuals skewed positive, unexplained mass above 0) or parameters
+that do not match the counts (debiased ones per report off the bits h hashes set).  The
+standard errors are widened by the dispersion's square root either way.
+
 With --discover (discovery counts) and --discovery-params, the values found in the
 discovery reports ('rappor discover') join the candidates (--map or --candidates, which
 are then optional) before decoding: discover and decode in one command
@@ -41,7 +49,7 @@ import math
 import sys
 from typing import Any
 
-from .._util.io import atomic_output
+from .._util.outputs import atomic_output
 from . import _discover_decode
 from ._common import (CommandFiles, add_estimator_argument, add_level_argument, add_output_argument,
                       add_params_argument, add_seed_argument, json_text, load_params)
@@ -118,15 +126,12 @@ def files(args: argparse.Namespace) -> CommandFiles:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report._explain import floor_tie
-    from ..formats._candidates import read_candidates
-    from ..formats._counts import read_counts
     from ..analysis.decoder import Decoder
-    from ..collect._design import hash_candidates
-    from ..formats._map import read_map
-    from ..formats._results import write_results
+    from ..collect import hash_candidates
+    from ..formats import read_candidates, read_counts, read_map, write_results
+    from ..report import floor_tie
 
-    from ..analysis.decoder._decoder import check_combination, check_estimator
+    from ..analysis.decoder import check_combination, check_estimator, explain_dispersion
 
     check_estimator(args.estimator, cli=True)  # before reading the files
     check_combination(args.null, args.correction, cli=True)
@@ -153,6 +158,11 @@ def run(args: argparse.Namespace) -> int:
     tie = floor_tie(result)
     if tie is not None:
         sys.stderr.write(f"rappor: note: {tie.text}\n")
+    diag = result.diagnostics
+    spread = explain_dispersion(aggregate.counts, params, diag.residuals, diag.dispersion, diag.chi2_pvalue,
+                                diag.unexplained_mass)
+    if spread is not None:
+        sys.stderr.write(f"rappor: note: {spread.text}\n")
     # Open --found and the summary first: a bad path must not leave a results file behind.
     with _discover_decode.found_output(args, found) as found_out:
         if found_out is not None and found is not None:
@@ -162,5 +172,8 @@ def run(args: argparse.Namespace) -> int:
             return 0
         with atomic_output(args.summary) as out:
             write_results(result, args.output, all=args.all, adjust=_ADJUST[args.intervals])
-            out.write(json_text(result.summary()))
+            summary = result.summary()
+            if spread is not None:  # what the dispersion points to (repeats, missing strings, parameters)
+                summary["residual"]["explanation"] = spread.as_dict()
+            out.write(json_text(summary))
     return 0

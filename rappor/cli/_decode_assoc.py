@@ -41,9 +41,9 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Literal
 
-from .._util.io import display_name
+from .._util.paths import display_name
 from ..exceptions import InvalidParameterError, ReportFormatError
 from ._common import CommandFiles, add_level_argument, add_seed_argument, integer, json_text, real, terminal_tqdm
 
@@ -192,8 +192,8 @@ def _check_args(args: argparse.Namespace) -> None:
 def _parameter_checks(batches: list[Any], variables: list[Any], args: argparse.Namespace) -> dict[str, Any]:
     """:func:`rappor.analysis._consistency.check_bit_count` of each string variable's reports, a warning on stderr for
     each that does not fit its parameters; the summary's ``parameter_check`` (booleans set 0 or 1 bit: none)."""
-    from ..analysis._consistency import check_bit_count
-    from ..collect._aggregate import Aggregate
+    from ..analysis import check_bit_count
+    from ..collect import Aggregate
 
     checks: dict[str, Any] = {}
     source = f"--params {args.params}" if args.params is not None else f"the schema's parameters in {args.params_dir}"
@@ -209,9 +209,8 @@ def _parameter_checks(batches: list[Any], variables: list[Any], args: argparse.N
 
 
 def _string_map(args: argparse.Namespace, j: int, params: Any) -> Any:
-    from ..formats._candidates import read_candidates
-    from ..collect._design import hash_candidates
-    from ..formats._map import read_map
+    from ..collect import hash_candidates
+    from ..formats import read_candidates, read_map
 
     path_map, path_cand = getattr(args, f"map{j}"), getattr(args, f"candidates{j}")
     name = getattr(args, f"var{j}")
@@ -231,8 +230,7 @@ def _google_types(args: argparse.Namespace, indices: list[int]) -> tuple[Any, li
     The parameters file the schema names is an input too: it joins the same-file check
     (an --output-dir that holds it must not replace it).
     """
-    from ..formats._params import read_params
-    from ..formats._association import read_schema
+    from ..formats import read_params, read_schema
     from ._common import check_command_files
 
     schema = read_schema(args.schema)
@@ -268,7 +266,7 @@ def stage_bar(quiet: bool) -> Iterator[Callable[[str], None] | None]:
     if tqdm is None:
         yield None
         return
-    from ..analysis.association._decoder import STAGES
+    from ..analysis.association import STAGES
 
     with tqdm(total=len(STAGES), file=sys.stderr, desc="decode-assoc", unit="stage", leave=False) as bar:
         started = [False]
@@ -284,9 +282,8 @@ def stage_bar(quiet: bool) -> Iterator[Callable[[str], None] | None]:
 def run(args: argparse.Namespace) -> int:
     """Read the inputs, decode the association and write the results."""
     from ..analysis.association import AssociationDecoder, Variable, decode_collection
-    from ..formats._association import read_assoc_reports
     from ..analysis.decoder import Decoder
-    from ..formats._params import read_params
+    from ..formats import read_assoc_reports, read_params
 
     started = time.perf_counter()
     _check_args(args)
@@ -329,7 +326,7 @@ def run(args: argparse.Namespace) -> int:
     summary.update(reports_read=n_total, reports_removed=data.removed, reports_sample_size=args.reports_sample_size,
                    parameter_check=checks, total_elapsed_time=round(time.perf_counter() - started, 4))
     if google:
-        from .._util.io import output_directory
+        from .._util.outputs import output_directory
 
         out_dir = output_directory(args.output_dir or ".")
         _write_both(result, out_dir / "assoc-results.csv", "google", out_dir / "assoc-metrics.json", summary)
@@ -337,19 +334,23 @@ def run(args: argparse.Namespace) -> int:
     if args.summary is not None:
         _write_both(result, args.output, args.layout, args.summary, summary)
         return 0
-    result.to_csv(args.output, layout=args.layout)
+    from ..formats import write_assoc_results
+
+    write_assoc_results(result, args.output, layout=args.layout)
     return 0
 
 
-def _write_both(result: Any, results_path: Any, layout: str, summary_path: Any, summary: dict[str, Any]) -> None:
+def _write_both(result: Any, results_path: Any, layout: Literal["rappor", "google"], summary_path: Any,
+                summary: dict[str, Any]) -> None:
     """The results CSV and the JSON summary: both files or neither.
 
     The summary's file is opened first and committed last, so a bad summary path leaves
     no results file behind (the results were written, then the summary failed).
     """
-    from .._util.io import atomic_output
+    from .._util.outputs import atomic_output
+    from ..formats import write_assoc_results
 
     text = json_text(summary)
     with atomic_output(summary_path) as fh:
-        result.to_csv(results_path, layout=layout)
+        write_assoc_results(result, results_path, layout=layout)
         fh.write(text)

@@ -31,10 +31,8 @@ from ._common import (CommandFiles, add_level_argument, add_output_argument, add
                       flags, integer, json_text, load_params, progress_callback)
 
 if TYPE_CHECKING:
-    from ..analysis.discovery._search import DiscoveryResult
-    from ..analysis.discovery._spec import DiscoverySpec
-    from ..analysis.discovery._search import DiscoveryResult
-    from ..collect._aggregate import Aggregate
+    from ..analysis.discovery import DiscoveryResult, DiscoverySpec
+    from ..collect import Aggregate
 
 NAME = "discover"
 HELP = "find frequent strings outside any candidate list (discovery counts -> found.csv)"
@@ -47,7 +45,7 @@ SPEC_FLAGS = {"max_length": "--max-length", "segment": "--segment", "alphabet": 
 
 def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
     """``--max-length``, ``--segment``, ``--alphabet`` (the discovery layout)."""
-    from ..analysis.discovery._spec import ALPHABETS
+    from ..analysis.discovery import ALPHABETS
 
     parser.add_argument("--max-length", type=integer(1), default=30, metavar="BYTES",
                         help="longest discoverable value, in UTF-8 bytes [default: 30]")
@@ -114,14 +112,14 @@ def files(args: argparse.Namespace) -> CommandFiles:
 
 def discovery_aggregate(spec: DiscoverySpec, counts: str | None, reports: list[str] | None) -> Aggregate:
     """The discovery counts: read from ``counts``, or summed from the ``reports`` files (CSV or Parquet)."""
-    from ..formats._counts import read_counts
+    from ..formats import read_counts
 
     if counts is not None:
         cohorts = spec.params.num_cohorts
         rows = (f"{spec.levels} slots x {cohorts} cohorts, from --max-length {spec.max_length} and --segment "
                 f"{spec.segment}, which must be those of the clients")
         return read_counts(counts, spec.wire_params, rows=rows)
-    from ..engines._aggregate import aggregate_files
+    from ..engines import aggregate_files
 
     return aggregate_files(list(reports or ()), spec.wire_params)
 
@@ -130,7 +128,7 @@ def parameter_check(aggregate: Aggregate, spec: DiscoverySpec, what: str) -> tup
     """:func:`rappor.analysis._consistency.check_bit_count` of the discovery counts (a value's reports spread
     over the cohorts of its slot): the summary's ``parameter_check`` and a warning line ("" when they fit),
     printed once the outputs are written."""
-    from ..analysis._consistency import check_bit_count
+    from ..analysis import check_bit_count
 
     check = check_bit_count(aggregate, cohorts_per_value=spec.params.num_cohorts)
     if check is None:
@@ -159,7 +157,7 @@ def left_out_note(result: DiscoveryResult, listed: int | None = None) -> str:
 
 def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
     """The :class:`DiscoverySpec` of ``--params``, ``--max-length``, ``--segment``, ``--alphabet``."""
-    from ..analysis.discovery._spec import DiscoverySpec
+    from ..analysis.discovery import DiscoverySpec
 
     params = load_params(args)
     with flags(SPEC_FLAGS):
@@ -168,7 +166,8 @@ def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._util.io import atomic_output, spreadsheet_text
+    from .._util.csv_text import spreadsheet_text
+    from .._util.outputs import atomic_output
     from ..analysis.discovery import discover, listed_strings
 
     spec = spec_from_args(args)

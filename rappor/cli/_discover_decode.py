@@ -11,8 +11,7 @@ from typing import IO, TYPE_CHECKING, ContextManager
 if TYPE_CHECKING:
     from ..analysis.decoder import Decoder
     from ..analysis.discovery import DiscoverDecode, DiscoveryResult
-    from ..collect._aggregate import Aggregate
-    from ..collect._design import CandidateMap
+    from ..collect import Aggregate, CandidateMap
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -61,7 +60,7 @@ def check(args: argparse.Namespace) -> None:
 
 def _reads_found(args: argparse.Namespace) -> bool:
     """Whether ``--discover`` names a found.csv (values found) rather than discovery counts."""
-    from ..formats._found import is_found_file
+    from ..formats import is_found_file
 
     return bool(args.discover is not None and is_found_file(args.discover))
 
@@ -71,7 +70,7 @@ def discover_and_decode(args: argparse.Namespace, aggregate: Aggregate, cmap: Ca
     """Read ``--discover`` and ``--discovery-params``, run the library's discover-then-decode, say what it found."""
     from ..analysis.discovery import DiscoverySpec
     from ..analysis.discovery import discover_and_decode as run
-    from ..formats._params import read_params
+    from ..formats import read_params
     from ._common import flags, progress_callback
     from ._discover import SPEC_FLAGS, discovery_aggregate, left_out_note
 
@@ -90,7 +89,7 @@ def discover_and_decode(args: argparse.Namespace, aggregate: Aggregate, cmap: Ca
 
 def found_output(args: argparse.Namespace, result: DiscoveryResult | None) -> ContextManager[IO[str] | None]:
     """``--found`` opened for writing (atomically), or a context yielding None."""
-    from .._util.io import atomic_output
+    from .._util.outputs import atomic_output
 
     if result is None or args.found is None:
         return contextlib.nullcontext()

@@ -66,7 +66,7 @@ def length_prior(args: argparse.Namespace) -> dict[int, float] | None:
             raise InvalidParameterError(f"--discovery-lengths {text}: expected A-B with 1 <= A <= B <= "
                                         f"--discovery-max-length ({longest}).")
         return {length: 1.0 for length in range(low, high + 1)}
-    from ..formats._found import read_found_shares
+    from ..formats import read_found_shares
 
     prior: dict[int, float] = {}
     for value, share in read_found_shares(text):

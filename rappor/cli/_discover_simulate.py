@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any
 
-from .._util.io import csv_field, output_directory
+from .._util.outputs import output_directory
 from ..exceptions import InvalidParameterError
 from ..params import Params
 from ._common import add_quiet_argument, flags, json_text, progress_callback, real
@@ -54,15 +54,12 @@ def _refuse_options(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace, params: Params) -> int:
-    from .._util.io import atomic_output, csv_text_field
+    from .._util.csv_text import csv_text_field
+    from .._util.outputs import atomic_output
     from ..analysis.decoder import Decoder
     from ..analysis.discovery import DiscoverySpec, discovery_params, evaluate_discovery, realistic_population
-    from ..formats._candidates import write_candidates
-    from ..formats._counts import write_counts
-    from ..formats._params import read_params, write_params
-    from ..formats._population import read_population
-    from ..formats._results import write_results
-    from ..simulation._populations import candidate_strings
+    from ..formats import read_params, read_population, write_candidates, write_counts, write_params, write_results
+    from ..simulation import candidate_strings
     from ._discover import SPEC_FLAGS
 
     _refuse_options(args)

@@ -40,16 +40,17 @@ import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from .._util.io import STDIO, atomic_output, display_name
+from .._util.outputs import atomic_output
+from .._util.paths import display_name, STDIO
 from .._util.rejects import RejectsWriter, resolve_rejects_path
 from ..exceptions import InsecureRandomnessWarning
-from ..engines._encode import default_jobs, encode_discovery_file, encode_file, encode_variables_file
+from ..engines import default_jobs, encode_discovery_file, encode_file, encode_variables_file
 from ._discover import add_slot_weights_argument
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
                       add_quiet_argument, integer, load_params, progress_callback, real)
 
 if TYPE_CHECKING:
-    from ..analysis.discovery._spec import DiscoverySpec
+    from ..analysis.discovery import DiscoverySpec
     from ..params import Params
 
 NAME = "encode"
@@ -129,7 +130,7 @@ def _check_discovery(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Encode INPUT and write ``client,cohort,irr`` (:func:`rappor.engines.encode_file`)."""
-    from ..formats._keys import read_key_file
+    from ..formats import read_key_file
 
     _check_discovery(args)
     params = load_params(args) if args.params is not None else None
@@ -181,8 +182,8 @@ def _discovery_spec(args: argparse.Namespace) -> DiscoverySpec | None:
     """The discovery layout of ``--discovery-params``, ``--max-length`` and ``--segment`` (None without them)."""
     if args.discovery_params is None:
         return None
-    from ..analysis.discovery._spec import DiscoverySpec
-    from ..formats._params import read_params
+    from ..analysis.discovery import DiscoverySpec
+    from ..formats import read_params
 
     return DiscoverySpec(params=read_params(args.discovery_params), max_length=args.max_length, segment=args.segment,
                          slot_weights=args.slot_weights)
@@ -191,10 +192,10 @@ def _discovery_spec(args: argparse.Namespace) -> DiscoverySpec | None:
 def _several_variables(args: argparse.Namespace) -> bool:
     """Whether INPUT has several value columns (``client,NAME1,NAME2,...``), from its first line.
 
-    The line is read from the stream the encoder then reads (:func:`rappor._util.io.read_first_line`):
+    The line is read from the stream the encoder then reads (:func:`rappor._util.inputs.read_first_line`):
     a pipe, a FIFO or standard input is read once, its first line included.
     """
-    from .._util.io import read_first_line
+    from .._util.inputs import read_first_line
     from ..exceptions import ReportFormatError
 
     first = read_first_line(args.input)

@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import argparse
 
-from .._util.io import STDIO
 from .._util.memory import check_design
-from ..collect._compat import google_bloom_bits_table
-from ..collect._design import _hash_block, hash_candidates
-from ..formats._candidates import read_candidates
-from ..formats._map import write_map, write_map_positions
+from .._util.paths import STDIO
+from ..collect import google_bloom_bits_table, hash_block_size, hash_candidates
+from ..formats import read_candidates, write_map, write_map_positions
 from ._common import CommandFiles, add_output_argument, add_params_argument, load_params
 
 NAME = "hash-candidates"
@@ -58,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     """
     params = load_params(args)
     strings = read_candidates(args.candidates, allow_duplicates=args.allow_duplicates)
-    block = _hash_block(params)
+    block = hash_block_size(params)
     check_design(params, min(block, len(strings)), total=len(strings))  # before the output is opened
     starts = range(0, len(strings), block)
     if args.hashing == "google":

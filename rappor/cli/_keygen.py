@@ -30,8 +30,8 @@ def files(args: argparse.Namespace) -> CommandFiles:
 
 def run(args: argparse.Namespace) -> int:
     """Write a fresh key to ``--output``."""
-    from ..client._encoder import generate_key
-    from ..formats._keys import write_key_file
+    from ..client import generate_key
+    from ..formats import write_key_file
 
     write_key_file(args.output, generate_key(), overwrite=args.force)
     return 0

@@ -40,7 +40,7 @@ from typing import Any, TextIO
 
 from .._util.version import __version__
 from .._util.interrupt import Interrupted, raise_on_termination
-from .._util.io import forget_created_directories, remove_temporary_files
+from .._util.outputs import forget_created_directories, remove_temporary_files
 from .._util.terminal import TerminalStream
 from ..exceptions import RapporError, RapporIOError, RapporWarning
 from ._common import UsageError
@@ -124,7 +124,7 @@ class _ClosedStandardOutput(io.TextIOBase):
     """Stands for a standard output the process was started without (``>&-``): writing fails cleanly."""
 
     def _fail(self) -> OSError:
-        # Already named: passes through the handlers that name write errors (rappor._util.io).
+        # Already named: passes through the handlers that name write errors (rappor._util.outputs).
         return RapporIOError("cannot write: standard output is closed", path="<stdout>", errno=errno.EBADF)
 
     def write(self, text: str) -> int:
@@ -231,7 +231,7 @@ def _run(args: argparse.Namespace, run: Any) -> int:
         _say(f"rappor: interrupted by {exc.name}")
         return 128 + exc.signum
     except MemoryError as exc:
-        # Readers add the file they were reading (rappor._util.io.open_input_binary).
+        # Readers add the file they were reading (rappor._util.inputs.open_input_binary).
         where = f" {exc.args[0]}" if exc.args and isinstance(exc.args[0], str) else ""
         _say(f"rappor: error: out of memory{where} in 'rappor {_command_name(run)}': the input or the "
              f"parameters need more memory than this machine has")

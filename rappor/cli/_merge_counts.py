@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 
-from .._util.io import display_name
-from ..collect._aggregate import Aggregate, check_cohort_balance
+from .._util.paths import display_name
+from ..collect import Aggregate, check_cohort_balance
 from ..exceptions import CountOverflowError, ReportFormatError
-from ..formats._counts import read_counts, write_counts
+from ..formats import read_counts, write_counts
 from ._common import CommandFiles, add_output_argument, add_params_argument, load_params
 
 NAME = "merge-counts"

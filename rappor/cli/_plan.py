@@ -87,10 +87,10 @@ LEGEND = """\
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report._explain import detectable_share_note
-    from .._util.io import atomic_output
-    from ..formats._params import write_params
-    from ..privacy._planner import plan
+    from ..report import detectable_share_note
+    from .._util.outputs import atomic_output
+    from ..formats import write_params
+    from ..privacy import plan
 
     epsilon_one = math.inf if args.no_irr else args.epsilon_one
     if not args.no_irr and epsilon_one is not None and epsilon_one >= args.epsilon_inf:

@@ -51,16 +51,16 @@ def _json_number(value: float) -> float | str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._util.io import atomic_output
-    from ..privacy._accounting import loss
+    from .._util.outputs import atomic_output
+    from ..privacy import loss
 
     params = load_params(args)
     result = loss(params, reports=args.reports, delta=args.delta)
     several = _several_variables(params, args.variables)
     combined = None
     if args.discovery_params is not None:
-        from ..analysis.discovery._privacy import discovery_privacy
-        from ..formats._params import read_params
+        from ..analysis.discovery import discovery_privacy
+        from ..formats import read_params
 
         combined = discovery_privacy(params, read_params(args.discovery_params), split=args.split)
     with atomic_output(args.output) as out:

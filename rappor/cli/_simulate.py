@@ -34,9 +34,9 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-from .._util.io import output_directory
+from .._util.outputs import output_directory
 from ..exceptions import InvalidParameterError
-from ..formats._params import read_params, write_params
+from ..formats import read_params, write_params
 from ..params import Params
 from ._common import (CommandFiles, add_estimator_argument, add_params_argument, add_seed_argument, integer,
                       json_text, real)
@@ -105,15 +105,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Simulate, aggregate, decode, score and write the files."""
-    from ..formats._candidates import write_candidates
-    from ..formats._counts import write_counts
-    from ..formats._map import write_map
-    from ..analysis._metrics import evaluate_result
-    from ..formats._population import read_population
-    from ..simulation._populations import Population, candidate_strings
-    from ..simulation._simulation import simulate
+    from ..analysis import evaluate_result
+    from ..formats import read_population, write_candidates, write_counts, write_map
+    from ..simulation import Population, candidate_strings, simulate
 
-    from ..analysis.decoder._decoder import check_estimator
+    from ..analysis.decoder import check_estimator
 
     check_estimator(args.estimator, cli=True)
     started = time.perf_counter()  # the command's own work (imports and start-up before run() excluded)
@@ -165,14 +161,14 @@ def run(args: argparse.Namespace) -> int:
     }
     page = None
     if not args.no_report:  # render before writing anything, so a failure leaves no partial set
-        from ..report._html import render_report
+        from ..report import render_report
 
         page = render_report(params=params, result=result, truth=sim.truth, metrics=metrics,
                              aggregate=sim.aggregate, candidate_map=cmap, details=details, outlook=outlook,
                              title=f"RAPPOR simulation: {population.name}, {sim.n_clients:,} clients")
 
-    from .._util.io import atomic_output
-    from ..formats._results import write_results
+    from .._util.outputs import atomic_output
+    from ..formats import write_results
 
     def write_text(name: str, text: str) -> None:
         with atomic_output(out / name) as fh:
@@ -201,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _outlook(params: Params, sim: Any, strings: Any, level: float) -> Any:
     """The planner's outlook for this decode: what a decode of its size finds among the true candidates."""
-    from ..privacy._planner import detection_outlook
+    from ..privacy import detection_outlook
 
     total = max(sum(sim.truth.values()), 1)
     shares = [sim.truth.get(s, 0) / total for s in strings]
@@ -210,7 +206,7 @@ def _outlook(params: Params, sim: Any, strings: Any, level: float) -> Any:
 
 def _print_results(result: Any, sim: Any, outlook: Any, *, limit: int = 20) -> None:
     """The rows of results.csv: true share, estimated share, 95% interval, p-value and detected; the rule; the outlook."""
-    from ..report._explain import detection_rule, floor_tie, outlook_text
+    from ..report import detection_rule, floor_tie, outlook_text
 
     table = result.table()[result.ranking()]  # the rows of results.csv, largest estimate first
     truth = sim.truth

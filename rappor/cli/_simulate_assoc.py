@@ -89,11 +89,9 @@ def run(args: argparse.Namespace) -> int:
     """Simulate, decode, score and write the files."""
     import numpy as np
 
-    from .._util.io import atomic_output, check_output_directory, output_directory
+    from .._util.outputs import atomic_output, check_output_directory, output_directory
     from ..analysis.association import AssociationDecoder, example_joint, simulate_association, total_variation
-    from ..formats._association import write_assoc_reports
-    from ..formats._map import write_map
-    from ..formats._params import read_params, write_params
+    from ..formats import read_params, write_assoc_reports, write_assoc_results, write_map, write_params
     from ._simulate import DEFAULT_PARAMS
 
     started = time.perf_counter()
@@ -126,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
                "decode seconds": round(t_dec - t_sim, 3)}
     page = None
     if not args.no_report:  # rendered first: a failure leaves no partial set of files
-        from ..report._association import render_association_report
+        from ..report import render_association_report
 
         page = render_association_report(result=result, params=params, kinds=kinds, truth=truth, metrics=metrics,
                                          details=details, title=f"RAPPOR association simulation: {args.pair}, "
@@ -141,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         fh.write(",".join(names) + ",proportion\n")
         for idx in np.ndindex(*sim.joint.shape):
             fh.write(",".join(sim.values[a][i] for a, i in enumerate(idx)) + f",{sim.joint[idx]:.10g}\n")
-    result.to_csv(out / "assoc-results.csv")
+    write_assoc_results(result, out / "assoc-results.csv")
     with atomic_output(out / "metrics.json") as fh:
         fh.write(json_text({"params": params.as_dict(), "simulation": details, "metrics": metrics,
                             "fit": {k: v for k, v in result.summary().items() if k not in ("categories",)}}))

@@ -18,12 +18,13 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from .._util.io import STDIO, atomic_output, display_name
+from .._util.outputs import atomic_output
+from .._util.paths import STDIO, display_name
 from .._util.rejects import RejectsWriter, resolve_rejects_path
-from ..collect._aggregate import Aggregate, check_cohort_balance
-from ..engines._aggregate import aggregate_files
+from ..collect import Aggregate, check_cohort_balance
+from ..engines import aggregate_files
 from ..exceptions import InvalidParameterError, RapporIOError
-from ..formats._counts import write_counts
+from ..formats import write_counts
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
                       load_params, progress_callback)
 
@@ -68,7 +69,7 @@ def report_files(paths: Sequence[str]) -> list[str]:
     A directory that gives no files stays as it is: the run then says why (no Parquet
     file, a directory it cannot read, or first a missing pyarrow).
     """
-    from ..formats._parquet import parquet_files
+    from ..formats import parquet_files
 
     expanded: list[str] = []
     for path in paths:

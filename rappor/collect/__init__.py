@@ -3,7 +3,8 @@
 In the order a collection uses them (modules private, names listed here):
 
 ``_aggregate``  :class:`Aggregate`: per-cohort bit counts, a monoid (``empty``, ``merge``)
-``_design``     :class:`CandidateMap` and :func:`hash_candidates`: the decoder's design matrix
+``_design``     :class:`CandidateMap` and :func:`hash_candidates`: the decoder's design matrix,
+                hashed :func:`hash_block_size` candidates at a time
 ``_compat``     google/rappor's own MD5 hashing and PRR, for collections made by its clients
 
 Running the aggregation over files (locally, on Dask or Spark) is :mod:`rappor.engines`.
@@ -23,7 +24,7 @@ from ._compat import (
     google_prr_batch,
     hash_candidates_google,
 )
-from ._design import CandidateMap, hash_candidates
+from ._design import CandidateMap, hash_block_size, hash_candidates
 
 __all__ = [
     "GOOGLE_MAX_HASHES",
@@ -37,6 +38,7 @@ __all__ = [
     "google_effective_prob_f",
     "google_prr",
     "google_prr_batch",
+    "hash_block_size",
     "hash_candidates",
     "hash_candidates_google",
 ]

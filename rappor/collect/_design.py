@@ -128,7 +128,7 @@ _HASH_BLOCK = 8192
 _HASH_BLOCK_ENTRIES = 1 << 21
 
 
-def _hash_block(params: Params) -> int:
+def hash_block_size(params: Params) -> int:
     """Candidates per hashing block: :data:`_HASH_BLOCK`, fewer when ``m * h`` is large.
 
     Also the block ``rappor hash-candidates`` hashes and writes at a time.
@@ -156,7 +156,7 @@ def hash_candidates(strings: Sequence[str], params: Params) -> CandidateMap:
         fit in memory (estimated before hashing: :func:`rappor._util.memory.design_bytes`).
     """
     strings = tuple(strings)
-    block = _hash_block(params)
+    block = hash_block_size(params)
     check_design(params, len(strings), block=block)
     blocks = (bloom_bits_table(strings[i:i + block], params) for i in range(0, len(strings), block))
     return _map_from_bit_tables(params, strings, blocks)

@@ -3,7 +3,7 @@
 In the order a collection uses them (modules private, names listed here):
 
 ``_encode``     :func:`encode_file`: a ``client,value`` file into reports, in worker processes
-                (``rappor encode``)
+                (``rappor encode``; :func:`default_jobs` of them unless told)
 ``_sources``    :func:`report_sources`: the paths given, checked once, as :class:`ReportSource`;
                 the :class:`Engine` protocol
 ``_aggregate``  :func:`aggregate_files`: report files into per-cohort counts (``rappor sum-bits``),
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ._aggregate import NumpyEngine, aggregate_files, get_engine
 from ._dask import DaskEngine
-from ._encode import encode_file, encode_variables_file
+from ._encode import default_jobs, encode_discovery_file, encode_file, encode_variables_file
 from ._sources import ENGINES, Engine, ReportSource, check_distributed_options, parquet_groups, report_sources
 from ._spark import SparkEngine
 
@@ -33,6 +33,8 @@ __all__ = [
     "SparkEngine",
     "aggregate_files",
     "check_distributed_options",
+    "default_jobs",
+    "encode_discovery_file",
     "encode_file",
     "encode_variables_file",
     "get_engine",

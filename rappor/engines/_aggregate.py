@@ -30,7 +30,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from .._util.io import STDIO, PathLike
+from .._util.paths import PathLike, STDIO
 from .._util.rejects import OnError, RejectSink, check_on_error
 from .._util.validation import check_options
 from ..collect._aggregate import Aggregate, add_counts

@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._util.io import PathLike, atomic_output, csv_field
+from .._util.csv_text import csv_field
 from .._util.memory import check_encode
+from .._util.outputs import atomic_output
+from .._util.paths import PathLike
 from .._util.rejects import OnError, RejectSink, check_on_error
 from .._util.validation import check_int
 from ..client._encoder import encode_clients

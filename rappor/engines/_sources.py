@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from .._util.io import PathLike, check_distinct_files
 from .._util.lazy import import_optional
+from .._util.paths import PathLike, check_distinct_files
 from .._util.rejects import OnError, RejectSink
 from ..collect._aggregate import Aggregate
 from ..exceptions import InvalidParameterError, ReportFormatError
@@ -74,7 +74,7 @@ def report_sources(paths: Sequence[PathLike], params: Params) -> list[ReportSour
     IncompatibleParamsError
         A Parquet file was written with other parameters.
     InvalidParameterError
-        A file is reached twice (see :func:`rappor._util.io.check_distinct_files`).
+        A file is reached twice (see :func:`rappor._util.paths.check_distinct_files`).
     ReportFormatError
         A Parquet file cannot be read or lacks the report columns.
     RapporIOError

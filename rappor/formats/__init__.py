@@ -15,13 +15,16 @@
 ``_counts``                google/rappor ``counts.csv``: :func:`read_counts`, :func:`write_counts`
 ``_candidates``            candidate lists, one string per line: :func:`read_candidates`,
                            :func:`write_candidates`
-``_map``                   google/rappor ``map.csv``: :func:`read_map`, :func:`write_map`
+``_map``                   google/rappor ``map.csv``: :func:`read_map`, :func:`write_map`,
+                           :func:`write_map_positions`
 ``_population``            the truth of a simulation, ``string,count``: :func:`read_population`
 ``_results``               google/rappor ``results.csv``, a decode's estimates: :func:`write_results`,
                            :func:`read_results`
 ``_association``           multi-variable reports (CSV or Parquet) and google/rappor's variable
                            schema: :func:`read_assoc_reports`, :func:`write_assoc_reports`,
                            :func:`write_assoc_parquet`, :func:`read_schema`
+``_assoc_results``         an association analysis's table, ours or google/rappor's
+                           ``assoc-results.csv``: :func:`write_assoc_results`
 ``_found``                 the values ``rappor discover`` found, ``found.csv``: :func:`read_found`
 =========================  ===================================================================
 
@@ -30,24 +33,26 @@ file and the line of any content that is not its format
 (:class:`~rappor.exceptions.ReportFormatError`) and the file it cannot open or read
 (:class:`~rappor.exceptions.RapporIOError`); a writer writes atomically (the file
 appears complete or not at all; ``"-"`` is standard output).  Not here: rejected rows (``--rejects``,
-``rappor._util.rejects``) and the CSVs of an association or a discovery result (their ``to_csv``).
+``rappor._util.rejects``) and the CSV of a discovery result (``DiscoveryResult.to_csv``).
 """
 
 from __future__ import annotations
 
+from ._assoc_results import write_assoc_results
 from ._association import read_assoc_reports, read_schema, write_assoc_parquet, write_assoc_reports
 from ._candidates import read_candidates, write_candidates
 from ._client_values import iter_client_values, read_client_values, write_client_values
 from ._counts import read_counts, write_counts
-from ._found import read_found
+from ._found import is_found_file, read_found, read_found_shares
 from ._keys import read_key_file, write_key_file
-from ._map import read_map, write_map
+from ._map import read_map, write_map, write_map_positions
 from ._params import read_params, write_params
 from ._population import read_population
 from ._parquet import (
     ParquetReportWriter,
     aggregate_parquet,
     iter_parquet_reports,
+    parquet_files,
     read_parquet_reports,
     write_parquet_reports,
 )
@@ -57,14 +62,17 @@ from ._reports_csv import iter_reports, read_reports, write_reports
 __all__ = [
     "ParquetReportWriter",
     "aggregate_parquet",
+    "is_found_file",
     "iter_client_values",
     "iter_parquet_reports",
     "iter_reports",
+    "parquet_files",
     "read_assoc_reports",
     "read_candidates",
     "read_client_values",
     "read_counts",
     "read_found",
+    "read_found_shares",
     "read_key_file",
     "read_map",
     "read_params",
@@ -75,11 +83,13 @@ __all__ = [
     "read_schema",
     "write_assoc_parquet",
     "write_assoc_reports",
+    "write_assoc_results",
     "write_candidates",
     "write_client_values",
     "write_counts",
     "write_key_file",
     "write_map",
+    "write_map_positions",
     "write_params",
     "write_parquet_reports",
     "write_reports",

@@ -30,7 +30,10 @@ import numpy.typing as npt
 from .._util.bits import BitStringError, bits_to_bitstrings, bitstrings_to_bits, pack_bits
 from .._util.csv_blocks import iter_csv_records
 from .._util.excerpt import excerpt
-from .._util.io import PathLike, atomic_output, csv_field, display_name, open_input_binary, read_input_bytes
+from .._util.csv_text import csv_field
+from .._util.inputs import open_input_binary, read_input_bytes
+from .._util.outputs import atomic_output
+from .._util.paths import display_name, PathLike
 from .._util.keyfile import looks_like_key_file, not_a_key_file_error
 from ..exceptions import ReportFormatError
 from ..params import Params

@@ -14,7 +14,7 @@ refuses one, so the file format never needs it; pass such strings to
 
 A candidate that could start a spreadsheet formula (``=``, ``+``, ``-``, ``@``, tab or
 carriage return, after any run of single quotes) is written with a leading single quote
-and read back without it (:func:`rappor._util.io.spreadsheet_text`), so the file is safe to
+and read back without it (:func:`rappor._util.csv_text.spreadsheet_text`), so the file is safe to
 open and every string reads back exactly.
 
 The CSV that ``rappor discover -o`` writes (header :data:`rappor.analysis.discovery._search.FOUND_HEADER`) is a candidate
@@ -30,8 +30,10 @@ import warnings
 from collections.abc import Iterable, Iterator
 
 from .._util.excerpt import excerpt
-from .._util.io import (PathLike, atomic_output, display_name, iter_text_lines, open_input_binary, read_first_line,
-                        restore_text, spreadsheet_text)
+from .._util.csv_text import restore_text, spreadsheet_text
+from .._util.inputs import iter_text_lines, open_input_binary, read_first_line
+from .._util.outputs import atomic_output
+from .._util.paths import display_name, PathLike
 from ..analysis.discovery._search import FOUND_HEADER
 from ..exceptions import InvalidParameterError, ReportFormatError, RapporWarning
 

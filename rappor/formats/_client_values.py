@@ -27,7 +27,10 @@ import numpy as np
 
 from .._util.csv_blocks import PlainBlock, Record, iter_csv_blocks
 from .._util.excerpt import clip, excerpt
-from .._util.io import PathLike, atomic_output, csv_field, display_name, open_input_binary
+from .._util.csv_text import csv_field
+from .._util.inputs import open_input_binary
+from .._util.outputs import atomic_output
+from .._util.paths import display_name, PathLike
 from .._util.keyfile import looks_like_key_file, not_a_key_file_error
 from .._util.rejects import OnError, RejectedRow, RejectSink, check_on_error
 from .._util.validation import check_int

@@ -8,7 +8,9 @@ bit 1, ..., bit ``k - 1`` set (the table of :class:`~rappor.collect.Aggregate`).
 from __future__ import annotations
 
 from .._util.excerpt import excerpt
-from .._util.io import MAX_LINE_BYTES, PathLike, atomic_output, display_name, iter_text_lines
+from .._util.inputs import iter_text_lines, MAX_LINE_BYTES
+from .._util.outputs import atomic_output
+from .._util.paths import display_name, PathLike
 from ..collect._aggregate import INT64_MAX, Aggregate, zero_counts
 from ..exceptions import ReportFormatError
 from ..params import Params

@@ -17,7 +17,8 @@ import csv
 import io
 
 from .._util.excerpt import excerpt
-from .._util.io import PathLike, display_name, open_input_binary, read_first_line
+from .._util.inputs import open_input_binary, read_first_line
+from .._util.paths import PathLike, display_name
 from ..analysis.discovery._search import FOUND_HEADER
 from ..exceptions import ReportFormatError
 

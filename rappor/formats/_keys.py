@@ -11,7 +11,9 @@ import os
 import stat
 import warnings
 
-from .._util.io import PathLike, display_name, output_target, read_input_bytes
+from .._util.inputs import read_input_bytes
+from .._util.outputs import output_target
+from .._util.paths import display_name, PathLike
 from .._util.keyfile import MAX_KEY_FILE_BYTES, parse_key_text
 from ..client._encoder import MIN_SECRET_BYTES, _check_secret
 from ..exceptions import InsecureKeyFileWarning, InvalidParameterError, RapporIOError, ReportFormatError

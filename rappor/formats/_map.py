@@ -32,8 +32,10 @@ import numpy as np
 import numpy.typing as npt
 
 from .._util.excerpt import EXCERPT_CHARS, excerpt
-from .._util.io import (MAX_LINE_BYTES, PathLike, atomic_output, decode_line, display_name, open_input_binary,
-                        restore_text, spreadsheet_text)
+from .._util.csv_text import restore_text, spreadsheet_text
+from .._util.inputs import decode_line, MAX_LINE_BYTES, open_input_binary
+from .._util.outputs import atomic_output
+from .._util.paths import display_name, PathLike
 from .._util.keyfile import looks_like_key_file, not_a_key_file_error
 from .._util.lazy import lazy_module
 from .._util.memory import check_design
@@ -467,7 +469,7 @@ def _positions(matrix: sp.csc_matrix, start: int, stop: int, params: Params, str
 def _csv_field(text: str) -> str:
     """``text`` as csv.writer writes a field of a multi-field row (``QUOTE_MINIMAL``, ``\\n`` ends).
 
-    A leading formula character is neutralised first (:func:`rappor._util.io.spreadsheet_text`,
+    A leading formula character is neutralised first (:func:`rappor._util.csv_text.spreadsheet_text`,
     undone by :func:`read_map`).  Also quoted: a leading byte-order mark, which a reader
     would otherwise drop from the first line of the file.
     """

@@ -16,7 +16,9 @@ import re
 from typing import Any
 
 from .._util.excerpt import excerpt
-from .._util.io import PathLike, atomic_output, display_name, iter_text_lines
+from .._util.inputs import iter_text_lines
+from .._util.outputs import atomic_output
+from .._util.paths import PathLike, display_name
 from ..exceptions import InvalidParameterError, ReportFormatError
 from ..params import PARAM_NAMES, Params
 

@@ -46,7 +46,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .._util.io import STDIO, PathLike, atomic_output, display_name
+from .._util.outputs import atomic_output
+from .._util.paths import display_name, PathLike, STDIO
 from .._util.lazy import import_optional
 from .._util.validation import check_int, check_options
 from ..collect._aggregate import Aggregate
@@ -152,7 +153,7 @@ class ParquetReportWriter:
     ----------
     path : str or os.PathLike
         Output file.  It is written to a temporary file beside it and renamed into place
-        when the writer is closed without error (:func:`rappor._util.io.atomic_output`).
+        when the writer is closed without error (:func:`rappor._util.outputs.atomic_output`).
     params : Params
         Parameters of every batch written.
     layout : {"words", "bits"}, default="words"

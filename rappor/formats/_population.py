@@ -5,8 +5,10 @@ from __future__ import annotations
 import csv
 import math
 
+from .._util.csv_text import restore_text
 from .._util.excerpt import excerpt
-from .._util.io import PathLike, display_name, iter_text_lines, restore_text
+from .._util.inputs import iter_text_lines
+from .._util.paths import PathLike, display_name
 from ..exceptions import ReportFormatError
 from ..simulation._populations import Population
 

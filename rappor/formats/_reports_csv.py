@@ -20,7 +20,10 @@ import numpy.typing as npt
 from .._util.bits import bitstring_codes_to_bits, pack_bits
 from .._util.csv_blocks import PlainBlock, Record, iter_csv_blocks
 from .._util.excerpt import excerpt
-from .._util.io import PathLike, atomic_output, csv_field, decode_line, display_name, open_input_binary
+from .._util.csv_text import csv_field
+from .._util.inputs import decode_line, open_input_binary
+from .._util.outputs import atomic_output
+from .._util.paths import display_name, PathLike
 from .._util.keyfile import looks_like_key_file, not_a_key_file_error
 from .._util.rejects import OnError, RejectedRow, RejectSink, check_on_error
 from .._util.validation import check_int

@@ -3,7 +3,7 @@
 Columns: google/rappor's ``string, estimate, std_error, proportion, prop_std_error,
 prop_low_95, prop_high_95`` (``analysis/R/decode.R``) plus ``pvalue`` (unadjusted) and,
 unless only the detected strings are written, ``detected`` (``true``/``false``).  A string
-that could start a spreadsheet formula gets a leading ``'`` (:func:`rappor._util.io.spreadsheet_text`),
+that could start a spreadsheet formula gets a leading ``'`` (:func:`rappor._util.csv_text.spreadsheet_text`),
 which :func:`read_results` removes.  Numbers are
 Python's shortest round-trip repr (whole numbers without a decimal point); a missing value
 is ``NA`` and an infinite one ``Inf`` or ``-Inf``, as R's ``write.csv`` writes them (R's
@@ -19,8 +19,11 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from .._util.csv_text import csv_text_field, restore_text
 from .._util.excerpt import excerpt
-from .._util.io import PathLike, atomic_output, csv_text_field, display_name, iter_text_lines, restore_text
+from .._util.inputs import iter_text_lines
+from .._util.outputs import atomic_output
+from .._util.paths import PathLike, display_name
 from ..analysis.decoder import DecodeResult
 from ..exceptions import ReportFormatError
 

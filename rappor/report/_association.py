@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._util.io import PathLike, atomic_output
+from .._util.outputs import atomic_output
+from .._util.paths import PathLike
 from .._util.lazy import import_optional
 from ._html import _STYLE, _png, _table
 from ..exceptions import MissingDependencyError

@@ -22,7 +22,8 @@ import numpy as np
 
 from . import _plots as plots
 from ._explain import detection_rule, floor_tie, outlook_text
-from .._util.io import PathLike, atomic_output
+from .._util.outputs import atomic_output
+from .._util.paths import PathLike
 from .._util.lazy import import_optional
 from ..exceptions import MissingDependencyError
 from ..analysis._metrics import METRIC_MEANINGS, Metrics, _detected_mask, _share_interval, fit_residuals

@@ -27,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from .._util.io import csv_text_field
+from .._util.csv_text import csv_text_field
 from .._util.memory import check_memory
 from .._util.validation import RngLike, check_int, check_options, check_rng
 from ..client._encoder import client_secret, derive_cohort, encode_clients

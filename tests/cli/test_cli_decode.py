@@ -192,3 +192,28 @@ def test_cli_formula_strings_are_neutralised_in_every_written_csv(tmp_path, caps
     from rappor.formats._results import read_results
 
     assert set(read_results(tmp_path / "r.csv")["string"]) == set(strings)  # our reader undoes the quote
+
+
+def test_cli_decode_explains_a_dispersion_from_repeated_reports(tmp_path, capsys):
+    """100,000 clients x 10 reports of one value under one PRR: the residual dispersion (~1.4) is
+    explained on stderr as repeated reports and in the summary's residual.explanation; with every
+    client reporting once there is no such note (tests/analysis/decoder/test_dispersion.py checks
+    the three causes)."""
+    import rappor
+    from rappor.formats import write_counts, write_params
+    from rappor.simulation import Population, simulate
+
+    params = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=32, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    pop = Population.zipf(50)
+    (tmp_path / "candidates.txt").write_text("\n".join(pop.strings) + "\n")
+    write_params(params, tmp_path / "params.csv")
+    for reports, noted in ((10, True), (1, False)):
+        write_counts(simulate(params, pop, 100_000, reports_per_client=reports, rng=0).aggregate,
+                     tmp_path / "counts.csv")
+        assert main(["decode", "--params", str(tmp_path / "params.csv"), "--counts", str(tmp_path / "counts.csv"),
+                     "--candidates", str(tmp_path / "candidates.txt"), "-o", str(tmp_path / "r.csv"),
+                     "--summary", str(tmp_path / "s.json")]) == 0
+        err = " ".join(capsys.readouterr().err.split())
+        explanation = json.loads((tmp_path / "s.json").read_text())["residual"].get("explanation")
+        assert ("Repeated reports are the likely cause" in err) is noted
+        assert (explanation is not None and explanation["cause"] == "repeated reports") is noted

@@ -250,7 +250,7 @@ def _results(path: Path) -> dict[str, float]:
     """``string -> proportion`` of a results.csv, read with the csv module and the spreadsheet quote undone."""
     import csv
 
-    from rappor._util.io import restore_text
+    from rappor._util.csv_text import restore_text
 
     with open(path, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))

@@ -1,4 +1,4 @@
-"""The files a command reads and writes (``files(args)`` + :mod:`rappor._util.io`), end to end.
+"""The files a command reads and writes (``files(args)`` + :mod:`rappor._util.outputs`), end to end.
 
 * no output is ever the same file as an input or another output, however it is named
   (symbolic or hard link, ``..``, standard output redirected onto an input);
@@ -45,7 +45,7 @@ def files(tmp_path: Path) -> Path:
 
 
 def _device(tmp_path: Path) -> Path:
-    """A private null character device (never the system's /dev/null: see tests/_util/test_io.py)."""
+    """A private null character device (never the system's /dev/null: see tests/_util/conftest.py)."""
     node = tmp_path / "null"
     try:
         os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rappor._util.io import csv_field
+from rappor._util.csv_text import csv_field
 from rappor.cli import main
 from rappor.exceptions import ReportFormatError
 from rappor.formats import read_found

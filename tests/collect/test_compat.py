@@ -93,7 +93,7 @@ def test_hash_candidates_cli_google_reproduces_map_csv(tmp_path: Path, interop_d
 def test_hash_candidates_cli_google_writes_blocks_in_order(tmp_path: Path, interop_dir: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     # Written a block of candidates at a time: blocks of 7 give the same file.
-    monkeypatch.setattr("rappor.cli._hash_candidates._hash_block", lambda params: 7)
+    monkeypatch.setattr("rappor.cli._hash_candidates.hash_block_size", lambda params: 7)
     out = tmp_path / "map.csv"
     assert main(["hash-candidates", "--hashing", "google", "--params", str(interop_dir / "params.csv"),
                  str(interop_dir / "candidates.txt"), "-o", str(out)]) == 0

@@ -152,7 +152,7 @@ def test_encode_variables_file_output_does_not_depend_on_jobs(tmp_path: Path, mo
 def test_encode_variables_file_streams_its_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The input is read in blocks, never whole: the former encoder of several columns read
     # it with read_input_bytes (the whole file in memory).
-    import rappor._util.io as io_module
+    import rappor._util.inputs as io_module
     import rappor.formats._client_values as client_values
 
     monkeypatch.setattr(client_values, "BLOCK_BYTES", 64)

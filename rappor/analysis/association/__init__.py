@@ -17,6 +17,7 @@ and ``bin/decode_assoc.R``), with
 
 :func:`decode_collection` is what ``rappor decode-assoc`` runs: the decoder on a random
 sample of the clients (:func:`sample_clients`, google/rappor's ``--reports-sample-size``).
+:data:`STAGES` names the stages a decode reports to its ``progress`` callback.
 
 Not imported by ``import rappor``.  The method, its checks and measurements are in
 ``docs/association.md``; the command line is ``rappor decode-assoc``.
@@ -39,7 +40,7 @@ True
 from __future__ import annotations
 
 from ._collection import decode_collection, sample_clients
-from ._decoder import AssociationDecoder
+from ._decoder import STAGES, AssociationDecoder
 from ._privacy import MultiVariablePrivacy, multi_variable_privacy
 from ._result import AssociationResult, Distribution, IndependenceTest
 from ._simulation import AssociationSimulation, example_joint, simulate_association, total_variation
@@ -48,6 +49,7 @@ from ._variables import BOOLEAN_CATEGORIES, OTHER, Variable, boolean_params
 __all__ = [
     "BOOLEAN_CATEGORIES",
     "OTHER",
+    "STAGES",
     "AssociationDecoder",
     "AssociationResult",
     "AssociationSimulation",

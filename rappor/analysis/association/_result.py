@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from ..._util.io import PathLike, atomic_output, csv_field, spreadsheet_text
 from ..._util.results import ConfidenceInterval
-from ..._util.validation import check_options, check_probability
+from ..._util.validation import check_probability
 from ...exceptions import InvalidParameterError
 from ._inference import boundary_interval, conditional_distribution, marginal_distribution
 
@@ -63,21 +61,6 @@ class IndependenceTest:
     df: int
     pvalue: float
     method: str = "likelihood-ratio"
-
-
-def _csv_text(text: str, *, always: bool = False) -> str:
-    """:func:`rappor._util.io.csv_text_field` (a leading formula character neutralised), or always quoted (R's
-    ``write.csv``)."""
-    text = spreadsheet_text(text)
-    return '"' + text.replace('"', '""') + '"' if always else csv_field(text)
-
-
-def _csv_number(value: float) -> str:
-    if math.isnan(value):
-        return "NA"
-    if math.isinf(value):
-        return "Inf" if value > 0 else "-Inf"
-    return f"{value:.15g}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -268,38 +251,6 @@ class AssociationResult:
             cols.append((name, dist.proportion.reshape(-1)))
             cols.append((f"{name}_std_error", dist.std_error.reshape(-1)))
         return cols
-
-    def to_csv(self, path: PathLike | None, *, layout: Literal["rappor", "google"] = "rappor") -> None:
-        """Write the table as CSV, atomically (``"-"`` for standard output).
-
-        Parameters
-        ----------
-        path : str, os.PathLike or "-"
-        layout : {"rappor", "google"}, default="rappor"
-            ``"rappor"``: the columns of :meth:`table`.  ``"google"``: google/rappor's
-            ``assoc-results.csv`` (``decode_assoc.R``): the *last* variable first, then
-            the others in reverse order, then ``proportion`` -- every text quoted, the
-            last variable varying fastest -- followed by our ``std_error``,
-            ``prop_low_95`` and ``prop_high_95``.
-        """
-        check_options(layout, "layout", "AssociationResult.to_csv", ("rappor", "google"))
-        table = self.table()
-        names = list(self.variables)
-        with atomic_output(path) as out:
-            if layout == "google":
-                header = list(reversed(names)) + list(_RESERVED)
-                out.write(",".join(_csv_text(h, always=True) for h in header) + "\n")
-                for row in table:
-                    cells = [_csv_text(str(row[n]), always=True) for n in reversed(names)]
-                    cells += [_csv_number(float(row[c])) for c in _RESERVED]
-                    out.write(",".join(cells) + "\n")
-                return
-            columns = list(table.dtype.names or ())
-            out.write(",".join(_csv_text(c) for c in columns) + "\n")
-            for row in table:
-                cells = [_csv_text(str(row[n])) for n in names]
-                cells += [_csv_number(float(row[c])) for c in columns[len(names):]]
-                out.write(",".join(cells) + "\n")
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready summary: sizes, convergence, the independence test and timings."""

@@ -10,7 +10,9 @@ in ``docs/decoder.md``.
 The package's modules (private), in the order a decode uses them:
 
 ============================  ==============================================================
-``_decoder.py``               :class:`Decoder`: options, their validation, ``decode()``
+``_decoder.py``               :class:`Decoder`: options, their validation, ``decode()``;
+                              :func:`check_estimator` and :func:`check_combination`, the checks
+                              of two options a command makes before it reads its files
 ``_estimate.py``              the steps of one decode, in order (:func:`estimate`)
 ``_problem.py``               the weighted problem: debiased, whitened rows; candidate groups;
                               the non-candidate column
@@ -26,13 +28,17 @@ The package's modules (private), in the order a decode uses them:
                               prior, bagged NPMLE priors)
 ``_intervals.py``             marginal, FCR-adjusted and selective confidence intervals
 ``_result.py``                :class:`DecodeResult` and :class:`DecodeDiagnostics`
+``_dispersion.py``            what a residual dispersion well above 1 points to (repeated reports,
+                              missing strings, parameters that do not match the counts)
 ============================  ==============================================================
 """
 
 from __future__ import annotations
 
 from ..._util.results import ConfidenceInterval
-from ._decoder import Decoder
+from ._decoder import Decoder, check_combination, check_estimator
+from ._dispersion import explain_dispersion
 from ._result import DecodeDiagnostics, DecodeResult
 
-__all__ = ["ConfidenceInterval", "DecodeDiagnostics", "DecodeResult", "Decoder"]
+__all__ = ["ConfidenceInterval", "DecodeDiagnostics", "DecodeResult", "Decoder", "check_combination", "check_estimator",
+           "explain_dispersion"]

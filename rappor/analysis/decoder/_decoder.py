@@ -51,7 +51,7 @@ _SHARES = ("all", "detected")
 _MIN_SIGNAL = 0.5 / math.sqrt(2.0**63)
 
 
-#: Option combinations that are refused, with why (measured in ``docs/decoder.md``, "Option
+#: Option combinations that are refused, with why (measured in ``docs/notes/decoder-rounds.md``, "Option
 #: combinations"): an empirical-Bayes prior fitted to z-scores whose null is not N(0, 1).
 #: Keys are ``(null, correction)``.
 UNSOUND_COMBINATIONS: dict[tuple[str, str], str] = {
@@ -84,13 +84,13 @@ def check_combination(null: str, correction: str, *, cli: bool = False) -> None:
     raise InvalidParameterError(f"{combination} is not sound: {why}. Use {default}, whose p-values are calibrated.")
 
 
-#: Estimators that were removed, with why (``docs/decoder.md``, "Empirical Bayes, removed").
+#: Estimators that were removed, with why (``docs/notes/decoder-rounds.md``, "Empirical Bayes, removed").
 REMOVED_ESTIMATORS: dict[str, str] = {
     "empirical-bayes": (
         "was removed because its detections are unstable: on 20 seeds of the decoder benchmark's scenario it reported "
         "from 5 to 100 strings (TV 0.17-0.32), its prior not being identifiable near 0. The default shares "
         "(shares='all', the default) are its stable empirical-Bayes replacement: a share for every candidate, "
-        "while 'detected' stays the calibrated test's list (docs/decoder.md, 'Empirical Bayes, removed')"),
+        "while 'detected' stays the calibrated test's list (docs/notes/decoder-rounds.md, 'Empirical Bayes, removed')"),
 }
 
 

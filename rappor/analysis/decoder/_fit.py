@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..._util.lazy import lazy_module
-from ._problem import Array, WeightedProblem, column_sq_norms, scale_rows
+from ._problem import Array, WeightedProblem, column_sq_norms, cross_product, is_dense, scale_rows
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -73,13 +73,13 @@ def fit_support(a: sp.csc_matrix, b: Array, selected: npt.NDArray[np.int64], *, 
     support = selected[w_sel > 0]
     coef = np.zeros(s)
     coef[support] = w_sel[w_sel > 0]
-    a_p = a[:, support].toarray()
-    resid = b - a_p @ coef[support]
+    a_p = a[:, support]
+    resid = b - (a_p.toarray() if is_dense(a_p) else a_p) @ coef[support]
     rss = float(resid @ resid)
     dof = max(n - len(support), 1)
     dispersion = max(1.0, rss / dof) if use_dispersion else 1.0
-    gram = a_p.T @ a_p
-    gram_inv = np.linalg.pinv(gram) if len(support) else np.zeros((0, 0))
+    gram = cross_product(a_p, a_p)
+    gram_inv = np.asarray(np.linalg.pinv(gram), dtype=np.float64) if len(support) else np.zeros((0, 0))
     cov = dispersion * gram_inv
     se = np.full(s, np.inf)
     z = np.zeros(s)
@@ -96,7 +96,7 @@ def fit_support(a: sp.csc_matrix, b: Array, selected: npt.NDArray[np.int64], *, 
         full2 = (column_sq_norms(a) if col_sq_norms is None else np.asarray(col_sq_norms))[other]
         norm2 = full2.copy()
         if len(support):
-            cross = np.asarray(a.T @ a_p)[other]  # (|other|, |P|)
+            cross = cross_product(a, a_p)[other]  # (|other|, |P|); sparse on sparse designs
             norm2 = norm2 - np.sum((cross @ gram_inv) * cross, axis=1)  # (BLAS; einsum was 10x slower)
         perp = np.sqrt(np.maximum(norm2, 0.0))
         ok = perp > 1e-9 * np.sqrt(np.maximum(full2, 1e-300))

@@ -274,6 +274,34 @@ def column_sq_norms(matrix: sp.csc_matrix) -> Array:
     return norms
 
 
+#: Density of a design (stored entries over rows x columns) above which its products are
+#: dense BLAS products of the densified columns, and below which sparse products.  Measured
+#: (one thread): k=16 m=64 (1,024 rows, 12% of the entries set), 1,650 columns: sparse Gram
+#: 0.11 s, dense 0.04 s; k=128 m=32 (4,096 rows, 1.6%), 3,000 columns: sparse 0.12 s, dense
+#: 0.41 s; k=256 h=1 m=256 (65,536 rows, 0.4%), 10,000 columns by 400: ``A' A_P`` with a
+#: dense ``A_P`` 3.1 s CPU, sparse well under 0.1 s.
+DENSE_PRODUCT = 0.05
+
+
+def is_dense(matrix: sp.spmatrix) -> bool:
+    """Whether ``matrix`` is denser than :data:`DENSE_PRODUCT` (its products are then dense)."""
+    n_rows, n_cols = matrix.shape
+    return bool(matrix.nnz > DENSE_PRODUCT * n_rows * n_cols)
+
+
+def cross_product(left: sp.spmatrix, right: sp.spmatrix) -> Array:
+    """``left' right`` as a dense array, by dense BLAS when ``right`` is dense (:func:`is_dense`), else sparse.
+
+    ``right`` is densified in the first case (it is the narrow one: the moved candidates,
+    a fit's support); ``left`` stays sparse.
+    """
+    if is_dense(right):
+        dense = right.toarray()
+        out: Array = np.asarray(left.T @ dense) if left is not right else dense.T @ dense
+        return out
+    return np.asarray((left.T @ right).toarray())
+
+
 def select_rows(matrix: sp.spmatrix, rows: npt.NDArray[np.int64]) -> sp.csc_matrix:
     """``matrix[rows]`` as CSC; a no-op copy-free path when every row is kept in order."""
     if len(rows) == matrix.shape[0] and np.array_equal(rows, np.arange(matrix.shape[0])):

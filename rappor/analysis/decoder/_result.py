@@ -167,7 +167,7 @@ class DecodeResult:
         The candidates reported as present: the same as :attr:`significant` for the
         decoder's results (the removed ``estimator="empirical-bayes"`` made it a
         posterior-median rule instead, whose count swung from 5 to 100 strings over 20
-        seeds of the decoder benchmark's scenario: ``docs/decoder.md``, "Empirical Bayes, removed").
+        seeds of the decoder benchmark's scenario: ``docs/notes/decoder-rounds.md``, "Empirical Bayes, removed").
     group : ndarray of int, shape (n_candidates,)
         Index of the first candidate with exactly the same bits in every cohort (its own
         index when unique).  Members of a group share one estimate: that of the group.

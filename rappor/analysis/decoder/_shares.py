@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
-from ._problem import Array
+from ._problem import Array, cross_product
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -64,10 +64,8 @@ MAX_WORKING = 3000
 #: would cost more than the rest of the decode).  2,000 (from 20,000, the shares' speed pass):
 #: decoys-10k's 8,300 idle posteriors and their sparse products were a third of the shares'
 #: time, and the sample of 2,000 moved the TV by at most 0.002 (decoys-10k, k128-5k, seeds
-#: 0-2; ``docs/decoder.md``, "Speed").
+#: 0-2; ``docs/notes/decoder-rounds.md``, "Speed").
 MAX_IDLE = 2_000
-#: Density of the moved candidates' design above which their Gram matrix is a dense product.
-DENSE_GRAM = 0.05
 #: Candidates per block when the bagged posteriors are formed (bounds the temporaries).
 BLOCK = 1 << 15
 #: Coordinate ascent: stop when no posterior mean moves by more than ``TOL`` standard errors
@@ -222,7 +220,7 @@ def coordinate_ascent(a: sp.csc_matrix, b: Array, col_sq_norms: Array, start: Ar
     beta[idle] = 0.0
     resid = target - a @ beta
     a_m = a[:, moved]
-    gram = _gram(a_m)
+    gram = cross_product(a_m, a_m)  # dense or sparse by the design's density
     q = np.asarray(a_m.T @ resid).ravel()
     # The idle candidates enter G's update with their posteriors; beyond MAX_IDLE of them, an
     # evenly spaced sample of them sorted by starting z (order-free) stands for them all.
@@ -286,21 +284,6 @@ def coordinate_ascent(a: sp.csc_matrix, b: Array, col_sq_norms: Array, start: Ar
     resid = target - a @ beta
     stat = beta + (a.T @ resid) / norms2
     return RegressionFit(mean=beta, statistic=stat, std_error=np.sqrt(phi / norms2), dispersion=phi, sweeps=sweeps)
-
-
-def _gram(a_m: sp.csc_matrix) -> Array:
-    """``A_M' A_M`` as a dense array: a dense BLAS product when ``A_M`` is denser than :data:`DENSE_GRAM`.
-
-    Measured (one thread): k=16 m=64 (1,024 rows, 12% of the entries set), 1,650 columns:
-    sparse product 0.11 s, dense 0.04 s; k=128 m=32 (4,096 rows, 1.6%), 3,000 columns:
-    sparse 0.12 s, dense 0.41 s.
-    """
-    n_rows, n_cols = a_m.shape
-    if a_m.nnz > DENSE_GRAM * n_rows * n_cols:
-        dense = a_m.toarray()
-        out: Array = dense.T @ dense
-        return out
-    return np.asarray((a_m.T @ a_m).toarray())
 
 
 def _sweep(visit: npt.NDArray[np.intp], beta: Array, q: Array, gram: Array, norms2: Array, base: Array, scale: Array,

@@ -47,8 +47,10 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ..._util.io import PathLike, atomic_output, csv_text_field
+from ..._util.csv_text import csv_text_field
 from ..._util.lazy import lazy_module
+from ..._util.outputs import atomic_output
+from ..._util.paths import PathLike
 from ..._util.validation import check_int, check_probability, check_real
 from ...collect._aggregate import Aggregate
 from ...exceptions import InvalidParameterError

@@ -100,7 +100,7 @@ def test_accepted_combinations_keep_decoys_out(combo):
     """A decoys-1k-like list (issue 14): 100 real Zipf strings + 900 decoys, 100,000 reports.
 
     On 5 seeds no accepted combination may report more than 5% of the decoys (45) in any
-    decode.  The refused ones reported up to all 900 (docs/decoder.md, "Option
+    decode.  The refused ones reported up to all 900 (docs/notes/decoder-rounds.md, "Option
     combinations"); the per-candidate level of correction="none" puts the expected count
     at most 0.05 x 900 = 45, and the screening and the calibrated null keep it far below
     (measured: at most 20 on these classes).

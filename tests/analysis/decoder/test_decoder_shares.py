@@ -203,7 +203,7 @@ def test_active_set_gives_the_shares_of_full_sweeps(monkeypatch):
 
     A screened list (100 real + 900 decoys, issue 4's scenario): the shares with every sweep
     full (FULL_EVERY = 1) and with the active set agree to 0.002 in total (measured: 0.0000
-    on decoys-1k seeds 0-2, at most 0.0002 of TV on decoys-10k; docs/decoder.md, "Speed").
+    on decoys-1k seeds 0-2, at most 0.0002 of TV on decoys-10k; docs/notes/decoder-rounds.md, "Speed").
     """
     sc = _issue4(2)
     cmap = hash_candidates(CANDIDATES + [f"decoy{i}" for i in range(900)], PARAMS)

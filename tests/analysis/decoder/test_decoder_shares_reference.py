@@ -6,7 +6,7 @@ adjusted p-values and detections of a few decodes that reach every path of
 candidates; a screened list with more idle candidates than ``MAX_IDLE``, sampled; k=128,
 whose moved candidates' Gram matrix is a sparse product; ``correction="lfdr"``, whose
 NPMLE is the shares' EM), as computed at commit 603c054, before the speed pass of
-``docs/decoder.md`` ("Speed").  Regenerate (only for a deliberate change of results, saying
+``docs/notes/decoder-rounds.md`` ("Speed").  Regenerate (only for a deliberate change of results, saying
 so in the commit) with ``python tests/analysis/decoder/test_decoder_shares_reference.py``.
 
 Tolerances follow from the computation's conditioning, not from one machine's last digits.

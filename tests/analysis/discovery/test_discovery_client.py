@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from rappor import Encoder, Params, write_key_file
-from rappor._util.io import csv_field
+from rappor._util.csv_text import csv_field
 from rappor.cli import main
 from rappor.analysis.discovery import DiscoverySpec
 from rappor.analysis.discovery._client import (
