@@ -186,7 +186,7 @@ class RapporWarning(UserWarning):
 
 
 class UnbalancedCohortsWarning(RapporWarning):
-    """Report counts differ between cohorts by more than N/m (google/rappor's check)."""
+    """Report counts differ between cohorts beyond chance (a chi-square test of the reports per cohort)."""
 
 
 class IndistinguishableCandidatesWarning(RapporWarning):

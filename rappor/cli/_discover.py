@@ -31,8 +31,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._common import (CommandFiles, add_level_argument, add_output_argument, add_params_argument, flags, integer,
-                      json_text, load_params)
+from ._common import (CommandFiles, add_level_argument, add_output_argument, add_params_argument, add_quiet_argument,
+                      flags, integer, json_text, load_params, progress_callback)
 
 if TYPE_CHECKING:
     from ..analysis.discovery import DiscoveryResult, DiscoverySpec
@@ -58,12 +58,34 @@ def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alphabet", default="bytes", choices=sorted(ALPHABETS), metavar="NAME",
                         help=f"bytes tried when extending a prefix: {', '.join(sorted(ALPHABETS))} (bytes: all 256) "
                              "[default: bytes]")
+    add_slot_weights_argument(parser)
 
 
-def add_search_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--beam`` (the search's width)."""
+def add_slot_weights_argument(parser: argparse.ArgumentParser) -> None:
+    """``--slot-weights W0,W1,...`` (one positive integer per slot; the clients' and the server's must agree)."""
+    parser.add_argument("--slot-weights", type=slot_weights, default=None, metavar="W0,W1,...",
+                        help="a client falls in slot s with probability W_s / sum(W): one positive integer per slot "
+                             "(slots = ceil(max-length / segment) + 1), the same for clients and server "
+                             "[default: none, every slot alike]")
+
+
+def slot_weights(text: str) -> tuple[int, ...]:
+    """An argparse ``type``: comma-separated integers in [1, 2**20]."""
+    try:
+        values = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers >= 1, got {text!r}") from None
+    if not values or min(values) < 1 or max(values) > 2**20:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers in [1, 1048576], got {text!r}")
+    return values
+
+
+def add_search_arguments(parser: argparse.ArgumentParser, *, quiet: bool = True) -> None:
+    """``--beam`` (the search's width) and, unless the command has its own, ``--quiet``."""
     parser.add_argument("--beam", type=integer(1), default=1000, metavar="B",
                         help="most prefixes kept per slot [default: 1000]")
+    if quiet:
+        add_quiet_argument(parser)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -144,7 +166,8 @@ def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
 
     params = load_params(args)
     with flags(SPEC_FLAGS):
-        return DiscoverySpec(params=params, max_length=args.max_length, segment=args.segment, alphabet=args.alphabet)
+        return DiscoverySpec(params=params, max_length=args.max_length, segment=args.segment, alphabet=args.alphabet,
+                             slot_weights=args.slot_weights)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -155,7 +178,8 @@ def run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     aggregate = discovery_aggregate(spec, args.counts, args.reports)
     check, misfit = parameter_check(aggregate, spec, f"the discovery counts (--params {args.params})")
-    result = discover(aggregate, spec, beam=args.beam, significance_level=args.level)
+    with progress_callback(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
+        result = discover(aggregate, spec, beam=args.beam, significance_level=args.level, progress=update)
     listed = listed_strings(result)
     # Open every extra output first: a bad path must not leave a partial set behind.
     with atomic_output(args.list) if args.list else _nothing() as list_out, \

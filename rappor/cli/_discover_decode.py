@@ -22,13 +22,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--discover", metavar="PATH", default=None,
                        help="discovery counts (sum-bits of the discovery reports): find the frequent values they "
                             "hold and decode them with the candidates (--map or --candidates, optional with "
-                            "--discover) [default: none]")
+                            "--discover); a found.csv of 'rappor discover' goes to --candidates [default: none]")
     group.add_argument("--discovery-params", metavar="PATH", default=None,
                        help="parameters of one discovery slot (required with --discover) [default: none]")
     group.add_argument("--found", metavar="PATH", default=None,
                        help="also write the discovered values CSV (as 'rappor discover -o') [default: none]")
     add_spec_arguments(group)  # type: ignore[arg-type]
-    add_search_arguments(group)  # type: ignore[arg-type]
+    add_search_arguments(group, quiet=False)  # type: ignore[arg-type]  # decode has --quiet
 
 
 def files(args: argparse.Namespace) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
@@ -51,8 +51,18 @@ def check(args: argparse.Namespace) -> None:
                 raise InvalidParameterError(f"{option} needs --discover.")
         if args.map is None and args.candidates is None:
             raise InvalidParameterError("one of --map, --candidates or --discover is required.")
+    elif _reads_found(args):
+        raise InvalidParameterError(f"--discover {args.discover} is a found.csv (the search has run): give it to "
+                                    "--candidates, which decodes its significant values.")
     elif args.discovery_params is None:
         raise InvalidParameterError("--discover needs --discovery-params (the parameters of one discovery slot).")
+
+
+def _reads_found(args: argparse.Namespace) -> bool:
+    """Whether ``--discover`` names a found.csv (values found) rather than discovery counts."""
+    from ..formats import is_found_file
+
+    return bool(args.discover is not None and is_found_file(args.discover))
 
 
 def discover_and_decode(args: argparse.Namespace, aggregate: Aggregate, cmap: CandidateMap | None,
@@ -61,15 +71,16 @@ def discover_and_decode(args: argparse.Namespace, aggregate: Aggregate, cmap: Ca
     from ..analysis.discovery import DiscoverySpec
     from ..analysis.discovery import discover_and_decode as run
     from ..formats import read_params
-    from ._common import flags
+    from ._common import flags, progress_callback
     from ._discover import SPEC_FLAGS, discovery_aggregate, left_out_note
 
     slot_params = read_params(args.discovery_params)
     with flags(SPEC_FLAGS):
         spec = DiscoverySpec(params=slot_params, max_length=args.max_length, segment=args.segment,
-                             alphabet=args.alphabet)
-    combined = run(aggregate, cmap, discovery_aggregate(spec, args.discover, None), spec, decoder=decoder,
-                   beam=args.beam, significance_level=args.level)
+                             alphabet=args.alphabet, slot_weights=args.slot_weights)
+    with progress_callback(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
+        combined = run(aggregate, cmap, discovery_aggregate(spec, args.discover, None), spec, decoder=decoder,
+                       beam=args.beam, significance_level=args.level, progress=update)
     sys.stderr.write(left_out_note(combined.found))
     sys.stderr.write(f"rappor: discovery found {int(combined.found.significant.sum())} significant values, "
                      f"{len(combined.new_strings)} not among the candidates\n")

@@ -8,8 +8,9 @@ import time
 from typing import Any
 
 from .._util.outputs import output_directory
+from ..exceptions import InvalidParameterError
 from ..params import Params
-from ._common import flags, json_text, real
+from ._common import flags, json_text, progress_callback, real
 
 
 #: The files ``rappor simulate --discover`` writes into --out DIR.
@@ -34,6 +35,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_spec_arguments(group)  # type: ignore[arg-type]
 
 
+def _refuse_options(args: argparse.Namespace) -> None:
+    """Refuse the options of ``rappor simulate`` that a discovery simulation cannot honour."""
+    refused = [(args.method != "batch", f"--method {args.method}",
+                "the counts are drawn from their exact law; to run the real keyed client, encode a values file "
+                "with 'rappor encode --discovery-params' and follow docs/discovery.md"),
+               (args.reports_per_client != 1, f"--reports-per-client {args.reports_per_client}",
+                "each client sends one report (a discovery report or its full-string one)"),
+               (args.values_per_client != 1, f"--values-per-client {args.values_per_client}",
+                "each client holds one value"),
+               (args.dist != "zipf", f"--dist {args.dist}",
+                "the population is Zipf over realistic strings (--dist-param sets its exponent; --population "
+                "reads another)")]
+    for bad, option, why in refused:
+        if bad:
+            raise InvalidParameterError(f"{option} does not go with --discover: {why}.")
+
+
 def run(args: argparse.Namespace, params: Params) -> int:
     from .._util.csv_text import csv_text_field
     from .._util.outputs import atomic_output
@@ -43,6 +61,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
     from ..simulation import candidate_strings
     from ._discover import SPEC_FLAGS
 
+    _refuse_options(args)
     started = time.perf_counter()
     if args.discovery_params is not None:
         dparams = read_params(args.discovery_params)
@@ -51,20 +70,20 @@ def run(args: argparse.Namespace, params: Params) -> int:
         dparams = Params(num_bloombits=256, num_hashes=1, num_cohorts=32, prob_p=0.0, prob_q=1.0, prob_f=f)
     with flags(SPEC_FLAGS):
         spec = DiscoverySpec(params=dparams, max_length=args.max_length, segment=args.segment,
-                             alphabet=args.alphabet)
+                             alphabet=args.alphabet, slot_weights=args.slot_weights)
     if args.population is not None:
         population = read_population(args.population)
     else:
         population = realistic_population(args.unique, exponent=1.1 if args.dist_param is None else args.dist_param,
                                           max_length=max(5, args.max_length), rng=args.seed)
     out = output_directory(args.out)
-    known = candidate_strings(population, decoys=args.decoys, remove_every=args.remove_every or 2)
-    ev = evaluate_discovery(params, spec, population, args.clients, candidates=known,
-                            discovery_share=args.discovery_share, decoder=Decoder(estimator=args.estimator),
-                            rng=args.seed)
+    known = candidate_strings(population, decoys=args.decoys, remove_every=args.remove_every)
+    with progress_callback(2 * spec.levels + 2, desc="simulate --discover", unit="step", quiet=args.quiet) as update:
+        ev = evaluate_discovery(params, spec, population, args.clients, candidates=known,
+                                discovery_share=args.discovery_share, decoder=Decoder(estimator=args.estimator),
+                                rng=args.seed, progress=update)
     sim, found, listed, results, rows, disc_scores = (ev.simulation, ev.found, list(ev.listed), ev.results,
                                                       ev.scores, ev.discovery_scores)
-    truth = sim.full_truth
     sig = found.significant
     write_params(params, out / "params.csv")
     write_params(dparams, out / "discovery-params.csv")
@@ -75,9 +94,12 @@ def run(args: argparse.Namespace, params: Params) -> int:
     write_candidates(known, out / "candidates.txt")
     write_results(results["with discovery"], out / "results.csv")
     with atomic_output(out / "truth.csv") as fh:
-        fh.write("string,count\n")
-        for s, c in sorted(truth.items(), key=lambda kv: -kv[1]):
-            fh.write(f"{csv_text_field(s)},{c}\n")
+        # Every client's value, and how many of its holders sent their full-string report
+        # (the truth the final decode estimates; the others sent a discovery report).
+        fh.write("string,clients,full_string_clients\n")
+        full_of = sim.full_truth
+        for s, c in sorted(sim.truth.items(), key=lambda kv: -kv[1]):
+            fh.write(f"{csv_text_field(s)},{c},{full_of.get(s, 0)}\n")
     summary = {"params": params.as_dict(), "discovery": spec.as_dict(), "clients": sim.n_clients,
                "discovery_share": args.discovery_share, "seed": args.seed, "discovery_scores": disc_scores,
                "final": rows, "seconds": round(time.perf_counter() - started, 2)}

@@ -24,6 +24,15 @@ permanent response.  '--bool NAME' marks a boolean column (1/0/true/false, one b
 Reading, --jobs, --on-error skip and the atomic output are those of one variable.
 See docs/association.md.
 
+Discovery reports (docs/discovery.md): with '--discovery-params PATH' (the parameters
+of one discovery slot, as 'rappor plan --discovery-params-out' writes them) and no
+--params, every row gives a discovery report of its value, with the wire cohort 'slot x
+cohorts per slot + cohort' (sum them with 'rappor sum-bits --params <wire params>').
+With both --params and --discovery-params, each client sends one kind of report, chosen
+by its secret: a share --discovery-share of the clients a discovery report (to
+--discovery-output), the others their full-string report (to -o).  --max-length,
+--segment and --slot-weights must be those 'rappor discover' is given.
+
 Create a key with 'rappor keygen -o KEY'.
 """
 
@@ -39,11 +48,13 @@ from .._util.outputs import atomic_output
 from .._util.paths import display_name, STDIO
 from .._util.rejects import RejectsWriter, resolve_rejects_path
 from ..exceptions import InsecureRandomnessWarning
-from ..engines import default_jobs, encode_file, encode_variables_file
-from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument, integer,
-                      load_params)
+from ..engines import default_jobs, encode_discovery_file, encode_file, encode_variables_file
+from ._discover import add_slot_weights_argument
+from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
+                      add_quiet_argument, integer, load_params, progress_callback, real)
 
 if TYPE_CHECKING:
+    from ..analysis.discovery import DiscoverySpec
     from ..params import Params
 
 NAME = "encode"
@@ -51,11 +62,15 @@ HELP = "encode client values into reports (client,value -> client,cohort,irr)"
 ORDER = 20
 
 
+#: The help's usage line: the forms a user types (every option is listed below it).
+USAGE = ("%(prog)s --params PATH --key-file KEY [-o PATH] [OPTIONS] [INPUT]\n"
+         "       %(prog)s --discovery-params PATH --key-file KEY [OPTIONS] [INPUT]")
+
 def configure(parser: argparse.ArgumentParser) -> None:
     """Register the arguments of ``rappor encode``."""
     parser.add_argument("input", nargs="?", default="-", metavar="INPUT",
                         help="CSV with header 'client,value' ('-' for stdin) [default: stdin]")
-    add_params_argument(parser)
+    add_params_argument(parser, required=False, default="none: --discovery-params then required")
     parser.add_argument("--key-file", required=True, metavar="KEY",
                         help="key file (hex text from 'rappor keygen'); client secrets are derived from it")
     add_output_argument(parser, help_text="output CSV 'client,cohort,irr' ('-' for stdout)")
@@ -69,32 +84,86 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bool", action="append", default=[], metavar="NAME",
                         help="with several value columns (header client,NAME1,NAME2,...): column NAME holds "
                              "booleans (1/0/true/false), encoded as one bit (repeatable) [default: none]")
+    add_quiet_argument(parser)
+    group = parser.add_argument_group("discovery reports (see 'rappor discover')")
+    group.add_argument("--discovery-params", metavar="PATH", default=None,
+                       help="parameters of one discovery slot: encode discovery reports (every row without "
+                            "--params; with --params, the clients whose role is discovery) [default: none]")
+    group.add_argument("--discovery-share", type=real(0.0, 1.0), default=None, metavar="S",
+                       help="with --params and --discovery-params: the share of clients sending a discovery "
+                            "report instead of a full-string one, chosen by each client's secret [default: 0.75, "
+                            "the measured choice]")
+    group.add_argument("--discovery-output", metavar="PATH", default=None,
+                       help="with --params and --discovery-params: the discovery reports CSV (required then) [default: none]")
+    group.add_argument("--max-length", type=integer(1), default=30, metavar="BYTES",
+                       help="longest discoverable value, in UTF-8 bytes [default: 30]")
+    group.add_argument("--segment", type=integer(1), default=2, choices=(1, 2, 3),
+                       help="bytes added per slot [default: 2]")
+    add_slot_weights_argument(group)  # type: ignore[arg-type]
 
 
 def files(args: argparse.Namespace) -> CommandFiles:
-    """INPUT, ``--params`` and ``--key-file`` in; ``-o`` (and the rejects file with ``--on-error skip``) out."""
+    """INPUT, ``--params``, ``--discovery-params`` and ``--key-file`` in; ``-o``, ``--discovery-output`` (and the
+    rejects file with ``--on-error skip``) out."""
     outputs = [("-o", args.output)]
+    if args.discovery_output is not None:
+        outputs.append(("--discovery-output", args.discovery_output))
     if args.on_error == "skip":
         outputs.append(("--rejects", resolve_rejects_path(args.output, args.rejects, "reports")))
-    return CommandFiles(inputs=[("INPUT", args.input), ("--params", args.params), ("--key-file", args.key_file)],
-                        outputs=outputs)
+    inputs = [("INPUT", args.input), ("--key-file", args.key_file)]
+    inputs += [(option, path) for option, path in (("--params", args.params),
+                                                   ("--discovery-params", args.discovery_params)) if path]
+    return CommandFiles(inputs=inputs, outputs=outputs)
+
+
+def _check_discovery(args: argparse.Namespace) -> None:
+    """Refuse option sets that cannot run (before any file is read)."""
+    from ..exceptions import InvalidParameterError
+
+    if args.params is None and args.discovery_params is None:
+        raise InvalidParameterError("one of --params or --discovery-params is required.")
+    split = args.params is not None and args.discovery_params is not None
+    if not split:
+        for option, value in (("--discovery-share", args.discovery_share),
+                              ("--discovery-output", args.discovery_output)):
+            if value is not None:
+                raise InvalidParameterError(f"{option} needs both --params and --discovery-params (the client split).")
+    elif args.discovery_output is None:
+        raise InvalidParameterError("--params with --discovery-params needs --discovery-output (the discovery "
+                                    "reports; -o gets the full-string ones).")
+    if args.discovery_params is not None and args.bool:
+        raise InvalidParameterError("--bool and --discovery-params do not go together (discovery reports carry one "
+                                    "value per client).")
 
 
 def run(args: argparse.Namespace) -> int:
     """Encode INPUT and write ``client,cohort,irr`` (:func:`rappor.engines.encode_file`)."""
     from ..formats import read_key_file
 
-    params = load_params(args)
+    _check_discovery(args)
+    params = load_params(args) if args.params is not None else None
+    spec = _discovery_spec(args)
     key = read_key_file(args.key_file)
     if args.seed is not None:
         warnings.warn("--seed: the instantaneous noise comes from numpy's generator seeded with "
                       f"{args.seed}, not from the operating system's CSPRNG; these reports are NOT private "
                       "against anyone who knows or guesses the seed (use --seed for tests and simulation only)",
                       InsecureRandomnessWarning, stacklevel=2)
-    several = _several_variables(args)
+    several = _several_variables(args) if spec is None else False
     jobs = default_jobs() if args.jobs is None else args.jobs
 
     def encode(**options: Any) -> int:
+        with progress_callback(None, desc="encode", unit="row", quiet=args.quiet) as update:
+            return encode_rows(progress=update, **options)
+
+    def encode_rows(**options: Any) -> int:
+        if spec is not None:
+            share = None if params is None else (0.75 if args.discovery_share is None else args.discovery_share)
+            return encode_discovery_file(args.input, args.output if params is None else args.discovery_output, spec,
+                                         key, share=share, params=params,
+                                         full_output=None if params is None else args.output, seed=args.seed,
+                                         jobs=jobs, **options)
+        assert params is not None  # _check_discovery: --params or --discovery-params
         if several:
             return encode_variables_file(args.input, args.output, params, key, booleans=args.bool, seed=args.seed,
                                          jobs=jobs, **options)
@@ -115,6 +184,17 @@ def run(args: argparse.Namespace) -> int:
     sys.stderr.write(f"rappor: skipped {sink.count} bad row(s); {written} {'clients' if several else 'reports'} "
                      f"written; rejected rows are in {where}\n")
     return 0
+
+
+def _discovery_spec(args: argparse.Namespace) -> DiscoverySpec | None:
+    """The discovery layout of ``--discovery-params``, ``--max-length`` and ``--segment`` (None without them)."""
+    if args.discovery_params is None:
+        return None
+    from ..analysis.discovery import DiscoverySpec
+    from ..formats import read_params
+
+    return DiscoverySpec(params=read_params(args.discovery_params), max_length=args.max_length, segment=args.segment,
+                         slot_weights=args.slot_weights)
 
 
 def _several_variables(args: argparse.Namespace) -> bool:

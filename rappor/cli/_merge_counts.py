@@ -5,7 +5,7 @@ Example:
 
 Every COUNTS file must have been made with the same parameters (m rows of k+1
 counts); the sum is exact.  A warning is printed when the merged cohorts are
-unbalanced (max - min > N/m).
+unbalanced beyond chance (a chi-square test at level 1e-6).
 """
 
 from __future__ import annotations

@@ -34,6 +34,10 @@ HELP = "propose parameters for privacy targets and predict the detectable freque
 ORDER = 16
 
 
+#: The help's usage line: the forms a user types (every option is listed below it).
+USAGE = ("%(prog)s --reports N --candidates S [--epsilon-inf E] [OPTIONS]\n"
+         "       %(prog)s ... --discovery-share S [--discovery-params-out PATH]")
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reports", type=count, required=True, metavar="N", help="number of reports expected")
     parser.add_argument("--candidates", type=count, required=True, metavar="S",
@@ -63,8 +67,10 @@ def files(args: argparse.Namespace) -> CommandFiles:
     outputs = [("-o", args.output)]
     if args.params_out:
         outputs.append(("--params-out", args.params_out))
-    if args.discovery_params_out:
-        outputs.append(("--discovery-params-out", args.discovery_params_out))
+    for option, path in (("--discovery-params-out", args.discovery_params_out),
+                         ("--discovery-wire-params-out", args.discovery_wire_params_out)):
+        if path:
+            outputs.append((option, path))
     return CommandFiles(outputs=outputs)
 
 
@@ -110,7 +116,10 @@ def run(args: argparse.Namespace) -> int:
             from ..analysis.discovery import plan_with_discovery
 
             result, discovery = plan_with_discovery(args.reports, args.candidates,
-                                                    discovery_share=args.discovery_share, **options)
+                                                    discovery_share=args.discovery_share,
+                                                    discovery_irr=args.discovery_irr,
+                                                    discovery_max_length=args.discovery_max_length,
+                                                    discovery_lengths=_discover_plan.length_prior(args), **options)
     best = result.best.as_dict()
     others = [p.as_dict() for p in result.plans if p is not result.best][:args.top]
     with atomic_output(args.output) as out:
@@ -138,4 +147,6 @@ def run(args: argparse.Namespace) -> int:
         write_params(result.best.params, args.params_out)
     if discovery is not None and args.discovery_params_out:
         write_params(discovery.spec.params, args.discovery_params_out)
+    if discovery is not None and args.discovery_wire_params_out:
+        write_params(discovery.spec.wire_params, args.discovery_wire_params_out)
     return 0

@@ -7,8 +7,9 @@ Each REPORTS file is our 'client,cohort,irr' CSV or google/rappor's
 'client,cohort,bloom,prr,irr' (the header decides), or Parquet (a file or a directory);
 several files are summed into one table, and '-' reads standard input.  The output has
 one row per cohort: the number of reports, then the number of ones of bit 0, 1, ...,
-k-1.  A warning is printed when the cohorts are unbalanced (max - min > N/m,
-google/rappor's check).
+k-1.  A warning is printed when the cohorts are unbalanced beyond chance (a chi-square test of
+the reports per cohort at level 1e-6; google/rappor's max - min > N/m fires on random
+spread).
 """
 
 from __future__ import annotations

@@ -537,6 +537,39 @@ def client_secret(key: bytes, client_id: str) -> bytes:
     return hmac.digest(k, _CLIENT_LABEL + data, "sha256")
 
 
+def client_secrets(key: bytes, client_ids: Sequence[str], owner: str) -> tuple[list[int], list[bytes]]:
+    """Each row's distinct-client index and each distinct client's :func:`client_secret`, in first-seen order.
+
+    The key's HMAC state is computed once and copied per client (the fast path of
+    :func:`encode_clients` and of the discovery client's batch).
+    """
+    client_mac = hmac.new(_check_secret(key, "key", owner), _CLIENT_LABEL, hashlib.sha256)
+    index: dict[str, int] = {}
+    rows = [index.setdefault(cid, len(index)) for cid in client_ids]
+    for cid in index:
+        if not isinstance(cid, str):
+            msg = (f"The 'client_ids' parameter of {owner} must hold str. "
+                   f"Got a {type(cid).__name__} at index {rows.index(index[cid])}.")
+            raise InvalidParameterError(msg)
+
+    def secret_of(cid: str) -> bytes:  # client_secret, with the key's HMAC state (and label) copied
+        mac = client_mac.copy()
+        mac.update(cid.encode("utf-8"))
+        return mac.digest()
+
+    # Standard-library hmac: the key's state is copied per client, one hmac.digest per cohort.
+    # It replaced HMAC-SHA256 written out over hashlib (RFC 2104 pads, reading private state)
+    # at a measured cost, 200,000 distinct clients on one core (shared machine, ranges of 5
+    # alternated runs): both HMACs 0.29 -> 0.46 CPU-s; `python benchmarks/encode_client.py
+    # --jobs 1` 181-199k -> 158-168k reports per CPU-second at k=16, 179-188k -> 151-162k at
+    # k=32, 109-121k -> 106-110k at k=128.
+    try:
+        return rows, list(map(secret_of, index))
+    except UnicodeEncodeError:
+        _raise_not_utf8(client_ids, "client_ids", owner)
+        raise
+
+
 def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values: Sequence[str | bytes], *,
                    rng: RngLike = None, variable: str | None = None, boolean: bool = False) -> ReportBatch:
     """One report per ``(client_ids[i], values[i])``, each client's secret derived from ``key``.
@@ -578,7 +611,6 @@ def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values
     """
     _check_params(params, "encode_clients")
     check_encode(params, len(client_ids))
-    client_mac = hmac.new(_check_secret(key, "key", "encode_clients"), _CLIENT_LABEL, hashlib.sha256)
     generator = _normalize_rng(rng)
     n = len(client_ids)
     if len(values) != n:
@@ -589,29 +621,7 @@ def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values
     # cohort, each report one SHAKE-256 call.  The passes below are list comprehensions
     # over C hash calls, with the derivations of client_secret and prr_uniforms inlined
     # (about 20% faster than one loop with the same calls).
-    index: dict[str, int] = {}
-    rows = [index.setdefault(cid, len(index)) for cid in client_ids]
-    for cid in index:
-        if not isinstance(cid, str):
-            msg = (f"The 'client_ids' parameter of encode_clients must hold str. "
-                   f"Got a {type(cid).__name__} at index {rows.index(index[cid])}.")
-            raise InvalidParameterError(msg)
-
-    def secret_of(cid: str) -> bytes:  # client_secret, with the key's HMAC state (and label) copied
-        mac = client_mac.copy()
-        mac.update(cid.encode("utf-8"))
-        return mac.digest()
-
-    # Standard-library hmac: the key's state is copied per client, one hmac.digest per cohort.
-    # It replaced HMAC-SHA256 written out over hashlib (RFC 2104 pads, reading private state)
-    # at a measured cost, 200,000 distinct clients on one core (shared machine, ranges of 5
-    # alternated runs): both HMACs 0.29 -> 0.46 CPU-s; `python benchmarks/encode_client.py
-    # --jobs 1` 181-199k -> 158-168k reports per CPU-second at k=16, 179-188k -> 151-162k at
-    # k=32, 109-121k -> 106-110k at k=128.
-    try:
-        secrets = list(map(secret_of, index))
-    except UnicodeEncodeError:
-        _raise_not_utf8(client_ids, "client_ids")
+    rows, secrets = client_secrets(key, client_ids, "encode_clients")
     client_cohorts = [_cohort_of_key(s, m) for s in secrets]
     pack = struct.Struct(">I").pack
     head = _prr_label(variable) + pack(32)  # _prr_key_prefix of a 32-byte secret is head || secret
@@ -636,12 +646,12 @@ def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values
     return ReportBatch(params=params, cohorts=cohorts, words=pack_bits(irr))
 
 
-def _raise_not_utf8(items: Sequence[Any], name: str) -> None:
+def _raise_not_utf8(items: Sequence[Any], name: str, owner: str = "encode_clients") -> None:
     """Raise the error of the first str in ``items`` that UTF-8 cannot encode (if any)."""
     for position, item in enumerate(items):
         problem = utf8_problem(item) if isinstance(item, str) else ""
         if problem:
-            msg = (f"The {name!r} parameter of encode_clients must hold str encodable as UTF-8. "
+            msg = (f"The {name!r} parameter of {owner} must hold str encodable as UTF-8. "
                    f"Got {name}[{position}], {problem}, instead.")
             raise InvalidParameterError(msg)
 

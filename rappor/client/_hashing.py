@@ -35,7 +35,8 @@ from .._util.validation import check_cohort, check_cohorts
 from ..exceptions import InvalidParameterError
 from ..params import Params
 
-__all__ = ["bloom_bit_indices", "bloom_bits", "bloom_bits_table", "bloom_filter", "reduce_words", "split_hash_words",
+__all__ = ["bloom_bit_indices", "bloom_bits", "bloom_bits_table", "bloom_filter", "reduce_words", "split_bit_indices",
+           "split_hash_words",
            "value_bytes"]
 
 _BLOCK_PREFIXES = tuple(struct.pack("<I", b) for b in range(64))
@@ -256,4 +257,41 @@ def split_hash_words(parts: Sequence[bytes], seeds: npt.ArrayLike, num_hashes: i
     keys = [tag + p if type(p) is bytes else tag + value_bytes(p) for p in parts]
     for start, words in _hash_words(keys, seed_arr, num_hashes):
         out[:, :, start:start + len(words)] = np.moveaxis(words, 0, -1)
+    return out
+
+
+def split_bit_indices(heads: Sequence[bytes], tails: Sequence[bytes], seeds: Sequence[int], *, num_bloombits: int,
+                      num_hashes: int) -> npt.NDArray[np.int64]:
+    """Bit indices of the split hash (:func:`split_hash_words`) of one ``(head, tail)`` per seed: the client's view.
+
+    Row ``r`` is hashed only under ``seeds[r]`` (a client's wire cohort), one MurmurHash3
+    call per block and part, where :func:`split_hash_words` hashes every part under every
+    seed (the server's view); the indices are the same.
+
+    Returns
+    -------
+    ndarray of shape (len(heads), num_hashes), dtype int64
+        ``(floor(H_i k / 2**64) + floor(T_i k / 2**64)) mod k``.
+    """
+    k, h = num_bloombits, num_hashes
+    blocks = [_prefix(b) for b in range((h + 1) // 2)]
+    murmur = _murmur
+    if h == 1:  # the discovery design: one word of one block per part
+        head_key, tail_key = blocks[0] + _HEAD_TAG, blocks[0] + _TAIL_TAG
+        one = [((murmur(head_key + head, seed)[0] * k) >> 64) + ((murmur(tail_key + tail, seed)[0] * k) >> 64)
+               for head, tail, seed in zip(heads, tails, seeds)]
+        single = np.array(one, dtype=np.int64).reshape(len(heads), 1)
+        single %= k
+        return single
+
+    def words(head: bytes, tail: bytes, seed: int) -> list[int]:
+        out = []
+        for prefix in blocks:
+            hw, tw = murmur(prefix + _HEAD_TAG + head, seed), murmur(prefix + _TAIL_TAG + tail, seed)
+            out += [((hw[0] * k) >> 64) + ((tw[0] * k) >> 64), ((hw[1] * k) >> 64) + ((tw[1] * k) >> 64)]
+        return out[:h]
+
+    flat = [w for head, tail, seed in zip(heads, tails, seeds) for w in words(head, tail, seed)]
+    out = np.array(flat, dtype=np.int64).reshape(len(heads), h)
+    out %= k
     return out

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ._aggregate import NumpyEngine, aggregate_files, get_engine
 from ._dask import DaskEngine
-from ._encode import default_jobs, encode_file, encode_variables_file
+from ._encode import default_jobs, encode_discovery_file, encode_file, encode_variables_file
 from ._sources import ENGINES, Engine, ReportSource, check_distributed_options, parquet_groups, report_sources
 from ._spark import SparkEngine
 
@@ -34,6 +34,7 @@ __all__ = [
     "aggregate_files",
     "check_distributed_options",
     "default_jobs",
+    "encode_discovery_file",
     "encode_file",
     "encode_variables_file",
     "get_engine",

@@ -15,10 +15,11 @@ output.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,7 +34,10 @@ from ..formats._client_values import iter_client_values, iter_client_variables
 from ..formats._reports_csv import HEADER, report_rows
 from ..params import Params, boolean_params
 
-__all__ = ["encode_file", "encode_variables_file"]
+if TYPE_CHECKING:
+    from ..analysis.discovery._spec import DiscoverySpec
+
+__all__ = ["encode_discovery_file", "encode_file", "encode_variables_file"]
 
 #: Rows encoded per vectorized call, and per task of a worker, at most ...
 CHUNK_ROWS = 65536
@@ -61,9 +65,10 @@ def default_jobs() -> int:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(params: Params, key: bytes, seed: int | None, names: Sequence[str] = (),
-                 booleans: Sequence[str] = ()) -> None:
-    _WORKER.update(params=params, key=key, seed=seed, names=list(names), booleans=frozenset(booleans))
+def _init_worker(params: Params | None, key: bytes, seed: int | None, names: Sequence[str] = (),
+                 booleans: Sequence[str] = (), spec: DiscoverySpec | None = None, share: float | None = None) -> None:
+    _WORKER.update(params=params, key=key, seed=seed, names=list(names), booleans=frozenset(booleans), spec=spec,
+                   share=share)
 
 
 def _chunk_rng(index: int, *spawn: int) -> np.random.Generator | None:
@@ -77,6 +82,34 @@ def _encode_chunk(index: int, clients: list[str], values: list[str]) -> tuple[in
     """Encode one chunk: its number of rows and its output rows (runs in a worker or inline)."""
     batch = encode_clients(_WORKER["params"], _WORKER["key"], clients, values, rng=_chunk_rng(index))
     return len(clients), report_rows(clients, batch)
+
+
+def _encode_discovery_chunk(index: int, clients: list[str], values: list[str]) -> tuple[int, str, str]:
+    """Encode one chunk with discovery: (rows, discovery report rows, full-string report rows).
+
+    Without a share every row is a discovery report; with one, each client's role
+    (:func:`rappor.discovery.client.discovery_roles`) picks its report.  The two kinds draw
+    their noise from separate streams of the chunk.
+    """
+    from ..analysis.discovery._client import discovery_roles, encode_discovery_clients
+
+    spec, share, key = _WORKER["spec"], _WORKER["share"], _WORKER["key"]
+    if share is None:
+        batch = encode_discovery_clients(spec, key, clients, values, rng=_chunk_rng(index))
+        return len(clients), report_rows(clients, batch), ""
+    roles = discovery_roles(key, clients, share).tolist()
+    texts = []
+    for kind, role in enumerate((True, False)):
+        ids = [c for c, r in zip(clients, roles) if r is role]
+        vals = [v for v, r in zip(values, roles) if r is role]
+        if not ids:
+            texts.append("")
+        elif role:
+            texts.append(report_rows(ids, encode_discovery_clients(spec, key, ids, vals, rng=_chunk_rng(index, kind))))
+        else:
+            texts.append(report_rows(ids, encode_clients(_WORKER["params"], key, ids, vals,
+                                                         rng=_chunk_rng(index, kind))))
+    return len(clients), texts[0], texts[1]
 
 
 def _encode_variables_chunk(index: int, clients: list[str], columns: list[list[str]]) -> tuple[int, str]:
@@ -96,7 +129,7 @@ def _encode_variables_chunk(index: int, clients: list[str], columns: list[list[s
 
 def encode_file(input: PathLike, output: PathLike, params: Params, key: bytes, *,  # noqa: A002
                 seed: int | None = None, jobs: int | None = 1, on_error: OnError = "raise",
-                rejects: RejectSink | None = None) -> int:
+                rejects: RejectSink | None = None, progress: Callable[[int], None] | None = None) -> int:
     """Encode a ``client,value`` CSV into a reports CSV ``client,cohort,irr``; return the reports written.
 
     Every row gives one report, ``encode_clients(params, key, [client], [value])``: the
@@ -130,6 +163,8 @@ def encode_file(input: PathLike, output: PathLike, params: Params, key: bytes, *
         :func:`rappor.formats.iter_client_values`).
     rejects : list or None, default=None
         Where skipped rows go; required with ``"skip"``.
+    progress : callable or None, default=None
+        Called with the number of rows of each chunk once it is written (a progress bar).
 
     Returns
     -------
@@ -155,41 +190,55 @@ def encode_file(input: PathLike, output: PathLike, params: Params, key: bytes, *
     rows = chunk_rows(params)
     check_encode(params, rows, processes=workers)  # one report alone may not fit (k = 2**32)
     chunks = iter_client_values(input, chunk_size=rows, on_error=on_error, rejects=sink)
-    return _encode_chunks(chunks, output, lambda: HEADER, _encode_chunk, workers, (params, key, seed))
+    return _encode_chunks(chunks, [output], lambda: HEADER, _encode_chunk, workers, (params, key, seed), progress)
 
 
-def _encode_chunks(chunks: Iterator[tuple[list[str], Any]], output: PathLike, header: Callable[[], str],
-                   encode: Callable[..., tuple[int, str]], workers: int, setup_args: tuple[Any, ...]) -> int:
-    """Encode ``chunks`` with ``encode`` (inline or in ``workers`` processes) into the atomic ``output``."""
+def _encode_chunks(chunks: Iterator[tuple[list[str], Any]], outputs: Sequence[PathLike],
+                   header: Callable[[], str], encode: Callable[..., tuple[Any, ...]], workers: int,
+                   setup_args: tuple[Any, ...], progress: Callable[[int], None] | None = None) -> int:
+    """Encode ``chunks`` with ``encode`` (inline or in ``workers`` processes) into the atomic ``outputs``.
+
+    ``encode`` returns ``(rows, text, ...)``, one text per output; the outputs share
+    ``header`` and are committed together, or none of them.
+    """
     numbered = enumerate(chunks)
     written = 0
-    with atomic_output(output) as out:
+    with contextlib.ExitStack() as stack:
+        outs = [stack.enter_context(atomic_output(path)) for path in outputs]
         head = list(itertools.islice(numbered, 2))  # reads the input's header
         todo = itertools.chain(head, numbered)
-        out.write(header())
+        for out in outs:
+            out.write(header())
+
+        def write(result: tuple[Any, ...]) -> None:
+            nonlocal written
+            for out, text in zip(outs, result[1:]):
+                out.write(text)
+            written += result[0]
+            if progress is not None:
+                progress(result[0])
+
         if len(head) < 2 or workers == 1:
             # One chunk or one job: no worker processes.
             _init_worker(*setup_args)
             try:
                 for index, (clients, values) in todo:
-                    size, text = encode(index, clients, values)
-                    out.write(text)
-                    written += size
+                    write(encode(index, clients, values))
             finally:
                 _WORKER.clear()
             return written
         from .._util.workers import WorkerPool  # multiprocessing: imported only when workers run (`import rappor` stays light)
 
         with WorkerPool(workers, encode, setup=_init_worker, setup_args=setup_args) as pool:
-            for size, text in pool.imap((index, clients, values) for index, (clients, values) in todo):
-                out.write(text)
-                written += size
+            for result in pool.imap((index, clients, values) for index, (clients, values) in todo):
+                write(result)
     return written
 
 
 def encode_variables_file(input: PathLike, output: PathLike, params: Params, key: bytes, *,  # noqa: A002
                           booleans: Sequence[str] = (), seed: int | None = None, jobs: int | None = 1,
-                          on_error: OnError = "raise", rejects: RejectSink | None = None) -> int:
+                          on_error: OnError = "raise", rejects: RejectSink | None = None,
+                          progress: Callable[[int], None] | None = None) -> int:
     """Encode a ``client,NAME1,NAME2,...`` CSV into ``client,cohort,NAME1,NAME2,...``; return the clients written.
 
     Every row is one client's values of several variables (association analysis,
@@ -202,7 +251,7 @@ def encode_variables_file(input: PathLike, output: PathLike, params: Params, key
 
     Parameters
     ----------
-    input, output, params, key, seed, jobs, on_error, rejects
+    input, output, params, key, seed, jobs, on_error, rejects, progress
         As :func:`encode_file` (a bad boolean is a bad row too).
     booleans : sequence of str, default=()
         The header names of the boolean columns.
@@ -234,5 +283,64 @@ def encode_variables_file(input: PathLike, output: PathLike, params: Params, key
     def header() -> str:
         return ",".join(["client", "cohort", *(csv_field(n) for n in names)]) + "\n"
 
-    return _encode_chunks(chunks, output, header, _encode_variables_chunk, workers,
-                          (params, key, seed, names, bools))
+    return _encode_chunks(chunks, [output], header, _encode_variables_chunk, workers,
+                          (params, key, seed, names, bools), progress)
+
+
+def encode_discovery_file(input: PathLike, output: PathLike, spec: DiscoverySpec, key: bytes, *,  # noqa: A002
+                          share: float | None = None, params: Params | None = None,
+                          full_output: PathLike | None = None, seed: int | None = None, jobs: int | None = 1,
+                          on_error: OnError = "raise", rejects: RejectSink | None = None,
+                          progress: Callable[[int], None] | None = None) -> int:
+    """Encode a ``client,value`` CSV into discovery reports ``client,cohort,irr`` (wire cohorts); return the rows read.
+
+    Every row gives one discovery report,
+    ``encode_discovery_clients(spec, key, [client], [value])``
+    (:func:`rappor.discovery.client.encode_discovery_clients`): the reports file of
+    ``rappor sum-bits --params <wire params>`` and ``rappor discover --reports``.  With
+    ``share`` (the client split of ``docs/discovery.md``), a client sends a discovery
+    report if its role says so (:func:`rappor.discovery.client.discovery_roles`, derived
+    from its secret) and its full-string report under ``params`` to ``full_output``
+    otherwise: each client sends one kind, whichever rows it has.  Reading, workers,
+    seeds, rejects and the atomic outputs are those of :func:`encode_file` (both outputs
+    are committed together or not at all).
+
+    Parameters
+    ----------
+    input, key, seed, jobs, on_error, rejects, progress
+        As :func:`encode_file`.
+    output : str or os.PathLike
+        The discovery reports CSV (under ``spec.wire_params``).
+    spec : DiscoverySpec
+        The discovery layout and parameters of one slot.
+    share : float or None, default=None
+        The share of clients sending a discovery report; ``None``: every row.
+    params, full_output : Params and path, required with ``share``
+        The full-string parameters and reports CSV of the other clients.
+
+    Returns
+    -------
+    int
+        The number of rows encoded (both kinds).
+    """
+    from ..analysis.discovery._spec import DiscoverySpec
+    from ..exceptions import InvalidParameterError
+
+    if not isinstance(spec, DiscoverySpec):
+        msg = f"The 'spec' parameter of encode_discovery_file must be a DiscoverySpec. Got {spec!r} instead."
+        raise InvalidParameterError(msg)
+    if (share is None) != (params is None) or (share is None) != (full_output is None):
+        msg = "encode_discovery_file: 'share', 'params' and 'full_output' go together (the client split) or not at all."
+        raise InvalidParameterError(msg)
+    sink = check_on_error(on_error, rejects, "encode_discovery_file")
+    workers = default_jobs() if jobs is None else check_int(jobs, "jobs", "encode_discovery_file", low=1)
+    if seed is not None:
+        seed = check_int(seed, "seed", "encode_discovery_file", low=0)
+    wire = spec.wire_params
+    widest = wire if params is None or params.num_bloombits <= wire.num_bloombits else params
+    rows = chunk_rows(widest)
+    check_encode(widest, rows, processes=workers)
+    chunks = iter_client_values(input, chunk_size=rows, on_error=on_error, rejects=sink)
+    outputs = [output] if full_output is None else [output, full_output]
+    return _encode_chunks(chunks, outputs, lambda: HEADER, _encode_discovery_chunk, workers,
+                          (params, key, seed, (), (), spec, share), progress)

@@ -25,6 +25,7 @@
                            :func:`write_assoc_parquet`, :func:`read_schema`
 ``_assoc_results``         an association analysis's table, ours or google/rappor's
                            ``assoc-results.csv``: :func:`write_assoc_results`
+``_found``                 the values ``rappor discover`` found, ``found.csv``: :func:`read_found`
 =========================  ===================================================================
 
 The modules are listed in the order a collection meets its files.  A reader names the
@@ -42,6 +43,7 @@ from ._association import read_assoc_reports, read_schema, write_assoc_parquet, 
 from ._candidates import read_candidates, write_candidates
 from ._client_values import iter_client_values, read_client_values, write_client_values
 from ._counts import read_counts, write_counts
+from ._found import is_found_file, read_found, read_found_shares
 from ._keys import read_key_file, write_key_file
 from ._map import read_map, write_map, write_map_positions
 from ._params import read_params, write_params
@@ -60,6 +62,7 @@ from ._reports_csv import iter_reports, read_reports, write_reports
 __all__ = [
     "ParquetReportWriter",
     "aggregate_parquet",
+    "is_found_file",
     "iter_client_values",
     "iter_parquet_reports",
     "iter_reports",
@@ -68,6 +71,8 @@ __all__ = [
     "read_candidates",
     "read_client_values",
     "read_counts",
+    "read_found",
+    "read_found_shares",
     "read_key_file",
     "read_map",
     "read_params",

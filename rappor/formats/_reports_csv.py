@@ -90,6 +90,9 @@ def _check_cells(cells: list[str], params: Params, ncols: int, name: str, lineno
     if (not 0 < len(cohort_text) <= _MAX_COHORT_DIGITS or not cohort_text.isascii() or not cohort_text.isdigit()
             or int(cohort_text) >= m):
         msg = f"expected a cohort, an integer in [0, {m - 1}], found {excerpt(cohort_text)}"
+        if cohort_text.isascii() and cohort_text.isdigit() and len(cohort_text) <= _MAX_COHORT_DIGITS:
+            msg += (f" (reports of more than {m} cohorts: discovery reports carry slot x cohorts per slot + cohort, "
+                    "and are read with the wire parameters, 'rappor plan --discovery-wire-params-out')")
         raise ReportFormatError(msg, path=name, line=lineno)
     if len(irr) != k:
         msg = (f"expected an irr bit string of k = {k} characters, found {len(irr)} characters "

@@ -425,3 +425,14 @@ def test_encode_rejects_file_neutralises_formulas(tmp_path: Path, capsys: pytest
     capsys.readouterr()
     rows = [r[3] for r in _read(tmp_path / "reports.csv.rejects.csv")[1:]]
     assert rows == ["'=cmd|' /C calc'!A0,y,z", "'-2+3"]
+
+
+def test_encode_progress_bar_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("tqdm")
+    params, key, inp = _setup(tmp_path, [("c1", "a"), ("c2", "b")])
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert _run(params, key, inp, tmp_path / "out.csv") == 0
+    assert "encode" in capsys.readouterr().err  # the bar, on stderr
+    assert _run(params, key, inp, tmp_path / "out.csv", "--quiet") == 0
+    assert capsys.readouterr().err == ""

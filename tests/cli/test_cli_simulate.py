@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 
@@ -188,3 +189,33 @@ def test_simulate_table_marks_which_rows_are_detected(tmp_path, capsys):
                for r in saved[:len(rows)])
     (count,) = [line for line in lines if line.startswith("detected ")]
     assert int(count.split()[1]) == sum(r["detected"].lower() == "true" for r in saved)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--method", "client"], "--method client does not go with --discover"),
+    (["--reports-per-client", "3"], "--reports-per-client 3 does not go with --discover"),
+    (["--values-per-client", "2"], "--values-per-client 2 does not go with --discover"),
+    (["--dist", "uniform"], "--dist uniform does not go with --discover"),
+])
+def test_simulate_discover_refuses_what_it_cannot_honour(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         extra: list[str], message: str) -> None:
+    assert main(["simulate", "--discover", "--clients", "1000", "--out", str(tmp_path / "run"), *extra]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_simulate_discover_truth_and_remove_every_zero(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run"
+    assert main(["simulate", "--discover", "--clients", "20000", "--unique", "50", "--max-length", "14",
+                 "--alphabet", "printable", "--remove-every", "0", "--seed", "3", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    with open(out / "truth.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == ["string", "clients", "full_string_clients"]
+    clients = sum(int(r["clients"]) for r in rows)
+    assert clients == 20_000  # every client, not only the full-string reporters
+    full = sum(int(r["full_string_clients"]) for r in rows)
+    assert f"{full:,} full-string" in printed
+    # --remove-every 0 keeps every true string in the candidate list (it was turned into 2).
+    candidates = (out / "candidates.txt").read_text(encoding="utf-8").splitlines()
+    assert {r["string"] for r in rows} <= set(candidates)

@@ -150,21 +150,30 @@ def test_read_counts_fail_bad_input(tmp_path: Path, text: str, line: int | None,
 
 def test_check_cohort_balance_balanced_returns_true(params: Params) -> None:
     counts = np.zeros((4, 9), dtype=np.int64)
-    counts[:, 0] = [10, 12, 8, 10]  # spread 4 <= N/m = 10
+    counts[:, 0] = [10, 12, 8, 10]
     assert check_cohort_balance(Aggregate(params=params, counts=counts)) is True
 
 
-def test_check_cohort_balance_warns_when_spread_exceeds_n_over_m(params: Params) -> None:
+def test_check_cohort_balance_warns_beyond_chance(params: Params) -> None:
     counts = np.zeros((4, 9), dtype=np.int64)
-    counts[:, 0] = [10, 16, 5, 9]  # spread 11 > N/m = 10
-    with pytest.warns(UnbalancedCohortsWarning, match="cohort 1 has 16 reports and cohort 2 has 5"):
+    counts[:, 0] = [100, 160, 50, 90]  # chi-square 62.0 on 3 degrees of freedom: p = 2.2e-13
+    with pytest.warns(UnbalancedCohortsWarning, match=r"cohort 1 has 160 reports and cohort 2 has 50 .*p = 2.2e-13"):
         assert check_cohort_balance(Aggregate(params=params, counts=counts)) is False
 
 
-def test_check_cohort_balance_at_threshold_is_balanced(params: Params) -> None:
-    counts = np.zeros((4, 9), dtype=np.int64)
-    counts[:, 0] = [15, 5, 10, 10]  # spread 10 == N/m = 10: google/rappor warns only above
-    assert check_cohort_balance(Aggregate(params=params, counts=counts)) is True
+def test_check_cohort_balance_takes_random_spread_as_balanced(params: Params) -> None:
+    # google/rappor's rule (max - min > N/m) fires on the spread of uniform random cohorts:
+    # 15,000 reports over 512 cohorts (16 discovery slots x 32) give max - min > N/m = 29.3
+    # in 19 of these 20 draws.
+    wire = Params(num_bloombits=8, num_hashes=1, num_cohorts=512, prob_p=0.0, prob_q=1.0, prob_f=0.5)
+    old_rule = fired = 0
+    for seed in range(20):
+        counts = np.zeros((512, 9), dtype=np.int64)
+        counts[:, 0] = np.random.default_rng(seed).multinomial(15_000, np.full(512, 1 / 512))
+        old_rule += int(counts[:, 0].max() - counts[:, 0].min()) * 512 > 15_000
+        fired += not check_cohort_balance(Aggregate(params=wire, counts=counts))
+    assert old_rule == 19
+    assert fired == 0  # level 1e-6: one false alarm in 50,000 such runs of 20
 
 
 # --- int64: totals never wrap around -------------------------------------------------------------------

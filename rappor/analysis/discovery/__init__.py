@@ -15,7 +15,7 @@ The package's modules (private), in the order a discovery uses them:
 ``_decode``        discover, then decode with the candidates (:func:`discover_and_decode`,
                    what ``rappor decode --discover`` runs)
 ``_pem``           the PEM baseline (prefix extending, one segment per group)
-``_population``    long-tailed populations of realistic strings
+``_population``    long-tailed populations of realistic strings, and of 6-15 byte values
 ``_simulate``      simulated collections with discovery, 10 million clients in seconds
 ``_evaluate``      top-k scores of a discovery against the truth; a whole simulated collection
                    with discovery, scored (:func:`evaluate_discovery`, ``rappor simulate --discover``)
@@ -26,12 +26,12 @@ See ``docs/discovery.md`` for the method, its privacy accounting and measurement
 
 from __future__ import annotations
 
-from ._client import DiscoveryEncoder
+from ._client import DiscoveryEncoder, encode_discovery_clients
 from ._decode import DiscoverDecode, discover_and_decode, listed_strings
 from ._evaluate import DiscoveryEvaluation, evaluate_discovery, topk_scores
 from ._pem import pem_discover, pem_population
-from ._plan import DiscoveryPlan, plan_discovery, plan_with_discovery
-from ._population import realistic_population, realistic_strings
+from ._plan import DiscoveryPlan, plan_discovery, plan_slot_weights, plan_with_discovery
+from ._population import long_population, realistic_population, realistic_strings
 from ._privacy import DiscoveryPrivacy, discovery_params, discovery_privacy
 from ._search import DiscoveryResult, discover, display_string
 from ._simulate import DiscoverySimulation, simulate_discovery
@@ -53,11 +53,14 @@ __all__ = [
     "discovery_params",
     "discovery_privacy",
     "display_string",
+    "encode_discovery_clients",
     "evaluate_discovery",
     "listed_strings",
+    "long_population",
     "pem_discover",
     "pem_population",
     "plan_discovery",
+    "plan_slot_weights",
     "plan_with_discovery",
     "realistic_population",
     "realistic_strings",

@@ -2,16 +2,19 @@
 
 Specification (additions to ``docs/client.md``; the full-string report is unchanged):
 
+``D``
+    ``HMAC-SHA256(secret, b"rappor/discovery/client")``, computed once per client; ``U_j``
+    is its bytes ``8j .. 8j + 7`` read big-endian (three independent 64-bit words).
 ``slot``
-    ``floor(U64 * L / 2**64)`` with ``U64`` the first 8 bytes, big-endian, of
-    ``HMAC-SHA256(secret, b"rappor/discovery/slot")`` (``L = spec.levels``).
+    ``floor(U_0 * L / 2**64)`` (``L = spec.levels``), or with slot weights ``w_s`` the
+    ``s`` with ``w_0 + ... + w_{s-1} <= floor(U_0 W / 2**64) < w_0 + ... + w_s``
+    (:meth:`DiscoverySpec.slot_of_word`).
+``cohort``
+    ``floor(U_1 * m / 2**64)`` over the slot's ``m`` cohorts; the report carries the wire
+    cohort ``slot * m + cohort``.
 ``role``
     with the client split (``split="clients"``), the client sends a discovery report
-    instead of its full-string report iff ``U64 < round(share * 2**64)`` for ``U64`` the
-    first 8 bytes of ``HMAC-SHA256(secret, b"rappor/discovery/role")``.
-``cohort``
-    :func:`rappor.client.derive_cohort` of the secret over the slot's ``m`` cohorts; the
-    report carries the wire cohort ``slot * m + cohort``.
+    instead of its full-string report iff ``U_2 < round(share * 2**64)``.
 ``Bloom filter``
     of the fragment (:meth:`DiscoverySpec.bloom_bits`, the split head/tail hash).
 ``PRR``
@@ -28,49 +31,73 @@ Specification (additions to ``docs/client.md``; the full-string report is unchan
 from __future__ import annotations
 
 import hashlib
+import hmac
+import struct
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+import numpy.typing as npt
+
+from ..._util.bits import pack_bits
+from ..._util.memory import check_encode
 from ..._util.validation import RngLike, check_probability
 from ...client._encoder import (
+    _bloom_matrix,
     _check_secret,
-    _cohort_of_key,
-    _keyed_index,
-    _keyed_word,
     _noise,
     _normalize_rng,
     _prr_key_prefix,
     _prr_message,
+    _raise_not_utf8,
     _uniforms_from_stream,
+    client_secrets,
 )
 from ...exceptions import InvalidParameterError
-from ...client._hashing import value_bytes
+from ...client._hashing import split_bit_indices, value_bytes
 from ...client._randomizer import (
     instantaneous_response_from_words,
     permanent_response_from_words,
 )
-from ...client._reports import Report
-from ._spec import DiscoverySpec
+from ...client._reports import Report, ReportBatch
+from ._spec import COMPLETE, PARTIAL, DiscoverySpec
 
-__all__ = ["DiscoveryEncoder", "discovery_role", "discovery_slot"]
+__all__ = ["DiscoveryEncoder", "discovery_cohort", "discovery_role", "discovery_roles", "discovery_slot",
+           "encode_discovery_clients"]
 
-_SLOT_LABEL = b"rappor/discovery/slot"
-_ROLE_LABEL = b"rappor/discovery/role"
+_CLIENT_LABEL = b"rappor/discovery/client"
 _DISCOVERY_PRR_LABEL = b"rappor/prr/discovery/v1"
+
+
+def _client_words(secret: bytes) -> tuple[int, int, int]:
+    """``(U_0, U_1, U_2)`` of the module docstring: the slot's, the cohort's and the role's words."""
+    d = hmac.digest(secret, _CLIENT_LABEL, "sha256")
+    return int.from_bytes(d[:8], "big"), int.from_bytes(d[8:16], "big"), int.from_bytes(d[16:24], "big")
+
+
+def _check_levels(levels: Any, owner: str) -> int:
+    if isinstance(levels, bool) or not isinstance(levels, (int, np.integer)) or levels < 1:
+        raise InvalidParameterError(f"The 'levels' parameter of {owner} must be an int >= 1. Got {levels!r}.")
+    return int(levels)
 
 
 def discovery_slot(secret: bytes, levels: int) -> int:
     """The slot of the client holding ``secret``: uniform over ``[0, levels)``, fixed for its lifetime."""
-    if isinstance(levels, bool) or not isinstance(levels, (int, np.integer)) or levels < 1:
-        raise InvalidParameterError(f"The 'levels' parameter of discovery_slot must be an int >= 1. Got {levels!r}.")
-    return _keyed_index(_check_secret(secret, "secret", "discovery_slot"), _SLOT_LABEL, int(levels))
+    size = _check_levels(levels, "discovery_slot")
+    return (_client_words(_check_secret(secret, "secret", "discovery_slot"))[0] * size) >> 64
+
+
+def discovery_cohort(secret: bytes, num_cohorts: int) -> int:
+    """The cohort of the client holding ``secret`` within its slot: uniform over ``[0, num_cohorts)``."""
+    size = _check_levels(num_cohorts, "discovery_cohort")
+    return (_client_words(_check_secret(secret, "secret", "discovery_cohort"))[1] * size) >> 64
 
 
 def discovery_role(secret: bytes, share: float) -> bool:
     """Whether the client sends a discovery report (instead of its full-string one) under a client split."""
     s = check_probability(share, "share", "discovery_role")
-    return _keyed_word(_check_secret(secret, "secret", "discovery_role"), _ROLE_LABEL) < round(s * 2**64)
+    return _client_words(_check_secret(secret, "secret", "discovery_role"))[2] < round(s * 2**64)
 
 
 class DiscoveryEncoder:
@@ -103,8 +130,9 @@ class DiscoveryEncoder:
             raise InvalidParameterError(f"The 'spec' parameter of DiscoveryEncoder must be a DiscoverySpec. Got {spec!r}.")
         key = _check_secret(secret, "secret", "DiscoveryEncoder")
         self._spec = spec
-        self._slot = discovery_slot(key, spec.levels)
-        self._cohort = _cohort_of_key(key, spec.params.num_cohorts)
+        slot_word, cohort_word, _ = _client_words(key)
+        self._slot = spec.slot_of_word(slot_word)
+        self._cohort = (cohort_word * spec.params.num_cohorts) >> 64
         self._prr_xof = hashlib.shake_256(_prr_key_prefix(key, _DISCOVERY_PRR_LABEL))
         self._rng = _normalize_rng(rng)
 
@@ -143,3 +171,92 @@ class DiscoveryEncoder:
         _, prr = self._prr(value)
         irr = instantaneous_response_from_words(prr, _noise(prr.shape, self._rng), params.prob_p, params.prob_q)
         return Report(cohort=self._spec.wire_cohort(self._slot, self._cohort), bits=irr[0])
+
+
+def discovery_roles(key: bytes, client_ids: Sequence[str], share: float) -> npt.NDArray[np.bool_]:
+    """Per row, whether client ``client_ids[i]`` (secret from ``key``) sends a discovery report under a client split.
+
+    ``discovery_role(client_secret(key, client_ids[i]), share)`` for every ``i``, with the
+    key schedule cached (each distinct client costs two HMACs).
+
+    Returns
+    -------
+    ndarray of shape (len(client_ids),), dtype bool
+    """
+    s = check_probability(share, "share", "discovery_roles")
+    rows, secrets = client_secrets(key, client_ids, "discovery_roles")
+    cut = round(s * 2**64)
+    roles = np.array([_client_words(secret)[2] < cut for secret in secrets], dtype=bool)
+    out: npt.NDArray[np.bool_] = roles[np.array(rows, dtype=np.intp)]
+    return out
+
+
+def encode_discovery_clients(spec: DiscoverySpec, key: bytes, client_ids: Sequence[str],
+                             values: Sequence[str | bytes], *, rng: RngLike = None) -> ReportBatch:
+    """One discovery report per ``(client_ids[i], values[i])``, each client's secret derived from ``key``.
+
+    Equivalent to ``DiscoveryEncoder(spec, client_secret(key, client_ids[i])).encode(values[i])``
+    for every ``i`` (same slots, cohorts and PRRs; with a numpy generator, the same IRR
+    noise as encoding the rows one after the other with it), with the key schedule
+    cached, one MurmurHash3 call per part and report, and the randomized responses of
+    the whole batch computed at once: the fast path of ``rappor encode --discovery-params``.
+
+    Parameters
+    ----------
+    spec : DiscoverySpec
+    key : bytes
+        At least 16 bytes (:func:`rappor.encoder.read_key_file`).
+    client_ids : sequence of str
+    values : sequence of str or bytes
+        Same length as ``client_ids``; ``str`` as UTF-8.
+    rng : numpy.random.Generator, int or None, default=None
+        ``None`` uses :func:`os.urandom`; otherwise numpy's (non-cryptographic)
+        generator, for simulation and tests.
+
+    Returns
+    -------
+    ReportBatch
+        Under ``spec.wire_params`` (wire cohorts), in input order.
+    """
+    if not isinstance(spec, DiscoverySpec):
+        msg = f"The 'spec' parameter of encode_discovery_clients must be a DiscoverySpec. Got {spec!r}."
+        raise InvalidParameterError(msg)
+    wire = spec.wire_params
+    n = len(client_ids)
+    check_encode(wire, n)
+    generator = _normalize_rng(rng)
+    if len(values) != n:
+        msg = (f"The 'values' parameter of encode_discovery_clients must have the length of client_ids ({n}). "
+               f"Got {len(values)} instead.")
+        raise InvalidParameterError(msg)
+    rows, secrets = client_secrets(key, client_ids, "encode_discovery_clients")
+    m, levels, k = spec.params.num_cohorts, spec.levels, wire.num_bloombits
+    words = [_client_words(secret) for secret in secrets]
+    slot_of = spec.slot_of_word
+    slots = [slot_of(w[0]) for w in words]
+    wires = [slot * m + ((w[1] * m) >> 64) for w, slot in zip(words, slots)]
+    pack = struct.Struct(">I").pack
+    head = _DISCOVERY_PRR_LABEL + pack(32)  # _prr_key_prefix of a 32-byte secret is head || secret
+    prefixes = [head + secret + pack(w) for secret, w in zip(secrets, wires)]
+    try:
+        datas = [v.encode("utf-8") if type(v) is str else value_bytes(v) for v in values]
+    except (UnicodeEncodeError, InvalidParameterError):
+        _raise_not_utf8(values, "values", "encode_discovery_clients")
+        raise
+    # DiscoverySpec.split and .fragment inlined: head v[:a], tail marker || v[a:b], fragment marker || v[:b].
+    bounds = [(spec.prefix_length(s - 1) if s else 0, spec.prefix_length(s)) for s in range(levels)]
+    row_bounds = [bounds[slots[r]] for r in rows]
+    markers = [COMPLETE if len(d) <= b else PARTIAL for d, (_, b) in zip(datas, row_bounds)]
+    shake_256, out_bytes = hashlib.shake_256, 4 * k
+    stream = b"".join([shake_256(prefixes[r] + c + d[:b]).digest(out_bytes)
+                       for r, c, d, (_, b) in zip(rows, markers, datas, row_bounds)])
+    row_wires = [wires[r] for r in rows]
+    bits = split_bit_indices([d[:a] for d, (a, _) in zip(datas, row_bounds)],
+                             [c + d[a:b] for c, d, (a, b) in zip(markers, datas, row_bounds)], row_wires,
+                             num_bloombits=k, num_hashes=wire.num_hashes)
+    prr = permanent_response_from_words(_bloom_matrix(bits, k), _uniforms_from_stream(stream, n, k), wire.prob_f)
+    if wire.prob_p == 0.0 and wire.prob_q == 1.0:  # no instantaneous noise: the IRR is the PRR, whatever the words
+        irr = prr
+    else:
+        irr = instantaneous_response_from_words(prr, _noise(prr.shape, generator), wire.prob_p, wire.prob_q)
+    return ReportBatch(params=wire, cohorts=np.array(row_wires, dtype=np.int64), words=pack_bits(irr))

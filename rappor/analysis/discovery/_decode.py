@@ -11,6 +11,7 @@ for the discovery to confirm (:attr:`DiscoverDecode.detection_floor`; ``docs/dis
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..._util.terminal import terminal_text
@@ -72,7 +73,8 @@ class DiscoverDecode:
 
 def discover_and_decode(aggregate: Aggregate, candidates: CandidateMap | None, discovery: Aggregate,
                         spec: DiscoverySpec, *, decoder: Decoder | None = None, beam: int = 1000,
-                        significance_level: float = 0.05) -> DiscoverDecode:
+                        significance_level: float = 0.05,
+                        progress: Callable[[int], None] | None = None) -> DiscoverDecode:
     """Find the frequent values of ``discovery`` and decode ``aggregate`` against them and ``candidates``.
 
     Parameters
@@ -88,7 +90,7 @@ def discover_and_decode(aggregate: Aggregate, candidates: CandidateMap | None, d
         What the discovery reports carry.
     decoder : Decoder, optional
         Default ``Decoder()``.
-    beam, significance_level
+    beam, significance_level, progress
         Passed to :func:`~rappor.analysis.discovery.discover`.
 
     Returns
@@ -100,11 +102,17 @@ def discover_and_decode(aggregate: Aggregate, candidates: CandidateMap | None, d
     InvalidParameterError
         If no candidates were given and the search found no significant value (nothing to decode).
     """
+    found = discover(discovery, spec, beam=beam, significance_level=significance_level, progress=progress)
+    return _decode_with(aggregate, candidates, found.candidates(), decoder, found)
+
+
+def _decode_with(aggregate: Aggregate, candidates: CandidateMap | None, significant: list[str],
+                 decoder: Decoder | None, found: DiscoveryResult) -> DiscoverDecode:
+    """Append the ``significant`` values that are not candidates, decode with and without them."""
     decoder = Decoder() if decoder is None else decoder
     params = aggregate.params
-    found = discover(discovery, spec, beam=beam, significance_level=significance_level)
     known = set(candidates.strings) if candidates is not None else set()
-    new = tuple(s for s in found.candidates() if s not in known)  # every UTF-8 value, line breaks included
+    new = tuple(s for s in dict.fromkeys(significant) if s not in known)
     if candidates is None:
         if not new:
             msg = "the discovery found no significant value and no candidates were given: nothing to decode."

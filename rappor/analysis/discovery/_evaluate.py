@@ -19,7 +19,7 @@ Definitions (``docs/discovery.md`` reports them over seeds):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,7 +81,7 @@ class DiscoveryEvaluation:
         The candidate list known beforehand.
     results : dict of str to DecodeResult
         The full-string counts decoded ``"without discovery"`` (against :attr:`candidates`)
-        and ``"with discovery"`` (against the candidates and :attr:`listed`).
+        and ``"with discovery"`` (against the candidates and every significant value found).
     scores : dict of str to dict
         For each decode: ``candidates`` (list length), ``total_variation`` and
         ``unexplained_mass`` (:func:`rappor.analysis.evaluate_result`),
@@ -101,7 +101,7 @@ class DiscoveryEvaluation:
 
 def evaluate_discovery(params: Params, spec: DiscoverySpec, population: Population, n_clients: int, *,
                        candidates: Sequence[str], discovery_share: float = 0.75, decoder: Decoder | None = None,
-                       rng: RngLike = None) -> DiscoveryEvaluation:
+                       rng: RngLike = None, progress: Callable[[int], None] | None = None) -> DiscoveryEvaluation:
     """Simulate a collection with discovery, run the search, and decode with and without what it found.
 
     This is what ``rappor simulate --discover`` runs: ``n_clients`` clients of
@@ -125,14 +125,18 @@ def evaluate_discovery(params: Params, spec: DiscoverySpec, population: Populati
     decoder : Decoder, optional
         Default ``Decoder()``.
     rng : None, int or numpy.random.Generator
+    progress : callable, optional
+        Called with 1 after each step: the ``spec.levels`` slots simulated, the
+        ``spec.levels`` slots searched and the two decodes (``2 * spec.levels + 2`` in all).
 
     Returns
     -------
     DiscoveryEvaluation
     """
     decoder = Decoder() if decoder is None else decoder
-    sim = simulate_discovery(params, spec, population, n_clients, discovery_share=discovery_share, rng=rng)
-    found = discover(sim.discovery, spec)
+    sim = simulate_discovery(params, spec, population, n_clients, discovery_share=discovery_share, rng=rng,
+                             progress=progress)
+    found = discover(sim.discovery, spec, progress=progress)
     listed = tuple(listed_strings(found))
     known = tuple(candidates)
     truth = sim.full_truth
@@ -150,6 +154,8 @@ def evaluate_discovery(params: Params, spec: DiscoverySpec, population: Populati
                         "true_share_outside_list": sum(c for s, c in truth.items() if s not in listed_set) / total,
                         **topk_scores(truth, [res.strings[i] for i in detected], res.proportion[detected])}
         results[name] = res
+        if progress is not None:
+            progress(1)
     sig = found.significant
     discovery_scores = topk_scores(sim.truth, [s for s, k in zip(found.strings, sig) if k], found.proportion[sig])
     return DiscoveryEvaluation(simulation=sim, found=found, listed=listed, candidates=known, results=results,

@@ -9,7 +9,7 @@ the clients whose value the search finds (:func:`discovery_frequency`).
 
 Model behind the prediction
 ---------------------------
-A slot gets ``n_s = N share / L`` reports (``L`` slots).  A value held by a share ``x``
+A slot gets ``n_s = N w_s / W`` reports (slot weights ``w_s``, all 1 by default).  A value held by a share ``x``
 of the clients has ``x n_s`` reports of its fragment there; the trimmed estimate's
 standard error is ``sqrt(c n_s v / (1 - beta)**2)`` with ``v = lam (1 - lam) / (p11 -
 p01)**2`` the variance of one report's debiased bit at the typical rate ``lam = p01 +
@@ -29,6 +29,7 @@ and is left out.  ``benchmarks/discovery.py`` measures the real recall.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -38,14 +39,18 @@ from ...params import Params
 from ...privacy._planner import PlanResult, plan
 from ._oracle import _trimmed_mean_variance
 from ._privacy import DiscoveryPrivacy, discovery_privacy
-from ._search import _MIN_COHORTS, _thresholds
+from ._search import _thresholds
 from ._spec import DiscoverySpec
 
-__all__ = ["DiscoveryPlan", "discovery_frequency", "plan_discovery", "plan_with_discovery"]
+__all__ = ["DiscoveryPlan", "discovery_frequency", "plan_discovery", "plan_slot_weights", "plan_with_discovery"]
 
 #: The discovery design measured in docs/discovery.md: one hash, 256 bits, 32 cohorts per slot.
 DEFAULT_DISCOVERY_BITS = 256
 DEFAULT_DISCOVERY_COHORTS = 32
+
+
+#: z-score a value's confirming slots need (Bonferroni at 0.05 over some 10**5 pooled values).
+_Z_CONFIRM = 5.0
 
 
 def _norm_cdf(x: float) -> float:
@@ -81,22 +86,90 @@ def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: in
     d = p.p11 - p.p01
     lam = p.p01 + d * beta
     per_report = lam * (1.0 - lam) / (d * d) / p.num_hashes / (1.0 - beta) ** 2
-    n_slot = n / spec.levels
     trim = p.num_cohorts // 8
-    se = math.sqrt(_trimmed_mean_variance(trim / p.num_cohorts) * n_slot * per_report)
+    unit = math.sqrt(_trimmed_mean_variance(trim / p.num_cohorts) * per_report)
     steps = math.ceil(length / spec.segment)
+    # z of a value of share x in slot s: x n_s / (unit sqrt(n_s)) = x sqrt(n_s) / unit.
+    roots = [math.sqrt(n * float(share)) / unit for share in spec.slot_shares[:steps]]
 
-    def found(mu: float) -> float:
-        return _norm_cdf(mu - th.extend) ** (steps - 1) * _norm_cdf(mu - th.pending)
+    # Confirmation (left out of the model when every slot is alike: the later slots then
+    # hold most reports) matters once weights leave few reports after a value's end.
+    confirm = (math.sqrt(n * float(spec.slot_shares[steps:].sum())) / unit
+               if spec.slot_weights is not None else math.inf)
 
-    lo, hi = 0.0, th.extend + 40.0
+    def found(x: float) -> float:
+        out = _norm_cdf(x * roots[-1] - th.pending) * _norm_cdf(x * confirm - _Z_CONFIRM)
+        for r in roots[:-1]:
+            out *= _norm_cdf(x * r - th.extend)
+        return out
+
+    lo, hi = 0.0, 1.0
     for _ in range(200):
         mid = (lo + hi) / 2.0
         if found(mid) < pw:
             lo = mid
         else:
             hi = mid
-    return hi * se / n_slot
+    return hi
+
+
+def plan_slot_weights(spec: DiscoverySpec, n_reports: int, lengths: Mapping[int, float], *, total: int = 128,
+                      ) -> tuple[int, ...]:
+    """Slot weights that make values of the given lengths easiest to find (under the module's model).
+
+    Each slot's weight sets its share of the reports.  A value of ``l`` bytes needs
+    its prefix found in slots ``0 .. ceil(l / segment) - 2``, its end in slot
+    ``ceil(l / segment) - 1`` and confirmation in the later ones: with 16 slots
+    alike for values up to 30 bytes, most reports sit in slots past the end of
+    6-12 byte values.  The weights (``total`` units, each slot at least 1) are improved
+    one unit at a time, greedily, to lower the ``lengths``-weighted mean of
+    :func:`discovery_frequency` (the share found with probability 1/2).
+
+    Parameters
+    ----------
+    spec : DiscoverySpec
+        The layout (its own weights are ignored).
+    n_reports : int
+        Discovery reports.
+    lengths : mapping of int to float
+        Value length (bytes, at most ``spec.max_length``) -> its weight: the lengths of
+        the values to find (e.g. those found in an earlier collection).
+
+    Returns
+    -------
+    tuple of int
+        One weight per slot, for :class:`DiscoverySpec` ``slot_weights``.
+    """
+    import dataclasses
+
+    n = check_int(n_reports, "n_reports", "plan_slot_weights", low=1)
+    units = check_int(total, "total", "plan_slot_weights", low=spec.levels)
+    prior = {int(k): float(v) for k, v in lengths.items() if 1 <= int(k) <= spec.max_length and v > 0}
+    if not prior:
+        raise InvalidParameterError("plan_slot_weights: 'lengths' needs a positive weight for some length in "
+                                    f"[1, {spec.max_length}].")
+
+    def cost(weights: list[int]) -> float:
+        trial = dataclasses.replace(spec, slot_weights=tuple(weights))
+        return sum(w * discovery_frequency(trial, n, value_length=k) for k, w in prior.items())
+
+    base, extra = divmod(units, spec.levels)
+    weights = [base + int(i < extra) for i in range(spec.levels)]
+    best = cost(weights)
+    improved = True
+    while improved:
+        improved = False
+        for i in range(spec.levels):
+            for j in range(spec.levels):
+                if i == j or weights[j] <= 1:
+                    continue
+                trial = list(weights)
+                trial[i] += 1
+                trial[j] -= 1
+                value = cost(trial)
+                if value < best * (1.0 - 1e-9):
+                    best, weights, improved = value, trial, True
+    return tuple(weights)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,6 +189,12 @@ class DiscoveryPlan:
         For a value of that many bytes: the smallest share of the clients found with
         probability 1/2 (:func:`discovery_frequency`; a client's role does not depend on
         its value, so its share of the discovery reports is its share of the clients).
+    found_frequency_other : dict of int to float
+        The same with the other choice of instantaneous noise (with the full-string
+        design's ``epsilon_one`` when the plan has none, none when it has it); empty
+        when the full-string design has no instantaneous noise either.
+    irr : bool
+        Whether the discovery reports carry instantaneous noise.
     """
 
     spec: DiscoverySpec
@@ -125,25 +204,34 @@ class DiscoveryPlan:
     n_discovery_reports: int
     privacy: DiscoveryPrivacy
     found_frequency: dict[int, float]
+    found_frequency_other: dict[int, float]
+    irr: bool
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values (for JSON)."""
         return {"discovery": self.spec.as_dict(), "discovery_share": self.discovery_share,
                 "n_clients": self.n_clients, "n_full_reports": self.n_full_reports,
                 "n_discovery_reports": self.n_discovery_reports, "privacy": asdict(self.privacy),
-                "found_frequency": {str(k): v for k, v in self.found_frequency.items()}}
+                "found_frequency": {str(k): v for k, v in self.found_frequency.items()}, "irr": self.irr,
+                "found_frequency_other": {str(k): v for k, v in self.found_frequency_other.items()}}
 
 
 def plan_discovery(params: Params, n_clients: int, *, discovery_share: float = 0.75, max_length: int = 30,
                    segment: int = 2, alphabet: str | bytes = "bytes", lengths: tuple[int, ...] = (8, 16, 30),
-                   split: Literal["clients"] = "clients") -> DiscoveryPlan:
+                   split: Literal["clients"] = "clients", irr: bool = False,
+                   slot_weights: tuple[int, ...] | None = None) -> DiscoveryPlan:
     """Discovery parameters meeting the privacy of ``params``, and what they find among ``n_clients``.
 
     The discovery reports use one hash, 256 bits and 32 cohorts per slot (the design
-    measured in ``docs/discovery.md``), the ``f`` giving ``params.epsilon_inf`` and the
-    symmetric instantaneous noise giving ``params.epsilon_one`` (none if ``params`` has
-    none).  With the client split each client sends one report, so its privacy is that
-    of the full-string report.
+    measured in ``docs/discovery.md``), the ``f`` giving ``params.epsilon_inf`` and, by
+    default, **no instantaneous noise** (``p = 0``, ``q = 1``): what the measurements
+    need.  Its cost: a discovery report reveals its permanent response (its
+    ``epsilon_one`` is ``epsilon_inf``), and one client's discovery reports of the same
+    value in several collections are identical, so they can be linked over time; what
+    they reveal of the value stays bounded by ``epsilon_inf`` (the permanent response is
+    memoized).  ``irr=True`` gives them the symmetric instantaneous noise of
+    ``params.epsilon_one`` instead; :attr:`DiscoveryPlan.found_frequency_other` says what
+    the other choice finds.  With the client split each client sends one report.
 
     Parameters
     ----------
@@ -152,13 +240,15 @@ def plan_discovery(params: Params, n_clients: int, *, discovery_share: float = 0
     n_clients : int
     discovery_share : float, default=0.75
         The measured default (``docs/discovery.md``, share sweep).
-    max_length, segment, alphabet :
+    max_length, segment, alphabet, slot_weights :
         The discovery layout (:class:`DiscoverySpec`).
     lengths : tuple of int, default=(8, 16, 30)
         Value lengths (bytes) for :attr:`DiscoveryPlan.found_frequency`.
     split : {"clients"}
         Only the client split is planned (the budget split halves each report's epsilon,
         which costs more than it brings at epsilon around 4: ``docs/discovery.md``).
+    irr : bool, default=False
+        Instantaneous noise on the discovery reports (at ``params.epsilon_one``).
     """
     from ...privacy._planner import _flip_for_epsilon_inf, _irr_for_epsilon_one
 
@@ -167,23 +257,32 @@ def plan_discovery(params: Params, n_clients: int, *, discovery_share: float = 0
     n = check_int(n_clients, "n_clients", "plan_discovery", low=1)
     share = check_probability(discovery_share, "discovery_share", "plan_discovery", open_low=True, open_high=True)
     check_options(split, "split", "plan_discovery", ("clients",))
+    if not isinstance(irr, bool):
+        raise InvalidParameterError(f"The 'irr' parameter of plan_discovery must be a bool. Got {irr!r} instead.")
     f = _flip_for_epsilon_inf(params.epsilon_inf, 1)
-    p = 0.0 if params.prob_p == 0.0 and params.prob_q == 1.0 else _irr_for_epsilon_one(params.epsilon_one, 1, f)
-    disc = Params(num_bloombits=DEFAULT_DISCOVERY_BITS, num_hashes=1, num_cohorts=DEFAULT_DISCOVERY_COHORTS,
-                  prob_p=p, prob_q=1.0 - p, prob_f=f)
-    spec = DiscoverySpec(params=disc, max_length=max_length, segment=segment, alphabet=alphabet)
-    if disc.num_cohorts < _MIN_COHORTS:  # pragma: no cover - the default has 32
-        raise InvalidParameterError("plan_discovery: too few cohorts per slot.")
+    full_has_irr = not (params.prob_p == 0.0 and params.prob_q == 1.0)
     n_disc = round(n * share)
-    found = {}
-    for length in lengths:
-        if 1 <= length <= spec.max_length:
-            found[length] = discovery_frequency(spec, max(n_disc, 1), value_length=length)
+
+    def layout(noisy: bool) -> tuple[DiscoverySpec, dict[int, float]]:
+        p = _irr_for_epsilon_one(params.epsilon_one, 1, f) if noisy and full_has_irr else 0.0
+        disc = Params(num_bloombits=DEFAULT_DISCOVERY_BITS, num_hashes=1, num_cohorts=DEFAULT_DISCOVERY_COHORTS,
+                      prob_p=p, prob_q=1.0 - p, prob_f=f)
+        spec = DiscoverySpec(params=disc, max_length=max_length, segment=segment, alphabet=alphabet,
+                             slot_weights=slot_weights)
+        found = {length: discovery_frequency(spec, max(n_disc, 1), value_length=length)
+                 for length in lengths if 1 <= length <= spec.max_length}
+        return spec, found
+
+    spec, found = layout(irr)
+    other = layout(not irr)[1] if full_has_irr else {}
     return DiscoveryPlan(spec=spec, discovery_share=share, n_clients=n, n_full_reports=n - n_disc,
-                         n_discovery_reports=n_disc, privacy=discovery_privacy(params, disc), found_frequency=found)
+                         n_discovery_reports=n_disc, privacy=discovery_privacy(params, spec.params),
+                         found_frequency=found, found_frequency_other=other, irr=irr and full_has_irr)
 
 
 def plan_with_discovery(n_clients: int, n_candidates: int, *, discovery_share: float = 0.75,
+                        discovery_irr: bool = False, discovery_max_length: int = 30,
+                        discovery_lengths: Mapping[int, float] | None = None,
                         **options: Any) -> tuple[PlanResult, DiscoveryPlan]:
     """Plan a collection in which a share of the clients sends a discovery report instead of a full-string one.
 
@@ -199,6 +298,13 @@ def plan_with_discovery(n_clients: int, n_candidates: int, *, discovery_share: f
     n_candidates : int
         Length of the candidate list of the full-string decode.
     discovery_share : float, default=0.75
+    discovery_irr : bool, default=False
+        Instantaneous noise on the discovery reports (:func:`plan_discovery` ``irr``).
+    discovery_max_length : int, default=30
+        Longest value the discovery can find.
+    discovery_lengths : mapping of int to float, optional
+        Lengths of the values to find (bytes -> weight): the discovery's slots are then
+        weighted for them (:func:`plan_slot_weights`).
     **options
         Passed to :func:`rappor.privacy.plan` (``epsilon_inf``, ``epsilon_one``,
         ``significance_level``, ``rng``, ...).
@@ -211,4 +317,10 @@ def plan_with_discovery(n_clients: int, n_candidates: int, *, discovery_share: f
     share = check_probability(discovery_share, "discovery_share", "plan_with_discovery", open_low=True,
                               open_high=True)
     result = plan(max(1, round(n * (1.0 - share))), n_candidates, **options)
-    return result, plan_discovery(result.best.params, n, discovery_share=share)
+    disc = plan_discovery(result.best.params, n, discovery_share=share, irr=discovery_irr,
+                          max_length=discovery_max_length)
+    if discovery_lengths is not None:
+        weights = plan_slot_weights(disc.spec, disc.n_discovery_reports, discovery_lengths)
+        disc = plan_discovery(result.best.params, n, discovery_share=share, irr=discovery_irr,
+                              max_length=discovery_max_length, slot_weights=weights)
+    return result, disc

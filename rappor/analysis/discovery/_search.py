@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
@@ -322,7 +322,7 @@ class _SlotScores:
 def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000, false_children: float = 0.25,
              reserve: float = 2.0, pending: float = 100.0, z_extend: float | None = None,
              significance_level: float = 0.05, max_candidates: int = 1 << 28, explain: int = 256,
-             trace: Sequence[bytes] = ()) -> DiscoveryResult:
+             trace: Sequence[bytes] = (), progress: Callable[[int], None] | None = None) -> DiscoveryResult:
     """Find frequent values in discovery reports (see the module docstring).
 
     Parameters
@@ -364,6 +364,8 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000, fal
         Values whose fragment's (trimmed) z-score in every slot, after the fits, goes to
         ``diagnostics["trace"]``, with whether its prefix was in the frontier: to see
         where a value known to be frequent was lost (simulations, benchmarks).
+    progress : callable, optional
+        Called with 1 after each of the ``spec.levels`` slots (a progress bar).
 
     Returns
     -------
@@ -416,6 +418,8 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000, fal
         if oracle.n_reports <= 0 or (total == 0 and not pool):
             per_slot.append({**info, "kept": 0, "found": 0})
             frontier, frontier_z = [], []
+            if progress is not None:
+                progress(1)
             continue
         scores = _SlotScores(oracle, frontier, frontier_z, tails, list(pool))
         frontier_set = set(frontier)
@@ -472,6 +476,8 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000, fal
         per_slot.append({**info, "kept": len(frontier) - len(in_reserve), "reserve": len(in_reserve),
                          "found": found, "dropped": dropped, "pool": len(pool), "fitted": len(scores.fitted),
                          "null_std_error": oracle.null_std_error / max(n, 1.0)})
+        if progress is not None:
+            progress(1)
     values = list(pool)
     weight = np.array([pool[v].weight for v in values], dtype=np.float64)
     mean = np.array([pool[v].weighted for v in values], dtype=np.float64)

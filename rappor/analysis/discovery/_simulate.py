@@ -22,7 +22,7 @@ Clients are split between the collections with ``split``:
 
 ``"clients"`` (default)
     each client sends **one** report: a discovery report with probability
-    ``discovery_share`` (slot uniform over the ``L`` slots), otherwise a full-string
+    ``discovery_share`` (slot drawn with the spec's slot shares), otherwise a full-string
     report.  A client's privacy loss is that of the one report it sends.
 ``"budget"``
     every client sends both reports; the losses add up (basic composition).
@@ -30,6 +30,7 @@ Clients are split between the collections with ``split``:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -108,27 +109,32 @@ class DiscoverySimulation:
                 f"discovery_reports={self.discovery.total_reports}, split={self.split!r}, method={self.method!r})")
 
 
+Progress = Callable[[int], None] | None
+
+
 def _aggregate_method(params: Params, spec: DiscoverySpec, encoded: list[bytes], strings: tuple[str, ...],
                       full_clients: npt.NDArray[np.int64], disc_clients: npt.NDArray[np.int64],
-                      gen: np.random.Generator) -> tuple[Aggregate, Aggregate]:
+                      gen: np.random.Generator, progress: Progress) -> tuple[Aggregate, Aggregate]:
     m = params.num_cohorts
     cells = gen.multinomial(full_clients, np.full(m, 1.0 / m))  # (U, m)
     full = simulate_counts(params, strings, cells, gen)
 
     wire = spec.wire_params
     md, levels = spec.params.num_cohorts, spec.levels
-    per_slot = gen.multinomial(disc_clients, np.full(levels, 1.0 / levels))  # (U, L)
+    per_slot = gen.multinomial(disc_clients, spec.slot_shares)  # (U, L)
     counts = np.zeros((levels * md, wire.num_bloombits + 1), dtype=np.int64)
     for slot in range(levels):
         fcells = gen.multinomial(per_slot[:, slot], np.full(md, 1.0 / md))  # (U, md)
         slot_ones = _set_bit_counts(spec.bloom_bits(encoded, slot), fcells, wire.num_bloombits)
         counts[slot * md:(slot + 1) * md] = _draw_counts(wire, fcells.sum(axis=0), slot_ones, gen)
+        if progress is not None:
+            progress(1)
     return full, Aggregate(params=wire, counts=counts)
 
 
 def _reports_method(params: Params, spec: DiscoverySpec, encoded: list[bytes], strings: tuple[str, ...],
                     full_values: npt.NDArray[np.int64], disc_values: npt.NDArray[np.int64],
-                    gen: np.random.Generator, chunk_size: int) -> tuple[Aggregate, Aggregate]:
+                    gen: np.random.Generator, chunk_size: int, progress: Progress) -> tuple[Aggregate, Aggregate]:
     m = params.num_cohorts
     table = _bloom_bytes(bloom_bits_table(list(strings), params).reshape(len(strings) * m, params.num_hashes),
                          params.num_bloombits)
@@ -141,7 +147,10 @@ def _reports_method(params: Params, spec: DiscoverySpec, encoded: list[bytes], s
 
     wire = spec.wire_params
     md, levels = spec.params.num_cohorts, spec.levels
-    slots = gen.integers(0, levels, size=disc_values.size, dtype=np.int64)
+    if spec.slot_weights is None:
+        slots = gen.integers(0, levels, size=disc_values.size, dtype=np.int64)
+    else:
+        slots = gen.choice(levels, size=disc_values.size, p=spec.slot_shares).astype(np.int64)
     disc = Aggregate.empty(wire)
     for slot in range(levels):
         bits = spec.bloom_bits(encoded, slot)
@@ -152,12 +161,15 @@ def _reports_method(params: Params, spec: DiscoverySpec, encoded: list[bytes], s
             coh = gen.integers(0, md, size=frag.size, dtype=np.int64)
             words = _encode_rows(wire, ftable, frag * md + coh, None, gen)
             disc = disc.merge(Aggregate.from_reports(ReportBatch(params=wire, cohorts=coh + slot * md, words=words)))
+        if progress is not None:
+            progress(1)
     return full, disc
 
 
 def simulate_discovery(params: Params, spec: DiscoverySpec, population: Population, n_clients: int, *,
                        discovery_share: float = 0.75, split: Split = "clients", method: Method = "aggregate",
-                       chunk_size: int = 1 << 20, rng: RngLike = None) -> DiscoverySimulation:
+                       chunk_size: int = 1 << 20, rng: RngLike = None,
+                       progress: Callable[[int], None] | None = None) -> DiscoverySimulation:
     """Simulate ``n_clients`` clients sending full-string and discovery reports.
 
     Parameters
@@ -179,6 +191,8 @@ def simulate_discovery(params: Params, spec: DiscoverySpec, population: Populati
     chunk_size : int, default=2**20
         Reports encoded at once by ``method="reports"``.
     rng : numpy.random.Generator, int or None
+    progress : callable, optional
+        Called with 1 after each of the ``spec.levels`` slots' counts are drawn (a progress bar).
 
     Returns
     -------
@@ -217,7 +231,7 @@ def simulate_discovery(params: Params, spec: DiscoverySpec, population: Populati
             full_h = holders - disc
         else:
             disc, full_h = holders, holders
-        full, discovery = _aggregate_method(params, spec, encoded, strings, full_h, disc, gen)
+        full, discovery = _aggregate_method(params, spec, encoded, strings, full_h, disc, gen, progress)
     else:
         values = population.sample(n, rng=gen)
         holders = np.bincount(values, minlength=len(strings)).astype(np.int64)
@@ -227,7 +241,8 @@ def simulate_discovery(params: Params, spec: DiscoverySpec, population: Populati
         else:
             full_values, disc_values = values, values
         full_h = np.bincount(full_values, minlength=len(strings)).astype(np.int64)
-        full, discovery = _reports_method(params, spec, encoded, strings, full_values, disc_values, gen, chunk)
+        full, discovery = _reports_method(params, spec, encoded, strings, full_values, disc_values, gen, chunk,
+                                          progress)
     return DiscoverySimulation(params=params, spec=spec, population=population, n_clients=n, holders=holders,
                                full_holders=full_h, full=full, discovery=discovery, split=how,
                                discovery_share=share if how == "clients" else 1.0, method=meth)

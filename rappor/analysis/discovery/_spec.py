@@ -37,6 +37,8 @@ Specification (``docs/discovery.md`` has the rationale and the measurements):
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 import string
 from dataclasses import dataclass
@@ -101,6 +103,10 @@ class DiscoverySpec:
         bytes).  Clients are not restricted: a value with other bytes is simply not found.
     confirmation : bool, default=True
         Whether the layout ends with the confirmation slot (module docstring).
+    slot_weights : tuple of int, optional
+        Positive integer weight of each slot (``levels`` of them): a client falls in slot
+        ``s`` with probability ``w_s / W`` (:meth:`slot_of_word`).  None: every slot
+        alike.  Clients and server must use the same weights.
 
     Examples
     --------
@@ -117,6 +123,7 @@ class DiscoverySpec:
     segment: int = 2
     alphabet: str | bytes = "bytes"
     confirmation: bool = True
+    slot_weights: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.params, Params):
@@ -130,11 +137,37 @@ class DiscoverySpec:
                                         f"Got {self.confirmation!r} instead.")
         if self.levels * self.params.num_cohorts > 2**31 - 1:
             raise InvalidParameterError("DiscoverySpec: levels * num_cohorts must be below 2**31.")
+        if self.slot_weights is not None:
+            weights = self.slot_weights
+            if (not isinstance(weights, tuple) or len(weights) != self.levels
+                    or not all(isinstance(w, int) and not isinstance(w, bool) and 1 <= w <= 2**20 for w in weights)):
+                msg = (f"The 'slot_weights' parameter of DiscoverySpec must be a tuple of {self.levels} integers "
+                       f"in [1, 2**20] (one per slot). Got {weights!r} instead.")
+                raise InvalidParameterError(msg)
 
     @property
     def levels(self) -> int:
         """Number of slots ``L = ceil(max_length / segment) + 1`` (no ``+ 1`` without confirmation)."""
         return math.ceil(self.max_length / self.segment) + int(self.confirmation)
+
+    @property
+    def slot_shares(self) -> npt.NDArray[np.float64]:
+        """Probability of each slot, ``w_s / W`` (``1 / levels`` each without weights)."""
+        w = np.ones(self.levels) if self.slot_weights is None else np.array(self.slot_weights, dtype=np.float64)
+        out: npt.NDArray[np.float64] = w / w.sum()
+        return out
+
+    def slot_of_word(self, word: int) -> int:
+        """The slot of a client whose slot word is ``word`` (``U_0`` of :mod:`rappor.discovery.client`).
+
+        ``t = floor(word * W / 2**64)`` with ``W`` the sum of the weights, and the slot is
+        the ``s`` with ``w_0 + ... + w_{s-1} <= t < w_0 + ... + w_s``; without weights,
+        ``floor(word * levels / 2**64)`` (every weight 1).
+        """
+        if self.slot_weights is None:
+            return (word * self.levels) >> 64
+        t = (word * sum(self.slot_weights)) >> 64
+        return bisect.bisect_right(list(itertools.accumulate(self.slot_weights)), t)
 
     @property
     def symbols(self) -> bytes:
@@ -213,4 +246,5 @@ class DiscoverySpec:
         """Plain values (for JSON summaries)."""
         alpha = self.alphabet if isinstance(self.alphabet, str) else self.alphabet.hex()
         return {"params": self.params.as_dict(), "max_length": self.max_length, "segment": self.segment,
-                "alphabet": alpha, "confirmation": self.confirmation, "levels": self.levels}
+                "alphabet": alpha, "confirmation": self.confirmation, "levels": self.levels,
+                "slot_weights": None if self.slot_weights is None else list(self.slot_weights)}

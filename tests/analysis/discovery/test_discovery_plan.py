@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -27,7 +28,16 @@ def test_discovery_params_meet_the_full_string_privacy(p: float) -> None:
     disc = result.spec.params
     assert disc.num_hashes == 1 and disc.num_cohorts == 32
     assert disc.epsilon_inf == pytest.approx(full.epsilon_inf, rel=1e-9)
-    assert disc.epsilon_one == pytest.approx(full.epsilon_one, rel=1e-6)
+    # No instantaneous noise on discovery reports by default (what finds values); irr=True keeps it.
+    assert (disc.prob_p, disc.prob_q) == (0.0, 1.0) and not result.irr
+    noisy = plan_discovery(full, 1_000_000, discovery_share=0.75, irr=True)
+    assert noisy.spec.params.epsilon_one == pytest.approx(full.epsilon_one, rel=1e-6)
+    if p > 0:  # the cost of the noise, in the share found
+        assert noisy.found_frequency[16] > 2 * result.found_frequency[16]
+        assert noisy.found_frequency_other == result.found_frequency
+        assert result.found_frequency_other == noisy.found_frequency
+    else:
+        assert not noisy.irr and noisy.found_frequency_other == {}
     assert result.privacy.epsilon_inf == pytest.approx(full.epsilon_inf, rel=1e-9)  # one report per client
     assert result.n_full_reports + result.n_discovery_reports == 1_000_000
     assert result.n_discovery_reports == 750_000
@@ -75,3 +85,34 @@ def test_cli_plan_discovery_params_out_needs_a_share(tmp_path, capsys) -> None:
     assert rc == 1
     assert "--discovery-params-out needs --discovery-share" in capsys.readouterr().err
     assert not (tmp_path / "p.txt").exists() and not (tmp_path / "d.csv").exists()
+
+
+def test_slot_weights_follow_the_lengths_to_find() -> None:
+    from rappor.analysis.discovery import plan_slot_weights
+
+    spec = DiscoverySpec(params=plan_discovery(_full(), 1000).spec.params, max_length=30, segment=2)
+    short = plan_slot_weights(spec, 7_500_000, {n: 1.0 for n in range(6, 16)}, total=64)
+    long = plan_slot_weights(spec, 7_500_000, {n: 1.0 for n in range(24, 31)}, total=64)
+    assert len(short) == len(long) == spec.levels and sum(short) == sum(long) == 64 and min(short) >= 1
+    # 6-15 byte values end by slot 7: the later slots only confirm, and get little.
+    assert sum(short[8:]) < sum(short) / 4 < sum(long[8:])
+    # The model's share found drops for the lengths asked for (it cannot rise: the search starts alike).
+    weighted = DiscoverySpec(params=spec.params, max_length=30, segment=2, slot_weights=short)
+    for length in (6, 10, 14):
+        assert discovery_frequency(weighted, 7_500_000, value_length=length) < 0.8 * discovery_frequency(
+            spec, 7_500_000, value_length=length)
+
+
+def test_cli_plan_discovery_lengths(tmp_path, capsys) -> None:
+    args = ["plan", "--reports", "100000", "--candidates", "100", "--top", "0", "--discovery-share", "0.75"]
+    assert main([*args, "--discovery-lengths", "6-15", "--discovery-max-length", "16"]) == 0
+    out = capsys.readouterr().out
+    weights = re.search(r"--max-length 16 --slot-weights ([0-9,]+)", out).group(1).split(",")
+    assert len(weights) == 9  # 8 prefix slots of 2 bytes and the confirmation slot
+    found = tmp_path / "found.csv"
+    found.write_text("string,proportion,prop_std_error,zscore,pvalue,significant,first_slot,slots\n"
+                     "abcdefgh,0.1,0.01,10,1e-9,true,3,12\nxy,0.05,0.01,5,1e-5,false,0,15\n")
+    assert main([*args, "--discovery-lengths", str(found)]) == 0
+    assert "--slot-weights" in capsys.readouterr().out
+    assert main([*args, "--discovery-lengths", "6-40"]) == 1
+    assert "expected A-B with 1 <= A <= B <= --discovery-max-length (30)" in capsys.readouterr().err
