@@ -87,10 +87,9 @@ def check_combination(null: str, correction: str, *, cli: bool = False) -> None:
 #: Estimators that were removed, with why (``docs/notes/decoder-rounds.md``, "Empirical Bayes, removed").
 REMOVED_ESTIMATORS: dict[str, str] = {
     "empirical-bayes": (
-        "was removed because its detections are unstable: on 20 seeds of the decoder benchmark's scenario it reported "
-        "from 5 to 100 strings (TV 0.17-0.32), its prior not being identifiable near 0. The default shares "
-        "(shares='all', the default) are its stable empirical-Bayes replacement: a share for every candidate, "
-        "while 'detected' stays the calibrated test's list (docs/notes/decoder-rounds.md, 'Empirical Bayes, removed')"),
+        "was removed: the set of strings it reports is not stable (its prior is not identifiable near 0). "
+        "Use the default (shares='all'): every candidate's empirical-Bayes share, with 'detected' the calibrated "
+        "test's list (see docs/decoder.md, 'The default shares')"),
 }
 
 

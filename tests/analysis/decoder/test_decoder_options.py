@@ -29,10 +29,9 @@ REFUSED = {("normal", "lfdr")}
 ACCEPTED = [combo for combo in GRID if combo not in REFUSED]
 
 SMALL = Params(num_bloombits=16, num_hashes=2, num_cohorts=16, prob_p=0.5, prob_q=0.75, prob_f=0.5)
-#: What the refusal of the removed estimator must say: removed, why (the measured spread), and the replacement.
-REMOVED_MESSAGE = (r"removed because its detections are unstable: on 20 seeds of the decoder benchmark's scenario "
-                   r"it reported from 5 to 100 strings.*default shares \(shares='all', the default\) are its stable "
-                   r"empirical-Bayes replacement")
+#: What the refusal of the removed estimator must say: the rule (removed, why), the replacement and the docs.
+REMOVED_MESSAGE = (r"removed: the set of strings it reports is not stable.*Use the default \(shares='all'\).*"
+                   r"see docs/decoder.md")
 
 
 def _decode(combo: tuple[str, str], aggregate, cmap):
@@ -149,6 +148,6 @@ def test_cli_refuses_the_removed_estimator(command, tmp_path, capsys):
     rc = main([*args, "--estimator", "empirical-bayes"])
     err = capsys.readouterr().err
     assert rc == 1
-    assert err.startswith("rappor: error: --estimator empirical-bayes was removed because")
+    assert err.startswith("rappor: error: --estimator empirical-bayes was removed:")
     assert re.search(REMOVED_MESSAGE, err) and "Traceback" not in err
     assert not (tmp_path / "out").exists()
