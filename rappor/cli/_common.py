@@ -249,14 +249,3 @@ def terminal_tqdm() -> Any | None:
 
     return import_optional("tqdm", "a progress bar").tqdm if enabled() else None
 
-
-@contextlib.contextmanager
-def progress_callback(total: float | None, *, desc: str, unit: str, quiet: bool = False,
-                      unit_scale: bool = False) -> Iterator[Callable[[int], None] | None]:
-    """A callback advancing a bar on standard error by its argument, or ``None``
-    (:func:`rappor._util.progress.progress`: drawn only on a terminal, without ``--quiet``,
-    with tqdm installed); the bar is removed when the step ends."""
-    from .._util.progress import progress
-
-    with progress(total, desc=desc, unit=unit, unit_scale=unit_scale, quiet=quiet) as advance:
-        yield advance

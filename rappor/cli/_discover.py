@@ -31,8 +31,9 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from .._util.progress import progress
 from ._common import (CommandFiles, add_level_argument, add_output_argument, add_params_argument, add_quiet_argument,
-                      flags, integer, json_text, load_params, progress_callback)
+                      flags, integer, json_text, load_params)
 
 if TYPE_CHECKING:
     from ..analysis.discovery import DiscoveryResult, DiscoverySpec
@@ -178,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     aggregate = discovery_aggregate(spec, args.counts, args.reports)
     check, misfit = parameter_check(aggregate, spec, f"the discovery counts (--params {args.params})")
-    with progress_callback(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
+    with progress(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
         result = discover(aggregate, spec, beam=args.beam, significance_level=args.level, progress=update)
     listed = listed_strings(result)
     # Open every extra output first: a bad path must not leave a partial set behind.

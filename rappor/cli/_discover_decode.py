@@ -71,14 +71,15 @@ def discover_and_decode(args: argparse.Namespace, aggregate: Aggregate, cmap: Ca
     from ..analysis.discovery import DiscoverySpec
     from ..analysis.discovery import discover_and_decode as run
     from ..formats import read_params
-    from ._common import flags, progress_callback
+    from .._util.progress import progress
+    from ._common import flags
     from ._discover import SPEC_FLAGS, discovery_aggregate, left_out_note
 
     slot_params = read_params(args.discovery_params)
     with flags(SPEC_FLAGS):
         spec = DiscoverySpec(params=slot_params, max_length=args.max_length, segment=args.segment,
                              alphabet=args.alphabet, slot_weights=args.slot_weights)
-    with progress_callback(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
+    with progress(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
         combined = run(aggregate, cmap, discovery_aggregate(spec, args.discover, None), spec, decoder=decoder,
                        beam=args.beam, significance_level=args.level, progress=update)
     sys.stderr.write(left_out_note(combined.found))

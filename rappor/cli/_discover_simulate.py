@@ -10,7 +10,8 @@ from typing import Any
 from .._util.outputs import output_directory
 from ..exceptions import InvalidParameterError
 from ..params import Params
-from ._common import flags, json_text, progress_callback, real
+from .._util.progress import progress
+from ._common import flags, json_text, real
 
 
 #: The files ``rappor simulate --discover`` writes into --out DIR.
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
                                           max_length=max(5, args.max_length), rng=args.seed)
     out = output_directory(args.out)
     known = candidate_strings(population, decoys=args.decoys, remove_every=args.remove_every)
-    with progress_callback(2 * spec.levels + 2, desc="simulate --discover", unit="step", quiet=args.quiet) as update:
+    with progress(2 * spec.levels + 2, desc="simulate --discover", unit="step", quiet=args.quiet) as update:
         ev = evaluate_discovery(params, spec, population, args.clients, candidates=known,
                                 discovery_share=args.discovery_share, decoder=Decoder(estimator=args.estimator),
                                 rng=args.seed, progress=update)

@@ -50,8 +50,9 @@ from .._util.rejects import RejectsWriter, resolve_rejects_path
 from ..exceptions import InsecureRandomnessWarning
 from ..engines import default_jobs, encode_discovery_file, encode_file, encode_variables_file
 from ._discover import add_slot_weights_argument
+from .._util.progress import progress
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
-                      add_quiet_argument, integer, load_params, progress_callback, real)
+                      add_quiet_argument, integer, load_params, real)
 
 if TYPE_CHECKING:
     from ..analysis.discovery import DiscoverySpec
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     jobs = default_jobs() if args.jobs is None else args.jobs
 
     def encode(**options: Any) -> int:
-        with progress_callback(None, desc="encode", unit="row", quiet=args.quiet) as update:
+        with progress(None, desc="encode", unit="row", quiet=args.quiet) as update:
             return encode_rows(progress=update, **options)
 
     def encode_rows(**options: Any) -> int:
