@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from ..._util import tails
 from ..._util.lazy import lazy_module
 from ..._util.validation import RngLike, check_rng
 from ...params import Params
@@ -44,10 +45,8 @@ from ._shares import fixed_unexplained, regression_shares
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
-    from scipy import stats
 else:  # imported on first use: keeps `import rappor` and CLI start-up light
     sp = lazy_module("scipy.sparse")
-    stats = lazy_module("scipy.stats")
 
 #: Seed of the random-string null (and of the cross-validation folds) when ``rng`` is None:
 #: decoding stays deterministic.
@@ -129,7 +128,7 @@ def estimate(options: DecodeOptions, counts: npt.NDArray[np.int64], matrix: sp.c
         cohorts_used=int(problem.n_rows // params.num_bloombits), distinguishable=int(problem.n_distinct),
         unexplained_mass=min(max(raw, 0.0), 1.0), unexplained_std_error=raw_se, unexplained_mass_unclipped=raw,
         modelled_unexplained=fitted.modelled_unexplained,
-        chi2=float(fitted.rss), dof=int(dof), chi2_pvalue=float(stats.chi2.sf(fitted.rss, dof)),
+        chi2=float(fitted.rss), dof=int(dof), chi2_pvalue=float(tails.chi2_sf(fitted.rss, dof)),
         dispersion=float(max(1.0, fitted.rss / dof) if fitted.dispersion is None else fitted.dispersion),
         max_abs_std_residual=max_std_residual(residuals), residuals=_by_cohort_and_bit(residuals, problem),
         screened=fitted.screened, lasso_alpha=fitted.lasso_alpha, selected=fitted.selected, refits=fitted.refits,

@@ -13,19 +13,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..._util.lazy import lazy_module
+from ..._util import tails
 from ._adjust import DetectionRule
 from ._fit import Fit, fit_support
 from ._problem import Array, IntArray, WeightedDesign, WeightedProblem
 
-if TYPE_CHECKING:
-    from scipy import stats
-else:  # imported on first use: keeps `import rappor` and CLI start-up light
-    stats = lazy_module("scipy.stats")
 
 #: The null laws :func:`null_pvalues` knows.
 NULLS = ("random-strings", "normal")
@@ -33,7 +28,7 @@ NULLS = ("random-strings", "normal")
 
 def normal_pvalues(z: Array) -> Array:
     """One-sided p-values ``P(Z >= z)`` of standard normal statistics."""
-    out: Array = stats.norm.sf(z)
+    out: Array = tails.norm_sf(z)
     return out
 
 
@@ -186,8 +181,8 @@ def random_string_null(weighted_resid: Array, k: int, h: int, rng: np.random.Gen
     uu = s * np.sqrt(np.maximum(k2, 1e-300))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # Lugannani-Rice, in logs for the far tail: sf = Phi(-w) [1 + phi(w)/Phi(-w) (1/u - 1/w)].
-        ratio = np.exp(stats.norm.logpdf(w) - stats.norm.logsf(w))
-        log_sf = stats.norm.logsf(w) + np.log(np.clip(1.0 + ratio * (1.0 / uu - 1.0 / w), 1e-300, None))
+        ratio = np.exp(tails.norm_logpdf(w) - tails.norm_logsf(w))
+        log_sf = tails.norm_logsf(w) + np.log(np.clip(1.0 + ratio * (1.0 / uu - 1.0 / w), 1e-300, None))
     ok = np.isfinite(log_sf) & np.isfinite(x_c) & (k2 > 1e-12 * var)
     if not np.any(ok):
         # Degenerate residual (e.g. an exact fit): every random string scores ``mean``.
