@@ -42,7 +42,8 @@ KKT_RTOL = 1e-9
 MIN_ADD = 8
 
 
-def nonnegative_lasso(a: sp.csc_matrix, b: Array, alpha: float, *, max_passes: int = 200) -> Array:
+def nonnegative_lasso(a: sp.csc_matrix, b: Array, alpha: float, *, scale: Array | None = None,
+                      max_passes: int = 200) -> Array:
     """Minimizer of ``||b - A w||^2 / (2 n) + alpha sum(w)`` over ``w >= 0`` (see the module).
 
     Parameters
@@ -51,6 +52,9 @@ def nonnegative_lasso(a: sp.csc_matrix, b: Array, alpha: float, *, max_passes: i
     b : ndarray of shape (n,)
     alpha : float
         The penalty, > 0 (scikit-learn's ``alpha``: the objective divides the squares by ``n``).
+    scale : ndarray of shape (p,), optional
+        Solve for the design ``A diag(scale)`` without forming it (the screening's unit-norm
+        columns: no copy of a large design); the coefficients returned are on that scale.
     max_passes : int, default=200
         Bound on the passes over all columns (each adds at least one column to the working
         set; the screened lists need 2 to 5).
@@ -76,8 +80,9 @@ def nonnegative_lasso(a: sp.csc_matrix, b: Array, alpha: float, *, max_passes: i
     work = np.zeros(0, dtype=np.int64)
     w_work = np.zeros(0)
     r = b.copy()
+    d = np.ones(p) if scale is None else np.asarray(scale, dtype=np.float64)
     for _ in range(max_passes):
-        excess = np.asarray(a.T @ r).ravel() / n - alpha
+        excess = d * np.asarray(a.T @ r).ravel() / n - alpha
         excess[work] = -np.inf  # the working set's own conditions hold (solved exactly below)
         violators = np.flatnonzero(excess > tol)
         if violators.size == 0:
@@ -88,11 +93,11 @@ def nonnegative_lasso(a: sp.csc_matrix, b: Array, alpha: float, *, max_passes: i
             violators = violators[np.argpartition(-excess[violators], n_add - 1)[:n_add]]
         work = np.concatenate([work, violators])
         w_work = np.concatenate([w_work, np.zeros(violators.size)])
-        a_work = a[:, work]
-        gram = np.asarray((a_work.T @ a_work).toarray()) / n
-        linear = np.asarray(a_work.T @ b).ravel() / n - alpha
+        a_work, d_work = a[:, work], d[work]
+        gram = np.asarray((a_work.T @ a_work).toarray()) * np.outer(d_work, d_work) / n
+        linear = d_work * np.asarray(a_work.T @ b).ravel() / n - alpha
         w_work = nonnegative_qp(gram, linear, w_work, tol=tol)
-        r = b - np.asarray(a_work @ w_work).ravel()
+        r = b - np.asarray(a_work @ (d_work * w_work)).ravel()
     msg = f"nonnegative_lasso: the KKT conditions were not met in {max_passes} passes"
     raise RuntimeError(msg)
 

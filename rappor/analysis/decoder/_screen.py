@@ -73,19 +73,28 @@ def lasso_screen(a: sp.csc_matrix, b: Array, *, significance: float, n_tests: in
     if free is not None:
         if free_last:
             raise ValueError("lasso_screen: pass 'free' or 'free_last', not both")
-        a_std = standardize_design(a, free)
-    else:
-        a_std = standardize_columns(sp.csc_matrix(a), free_last=free_last, free_scale=FREE_SCALE,
-                                    col_sq_norms=col_sq_norms)
+        a, scale = standardize_design(a, free), None
+    else:  # the unit-norm columns as a column scaling: no scaled copy of the design
+        a = sp.csc_matrix(a)
+        scale = column_scale(a, free_last=free_last, free_scale=FREE_SCALE, col_sq_norms=col_sq_norms)
     if lasso_alpha is None:
         lasso_alpha = plug_in_penalty(significance, n_tests, n)
-    coef = nonnegative_lasso(a_std, np.asarray(b, dtype=np.float64), float(lasso_alpha))[:s]
+    coef = nonnegative_lasso(a, np.asarray(b, dtype=np.float64), float(lasso_alpha), scale=scale)[:s]
     return np.flatnonzero(coef > 0).astype(np.int64), float(lasso_alpha)
 
 
 def plug_in_penalty(significance: float, n_tests: int, n_rows: int) -> float:
     """The default penalty ``z_{1 - significance / n_tests} / n_rows`` (see :func:`lasso_screen`)."""
     return float(tails.norm_isf(significance / max(n_tests, 1))) / n_rows
+
+
+def column_scale(a: sp.csc_matrix, *, free_last: bool, free_scale: float, col_sq_norms: Array | None = None) -> Array:
+    """The factor of every column of ``a`` that :func:`standardize_columns` applies (1 for an all-zero column)."""
+    norms = np.sqrt(column_sq_norms(a) if col_sq_norms is None else np.asarray(col_sq_norms, dtype=np.float64))
+    scale = np.divide(1.0, norms, out=np.ones_like(norms), where=norms > 0)
+    if free_last and len(scale):
+        scale[-1] *= free_scale
+    return scale
 
 
 def standardize_columns(a: sp.csc_matrix, *, free_last: bool, free_scale: float,
@@ -96,10 +105,7 @@ def standardize_columns(a: sp.csc_matrix, *, free_last: bool, free_scale: float,
     All-zero columns stay zero.  ``col_sq_norms``: :func:`column_sq_norms` of ``a``, if known.
     """
     a = sp.csc_matrix(a)
-    norms = np.sqrt(column_sq_norms(a) if col_sq_norms is None else np.asarray(col_sq_norms, dtype=np.float64))
-    scale = np.divide(1.0, norms, out=np.ones_like(norms), where=norms > 0)
-    if free_last and len(scale):
-        scale[-1] *= free_scale
+    scale = column_scale(a, free_last=free_last, free_scale=free_scale, col_sq_norms=col_sq_norms)
     data = np.repeat(scale, np.diff(a.indptr))
     data *= a.data
     out = sp.csc_matrix((data, a.indices, a.indptr), shape=a.shape, copy=False)

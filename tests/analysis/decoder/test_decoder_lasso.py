@@ -103,3 +103,15 @@ def test_qp_matches_enumeration_of_supports(seed: int) -> None:
     np.testing.assert_allclose(got, best_w, atol=1e-10)
     warm = nonnegative_qp(gram, q, np.abs(rng.normal(size=6)), tol=1e-12)  # any feasible warm start
     np.testing.assert_allclose(warm, best_w, atol=1e-10)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_column_scale_solves_the_scaled_design(seed: int) -> None:
+    # scale=d solves for A diag(d) without forming it: the same solution up to rounding.
+    a, b = rappor_problem(seed)
+    d = np.random.default_rng(seed).uniform(0.2, 5.0, a.shape[1])
+    alpha = 1.5 / a.shape[0]
+    want = nonnegative_lasso((a @ sp.diags(d)).tocsc(), b, alpha)
+    got = nonnegative_lasso(a, b, alpha, scale=d)
+    np.testing.assert_array_equal(np.flatnonzero(got), np.flatnonzero(want))
+    np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-12)
