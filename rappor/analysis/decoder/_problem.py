@@ -167,7 +167,7 @@ def weighted_problem(counts: npt.NDArray[np.int64], matrix: sp.csc_matrix, param
     weight = 1.0 / np.sqrt(deb.var)
     pos = np.full(s, -1, dtype=np.int64)
     pos[uniq] = np.arange(len(uniq))
-    orthogonal = bool(len(uniq) == 0 or np.asarray((xu != 0).sum(axis=1)).max() <= 1)
+    orthogonal = bool(len(uniq) == 0 or max_entries_per_row(xu) <= 1)
     return WeightedProblem(params=params, rows=deb.rows, weight=weight, b=weight * deb.y, design=xu,
                            distinct=uniq.astype(np.int64), group=np.where(is_zero, np.arange(s), rep).astype(np.int64),
                            slot=pos[rep], orthogonal=orthogonal)
@@ -207,6 +207,15 @@ def debias(counts: npt.NDArray[np.int64], p11: float, p01: float) -> Debiased:
     var = debiased_variance(r, n_c, gap)
     return Debiased(rows=rows.astype(np.int64), y=y, var=var, n_c=n_c)
 
+
+
+def max_entries_per_row(matrix: sp.csc_matrix) -> int:
+    """Most non-zero entries in one row of a CSC matrix, without a copy of it (``(matrix != 0).sum(axis=1).max()``)."""
+    if matrix.nnz == 0:
+        return 0
+    if np.count_nonzero(matrix.data) == matrix.nnz:  # no stored zeros (a map's 0/1 columns): count the indices
+        return int(np.bincount(matrix.indices, minlength=matrix.shape[0]).max())
+    return int(np.bincount(matrix.indices[matrix.data != 0], minlength=matrix.shape[0]).max(initial=0))
 
 
 def scale_rows(matrix: sp.spmatrix, weight: Array) -> sp.csc_matrix:
