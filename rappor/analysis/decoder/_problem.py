@@ -209,13 +209,26 @@ def debias(counts: npt.NDArray[np.int64], p11: float, p01: float) -> Debiased:
 
 
 
-def max_entries_per_row(matrix: sp.csc_matrix) -> int:
-    """Most non-zero entries in one row of a CSC matrix, without a copy of it (``(matrix != 0).sum(axis=1).max()``)."""
-    if matrix.nnz == 0:
-        return 0
-    if np.count_nonzero(matrix.data) == matrix.nnz:  # no stored zeros (a map's 0/1 columns): count the indices
-        return int(np.bincount(matrix.indices, minlength=matrix.shape[0]).max())
-    return int(np.bincount(matrix.indices[matrix.data != 0], minlength=matrix.shape[0]).max(initial=0))
+def max_entries_per_row(matrix: sp.csc_matrix, *, stop_above: int = 1) -> int:
+    """Most non-zero entries in one row of a CSC matrix, ``(matrix != 0).sum(axis=1).max()``.
+
+    Counted over blocks of stored entries (no copy of the matrix); the count stops as soon as
+    it exceeds ``stop_above`` (the decoder asks only whether a row holds two candidates, which
+    a large map answers in its first block).
+    """
+    n_rows = matrix.shape[0]
+    counts = np.zeros(n_rows, dtype=np.int64)
+    for lo in range(0, matrix.nnz, _ROW_COUNT_BLOCK):
+        rows = matrix.indices[lo:lo + _ROW_COUNT_BLOCK]
+        values = matrix.data[lo:lo + _ROW_COUNT_BLOCK]
+        counts += np.bincount(rows if np.all(values != 0) else rows[values != 0], minlength=n_rows)
+        if counts.max(initial=0) > stop_above:
+            break
+    return int(counts.max(initial=0))
+
+
+#: Stored entries per block in :func:`max_entries_per_row`.
+_ROW_COUNT_BLOCK = 1 << 20
 
 
 def scale_rows(matrix: sp.spmatrix, weight: Array) -> sp.csc_matrix:
@@ -236,8 +249,10 @@ def weighted_design(matrix: sp.csc_matrix, weight: Array, column: Array) -> sp.c
     nnz = matrix.nnz
     index_dtype = np.int32 if nnz + n < 2**31 else np.int64
     data = np.empty(nnz + n)
-    np.take(weight, matrix.indices, out=data[:nnz], mode="clip")  # valid indices; "raise" buffers (10x slower)
-    data[:nnz] *= matrix.data
+    for lo in range(0, nnz, _NORM_BLOCK_NNZ):  # blocks: take() would copy all int32 indices to int64 at once
+        hi = min(lo + _NORM_BLOCK_NNZ, nnz)
+        np.take(weight, matrix.indices[lo:hi], out=data[lo:hi], mode="clip")  # valid indices; "raise" buffers
+        data[lo:hi] *= matrix.data[lo:hi]
     data[nnz:] = column
     indices = np.empty(nnz + n, dtype=index_dtype)
     indices[:nnz] = matrix.indices
@@ -259,7 +274,7 @@ def leading_columns(matrix: sp.csc_matrix, n_columns: int) -> sp.csc_matrix:
     return out
 
 
-#: Stored entries per block in :func:`column_sq_norms` (bounds its temporary arrays).
+#: Stored entries per block in :func:`column_sq_norms` and :func:`weighted_design` (bounds their temporary arrays).
 _NORM_BLOCK_NNZ = 1 << 22
 
 

@@ -42,3 +42,17 @@ def test_column_groups_weighted_blocks_and_key_collisions(monkeypatch: pytest.Mo
     assert rep.tolist() == expected and rep[40] == 3 and rep[8] == 8
     assert zero.tolist() == [11, 12]
 
+
+
+@pytest.mark.parametrize("block", [1, 3, 1 << 20])
+def test_max_entries_per_row_counts_nonzeros(monkeypatch, block):
+    monkeypatch.setattr(_problem, "_ROW_COUNT_BLOCK", block)
+    rng = np.random.default_rng(block)
+    dense = (rng.random((12, 9)) < 0.3) * rng.integers(1, 3, size=(12, 9)).astype(float)
+    m = sp.csc_matrix(dense)
+    m.data[::4] = 0.0  # stored zeros are not entries
+    want = int((m.toarray() != 0).sum(axis=1).max())
+    assert _problem.max_entries_per_row(m, stop_above=100) == want
+    assert (_problem.max_entries_per_row(m) <= 1) == (want <= 1)
+    assert _problem.max_entries_per_row(sp.csc_matrix((5, 3))) == 0
+    assert _problem.max_entries_per_row(sp.csc_matrix(np.eye(4))) == 1
