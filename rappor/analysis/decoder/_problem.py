@@ -254,15 +254,33 @@ def weighted_design(matrix: sp.csc_matrix, weight: Array, column: Array) -> sp.c
         np.take(weight, matrix.indices[lo:hi], out=data[lo:hi], mode="clip")  # valid indices; "raise" buffers
         data[lo:hi] *= matrix.data[lo:hi]
     data[nnz:] = column
-    indices = np.empty(nnz + n, dtype=index_dtype)
-    indices[:nnz] = matrix.indices
-    indices[nnz:] = np.arange(n)
+    indices = _indices_with_row_tail(matrix, index_dtype)
+    if indices is None:
+        indices = np.empty(nnz + n, dtype=index_dtype)
+        indices[:nnz] = matrix.indices
+        indices[nnz:] = np.arange(n)
     indptr = np.empty(s + 2, dtype=index_dtype)
     indptr[: s + 1] = matrix.indptr
     indptr[s + 1] = nnz + n
     out = sp.csc_matrix((data, indices, indptr), shape=(n, s + 1), copy=False)
     out.has_sorted_indices = matrix.has_sorted_indices
     return out
+
+
+def _indices_with_row_tail(matrix: sp.csc_matrix, dtype: type[np.integer]) -> npt.NDArray[np.integer] | None:
+    """The array that holds ``matrix.indices`` followed by ``0 .. n_rows - 1``, if there is one.
+
+    A map hashed by :func:`rappor.collect.hash_candidates` or read by
+    :func:`rappor.formats.read_map` keeps its indices in such an array (its builder,
+    ``rappor.collect._design._map_from_bit_tables``, says why), so the design shares it;
+    neither writes to it.
+    """
+    n, nnz = matrix.shape[0], matrix.nnz
+    base = matrix.indices.base
+    if (not isinstance(base, np.ndarray) or base.dtype != dtype or base.ndim != 1 or base.size != nnz + n
+            or matrix.indices.size != nnz or base.ctypes.data != matrix.indices.ctypes.data):
+        return None
+    return base if np.array_equal(base[nnz:], np.arange(n)) else None
 
 
 def leading_columns(matrix: sp.csc_matrix, n_columns: int) -> sp.csc_matrix:
