@@ -185,34 +185,31 @@ def _map_from_bit_tables(params: Params, strings: tuple[str, ...],
     unique, so no COO triplets, format conversions or defensive copies are needed.
 
     The map's ``indices`` are a view of an array that goes on with the row numbers
-    ``0 .. m k - 1``: the decoder's whitened design (the map's columns, then one dense
-    column) shares that array instead of copying it (0.5 GB at 1 M candidates, m = 64;
-    :func:`rappor.analysis.decoder._problem.weighted_design`).
+    ``0 .. m k - 1`` (then a little spare room): the decoder's whitened design (the map's
+    columns, then one dense column) shares that array instead of copying it (0.5 GB at
+    1 M candidates, m = 64; :func:`rappor.analysis.decoder._problem.weighted_design`).
     """
     k, m = params.num_bloombits, params.num_cohorts
-    index_dtype: type[np.int32] | type[np.int64] = np.int32 if m * k < 2**31 else np.int64
-    offsets = np.arange(0, m * k, k, dtype=np.int64)[None, :, None]
-    indices: list[npt.NDArray[np.integer]] = []
+    n_rows, bound = m * k, len(strings) * m * params.num_hashes  # at most h rows per cohort
+    index_dtype: type[np.int32] | type[np.int64] = np.int32 if bound + n_rows < 2**31 else np.int64
+    offsets = np.arange(0, n_rows, k, dtype=np.int64)[None, :, None]
+    # One array for every block's row indices (a list of blocks, concatenated, left 0.5 GB
+    # of freed heap resident at 1 M candidates), then the row numbers (see the docstring).
+    flat = np.empty(bound + n_rows, dtype=index_dtype)
     lengths: list[npt.NDArray[np.int64]] = []
+    total = 0
     for table in tables:
         _sort_last_axis(table)
         keep = np.ones(table.shape, dtype=bool)
         keep[:, :, 1:] = table[:, :, 1:] != table[:, :, :-1]
-        rows: npt.NDArray[np.integer] = np.add(table, offsets, dtype=index_dtype)
-        indices.append(rows[keep])
+        rows = np.add(table, offsets, dtype=index_dtype)[keep]
+        flat[total:total + rows.size] = rows
+        total += rows.size
         lengths.append(keep.reshape(len(table), -1).sum(axis=1, dtype=np.int64))
-    indptr = np.zeros(len(strings) + 1, dtype=np.int64)
+    flat[total:total + n_rows] = np.arange(n_rows)
+    indptr = np.zeros(len(strings) + 1, dtype=index_dtype)
     if lengths:
         np.cumsum(np.concatenate(lengths), out=indptr[1:])
-    total = int(indptr[-1])
-    if total < 2**31:
-        indptr, index_dtype = indptr.astype(np.int32), np.int32
-    # The row numbers 0 .. m k - 1 follow the map's own indices in one array (see the docstring).
-    flat = np.empty(total + m * k, dtype=index_dtype)
-    if indices:
-        np.concatenate(indices, out=flat[:total])
-    indices.clear()  # the blocks, before the values are allocated (0.5 GB at 1 M candidates, m = 64)
-    flat[total:] = np.arange(m * k)
-    matrix = sp.csc_matrix((np.ones(total), flat[:total], indptr), shape=(m * k, len(strings)), copy=False)
+    matrix = sp.csc_matrix((np.ones(total), flat[:total], indptr), shape=(n_rows, len(strings)), copy=False)
     matrix.has_sorted_indices = True
     return CandidateMap._from_canonical(params, strings, matrix)

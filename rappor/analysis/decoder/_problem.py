@@ -268,7 +268,7 @@ def weighted_design(matrix: sp.csc_matrix, weight: Array, column: Array) -> sp.c
 
 
 def _indices_with_row_tail(matrix: sp.csc_matrix, dtype: type[np.integer]) -> npt.NDArray[np.integer] | None:
-    """The array that holds ``matrix.indices`` followed by ``0 .. n_rows - 1``, if there is one.
+    """The array that holds ``matrix.indices`` followed by ``0 .. n_rows - 1`` (a view), if there is one.
 
     A map hashed by :func:`rappor.collect.hash_candidates` or read by
     :func:`rappor.formats.read_map` keeps its indices in such an array (its builder,
@@ -277,10 +277,10 @@ def _indices_with_row_tail(matrix: sp.csc_matrix, dtype: type[np.integer]) -> np
     """
     n, nnz = matrix.shape[0], matrix.nnz
     base = matrix.indices.base
-    if (not isinstance(base, np.ndarray) or base.dtype != dtype or base.ndim != 1 or base.size != nnz + n
+    if (not isinstance(base, np.ndarray) or base.dtype != dtype or base.ndim != 1 or base.size < nnz + n
             or matrix.indices.size != nnz or base.ctypes.data != matrix.indices.ctypes.data):
         return None
-    return base if np.array_equal(base[nnz:], np.arange(n)) else None
+    return base[:nnz + n] if np.array_equal(base[nnz:nnz + n], np.arange(n)) else None
 
 
 def leading_columns(matrix: sp.csc_matrix, n_columns: int) -> sp.csc_matrix:
