@@ -54,6 +54,20 @@ class Fit:
         return 1.0 - total, math.sqrt(max(var, 0.0))
 
 
+def fit_coefficients(a: sp.csc_matrix, b: Array, selected: npt.NDArray[np.int64], *,
+                     max_sum: float | None) -> tuple[Array, npt.NDArray[np.int64]]:
+    """The bounded least-squares estimates on ``selected`` (zero elsewhere) and their positive support.
+
+    :func:`fit_support` without its statistics: what a residual needs (the random-string
+    null refits the detected candidates only for their residual).
+    """
+    w_sel = nonneg_fit(a[:, selected], b, max_sum=max_sum)
+    support = selected[w_sel > 0]
+    coef = np.zeros(a.shape[1])
+    coef[support] = w_sel[w_sel > 0]
+    return coef, support
+
+
 def fit_support(a: sp.csc_matrix, b: Array, selected: npt.NDArray[np.int64], *, max_sum: float | None,
                 use_dispersion: bool, col_sq_norms: Array | None = None) -> Fit:
     """Bounded least squares on ``selected``, covariance on its positive support, and tests.
@@ -69,10 +83,7 @@ def fit_support(a: sp.csc_matrix, b: Array, selected: npt.NDArray[np.int64], *, 
     copied: the statistics are computed for all columns and the support's overwritten.
     """
     n, s = a.shape
-    w_sel = nonneg_fit(a[:, selected], b, max_sum=max_sum)
-    support = selected[w_sel > 0]
-    coef = np.zeros(s)
-    coef[support] = w_sel[w_sel > 0]
+    coef, support = fit_coefficients(a, b, selected, max_sum=max_sum)
     a_p = a[:, support]
     resid = b - (a_p.toarray() if is_dense(a_p) else a_p) @ coef[support]
     rss = float(resid @ resid)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..._util import tails
 from ._adjust import DetectionRule
-from ._fit import Fit, fit_support
+from ._fit import Fit, fit_coefficients
 from ._problem import Array, IntArray, WeightedDesign, WeightedProblem
 
 
@@ -70,17 +70,17 @@ def null_pvalues(problem: WeightedProblem, design: WeightedDesign, fit: Fit, ext
     x[np.isinf(z)] = np.inf
     b, a = problem.b, design.a
     k, h = problem.params.num_bloombits, problem.params.num_hashes
-    null_fit, used = fit, np.union1d(fit.support, extra)
+    coef, dof, used = fit.coef, fit.dof, np.union1d(fit.support, extra)
     rounds = 4 if screened else 1
     for i in range(rounds):
-        resid = (b - a @ null_fit.coef) * math.sqrt(len(b) / null_fit.dof)
+        resid = (b - a @ coef) * math.sqrt(len(b) / dof)
         null = random_string_null(problem.weight * resid, k, h, rng)
         pvalue = null.sf(x)
         keep = np.union1d(np.flatnonzero(rule.detected(pvalue)), extra)
         if i == rounds - 1 or np.array_equal(keep, used):
             break
-        null_fit = fit_support(a, b, keep, max_sum=1.0, use_dispersion=False, col_sq_norms=design.col_sq_norms)
-        used = keep
+        coef, support = fit_coefficients(a, b, keep, max_sum=1.0)  # (only the residual is needed)
+        dof, used = max(len(b) - len(support), 1), keep
     return pvalue, null
 
 
