@@ -18,7 +18,7 @@ from rappor import Encoder, Params
 from rappor.analysis.association import AssociationDecoder, Variable, boolean_params, multi_variable_privacy
 from rappor.formats._association import read_assoc_reports
 from rappor.cli._main import main
-from rappor.client._encoder import client_secret, encode_clients, prr_uniforms, prr_uniforms_of_variable
+from rappor.client import client_secret, encode_clients, prr_uniforms, prr_uniforms_of_variable
 
 PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 NOISELESS_IRR = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.0, prob_q=1.0, prob_f=0.5)
