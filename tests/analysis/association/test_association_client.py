@@ -48,7 +48,7 @@ def test_encode_variables_gives_one_report_per_variable_in_the_client_cohort() -
     assert set(reports) == {"domain", "flag"}
     assert reports["domain"].num_bloombits == 16 and reports["flag"].num_bloombits == 1
     assert reports["domain"].cohort == reports["flag"].cohort == enc.cohort
-    # The one-variable API is unchanged (golden vectors in data/golden still hold: tests/client/test_encoder.py).
+    # The one-variable API is unchanged (golden vectors in data/golden still hold: tests/client/test_derivations.py).
     assert enc.encode("google.com").num_bloombits == 16
 
 
