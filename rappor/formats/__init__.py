@@ -9,7 +9,9 @@
 ``_reports_csv``           reports CSV, ours ``client,cohort,irr`` or google/rappor's
                            ``client,cohort,bloom,prr,irr``: :func:`iter_reports`,
                            :func:`read_reports`, :func:`write_reports`
-``_parquet``               reports as Parquet (needs pyarrow): :func:`read_parquet_reports`,
+``_arrow``                 the columnar layout of reports (Parquet files, the engines' tables;
+                           needs pyarrow): ReportBatch <-> Arrow
+``_parquet``               reports as Parquet files (needs pyarrow): :func:`read_parquet_reports`,
                            :func:`write_parquet_reports`, streaming (:class:`ParquetReportWriter`)
                            and aggregation (:func:`aggregate_parquet`)
 ``_counts``                google/rappor ``counts.csv``: :func:`read_counts`, :func:`write_counts`
