@@ -2,7 +2,8 @@
 
 In the order an encode uses them (modules private, names listed here):
 
-``_hashing``     the string's per-cohort Bloom filter bits (the only user of mmh3)
+``_hashing``     the string's per-cohort Bloom filter bits (the only user of mmh3), with
+                 ``_murmur``, MurmurHash3 vectorised over many keys and cohorts
 ``_randomizer``  the randomizer core: PRR and IRR rules and thresholds, p11/p01, debiasing
 ``_derivations`` where a client's randomness comes from: its cohort, PRR words and secret
                  (keyed derivations, :func:`client_secret`, :func:`generate_key`), the CSPRNG

@@ -343,8 +343,8 @@ def detection_outlook(params: Params, n_reports: int, frequencies: npt.ArrayLike
     the expected count is ``sum_j Phi(x_j / sd - z_{1 - level / S})``
     (:func:`detection_probability`).  The decoder's default Benjamini-Hochberg test is less
     strict than Bonferroni when several strings are present, so it tends to find a few
-    more (the decoder benchmark's scenario, ``benchmarks/accuracy_issue4.py``, 20 seeds:
-    expected 6.2, found 4-9, mean 6.7).
+    more (the decoder benchmark's public scenario, Zipf(1) over 100 strings and 100,000
+    reports, 20 seeds: expected 6.2, found 4-9, mean 6.7; ``docs/notes/decoder-rounds.md``).
     """
     x = _check_frequencies(frequencies, "detection_outlook")
     x = x[x > 0]

@@ -1,6 +1,7 @@
 """Parameter planner: choose ``k, h, m, f, p, q`` for privacy targets and predict what can be detected.
 
-google/rappor's users asked for a guide to choosing parameters (its issue #9).  Given the
+google/rappor's users asked for a guide to choosing parameters
+(https://github.com/google/rappor/issues/9).  Given the
 number of reports ``N``, the number of candidate strings ``S`` and privacy targets
 (``epsilon_inf`` for the permanent response, ``epsilon_one`` for one report, by default
 ``epsilon_inf / 4``),
