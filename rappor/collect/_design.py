@@ -184,18 +184,20 @@ def _map_from_bit_tables(params: Params, strings: tuple[str, ...],
     cohort's ``h`` bits and dropping repeats (two hashes on one bit) makes them sorted and
     unique, so no COO triplets, format conversions or defensive copies are needed.
 
-    The map's ``indices`` are a view of an array that goes on with the row numbers
-    ``0 .. m k - 1`` (then a little spare room): the decoder's whitened design (the map's
-    columns, then one dense column) shares that array instead of copying it (0.5 GB at
-    1 M candidates, m = 64; :func:`rappor.analysis.decoder._problem.weighted_design`).
+    Unless ``m k`` is large beside the map, its ``indices`` are a view of an array that goes
+    on with the row numbers ``0 .. m k - 1`` (then a little spare room): the decoder's
+    whitened design (the map's columns, then one dense column) shares that array instead of
+    copying it (0.5 GB at 1 M candidates, m = 64;
+    :func:`rappor.analysis.decoder._problem.weighted_design`).
     """
     k, m = params.num_bloombits, params.num_cohorts
     n_rows, bound = m * k, len(strings) * m * params.num_hashes  # at most h rows per cohort
-    index_dtype: type[np.int32] | type[np.int64] = np.int32 if bound + n_rows < 2**31 else np.int64
+    tail = n_rows if n_rows <= bound // 16 else 0  # the row numbers, when small beside the map
+    index_dtype: type[np.int32] | type[np.int64] = np.int32 if max(bound + tail, n_rows) < 2**31 else np.int64
     offsets = np.arange(0, n_rows, k, dtype=np.int64)[None, :, None]
     # One array for every block's row indices (a list of blocks, concatenated, left 0.5 GB
     # of freed heap resident at 1 M candidates), then the row numbers (see the docstring).
-    flat = np.empty(bound + n_rows, dtype=index_dtype)
+    flat = np.empty(bound + tail, dtype=index_dtype)
     lengths: list[npt.NDArray[np.int64]] = []
     total = 0
     for table in tables:
@@ -206,7 +208,7 @@ def _map_from_bit_tables(params: Params, strings: tuple[str, ...],
         flat[total:total + rows.size] = rows
         total += rows.size
         lengths.append(keep.reshape(len(table), -1).sum(axis=1, dtype=np.int64))
-    flat[total:total + n_rows] = np.arange(n_rows)
+    flat[total:total + tail] = np.arange(tail)
     indptr = np.zeros(len(strings) + 1, dtype=index_dtype)
     if lengths:
         np.cumsum(np.concatenate(lengths), out=indptr[1:])
