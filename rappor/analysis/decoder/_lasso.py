@@ -56,8 +56,8 @@ def nonnegative_lasso(a: sp.csc_matrix, b: Array, alpha: float, *, scale: Array 
         Solve for the design ``A diag(scale)`` without forming it (the screening's unit-norm
         columns: no copy of a large design); the coefficients returned are on that scale.
     max_passes : int, default=200
-        Bound on the passes over all columns (each adds at least one column to the working
-        set; the screened lists need 2 to 5).
+        Bound on the passes over all columns (each adds the most violating columns to the
+        working set, at least 8 or as many as it holds, so a few passes suffice).
 
     Returns
     -------
