@@ -43,32 +43,40 @@ Before them: ``rappor.exceptions``, the private plumbing ``rappor._util`` and
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._util.version import __version__
-from . import analysis, client, collect, engines, exceptions, formats, params, privacy, simulation  # noqa: F401
-from .analysis.decoder import DecodeResult, Decoder
-from .client import Encoder, Report, ReportBatch, encode_clients, generate_key
-from .collect import Aggregate, CandidateMap, hash_candidates
-from .engines import encode_file
-from .exceptions import (
-    CountOverflowError,
-    DecodeError,
-    DeprecatedOptionWarning,
-    IncompatibleParamsError,
-    IndistinguishableCandidatesWarning,
-    InsecureKeyFileWarning,
-    InsecureRandomnessWarning,
-    InsufficientMemoryError,
-    InvalidParameterError,
-    MissingDependencyError,
-    RapporError,
-    RapporIOError,
-    RapporWarning,
-    ReportFormatError,
-    UnbalancedCohortsWarning,
-)
-from .formats import read_key_file, write_key_file
-from .params import Params
-from .simulation import Population, simulate
+from ._util.lazy import lazy_face
+
+if TYPE_CHECKING:
+    from . import analysis, client, collect, engines, exceptions, formats, params, privacy, simulation  # noqa: F401
+    from .analysis.decoder import DecodeResult, Decoder
+    from .client import Encoder, Report, ReportBatch, encode_clients, generate_key
+    from .collect import Aggregate, CandidateMap, hash_candidates
+    from .engines import encode_file
+    from .exceptions import (
+        CountOverflowError,
+        DecodeError,
+        DeprecatedOptionWarning,
+        IncompatibleParamsError,
+        IndistinguishableCandidatesWarning,
+        InsecureKeyFileWarning,
+        InsecureRandomnessWarning,
+        InsufficientMemoryError,
+        InvalidParameterError,
+        MissingDependencyError,
+        RapporError,
+        RapporIOError,
+        RapporWarning,
+        ReportFormatError,
+        UnbalancedCohortsWarning,
+    )
+    from .formats import read_key_file, write_key_file
+    from .params import Params
+    from .simulation import Population, simulate
+else:
+    __getattr__, __dir__ = lazy_face(__name__)
+    del lazy_face, TYPE_CHECKING  # plumbing, not names of the face
 
 __all__ = [
     "Aggregate",

@@ -108,10 +108,18 @@ def test_there_is_no_compatibility_layer() -> None:
     # No release yet, so no old import paths are kept: no aliases, no deprecated top-level names.
     import importlib
 
+    import types
+
     package = Path(rappor.__file__).parent
-    assert not hasattr(rappor, "__getattr__")
+    # The top level loads its names on first access (PEP 562), and serves no other: each public
+    # attribute is in __all__ or is one of the package's own modules.
+    served = [name for name in dir(rappor) if not name.startswith("_") and name != "annotations"]  # __future__
+    assert [name for name in served if name not in rappor.__all__
+            and not (isinstance(getattr(rappor, name), types.ModuleType)
+                     and getattr(rappor, name).__name__ == f"rappor.{name}")] == []
     for old in ("candidates", "map_file", "parquet", "_moved", "encoder", "aggregate", "decoder", "metrics"):
         assert not (package / f"{old}.py").exists() and not (package / old).is_dir(), old
+        assert not hasattr(rappor, old), old
         with pytest.raises(ImportError):
             importlib.import_module(f"rappor.{old}")
 

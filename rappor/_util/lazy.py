@@ -19,18 +19,25 @@ optional
     plots of an HTML report) check first.
 
 Every such import in the package goes through this module.
+
+The faces of the package and its stages are lazy too (:func:`lazy_face`): ``import rappor``
+loads none of the stages, and ``from rappor.formats import read_counts`` loads
+``rappor.formats._counts`` alone, so a command pays only for the modules it uses.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
+import sys
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 from ..exceptions import MissingDependencyError
 
-__all__ = ["has_module", "import_optional", "lazy_module"]
+__all__ = ["has_module", "import_optional", "lazy_face", "lazy_module"]
 
 #: Top-level package -> (its name for people, the command that installs it: an extra of pyproject.toml).
 EXTRAS: dict[str, tuple[str, str]] = {
@@ -117,3 +124,63 @@ def lazy_module(name: str, purpose: str | None = None) -> Any:
     ``purpose`` as in :func:`import_optional`.
     """
     return _LazyModule(name, purpose)
+
+
+def _face_imports(path: str) -> dict[str, tuple[str, str | None]]:
+    """Public name -> (module relative to the face, attribute or None for the module itself).
+
+    Read from the face's ``if TYPE_CHECKING:`` block of ``from .x import a, b`` lines: the
+    imports type checkers see are the ones run on first access, written once.
+    """
+    with open(path, encoding="utf-8") as file:
+        tree = ast.parse(file.read(), path)
+    owners: dict[str, tuple[str, str | None]] = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+            continue
+        for statement in node.body:
+            if isinstance(statement, ast.ImportFrom) and statement.level:
+                base = "." * statement.level + (statement.module or "")
+                for alias in statement.names:
+                    if statement.module is None:  # from . import stage: the submodule itself
+                        owners[alias.asname or alias.name] = (base + alias.name, None)
+                    else:
+                        owners[alias.asname or alias.name] = (base, alias.name)
+    return owners
+
+
+def lazy_face(package: str) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``__getattr__`` and ``__dir__`` (PEP 562) that load a face's names on first access.
+
+    A face (a package's ``__init__.py``) lists its public names in ``__all__`` and imports
+    them under ``if TYPE_CHECKING:`` (what type checkers and readers see); at run time it
+    binds ``__getattr__, __dir__ = lazy_face(__name__)``, and the first access of a name
+    imports the one module that owns it and keeps the object in the face.  A name the face
+    does not import is looked up as a submodule (``rappor.analysis.decoder``), as after an
+    eager import, and is otherwise an :class:`AttributeError`.
+
+    Parameters
+    ----------
+    package : str
+        The face's module name (``__name__``); the module must be in :data:`sys.modules`
+        (it is while its body runs).
+    """
+    face = sys.modules[package]
+    owners = _face_imports(str(face.__file__))
+
+    def __getattr__(name: str) -> Any:  # noqa: N807 - the module hook's name (PEP 562)
+        owner = owners.get(name)
+        if owner is not None:
+            module = importlib.import_module(owner[0], package)
+            value = module if owner[1] is None else getattr(module, owner[1])
+        elif not name.startswith("__") and importlib.util.find_spec(f"{package}.{name}") is not None:
+            value = importlib.import_module(f"{package}.{name}")
+        else:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        setattr(face, name, value)
+        return value
+
+    def __dir__() -> list[str]:  # noqa: N807 - the module hook's name (PEP 562)
+        return sorted(set(vars(face)) | set(owners))
+
+    return __getattr__, __dir__

@@ -16,8 +16,16 @@ lists the consistency check and the accuracy metrics.
 
 from __future__ import annotations
 
-from ._consistency import BitCountCheck, check_bit_count
-from ._metrics import METRIC_MEANINGS, FitResiduals, Metrics, bit_residuals, evaluate, evaluate_result, fit_residuals
+from typing import TYPE_CHECKING
+
+from .._util.lazy import lazy_face
+
+if TYPE_CHECKING:
+    from ._consistency import BitCountCheck, check_bit_count
+    from ._metrics import METRIC_MEANINGS, FitResiduals, Metrics, bit_residuals, evaluate, evaluate_result, fit_residuals
+else:
+    __getattr__, __dir__ = lazy_face(__name__)
+    del lazy_face, TYPE_CHECKING  # plumbing, not names of the face
 
 __all__ = [
     "METRIC_MEANINGS",

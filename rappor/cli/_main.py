@@ -48,8 +48,21 @@ from ._common import UsageError
 __all__ = ["build_parser", "main"]
 
 
-def _command_modules() -> list[ModuleType]:
+def _command_modules(command: str | None = None) -> list[ModuleType]:
+    """The subcommands' modules, in ``ORDER``; with ``command``, only that one's (when it is one).
+
+    A subcommand's module is named after it (``hash-candidates`` in ``_hash_candidates.py``),
+    so running one command imports only its module (and what that imports), not every
+    command's.
+    """
     package = __name__.rpartition(".")[0]  # rappor.cli: this module's folder holds one module per command
+    if command is not None:
+        try:
+            own: ModuleType | None = importlib.import_module(f"{package}._{command.replace('-', '_')}")
+        except ImportError:  # not a command: argparse names the choices
+            own = None
+        if own is not None and getattr(own, "NAME", None) == command and hasattr(own, "run"):
+            return [own]
     modules = []
     for info in pkgutil.iter_modules([os.path.dirname(__file__)]):
         module = importlib.import_module(f"{package}.{info.name}")
@@ -86,15 +99,15 @@ class _HelpFormatter(argparse.HelpFormatter):
 _NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand registered."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every subcommand registered, or only ``command`` (when it is one)."""
     parser = argparse.ArgumentParser(
         prog="rappor",
         description="Collect string frequencies with local differential privacy (RAPPOR).",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for module in _command_modules():
+    for module in _command_modules(command):
         description, details = _help_parts((module.__doc__ or "").strip())
         cmd = sub.add_parser(module.NAME, help=module.HELP, description=description or module.HELP,
                              epilog=details, usage=getattr(module, "USAGE", None), formatter_class=_HelpFormatter)
@@ -200,7 +213,10 @@ def _settle_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``rappor`` command line; returns the exit status."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # The first word names the command (the top level has no option taking a value): only
+    # its module is imported; ``rappor --help`` and an unknown command see them all.
+    parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
     args = parser.parse_args(argv)
     run: Any = getattr(args, "_run", None)
     if run is None:

@@ -17,38 +17,46 @@ read and written by :mod:`rappor.formats`.
 
 from __future__ import annotations
 
-from ._clients import encode_clients
-from ._derivations import (
-    MIN_SECRET_BYTES,
-    VARIABLE_PRR_LABEL,
-    client_secret,
-    derive_cohort,
-    generate_key,
-    prr_uniforms,
-    prr_uniforms_of_variable,
-)
-from ._encoder import EncodeTrace, Encoder
-from ._hashing import (
-    bloom_bit_indices,
-    bloom_bits,
-    bloom_bits_table,
-    bloom_filter,
-    reduce_words,
-    split_hash_words,
-    value_bytes,
-)
-from ._randomizer import (
-    WORD_SPAN,
-    debias,
-    debiased_variance,
-    instantaneous_response,
-    instantaneous_response_from_words,
-    irr_thresholds,
-    permanent_response,
-    permanent_response_from_words,
-    prr_threshold,
-)
-from ._reports import Report, ReportBatch
+from typing import TYPE_CHECKING
+
+from .._util.lazy import lazy_face
+
+if TYPE_CHECKING:
+    from ._clients import encode_clients
+    from ._derivations import (
+        MIN_SECRET_BYTES,
+        VARIABLE_PRR_LABEL,
+        client_secret,
+        derive_cohort,
+        generate_key,
+        prr_uniforms,
+        prr_uniforms_of_variable,
+    )
+    from ._encoder import EncodeTrace, Encoder
+    from ._hashing import (
+        bloom_bit_indices,
+        bloom_bits,
+        bloom_bits_table,
+        bloom_filter,
+        reduce_words,
+        split_hash_words,
+        value_bytes,
+    )
+    from ._randomizer import (
+        WORD_SPAN,
+        debias,
+        debiased_variance,
+        instantaneous_response,
+        instantaneous_response_from_words,
+        irr_thresholds,
+        permanent_response,
+        permanent_response_from_words,
+        prr_threshold,
+    )
+    from ._reports import Report, ReportBatch
+else:
+    __getattr__, __dir__ = lazy_face(__name__)
+    del lazy_face, TYPE_CHECKING  # plumbing, not names of the face
 
 __all__ = [
     "MIN_SECRET_BYTES",

@@ -12,19 +12,27 @@ Running the aggregation over files (locally, on Dask or Spark) is :mod:`rappor.e
 
 from __future__ import annotations
 
-from ._aggregate import Aggregate, check_cohort_balance
-from ._compat import (
-    GOOGLE_MAX_HASHES,
-    GOOGLE_MAX_PRR_BITS,
-    google_bloom_bits,
-    google_bloom_bits_table,
-    google_bloom_filter,
-    google_effective_prob_f,
-    google_prr,
-    google_prr_batch,
-    hash_candidates_google,
-)
-from ._design import CandidateMap, hash_block_size, hash_candidates
+from typing import TYPE_CHECKING
+
+from .._util.lazy import lazy_face
+
+if TYPE_CHECKING:
+    from ._aggregate import Aggregate, check_cohort_balance
+    from ._compat import (
+        GOOGLE_MAX_HASHES,
+        GOOGLE_MAX_PRR_BITS,
+        google_bloom_bits,
+        google_bloom_bits_table,
+        google_bloom_filter,
+        google_effective_prob_f,
+        google_prr,
+        google_prr_batch,
+        hash_candidates_google,
+    )
+    from ._design import CandidateMap, hash_block_size, hash_candidates
+else:
+    __getattr__, __dir__ = lazy_face(__name__)
+    del lazy_face, TYPE_CHECKING  # plumbing, not names of the face
 
 __all__ = [
     "GOOGLE_MAX_HASHES",

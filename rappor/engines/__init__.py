@@ -18,11 +18,19 @@ See ``docs/scaling.md`` for sizing a billion-report job.
 
 from __future__ import annotations
 
-from ._aggregate import NumpyEngine, aggregate_files, get_engine
-from ._dask import DaskEngine
-from ._encode import default_jobs, encode_discovery_file, encode_file, encode_variables_file
-from ._sources import ENGINES, Engine, ReportSource, check_distributed_options, parquet_groups, report_sources
-from ._spark import SparkEngine
+from typing import TYPE_CHECKING
+
+from .._util.lazy import lazy_face
+
+if TYPE_CHECKING:
+    from ._aggregate import NumpyEngine, aggregate_files, get_engine
+    from ._dask import DaskEngine
+    from ._encode import default_jobs, encode_discovery_file, encode_file, encode_variables_file
+    from ._sources import ENGINES, Engine, ReportSource, check_distributed_options, parquet_groups, report_sources
+    from ._spark import SparkEngine
+else:
+    __getattr__, __dir__ = lazy_face(__name__)
+    del lazy_face, TYPE_CHECKING  # plumbing, not names of the face
 
 __all__ = [
     "ENGINES",

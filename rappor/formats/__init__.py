@@ -41,26 +41,34 @@ appears complete or not at all; ``"-"`` is standard output).  Not here: rejected
 
 from __future__ import annotations
 
-from ._assoc_results import write_assoc_results
-from ._association import read_assoc_reports, read_schema, write_assoc_parquet, write_assoc_reports
-from ._candidates import read_candidates, write_candidates
-from ._client_values import iter_client_values, read_client_values, write_client_values
-from ._counts import read_counts, write_counts
-from ._found import is_found_file, read_found, read_found_shares, write_found
-from ._keys import read_key_file, write_key_file
-from ._map import read_map, write_map, write_map_positions
-from ._params import read_params, write_params
-from ._population import read_population
-from ._parquet import (
-    ParquetReportWriter,
-    aggregate_parquet,
-    iter_parquet_reports,
-    parquet_files,
-    read_parquet_reports,
-    write_parquet_reports,
-)
-from ._results import read_results, write_results
-from ._reports_csv import iter_reports, read_reports, write_reports
+from typing import TYPE_CHECKING
+
+from .._util.lazy import lazy_face
+
+if TYPE_CHECKING:
+    from ._assoc_results import write_assoc_results
+    from ._association import read_assoc_reports, read_schema, write_assoc_parquet, write_assoc_reports
+    from ._candidates import read_candidates, write_candidates
+    from ._client_values import iter_client_values, read_client_values, write_client_values
+    from ._counts import read_counts, write_counts
+    from ._found import is_found_file, read_found, read_found_shares, write_found
+    from ._keys import read_key_file, write_key_file
+    from ._map import read_map, write_map, write_map_positions
+    from ._params import read_params, write_params
+    from ._population import read_population
+    from ._parquet import (
+        ParquetReportWriter,
+        aggregate_parquet,
+        iter_parquet_reports,
+        parquet_files,
+        read_parquet_reports,
+        write_parquet_reports,
+    )
+    from ._results import read_results, write_results
+    from ._reports_csv import iter_reports, read_reports, write_reports
+else:
+    __getattr__, __dir__ = lazy_face(__name__)
+    del lazy_face, TYPE_CHECKING  # plumbing, not names of the face
 
 __all__ = [
     "ParquetReportWriter",

@@ -14,51 +14,59 @@ In the order a user meets them (modules private, names listed here):
 
 from __future__ import annotations
 
-from ._accounting import (
-    DEFAULT_ORDERS,
-    PrivacyLoss,
-    advanced_composition,
-    basic_composition,
-    bernoulli_rdp,
-    binary_rr_rdp,
-    epsilon_from_rdp,
-    epsilon_from_zcdp,
-    loss,
-    pure_dp_to_zcdp,
-    rdp,
-    renyi_divergence,
-    rho_zcdp,
-    tight_rho,
-)
-from ._audit import (
-    AuditResult,
-    AuditRow,
-    AuditSample,
-    ConvergenceCheck,
-    audit_encoder,
-    batch_sampler,
-    client_sampler,
-    never_clearing_sampler,
-)
-from ._mechanisms import (
-    BinaryRandomizedResponse,
-    FrequencyEstimate,
-    KaryRandomizedResponse,
-    epsilon_from_lying_probability,
-    lying_probability_from_epsilon,
-)
-from ._rappor_mechanisms import BasicRappor, KRappor, TwoStageRappor, two_stage_rate
-from ._detection import (
-    DetectionOutlook,
-    DetectionPrediction,
-    design_inflation,
-    detection_frequency,
-    detection_outlook,
-    detection_probability,
-    reports_for_frequency,
-    simulate_detection,
-)
-from ._planner import DEFAULT_EPSILON_RATIO, Plan, PlanResult, plan
+from typing import TYPE_CHECKING
+
+from .._util.lazy import lazy_face
+
+if TYPE_CHECKING:
+    from ._accounting import (
+        DEFAULT_ORDERS,
+        PrivacyLoss,
+        advanced_composition,
+        basic_composition,
+        bernoulli_rdp,
+        binary_rr_rdp,
+        epsilon_from_rdp,
+        epsilon_from_zcdp,
+        loss,
+        pure_dp_to_zcdp,
+        rdp,
+        renyi_divergence,
+        rho_zcdp,
+        tight_rho,
+    )
+    from ._audit import (
+        AuditResult,
+        AuditRow,
+        AuditSample,
+        ConvergenceCheck,
+        audit_encoder,
+        batch_sampler,
+        client_sampler,
+        never_clearing_sampler,
+    )
+    from ._mechanisms import (
+        BinaryRandomizedResponse,
+        FrequencyEstimate,
+        KaryRandomizedResponse,
+        epsilon_from_lying_probability,
+        lying_probability_from_epsilon,
+    )
+    from ._rappor_mechanisms import BasicRappor, KRappor, TwoStageRappor, two_stage_rate
+    from ._detection import (
+        DetectionOutlook,
+        DetectionPrediction,
+        design_inflation,
+        detection_frequency,
+        detection_outlook,
+        detection_probability,
+        reports_for_frequency,
+        simulate_detection,
+    )
+    from ._planner import DEFAULT_EPSILON_RATIO, Plan, PlanResult, plan
+else:
+    __getattr__, __dir__ = lazy_face(__name__)
+    del lazy_face, TYPE_CHECKING  # plumbing, not names of the face
 
 __all__ = [
     "DEFAULT_EPSILON_RATIO",

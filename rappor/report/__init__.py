@@ -9,10 +9,18 @@ matplotlib is imported only when a figure is drawn; ``import rappor`` does not i
 
 from __future__ import annotations
 
-from ._association import render_association_report, write_association_report
-from ._explain import detectable_share_note, detection_rule, floor_tie, outlook_text
-from ._html import render_report, write_report
-from ._plots import plot_epsilon, plot_estimates, plot_fit_residuals, plot_residuals
+from typing import TYPE_CHECKING
+
+from .._util.lazy import lazy_face
+
+if TYPE_CHECKING:
+    from ._association import render_association_report, write_association_report
+    from ._explain import detectable_share_note, detection_rule, floor_tie, outlook_text
+    from ._html import render_report, write_report
+    from ._plots import plot_epsilon, plot_estimates, plot_fit_residuals, plot_residuals
+else:
+    __getattr__, __dir__ = lazy_face(__name__)
+    del lazy_face, TYPE_CHECKING  # plumbing, not names of the face
 
 __all__ = [
     "detectable_share_note",

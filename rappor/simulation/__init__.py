@@ -16,10 +16,18 @@ it imports nothing from them.
 
 from __future__ import annotations
 
-from ._populations import DISTRIBUTIONS, Population, candidate_strings
-from ._reports import simulate_counts, simulate_reports, true_ones
-from ._scenarios import Scenario, zipf_scenario
-from ._simulation import Simulation, simulate
+from typing import TYPE_CHECKING
+
+from .._util.lazy import lazy_face
+
+if TYPE_CHECKING:
+    from ._populations import DISTRIBUTIONS, Population, candidate_strings
+    from ._reports import simulate_counts, simulate_reports, true_ones
+    from ._scenarios import Scenario, zipf_scenario
+    from ._simulation import Simulation, simulate
+else:
+    __getattr__, __dir__ = lazy_face(__name__)
+    del lazy_face, TYPE_CHECKING  # plumbing, not names of the face
 
 __all__ = [
     "DISTRIBUTIONS",

@@ -88,3 +88,30 @@ def test_introspecting_a_missing_extra_is_not_an_error(no_pyarrow: None) -> None
     assert len(doctest.DocTestFinder().find(holder)) == 1
     with pytest.raises(MissingDependencyError, match=r"rappor\[parquet\]"):
         pa.Table  # noqa: B018  (real use still names the extra)
+
+
+def _modules_after(code: str) -> set[str]:
+    """The rappor modules a new interpreter has loaded after running ``code``."""
+    probe = code + "\nimport sys\nprint(' '.join(m for m in sys.modules if m.startswith('rappor')))\n"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_lazy_face_loads_only_the_module_that_owns_a_name() -> None:
+    assert _modules_after("import rappor") == {"rappor", "rappor._util", "rappor._util.lazy",
+                                               "rappor._util.version", "rappor.exceptions"}
+    loaded = _modules_after("from rappor.formats import read_counts")
+    assert "rappor.formats._counts" in loaded
+    assert not {"rappor.formats._parquet", "rappor.formats._map", "rappor.engines"} & loaded
+
+
+def test_lazy_face_serves_its_names_and_submodules() -> None:
+    import rappor
+    import rappor.formats
+    from rappor.formats._counts import read_counts
+
+    assert rappor.formats.read_counts is read_counts
+    assert set(rappor.formats.__all__) <= set(dir(rappor.formats))
+    assert rappor.analysis.decoder.__name__ == "rappor.analysis.decoder"  # a subpackage, as after an eager import
+    with pytest.raises(AttributeError, match="module 'rappor.formats' has no attribute 'read_nothing'"):
+        rappor.formats.read_nothing  # noqa: B018

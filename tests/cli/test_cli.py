@@ -79,3 +79,22 @@ def test_cli_out_of_memory_names_the_file_and_the_cause(tmp_path, capsys: pytest
     err = capsys.readouterr().err
     assert err == (f"rappor: error: out of memory while reading {tmp_path / 'r.csv'} in 'rappor sum-bits': "
                    "the input or the parameters need more memory than this machine has\n")
+
+
+def test_each_command_module_is_named_after_its_command() -> None:
+    # main() imports only the module of the command it runs, found by this naming rule.
+    from rappor.cli._main import _command_modules
+
+    for module in _command_modules():
+        assert module.__name__ == f"rappor.cli._{module.NAME.replace('-', '_')}", module.NAME
+        assert _command_modules(module.NAME) == [module]
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    code = ("import sys\nfrom rappor.cli._main import main\n"
+            "try:\n    main(['decode', '--help'])\nexcept SystemExit:\n    pass\n"
+            "print(' '.join(m for m in sys.modules if m.startswith('rappor')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(out.stdout.split())
+    assert "rappor.cli._decode" in loaded
+    assert not {"rappor.cli._encode", "rappor.cli._simulate", "rappor.engines"} & loaded

@@ -57,12 +57,20 @@ True
 
 from __future__ import annotations
 
-from ._collection import decode_collection, sample_clients
-from ._decoder import STAGES, AssociationDecoder
-from ._privacy import MultiVariablePrivacy, multi_variable_privacy
-from ._result import AssociationResult, Distribution, IndependenceTest
-from ._simulation import AssociationSimulation, example_joint, simulate_association, total_variation
-from ._variables import BOOLEAN_CATEGORIES, OTHER, Variable, boolean_params
+from typing import TYPE_CHECKING
+
+from ..._util.lazy import lazy_face
+
+if TYPE_CHECKING:
+    from ._collection import decode_collection, sample_clients
+    from ._decoder import STAGES, AssociationDecoder
+    from ._privacy import MultiVariablePrivacy, multi_variable_privacy
+    from ._result import AssociationResult, Distribution, IndependenceTest
+    from ._simulation import AssociationSimulation, example_joint, simulate_association, total_variation
+    from ._variables import BOOLEAN_CATEGORIES, OTHER, Variable, boolean_params
+else:
+    __getattr__, __dir__ = lazy_face(__name__)
+    del lazy_face, TYPE_CHECKING  # plumbing, not names of the face
 
 __all__ = [
     "BOOLEAN_CATEGORIES",

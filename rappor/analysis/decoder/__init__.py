@@ -37,10 +37,18 @@ The package's modules (private), in the order a decode uses them:
 
 from __future__ import annotations
 
-from ..._util.results import ConfidenceInterval
-from ._decoder import Decoder, check_combination, check_estimator
-from ._dispersion import explain_dispersion
-from ._result import DecodeDiagnostics, DecodeResult
+from typing import TYPE_CHECKING
+
+from ..._util.lazy import lazy_face
+
+if TYPE_CHECKING:
+    from ..._util.results import ConfidenceInterval
+    from ._decoder import Decoder, check_combination, check_estimator
+    from ._dispersion import explain_dispersion
+    from ._result import DecodeDiagnostics, DecodeResult
+else:
+    __getattr__, __dir__ = lazy_face(__name__)
+    del lazy_face, TYPE_CHECKING  # plumbing, not names of the face
 
 __all__ = ["ConfidenceInterval", "DecodeDiagnostics", "DecodeResult", "Decoder", "check_combination", "check_estimator",
            "explain_dispersion"]

@@ -26,16 +26,24 @@ See ``docs/discovery.md`` for the method, its privacy accounting and measurement
 
 from __future__ import annotations
 
-from ._client import DiscoveryEncoder, encode_discovery_clients
-from ._decode import DiscoverDecode, discover_and_decode, listed_strings
-from ._evaluate import DiscoveryEvaluation, evaluate_discovery, topk_scores
-from ._pem import pem_discover, pem_population
-from ._plan import DiscoveryPlan, plan_discovery, plan_slot_weights, plan_with_discovery
-from ._population import long_population, realistic_population, realistic_strings
-from ._privacy import DiscoveryPrivacy, discovery_params, discovery_privacy
-from ._search import DiscoveryResult, discover, display_string
-from ._simulate import DiscoverySimulation, simulate_discovery
-from ._spec import ALPHABETS, DiscoverySpec, alphabet_bytes
+from typing import TYPE_CHECKING
+
+from ..._util.lazy import lazy_face
+
+if TYPE_CHECKING:
+    from ._client import DiscoveryEncoder, encode_discovery_clients
+    from ._decode import DiscoverDecode, discover_and_decode, listed_strings
+    from ._evaluate import DiscoveryEvaluation, evaluate_discovery, topk_scores
+    from ._pem import pem_discover, pem_population
+    from ._plan import DiscoveryPlan, plan_discovery, plan_slot_weights, plan_with_discovery
+    from ._population import long_population, realistic_population, realistic_strings
+    from ._privacy import DiscoveryPrivacy, discovery_params, discovery_privacy
+    from ._search import DiscoveryResult, discover, display_string
+    from ._simulate import DiscoverySimulation, simulate_discovery
+    from ._spec import ALPHABETS, DiscoverySpec, alphabet_bytes
+else:
+    __getattr__, __dir__ = lazy_face(__name__)
+    del lazy_face, TYPE_CHECKING  # plumbing, not names of the face
 
 __all__ = [
     "ALPHABETS",
