@@ -44,10 +44,10 @@ from ..exceptions import InvalidParameterError
 from ..params import Params
 
 if TYPE_CHECKING:
-    import threadpoolctl  # installed with scikit-learn
+    import threadpoolctl  # a declared dependency
     from scipy import linalg, sparse, stats
 else:  # imported on first use: keeps `import rappor` light
-    threadpoolctl = lazy_module("threadpoolctl")  # installed with scikit-learn
+    threadpoolctl = lazy_module("threadpoolctl")  # a declared dependency
     linalg = lazy_module("scipy.linalg")
     sparse = lazy_module("scipy.sparse")
     stats = lazy_module("scipy.stats")

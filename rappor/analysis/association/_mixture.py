@@ -47,12 +47,12 @@ from ._likelihood import CodedLikelihood, Factor
 
 if TYPE_CHECKING:
     import scipy.linalg as sl
-    import threadpoolctl  # installed with scikit-learn
+    import threadpoolctl  # a declared dependency
     from scipy import optimize
 else:  # imported on first use: keeps `import rappor` light
     sl = lazy_module("scipy.linalg")
     optimize = lazy_module("scipy.optimize")
-    threadpoolctl = lazy_module("threadpoolctl")  # installed with scikit-learn
+    threadpoolctl = lazy_module("threadpoolctl")  # a declared dependency
 
 __all__ = ["FitResult", "ProductLikelihood", "fit_mixture"]
 
