@@ -25,7 +25,7 @@ from rappor.analysis.discovery._client import (
 )
 from rappor.client._encoder import client_secret
 from rappor.exceptions import InvalidParameterError
-from rappor.formats import write_params
+from rappor.formats import write_discovery_params, write_params
 from rappor.formats import read_reports
 from rappor.client._hashing import split_bit_indices
 from rappor.client._reports import ReportBatch
@@ -160,6 +160,30 @@ def test_cli_encode_client_split(tmp_path: Path) -> None:
     for i, (cid, value) in enumerate(expect_disc):
         report = DiscoveryEncoder(spec, client_secret(KEY, cid)).encode(value)
         assert disc_batch.cohorts[i] == report.cohort and np.array_equal(disc_batch[i].bits, report.bits)
+
+
+def test_cli_layout_travels_in_the_parameters_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The file holds the slot weights: encode and discover need no layout flag, a contradicting flag is refused.
+    weighted = DiscoverySpec(params=_spec(m=8).params, max_length=12, segment=2, slot_weights=(5, 5, 4, 3, 1, 1, 1))
+    ids, values = _rows(120)
+    key, dparams, inp = _files(tmp_path, weighted, list(zip(ids, values)))
+    write_discovery_params(weighted, dparams)
+    out = tmp_path / "disc-reports.csv"
+    assert main(["encode", "--discovery-params", str(dparams), "--key-file", str(key), str(inp), "-o", str(out)]) == 0
+    _, batch = _read(out, weighted.wire_params)
+    for i, (cid, value) in enumerate(zip(ids, values)):
+        report = DiscoveryEncoder(weighted, client_secret(KEY, cid)).encode(value)
+        assert batch.cohorts[i] == report.cohort and np.array_equal(batch[i].bits, report.bits)
+    repeated = ["--max-length", "12", "--segment", "2", "--slot-weights", "5,5,4,3,1,1,1"]
+    assert main(["encode", "--discovery-params", str(dparams), "--key-file", str(key), str(inp), "-o",
+                 str(tmp_path / "again.csv"), *repeated]) == 0  # repeating the file's layout is allowed
+    for flag, value in (("--slot-weights", "1,1,1,1,1,1,1"), ("--max-length", "30"), ("--segment", "1")):
+        assert main(["discover", "--params", str(dparams), "--reports", str(out), "-o", str(tmp_path / "f.csv"),
+                     flag, value]) == 2
+        err = capsys.readouterr().err
+        assert f"argument {flag}" in err and "contradicts" in err and "Traceback" not in err
+    assert main(["discover", "--params", str(dparams), "--reports", str(out), "-o", str(tmp_path / "f.csv"),
+                 "--quiet"]) == 0
 
 
 @pytest.mark.parametrize(("extra", "message"), [
