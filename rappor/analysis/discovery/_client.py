@@ -40,7 +40,7 @@ import numpy as np
 
 import numpy.typing as npt
 
-from ..._util.bits import pack_bits
+from ..._util.bits import num_words, pack_bits
 from ..._util.memory import check_encode
 from ..._util.validation import RngLike, check_probability
 from ...client._encoder import (
@@ -69,6 +69,8 @@ __all__ = ["DiscoveryEncoder", "discovery_cohort", "discovery_role", "discovery_
            "encode_discovery_clients"]
 
 _CLIENT_LABEL = b"rappor/discovery/client"
+#: Reports whose SHAKE-256 outputs (4k bytes each) are turned into PRRs at once.
+_BLOCK_ROWS = 1024
 _DISCOVERY_PRR_LABEL = b"rappor/prr/discovery/v1"
 
 
@@ -280,16 +282,26 @@ def encode_discovery_clients(spec: DiscoverySpec, key: bytes, client_ids: Sequen
     bounds = [(spec.prefix_length(s - 1) if s else 0, spec.prefix_length(s)) for s in range(spec.levels)]
     row_bounds = [bounds[s] for s in slots[row_index].tolist()]
     markers = [COMPLETE if len(d) <= b else PARTIAL for d, (_, b) in zip(datas, row_bounds)]
-    shake_256, out_bytes = hashlib.shake_256, 4 * k
-    stream = b"".join([shake_256(prefixes[r] + c + d[:b]).digest(out_bytes)
-                       for r, c, d, (_, b) in zip(rows, markers, datas, row_bounds)])
+    messages = [prefixes[r] + c + d[:b] for r, c, d, (_, b) in zip(rows, markers, datas, row_bounds)]
     row_wires = [wires[r] for r in rows]
     bits = split_bit_indices([d[:a] for d, (a, _) in zip(datas, row_bounds)],
                              [c + d[a:b] for c, d, (a, b) in zip(markers, datas, row_bounds)], row_wires,
                              num_bloombits=k, num_hashes=wire.num_hashes)
-    prr = _permanent_from_indices(bits, np.frombuffer(stream, dtype=">u4").reshape(n, k), wire.prob_f)
-    if wire.prob_p == 0.0 and wire.prob_q == 1.0:  # no instantaneous noise: the IRR is the PRR, whatever the words
-        irr = prr
-    else:
+    shake_256, out_bytes = hashlib.shake_256, 4 * k
+    no_irr = wire.prob_p == 0.0 and wire.prob_q == 1.0  # then the IRR is the PRR, whatever the words
+    prr = np.empty((n, k), dtype=np.uint8)
+    packed = np.empty((n, num_words(k)), dtype=np.uint64)
+    # The SHAKE outputs (4k bytes a report) in blocks small enough to stay in the cache.
+    for lo in range(0, n, _BLOCK_ROWS):
+        hi = min(n, lo + _BLOCK_ROWS)
+        stream = b"".join([shake_256(m).digest(out_bytes) for m in messages[lo:hi]])
+        block = _permanent_from_indices(bits[lo:hi], np.frombuffer(stream, dtype=">u4").reshape(hi - lo, k),
+                                        wire.prob_f)
+        if no_irr:
+            packed[lo:hi] = pack_bits(block)
+        else:
+            prr[lo:hi] = block
+    if not no_irr:
         irr = instantaneous_response_from_words(prr, _noise(prr.shape, generator), wire.prob_p, wire.prob_q)
-    return ReportBatch(params=wire, cohorts=np.array(row_wires, dtype=np.int64), words=pack_bits(irr))
+        packed = pack_bits(irr)
+    return ReportBatch(params=wire, cohorts=np.array(row_wires, dtype=np.int64), words=packed)
