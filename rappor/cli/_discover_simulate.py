@@ -59,7 +59,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
     from ..analysis.decoder import Decoder
     from ..analysis.discovery import discovery_params, evaluate_discovery, realistic_population
     from ..formats import (read_discovery_params, read_population, write_candidates, write_counts,
-                           write_discovery_params, write_params, write_results)
+                           write_discovery_params, write_found, write_params, write_results)
     from ..simulation import candidate_strings
     from ._discover import layout_spec
 
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
     write_discovery_params(spec, out / "discovery-params.csv")
     write_counts(sim.full, out / "counts.csv")
     write_counts(sim.discovery, out / "discovery-counts.csv")
-    found.to_csv(out / "found.csv")
+    write_found(found, out / "found.csv")
     write_candidates(listed, out / "found.txt")  # empty when nothing is significant
     write_candidates(known, out / "candidates.txt")
     write_results(results["with discovery"], out / "results.csv")

@@ -43,19 +43,17 @@ import numpy.typing as npt
 from ..._util.bits import num_words, pack_bits
 from ..._util.memory import check_encode
 from ..._util.validation import RngLike, check_probability
-from ...client._encoder import (
-    _bloom_matrix,
+from ...client._derivations import (
     _check_secret,
     _noise,
     _normalize_rng,
     _prr_key_prefix,
     _prr_message,
-    _raise_not_utf8,
     _uniforms_from_stream,
     client_secrets,
 )
 from ...exceptions import InvalidParameterError
-from ...client._hashing import split_bit_indices, value_bytes
+from ...client._hashing import raise_not_utf8, split_bit_indices, value_bytes
 from ...client._hmac import hmac_sha256_many
 from ...client._randomizer import (
     instantaneous_response_from_words,
@@ -276,7 +274,7 @@ def encode_discovery_clients(spec: DiscoverySpec, key: bytes, client_ids: Sequen
     try:
         datas = [v.encode("utf-8") if type(v) is str else value_bytes(v) for v in values]
     except (UnicodeEncodeError, InvalidParameterError):
-        _raise_not_utf8(values, "values", "encode_discovery_clients")
+        raise_not_utf8(values, "values", "encode_discovery_clients")
         raise
     # DiscoverySpec.split and .fragment inlined: head v[:a], tail marker || v[a:b], fragment marker || v[:b].
     bounds = [(spec.prefix_length(s - 1) if s else 0, spec.prefix_length(s)) for s in range(spec.levels)]
