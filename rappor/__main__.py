@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .cli._main import main
+from .cli._entry import run
 
-raise SystemExit(main())
+raise SystemExit(run())

@@ -98,3 +98,19 @@ def test_a_command_imports_only_its_own_module() -> None:
     loaded = set(out.stdout.split())
     assert "rappor.cli._decode" in loaded
     assert not {"rappor.cli._encode", "rappor.cli._simulate", "rappor.engines"} & loaded
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("3", "3")])
+def test_the_program_asks_for_one_blas_thread_unless_told(given: str | None, expected: str) -> None:
+    # rappor.cli._entry sets OPENBLAS_NUM_THREADS before NumPy loads (a user's setting wins);
+    # importing the package does not touch the environment.
+    import os
+
+    env = {key: value for key, value in os.environ.items() if key != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    code = ("import os, sys\nimport rappor.cli\nrappor.cli.main\nbefore = os.environ.get('OPENBLAS_NUM_THREADS')\n"
+            "sys.argv = ['rappor']\nfrom rappor.cli._entry import run\nstatus = run()\n"
+            "print(before, os.environ.get('OPENBLAS_NUM_THREADS'), status)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split() == [str(given), expected, "2"]
