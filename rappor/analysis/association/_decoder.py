@@ -35,7 +35,7 @@ from ._mixture import HESSIAN_ROWS, FitResult, ProductLikelihood, _single_thread
 from ._profile import profile_intervals
 from ._other import other_bit_probabilities, undetected_bit_probabilities
 from ._result import AssociationResult, IndependenceTest, check_variable_names
-from ._shrinkage import shrink_boolean_split
+from ._shrinkage import shrink_boolean_split, shrink_nested_boolean_split
 from ._variables import OTHER, Variable
 
 if TYPE_CHECKING:
@@ -122,8 +122,10 @@ class AssociationDecoder(CheckedParameters):
         empirical-Bayes factor ``tau^2 / (tau^2 + v_i)`` (Efron and Morris 1975; see
         :mod:`rappor.analysis.association._shrinkage`), keeping the categories' shares; the
         maximum-likelihood table stays in :attr:`AssociationResult.maximum_likelihood`
-        and sets the intervals.  ``"none"``: report the maximum-likelihood table.  Other
-        tables are never shrunk.
+        and sets the intervals.  For two string variables and a boolean, each pair's split
+        is shrunk the same way towards its parent category's shrunk split (the string
+        variable whose splits vary more; :func:`~rappor.analysis.association._shrinkage.shrink_nested_boolean_split`).
+        ``"none"``: report the maximum-likelihood table.  Other tables are never shrunk.
     rng : numpy.random.Generator, int or None, default=None
         Seeds the SQP's Hessian subsample (seed 0 when None: deterministic).
 
@@ -297,6 +299,9 @@ class AssociationDecoder(CheckedParameters):
         if self.shrinkage == "boolean-split" and cov is not None and sorted(kinds) == ["boolean", "string"]:
             mle = table
             table, _ = shrink_boolean_split(table, cov, kinds.index("string"))
+        elif self.shrinkage == "boolean-split" and cov is not None and sorted(kinds) == ["boolean", "string", "string"]:
+            mle = table
+            table, _ = shrink_nested_boolean_split(table, cov, kinds.index("boolean"))
         diagnostics: dict[str, Any] = {
             "other_method": self.other,
             "std_error_method": se_method,
