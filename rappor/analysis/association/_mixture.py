@@ -320,7 +320,7 @@ def fit_mixture(lik: ProductLikelihood, *, method: Method = "sqp", tolerance: fl
             # The categories with a cell above 0, and of the others those whose cells' gradient says
             # they should enter, the most negative first, at most as many as are in (at least 32).
             slope = (1.0 - grad / lik.total).reshape(lik.shape[0], -1).min(axis=1)
-            free = (x > 0.0).reshape(lik.shape[0], -1).any(axis=1)
+            free: npt.NDArray[np.bool_] = np.asarray((x > 0.0).reshape(lik.shape[0], -1).any(axis=1))
             enter = np.flatnonzero(~free & (slope < 0.0))
             free[enter[np.argsort(slope[enter], kind="stable")[:max(32, int(free.sum()))]]] = True
             if free.all() or type(lik) is not ProductLikelihood:
@@ -413,8 +413,7 @@ def _sqp_step(lik: ProductLikelihood, x: Array, d: Array, grad: Array, sample: n
         free = ((x > 0.0) | (g < 0.0)).reshape(lik.shape[0], -1).any(axis=1)
         if not free.all():
             columns = np.flatnonzero(free).astype(np.intp)
-    hess = (lik.hessian(curvature, sample, scale) if columns is None
-            else lik.hessian(curvature, sample, scale, columns=columns)) / total
+    hess = lik.hessian(curvature, sample, scale, columns=columns) / total
     cells = None if columns is None else lik.cells_of(columns)
     with _single_thread():
         y_free = _nonnegative_qp(hess, g if cells is None else g[cells], x if cells is None else x[cells])

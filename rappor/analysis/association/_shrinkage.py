@@ -139,8 +139,8 @@ def shrink_nested_boolean_split(table: Array, cov: Array | None, boolean_axis: i
         return table, None
     _, position, parent_split = best
     pair = moved if position == 0 else moved.transpose(1, 0, 2)
-    perm = np.arange(moved.size).reshape(moved.shape)
-    perm = (perm if position == 0 else perm.transpose(1, 0, 2)).reshape(-1)
+    cells = np.arange(moved.size).reshape(moved.shape)
+    perm = (cells if position == 0 else cells.transpose(1, 0, 2)).reshape(-1)
     flat = pair.reshape(-1, 2)
     cond, se = conditional_distribution(flat, cov_m[np.ix_(perm, perm)], 0)
     mass = flat.sum(axis=1)
