@@ -47,8 +47,8 @@ import numpy.typing as npt
 
 import rappor
 from rappor.collect import google_bloom_bits_table, google_effective_prob_f, hash_candidates_google
-from rappor.simulation._populations import Population
-from rappor.simulation._reports import _draw_counts
+from rappor.simulation import Population
+from rappor.testing import draw_counts as exact_counts
 
 __all__ = ["CLASSES", "SLOW_CLASSES", "Collection", "ScenarioClass", "clients", "collection", "draw_counts",
            "draw_repeated_counts", "export_collection"]
@@ -233,11 +233,11 @@ def draw_counts(params: rappor.Params, strings: tuple[str, ...], by_cohort: npt.
     """Aggregated counts of one google/rappor report per client (the module docstring's law)."""
     bloom = _bloom(strings, params)
     n1 = np.einsum("vc,vcb->cb", by_cohort, bloom)  # clients of cohort c whose filter sets bit b
-    # The package's exact draw (rappor.simulation._reports), under the f that google/rappor's 7-bit PRR
+    # The package's exact draw (rappor.testing.draw_counts), under the f that google/rappor's 7-bit PRR
     # really applies; the aggregate keeps the nominal parameters, as an analyst would write them.
     effective = rappor.Params(k=params.k, h=params.h, m=params.m, p=params.p, q=params.q,
                               f=google_effective_prob_f(params.prob_f))
-    counts = _draw_counts(effective, by_cohort.sum(axis=0), n1, rng)
+    counts = exact_counts(effective, by_cohort.sum(axis=0), n1, rng)
     return rappor.Aggregate(params=params, counts=counts)
 
 

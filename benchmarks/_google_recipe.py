@@ -49,10 +49,7 @@ import numpy as np
 from scipy import optimize
 
 import rappor
-from rappor._util.bits import pack_bits, unpack_bits
-from rappor.analysis.association import Variable
-from rappor.analysis.association._simulation import AssociationSimulation
-from rappor.analysis.association._variables import BOOLEAN_CATEGORIES, boolean_params
+from rappor.analysis.association import BOOLEAN_CATEGORIES, AssociationSimulation, Variable, boolean_params
 from rappor.collect import google_bloom_bits_table, google_prr_batch, hash_candidates_google
 
 __all__ = ["RecipeFit", "full_recipe", "google_decode", "simulate_google"]
@@ -204,7 +201,8 @@ def string_conditionals(batch: rappor.ReportBatch, cmap: rappor.CandidateMap, co
     out = np.empty((n, len(columns) + (prob_other is not None)))
     for lo in range(0, n, 1 << 14):
         hi = min(n, lo + (1 << 14))
-        r = unpack_bits(batch.words[lo:hi], k).astype(bool)
+        chunk = rappor.ReportBatch(params=batch.params, cohorts=batch.cohorts[lo:hi], words=batch.words[lo:hi])
+        r = chunk.bits().astype(bool)
         coh = batch.cohorts[lo:hi]
         log_p = np.where(r, np.log(pstar), np.log1p(-pstar)).sum(axis=1)
         swap = np.where(r, np.log(qstar) - np.log(pstar), np.log1p(-qstar) - np.log1p(-pstar))
@@ -218,7 +216,7 @@ def string_conditionals(batch: rappor.ReportBatch, cmap: rappor.CandidateMap, co
 def boolean_conditionals(batch: rappor.ReportBatch) -> np.ndarray:
     """``GetCondProbBooleanReports``: ``(qstar, pstar)`` for a 1 and ``(1 - qstar, 1 - pstar)`` for a 0: TRUE, FALSE."""
     params = batch.params
-    one = unpack_bits(batch.words, 1)[:, 0].astype(bool)
+    one = batch.bits()[:, 0].astype(bool)
     return np.where(one[:, None], [params.p11, params.p01], [1 - params.p11, 1 - params.p01])
 
 
@@ -308,7 +306,7 @@ def simulate_google(params: rappor.Params, joint: np.ndarray, values: Sequence[S
             bparams = boolean_params(params)
             bloom = (held[:, j] == 0).astype(np.uint8)[:, None]  # index 0 is TRUE: the bit set
             prr = google_prr_batch(secrets, bloom, bparams)
-            batches.append(rappor.ReportBatch(params=bparams, cohorts=cohorts, words=pack_bits(_irr(prr, bparams, gen))))
+            batches.append(rappor.ReportBatch.from_bits(bparams, cohorts, _irr(prr, bparams, gen)))
             variables.append(Variable.boolean(f"var{j + 1}", params))
             labels.append(BOOLEAN_CATEGORIES)
             continue
@@ -318,7 +316,7 @@ def simulate_google(params: rappor.Params, joint: np.ndarray, values: Sequence[S
         blooms = np.bitwise_or.reduce(weights, axis=2)  # (U, m): each value's Bloom filter per cohort
         prr = google_prr_batch(secrets, blooms[held[:, j], cohorts], params)
         irr = _irr(prr, params, gen)
-        batches.append(rappor.ReportBatch(params=params, cohorts=cohorts, words=pack_bits(irr[:, :k])))
+        batches.append(rappor.ReportBatch.from_bits(params, cohorts, irr[:, :k]))
         cand = list(vals) if candidates[j] is None else list(candidates[j])
         variables.append(Variable.string(f"var{j + 1}", hash_candidates_google(cand, params)))
         labels.append(tuple(vals))

@@ -12,13 +12,14 @@ the share of decodes with any detection (the per-decode false-detection rate, to
 The reference (google/rappor's R decoder) is read from ``--reference DIR`` when its runs
 are there: write the collections with ``--export DIR``, run ``bin/decode_dist.R`` on each
 (see ``benchmarks/_reference.py`` for the layout and command), then rerun with
-``--reference DIR``.  Modes of the research prototype (``benchmarks/_research_decoder.py``)
-are added with ``--research``.
+``--reference DIR``.  The research prototype's modes (``--research``) went with the
+prototype once its shares landed in :mod:`rappor.analysis.decoder`; both are in git
+(``git show d9691be:benchmarks/_research_decoder.py``).
 
 Usage::
 
     python benchmarks/accuracy.py [--seeds 20] [--classes issue4,decoys-1k] [--modes default,lfdr]
-        [--research] [--reference DIR] [--export DIR] [--json FILE]
+        [--reference DIR] [--export DIR] [--json FILE]
 
 Issue 4's detailed scenario (coverage, encoder check, timing, interop) is
 ``benchmarks/accuracy_issue4.py``.
@@ -304,7 +305,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--classes", default="all", help="comma-separated class names [default: all but the slow]")
     parser.add_argument("--slow", action="store_true", help="with --classes all: add the slow classes (10 M reports)")
     parser.add_argument("--modes", default="all", help="comma-separated mode names [default: all]")
-    parser.add_argument("--research", action="store_true", help="add the research prototype's modes")
     parser.add_argument("--reference", default=None, help="directory of the reference's runs (see --export)")
     parser.add_argument("--export", default=None, help="write the collections for the reference and exit")
     parser.add_argument("--json", default=None, help="write the table as JSON")
@@ -359,10 +359,6 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.markdown).write_text(markdown(results))
         return 0
     modes = dict(MODES)
-    if args.research:
-        from _research_decoder import RESEARCH_MODES
-
-        modes.update(RESEARCH_MODES)
     if args.modes != "all":
         wanted = args.modes.split(",")
         unknown = [m for m in wanted if m not in modes]

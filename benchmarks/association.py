@@ -18,7 +18,7 @@ joint table's total variation to the clients' realized joint and the coverage of
 * ``baseline``: google/rappor's EM re-implemented plainly, *without* its Other category -- not
   the full recipe of ``decode_assoc.R`` (marginal decode, ``GetOtherProbs``, EM), which
   ``benchmarks/association_recipe.py`` compares against
-  (:mod:`rappor.analysis.association._reference`): the same detected candidates, no "Other", one
+  (:func:`rappor.testing.reference_em`): the same detected candidates, no "Other", one
   row per report, EM from the uniform table for at most 1000 iterations (epsilon 1e-6),
   ``ComputeVar`` standard errors.
 
@@ -72,8 +72,7 @@ import numpy as np
 
 import rappor
 from rappor.analysis.association import AssociationDecoder, example_joint, simulate_association, total_variation
-from rappor.analysis.association._inference import boundary_interval
-from rappor.analysis.association._reference import reference_conditional_probabilities, reference_em
+from rappor.testing import boundary_interval, reference_conditional_probabilities, reference_em
 
 PARAMS = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 

@@ -35,10 +35,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _google_recipe as recipe  # noqa: E402
 
 import rappor  # noqa: E402
-from rappor._util.bits import bits_to_bitstrings, unpack_bits  # noqa: E402
 from rappor.analysis.association import example_joint, total_variation  # noqa: E402
 from rappor.collect import google_bloom_bits_table  # noqa: E402
-from rappor.formats._map import write_map_positions  # noqa: E402
+from rappor.formats import write_map_positions  # noqa: E402
 
 PARAMS = rappor.Params(num_bloombits=32, num_hashes=2, num_cohorts=32, prob_p=0.25, prob_q=0.75, prob_f=0.5)
 
@@ -58,8 +57,8 @@ def _write_collection(sim, out: Path, params: rappor.Params) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     (out / "rappor-vars.csv").write_text("metric,var,var_type,params\nm,domain,string,m_params\nm,flag,boolean,m_params\n")
     rappor.formats.write_params(params, out / "m_params.csv")
-    strings = bits_to_bitstrings(unpack_bits(sim.reports[0].words, params.num_bloombits))
-    flags = unpack_bits(sim.reports[1].words, 1)[:, 0].tolist()
+    strings = sim.reports[0].bitstrings()
+    flags = sim.reports[1].bits()[:, 0].tolist()
     with open(out / "reports.csv", "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["client", "cohort", "domain", "flag"])

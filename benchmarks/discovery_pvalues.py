@@ -21,16 +21,13 @@ Run:  python benchmarks/discovery_pvalues.py --seeds 0 1 2 --trim light
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
 import numpy as np
 
-import rappor.analysis.discovery._search as search
 from rappor.analysis.discovery import DiscoverySpec, discover, realistic_population, simulate_discovery
-from rappor.analysis.discovery import _confirmation as confirmation
-from rappor.analysis.discovery import _oracle as oracle
+from rappor.testing import ConfirmationNull, discovery_settings, tilted_tail_probability
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from discovery import _params  # noqa: E402  (the collection of benchmarks/discovery.py)
@@ -38,36 +35,23 @@ from discovery import _params  # noqa: E402  (the collection of benchmarks/disco
 LEVELS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
 
 
-def _light_trim() -> None:
-    """Trim one cohort at each end (the section 7 trial) instead of m // 8."""
-    original = oracle.SlotOracle._set_null
-
-    def set_null(self: oracle.SlotOracle) -> None:
-        if self.trim != 1:
-            self.trim = 1
-            self.trim_factor = oracle._trimmed_mean_variance(1 / self.cohorts.size)
-        original(self)
-
-    oracle.SlotOracle._set_null = set_null  # type: ignore[method-assign]
-
-
 def run_seed(n: int, eps: float, seed: int, synthetic: int, tilt: bool, prefix: bytes = b"",
              slot: int | None = None) -> np.ndarray:
     spec = DiscoverySpec(params=_params(eps, 256, 32), max_length=30, segment=2, alphabet="bytes")
     pop = realistic_population(20_000, exponent=1.1, rng=seed)
     sim = simulate_discovery(_params(eps, 128, 64), spec, pop, n, discovery_share=0.75, rng=seed)
-    captured: dict[str, confirmation.ConfirmationNull] = {}
-    original = confirmation.ConfirmationNull.pvalues
+    captured: dict[str, ConfirmationNull] = {}
+    original = ConfirmationNull.pvalues
 
-    def pvalues(self: confirmation.ConfirmationNull, stats: np.ndarray, first: np.ndarray) -> np.ndarray:
+    def pvalues(self: ConfirmationNull, stats: np.ndarray, first: np.ndarray) -> np.ndarray:
         captured["null"] = self
         return original(self, stats, first)
 
-    confirmation.ConfirmationNull.pvalues = pvalues  # type: ignore[method-assign]
+    ConfirmationNull.pvalues = pvalues  # type: ignore[method-assign]
     try:
         res = discover(sim.discovery, spec)
     finally:
-        confirmation.ConfirmationNull.pvalues = original  # type: ignore[method-assign]
+        ConfirmationNull.pvalues = original  # type: ignore[method-assign]
     truth = sim.truth  # a property: built once
     absent = np.array([truth.get(s, 0) == 0 for s in res.strings])
     p = res.pvalue[absent]
@@ -110,7 +94,7 @@ def run_seed(n: int, eps: float, seed: int, synthetic: int, tilt: bool, prefix: 
                     mid = 0.5 * (lo + hi)
                     lo, hi = (mid, hi) if null.pvalues(np.array([mid]), np.array([first]))[0] > q else (lo, mid)
                 p_fft = float(null.pvalues(np.array([hi]), np.array([first]))[0])
-                est, se = confirmation.tilted_tail_probability(x, hi, gen)
+                est, se = tilted_tail_probability(x, hi, gen)
                 print(f"  law after slot {first} at z {(hi - mean) / sd:.2f}: FFT {p_fft:.4g}, tilted Monte Carlo "
                       f"{est:.4g} +- {se:.2g}", flush=True)
     return counts
@@ -128,15 +112,14 @@ def main() -> None:
                     "(default: the one with the most pooled values)")
     ap.add_argument("--tilt", action="store_true")
     args = ap.parse_args()
-    if args.trim == "light":
-        _light_trim()
     # Every pooled value keeps its p-value (pruning drops values whose evidence fell back,
-    # and the result lists z >= 3 only; neither changes the search nor the p-values).
-    search._PRUNE_Z = -math.inf
-    search._SHOW_Z = -math.inf
+    # and the result lists z >= 3 only; neither changes the search nor the p-values).  The
+    # light trim cuts one cohort at each end (the section 7 trial) instead of m // 8.
     total = np.zeros(1 + len(LEVELS))
-    for seed in args.seeds:
-        total += run_seed(args.clients, args.eps, seed, args.synthetic, args.tilt, args.prefix.encode(), args.slot)
+    with discovery_settings(keep_every_value=True, trim=1 if args.trim == "light" else None):
+        for seed in args.seeds:
+            total += run_seed(args.clients, args.eps, seed, args.synthetic, args.tilt, args.prefix.encode(),
+                              args.slot)
     print(f"all seeds: pooled {int(total[0]):,}; absent with p <= " +
           ", ".join(f"{q:g}: {int(c)} ({total[0] * q:.3g} expected)" for q, c in zip(LEVELS, total[1:])))
 

@@ -7,15 +7,15 @@ Usage::
 Prints, each as the best of ``--repeat`` runs in CPU seconds (``time.process_time``, so a
 busy machine moves the figures less than wall time would):
 
-1. **MurmurHash3** (:mod:`rappor.client._murmur`): numpy's ``murmur3_x64_128`` over 20,000 keys x
+1. **MurmurHash3** (:func:`rappor.testing.murmur3_x64_128`): numpy's ``murmur3_x64_128`` over 20,000 keys x
    128 cohorts against a Python loop of ``mmh3.mmh3_x64_128_utupledigest`` calls into an
    array (what :func:`rappor.client.bloom_bits_table` did before), checked equal first.
 2. **CSV row paths**: :func:`rappor.formats.read_map` (``--map`` candidates, 100,000 by default,
    k=128 m=128 h=2) with its string-method fast path against the same call forced through
-   the csv module (``_split_row`` disabled, as ``tests/test_fuzz.py`` does to compare
-   them); and the reports reader's numpy block parser against the csv module row by row
-   (:func:`rappor.formats._reports_csv._parse_row` on every line), on 200,000 reports at k=32.
-3. **Active-set QP** (:func:`rappor.analysis.decoder._fit.nonneg_fit`): least squares with ``w >= 0``
+   the csv module (:func:`rappor.testing.map_rows_through_csv_module`, as ``tests/test_fuzz.py``
+   compares them); and the reports reader's numpy block parser against the csv module row by row
+   (:func:`rappor.testing.parse_report_row` on every line), on 200,000 reports at k=32.
+3. **Active-set QP** (:func:`rappor.testing.nonneg_fit`): least squares with ``w >= 0``
    and ``sum(w) <= 1`` on a 1,000-candidate design (k=16 m=64 h=2).
    ``scipy.optimize.lsq_linear`` only bounds each variable: the script shows the sum of
    its solution (above the cap) and both times, with and without the cap.
@@ -45,7 +45,7 @@ def best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 def murmur(repeat: int) -> None:
     import mmh3
 
-    from rappor.client._murmur import murmur3_x64_128
+    from rappor.testing import murmur3_x64_128
 
     keys = [f"https://example.com/page/{i}".encode() for i in range(20_000)]
     seeds = np.arange(128, dtype=np.int64)
@@ -63,23 +63,17 @@ def murmur(repeat: int) -> None:
 
 
 def csv_paths(repeat: int, n_map: int) -> None:
-    import rappor.formats._map
     from rappor import Params, hash_candidates
     from rappor.formats import read_map, write_map
-    from rappor._util.bits import bitstrings_to_bits
-    from rappor.formats._reports_csv import _parse_block, _parse_row
+    from rappor.testing import bitstrings_to_bits, map_rows_through_csv_module, parse_report_block, parse_report_row
 
     params = Params(num_bloombits=128, num_hashes=2, num_cohorts=128, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "map.csv"
         write_map(hash_candidates([f"https://example.com/candidate/{i}" for i in range(n_map)], params), path)
         t_fast, fast = best(lambda: read_map(path, params), repeat)
-        split_row = rappor.formats._map._split_row
-        rappor.formats._map._split_row = lambda text, width: None
-        try:
+        with map_rows_through_csv_module():
             t_csv, slow = best(lambda: read_map(path, params), repeat)
-        finally:
-            rappor.formats._map._split_row = split_row
     assert fast.strings == slow.strings and (fast.matrix != slow.matrix).nnz == 0
     print(f"read_map {n_map:,} candidates k=128 m=128 h=2: csv module {t_csv:.2f} s, fast path {t_fast:.2f} s "
           f"({t_csv / t_fast:.1f}x)")
@@ -92,10 +86,10 @@ def csv_paths(repeat: int, n_map: int) -> None:
     data = np.frombuffer(("\n".join(lines) + "\n").encode(), dtype=np.uint8)
 
     def slow_rows() -> tuple[np.ndarray, np.ndarray]:
-        rows = [_parse_row(text, rparams, 3, "<bench>", i) for i, text in enumerate(lines)]
+        rows = [parse_report_row(text, rparams, 3, "<bench>", i) for i, text in enumerate(lines)]
         return np.array([c for c, _ in rows]), bitstrings_to_bits([irr for _, irr in rows], k)
 
-    t_block, (cohorts, parsed) = best(lambda: _parse_block(data, rparams, 3, "<bench>", 1), repeat)
+    t_block, (cohorts, parsed) = best(lambda: parse_report_block(data, rparams, 3, "<bench>", 1), repeat)
     t_rows, (cohorts2, parsed2) = best(slow_rows, repeat)
     assert np.array_equal(cohorts, cohorts2) and np.array_equal(parsed, parsed2)
     print(f"reports CSV {n:,} rows k={k}: csv module row by row {t_rows:.2f} s, numpy block {t_block:.2f} s "
@@ -106,7 +100,7 @@ def qp(repeat: int) -> None:
     from scipy.optimize import lsq_linear
 
     from rappor import Params, hash_candidates
-    from rappor.analysis.decoder._fit import nonneg_fit
+    from rappor.testing import nonneg_fit
 
     params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     s = 1_000

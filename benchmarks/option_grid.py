@@ -6,7 +6,7 @@
 The first prints, per combination, the decoys detected in each decode of the scenario classes
 of ``benchmarks/_classes.py`` (google/rappor's MD5 hashing and encoding rules) and whether the
 decoder refuses the combination.  Refused combinations are run anyway, past the check
-(``rappor.analysis.decoder._estimate.estimate`` with the options directly), to show why they are refused.
+(``rappor.testing.estimate`` with the options directly), to show why they are refused.
 ``--normal-lfdr`` runs null="normal" with correction="lfdr" alone.
 
 Historical: the estimator dimension (``estimator="empirical-bayes"``) and ``--eb-stability``
@@ -28,10 +28,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from rappor.analysis.decoder._adjust import CORRECTIONS  # noqa: E402
-from rappor.analysis.decoder._decoder import check_combination  # noqa: E402
-from rappor.analysis.decoder._estimate import DecodeOptions, estimate  # noqa: E402
-from rappor.analysis.decoder._null import NULLS  # noqa: E402
+from rappor.analysis.decoder import check_combination  # noqa: E402
+from rappor.testing import CORRECTIONS, NULLS, DecodeOptions, estimate  # noqa: E402
 from rappor.exceptions import InvalidParameterError  # noqa: E402
 
 import _classes  # noqa: E402

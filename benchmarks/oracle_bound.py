@@ -66,7 +66,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import rappor  # noqa: E402
-from rappor.analysis.decoder import _problem
+from rappor.testing import debias, select_rows  # noqa: E402
 from _scenario import zipf_scenario  # noqa: E402
 
 PARAMS = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
@@ -86,11 +86,11 @@ def genie_standard_errors(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap
     """SE of each candidate's share when every other share is known (see the module docstring).
 
     ``SE_j^-2 = a_j' W a_j`` over the rows of the cohorts with reports, ``W`` the inverse
-    variances of the debiased shares (``_problem.debias``).  With ``unexplained_unknown`` the
+    variances of the debiased shares (``rappor.testing.debias``).  With ``unexplained_unknown`` the
     column ``a_j`` is first made W-orthogonal to the constant column (the non-candidate mass).
     """
-    deb = _problem.debias(aggregate.counts, aggregate.params.p11, aggregate.params.p01)
-    x = _problem.select_rows(cmap.matrix, deb.rows)
+    deb = debias(aggregate.counts, aggregate.params.p11, aggregate.params.p01)
+    x = select_rows(cmap.matrix, deb.rows)
     w = 1.0 / deb.var
     info = np.asarray(x.T @ w).ravel()  # a is 0/1, so a' W a = sum of W over the column's rows
     if unexplained_unknown:

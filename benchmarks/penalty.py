@@ -10,9 +10,9 @@ the per-seed (paired) TV difference against the plug-in penalty.  A fourth row s
 plug-in penalty by the square root of the Pearson dispersion of a first decode (the
 plug-in assumes unit noise variance on the whitened scale).
 
-The CV penalty is computed with :func:`rappor.analysis.decoder._screen.cv_lasso_alpha` on the same
-whitened design the decoder screens (rebuilt here with the decoder's private helpers,
-by :func:`rappor.analysis.decoder._problem.weighted_problem`) and passed as ``Decoder(lasso_alpha=...)``.
+The CV penalty is computed with :func:`rappor.testing.cv_lasso` on the same
+whitened design the decoder screens (rebuilt here with the decoder's own helpers,
+:func:`rappor.testing.weighted_problem`) and passed as ``Decoder(lasso_alpha=...)``.
 
 Usage::
 
@@ -33,8 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import rappor  # noqa: E402
-from rappor.analysis.decoder._problem import scale_rows, weighted_problem  # noqa: E402
-from rappor.analysis.decoder._screen import cv_lasso  # noqa: E402
+from rappor.testing import cv_lasso, scale_rows, weighted_problem  # noqa: E402
 from _scenario import zipf_scenario  # noqa: E402
 from accuracy_issue4 import PARAMS, candidates  # noqa: E402
 
@@ -42,7 +41,7 @@ METHODS = ("plug-in", "cv-min", "cv-1se", "plug-in*sqrt(phi)")
 
 
 def whitened_problem(aggregate: rappor.Aggregate, cmap: rappor.CandidateMap) -> dict[str, Any]:
-    """The screening Lasso's inputs, as the decoder builds them (:func:`rappor.analysis.decoder._problem.weighted_problem`).
+    """The screening Lasso's inputs, as the decoder builds them (:func:`rappor.testing.weighted_problem`).
 
     Returns ``a`` (whitened distinguishable candidate columns), ``b``, ``free`` (the
     whitened non-candidate column) and ``cohort_of_row``.

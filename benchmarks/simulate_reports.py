@@ -23,8 +23,8 @@ import numpy as np  # noqa: E402
 
 from rappor import Params  # noqa: E402
 from rappor import ReportBatch  # noqa: E402
-from rappor.simulation._populations import Population  # noqa: E402
-from rappor.simulation._reports import _bloom_table, _encode_rows  # noqa: E402
+from rappor.simulation import Population  # noqa: E402
+from rappor.testing import bloom_table, encode_rows  # noqa: E402
 
 
 def naive(params: Params, bloom_bits: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -59,14 +59,14 @@ def main() -> None:
                             prob_f=probs[2])
             values = pop.sample(n, rng=rng)
             cohorts = rng.integers(0, 64, size=n)
-            table, rows = _bloom_table(params, pop.strings, values, cohorts)  # hashing: set-up, not timed
+            table, rows = bloom_table(params, pop.strings, values, cohorts)  # hashing: set-up, not timed
             for reuse in (False, True):
                 if reuse:
                     units = np.arange(n) // 4  # 4 reports per PRR
                     unit_rows = rows[::4]
-                    fn = lambda: _encode_rows(params, table, unit_rows, units, rng)  # noqa: E731
+                    fn = lambda: encode_rows(params, table, unit_rows, units, rng)  # noqa: E731
                 else:
-                    fn = lambda: _encode_rows(params, table, rows, None, rng)  # noqa: E731
+                    fn = lambda: encode_rows(params, table, rows, None, rng)  # noqa: E731
                 words = fn()
                 ReportBatch(params=params, cohorts=cohorts, words=words)  # valid output
                 rate = n / best_of(fn, args.repeat)

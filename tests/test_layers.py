@@ -1,6 +1,7 @@
-"""The package's imports only point down the pipeline's layers, and no modules import each other in a loop.
+"""The package's imports only point down the pipeline's layers, no modules import each other in a loop, and no
+module reaches 600 lines (a module that long has more than one job).
 
-Both are read from the code itself (every ``import`` statement, at any depth: an import inside
+The imports are read from the code itself (every ``import`` statement, at any depth: an import inside
 a function or under ``TYPE_CHECKING`` is the same dependency, paid later).  The layers, lowest
 first: the exceptions, the shared plumbing, the parameters, then the stages: the client,
 collection, simulation (populations and simulated reports, used to check the privacy and
@@ -193,3 +194,26 @@ def test_the_face_check_sees_a_private_import(tmp_path: Path) -> None:
                            "def run():\n    from ..analysis.decoder._decoder import check_estimator\n"),
     })
     assert private_imports("rappor.cli", package) == ["rappor.cli._decode:6 -> rappor.analysis.decoder._decoder"]
+
+
+#: A module of this many lines or more has more than one job: split it by job.
+MAX_MODULE_LINES = 600
+
+
+def long_modules(package: Path = PACKAGE) -> list[str]:
+    """``module: lines`` for each module of ``package`` with :data:`MAX_MODULE_LINES` lines or more."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines >= MAX_MODULE_LINES:
+            found.append(f"{_module_name(path, package)}: {lines}")
+    return found
+
+
+def test_every_module_is_under_600_lines() -> None:
+    assert long_modules() == []
+
+
+def test_the_length_check_sees_a_long_module(tmp_path: Path) -> None:
+    package = _made_up_package(tmp_path, {"client/_short.py": "x = 1\n" * 599, "client/_long.py": "x = 1\n" * 600})
+    assert long_modules(package) == ["rappor.client._long: 600"]

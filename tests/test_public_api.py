@@ -201,3 +201,24 @@ def test_every_table_is_a_structured_array() -> None:
     for owner, table in tables.items():
         assert isinstance(table, np.ndarray) and table.dtype.names, owner
         assert len(table) > 0, owner
+
+
+def test_each_face_names_every_module_of_its_package() -> None:
+    # A face says what its package holds: each module (and subpackage) is named in its docstring.
+    # The command line's face states its rule instead (one private module per subcommand).
+    import importlib
+
+    package = Path(rappor.__file__).parent
+    missing = {}
+    for init in sorted(package.rglob("__init__.py")):
+        folder = init.parent
+        name = ".".join(folder.relative_to(package.parent).parts)
+        if folder == package or name == "rappor.cli":
+            continue
+        doc = importlib.import_module(name).__doc__ or ""
+        parts = [p.stem for p in folder.glob("*.py") if p.name != "__init__.py"]
+        parts += [p.parent.name for p in folder.glob("*/__init__.py")]
+        unnamed = sorted(part for part in parts if not any(f"``{part}{end}``" in doc for end in ("", ".py", "/")))
+        if unnamed:
+            missing[name] = unnamed
+    assert missing == {}

@@ -21,7 +21,7 @@ import pytest
 import rappor
 from rappor import Encoder, InsecureKeyFileWarning, Params
 from rappor.cli._main import build_parser, main
-from rappor.client._encoder import client_secret, encode_clients
+from rappor.client import client_secret, encode_clients
 from rappor.formats._keys import read_key_file, write_key_file
 
 PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)

@@ -7,5 +7,7 @@ table before it is allocated), ``paths`` (display names, the same-file check), `
 open in a spreadsheet), ``excerpt`` and ``keyfile`` (what an error may quote of a line, never a key),
 ``csv_blocks`` and ``bits`` (CSV rows and bit strings parsed in blocks), ``rejects``
 (rows set aside with ``--on-error``), ``workers`` and ``interrupt`` (worker processes,
-signals), ``results`` (small result records shared by several stages) and ``version``.
+signals), ``terminal`` and ``progress`` (text shown on a terminal, progress bars),
+``results`` and ``table`` (small result records and labelled tables shared by several
+stages) and ``version``.
 """

@@ -181,11 +181,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _write(args: argparse.Namespace, result: Any, found: Any, spread: Any) -> None:
     """results.csv, the summary and --found: a bad path for the summary or --found leaves no results file."""
-    from ..formats import write_results
+    from ..formats import write_found, write_results
 
     with _discover_decode.found_output(args, found) as found_out:
         if found_out is not None and found is not None:
-            found.write_csv(found_out)
+            write_found(found, found_out)
         if args.summary is None:
             write_results(result, args.output, all=args.all, adjust=_ADJUST[args.intervals])
             return

@@ -175,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
     from .._util.csv_text import spreadsheet_text
     from .._util.outputs import atomic_output
     from ..analysis.discovery import discover, listed_strings
+    from ..formats import write_found
 
     spec = spec_from_args(args)
     aggregate = discovery_aggregate(spec, args.counts, args.reports)
@@ -185,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     # Open every extra output first: a bad path must not leave a partial set behind.
     with atomic_output(args.list) if args.list else _nothing() as list_out, \
             atomic_output(args.summary) if args.summary else _nothing() as summary:
-        result.to_csv(args.output)
+        write_found(result, args.output)
         if list_out is not None:
             for s in listed:
                 list_out.write(spreadsheet_text(s) + "\n")

@@ -58,7 +58,8 @@ def run(args: argparse.Namespace, params: Params) -> int:
     from .._util.outputs import atomic_output
     from ..analysis.decoder import Decoder
     from ..analysis.discovery import DiscoverySpec, discovery_params, evaluate_discovery, realistic_population
-    from ..formats import read_params, read_population, write_candidates, write_counts, write_params, write_results
+    from ..formats import (read_params, read_population, write_candidates, write_counts, write_found, write_params,
+                           write_results)
     from ..simulation import candidate_strings
     from ._discover import SPEC_FLAGS
 
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
     write_params(dparams, out / "discovery-params.csv")
     write_counts(sim.full, out / "counts.csv")
     write_counts(sim.discovery, out / "discovery-counts.csv")
-    found.to_csv(out / "found.csv")
+    write_found(found, out / "found.csv")
     write_candidates(listed, out / "found.txt")  # empty when nothing is significant
     write_candidates(known, out / "candidates.txt")
     write_results(results["with discovery"], out / "results.csv")

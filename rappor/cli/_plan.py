@@ -14,7 +14,7 @@ the bits that carry a string, their collisions and the number of candidates), an
 'inflation', the variance inflation from Bloom collisions (1 = none).  When the smallest detectable share is
 large (0.05 or more: high privacy or few reports) a note says what that means: at most
 1/share strings can be that frequent, or none at all above 1, and how many reports would
-bring it down.  The output ends with a legend.  See rappor.privacy._planner.
+bring it down.  The output ends with a legend.  See rappor.privacy._planner and rappor.privacy._detection.
 """
 
 from __future__ import annotations

@@ -2,10 +2,13 @@
 
 In the order an encode uses them (modules private, names listed here):
 
-``_hashing``     the string's per-cohort Bloom filter bits (the only user of mmh3)
+``_hashing``     the string's per-cohort Bloom filter bits (the only user of mmh3), with
+                 ``_murmur``, MurmurHash3 vectorised over many keys and cohorts
 ``_randomizer``  the randomizer core: PRR and IRR rules and thresholds, p11/p01, debiasing
-``_encoder``     :class:`Encoder`: cohorts, keyed PRR, CSPRNG IRR, :func:`generate_key`;
-                 :func:`encode_clients` for many clients at once
+``_derivations`` where a client's randomness comes from: its cohort, PRR words and secret
+                 (keyed derivations, :func:`client_secret`, :func:`generate_key`), the CSPRNG
+``_encoder``     :class:`Encoder`: one client's reports (Bloom filter, PRR, IRR)
+``_clients``     :func:`encode_clients`: many clients under one key at once
 ``_reports``     :class:`Report` and :class:`ReportBatch`, what the collector receives
 
 The client needs nothing from the later stages (collection, analysis); key files are
@@ -14,18 +17,17 @@ read and written by :mod:`rappor.formats`.
 
 from __future__ import annotations
 
-from ._encoder import (
+from ._clients import encode_clients
+from ._derivations import (
     MIN_SECRET_BYTES,
     VARIABLE_PRR_LABEL,
-    EncodeTrace,
-    Encoder,
     client_secret,
     derive_cohort,
-    encode_clients,
     generate_key,
     prr_uniforms,
     prr_uniforms_of_variable,
 )
+from ._encoder import EncodeTrace, Encoder
 from ._hashing import (
     bloom_bit_indices,
     bloom_bits,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import mmh3
 import numpy as np
@@ -35,9 +36,8 @@ from .._util.validation import check_cohort, check_cohorts
 from ..exceptions import InvalidParameterError
 from ..params import Params
 
-__all__ = ["bloom_bit_indices", "bloom_bits", "bloom_bits_table", "bloom_filter", "reduce_words", "split_bit_indices",
-           "split_hash_words",
-           "value_bytes"]
+__all__ = ["bloom_bit_indices", "bloom_bits", "bloom_bits_table", "bloom_filter", "bloom_indices_of_rows", "bloom_matrix",
+           "raise_not_utf8", "reduce_words", "split_bit_indices", "split_hash_words", "utf8_problem", "value_bytes"]
 
 _BLOCK_PREFIXES = tuple(struct.pack("<I", b) for b in range(64))
 _murmur = mmh3.mmh3_x64_128_utupledigest
@@ -295,3 +295,45 @@ def split_bit_indices(heads: Sequence[bytes], tails: Sequence[bytes], seeds: Seq
     out = np.array(flat, dtype=np.int64).reshape(len(heads), h)
     out %= k
     return out
+
+
+def raise_not_utf8(items: Sequence[Any], name: str, owner: str = "encode_clients") -> None:
+    """Raise the error of the first str in ``items`` that UTF-8 cannot encode (if any)."""
+    for position, item in enumerate(items):
+        problem = utf8_problem(item) if isinstance(item, str) else ""
+        if problem:
+            msg = (f"The {name!r} parameter of {owner} must hold str encodable as UTF-8. "
+                   f"Got {name}[{position}], {problem}, instead.")
+            raise InvalidParameterError(msg)
+
+
+def bloom_matrix(indices: npt.NDArray[np.int64], num_bloombits: int) -> npt.NDArray[np.uint8]:
+    """``(n, h)`` Bloom bit indices -> ``(n, k)`` 0/1 Bloom filters."""
+    n = indices.shape[0]
+    bloom = np.zeros((n, num_bloombits), dtype=np.uint8)
+    bloom[np.arange(n)[:, np.newaxis], indices] = 1
+    return bloom
+
+
+def bloom_indices_of_rows(datas: list[bytes], cohorts: npt.NDArray[np.int64], params: Params) -> npt.NDArray[np.int64]:
+    """Bloom bit indices, shape ``(n, h)``, of ``datas[i]`` in cohort ``cohorts[i]``.
+
+    When the distinct values times the cohorts are few compared with the rows, one
+    vectorized :func:`~rappor.client.bloom_bits_table` call hashes every pair;
+    otherwise each distinct ``(value, cohort)`` pair is hashed once.
+    """
+    k, h, m = params.num_bloombits, params.num_hashes, params.num_cohorts
+    n = len(datas)
+    unique: dict[bytes, int] = {}
+    rows = np.array([unique.setdefault(d, len(unique)) for d in datas], dtype=np.int64)
+    if n and len(unique) * m <= 4 * n:
+        table = bloom_bits_table(list(unique), params)
+        return table[rows, cohorts].astype(np.int64)
+    cache: dict[tuple[bytes, int], tuple[int, ...]] = {}
+    out: list[tuple[int, ...]] = []
+    for key in zip(datas, cohorts.tolist()):
+        bits = cache.get(key)
+        if bits is None:
+            bits = cache[key] = bloom_bit_indices(key[0], key[1], num_bloombits=k, num_hashes=h)
+        out.append(bits)
+    return np.array(out, dtype=np.int64).reshape(n, h)

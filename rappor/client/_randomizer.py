@@ -3,7 +3,7 @@
 This module owns the randomizer's rules, in one place; it never draws randomness
 itself.  Its callers supply the coins and keep only the job of making them:
 
-* the secure client (:mod:`rappor.client._encoder`, :mod:`rappor.analysis.discovery`): keyed
+* the secure client (:mod:`rappor.client._derivations`, :mod:`rappor.analysis.discovery`): keyed
   SHAKE-256 words for the PRR, :func:`os.urandom` words for the IRR;
 * the simulator (:mod:`rappor.simulation`): numpy Generator words, 64 bits packed per
   ``uint64`` word;

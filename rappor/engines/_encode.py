@@ -29,7 +29,7 @@ from .._util.outputs import atomic_output
 from .._util.paths import PathLike
 from .._util.rejects import OnError, RejectSink, check_on_error
 from .._util.validation import check_int
-from ..client._encoder import encode_clients
+from ..client import encode_clients
 from ..formats._client_values import iter_client_values, iter_client_variables
 from ..formats._reports_csv import HEADER, report_rows
 from ..params import Params, boolean_params

@@ -1,7 +1,7 @@
 """Per-partition counting functions shared by every engine (private; no engine imports).
 
 Every engine counts with exactly the code of the embedded path: a partition's Arrow
-data goes through :func:`rappor.formats._parquet.arrow_to_batch` and
+data goes through :func:`rappor.formats._arrow.arrow_to_batch` and
 :meth:`rappor.Aggregate.from_reports`, a CSV file through
 :func:`rappor.formats.iter_reports`.  Engines only distribute these functions and add
 up their ``(num_cohorts, num_bloombits + 1)`` partial tables, so their counts equal the
@@ -20,7 +20,8 @@ import numpy.typing as npt
 from .._util.lazy import lazy_module
 from .._util.rejects import OnError, RejectSink
 from ..collect._aggregate import Aggregate, add_counts, zero_counts
-from ..formats._parquet import aggregate_parquet, arrow_to_batch
+from ..formats._arrow import arrow_to_batch
+from ..formats._parquet import aggregate_parquet
 from ..formats._reports_csv import iter_reports
 from ..params import Params
 

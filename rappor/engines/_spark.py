@@ -27,7 +27,7 @@ from .._util.rejects import OnError, RejectSink
 from .._util.validation import check_int
 from ..collect._aggregate import Aggregate
 from ..exceptions import InvalidParameterError, RapporError, ReportFormatError
-from ..formats._parquet import report_columns
+from ..formats._arrow import report_columns
 from ..params import Params
 from ._sources import Progress, ReportSource, check_distributed_options, parquet_groups
 from ._partition import empty_counts, spark_arrow_partition, spark_file_partition, spark_schema

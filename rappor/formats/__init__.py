@@ -9,7 +9,9 @@
 ``_reports_csv``           reports CSV, ours ``client,cohort,irr`` or google/rappor's
                            ``client,cohort,bloom,prr,irr``: :func:`iter_reports`,
                            :func:`read_reports`, :func:`write_reports`
-``_parquet``               reports as Parquet (needs pyarrow): :func:`read_parquet_reports`,
+``_arrow``                 the columnar layout of reports (Parquet files, the engines' tables;
+                           needs pyarrow): ReportBatch <-> Arrow
+``_parquet``               reports as Parquet files (needs pyarrow): :func:`read_parquet_reports`,
                            :func:`write_parquet_reports`, streaming (:class:`ParquetReportWriter`)
                            and aggregation (:func:`aggregate_parquet`)
 ``_counts``                google/rappor ``counts.csv``: :func:`read_counts`, :func:`write_counts`
@@ -25,7 +27,8 @@
                            :func:`write_assoc_parquet`, :func:`read_schema`
 ``_assoc_results``         an association analysis's table, ours or google/rappor's
                            ``assoc-results.csv``: :func:`write_assoc_results`
-``_found``                 the values ``rappor discover`` found, ``found.csv``: :func:`read_found`
+``_found``                 the values ``rappor discover`` found, ``found.csv``: :func:`write_found`,
+                           :func:`read_found`
 =========================  ===================================================================
 
 The modules are listed in the order a collection meets its files.  A reader names the
@@ -33,7 +36,7 @@ file and the line of any content that is not its format
 (:class:`~rappor.exceptions.ReportFormatError`) and the file it cannot open or read
 (:class:`~rappor.exceptions.RapporIOError`); a writer writes atomically (the file
 appears complete or not at all; ``"-"`` is standard output).  Not here: rejected rows (``--rejects``,
-``rappor._util.rejects``) and the CSV of a discovery result (``DiscoveryResult.to_csv``).
+``rappor._util.rejects``).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from ._association import read_assoc_reports, read_schema, write_assoc_parquet, 
 from ._candidates import read_candidates, write_candidates
 from ._client_values import iter_client_values, read_client_values, write_client_values
 from ._counts import read_counts, write_counts
-from ._found import is_found_file, read_found, read_found_shares
+from ._found import is_found_file, read_found, read_found_shares, write_found
 from ._keys import read_key_file, write_key_file
 from ._map import read_map, write_map, write_map_positions
 from ._params import read_params, write_params
@@ -87,6 +90,7 @@ __all__ = [
     "write_candidates",
     "write_client_values",
     "write_counts",
+    "write_found",
     "write_key_file",
     "write_map",
     "write_map_positions",

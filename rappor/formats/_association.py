@@ -244,7 +244,8 @@ def _parse_cohorts(texts: list[str], m: int) -> npt.NDArray[np.int64] | int:
 def _read_parquet(path: Path, names: Sequence[str], params: Sequence[Params], remove_bad_rows: bool) -> AssocReports:
     """The reports of a Parquet file or directory, converted and packed a batch of rows at a time."""
     from ..exceptions import RapporError
-    from ._parquet import _open, _pyarrow, parquet_files
+    from ._arrow import _pyarrow
+    from ._parquet import _open, parquet_files
 
     pa = _pyarrow()
     parts: list[AssocReports] = []
@@ -269,7 +270,7 @@ def _read_parquet(path: Path, names: Sequence[str], params: Sequence[Params], re
 def _parquet_part(batch: Any, names: Sequence[str], params: Sequence[Params], remove_bad_rows: bool, source: str,
                   first_row: int) -> AssocReports:
     """The reports of one Arrow record batch (rows ``first_row + 1 ...`` of ``source``)."""
-    from ._parquet import _pyarrow
+    from ._arrow import _pyarrow
 
     pa = _pyarrow()
     cohort = batch.column("cohort")
@@ -357,7 +358,7 @@ def write_assoc_reports(path: PathLike, batches: Sequence[ReportBatch], names: S
 
 def write_assoc_parquet(path: PathLike, batches: Sequence[ReportBatch], names: Sequence[str]) -> None:
     """Write report tuples as Parquet: ``cohort`` (int32) and one packed-bytes column per variable."""
-    from ._parquet import _pyarrow
+    from ._arrow import _pyarrow
 
     pa = _pyarrow()
     import pyarrow.parquet as pq

@@ -17,7 +17,7 @@ carriage return, after any run of single quotes) is written with a leading singl
 and read back without it (:func:`rappor._util.csv_text.spreadsheet_text`), so the file is safe to
 open and every string reads back exactly.
 
-The CSV that ``rappor discover -o`` writes (header :data:`rappor.analysis.discovery._search.FOUND_HEADER`) is a candidate
+The CSV that ``rappor discover -o`` writes (header :data:`rappor.formats._found.FOUND_HEADER`) is a candidate
 list too: its significant values are read, whatever they hold (line breaks, commas,
 quotes), so a discovered value never depends on the one-per-line list.
 """
@@ -34,7 +34,7 @@ from .._util.csv_text import restore_text, spreadsheet_text
 from .._util.inputs import iter_text_lines, open_input_binary, read_first_line
 from .._util.outputs import atomic_output
 from .._util.paths import display_name, PathLike
-from ..analysis.discovery._search import FOUND_HEADER
+from ._found import FOUND_HEADER
 from ..exceptions import InvalidParameterError, ReportFormatError, RapporWarning
 
 __all__ = ["read_candidates", "write_candidates"]

@@ -1,13 +1,13 @@
-"""The values ``rappor discover`` found (``found.csv``): :func:`read_found` reads what
-:meth:`rappor.discovery.DiscoveryResult.to_csv` writes.
+"""The values ``rappor discover`` found (``found.csv``): :func:`write_found` writes a
+:class:`~rappor.analysis.discovery.DiscoveryResult`, :func:`read_found` reads it back.
 
 A ``found.csv`` is a CSV file with the header :data:`FOUND_HEADER`, one value a row, most
-frequent first.  Its ``string`` field is written with :func:`rappor._io.csv_field`, so a
+frequent first.  Its ``string`` field is written with :func:`rappor._util.csv_text.csv_text_field`, so a
 value holding a comma, a quote, a line break or white space at an edge survives (a
 quoted field); it is the carrier of the discovered values from ``rappor discover`` to
 ``rappor decode --candidates found.csv`` (which reads it with
 :func:`rappor.formats.read_candidates`) and ``rappor plan --discovery-lengths found.csv``.  A value that is not valid UTF-8 is shown with ``\\xNN``
-escapes (:func:`rappor.discovery.display_string`) and cannot be a candidate (candidates
+escapes (:func:`rappor.analysis.discovery.display_string`) and cannot be a candidate (candidates
 are hashed as UTF-8): :func:`read_found` leaves such rows to the caller's choice.
 """
 
@@ -15,15 +15,49 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+from typing import IO
 
+from .._util.csv_text import csv_text_field
 from .._util.excerpt import excerpt
 from .._util.inputs import open_input_binary, read_first_line
+from .._util.outputs import atomic_output
 from .._util.paths import PathLike, display_name
-from ..analysis.discovery._search import FOUND_HEADER
+from ..analysis.discovery import DiscoveryResult
 from ..exceptions import ReportFormatError
 
-__all__ = ["FOUND_HEADER", "is_found_file", "read_found", "read_found_shares"]
+__all__ = ["FOUND_HEADER", "is_found_file", "read_found", "read_found_shares", "write_found"]
 
+#: Header of ``found.csv``, which :func:`rappor.formats.read_candidates` also reads.
+FOUND_HEADER = "string,proportion,prop_std_error,zscore,pvalue,significant,first_slot,slots"
+
+
+def write_found(result: DiscoveryResult, path: PathLike | IO[str] | None) -> None:
+    """Write ``found.csv`` of ``result``: :data:`FOUND_HEADER`, then one value a row, in the result's order.
+
+    Parameters
+    ----------
+    result : DiscoveryResult
+    path : str, os.PathLike, open text file or None
+        Written atomically (``"-"`` or None: standard output); an open text file (such as
+        one :func:`rappor._util.outputs.atomic_output` yields) is written as it is.
+
+    Values are shown as :func:`~rappor.analysis.discovery.display_string` and quoted where
+    CSV needs it; shares and standard errors are written to full precision.
+    """
+    if path is None or isinstance(path, (str, os.PathLike)):
+        with atomic_output(path) as out:
+            _write_rows(result, out)
+    else:
+        _write_rows(result, path)
+
+
+def _write_rows(result: DiscoveryResult, out: IO[str]) -> None:
+    out.write(FOUND_HEADER + "\n")
+    for i, s in enumerate(result.strings):
+        out.write(f"{csv_text_field(s)},{float(result.proportion[i])!r},{float(result.prop_std_error[i])!r},"
+                  f"{result.zscore[i]:.4f},{result.pvalue[i]:.4g},{str(bool(result.significant[i])).lower()},"
+                  f"{int(result.first_slot[i])},{int(result.slots[i])}\n")
 
 
 def is_found_file(path: PathLike) -> bool:

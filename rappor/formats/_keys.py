@@ -15,7 +15,7 @@ from .._util.inputs import read_input_bytes
 from .._util.outputs import output_target
 from .._util.paths import display_name, PathLike
 from .._util.keyfile import MAX_KEY_FILE_BYTES, parse_key_text
-from ..client._encoder import MIN_SECRET_BYTES, _check_secret
+from ..client._derivations import MIN_SECRET_BYTES, _check_secret
 from ..exceptions import InsecureKeyFileWarning, InvalidParameterError, RapporIOError, ReportFormatError
 
 __all__ = ["read_key_file", "write_key_file"]

@@ -4,6 +4,8 @@ In the order a user meets them (modules private, names listed here):
 
 ``_accounting``  privacy accounting of RAPPOR: pure epsilon (:func:`loss`), RDP, zCDP,
                  (epsilon, delta) and composition
+``_detection``   what a decode of a design will detect (:func:`detection_frequency`,
+                 :func:`detection_outlook`), checked by simulation
 ``_planner``     choosing parameters for privacy and detection targets (:func:`plan`)
 ``_mechanisms``  other local mechanisms to compare with: randomized response and k-RR,
                  with their estimators; ``_rappor_mechanisms``: basic and k-RAPPOR, two-stage
@@ -46,20 +48,17 @@ from ._mechanisms import (
     lying_probability_from_epsilon,
 )
 from ._rappor_mechanisms import BasicRappor, KRappor, TwoStageRappor, two_stage_rate
-from ._planner import (
-    DEFAULT_EPSILON_RATIO,
+from ._detection import (
     DetectionOutlook,
     DetectionPrediction,
-    Plan,
-    PlanResult,
     design_inflation,
     detection_frequency,
     detection_outlook,
     detection_probability,
-    plan,
     reports_for_frequency,
     simulate_detection,
 )
+from ._planner import DEFAULT_EPSILON_RATIO, Plan, PlanResult, plan
 
 __all__ = [
     "DEFAULT_EPSILON_RATIO",

@@ -45,7 +45,7 @@ import numpy.typing as npt
 from .._util.lazy import lazy_module
 from .._util.results import record_table
 from .._util.validation import RngLike, check_int, check_real, check_rng
-from ..client._encoder import Encoder, client_secret, encode_clients, prr_uniforms
+from ..client import Encoder, client_secret, encode_clients, prr_uniforms
 from ..exceptions import InvalidParameterError
 from ..client._hashing import bloom_bits, bloom_filter
 from ..params import Params

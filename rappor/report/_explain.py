@@ -36,7 +36,7 @@ from ..analysis._metrics import _diagnostic
 from ..params import Params
 
 if TYPE_CHECKING:
-    from ..privacy._planner import DetectionOutlook
+    from ..privacy._detection import DetectionOutlook
 
 __all__ = ["CORRECTION_NAMES", "DetectionRule", "FloorTie", "detectable_share_note", "detection_rule", "floor_tie",
            "outlook_text"]
@@ -124,12 +124,12 @@ def detectable_share_note(frequency: float, n_reports: int, params: Params | Non
 
     ``frequency`` is the planner's smallest share detected with probability 1/2
     (:func:`rappor.privacy.detection_frequency`) at ``n_reports``.  At or above
-    :data:`rappor.privacy._planner.LARGE_DETECTION_FREQUENCY` at most ``floor(1 / frequency)``
+    :data:`rappor.privacy._detection.LARGE_DETECTION_FREQUENCY` at most ``floor(1 / frequency)``
     strings can be that frequent, so a decode lists only a handful of strings whatever
     the data; above 1 no string can be detected at all.  Either way it says how many
     reports would help (:func:`rappor.privacy.reports_for_frequency`).
     """
-    from ..privacy._planner import LARGE_DETECTION_FREQUENCY, reports_for_frequency
+    from ..privacy._detection import LARGE_DETECTION_FREQUENCY, reports_for_frequency
 
     if not math.isfinite(frequency):
         return ("No string can be detected: the candidates cannot be told apart with these parameters "

@@ -30,7 +30,7 @@ import numpy.typing as npt
 from .._util.csv_text import csv_text_field
 from .._util.memory import check_memory
 from .._util.validation import RngLike, check_int, check_options, check_rng
-from ..client._encoder import client_secret, derive_cohort, encode_clients
+from ..client import client_secret, derive_cohort, encode_clients
 from ..client._reports import ReportBatch
 from ..collect._aggregate import Aggregate
 from ..collect._design import CandidateMap, hash_candidates

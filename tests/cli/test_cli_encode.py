@@ -14,7 +14,7 @@ import pytest
 
 import rappor.engines._encode as file_encoder
 from rappor import Encoder, Params, read_key_file, write_key_file
-from rappor.client._encoder import client_secret
+from rappor.client import client_secret
 from rappor.cli._main import build_parser, main
 
 KEY = bytes(range(100, 132))

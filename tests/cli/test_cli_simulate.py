@@ -113,7 +113,7 @@ def test_demo_says_what_a_decode_of_its_size_can_find(tmp_path, capsys):
     """The README's first command: the planner's smallest detectable share next to what was found.
 
     The printed figures must be the planner's (rappor.privacy.detection_outlook on the true
-    candidates' shares; checked against an exact GLS computation in tests/privacy/test_planner.py),
+    candidates' shares; checked against an exact GLS computation in tests/privacy/test_detection.py),
     and the same in metrics.json and report.html.
     """
     import re
@@ -121,7 +121,7 @@ def test_demo_says_what_a_decode_of_its_size_can_find(tmp_path, capsys):
     import numpy as np
 
     from rappor import Params
-    from rappor.privacy._planner import detection_frequency, detection_outlook
+    from rappor.privacy._detection import detection_frequency, detection_outlook
 
     pytest.importorskip("matplotlib")
     out = tmp_path / "demo"

@@ -1,4 +1,6 @@
-"""Parquet reports: layout, round trips, parameter checks, streaming aggregation, bad files."""
+"""Parquet report files: the file layout, round trips, parameter checks, streaming aggregation, bad files.
+
+The columnar layout's conversions alone (tables another tool wrote) are in ``test_arrow.py``."""
 
 from __future__ import annotations
 
@@ -78,31 +80,6 @@ def test_parquet_bits_column_same_bytes(tmp_path: Path) -> None:
     assert column.type == pa.binary(17)
     first = np.frombuffer(column[0].as_py(), dtype=np.uint8)
     np.testing.assert_array_equal(np.unpackbits(first, bitorder="little")[:130], batch.bits()[0])
-
-
-def test_parquet_accepts_foreign_file_without_metadata(tmp_path: Path) -> None:
-    # A file written by another tool: uint64 words, a dictionary cohort column, no rappor metadata.
-    batch = _batch(K130, 40)
-    table = pa.table(
-        {
-            "cohort": pa.array(batch.cohorts.astype(np.int32)).dictionary_encode(),
-            **{f"w{j}": pa.array(batch.words[:, j], type=pa.uint64()) for j in range(3)},
-            "client": pa.array([f"c{i}" for i in range(40)]),
-        }
-    )
-    path = tmp_path / "foreign.parquet"
-    pq.write_table(table, path)
-    _same(read_parquet_reports(path, K130), batch)
-
-
-def test_parquet_accepts_variable_binary_bits(tmp_path: Path) -> None:
-    # Spark writes binary columns as plain (variable-length) binary.
-    batch = _batch(K130, 30)
-    raw = batch.words.astype("<u8").view(np.uint8).reshape(30, -1)[:, :17]
-    table = pa.table({"cohort": pa.array(batch.cohorts), "bits": pa.array([r.tobytes() for r in raw], pa.binary())})
-    path = tmp_path / "spark.parquet"
-    pq.write_table(table, path)
-    _same(read_parquet_reports(path, K130), batch)
 
 
 def test_parquet_fail_params_mismatch(tmp_path: Path, params: Params) -> None:

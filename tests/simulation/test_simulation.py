@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import rappor.client as encoder
 from rappor import Params
 from rappor.collect._design import hash_candidates
 from rappor.exceptions import InvalidParameterError, ReportFormatError
@@ -76,7 +77,6 @@ def test_simulate_reports_bit_rates_match_p11_p01(rng):
 def test_simulate_reports_same_distribution_as_encoder(rng):
     # The real client (keyed PRR, numpy IRR noise) and the batch encoder: per-bit rates
     # given the Bloom bits must agree (chi-square test of homogeneity per bit class).
-    encoder = pytest.importorskip("rappor.client._encoder")
     n = 4_000
     key = bytes(range(32))
     ids = [f"c{i}" for i in range(n)]
@@ -112,7 +112,6 @@ def test_simulate_reports_prr_reused_across_reports(rng):
 
 def test_encoder_trace_prr_reuse_matches_theory(rng):
     # The same joint law for the real client, so both paths agree on repeated reports.
-    encoder = pytest.importorskip("rappor.client._encoder")
     p, q, f = ODD.p, ODD.q, ODD.f
     both = total = 0
     for i in range(1_500):
@@ -272,7 +271,6 @@ def test_simulate_aggregate_bit_rates(params, rng):
 
 
 def test_simulate_client_method_uses_real_encoder(params):
-    pytest.importorskip("rappor.client._encoder")
     sim = simulate(params, Population.zipf(5), 50, reports_per_client=2, method="client", rng=3)
     assert sim.method == "client" and sim.n_reports == 100
     assert np.array_equal(sim.reports.cohorts, sim.client_cohorts[sim.report_clients])

@@ -19,6 +19,24 @@ and ``bin/decode_assoc.R``), with
 sample of the clients (:func:`sample_clients`, google/rappor's ``--reports-sample-size``).
 :data:`STAGES` names the stages a decode reports to its ``progress`` callback.
 
+The package's modules (private), in the order a decode uses them:
+
+================  ================================================================
+``_variables``    the variables: a name, an encoding and its categories (:class:`Variable`)
+``_other``        the "Other" category's bit rates (non-candidate strings)
+``_likelihood``   per-report likelihoods of each category, from packed bits
+``_mixture``      the maximum-likelihood joint table (SQP, or google/rappor's EM)
+``_shrinkage``    empirical-Bayes shrinkage of a boolean's conditional distributions
+``_inference``    standard errors, derived distributions, the independence test
+``_profile``      profile-likelihood intervals of the cells
+``_result``       :class:`AssociationResult`
+``_decoder``      :class:`AssociationDecoder`: configuration, then reports to a table
+``_collection``   :func:`decode_collection`, what ``rappor decode-assoc`` runs
+``_privacy``      what reporting several variables costs (:func:`multi_variable_privacy`)
+``_simulation``   simulated collections with a known joint distribution
+``_reference``    google/rappor's algorithm written plainly, the measurements' baseline
+================  ================================================================
+
 Not imported by ``import rappor``.  The method, its checks and measurements are in
 ``docs/association.md``; the command line is ``rappor decode-assoc``.
 

@@ -43,19 +43,17 @@ import numpy.typing as npt
 from ..._util.bits import pack_bits
 from ..._util.memory import check_encode
 from ..._util.validation import RngLike, check_probability
-from ...client._encoder import (
-    _bloom_matrix,
+from ...client._derivations import (
     _check_secret,
     _noise,
     _normalize_rng,
     _prr_key_prefix,
     _prr_message,
-    _raise_not_utf8,
     _uniforms_from_stream,
     client_secrets,
 )
 from ...exceptions import InvalidParameterError
-from ...client._hashing import split_bit_indices, value_bytes
+from ...client._hashing import bloom_matrix, raise_not_utf8, split_bit_indices, value_bytes
 from ...client._randomizer import (
     instantaneous_response_from_words,
     permanent_response_from_words,
@@ -241,7 +239,7 @@ def encode_discovery_clients(spec: DiscoverySpec, key: bytes, client_ids: Sequen
     try:
         datas = [v.encode("utf-8") if type(v) is str else value_bytes(v) for v in values]
     except (UnicodeEncodeError, InvalidParameterError):
-        _raise_not_utf8(values, "values", "encode_discovery_clients")
+        raise_not_utf8(values, "values", "encode_discovery_clients")
         raise
     # DiscoverySpec.split and .fragment inlined: head v[:a], tail marker || v[a:b], fragment marker || v[:b].
     bounds = [(spec.prefix_length(s - 1) if s else 0, spec.prefix_length(s)) for s in range(levels)]
@@ -254,7 +252,7 @@ def encode_discovery_clients(spec: DiscoverySpec, key: bytes, client_ids: Sequen
     bits = split_bit_indices([d[:a] for d, (a, _) in zip(datas, row_bounds)],
                              [c + d[a:b] for c, d, (a, b) in zip(markers, datas, row_bounds)], row_wires,
                              num_bloombits=k, num_hashes=wire.num_hashes)
-    prr = permanent_response_from_words(_bloom_matrix(bits, k), _uniforms_from_stream(stream, n, k), wire.prob_f)
+    prr = permanent_response_from_words(bloom_matrix(bits, k), _uniforms_from_stream(stream, n, k), wire.prob_f)
     if wire.prob_p == 0.0 and wire.prob_q == 1.0:  # no instantaneous noise: the IRR is the PRR, whatever the words
         irr = prr
     else:

@@ -28,7 +28,7 @@ __all__ = ["DiscoverDecode", "discover_and_decode", "listed_strings"]
 def listed_strings(result: DiscoveryResult) -> list[str]:
     """The significant values of ``result`` a one-per-line list shows as they are (found.txt): no line
     break, not blank, and no control or bidirectional character (a list is read with ``cat``;
-    :meth:`DiscoveryResult.to_csv` holds every value, and :func:`discover_and_decode` decodes them all)."""
+    :func:`rappor.formats.write_found` holds every value, and :func:`discover_and_decode` decodes them all)."""
     return [s for s in result.candidates() if s.strip() and "\n" not in s and terminal_text(s) == s]
 
 

@@ -42,15 +42,12 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ..._util.csv_text import csv_text_field
 from ..._util.lazy import lazy_module
-from ..._util.outputs import atomic_output
-from ..._util.paths import PathLike
 from ..._util.validation import check_int, check_probability, check_real
 from ...collect._aggregate import Aggregate
 from ...exceptions import InvalidParameterError
@@ -63,11 +60,7 @@ if TYPE_CHECKING:
 else:  # imported on first use: keeps `import rappor` light
     special = lazy_module("scipy.special")
 
-__all__ = ["FOUND_HEADER", "DiscoveryResult", "discover", "display_string"]
-
-#: Header of the discovered values CSV (:meth:`DiscoveryResult.to_csv`, ``rappor discover -o``), which
-#: :func:`rappor.formats.read_candidates` also reads.
-FOUND_HEADER = "string,proportion,prop_std_error,zscore,pvalue,significant,first_slot,slots"
+__all__ = ["DiscoveryResult", "discover", "display_string"]
 
 Array = npt.NDArray[np.float64]
 
@@ -79,7 +72,8 @@ def display_string(value: bytes) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class DiscoveryResult:
-    """Values found by :func:`discover`, most frequent first.
+    """Values found by :func:`discover`, most frequent first (written as ``found.csv`` by
+    :func:`rappor.formats.write_found`).
 
     Attributes
     ----------
@@ -145,19 +139,6 @@ class DiscoveryResult:
                 except UnicodeDecodeError:
                     continue
         return out
-
-    def to_csv(self, path: PathLike | None) -> None:
-        """Write ``string,proportion,prop_std_error,zscore,pvalue,significant,first_slot,slots`` (atomically)."""
-        with atomic_output(path) as out:
-            self.write_csv(out)
-
-    def write_csv(self, out: IO[str]) -> None:
-        """Write the CSV of :meth:`to_csv` to an open text file (values as :func:`display_string`)."""
-        out.write(FOUND_HEADER + "\n")
-        for i, s in enumerate(self.strings):
-            out.write(f"{csv_text_field(s)},{float(self.proportion[i])!r},{float(self.prop_std_error[i])!r},"
-                      f"{self.zscore[i]:.4f},{self.pvalue[i]:.4g},{str(bool(self.significant[i])).lower()},"
-                      f"{int(self.first_slot[i])},{int(self.slots[i])}\n")
 
 
 @dataclass

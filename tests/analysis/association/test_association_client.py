@@ -18,7 +18,7 @@ from rappor import Encoder, Params
 from rappor.analysis.association import AssociationDecoder, Variable, boolean_params, multi_variable_privacy
 from rappor.formats._association import read_assoc_reports
 from rappor.cli._main import main
-from rappor.client._encoder import client_secret, encode_clients, prr_uniforms, prr_uniforms_of_variable
+from rappor.client import client_secret, encode_clients, prr_uniforms, prr_uniforms_of_variable
 
 PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 NOISELESS_IRR = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.0, prob_q=1.0, prob_f=0.5)
@@ -48,7 +48,7 @@ def test_encode_variables_gives_one_report_per_variable_in_the_client_cohort() -
     assert set(reports) == {"domain", "flag"}
     assert reports["domain"].num_bloombits == 16 and reports["flag"].num_bloombits == 1
     assert reports["domain"].cohort == reports["flag"].cohort == enc.cohort
-    # The one-variable API is unchanged (golden vectors in data/golden still hold: tests/client/test_encoder.py).
+    # The one-variable API is unchanged (golden vectors in data/golden still hold: tests/client/test_derivations.py).
     assert enc.encode("google.com").num_bloombits == 16
 
 

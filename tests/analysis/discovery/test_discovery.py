@@ -22,7 +22,7 @@ from rappor.analysis.discovery._oracle import SlotOracle
 from rappor.analysis.discovery._pem import pem_discover, pem_population
 from rappor.analysis.discovery._privacy import discovery_params, discovery_privacy
 from rappor.analysis.discovery._spec import COMPLETE, PARTIAL
-from rappor.client._encoder import Encoder
+from rappor.client import Encoder
 from rappor.exceptions import IncompatibleParamsError, InvalidParameterError
 from rappor.client._hashing import reduce_words
 from rappor.simulation import Population

@@ -23,7 +23,7 @@ from rappor.analysis.discovery._client import (
     discovery_slot,
     encode_discovery_clients,
 )
-from rappor.client._encoder import client_secret
+from rappor.client import client_secret
 from rappor.exceptions import InvalidParameterError
 from rappor.formats import write_params
 from rappor.formats import read_reports

@@ -1,0 +1,130 @@
+"""The testing hook: the inner parts that ``benchmarks/`` times, compares or varies, named in one place.
+
+Not the public API (no stability promise; not imported by ``import rappor``).  Everything a
+user needs is on :mod:`rappor` and its stage packages' faces; what is here exists for the
+measurements in ``benchmarks/``, which import nothing else of the package's private modules
+(``tests/test_layers.py`` checks it).  Each name says which measurement needs it, stage by
+stage in the pipeline's order:
+
+client
+    :func:`murmur3_x64_128`, the hand-written vectorised MurmurHash3 (``hand_written.py``
+    times it against a loop of ``mmh3`` calls).
+simulation
+    :func:`bloom_table` and :func:`encode_rows`, the fast simulated encoder's set-up and
+    core (``simulate_reports.py`` times the core alone); :func:`draw_counts`, the exact law
+    of the counts given each cohort's set bits (``_classes.py`` draws google/rappor's MD5
+    Bloom filters with it).
+analysis
+    :class:`DecodeOptions` and :func:`estimate`, a decode past the decoder's refusal of an
+    option combination, with :data:`NULLS` and :data:`CORRECTIONS` (``option_grid.py``);
+    :func:`weighted_problem`, :func:`scale_rows` and :func:`cv_lasso`, the screening Lasso's
+    inputs and its cross-validation (``penalty.py``); :func:`debias` and :func:`select_rows`,
+    the debiased shares and their rows (``oracle_bound.py``); :func:`nonneg_fit`, the
+    active-set QP (``hand_written.py``); :func:`reference_conditional_probabilities`,
+    :func:`reference_em` and :func:`boundary_interval`, google/rappor's association EM as
+    written and our default interval (``association.py``); :class:`ConfirmationNull`,
+    :func:`tilted_tail_probability` and :func:`discovery_settings`, discovery's confirmation
+    law and the search's limits (``discovery_pvalues.py``).
+formats
+    :func:`parse_report_block` and :func:`parse_report_row`, the reports reader's numpy block
+    parser and its row-by-row csv path, with :func:`bitstrings_to_bits`; and
+    :func:`map_rows_through_csv_module`, :func:`rappor.formats.read_map` without its fast path
+    (``hand_written.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+
+from ._util.bits import bitstrings_to_bits
+from .analysis.association._inference import boundary_interval
+from .analysis.association._reference import reference_conditional_probabilities, reference_em
+from .analysis.decoder._adjust import CORRECTIONS
+from .analysis.decoder._estimate import DecodeOptions, estimate
+from .analysis.decoder._fit import nonneg_fit
+from .analysis.decoder._null import NULLS
+from .analysis.decoder._problem import debias, scale_rows, select_rows, weighted_problem
+from .analysis.decoder._screen import cv_lasso
+from .analysis.discovery import _oracle, _search
+from .analysis.discovery._confirmation import ConfirmationNull, tilted_tail_probability
+from .client._murmur import murmur3_x64_128
+from .formats import _map
+from .formats._reports_csv import _parse_block as parse_report_block
+from .formats._reports_csv import _parse_row as parse_report_row
+from .simulation._reports import _bloom_table as bloom_table
+from .simulation._reports import _draw_counts as draw_counts
+from .simulation._reports import _encode_rows as encode_rows
+
+__all__ = [
+    "CORRECTIONS",
+    "NULLS",
+    "ConfirmationNull",
+    "DecodeOptions",
+    "bitstrings_to_bits",
+    "bloom_table",
+    "boundary_interval",
+    "cv_lasso",
+    "debias",
+    "discovery_settings",
+    "draw_counts",
+    "encode_rows",
+    "estimate",
+    "map_rows_through_csv_module",
+    "murmur3_x64_128",
+    "nonneg_fit",
+    "parse_report_block",
+    "parse_report_row",
+    "reference_conditional_probabilities",
+    "reference_em",
+    "scale_rows",
+    "select_rows",
+    "tilted_tail_probability",
+    "weighted_problem",
+]
+
+
+@contextlib.contextmanager
+def map_rows_through_csv_module() -> Iterator[None]:
+    """Within the block, :func:`rappor.formats.read_map` reads every row with the csv module (no fast path)."""
+    split_row = _map._split_row
+    _map._split_row = lambda text, width: None
+    try:
+        yield
+    finally:
+        _map._split_row = split_row
+
+
+@contextlib.contextmanager
+def discovery_settings(*, keep_every_value: bool = False, trim: int | None = None) -> Iterator[None]:
+    """Within the block, :func:`rappor.analysis.discovery.discover` runs with other limits.
+
+    Parameters
+    ----------
+    keep_every_value : bool, default=False
+        Keep every pooled value and list it, whatever its z-score (no pruning of values
+        whose evidence fell back, no ``z >= 3`` display filter): the search itself and the
+        p-values are unchanged.
+    trim : int or None, default=None
+        Cohorts trimmed at each end of a slot's estimate, in place of ``m // 8``.
+    """
+    limits = _search._PRUNE_Z, _search._SHOW_Z
+    set_null = _oracle.SlotOracle._set_null
+    if keep_every_value:
+        _search._PRUNE_Z = _search._SHOW_Z = -math.inf
+    if trim is not None:
+        cut = int(trim)
+
+        def trimmed(self: _oracle.SlotOracle) -> None:
+            if self.trim != cut:
+                self.trim = cut
+                self.trim_factor = _oracle._trimmed_mean_variance(cut / self.cohorts.size)
+            set_null(self)
+
+        _oracle.SlotOracle._set_null = trimmed  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        _search._PRUNE_Z, _search._SHOW_Z = limits
+        _oracle.SlotOracle._set_null = set_null  # type: ignore[method-assign]
