@@ -5,8 +5,8 @@ made for the total variation distance of the whole distribution, next to the det
 the test (the first product, unchanged, in :mod:`._estimate`).  Three steps, each with the
 measured reason in ``docs/decoder.md`` (its section on the shares):
 
-1. :func:`fixed_unexplained`: the unexplained mass is fixed (a ramp on its z-score) instead
-   of fitted, as it is confounded with the many small candidates;
+1. :func:`fixed_unexplained`: the unexplained mass is fixed (a ramp on its z-score, helped by
+   the residuals' skewness) instead of fitted, as it is confounded with the many small candidates;
 2. :func:`coordinate_ascent`: mean-field coordinate ascent on the whitened regression
    ``b = A beta + c u* + e``, ``e ~ N(0, phi I)``, with ``beta_j`` i.i.d. from a discrete
    prior fitted jointly (Carbonetto and Stephens 2012, Bayesian Anal. 7(1); Kim, Wang,
