@@ -8,7 +8,9 @@ stage in the pipeline's order:
 
 client
     :func:`murmur3_x64_128`, the hand-written vectorised MurmurHash3 (``hand_written.py``
-    times it against a loop of ``mmh3`` calls).
+    times it against a loop of ``mmh3`` calls); :func:`hmac_sha256_many` and
+    :func:`keyed_hmac_sha256`, HMAC-SHA256 over hashlib's keyed states (``hand_written.py``
+    times them against :mod:`hmac`).
 simulation
     :func:`bloom_table` and :func:`encode_rows`, the fast simulated encoder's set-up and
     core (``simulate_reports.py`` times the core alone); :func:`draw_counts`, the exact law
@@ -49,6 +51,7 @@ from .analysis.decoder._problem import debias, scale_rows, select_rows, weighted
 from .analysis.decoder._screen import cv_lasso
 from .analysis.discovery import _oracle, _search
 from .analysis.discovery._confirmation import ConfirmationNull, tilted_tail_probability
+from .client._hmac import hmac_sha256_many, keyed_hmac_sha256
 from .client._murmur import murmur3_x64_128
 from .formats import _map
 from .formats._reports_csv import _parse_block as parse_report_block
@@ -71,6 +74,8 @@ __all__ = [
     "draw_counts",
     "encode_rows",
     "estimate",
+    "hmac_sha256_many",
+    "keyed_hmac_sha256",
     "map_rows_through_csv_module",
     "murmur3_x64_128",
     "nonneg_fit",

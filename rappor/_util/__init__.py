@@ -9,5 +9,6 @@ open in a spreadsheet), ``excerpt`` and ``keyfile`` (what an error may quote of 
 (rows set aside with ``--on-error``), ``workers`` and ``interrupt`` (worker processes,
 signals), ``terminal`` and ``progress`` (text shown on a terminal, progress bars),
 ``results`` and ``table`` (small result records and labelled tables shared by several
-stages) and ``version``.
+stages), ``tails`` (normal and chi-square tail functions without importing
+``scipy.stats``) and ``version``.
 """

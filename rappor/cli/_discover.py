@@ -21,8 +21,9 @@ are left out of it, with a warning):
 
 or in one command, 'rappor decode ... --discover disc-counts.csv --discovery-params
 disc-params.csv'.  disc-params.csv holds the parameters of ONE slot (num_cohorts =
-cohorts per slot); --max-length and --segment must be those of the clients.  See
-docs/discovery.md.
+cohorts per slot) and, as 'rappor plan --discovery-params-out' writes it, the clients'
+layout (max_length, segment, slot_weights); for a file without them, --max-length,
+--segment and --slot-weights must be those of the clients.  See docs/discovery.md.
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from .._util.progress import progress
-from ._common import (CommandFiles, add_level_argument, add_output_argument, add_params_argument, add_quiet_argument,
-                      flags, integer, json_text, load_params)
+from ._common import (CommandFiles, UsageError, add_level_argument, add_output_argument, add_params_argument,
+                      add_quiet_argument, flags, integer, json_text)
 
 if TYPE_CHECKING:
     from ..analysis.discovery import DiscoveryResult, DiscoverySpec
+    from ..params import Params
     from ..collect import Aggregate
 
 NAME = "discover"
@@ -45,29 +47,69 @@ ORDER = 55
 
 
 #: The flags that set a :class:`DiscoverySpec`'s parameters (for :func:`rappor.cli._common.flags`).
-SPEC_FLAGS = {"max_length": "--max-length", "segment": "--segment", "alphabet": "--alphabet"}
+SPEC_FLAGS = {"max_length": "--max-length", "segment": "--segment", "alphabet": "--alphabet",
+              "slot_weights": "--slot-weights"}
+#: The clients' layout: what a discovery parameters file may hold, and the flags' values without it.
+LAYOUT_DEFAULTS: dict[str, Any] = {"max_length": 30, "segment": 2, "slot_weights": None}
+
+
+def _shown(value: Any) -> str:
+    """A layout value as its flag is written (weights comma-separated)."""
+    if value is None:
+        return "none (every slot alike)"
+    return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
+
+def layout_spec(args: argparse.Namespace, params: Params, layout: dict[str, Any], source: str,
+                alphabet: str = "bytes") -> DiscoverySpec:
+    """The :class:`DiscoverySpec` of one slot's ``params``, the file's ``layout`` and the layout flags.
+
+    A layout the file holds is the clients': a flag may repeat it but not contradict it
+    (usage error naming both).  Without it (a plain ``k,h,m,p,q,f`` file, or none), the
+    flags give the layout, and their defaults where they are not given.
+    """
+    from ..analysis.discovery import DiscoverySpec
+
+    values = {}
+    for key, default in LAYOUT_DEFAULTS.items():
+        given = getattr(args, key, None)
+        if key in layout and given is not None and given != layout[key]:
+            raise UsageError(f"argument {SPEC_FLAGS[key]}: {_shown(given)} contradicts {source}, which holds the "
+                             f"clients' {key} {_shown(layout[key])} (leave {SPEC_FLAGS[key]} out)")
+        values[key] = layout.get(key, default if given is None else given)
+    with flags(SPEC_FLAGS):
+        return DiscoverySpec(params=params, alphabet=alphabet, **values)
+
+
+def read_layout_spec(args: argparse.Namespace, path: str, option: str, alphabet: str = "bytes") -> DiscoverySpec:
+    """:func:`layout_spec` of the discovery parameters file ``path`` (given as ``option``)."""
+    from ..formats import read_discovery_params
+
+    params, layout = read_discovery_params(path)
+    return layout_spec(args, params, layout, f"{path} ({option})", alphabet)
 
 
 def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
     """``--max-length``, ``--segment``, ``--alphabet`` (the discovery layout)."""
     from ..analysis.discovery import ALPHABETS
 
-    parser.add_argument("--max-length", type=integer(1), default=30, metavar="BYTES",
-                        help="longest discoverable value, in UTF-8 bytes [default: 30]")
-    parser.add_argument("--segment", type=integer(1), default=2, choices=(1, 2, 3),
-                        help="bytes added per slot [default: 2]")
+    add_layout_arguments(parser)
     parser.add_argument("--alphabet", default="bytes", choices=sorted(ALPHABETS), metavar="NAME",
                         help=f"bytes tried when extending a prefix: {', '.join(sorted(ALPHABETS))} (bytes: all 256) "
                              "[default: bytes]")
-    add_slot_weights_argument(parser)
 
 
-def add_slot_weights_argument(parser: argparse.ArgumentParser) -> None:
-    """``--slot-weights W0,W1,...`` (one positive integer per slot; the clients' and the server's must agree)."""
+def add_layout_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--max-length``, ``--segment``, ``--slot-weights``: the clients' layout, when the parameters file lacks it."""
+    parser.add_argument("--max-length", type=integer(1), default=None, metavar="BYTES",
+                        help="longest discoverable value, in UTF-8 bytes [default: the discovery parameters "
+                             "file's, else 30]")
+    parser.add_argument("--segment", type=integer(1), default=None, choices=(1, 2, 3),
+                        help="bytes added per slot [default: the discovery parameters file's, else 2]")
     parser.add_argument("--slot-weights", type=slot_weights, default=None, metavar="W0,W1,...",
                         help="a client falls in slot s with probability W_s / sum(W): one positive integer per slot "
                              "(slots = ceil(max-length / segment) + 1), the same for clients and server "
-                             "[default: none, every slot alike]")
+                             "[default: the discovery parameters file's, else every slot alike]")
 
 
 def slot_weights(text: str) -> tuple[int, ...]:
@@ -162,13 +204,8 @@ def left_out_note(result: DiscoveryResult, listed: int | None = None) -> str:
 
 
 def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
-    """The :class:`DiscoverySpec` of ``--params``, ``--max-length``, ``--segment``, ``--alphabet``."""
-    from ..analysis.discovery import DiscoverySpec
-
-    params = load_params(args)
-    with flags(SPEC_FLAGS):
-        return DiscoverySpec(params=params, max_length=args.max_length, segment=args.segment, alphabet=args.alphabet,
-                             slot_weights=args.slot_weights)
+    """The :class:`DiscoverySpec` of ``--params`` (its layout, or ``--max-length``, ...) and ``--alphabet``."""
+    return read_layout_spec(args, args.params, "--params", args.alphabet)
 
 
 def run(args: argparse.Namespace) -> int:

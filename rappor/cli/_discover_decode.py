@@ -68,17 +68,11 @@ def _reads_found(args: argparse.Namespace) -> bool:
 def discover_and_decode(args: argparse.Namespace, aggregate: Aggregate, cmap: CandidateMap | None,
                         decoder: Decoder) -> DiscoverDecode:
     """Read ``--discover`` and ``--discovery-params``, run the library's discover-then-decode, say what it found."""
-    from ..analysis.discovery import DiscoverySpec
     from ..analysis.discovery import discover_and_decode as run
-    from ..formats import read_params
     from .._util.progress import progress
-    from ._common import flags
-    from ._discover import SPEC_FLAGS, discovery_aggregate, left_out_note
+    from ._discover import discovery_aggregate, left_out_note, read_layout_spec
 
-    slot_params = read_params(args.discovery_params)
-    with flags(SPEC_FLAGS):
-        spec = DiscoverySpec(params=slot_params, max_length=args.max_length, segment=args.segment,
-                             alphabet=args.alphabet, slot_weights=args.slot_weights)
+    spec = read_layout_spec(args, args.discovery_params, "--discovery-params", args.alphabet)
     with progress(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
         combined = run(aggregate, cmap, discovery_aggregate(spec, args.discover, None), spec, decoder=decoder,
                        beam=args.beam, significance_level=args.level, progress=update)

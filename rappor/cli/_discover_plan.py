@@ -95,6 +95,11 @@ def write_text(out: IO[str], result: DiscoveryPlan) -> None:
               f"{priv.epsilon_inf_discovery:.3f}/{priv.epsilon_one_discovery:.3f})\n")
     found = ", ".join(f"{length} bytes >= {share:.4g}" for length, share in result.found_frequency.items())
     out.write(f"  found with probability 1/2 (share of clients): {found}\n")
+    th = result.thresholds
+    rules = (f"(the search's rules: z >= {th['z_extend']:.2f} per prefix slot, or {th['z_reserve']:.2f} in one, "
+             f"{th['z_pending']:.2f} at the value's end, {th['z_confirm']:.1f} where it is confirmed; "
+             "docs/discovery.md section 4 compares these shares with the benchmark's)")
+    out.write(textwrap.fill(rules, width=100, initial_indent="    ", subsequent_indent="    ") + "\n")
     other = ", ".join(f"{length} bytes >= {share:.4g}" for length, share in result.found_frequency_other.items())
     if not result.irr:
         note = (f"no instantaneous noise on discovery reports (p=0, q=1): a discovery report reveals its permanent "

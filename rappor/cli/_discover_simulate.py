@@ -11,7 +11,7 @@ from .._util.outputs import output_directory
 from ..exceptions import InvalidParameterError
 from ..params import Params
 from .._util.progress import progress
-from ._common import flags, json_text, real
+from ._common import json_text, real
 
 
 #: The files ``rappor simulate --discover`` writes into --out DIR.
@@ -57,27 +57,26 @@ def run(args: argparse.Namespace, params: Params) -> int:
     from .._util.csv_text import csv_text_field
     from .._util.outputs import atomic_output
     from ..analysis.decoder import Decoder
-    from ..analysis.discovery import DiscoverySpec, discovery_params, evaluate_discovery, realistic_population
-    from ..formats import (read_params, read_population, write_candidates, write_counts, write_found, write_params,
-                           write_results)
+    from ..analysis.discovery import discovery_params, evaluate_discovery, realistic_population
+    from ..formats import (read_discovery_params, read_population, write_candidates, write_counts,
+                           write_discovery_params, write_found, write_params, write_results)
     from ..simulation import candidate_strings
-    from ._discover import SPEC_FLAGS
+    from ._discover import layout_spec
 
     _refuse_options(args)
     started = time.perf_counter()
+    layout: dict[str, Any] = {}
     if args.discovery_params is not None:
-        dparams = read_params(args.discovery_params)
+        dparams, layout = read_discovery_params(args.discovery_params)
     else:  # the full-string reports' epsilon_inf, one hash, no instantaneous noise
         f = discovery_params(params.epsilon_inf)[1]
         dparams = Params(num_bloombits=256, num_hashes=1, num_cohorts=32, prob_p=0.0, prob_q=1.0, prob_f=f)
-    with flags(SPEC_FLAGS):
-        spec = DiscoverySpec(params=dparams, max_length=args.max_length, segment=args.segment,
-                             alphabet=args.alphabet, slot_weights=args.slot_weights)
+    spec = layout_spec(args, dparams, layout, f"{args.discovery_params} (--discovery-params)", args.alphabet)
     if args.population is not None:
         population = read_population(args.population)
     else:
         population = realistic_population(args.unique, exponent=1.1 if args.dist_param is None else args.dist_param,
-                                          max_length=max(5, args.max_length), rng=args.seed)
+                                          max_length=max(5, spec.max_length), rng=args.seed)
     out = output_directory(args.out)
     known = candidate_strings(population, decoys=args.decoys, remove_every=args.remove_every)
     with progress(2 * spec.levels + 2, desc="simulate --discover", unit="step", quiet=args.quiet) as update:
@@ -88,7 +87,7 @@ def run(args: argparse.Namespace, params: Params) -> int:
                                                       ev.scores, ev.discovery_scores)
     sig = found.significant
     write_params(params, out / "params.csv")
-    write_params(dparams, out / "discovery-params.csv")
+    write_discovery_params(spec, out / "discovery-params.csv")
     write_counts(sim.full, out / "counts.csv")
     write_counts(sim.discovery, out / "discovery-counts.csv")
     write_found(found, out / "found.csv")

@@ -49,7 +49,7 @@ from .._util.paths import display_name, STDIO
 from .._util.rejects import RejectsWriter, resolve_rejects_path
 from ..exceptions import InsecureRandomnessWarning
 from ..engines import default_jobs, encode_discovery_file, encode_file, encode_variables_file
-from ._discover import add_slot_weights_argument
+from ._discover import add_layout_arguments
 from .._util.progress import progress
 from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
                       add_quiet_argument, integer, load_params, real)
@@ -96,11 +96,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                             "the measured choice]")
     group.add_argument("--discovery-output", metavar="PATH", default=None,
                        help="with --params and --discovery-params: the discovery reports CSV (required then) [default: none]")
-    group.add_argument("--max-length", type=integer(1), default=30, metavar="BYTES",
-                       help="longest discoverable value, in UTF-8 bytes [default: 30]")
-    group.add_argument("--segment", type=integer(1), default=2, choices=(1, 2, 3),
-                       help="bytes added per slot [default: 2]")
-    add_slot_weights_argument(group)  # type: ignore[arg-type]
+    add_layout_arguments(group)  # type: ignore[arg-type]
 
 
 def files(args: argparse.Namespace) -> CommandFiles:
@@ -188,14 +184,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _discovery_spec(args: argparse.Namespace) -> DiscoverySpec | None:
-    """The discovery layout of ``--discovery-params``, ``--max-length`` and ``--segment`` (None without them)."""
+    """The discovery layout of ``--discovery-params`` (or ``--max-length``, ... for a file without it); None without it."""
     if args.discovery_params is None:
         return None
-    from ..analysis.discovery import DiscoverySpec
-    from ..formats import read_params
+    from ._discover import read_layout_spec
 
-    return DiscoverySpec(params=read_params(args.discovery_params), max_length=args.max_length, segment=args.segment,
-                         slot_weights=args.slot_weights)
+    return read_layout_spec(args, args.discovery_params, "--discovery-params")
 
 
 def _several_variables(args: argparse.Namespace) -> bool:

@@ -96,7 +96,7 @@ LEGEND = """\
 def run(args: argparse.Namespace) -> int:
     from ..report import detectable_share_note
     from .._util.outputs import atomic_output
-    from ..formats import write_params
+    from ..formats import write_discovery_params, write_params
     from ..privacy import plan
 
     epsilon_one = math.inf if args.no_irr else args.epsilon_one
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     if args.params_out:
         write_params(result.best.params, args.params_out)
     if discovery is not None and args.discovery_params_out:
-        write_params(discovery.spec.params, args.discovery_params_out)
+        write_discovery_params(discovery.spec, args.discovery_params_out)
     if discovery is not None and args.discovery_wire_params_out:
         write_params(discovery.spec.wire_params, args.discovery_wire_params_out)
     return 0

@@ -63,9 +63,9 @@ def run(args: argparse.Namespace) -> int:
     combined = None
     if args.discovery_params is not None:
         from ..analysis.discovery import discovery_privacy
-        from ..formats import read_params
+        from ..formats import read_discovery_params
 
-        combined = discovery_privacy(params, read_params(args.discovery_params), split=args.split)
+        combined = discovery_privacy(params, read_discovery_params(args.discovery_params)[0], split=args.split)
     with atomic_output(args.output) as out:
         if args.json:
             data = {key: (_json_number(v) if isinstance(v, float) else v) for key, v in result.as_dict().items()}

@@ -6,7 +6,8 @@ In the order an encode uses them (modules private, names listed here):
                  ``_murmur``, MurmurHash3 vectorised over many keys and cohorts
 ``_randomizer``  the randomizer core: PRR and IRR rules and thresholds, p11/p01, debiasing
 ``_derivations`` where a client's randomness comes from: its cohort, PRR words and secret
-                 (keyed derivations, :func:`client_secret`, :func:`generate_key`), the CSPRNG
+                 (keyed derivations, :func:`client_secret`, :func:`generate_key`), the CSPRNG,
+                 with ``_hmac``, HMAC-SHA256 over hashlib's keyed states, batched
 ``_encoder``     :class:`Encoder`: one client's reports (Bloom filter, PRR, IRR)
 ``_clients``     :func:`encode_clients`: many clients under one key at once
 ``_reports``     :class:`Report` and :class:`ReportBatch`, what the collector receives

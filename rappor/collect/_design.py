@@ -162,6 +162,18 @@ def hash_candidates(strings: Sequence[str], params: Params) -> CandidateMap:
     return _map_from_bit_tables(params, strings, blocks)
 
 
+def _sort_last_axis(table: npt.NDArray[np.integer]) -> None:
+    """``table.sort(axis=2)`` in place; for ``h = 2`` a minimum and a maximum (NumPy sorts
+    each pair with a call of its own: 1.7 of 7 CPU-s of hashing 1 M candidates at m = 64)."""
+    if table.shape[2] == 2:
+        first, second = table[:, :, 0], table[:, :, 1]
+        low = np.minimum(first, second)
+        np.maximum(first, second, out=second)
+        first[...] = low
+    else:
+        table.sort(axis=2)
+
+
 def _map_from_bit_tables(params: Params, strings: tuple[str, ...],
                          tables: Iterable[npt.NDArray[np.integer]]) -> CandidateMap:
     """The :class:`CandidateMap` of consecutive blocks of a ``(S, m, h)`` table of bit indices.
@@ -171,26 +183,35 @@ def _map_from_bit_tables(params: Params, strings: tuple[str, ...],
     within a column the rows ``c * k + bit`` come out sorted by cohort, and sorting each
     cohort's ``h`` bits and dropping repeats (two hashes on one bit) makes them sorted and
     unique, so no COO triplets, format conversions or defensive copies are needed.
+
+    Unless ``m k`` is large beside the map, its ``indices`` are a view of an array that goes
+    on with the row numbers ``0 .. m k - 1`` (then a little spare room): the decoder's
+    whitened design (the map's columns, then one dense column) shares that array instead of
+    copying it (0.5 GB at 1 M candidates, m = 64;
+    :func:`rappor.analysis.decoder._problem.weighted_design`).
     """
     k, m = params.num_bloombits, params.num_cohorts
-    index_dtype: type[np.int32] | type[np.int64] = np.int32 if m * k < 2**31 else np.int64
-    offsets = np.arange(0, m * k, k, dtype=np.int64)[None, :, None]
-    indices: list[npt.NDArray[np.integer]] = []
+    n_rows, bound = m * k, len(strings) * m * params.num_hashes  # at most h rows per cohort
+    tail = n_rows if n_rows <= bound // 16 else 0  # the row numbers, when small beside the map
+    index_dtype: type[np.int32] | type[np.int64] = np.int32 if max(bound + tail, n_rows) < 2**31 else np.int64
+    offsets = np.arange(0, n_rows, k, dtype=np.int64)[None, :, None]
+    # One array for every block's row indices (a list of blocks, concatenated, left 0.5 GB
+    # of freed heap resident at 1 M candidates), then the row numbers (see the docstring).
+    flat = np.empty(bound + tail, dtype=index_dtype)
     lengths: list[npt.NDArray[np.int64]] = []
+    total = 0
     for table in tables:
-        table.sort(axis=2)
+        _sort_last_axis(table)
         keep = np.ones(table.shape, dtype=bool)
         keep[:, :, 1:] = table[:, :, 1:] != table[:, :, :-1]
-        rows: npt.NDArray[np.integer] = np.add(table, offsets, dtype=index_dtype)
-        indices.append(rows[keep])
+        rows = np.add(table, offsets, dtype=index_dtype)[keep]
+        flat[total:total + rows.size] = rows
+        total += rows.size
         lengths.append(keep.reshape(len(table), -1).sum(axis=1, dtype=np.int64))
-    flat = np.concatenate(indices) if indices else np.zeros(0, dtype=index_dtype)
-    indptr = np.zeros(len(strings) + 1, dtype=np.int64)
+    flat[total:total + tail] = np.arange(tail)
+    indptr = np.zeros(len(strings) + 1, dtype=index_dtype)
     if lengths:
         np.cumsum(np.concatenate(lengths), out=indptr[1:])
-    if indptr[-1] < 2**31:
-        indptr = indptr.astype(np.int32)
-        flat = flat.astype(np.int32, copy=False)
-    matrix = sp.csc_matrix((np.ones(flat.size), flat, indptr), shape=(m * k, len(strings)), copy=False)
+    matrix = sp.csc_matrix((np.ones(total), flat[:total], indptr), shape=(n_rows, len(strings)), copy=False)
     matrix.has_sorted_indices = True
     return CandidateMap._from_canonical(params, strings, matrix)

@@ -46,6 +46,10 @@ CHUNK_ROWS = 65536
 #: With 65,536 rows at any k, k = 4,096 needed 4 GB per worker and k = 2**32 was killed
 #: by the kernel without a word.
 CHUNK_BITS = 1 << 22
+#: Rows per chunk of discovery reports, at most: at k = 256, chunks of 16,384 rows took twice
+#: the page faults of 4,096 (110,000 against 45,000 for 200,000 reports; system time 0.24-0.43 s
+#: against 0.13-0.18 s, user time alike).
+DISCOVERY_CHUNK_ROWS = 4096
 
 
 def chunk_rows(params: Params) -> int:
@@ -338,7 +342,7 @@ def encode_discovery_file(input: PathLike, output: PathLike, spec: DiscoverySpec
         seed = check_int(seed, "seed", "encode_discovery_file", low=0)
     wire = spec.wire_params
     widest = wire if params is None or params.num_bloombits <= wire.num_bloombits else params
-    rows = chunk_rows(widest)
+    rows = min(chunk_rows(widest), DISCOVERY_CHUNK_ROWS)
     check_encode(widest, rows, processes=workers)
     chunks = iter_client_values(input, chunk_size=rows, on_error=on_error, rejects=sink)
     outputs = [output] if full_output is None else [output, full_output]

@@ -49,7 +49,7 @@ from ._counts import read_counts, write_counts
 from ._found import is_found_file, read_found, read_found_shares, write_found
 from ._keys import read_key_file, write_key_file
 from ._map import read_map, write_map, write_map_positions
-from ._params import read_params, write_params
+from ._params import read_discovery_params, read_params, write_discovery_params, write_params
 from ._population import read_population
 from ._parquet import (
     ParquetReportWriter,
@@ -78,6 +78,7 @@ __all__ = [
     "read_found_shares",
     "read_key_file",
     "read_map",
+    "read_discovery_params",
     "read_params",
     "read_parquet_reports",
     "read_population",
@@ -94,6 +95,7 @@ __all__ = [
     "write_key_file",
     "write_map",
     "write_map_positions",
+    "write_discovery_params",
     "write_params",
     "write_parquet_reports",
     "write_reports",

@@ -5,6 +5,18 @@ data row, e.g.::
 
     k,h,m,p,q,f
     16,2,8,0.5,0.75,0.5
+
+A **discovery parameters file** (one slot's parameters, ``rappor plan
+--discovery-params-out``) adds the layout the clients were given, so that the file alone
+reproduces the wire layout: ``max_length``, ``segment`` and ``slot_weights`` (the slots'
+weights separated by spaces, empty when every slot is alike)::
+
+    k,h,m,p,q,f,max_length,segment,slot_weights
+    256,1,32,0.0,1.0,0.2384,30,2,20 20 19 17 15 12 9 5 1 1 1 1 1 1 2 3
+
+:func:`read_discovery_params` reads both kinds (a file without the layout columns leaves
+the layout to the command's flags, as before they existed); :func:`read_params` refuses
+the discovery kind, whose ``m`` counts the cohorts of one slot, not of the report files.
 """
 
 from __future__ import annotations
@@ -20,11 +32,15 @@ from .._util.inputs import iter_text_lines
 from .._util.outputs import atomic_output
 from .._util.paths import PathLike, display_name
 from ..exceptions import InvalidParameterError, ReportFormatError
+from ..analysis.discovery._spec import DiscoverySpec
 from ..params import PARAM_NAMES, Params
 
-__all__ = ["params_text", "read_params", "write_params"]
+__all__ = ["DISCOVERY_COLUMNS", "discovery_params_text", "params_text", "read_discovery_params", "read_params",
+           "write_discovery_params", "write_params"]
 
 _HEADER = PARAM_NAMES
+#: Columns a discovery parameters file adds after ``k,h,m,p,q,f``: one slot's layout.
+DISCOVERY_COLUMNS = ("max_length", "segment", "slot_weights")
 _MAX_LINE_BYTES = 1 << 16  # a params line is a few dozen characters: read no more of another file
 
 
@@ -56,8 +72,53 @@ def _split(text: str, path: str, line: int) -> list[str]:
     return [cell.strip() for cell in row]
 
 
-def _is_header(cells: list[str]) -> bool:
-    return sorted(cells) == sorted(_HEADER) and len(cells) == len(_HEADER)
+def _is_header(cells: list[str], columns: tuple[str, ...] = _HEADER) -> bool:
+    return sorted(cells) == sorted(columns) and len(cells) == len(columns)
+
+
+def _is_any_header(cells: list[str]) -> bool:
+    return _is_header(cells) or _is_header(cells, _HEADER + DISCOVERY_COLUMNS)
+
+
+def _read_row(path: PathLike) -> tuple[str, int, dict[str, str]]:
+    """``(file name, line of the data row, {column: cell})`` of a params file of either kind."""
+    name = display_name(path)
+    lines: list[tuple[int, str]] = []
+    for number, text in iter_text_lines(path, what="a params file", max_line_bytes=_MAX_LINE_BYTES):
+        if not text.strip():
+            continue
+        lines.append((number, text))
+        if (len(lines) == 1 and not _is_any_header(_split(text, name, number))) or len(lines) > 2:
+            break  # a bad header, or one row too many: the error is known, read no further
+    if not lines:
+        raise ReportFormatError("expected a header 'k,h,m,p,q,f' and one data row, found an empty file", path=name)
+    head_no, head_text = lines[0]
+    header = _split(head_text, name, head_no)
+    if not _is_any_header(header):
+        msg = f"expected the header 'k,h,m,p,q,f', found {excerpt(head_text)}"
+        raise ReportFormatError(msg, path=name, line=head_no)
+    if len(lines) < 2:
+        raise ReportFormatError("expected one data row after the header, found none", path=name, line=head_no + 1)
+    if len(lines) > 2:
+        raise ReportFormatError("expected exactly one data row, found another", path=name, line=lines[2][0])
+    row_no, row_text = lines[1]
+    cells = _split(row_text, name, row_no)
+    if len(cells) != len(header):
+        msg = f"expected {len(header)} comma-separated values, found {len(cells)}"
+        raise ReportFormatError(msg, path=name, line=row_no)
+    return name, row_no, dict(zip(header, cells))
+
+
+def _params_of(raw: dict[str, str], name: str, row_no: int) -> Params:
+    values: dict[str, Any] = {}
+    for key in ("k", "h", "m"):
+        values[key] = _parse_int(raw[key], key, name, row_no)
+    for key in ("p", "q", "f"):
+        values[key] = _parse_float(raw[key], key, name, row_no)
+    try:
+        return Params.from_dict(values)
+    except InvalidParameterError as exc:
+        raise ReportFormatError(_column_wording(str(exc)), path=name, line=row_no) from None
 
 
 def read_params(path: PathLike) -> Params:
@@ -78,45 +139,61 @@ def read_params(path: PathLike) -> Params:
     Raises
     ------
     ReportFormatError
-        If the file does not have that form or holds invalid parameters; the message
+        If the file does not have that form or holds invalid parameters (a discovery
+        parameters file among them: see :func:`read_discovery_params`); the message
         names the file and the line.
     RapporIOError
         If the file cannot be read.
     """
-    name = display_name(path)
-    lines: list[tuple[int, str]] = []
-    for number, text in iter_text_lines(path, what="a params file", max_line_bytes=_MAX_LINE_BYTES):
-        if not text.strip():
-            continue
-        lines.append((number, text))
-        if (len(lines) == 1 and not _is_header(_split(text, name, number))) or len(lines) > 2:
-            break  # a bad header, or one row too many: the error is known, read no further
-    if not lines:
-        raise ReportFormatError("expected a header 'k,h,m,p,q,f' and one data row, found an empty file", path=name)
-    head_no, head_text = lines[0]
-    header = _split(head_text, name, head_no)
-    if not _is_header(header):
-        msg = f"expected the header 'k,h,m,p,q,f', found {excerpt(head_text)}"
-        raise ReportFormatError(msg, path=name, line=head_no)
-    if len(lines) < 2:
-        raise ReportFormatError("expected one data row after the header, found none", path=name, line=head_no + 1)
-    if len(lines) > 2:
-        raise ReportFormatError("expected exactly one data row, found another", path=name, line=lines[2][0])
-    row_no, row_text = lines[1]
-    cells = _split(row_text, name, row_no)
-    if len(cells) != len(header):
-        msg = f"expected {len(header)} comma-separated values, found {len(cells)}"
-        raise ReportFormatError(msg, path=name, line=row_no)
-    raw = dict(zip(header, cells))
-    values: dict[str, Any] = {}
-    for key in ("k", "h", "m"):
-        values[key] = _parse_int(raw[key], key, name, row_no)
-    for key in ("p", "q", "f"):
-        values[key] = _parse_float(raw[key], key, name, row_no)
+    name, row_no, raw = _read_row(path)
+    if DISCOVERY_COLUMNS[0] in raw:
+        msg = ("expected the header 'k,h,m,p,q,f', found a discovery parameters file (one slot of "
+               f"{raw['m']} cohorts, with max_length, segment and slot_weights): it is for 'rappor encode "
+               "--discovery-params', 'rappor discover --params' and 'rappor decode --discovery-params'; the "
+               "discovery report files need the wire parameters (slots x cohorts: 'rappor plan "
+               "--discovery-wire-params-out')")
+        raise ReportFormatError(msg, path=name, line=row_no - 1)
+    return _params_of(raw, name, row_no)
+
+
+def _layout_of(raw: dict[str, str], params: Params, name: str, row_no: int) -> dict[str, Any]:
+    layout: dict[str, Any] = {key: _parse_int(raw[key], key, name, row_no) for key in DISCOVERY_COLUMNS[:2]}
+    text = raw["slot_weights"]
     try:
-        return Params.from_dict(values)
+        weights = tuple(int(w) for w in text.split())
+    except ValueError:
+        msg = f"expected the slot weights as integers separated by spaces (or nothing), found {excerpt(text)}"
+        raise ReportFormatError(msg, path=name, line=row_no) from None
+    layout["slot_weights"] = weights or None
+    try:
+        DiscoverySpec(params=params, **layout)
     except InvalidParameterError as exc:
-        raise ReportFormatError(_column_wording(str(exc)), path=name, line=row_no) from None
+        message = re.sub(r"The '(\w+)' parameter of DiscoverySpec", r"column \1", str(exc))
+        raise ReportFormatError(message, path=name, line=row_no) from None
+    return layout
+
+
+def read_discovery_params(path: PathLike) -> tuple[Params, dict[str, Any]]:
+    """Read a discovery parameters file (``path`` as :func:`read_params`): one slot's parameters and the clients' layout.
+
+    Returns
+    -------
+    params : Params
+        One slot's parameters (``m`` cohorts per slot).
+    layout : dict
+        ``max_length``, ``segment`` and ``slot_weights`` (a tuple, or None when every slot
+        is alike), ready for :class:`rappor.analysis.discovery.DiscoverySpec`; empty for a
+        file of the plain ``k,h,m,p,q,f`` kind, whose layout the command's flags give.
+
+    Raises
+    ------
+    ReportFormatError
+        As :func:`read_params`, or for a layout that cannot be (a weight per slot, each in
+        ``[1, 2**20]``); the message names the file and the line.
+    """
+    name, row_no, raw = _read_row(path)
+    params = _params_of(raw, name, row_no)
+    return params, (_layout_of(raw, params, name, row_no) if DISCOVERY_COLUMNS[0] in raw else {})
 
 
 #: The file's column of each :class:`Params` field.
@@ -148,3 +225,17 @@ def write_params(params: Params, path: PathLike) -> None:
     """Write ``params`` as a google/rappor ``params.csv`` (atomically; ``"-"`` for stdout)."""
     with atomic_output(path) as fh:
         fh.write(params_text(params))
+
+
+def discovery_params_text(spec: DiscoverySpec) -> str:
+    """The discovery parameters file of ``spec``: ``k,h,m,p,q,f,max_length,segment,slot_weights`` and one row."""
+    weights = " ".join(map(str, spec.slot_weights or ()))
+    lines = params_text(spec.params).splitlines()
+    return (f"{lines[0]},{','.join(DISCOVERY_COLUMNS)}\n"
+            f"{lines[1]},{spec.max_length},{spec.segment},{weights}\n")
+
+
+def write_discovery_params(spec: DiscoverySpec, path: PathLike) -> None:
+    """Write ``spec``'s parameters and client layout (:func:`discovery_params_text`), atomically."""
+    with atomic_output(path) as fh:
+        fh.write(discovery_params_text(spec))

@@ -72,3 +72,11 @@ def test_hash_candidates_fail_lone_surrogate() -> None:
     params = Params(num_bloombits=8, num_hashes=2, num_cohorts=2, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     with pytest.raises(InvalidParameterError, match="lone surrogate U\\+D800 at character 1"):
         hash_candidates(["ok", "a\ud800"], params)
+
+
+@pytest.mark.parametrize("h", [1, 2, 3])
+def test_sort_last_axis_equals_numpy_sort(h: int) -> None:
+    table = np.random.default_rng(h).integers(0, 8, size=(50, 7, h)).astype(np.int32)
+    want = np.sort(table, axis=2)
+    design._sort_last_axis(table)
+    np.testing.assert_array_equal(table, want)

@@ -17,6 +17,8 @@ The package's modules (private), in the order a decode uses them:
 ``_problem.py``               the weighted problem: debiased, whitened rows; candidate groups;
                               the non-candidate column
 ``_screen.py``                Lasso screening of long candidate lists and its penalty
+``_lasso.py``                 the screening's non-negative Lasso, solved exactly (working set,
+                              Lawson-Hanson active set on the Gram matrix)
 ``_fit.py``                   the constrained fit (shares >= 0, sum <= 1), standard errors,
                               Wald and score statistics; the closed form of orthogonal designs
 ``_null.py``                  p-values: the random-string null and the normal one

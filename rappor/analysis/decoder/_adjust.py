@@ -2,8 +2,9 @@
 
 This module owns what turns p-values into detections: :func:`adjust_pvalues` (one
 function per correction, chosen from :data:`CORRECTIONS`) and :class:`DetectionRule`,
-the null, correction and level a decode tests with.  Benjamini-Hochberg is SciPy's
-:func:`scipy.stats.false_discovery_control`; Storey's and the two-stage adaptive
+the null, correction and level a decode tests with.  Benjamini-Hochberg computes what
+SciPy's :func:`scipy.stats.false_discovery_control` does, step for step (without importing
+``scipy.stats``: a test checks the two agree); Storey's and the two-stage adaptive
 procedures are built on it here (tests check them against statsmodels); the
 empirical-Bayes ``"lfdr"`` lives in :mod:`._bayes`.
 """
@@ -12,19 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from ..._util.lazy import lazy_module
 from ._bayes import local_fdr_qvalues
 from ._problem import Array
-
-if TYPE_CHECKING:
-    from scipy import stats
-else:  # imported on first use: keeps `import rappor` and CLI start-up light
-    stats = lazy_module("scipy.stats")
 
 
 def _none(p: Array, level: float) -> Array:
@@ -37,8 +31,18 @@ def _bonferroni(p: Array, level: float) -> Array:
 
 
 def _benjamini_hochberg(p: Array, level: float) -> Array:
-    out: Array = stats.false_discovery_control(p, method="bh")
-    return out
+    # scipy.stats.false_discovery_control(p, method="bh") step for step (same values, without
+    # importing scipy.stats): sort, scale p_(i) by n / i, running minimum from the largest, unsort.
+    if not np.all(p == np.clip(p, 0.0, 1.0)):
+        raise ValueError("Benjamini-Hochberg needs p-values between 0 and 1.")
+    if p.size <= 1:
+        return p
+    order = np.argsort(p)
+    ranked = p[order] * (p.size / np.arange(1, p.size + 1, dtype=p.dtype))
+    np.minimum.accumulate(ranked[::-1], out=ranked[::-1])
+    out: Array = np.empty_like(ranked)
+    out[order] = ranked
+    return np.clip(out, 0.0, 1.0)
 
 
 def _storey(p: Array, level: float) -> Array:

@@ -10,18 +10,11 @@ it: each candidate's local false discovery rate (:func:`local_fdr`, and the q-va
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from ..._util.lazy import lazy_module
+from ..._util import tails
 from ._problem import Array
 from ._shares import GRID_LOW, npmle_prior, row_scaled_likelihood
-
-if TYPE_CHECKING:
-    from scipy import stats
-else:  # imported on first use: keeps `import rappor` and CLI start-up light
-    stats = lazy_module("scipy.stats")
 
 
 #: Smallest positive effect (in standard errors) of the NPMLE grid (:data:`._shares.GRID_LOW`):
@@ -95,7 +88,7 @@ def local_fdr_qvalues(pvalues: Array) -> Array:
     p = np.clip(np.asarray(pvalues, dtype=np.float64), 1e-300, 1.0)
     if p.size == 0:
         return p.copy()
-    lfdr, _, _ = local_fdr(stats.norm.isf(p))
+    lfdr, _, _ = local_fdr(tails.norm_isf(p))
     order = np.argsort(lfdr, kind="stable")
     q = np.cumsum(lfdr[order]) / np.arange(1, p.size + 1)
     q = np.minimum.accumulate(q[::-1])[::-1]

@@ -10,18 +10,13 @@ detection (:func:`selective_interval`, by inverting :func:`truncated_normal_inte
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from ..._util.lazy import lazy_module
+from ..._util import tails
 from ._problem import Array
 
-if TYPE_CHECKING:
-    from scipy import stats
-else:  # imported on first use: keeps `import rappor` and CLI start-up light
-    stats = lazy_module("scipy.stats")
 
 #: Selective intervals use the truncated-normal pivot only for Wald z this far (in SE) above
 #: the detection cutoff; closer ones get the FCR interval (the pivot degenerates at the cutoff).
@@ -30,7 +25,7 @@ SELECTIVE_MARGIN = 0.1
 
 def normal_critical_value(confidence_level: float) -> float:
     """``z`` of a two-sided normal interval at ``confidence_level``."""
-    return float(stats.norm.isf((1.0 - confidence_level) / 2.0))
+    return float(tails.norm_isf((1.0 - confidence_level) / 2.0))
 
 
 def wald_interval(share: Array, se: Array, z: Array | float) -> tuple[Array, Array]:
@@ -47,7 +42,7 @@ def fcr_critical_value(confidence_level: float, n_selected: int, n_tests: int) -
     """
     if not (n_selected and n_tests):
         return normal_critical_value(confidence_level)
-    return float(stats.norm.isf(min(n_selected / n_tests, 1.0) * (1.0 - confidence_level) / 2.0))
+    return float(tails.norm_isf(min(n_selected / n_tests, 1.0) * (1.0 - confidence_level) / 2.0))
 
 
 def selective_interval(share: Array, se: Array, pvalue: Array, detected: npt.NDArray[np.bool_],
@@ -75,9 +70,9 @@ def selective_interval(share: Array, se: Array, pvalue: Array, detected: npt.NDA
         p_in = float(np.max(pv[sel]))
         rest = pv[first_of_group & ~detected]
         p_out = float(np.min(rest)) if rest.size else 1.0
-        cut_cal = float(stats.norm.isf(math.sqrt(p_in * max(p_out, p_in))))
+        cut_cal = float(tails.norm_isf(math.sqrt(p_in * max(p_out, p_in))))
         zw = share[sel] / se[sel]
-        zc = stats.norm.isf(pv[sel])
+        zc = tails.norm_isf(pv[sel])
         cutoff = np.where(zc > 0, zw * cut_cal / np.maximum(zc, 1e-300), cut_cal)
         # The pivot needs z clearly above its cutoff: at or just above it, it says only that
         # the effect may be anything below (and a detected share of 0 has no Wald z at all).
@@ -131,7 +126,7 @@ def truncated_normal_interval(z: Array, cutoff: Array | float, confidence_level:
         target = math.log(ratio)
         for _ in range(90):
             mid = 0.5 * (lo + hi)
-            below = stats.norm.logsf(z - mid) - stats.norm.logsf(c - mid) < target
+            below = tails.norm_logsf(z - mid) - tails.norm_logsf(c - mid) < target
             lo = np.where(below, mid, lo)
             hi = np.where(below, hi, mid)
         out: Array = 0.5 * (lo + hi)

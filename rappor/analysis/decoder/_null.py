@@ -13,19 +13,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..._util.lazy import lazy_module
+from ..._util import tails
 from ._adjust import DetectionRule
-from ._fit import Fit, fit_support
+from ._fit import Fit, fit_coefficients
 from ._problem import Array, IntArray, WeightedDesign, WeightedProblem
 
-if TYPE_CHECKING:
-    from scipy import stats
-else:  # imported on first use: keeps `import rappor` and CLI start-up light
-    stats = lazy_module("scipy.stats")
 
 #: The null laws :func:`null_pvalues` knows.
 NULLS = ("random-strings", "normal")
@@ -33,7 +28,7 @@ NULLS = ("random-strings", "normal")
 
 def normal_pvalues(z: Array) -> Array:
     """One-sided p-values ``P(Z >= z)`` of standard normal statistics."""
-    out: Array = stats.norm.sf(z)
+    out: Array = tails.norm_sf(z)
     return out
 
 
@@ -75,17 +70,17 @@ def null_pvalues(problem: WeightedProblem, design: WeightedDesign, fit: Fit, ext
     x[np.isinf(z)] = np.inf
     b, a = problem.b, design.a
     k, h = problem.params.num_bloombits, problem.params.num_hashes
-    null_fit, used = fit, np.union1d(fit.support, extra)
+    coef, dof, used = fit.coef, fit.dof, np.union1d(fit.support, extra)
     rounds = 4 if screened else 1
     for i in range(rounds):
-        resid = (b - a @ null_fit.coef) * math.sqrt(len(b) / null_fit.dof)
+        resid = (b - a @ coef) * math.sqrt(len(b) / dof)
         null = random_string_null(problem.weight * resid, k, h, rng)
         pvalue = null.sf(x)
         keep = np.union1d(np.flatnonzero(rule.detected(pvalue)), extra)
         if i == rounds - 1 or np.array_equal(keep, used):
             break
-        null_fit = fit_support(a, b, keep, max_sum=1.0, use_dispersion=False, col_sq_norms=design.col_sq_norms)
-        used = keep
+        coef, support = fit_coefficients(a, b, keep, max_sum=1.0)  # (only the residual is needed)
+        dof, used = max(len(b) - len(support), 1), keep
     return pvalue, null
 
 
@@ -186,8 +181,8 @@ def random_string_null(weighted_resid: Array, k: int, h: int, rng: np.random.Gen
     uu = s * np.sqrt(np.maximum(k2, 1e-300))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # Lugannani-Rice, in logs for the far tail: sf = Phi(-w) [1 + phi(w)/Phi(-w) (1/u - 1/w)].
-        ratio = np.exp(stats.norm.logpdf(w) - stats.norm.logsf(w))
-        log_sf = stats.norm.logsf(w) + np.log(np.clip(1.0 + ratio * (1.0 / uu - 1.0 / w), 1e-300, None))
+        ratio = np.exp(tails.norm_logpdf(w) - tails.norm_logsf(w))
+        log_sf = tails.norm_logsf(w) + np.log(np.clip(1.0 + ratio * (1.0 / uu - 1.0 / w), 1e-300, None))
     ok = np.isfinite(log_sf) & np.isfinite(x_c) & (k2 > 1e-12 * var)
     if not np.any(ok):
         # Degenerate residual (e.g. an exact fit): every random string scores ``mean``.

@@ -167,7 +167,7 @@ def weighted_problem(counts: npt.NDArray[np.int64], matrix: sp.csc_matrix, param
     weight = 1.0 / np.sqrt(deb.var)
     pos = np.full(s, -1, dtype=np.int64)
     pos[uniq] = np.arange(len(uniq))
-    orthogonal = bool(len(uniq) == 0 or np.asarray((xu != 0).sum(axis=1)).max() <= 1)
+    orthogonal = bool(len(uniq) == 0 or max_entries_per_row(xu) <= 1)
     return WeightedProblem(params=params, rows=deb.rows, weight=weight, b=weight * deb.y, design=xu,
                            distinct=uniq.astype(np.int64), group=np.where(is_zero, np.arange(s), rep).astype(np.int64),
                            slot=pos[rep], orthogonal=orthogonal)
@@ -209,6 +209,28 @@ def debias(counts: npt.NDArray[np.int64], p11: float, p01: float) -> Debiased:
 
 
 
+def max_entries_per_row(matrix: sp.csc_matrix, *, stop_above: int = 1) -> int:
+    """Most non-zero entries in one row of a CSC matrix, ``(matrix != 0).sum(axis=1).max()``.
+
+    Counted over blocks of stored entries (no copy of the matrix); the count stops as soon as
+    it exceeds ``stop_above`` (the decoder asks only whether a row holds two candidates, which
+    a large map answers in its first block).
+    """
+    n_rows = matrix.shape[0]
+    counts = np.zeros(n_rows, dtype=np.int64)
+    for lo in range(0, matrix.nnz, _ROW_COUNT_BLOCK):
+        rows = matrix.indices[lo:lo + _ROW_COUNT_BLOCK]
+        values = matrix.data[lo:lo + _ROW_COUNT_BLOCK]
+        counts += np.bincount(rows if np.all(values != 0) else rows[values != 0], minlength=n_rows)
+        if counts.max(initial=0) > stop_above:
+            break
+    return int(counts.max(initial=0))
+
+
+#: Stored entries per block in :func:`max_entries_per_row`.
+_ROW_COUNT_BLOCK = 1 << 20
+
+
 def scale_rows(matrix: sp.spmatrix, weight: Array) -> sp.csc_matrix:
     """``diag(weight) @ matrix`` as CSC, by scaling the stored values (no sparse product)."""
     out = sp.csc_matrix(matrix, copy=True)
@@ -227,18 +249,38 @@ def weighted_design(matrix: sp.csc_matrix, weight: Array, column: Array) -> sp.c
     nnz = matrix.nnz
     index_dtype = np.int32 if nnz + n < 2**31 else np.int64
     data = np.empty(nnz + n)
-    np.take(weight, matrix.indices, out=data[:nnz], mode="clip")  # valid indices; "raise" buffers (10x slower)
-    data[:nnz] *= matrix.data
+    for lo in range(0, nnz, _NORM_BLOCK_NNZ):  # blocks: take() would copy all int32 indices to int64 at once
+        hi = min(lo + _NORM_BLOCK_NNZ, nnz)
+        np.take(weight, matrix.indices[lo:hi], out=data[lo:hi], mode="clip")  # valid indices; "raise" buffers
+        data[lo:hi] *= matrix.data[lo:hi]
     data[nnz:] = column
-    indices = np.empty(nnz + n, dtype=index_dtype)
-    indices[:nnz] = matrix.indices
-    indices[nnz:] = np.arange(n)
+    indices = _indices_with_row_tail(matrix, index_dtype)
+    if indices is None:
+        indices = np.empty(nnz + n, dtype=index_dtype)
+        indices[:nnz] = matrix.indices
+        indices[nnz:] = np.arange(n)
     indptr = np.empty(s + 2, dtype=index_dtype)
     indptr[: s + 1] = matrix.indptr
     indptr[s + 1] = nnz + n
     out = sp.csc_matrix((data, indices, indptr), shape=(n, s + 1), copy=False)
     out.has_sorted_indices = matrix.has_sorted_indices
     return out
+
+
+def _indices_with_row_tail(matrix: sp.csc_matrix, dtype: type[np.integer]) -> npt.NDArray[np.integer] | None:
+    """The array that holds ``matrix.indices`` followed by ``0 .. n_rows - 1`` (a view), if there is one.
+
+    A map hashed by :func:`rappor.collect.hash_candidates` or read by
+    :func:`rappor.formats.read_map` keeps its indices in such an array (its builder,
+    ``rappor.collect._design._map_from_bit_tables``, says why), so the design shares it;
+    neither writes to it.
+    """
+    n, nnz = matrix.shape[0], matrix.nnz
+    base = matrix.indices.base
+    if (not isinstance(base, np.ndarray) or base.dtype != dtype or base.ndim != 1 or base.size < nnz + n
+            or matrix.indices.size != nnz or base.ctypes.data != matrix.indices.ctypes.data):
+        return None
+    return base[:nnz + n] if np.array_equal(base[nnz:nnz + n], np.arange(n)) else None
 
 
 def leading_columns(matrix: sp.csc_matrix, n_columns: int) -> sp.csc_matrix:
@@ -250,7 +292,7 @@ def leading_columns(matrix: sp.csc_matrix, n_columns: int) -> sp.csc_matrix:
     return out
 
 
-#: Stored entries per block in :func:`column_sq_norms` (bounds its temporary arrays).
+#: Stored entries per block in :func:`column_sq_norms` and :func:`weighted_design` (bounds their temporary arrays).
 _NORM_BLOCK_NNZ = 1 << 22
 
 

@@ -14,8 +14,9 @@ are made of whole *cohorts*: the shares being estimated are the same in every co
 cohorts hold disjoint sets of reports (independent), and the ``k`` bits of one cohort
 come from the same reports, so a cohort's rows are held out together.
 :func:`cv_lasso` returns the whole cross-validation curve (:class:`CVCurve`).  The
-Lasso fits are scikit-learn's (:class:`~sklearn.linear_model.Lasso`,
-:class:`~sklearn.linear_model.LassoCV`).
+screening fit at one penalty is solved exactly here (:mod:`._lasso`: importing
+scikit-learn would cost more than the decode); the cross-validation paths are
+scikit-learn's (:class:`~sklearn.linear_model.LassoCV`), imported only then.
 """
 
 from __future__ import annotations
@@ -27,18 +28,18 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import numpy.typing as npt
 
+from ..._util import tails
 from ..._util.lazy import lazy_module
 from ..._util.validation import RngLike, check_int, check_options, check_real, check_rng
 from ...exceptions import InvalidParameterError
+from ._lasso import nonnegative_lasso
 from ._problem import Array, column_sq_norms
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
-    from scipy import stats
     from sklearn import linear_model
-else:  # imported on first use: scikit-learn (1-2 s) only when a decode screens
+else:  # imported on first use: scikit-learn (1-2 s) only when a decode cross-validates its penalty
     sp = lazy_module("scipy.sparse")
-    stats = lazy_module("scipy.stats")
     linear_model = lazy_module("sklearn.linear_model")
 
 #: Norm of the free (non-candidate) column in the screening Lasso: its coefficient is
@@ -51,8 +52,8 @@ def lasso_screen(a: sp.csc_matrix, b: Array, *, significance: float, n_tests: in
                  free_last: bool = False, col_sq_norms: Array | None = None) -> tuple[npt.NDArray[np.int64], float]:
     """Non-negative Lasso screening on unit-norm columns; returns (selected, penalty).
 
-    The penalty (:class:`sklearn.linear_model.Lasso`'s ``alpha`` for the objective
-    ``||b - A w||^2 / (2 n) + alpha ||w||_1``) defaults to the one-sided Bonferroni
+    The penalty (``alpha`` of the objective ``||b - A w||^2 / (2 n) + alpha ||w||_1``, as
+    :class:`sklearn.linear_model.Lasso` writes it) defaults to the one-sided Bonferroni
     level ``z_{1 - significance / n_tests} / n``: with whitened unit-variance noise and
     unit-norm columns, ``A_j' eps ~ N(0, 1)``, so when no candidate is present the
     probability that any enters is at most ``significance`` (the "plug-in" penalty of
@@ -64,30 +65,36 @@ def lasso_screen(a: sp.csc_matrix, b: Array, *, significance: float, n_tests: in
     ``free_last=True`` says that column is already ``a``'s last one (built by
     :func:`~._problem.weighted_design`: no copy of the design is made; ``col_sq_norms``
     may then give its :func:`~._problem.column_sq_norms`).  Only indices of the candidate columns are returned.
+    The Lasso is solved exactly (:func:`~._lasso.nonnegative_lasso`; scikit-learn's
+    coordinate descent selects the same candidates).
     """
     n = a.shape[0]
     s = a.shape[1] - (1 if free_last else 0)
     if free is not None:
         if free_last:
             raise ValueError("lasso_screen: pass 'free' or 'free_last', not both")
-        a_std = standardize_design(a, free)
-    else:
-        a_std = standardize_columns(sp.csc_matrix(a), free_last=free_last, free_scale=FREE_SCALE,
-                                    col_sq_norms=col_sq_norms)
+        a, scale = standardize_design(a, free), None
+    else:  # the unit-norm columns as a column scaling: no scaled copy of the design
+        a = sp.csc_matrix(a)
+        scale = column_scale(a, free_last=free_last, free_scale=FREE_SCALE, col_sq_norms=col_sq_norms)
     if lasso_alpha is None:
         lasso_alpha = plug_in_penalty(significance, n_tests, n)
-    model = linear_model.Lasso(alpha=lasso_alpha, fit_intercept=False, positive=True, precompute=False,
-                               max_iter=5000, tol=1e-6, selection="cyclic")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # ConvergenceWarning: screening only needs the support
-        model.fit(a_std, b)
-    coef = model.coef_[:s]
+    coef = nonnegative_lasso(a, np.asarray(b, dtype=np.float64), float(lasso_alpha), scale=scale)[:s]
     return np.flatnonzero(coef > 0).astype(np.int64), float(lasso_alpha)
 
 
 def plug_in_penalty(significance: float, n_tests: int, n_rows: int) -> float:
     """The default penalty ``z_{1 - significance / n_tests} / n_rows`` (see :func:`lasso_screen`)."""
-    return float(stats.norm.isf(significance / max(n_tests, 1))) / n_rows
+    return float(tails.norm_isf(significance / max(n_tests, 1))) / n_rows
+
+
+def column_scale(a: sp.csc_matrix, *, free_last: bool, free_scale: float, col_sq_norms: Array | None = None) -> Array:
+    """The factor of every column of ``a`` that :func:`standardize_columns` applies (1 for an all-zero column)."""
+    norms = np.sqrt(column_sq_norms(a) if col_sq_norms is None else np.asarray(col_sq_norms, dtype=np.float64))
+    scale = np.divide(1.0, norms, out=np.ones_like(norms), where=norms > 0)
+    if free_last and len(scale):
+        scale[-1] *= free_scale
+    return scale
 
 
 def standardize_columns(a: sp.csc_matrix, *, free_last: bool, free_scale: float,
@@ -98,10 +105,7 @@ def standardize_columns(a: sp.csc_matrix, *, free_last: bool, free_scale: float,
     All-zero columns stay zero.  ``col_sq_norms``: :func:`column_sq_norms` of ``a``, if known.
     """
     a = sp.csc_matrix(a)
-    norms = np.sqrt(column_sq_norms(a) if col_sq_norms is None else np.asarray(col_sq_norms, dtype=np.float64))
-    scale = np.divide(1.0, norms, out=np.ones_like(norms), where=norms > 0)
-    if free_last and len(scale):
-        scale[-1] *= free_scale
+    scale = column_scale(a, free_last=free_last, free_scale=free_scale, col_sq_norms=col_sq_norms)
     data = np.repeat(scale, np.diff(a.indptr))
     data *= a.data
     out = sp.csc_matrix((data, a.indices, a.indptr), shape=a.shape, copy=False)

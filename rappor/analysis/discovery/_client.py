@@ -40,7 +40,7 @@ import numpy as np
 
 import numpy.typing as npt
 
-from ..._util.bits import pack_bits
+from ..._util.bits import num_words, pack_bits
 from ..._util.memory import check_encode
 from ..._util.validation import RngLike, check_probability
 from ...client._derivations import (
@@ -53,18 +53,22 @@ from ...client._derivations import (
     client_secrets,
 )
 from ...exceptions import InvalidParameterError
-from ...client._hashing import bloom_matrix, raise_not_utf8, split_bit_indices, value_bytes
+from ...client._hashing import raise_not_utf8, split_bit_indices, value_bytes
+from ...client._hmac import hmac_sha256_many
 from ...client._randomizer import (
     instantaneous_response_from_words,
     permanent_response_from_words,
+    prr_threshold,
 )
 from ...client._reports import Report, ReportBatch
-from ._spec import COMPLETE, PARTIAL, DiscoverySpec
+from ._spec import COMPLETE, PARTIAL, DiscoverySpec, scale_words
 
 __all__ = ["DiscoveryEncoder", "discovery_cohort", "discovery_role", "discovery_roles", "discovery_slot",
            "encode_discovery_clients"]
 
 _CLIENT_LABEL = b"rappor/discovery/client"
+#: Reports whose SHAKE-256 outputs (4k bytes each) are turned into PRRs at once.
+_BLOCK_ROWS = 1024
 _DISCOVERY_PRR_LABEL = b"rappor/prr/discovery/v1"
 
 
@@ -72,6 +76,39 @@ def _client_words(secret: bytes) -> tuple[int, int, int]:
     """``(U_0, U_1, U_2)`` of the module docstring: the slot's, the cohort's and the role's words."""
     d = hmac.digest(secret, _CLIENT_LABEL, "sha256")
     return int.from_bytes(d[:8], "big"), int.from_bytes(d[8:16], "big"), int.from_bytes(d[16:24], "big")
+
+
+def _client_word_array(secrets: Sequence[bytes]) -> npt.NDArray[np.uint64]:
+    """:func:`_client_words` of every 32-byte secret: an ``(n, 3)`` uint64 array (``U_0, U_1, U_2``)."""
+    digests = b"".join(hmac_sha256_many(secrets, _CLIENT_LABEL))
+    out: npt.NDArray[np.uint64] = np.frombuffer(digests, dtype=">u8").reshape(len(secrets), 4)[:, :3].astype(np.uint64)
+    return out
+
+
+def _roles_of_words(words: npt.NDArray[np.uint64], share: float) -> npt.NDArray[np.bool_]:
+    """``U_2 < round(share 2**64)`` per row (:func:`discovery_role`): a share of 1 takes every client."""
+    cut = round(share * 2**64)
+    if cut >= 2**64:
+        return np.ones(words.shape[0], dtype=bool)
+    out: npt.NDArray[np.bool_] = words[:, 2] < np.uint64(cut)
+    return out
+
+
+def _permanent_from_indices(indices: npt.NDArray[np.int64], words: npt.NDArray[np.uint32],
+                            prob_f: float) -> npt.NDArray[np.uint8]:
+    """The PRR of Bloom filters given by their bit ``indices`` (``(n, h)``), from one word per bit.
+
+    :func:`rappor.client._randomizer.permanent_response_from_words` without the Bloom
+    matrix: a clear bit is ``u < t`` and a set bit is ``u < t or u >= 2t`` (``t`` of
+    :func:`prr_threshold`), so one comparison covers the ``k - h`` clear bits of a row.
+    """
+    t = prr_threshold(prob_f)
+    prr = words < t
+    rows = np.arange(words.shape[0])[:, np.newaxis]
+    chosen = words[rows, indices]
+    # Python-int thresholds compare exactly with uint32 (2t = 2**32 at f = 1 is above every word).
+    prr[rows, indices] = (chosen < t) | (chosen >= 2 * t)
+    return prr.view(np.uint8)
 
 
 def _check_levels(levels: Any, owner: str) -> int:
@@ -183,9 +220,7 @@ def discovery_roles(key: bytes, client_ids: Sequence[str], share: float) -> npt.
     """
     s = check_probability(share, "share", "discovery_roles")
     rows, secrets = client_secrets(key, client_ids, "discovery_roles")
-    cut = round(s * 2**64)
-    roles = np.array([_client_words(secret)[2] < cut for secret in secrets], dtype=bool)
-    out: npt.NDArray[np.bool_] = roles[np.array(rows, dtype=np.intp)]
+    out: npt.NDArray[np.bool_] = _roles_of_words(_client_word_array(secrets), s)[np.array(rows, dtype=np.intp)]
     return out
 
 
@@ -228,11 +263,11 @@ def encode_discovery_clients(spec: DiscoverySpec, key: bytes, client_ids: Sequen
                f"Got {len(values)} instead.")
         raise InvalidParameterError(msg)
     rows, secrets = client_secrets(key, client_ids, "encode_discovery_clients")
-    m, levels, k = spec.params.num_cohorts, spec.levels, wire.num_bloombits
-    words = [_client_words(secret) for secret in secrets]
-    slot_of = spec.slot_of_word
-    slots = [slot_of(w[0]) for w in words]
-    wires = [slot * m + ((w[1] * m) >> 64) for w, slot in zip(words, slots)]
+    m, k = spec.params.num_cohorts, wire.num_bloombits
+    words = _client_word_array(secrets)
+    slots = spec.slots_of_words(words[:, 0])
+    wires = (slots * m + scale_words(words[:, 1], m)).tolist()
+    row_index = np.array(rows, dtype=np.intp)
     pack = struct.Struct(">I").pack
     head = _DISCOVERY_PRR_LABEL + pack(32)  # _prr_key_prefix of a 32-byte secret is head || secret
     prefixes = [head + secret + pack(w) for secret, w in zip(secrets, wires)]
@@ -242,19 +277,29 @@ def encode_discovery_clients(spec: DiscoverySpec, key: bytes, client_ids: Sequen
         raise_not_utf8(values, "values", "encode_discovery_clients")
         raise
     # DiscoverySpec.split and .fragment inlined: head v[:a], tail marker || v[a:b], fragment marker || v[:b].
-    bounds = [(spec.prefix_length(s - 1) if s else 0, spec.prefix_length(s)) for s in range(levels)]
-    row_bounds = [bounds[slots[r]] for r in rows]
+    bounds = [(spec.prefix_length(s - 1) if s else 0, spec.prefix_length(s)) for s in range(spec.levels)]
+    row_bounds = [bounds[s] for s in slots[row_index].tolist()]
     markers = [COMPLETE if len(d) <= b else PARTIAL for d, (_, b) in zip(datas, row_bounds)]
-    shake_256, out_bytes = hashlib.shake_256, 4 * k
-    stream = b"".join([shake_256(prefixes[r] + c + d[:b]).digest(out_bytes)
-                       for r, c, d, (_, b) in zip(rows, markers, datas, row_bounds)])
+    messages = [prefixes[r] + c + d[:b] for r, c, d, (_, b) in zip(rows, markers, datas, row_bounds)]
     row_wires = [wires[r] for r in rows]
     bits = split_bit_indices([d[:a] for d, (a, _) in zip(datas, row_bounds)],
                              [c + d[a:b] for c, d, (a, b) in zip(markers, datas, row_bounds)], row_wires,
                              num_bloombits=k, num_hashes=wire.num_hashes)
-    prr = permanent_response_from_words(bloom_matrix(bits, k), _uniforms_from_stream(stream, n, k), wire.prob_f)
-    if wire.prob_p == 0.0 and wire.prob_q == 1.0:  # no instantaneous noise: the IRR is the PRR, whatever the words
-        irr = prr
-    else:
+    shake_256, out_bytes = hashlib.shake_256, 4 * k
+    no_irr = wire.prob_p == 0.0 and wire.prob_q == 1.0  # then the IRR is the PRR, whatever the words
+    prr = np.empty((n, k), dtype=np.uint8)
+    packed = np.empty((n, num_words(k)), dtype=np.uint64)
+    # The SHAKE outputs (4k bytes a report) in blocks small enough to stay in the cache.
+    for lo in range(0, n, _BLOCK_ROWS):
+        hi = min(n, lo + _BLOCK_ROWS)
+        stream = b"".join([shake_256(m).digest(out_bytes) for m in messages[lo:hi]])
+        block = _permanent_from_indices(bits[lo:hi], np.frombuffer(stream, dtype=">u4").reshape(hi - lo, k),
+                                        wire.prob_f)
+        if no_irr:
+            packed[lo:hi] = pack_bits(block)
+        else:
+            prr[lo:hi] = block
+    if not no_irr:
         irr = instantaneous_response_from_words(prr, _noise(prr.shape, generator), wire.prob_p, wire.prob_q)
-    return ReportBatch(params=wire, cohorts=np.array(row_wires, dtype=np.int64), words=pack_bits(irr))
+        packed = pack_bits(irr)
+    return ReportBatch(params=wire, cohorts=np.array(row_wires, dtype=np.int64), words=packed)

@@ -16,14 +16,20 @@ p01)**2`` the variance of one report's debiased bit at the typical rate ``lam = 
 (p11 - p01) beta`` (``beta = 1 - (1 - 1/k)**h``), ``c`` the alpha-trimmed mean's
 variance factor (:func:`rappor.analysis.discovery._oracle._trimmed_mean_variance`).  Collisions
 with other values are left out (the search fits the frequent ones and trims the
-rest), so the prediction is optimistic where few values hold most of the reports.  A
-value of ``l`` bytes is extended through ``S = ceil(l / segment)`` slots: its prefix
-needs ``z >= z_extend`` in each of the first ``S - 1`` (a shared prefix is more
-frequent: ignoring it is pessimistic) and the value ``z >= z_pending`` in the last.
-With ``mu = x n_s / se`` the probability of being found is about
-``Phi(mu - z_extend)**(S - 1) Phi(mu - z_pending)``; :func:`discovery_frequency`
-solves it for ``power``.  The confirmation test is far easier (the later slots pool)
-and is left out.  ``benchmarks/discovery.py`` measures the real recall.
+rest).  A value of ``l`` bytes is extended through ``S = ceil(l / segment)`` slots, by
+the search's own rules (:func:`rappor.analysis.discovery.discover`, its default
+``false_children``, ``reserve`` and ``pending``): its prefix needs ``z >= z_extend`` in
+each of the first ``S - 1`` slots, or ``z >= z_reserve`` in one whose parent prefix was
+not itself a reserve (a two-state chain over the slots), the value ``z >= z_pending`` in
+the last, and its confirming slots (those after its end; the last slot for a value that
+ends there) ``z >= z_confirm``.  With ``mu = x n_s / se`` each step passes with
+probability ``Phi(mu - z)``; :func:`discovery_frequency` solves the product for ``power``.
+Two effects are left out and pull in opposite directions: a shared prefix (``www.``, a
+common first syllable) is more frequent than the value, most of all in slots 0 and 1;
+and collisions with unfitted values raise the trimmed null standard error some 10% above
+this randomized-response model (measured ``z / mu`` of 0.89-0.93 in slots 2-7,
+``docs/discovery.md`` section 4, which compares the model's 1/2 points with the
+benchmark's).
 """
 
 from __future__ import annotations
@@ -49,7 +55,8 @@ DEFAULT_DISCOVERY_BITS = 256
 DEFAULT_DISCOVERY_COHORTS = 32
 
 
-#: z-score a value's confirming slots need (Bonferroni at 0.05 over some 10**5 pooled values).
+#: z-score a value's confirming slots need: Bonferroni at the level 0.05 over the values pooled, some
+#: 10**5 to 10**6 at 1 M to 10 M clients (``1 - Phi(5.0) = 2.9e-7``; 4.9 to 5.3 by the count).
 _Z_CONFIRM = 5.0
 
 
@@ -58,7 +65,7 @@ def _norm_cdf(x: float) -> float:
 
 
 def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: int = 16, power: float = 0.5,
-                        false_children: float = 0.25, pending: float = 100.0) -> float:
+                        false_children: float = 0.25, reserve: float = 2.0, pending: float = 100.0) -> float:
     """Smallest share of the discovery reports whose value is found with probability ``power``.
 
     Parameters
@@ -69,8 +76,9 @@ def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: in
     value_length : int, default=16
         Bytes of the value.
     power : float, default=0.5
-    false_children, pending : float
-        As :func:`rappor.analysis.discovery.discover` (they set ``z_extend`` and ``z_pending``).
+    false_children, reserve, pending : float
+        As :func:`rappor.analysis.discovery.discover` (they set ``z_extend``, ``z_reserve``
+        and ``z_pending``).
 
     Returns
     -------
@@ -80,7 +88,7 @@ def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: in
     n = check_int(n_reports, "n_reports", "discovery_frequency", low=1)
     length = check_int(value_length, "value_length", "discovery_frequency", low=1, high=spec.max_length)
     pw = check_probability(power, "power", "discovery_frequency", open_low=True, open_high=True)
-    th = _thresholds(spec, false_children, 0.0, pending, None)
+    th = _thresholds(spec, false_children, reserve, pending, None)
     p = spec.params
     beta = 1.0 - (1.0 - 1.0 / p.num_bloombits) ** p.num_hashes
     d = p.p11 - p.p01
@@ -91,17 +99,19 @@ def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: in
     steps = math.ceil(length / spec.segment)
     # z of a value of share x in slot s: x n_s / (unit sqrt(n_s)) = x sqrt(n_s) / unit.
     roots = [math.sqrt(n * float(share)) / unit for share in spec.slot_shares[:steps]]
-
-    # Confirmation (left out of the model when every slot is alike: the later slots then
-    # hold most reports) matters once weights leave few reports after a value's end.
-    confirm = (math.sqrt(n * float(spec.slot_shares[steps:].sum())) / unit
-               if spec.slot_weights is not None else math.inf)
+    # The slots after the value's end confirm it (its p-value pools them); a value that
+    # ends in the last slot has none of its own and is confirmed there.
+    confirm = math.sqrt(n * float(spec.slot_shares[steps:].sum() or spec.slot_shares[-1])) / unit
 
     def found(x: float) -> float:
-        out = _norm_cdf(x * roots[-1] - th.pending) * _norm_cdf(x * confirm - _Z_CONFIRM)
+        # Every partial prefix needs z_extend, or z_reserve in one slot whose parent was
+        # not a reserve (the search's rule): a two-state chain over the prefix slots.
+        regular, weak = 1.0, 0.0
         for r in roots[:-1]:
-            out *= _norm_cdf(x * r - th.extend)
-        return out
+            strong = _norm_cdf(x * r - th.extend)
+            regular, weak = (regular + weak) * strong, regular * (_norm_cdf(x * r - th.reserve) - strong)
+        return ((regular + weak) * _norm_cdf(x * roots[-1] - th.pending)
+                * _norm_cdf(x * confirm - _Z_CONFIRM))
 
     lo, hi = 0.0, 1.0
     for _ in range(200):
@@ -207,9 +217,16 @@ class DiscoveryPlan:
     found_frequency_other: dict[int, float]
     irr: bool
 
+    @property
+    def thresholds(self) -> dict[str, float]:
+        """The z-scores :func:`discovery_frequency` models: the search's defaults and the confirmation's."""
+        th = _thresholds(self.spec, 0.25, 2.0, 100.0, None)
+        return {"z_extend": th.extend, "z_reserve": th.reserve, "z_pending": th.pending, "z_confirm": _Z_CONFIRM}
+
     def as_dict(self) -> dict[str, Any]:
         """Plain values (for JSON)."""
         return {"discovery": self.spec.as_dict(), "discovery_share": self.discovery_share,
+                "thresholds": self.thresholds,
                 "n_clients": self.n_clients, "n_full_reports": self.n_full_reports,
                 "n_discovery_reports": self.n_discovery_reports, "privacy": asdict(self.privacy),
                 "found_frequency": {str(k): v for k, v in self.found_frequency.items()}, "irr": self.irr,

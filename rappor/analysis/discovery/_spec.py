@@ -70,6 +70,21 @@ COMPLETE = b"\x01"
 PARTIAL = b"\x00"
 
 
+def scale_words(words: npt.NDArray[np.uint64], size: int) -> npt.NDArray[np.int64]:
+    """``floor(word * size / 2**64)`` of every 64-bit word, exactly, for ``1 <= size < 2**31``.
+
+    With ``word = hi 2**32 + lo`` the quotient is ``floor((hi size + floor(lo size / 2**32)) / 2**32)``
+    (``floor(y / c) = floor(floor(y) / c)`` for an integer ``c``), every term below ``2**64``.
+    """
+    if not 1 <= size < 2**31:
+        raise InvalidParameterError(f"scale_words: size must be in [1, 2**31). Got {size!r}.")
+    w = np.asarray(words, dtype=np.uint64)
+    n = np.uint64(size)
+    low = (w & np.uint64(0xFFFFFFFF)) * n >> np.uint64(32)
+    out: npt.NDArray[np.int64] = (((w >> np.uint64(32)) * n + low) >> np.uint64(32)).astype(np.int64)
+    return out
+
+
 def alphabet_bytes(alphabet: str | bytes) -> bytes:
     """The sorted distinct bytes of ``alphabet``: a name of :data:`ALPHABETS` or the bytes themselves."""
     if isinstance(alphabet, str):
@@ -149,6 +164,17 @@ class DiscoverySpec:
     def levels(self) -> int:
         """Number of slots ``L = ceil(max_length / segment) + 1`` (no ``+ 1`` without confirmation)."""
         return math.ceil(self.max_length / self.segment) + int(self.confirmation)
+
+    def slots_of_words(self, words: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+        """:meth:`slot_of_word` of every word of a uint64 array, vectorized (the same slots)."""
+        if self.slot_weights is None:
+            return scale_words(words, self.levels)
+        cumulative = np.cumsum(np.array(self.slot_weights, dtype=np.int64))
+        if cumulative[-1] >= 2**31:  # beyond scale_words' exact range: one Python integer at a time
+            return np.array([self.slot_of_word(int(w)) for w in np.asarray(words).ravel()], dtype=np.int64)
+        out: npt.NDArray[np.int64] = np.searchsorted(cumulative, scale_words(words, int(cumulative[-1])),
+                                                     side="right").astype(np.int64)
+        return out
 
     @property
     def slot_shares(self) -> npt.NDArray[np.float64]:

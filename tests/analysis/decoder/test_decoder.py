@@ -509,9 +509,10 @@ def test_selective_intervals_cover_detected_and_are_narrower_than_fcr():
     assert np.mean(widths_sel) < np.mean(widths_fcr)
 
 
-def test_decode_imports_scikit_learn_only_when_it_screens():
-    """scikit-learn (1-2 s to import) is loaded by the screening Lasso only, not by ``import rappor.analysis.decoder``
-    nor by a decode of few candidates; scipy.stats only once a decode runs."""
+def test_decode_imports_scikit_learn_only_when_it_cross_validates():
+    """scikit-learn and scipy.stats (together 1-2 s of CPU to import, more than a decode of 10,000
+    candidates) are loaded neither by ``import rappor.analysis.decoder`` nor by a decode, screened
+    or not; only the cross-validated penalty (``lasso_alpha="cv"``) loads scikit-learn."""
     code = (
         "import sys, numpy as np\n"
         "import rappor.analysis.decoder\n"
@@ -522,8 +523,10 @@ def test_decode_imports_scikit_learn_only_when_it_screens():
         "agg = Aggregate(params=p, counts=np.column_stack([np.full(4, 1000), np.full((4, 8), 560)]))\n"
         "Decoder().decode(agg, hash_candidates(['a', 'b', 'c'], p))\n"
         "print(loaded())\n"
-        "Decoder().decode(agg, hash_candidates([f'c{i}' for i in range(40)], p))\n"  # 40 > 0.8 x 32 rows
-        "print(loaded())\n"
+        "many = hash_candidates([f'c{i}' for i in range(40)], p)\n"  # 40 > 0.8 x 32 rows: screened
+        "print(Decoder().decode(agg, many).diagnostics.screened, loaded())\n"
+        "Decoder(lasso_alpha='cv').decode(agg, many)\n"
+        "print('sklearn' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["-", "scipy.stats", "sklearn,scipy.stats"]
+    assert out.stdout.split() == ["-", "-", "True", "-", "True"]

@@ -16,6 +16,18 @@ def test_adjust_pvalues_bh_matches_definition():
 
 
 
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 1000])
+def test_benjamini_hochberg_equals_scipy_to_the_bit(n):
+    # Ours repeats scipy.stats.false_discovery_control's steps (without importing scipy.stats).
+    from scipy import stats
+
+    rng = np.random.default_rng(n)
+    p = np.concatenate([rng.random(n), rng.beta(0.1, 20.0, size=n // 3), [0.0, 1.0, 0.5, 0.5] if n > 2 else []])
+    np.testing.assert_array_equal(adjust_pvalues(p, "fdr"), stats.false_discovery_control(p, method="bh"))
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        adjust_pvalues(np.array([0.5, 1.5]), "fdr")
+
+
 def test_adjust_pvalues_adaptive_match_definitions():
     p = np.array([0.002, 0.01, 0.02, 0.03, 0.04, 0.045, 0.2, 0.3, 0.6, 0.9])
     bh = adjust_pvalues(p, "fdr")

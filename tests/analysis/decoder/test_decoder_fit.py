@@ -158,3 +158,18 @@ def test_orthogonal_part_in_span_and_free_coefficient(monkeypatch: pytest.Monkey
     assert got is not None
     np.testing.assert_allclose(got, [coef[-1], se], rtol=1e-8)
     assert _fit.free_column_coefficient(a, dense[:, 3] + dense[:, 7], b) is None  # in the span
+
+
+@pytest.mark.parametrize("block", [1, 5, 1 << 16])
+def test_explained_sq_norms_blockwise_equals_whole(monkeypatch, block):
+    # Blocks of columns give each column's c_j' G^-1 c_j as the whole product does.
+    monkeypatch.setattr(_fit, "_CROSS_BLOCK", block)
+    rng = np.random.default_rng(block)
+    a = sp.csc_matrix((rng.random((40, 23)) < 0.3) * rng.random((40, 23)))
+    support = np.array([2, 7, 11])
+    a_p = a[:, support]
+    gram_inv = np.linalg.pinv((a_p.T @ a_p).toarray())
+    other = np.setdiff1d(np.arange(23), support)
+    cross = (a.T @ a_p).toarray()[other]
+    want = np.sum((cross @ gram_inv) * cross, axis=1)
+    np.testing.assert_allclose(_fit._explained_sq_norms(a, a_p, gram_inv, other), want, rtol=1e-12, atol=1e-14)

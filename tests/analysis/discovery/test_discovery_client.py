@@ -25,7 +25,7 @@ from rappor.analysis.discovery._client import (
 )
 from rappor.client import client_secret
 from rappor.exceptions import InvalidParameterError
-from rappor.formats import write_params
+from rappor.formats import write_discovery_params, write_params
 from rappor.formats import read_reports
 from rappor.client._hashing import split_bit_indices
 from rappor.client._reports import ReportBatch
@@ -162,6 +162,30 @@ def test_cli_encode_client_split(tmp_path: Path) -> None:
         assert disc_batch.cohorts[i] == report.cohort and np.array_equal(disc_batch[i].bits, report.bits)
 
 
+def test_cli_layout_travels_in_the_parameters_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The file holds the slot weights: encode and discover need no layout flag, a contradicting flag is refused.
+    weighted = DiscoverySpec(params=_spec(m=8).params, max_length=12, segment=2, slot_weights=(5, 5, 4, 3, 1, 1, 1))
+    ids, values = _rows(120)
+    key, dparams, inp = _files(tmp_path, weighted, list(zip(ids, values)))
+    write_discovery_params(weighted, dparams)
+    out = tmp_path / "disc-reports.csv"
+    assert main(["encode", "--discovery-params", str(dparams), "--key-file", str(key), str(inp), "-o", str(out)]) == 0
+    _, batch = _read(out, weighted.wire_params)
+    for i, (cid, value) in enumerate(zip(ids, values)):
+        report = DiscoveryEncoder(weighted, client_secret(KEY, cid)).encode(value)
+        assert batch.cohorts[i] == report.cohort and np.array_equal(batch[i].bits, report.bits)
+    repeated = ["--max-length", "12", "--segment", "2", "--slot-weights", "5,5,4,3,1,1,1"]
+    assert main(["encode", "--discovery-params", str(dparams), "--key-file", str(key), str(inp), "-o",
+                 str(tmp_path / "again.csv"), *repeated]) == 0  # repeating the file's layout is allowed
+    for flag, value in (("--slot-weights", "1,1,1,1,1,1,1"), ("--max-length", "30"), ("--segment", "1")):
+        assert main(["discover", "--params", str(dparams), "--reports", str(out), "-o", str(tmp_path / "f.csv"),
+                     flag, value]) == 2
+        err = capsys.readouterr().err
+        assert f"argument {flag}" in err and "contradicts" in err and "Traceback" not in err
+    assert main(["discover", "--params", str(dparams), "--reports", str(out), "-o", str(tmp_path / "f.csv"),
+                 "--quiet"]) == 0
+
+
 @pytest.mark.parametrize(("extra", "message"), [
     ([], "one of --params or --discovery-params"),
     (["--discovery-params", "{d}/disc-params.csv", "--discovery-share", "0.5"], "--discovery-share needs both"),
@@ -199,3 +223,52 @@ def test_slot_weights_set_each_slots_share() -> None:
         assert batch.cohorts[i] == report.cohort and np.array_equal(batch[i].bits, report.bits)
     with pytest.raises(InvalidParameterError, match="slot_weights"):
         DiscoverySpec(params=params, max_length=12, segment=2, slot_weights=(1, 2))
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 16, 32, 512, 2**20 + 3, 2**31 - 1])
+def test_scale_words_is_the_exact_integer_quotient(size: int) -> None:
+    from rappor.analysis.discovery._spec import scale_words
+
+    edges = [0, 1, 2**32 - 1, 2**32, 2**63, 2**64 - 1, 2**64 - 2**32, 2**64 - 2**32 - 1]
+    words = edges + [int.from_bytes(hashlib.sha256(str(i).encode()).digest()[:8], "big") for i in range(2000)]
+    got = scale_words(np.array(words, dtype=np.uint64), size)
+    assert got.tolist() == [(w * size) >> 64 for w in words]
+
+
+def test_vectorized_slots_equal_slot_of_word() -> None:
+    params = _spec().params
+    words = [int.from_bytes(hashlib.sha256(str(i).encode()).digest()[:8], "big") for i in range(5000)]
+    words += [0, 2**64 - 1]
+    arr = np.array(words, dtype=np.uint64)
+    for weights in (None, (5, 5, 4, 3, 1, 1, 1), (1, 2**20, 1, 7, 2**20, 3, 1)):
+        spec = DiscoverySpec(params=params, max_length=12, segment=2, slot_weights=weights)
+        assert spec.slots_of_words(arr).tolist() == [spec.slot_of_word(w) for w in words]
+    # Weights summing past 2**31 take the exact Python-integer path.
+    many = DiscoverySpec(params=params, max_length=4096, segment=2, slot_weights=(2**20,) * 2049)
+    assert many.slots_of_words(arr[:300]).tolist() == [many.slot_of_word(w) for w in words[:300]]
+
+
+@pytest.mark.parametrize("h", [1, 2, 3])
+@pytest.mark.parametrize("f", [0.0, 1e-9, 0.2384, 0.5, 1.0])
+def test_prr_from_indices_equals_the_bloom_matrix_rule(h: int, f: float) -> None:
+    from rappor.analysis.discovery._client import _permanent_from_indices
+    from rappor.client._randomizer import permanent_response_from_words
+
+    rng = np.random.default_rng(3)
+    n, k = 400, 64
+    indices = rng.integers(0, k, size=(n, h))  # repeated indices in a row are allowed (h > 1)
+    words = rng.integers(0, 2**32, size=(n, k), dtype=np.uint32)
+    words[0, :] = 2**32 - 1  # the extreme words: above 2t and below t
+    words[1, :] = 0
+    bloom = np.zeros((n, k), dtype=np.uint8)
+    bloom[np.arange(n)[:, None], indices] = 1
+    expect = permanent_response_from_words(bloom, words, f)
+    assert np.array_equal(_permanent_from_indices(indices, words, f), expect)
+    big_endian = words.astype(">u4")  # the client hands the SHAKE stream over as big-endian words
+    assert np.array_equal(_permanent_from_indices(indices, big_endian, f), expect)
+
+
+def test_roles_at_the_edges_of_the_share() -> None:
+    ids = [f"client {i}" for i in range(100)]
+    assert discovery_roles(KEY, ids, 1.0).all()
+    assert not discovery_roles(KEY, ids, 0.0).any()

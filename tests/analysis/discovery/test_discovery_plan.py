@@ -14,7 +14,7 @@ from rappor.analysis.discovery import DiscoverySpec
 from rappor.analysis.discovery._oracle import _trimmed_mean_variance
 from rappor.analysis.discovery._plan import discovery_frequency, plan_discovery
 from rappor.analysis.discovery._search import _thresholds
-from rappor.formats import read_params
+from rappor.formats import read_discovery_params
 
 
 def _full(p: float = 0.0) -> Params:
@@ -72,7 +72,13 @@ def test_cli_plan_with_discovery(tmp_path) -> None:
     text = out.read_text()
     assert text.startswith("# 250000 reports")  # the full-string design is planned for (1 - S) N reports
     assert "per client (one report each): eps_inf=4.000" in text
-    assert read_params(dp).num_cohorts == 32
+    params, layout = read_discovery_params(dp)  # the file alone gives the clients' layout
+    assert params.num_cohorts == 32 and layout == {"max_length": 30, "segment": 2, "slot_weights": None}
+    assert main(["plan", "--reports", "1000000", "--candidates", "1000", "--no-irr", "--top", "0",
+                 "--discovery-share", "0.75", "--discovery-lengths", "6-15", "--discovery-params-out", str(dp),
+                 "-o", str(out)]) == 0
+    weights = read_discovery_params(dp)[1]["slot_weights"]
+    assert len(weights) == 16 and f"--slot-weights {','.join(map(str, weights))}" in out.read_text()
     assert main(["plan", "--reports", "1000000", "--candidates", "1000", "--json", "--discovery-share", "0.5",
                  "-o", str(out)]) == 0
     data = json.loads(out.read_text())
