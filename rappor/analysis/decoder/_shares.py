@@ -127,7 +127,8 @@ def fixed_unexplained(u_hat: float, se: float, *, skewness_z: float = 0.0) -> fl
     confidence bound ``u - 2 SE`` left mass in the residual with only decoys, which then got
     shares (measured in ``docs/decoder.md``); on the flat lists with strings missing, the ramp
     on ``u_hat / SE`` alone (2.5 for 8.3% missing) kept 0.047 of it on average and the rest
-    went to decoys (``docs/notes/decoder-rounds.md``, "Issue 23").  The same ramp on the
+    went to decoys (``docs/notes/decoder-rounds.md``, "collections shaped like real
+    deployments").  The same ramp on the
     candidates' mass ``1 - u_hat`` leaves them none unless the data show they hold some: with
     only decoys at 1 M reports, ``u_hat`` 0.993 +- 0.020 left 0.007 for 5 decoys.
     """
