@@ -53,7 +53,7 @@ Usage::
     python benchmarks/association.py calibration [--n 100000] [--seeds 6] [--pair ss] [--outside yes|no] [--exact]
         [--profile] [--first-seed 0]
     python benchmarks/association.py speed [--n 1000000] [--candidates 100] [--method sqp] [--no-std-errors]
-        [--no-independence]
+        [--no-independence] [--params default|issue] [--categories all|detected] [--load N] [--threads]
 
 BLAS threads are pinned to 1 (threadpoolctl) unless ``--threads``.
 """
@@ -295,24 +295,47 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+#: The issue's parameters (k=32 h=2 m=32 p=0.25 q=0.75 f=0.5; ``speed --params issue``).
+ISSUE_PARAMS = rappor.Params(num_bloombits=32, num_hashes=2, num_cohorts=32, prob_p=0.25, prob_q=0.75, prob_f=0.5)
+
+
+def _busy() -> None:  # pragma: no cover - a competing process of ``speed --load``
+    while True:
+        pass
+
+
 def speed(args: argparse.Namespace) -> None:
+    import multiprocessing
+
+    params = ISSUE_PARAMS if args.params == "issue" else PARAMS
     joint, values, _ = example_joint("string-bool", args.candidates)
     t0 = time.perf_counter()
-    sim = simulate_association(PARAMS, joint, values, args.n, rng=0)
+    sim = simulate_association(params, joint, values, args.n, rng=0)
+    t_sim = time.perf_counter() - t0
+    base_mb = _peak_mb()
+    dec = AssociationDecoder(candidates=args.categories, method=args.method, max_iterations=args.max_iterations,
+                             std_errors=not args.no_std_errors, independence_test=not args.no_independence)
+    # --load N: N busy processes (pure Python loops) compete for the cores during the decode.
+    load = [multiprocessing.Process(target=_busy, daemon=True) for _ in range(args.load)]
+    for proc in load:
+        proc.start()
+    time.sleep(0.5 if load else 0.0)
     t1 = time.perf_counter()
     c1 = time.process_time()
-    base_mb = _peak_mb()
-    dec = AssociationDecoder(candidates="all", method=args.method, max_iterations=args.max_iterations,
-                             std_errors=not args.no_std_errors, independence_test=not args.no_independence)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = dec.decode(sim.reports, sim.variables)
-    t2 = time.perf_counter()
-    c2 = time.process_time()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = dec.decode(sim.reports, sim.variables)
+    finally:
+        t2 = time.perf_counter()
+        c2 = time.process_time()
+        for proc in load:
+            proc.terminate()
     d = res.diagnostics
-    print(f"N = {args.n:,} report pairs, {args.candidates} candidates + Other x boolean "
-          f"({res.proportion.size} cells), {res.n_patterns:,} distinct patterns, method {args.method}")
-    print(f"simulate            {t1 - t0:8.2f} s")
+    print(f"N = {args.n:,} report pairs, {args.candidates} candidates ({args.categories}; {params}) x boolean: "
+          f"{res.proportion.size} cells, {res.n_patterns:,} distinct patterns, method {args.method}, "
+          f"{args.load} competing busy process(es)")
+    print(f"simulate            {t_sim:8.2f} s")
     print(f"marginal decode     {d['marginal_seconds']:8.2f} s")
     print(f"group + likelihood  {d['likelihood_seconds']:8.2f} s")
     print(f"fit                 {d['em_elapsed_time']:8.2f} s  ({res.iterations} iterations, gap {res.gap:.2g}, "
@@ -363,6 +386,11 @@ def main() -> None:
     s.add_argument("--max-iterations", type=int, default=1000)
     s.add_argument("--no-std-errors", action="store_true", help="skip the covariance (the fit alone)")
     s.add_argument("--no-independence", action="store_true", help="skip the independence test")
+    s.add_argument("--params", choices=("default", "issue"), default="default",
+                   help="k=16 h=2 m=64 p=0.5 q=0.75 f=0.5 (default) or k=32 h=2 m=32 p=0.25 q=0.75 f=0.5 (issue)")
+    s.add_argument("--categories", choices=("all", "detected"), default="all",
+                   help="every candidate in the table (default) or the detected ones (decode-assoc's default)")
+    s.add_argument("--load", type=int, default=0, help="run N busy processes during the decode (a loaded machine)")
     for p in (a, i, c, s):
         p.add_argument("--threads", action="store_true", help="let BLAS use every core")
     args = parser.parse_args()

@@ -14,6 +14,7 @@ The command line uses other stages through their faces only (no private module o
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import rappor
@@ -217,3 +218,28 @@ def test_every_module_is_under_600_lines() -> None:
 def test_the_length_check_sees_a_long_module(tmp_path: Path) -> None:
     package = _made_up_package(tmp_path, {"client/_short.py": "x = 1\n" * 599, "client/_long.py": "x = 1\n" * 600})
     assert long_modules(package) == ["rappor.client._long: 600"]
+
+
+#: "issue 23", "Issue #7": history belongs in version control and docs/notes, not in the package.
+ISSUE_REFERENCE = re.compile(r"\bissues? ?#?\d+", re.IGNORECASE)
+
+
+def issue_references(package: Path = PACKAGE) -> list[str]:
+    """``module:line`` of each issue-number reference in the package's code, docstrings and messages."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if ISSUE_REFERENCE.search(line):
+                found.append(f"{_module_name(path, package)}:{number}")
+    return found
+
+
+def test_no_issue_numbers_in_the_package() -> None:
+    assert issue_references() == []
+
+
+def test_the_issue_check_sees_a_reference(tmp_path: Path) -> None:
+    package = _made_up_package(tmp_path, {"client/_a.py": "x = 1  # see issue 23\n",
+                                          "client/_b.py": '"""Issue #7 fixed this."""\n',
+                                          "client/_c.py": "tissue = 3  # issues are tracked elsewhere\n"})
+    assert issue_references(package) == ["rappor.client._a:1", "rappor.client._b:1"]

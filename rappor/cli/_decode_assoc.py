@@ -116,8 +116,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                           "residual rates, google/rappor's GetOtherProbs, or none "
                           "[default: undetected]")
     fit.add_argument("--shrinkage", choices=("boolean-split", "none"), default="boolean-split",
-                     help="string x boolean: shrink each string's TRUE/FALSE split towards the overall share by "
-                          "its empirical-Bayes factor (the intervals stay those of the maximum-likelihood table, "
+                     help="a boolean with one or two strings: shrink each string's (or pair's) TRUE/FALSE split "
+                          "towards the overall share (or its parent string's) by its empirical-Bayes factor (the intervals stay those of the maximum-likelihood table, "
                           "widened to hold the estimate); 'none': the maximum-likelihood table "
                           "[default: boolean-split]")
     fit.add_argument("--intervals", choices=("projected", "wald", "profile"), default="projected",

@@ -35,7 +35,7 @@ from ._mixture import HESSIAN_ROWS, FitResult, ProductLikelihood, _single_thread
 from ._profile import profile_intervals
 from ._other import other_bit_probabilities, undetected_bit_probabilities
 from ._result import AssociationResult, IndependenceTest, check_variable_names
-from ._shrinkage import shrink_boolean_split
+from ._shrinkage import shrink_boolean_split, shrink_nested_boolean_split
 from ._variables import OTHER, Variable
 
 if TYPE_CHECKING:
@@ -122,8 +122,10 @@ class AssociationDecoder(CheckedParameters):
         empirical-Bayes factor ``tau^2 / (tau^2 + v_i)`` (Efron and Morris 1975; see
         :mod:`rappor.analysis.association._shrinkage`), keeping the categories' shares; the
         maximum-likelihood table stays in :attr:`AssociationResult.maximum_likelihood`
-        and sets the intervals.  ``"none"``: report the maximum-likelihood table.  Other
-        tables are never shrunk.
+        and sets the intervals.  For two string variables and a boolean, each pair's split
+        is shrunk the same way towards its parent category's shrunk split (the string
+        variable whose splits vary more; :func:`~rappor.analysis.association._shrinkage.shrink_nested_boolean_split`).
+        ``"none"``: report the maximum-likelihood table.  Other tables are never shrunk.
     rng : numpy.random.Generator, int or None, default=None
         Seeds the SQP's Hessian subsample (seed 0 when None: deterministic).
 
@@ -297,6 +299,9 @@ class AssociationDecoder(CheckedParameters):
         if self.shrinkage == "boolean-split" and cov is not None and sorted(kinds) == ["boolean", "string"]:
             mle = table
             table, _ = shrink_boolean_split(table, cov, kinds.index("string"))
+        elif self.shrinkage == "boolean-split" and cov is not None and sorted(kinds) == ["boolean", "string", "string"]:
+            mle = table
+            table, _ = shrink_nested_boolean_split(table, cov, kinds.index("boolean"))
         diagnostics: dict[str, Any] = {
             "other_method": self.other,
             "std_error_method": se_method,
@@ -368,7 +373,7 @@ class AssociationDecoder(CheckedParameters):
             single = ProductLikelihood([f], lik.weights)
             # Started from the joint fit's marginal (close to the independence fit's).
             start = table.sum(axis=tuple(a for a in range(table.ndim) if a != axis))
-            start = 0.9 * start + 0.1 / start.size
+            start = 0.9 * start + 0.1 * (start > 0) / max(int((start > 0).sum()), 1)
             # Each log-likelihood within 0.01 of its maximum moves the statistic by at most 0.02 per variable.
             fit = fit_mixture(single, method="sqp", tolerance=max(self.tolerance, 0.01),
                               max_iterations=max(self.max_iterations, 100), start=start, rng=gen)
@@ -401,7 +406,7 @@ class AssociationDecoder(CheckedParameters):
 
 def _product_start(batches: Sequence[ReportBatch], variables: Sequence[Variable],
                    selections: Sequence[tuple[Any, ...]]) -> npt.NDArray[np.float64]:
-    """``outer(marginal guesses)`` mixed with 10% of the uniform table: a starting point for SQP.
+    """``outer(marginal guesses)`` mixed with 10% of a uniform table: a starting point for SQP.
 
     A string variable's guess is its marginal decode's shares of the categories (the rest on
     "Other"); a boolean's is the debiased share of reports with the bit set.
@@ -419,7 +424,13 @@ def _product_start(batches: Sequence[ReportBatch], variables: Sequence[Variable]
             if len(labels) > len(columns):  # "Other"
                 shares = np.append(shares, max(1.0 - shares.sum(), 0.0))
             guess = shares / shares.sum() if shares.sum() > 0 else np.full(len(labels), 1.0 / len(labels))
-        guess = 0.9 * guess + 0.1 / guess.size
+        # 10% of the uniform table over the categories with a positive guess (and Other): a
+        # candidate the marginal decode puts at 0 starts at 0, so that with every candidate of a
+        # large map in the table the fit's working set starts small (see fit_mixture).
+        keep = guess > 0
+        if len(labels) > len(columns):
+            keep[-1] = True
+        guess = 0.9 * guess + 0.1 * keep / keep.sum()
         table = np.multiply.outer(table, guess).reshape(-1)
     out: npt.NDArray[np.float64] = table / table.sum()
     return out

@@ -332,6 +332,12 @@ class CodedLikelihood:
         return CodedLikelihood(self.codes[:, keep], self.values, None if self.other is None else self.other[keep],
                                None if self.scale is None else self.scale[keep])
 
+    def columns(self, columns: npt.NDArray[np.intp]) -> CodedLikelihood:
+        """The categories ``columns`` (sorted; index ``n_candidates`` is Other) only."""
+        keep = columns[columns < self.n_candidates]
+        other = self.other if self.other is not None and self.n_candidates in columns else None
+        return CodedLikelihood(self.codes[keep], self.values, other, self.scale)
+
     def dense(self) -> npt.NDArray[np.float64]:
         """The whole (G, C) matrix."""
         return self.take(np.arange(self.shape[0]))

@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from ._inference import conditional_distribution
 
-__all__ = ["shrink_boolean_split"]
+__all__ = ["shrink_boolean_split", "shrink_nested_boolean_split"]
 
 Array = npt.NDArray[np.float64]
 
@@ -61,16 +61,95 @@ def shrink_boolean_split(table: Array, cov: Array | None, string_axis: int) -> t
     cond, se = conditional_distribution(table, cov, string_axis)
     c_i = np.moveaxis(cond, string_axis, 0)[:, 0]
     v_i = np.moveaxis(se, string_axis, 0)[:, 0] ** 2
-    usable = (mass > 0) & np.isfinite(c_i) & np.isfinite(v_i)
-    if usable.sum() < 3:  # Stein's gain needs at least three means
-        return table, ones
     c = float(rows[:, 0].sum() / mass.sum())
-    w = mass[usable]
-    tau2 = max(float(np.sum(w * ((c_i[usable] - c) ** 2 - v_i[usable])) / w.sum()), 0.0)
-    factor = np.ones(rows.shape[0])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        factor[usable] = np.where(tau2 + v_i[usable] > 0, tau2 / (tau2 + v_i[usable]), 1.0)
-    split = np.where(usable, c + factor * (np.nan_to_num(c_i) - c), np.nan_to_num(c_i, nan=c))
-    split = np.clip(split, 0.0, 1.0)
+    split, factor, _ = _shrink_toward(c_i, v_i, mass, np.full(rows.shape[0], c))
+    if split is None:  # Stein's gain needs at least three means
+        return table, ones
     shrunk = np.stack([mass * split, mass * (1.0 - split)], axis=1)
     return np.moveaxis(shrunk, 0, string_axis), factor
+
+
+def _shrink_toward(c_i: Array, v_i: Array, mass: Array, prior: Array) -> tuple[Array | None, Array, float]:
+    """Posterior means ``prior + tau^2 / (tau^2 + v_i) (c_i - prior)``, ``tau^2`` by the method of moments.
+
+    Returns the shrunk splits (``None`` when fewer than three are usable), the factors and ``tau^2``.
+    """
+    factor = np.ones(c_i.shape[0])
+    usable = (mass > 0) & np.isfinite(c_i) & np.isfinite(v_i)
+    if usable.sum() < 3:
+        return None, factor, 0.0
+    w = mass[usable]
+    tau2 = max(float(np.sum(w * ((c_i[usable] - prior[usable]) ** 2 - v_i[usable])) / w.sum()), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor[usable] = np.where(tau2 + v_i[usable] > 0, tau2 / (tau2 + v_i[usable]), 1.0)
+    split = np.where(usable, prior + factor * (np.nan_to_num(c_i) - prior), np.where(np.isfinite(c_i), c_i, prior))
+    return np.clip(split, 0.0, 1.0), factor, tau2
+
+
+def shrink_nested_boolean_split(table: Array, cov: Array | None, boolean_axis: int) -> tuple[Array, int | None]:
+    """Two string variables and a boolean: shrink ``P(TRUE | a, b)`` towards the shrunk ``P(TRUE | parent)``.
+
+    The two-level form of :func:`shrink_boolean_split` (a hierarchical empirical-Bayes model,
+    Efron and Morris 1975, section 7; Gelman et al., *Bayesian Data Analysis*, 3rd ed., ch. 5):
+    each string variable's own splits ``P(TRUE | a)`` are shrunk towards ``P(TRUE)`` as for
+    one string; the **parent** is the string variable whose splits vary more between its
+    categories (the larger ``tau^2``); then every pair's split ``P(TRUE | a, b)`` is shrunk
+    towards its parent category's shrunk split by ``tau_2^2 / (tau_2^2 + v_ab)``, with
+    ``tau_2^2`` the moment estimate of the pairs' spread around them.  The pairs' shares
+    ``P(a, b)`` are kept.
+
+    Parameters
+    ----------
+    table : ndarray of shape (A, B, 2) with the boolean's axis anywhere
+    cov : ndarray of shape (4 A B / 2, ...) or None
+        Its covariance; without it the table is returned unchanged.
+    boolean_axis : int
+
+    Returns
+    -------
+    table : ndarray
+        The shrunk table, same shape.
+    parent : int or None
+        The parent's axis in ``table`` (None: unchanged).
+    """
+    if cov is None or table.ndim != 3 or table.shape[boolean_axis] != 2 or not table.sum() > 0:
+        return table, None
+    axes = [a for a in range(3) if a != boolean_axis]
+    order = axes + [boolean_axis]
+    moved = np.transpose(table, order)
+    index = np.transpose(np.arange(table.size).reshape(table.shape), order).reshape(-1)
+    cov_m = cov[np.ix_(index, index)]
+    best: tuple[float, int, Array] | None = None
+    for position in (0, 1):
+        pair = moved if position == 0 else moved.transpose(1, 0, 2)
+        rows = pair.sum(axis=1)
+        group = np.arange(moved.size).reshape(moved.shape)
+        group = (group if position == 0 else group.transpose(1, 0, 2))
+        member = np.zeros((rows.size, moved.size))
+        for a in range(pair.shape[0]):
+            for k in range(2):
+                member[a * 2 + k, group[a, :, k]] = 1.0
+        cond, se = conditional_distribution(rows, member @ cov_m @ member.T, 0)
+        mass = rows.sum(axis=1)
+        c = float(rows[:, 0].sum() / mass.sum())
+        split, _, tau2 = _shrink_toward(cond[:, 0], se[:, 0] ** 2, mass, np.full(rows.shape[0], c))
+        if split is not None and (best is None or tau2 > best[0]):
+            best = (tau2, position, split)
+    if best is None:
+        return table, None
+    _, position, parent_split = best
+    pair = moved if position == 0 else moved.transpose(1, 0, 2)
+    cells = np.arange(moved.size).reshape(moved.shape)
+    perm = (cells if position == 0 else cells.transpose(1, 0, 2)).reshape(-1)
+    flat = pair.reshape(-1, 2)
+    cond, se = conditional_distribution(flat, cov_m[np.ix_(perm, perm)], 0)
+    mass = flat.sum(axis=1)
+    prior = np.repeat(parent_split, pair.shape[1])
+    split, _, _ = _shrink_toward(cond[:, 0], se[:, 0] ** 2, mass, prior)
+    if split is None:
+        return table, None
+    shrunk = np.stack([mass * split, mass * (1.0 - split)], axis=1).reshape(pair.shape)
+    if position == 1:
+        shrunk = shrunk.transpose(1, 0, 2)
+    out = np.transpose(shrunk, np.argsort(order))
+    return out, axes[position]

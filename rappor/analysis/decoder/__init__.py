@@ -31,7 +31,8 @@ The package's modules (private), in the order a decode uses them:
 ``_intervals.py``             marginal, FCR-adjusted and selective confidence intervals
 ``_result.py``                :class:`DecodeResult` and :class:`DecodeDiagnostics`
 ``_dispersion.py``            what a residual dispersion well above 1 points to (repeated reports,
-                              missing strings, parameters that do not match the counts)
+                              missing strings, parameters that do not match the counts); the
+                              residual skewness (also read by the shares' unexplained mass)
 ============================  ==============================================================
 """
 

@@ -35,6 +35,7 @@ from ..._util.lazy import lazy_module
 from ..._util.validation import RngLike, check_rng
 from ...params import Params
 from ._adjust import DetectionRule
+from ._dispersion import residual_skewness
 from ._fit import (closed_form_fit, fit_support, free_column_coefficient, in_span, max_std_residual, orthogonal_part,
                    whitened_residuals)
 from ._null import RandomStringNull, normal_pvalues, null_pvalues
@@ -143,7 +144,9 @@ def estimate(options: DecodeOptions, counts: npt.NDArray[np.int64], matrix: sp.c
     fitted_proportion: Array | None = None
     if options.shares == "all" and problem.n_distinct:
         fitted_proportion = problem.spread(coef, math.nan)
-        coef = _all_shares(problem, problem.weighted_design() if design is None else design, fitted, raw, raw_se)
+        skew, skew_se = residual_skewness(residuals)
+        coef = _all_shares(problem, problem.weighted_design() if design is None else design, fitted, raw, raw_se,
+                           skew / skew_se if skew_se > 0 else math.nan)
     return Estimates(proportion=problem.spread(coef, math.nan), prop_std_error=problem.spread(fitted.se, math.nan),
                      pvalue=problem.spread(fitted.pvalue, math.nan), adjusted_pvalue=problem.spread(adjusted, math.nan),
                      group=problem.group, diagnostics=diagnostics,
@@ -151,9 +154,11 @@ def estimate(options: DecodeOptions, counts: npt.NDArray[np.int64], matrix: sp.c
 
 
 def _all_shares(problem: WeightedProblem, design: WeightedDesign, fitted: _DistinctFit, unexplained: float,
-                unexplained_se: float) -> Array:
-    """Every distinguishable candidate's empirical-Bayes share (:func:`~._shares.regression_shares`)."""
-    u_star = fixed_unexplained(unexplained, unexplained_se) if fitted.modelled_unexplained else 0.0
+                unexplained_se: float, skewness_z: float) -> Array:
+    """Every distinguishable candidate's empirical-Bayes share (:func:`~._shares.regression_shares`);
+    ``skewness_z``: the fit's residual skewness over its standard error (:func:`~._shares.fixed_unexplained`)."""
+    u_star = (fixed_unexplained(unexplained, unexplained_se, skewness_z=skewness_z)
+              if fitted.modelled_unexplained else 0.0)
     s_u = problem.n_distinct
     return regression_shares(design.candidates, problem.b, design.col_sq_norms[:s_u], np.nan_to_num(fitted.coef),
                              background=design.background if fitted.modelled_unexplained else None,

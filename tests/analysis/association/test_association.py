@@ -90,6 +90,8 @@ def test_log_likelihoods_equal_per_bit_products(seed: int, with_other: bool) -> 
     assert isinstance(coded, CodedLikelihood) and not impossible.any()
     lik = coded.dense()
     np.testing.assert_array_equal(coded.block(10, 20), lik[10:20])
+    keep = np.array([1, 3]) if not with_other else np.array([1, 3, 4])  # 4: Other
+    np.testing.assert_array_equal(coded.columns(keep).dense(), lik[:, keep])
     np.testing.assert_allclose(lik / ref, np.broadcast_to((lik / ref)[:, :1], ref.shape), rtol=1e-12)
 
 
@@ -210,6 +212,37 @@ def test_sqp_with_a_hessian_subsample_converges(monkeypatch: pytest.MonkeyPatch)
     sampled = dec.decode(reports, variables)
     assert sampled.converged
     np.testing.assert_allclose(sampled.proportion, exact.proportion, atol=1e-4)
+
+
+def test_sqp_from_a_sparse_start_fits_over_a_working_set_and_reaches_the_same_maximum(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Started with most categories at 0 (every candidate of a map, few present), the fit works on
+    # a working set of the first variable's categories and adds the rest as their gradients ask;
+    # its certificate runs over every cell, so it ends at the maximum the full fit reaches.
+    import rappor.analysis.association._mixture as mixture
+
+    gen = np.random.default_rng(7)
+    lik = ProductLikelihood([gen.random((3000, 120)) ** 8, np.tile([[0.3, 0.8], [0.7, 0.2]], (1500, 1))],
+                            gen.integers(1, 4, 3000).astype(np.float64))
+    full = fit_mixture(lik, tolerance=1e-6)
+    sizes: list[int] = []
+    real_loop = mixture._sqp_loop
+
+    def loop(sub, *args, **kwargs):  # type: ignore[no-untyped-def]
+        sizes.append(sub.shape[0])
+        return real_loop(sub, *args, **kwargs)
+
+    monkeypatch.setattr(mixture, "_sqp_loop", loop)
+    start = np.zeros(lik.size)
+    start[:10] = 0.1
+    sparse = fit_mixture(lik, tolerance=1e-6, start=start)
+    assert sparse.converged and full.converged
+    assert sizes[0] == 5 + 32 and min(sizes) < 120  # support (10 cells = 5 categories) + 32 entering
+    assert sparse.log_likelihood >= full.log_likelihood - 2e-6  # both within 1e-6 of the maximum
+    np.testing.assert_allclose(sparse.table, full.table, atol=2e-3)
+    restricted = lik.restrict(np.array([3, 7, 50]))
+    np.testing.assert_allclose(restricted.forward(np.arange(6.0)),
+                               lik.forward(np.bincount(lik.cells_of(np.array([3, 7, 50])), np.arange(6.0), lik.size)))
 
 
 def test_three_variables_fit_and_product_hessian_equals_dense() -> None:

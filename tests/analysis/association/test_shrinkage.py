@@ -1,4 +1,4 @@
-"""rappor.analysis.association._shrinkage: the empirical-Bayes split of a boolean given a string."""
+"""rappor.analysis.association._shrinkage: the empirical-Bayes split of a boolean given one or two strings."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from rappor import Params
 from rappor.analysis.association import AssociationDecoder, example_joint, simulate_association, total_variation
-from rappor.analysis.association._shrinkage import shrink_boolean_split
+from rappor.analysis.association._shrinkage import shrink_boolean_split, shrink_nested_boolean_split
 
 PARAMS = Params(num_bloombits=32, num_hashes=2, num_cohorts=32, prob_p=0.25, prob_q=0.75, prob_f=0.5)
 
@@ -38,6 +38,30 @@ def test_shrink_boolean_split_transposed_is_the_same() -> None:
     shrunk, _ = shrink_boolean_split(table, cov, 0)
     shrunk_t, _ = shrink_boolean_split(table.T, cov[np.ix_(perm, perm)], 1)
     np.testing.assert_allclose(shrunk_t, shrunk.T, rtol=1e-12)
+
+
+def _nested_table(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(4, 3, 2): the boolean's split depends on the first string only, plus noise; its covariance."""
+    pairs = rng.dirichlet(np.ones(12) * 3).reshape(4, 3)
+    split = np.array([0.1, 0.4, 0.6, 0.9])[:, None] + rng.normal(0, 0.05, size=(4, 3))
+    table = np.stack([pairs * split, pairs * (1 - split)], axis=2)
+    a = rng.normal(size=(24, 24)) * 2e-3
+    return table, a @ a.T + np.eye(24) * 1e-4
+
+
+def test_nested_split_keeps_pair_shares_picks_the_varying_parent_and_is_order_free() -> None:
+    table, cov = _nested_table(np.random.default_rng(3))
+    shrunk, parent = shrink_nested_boolean_split(table, cov, 2)
+    assert parent == 0  # the splits vary with the first string (0.1 .. 0.9), not the second
+    np.testing.assert_allclose(shrunk.sum(axis=2), table.sum(axis=2), rtol=1e-12)
+    assert np.all((shrunk >= 0) & np.isfinite(shrunk))
+    # the same table with the boolean first and the strings swapped: the same result, transposed
+    order = (2, 1, 0)
+    index = np.transpose(np.arange(24).reshape(4, 3, 2), order).reshape(-1)
+    moved, parent_m = shrink_nested_boolean_split(np.transpose(table, order), cov[np.ix_(index, index)], 0)
+    assert parent_m == 2
+    np.testing.assert_allclose(moved, np.transpose(shrunk, order), rtol=1e-10, atol=1e-15)
+    assert shrink_nested_boolean_split(table, None, 2) == (table, None)
 
 
 @pytest.mark.parametrize("seed", [11, 12])

@@ -16,6 +16,7 @@ import rappor
 from rappor import Aggregate, Decoder, Params, hash_candidates
 from rappor import simulation as scenario
 from rappor.analysis.decoder import _shares
+from rappor.analysis.decoder._dispersion import residual_skewness
 from rappor.formats import write_results
 
 PARAMS = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
@@ -39,6 +40,12 @@ def test_fixed_unexplained_ramp():
     # The candidates' mass 1 - u_hat gets the same ramp: within 1 SE of all unexplained, all of it.
     assert _shares.fixed_unexplained(0.993, 0.020) == 1.0
     assert _shares.fixed_unexplained(0.96, 0.020) == pytest.approx(1.0 - 0.04 * 0.5)   # 1 - u_hat = 2 SE
+    # A residual skewness is a second mark of mass outside the list: their Stouffer combination counts when
+    # larger (z = 2 and 4 SE of skewness: (2 + 4) / sqrt(2) = 4.2, all of it); it never lowers the ramp.
+    assert _shares.fixed_unexplained(0.10, 0.05, skewness_z=4.0) == pytest.approx(0.10)
+    assert _shares.fixed_unexplained(0.10, 0.05, skewness_z=-3.0) == pytest.approx(0.05)
+    assert _shares.fixed_unexplained(0.10, 0.05, skewness_z=math.nan) == pytest.approx(0.05)
+    assert _shares.fixed_unexplained(0.04, 0.05, skewness_z=2.0) == pytest.approx(0.04 * (2.8 / math.sqrt(2) - 1) / 2)
 
 
 def test_shares_are_deterministic_and_sum_at_most_one_minus_fixed_unexplained():
@@ -49,7 +56,8 @@ def test_shares_are_deterministic_and_sum_at_most_one_minus_fixed_unexplained():
     np.testing.assert_array_equal(a.proportion, b.proportion)
     assert a.shares == "all" and np.all(a.proportion >= 0)
     d = a.diagnostics
-    u_star = _shares.fixed_unexplained(d.unexplained_mass_unclipped, d.unexplained_std_error)
+    skew, skew_se = residual_skewness(d.residuals)
+    u_star = _shares.fixed_unexplained(d.unexplained_mass_unclipped, d.unexplained_std_error, skewness_z=skew / skew_se)
     assert float(a.proportion.sum()) <= 1.0 - u_star + 1e-12
     # Every candidate is real here: the shares reach far beyond the detected strings (measured,
     # seed 0: 97 rows, 6 detected) and their TV is well below that of the detected strings'

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import rappor
-from rappor.analysis.decoder._dispersion import bits_per_report, explain_dispersion
+from rappor.analysis.decoder._dispersion import bits_per_report, explain_dispersion, residual_skewness
 from rappor.simulation import Population, simulate, true_ones
 
 PARAMS = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=32, prob_p=0.5, prob_q=0.75, prob_f=0.5)
@@ -86,3 +86,16 @@ def test_bits_per_report_matches_the_filters(seed: int) -> None:
 def test_bits_per_report_without_reports() -> None:
     counts = np.zeros((PARAMS.num_cohorts, PARAMS.num_bloombits + 1), dtype=np.int64)
     assert all(math.isnan(x) for x in bits_per_report(counts, PARAMS))
+
+
+def test_residual_skewness() -> None:
+    """The sample skewness of the finite residuals with SE sqrt(6 / n); 0 when they are all equal, nan below 3."""
+    rng = np.random.default_rng(0)
+    x = rng.exponential(size=20_000)  # skewness 2
+    skew, se = residual_skewness(np.concatenate([x, [np.nan]]))
+    assert se == pytest.approx(math.sqrt(6.0 / 20_000))
+    assert skew == pytest.approx(2.0, abs=0.3)  # the sample skewness of 20,000 exponentials: SD about 0.1
+    normal, _ = residual_skewness(rng.normal(size=20_000))
+    assert abs(normal) < 4 * se
+    assert residual_skewness(np.zeros(32)) == (0.0, math.sqrt(6.0 / 32))
+    assert all(math.isnan(v) for v in residual_skewness([1.0, np.nan]))
