@@ -36,7 +36,7 @@ def _benjamini_hochberg(p: Array, level: float) -> Array:
     if not np.all(p == np.clip(p, 0.0, 1.0)):
         raise ValueError("Benjamini-Hochberg needs p-values between 0 and 1.")
     if p.size <= 1:
-        return p
+        return p.copy()  # (scipy returns its input; every other correction here returns a new array)
     order = np.argsort(p)
     ranked = p[order] * (p.size / np.arange(1, p.size + 1, dtype=p.dtype))
     np.minimum.accumulate(ranked[::-1], out=ranked[::-1])
