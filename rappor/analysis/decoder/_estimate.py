@@ -146,7 +146,7 @@ def estimate(options: DecodeOptions, counts: npt.NDArray[np.int64], matrix: sp.c
         fitted_proportion = problem.spread(coef, math.nan)
         skew, skew_se = residual_skewness(residuals)
         coef = _all_shares(problem, problem.weighted_design() if design is None else design, fitted, raw, raw_se,
-                           skew / skew_se if skew_se > 0 else math.nan)
+                           skew / skew_se)  # nan below 3 residuals (skew_se is then nan too)
     return Estimates(proportion=problem.spread(coef, math.nan), prop_std_error=problem.spread(fitted.se, math.nan),
                      pvalue=problem.spread(fitted.pvalue, math.nan), adjusted_pvalue=problem.spread(adjusted, math.nan),
                      group=problem.group, diagnostics=diagnostics,
