@@ -277,7 +277,7 @@ def encode_discovery_clients(spec: DiscoverySpec, key: bytes, client_ids: Sequen
         hi = min(n, lo + _BLOCK_ROWS)
         stream = b"".join([shake_256(m).digest(out_bytes) for m in messages[lo:hi]])
         block = permanent_response_from_indices(bits[lo:hi], np.frombuffer(stream, dtype=">u4").reshape(hi - lo, k),
-                                        wire.prob_f)
+                                                wire.prob_f)
         if no_irr:
             packed[lo:hi] = pack_bits(block)
         else:
