@@ -118,7 +118,7 @@ def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values
         try:
             datas = [v.encode("utf-8") if type(v) is str else value_bytes(v) for v in values]
         except (UnicodeEncodeError, InvalidParameterError):
-            raise_not_utf8(values, "values")
+            raise_not_utf8(values, "values", "encode_clients")
             raise
     shake_256, out_bytes = hashlib.shake_256, 4 * k
     stream = b"".join([shake_256(prefixes[r] + d).digest(out_bytes) for r, d in zip(rows, datas)])

@@ -297,7 +297,7 @@ def split_bit_indices(heads: Sequence[bytes], tails: Sequence[bytes], seeds: Seq
     return out
 
 
-def raise_not_utf8(items: Sequence[Any], name: str, owner: str = "encode_clients") -> None:
+def raise_not_utf8(items: Sequence[Any], name: str, owner: str) -> None:
     """Raise the error of the first str in ``items`` that UTF-8 cannot encode (if any)."""
     for position, item in enumerate(items):
         problem = utf8_problem(item) if isinstance(item, str) else ""

@@ -61,9 +61,9 @@ def hmac_sha256_many(keys: Sequence[bytes], message: bytes) -> list[bytes]:
     n = len(keys)
     if n == 0:
         return []
-    raw = np.frombuffer(b"".join(keys), dtype=np.uint8)
-    if raw.size != 32 * n or any(len(k) != 32 for k in keys):
+    if any(len(k) != 32 for k in keys):
         raise InvalidParameterError("hmac_sha256_many: every key must have 32 bytes.")
+    raw = np.frombuffer(b"".join(keys), dtype=np.uint8)
     pads = np.empty((n, 2, _BLOCK), dtype=np.uint8)
     pads[:, 0] = 0x36
     pads[:, 1] = 0x5C

@@ -53,6 +53,7 @@ __all__ = [
     "instantaneous_response_from_words",
     "irr_thresholds",
     "permanent_response",
+    "permanent_response_from_indices",
     "permanent_response_from_words",
     "prr_threshold",
 ]
@@ -142,6 +143,23 @@ def permanent_response_from_words(bloom: npt.NDArray[np.integer[Any]], words: np
     t = prr_threshold(prob_f)
     # Python-int thresholds compare exactly with uint32 (2t = 2**32 at f = 1 is above every word).
     prr = permanent_response(bloom.astype(bool), words < 2 * t, words < t)
+    return prr.view(np.uint8)
+
+
+def permanent_response_from_indices(indices: npt.NDArray[np.int64], words: npt.NDArray[np.uint32],
+                                    prob_f: float) -> npt.NDArray[np.uint8]:
+    """The PRR of Bloom filters given by their bit ``indices`` (``(n, h)``), from one word per bit.
+
+    :func:`permanent_response_from_words` without the Bloom matrix: a clear bit is ``u < t``
+    and a set bit is ``u < t or u >= 2t`` (``t`` of :func:`prr_threshold`), so one comparison
+    covers the ``k - h`` clear bits of a row (the discovery client's batch).
+    """
+    t = prr_threshold(prob_f)
+    prr = words < t
+    rows = np.arange(words.shape[0])[:, np.newaxis]
+    chosen = words[rows, indices]
+    # Python-int thresholds compare exactly with uint32 (2t = 2**32 at f = 1 is above every word).
+    prr[rows, indices] = (chosen < t) | (chosen >= 2 * t)
     return prr.view(np.uint8)
 
 

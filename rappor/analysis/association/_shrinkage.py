@@ -119,17 +119,13 @@ def shrink_nested_boolean_split(table: Array, cov: Array | None, boolean_axis: i
     moved = np.transpose(table, order)
     index = np.transpose(np.arange(table.size).reshape(table.shape), order).reshape(-1)
     cov_m = cov[np.ix_(index, index)]
+    # cov_m's axes as (A, B, 2, A, B, 2): a string's (category, boolean) sums' covariance sums out the other string.
+    cov6 = cov_m.reshape(moved.shape * 2)
     best: tuple[float, int, Array] | None = None
     for position in (0, 1):
-        pair = moved if position == 0 else moved.transpose(1, 0, 2)
-        rows = pair.sum(axis=1)
-        group = np.arange(moved.size).reshape(moved.shape)
-        group = (group if position == 0 else group.transpose(1, 0, 2))
-        member = np.zeros((rows.size, moved.size))
-        for a in range(pair.shape[0]):
-            for k in range(2):
-                member[a * 2 + k, group[a, :, k]] = 1.0
-        cond, se = conditional_distribution(rows, member @ cov_m @ member.T, 0)
+        rows = moved.sum(axis=1 - position)
+        other = 1 - position
+        cond, se = conditional_distribution(rows, cov6.sum(axis=(other, other + 3)).reshape(rows.size, rows.size), 0)
         mass = rows.sum(axis=1)
         c = float(rows[:, 0].sum() / mass.sum())
         split, _, tau2 = _shrink_toward(cond[:, 0], se[:, 0] ** 2, mass, np.full(rows.shape[0], c))

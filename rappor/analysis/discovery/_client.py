@@ -57,8 +57,8 @@ from ...client._hashing import raise_not_utf8, split_bit_indices, value_bytes
 from ...client._hmac import hmac_sha256_many
 from ...client._randomizer import (
     instantaneous_response_from_words,
+    permanent_response_from_indices,
     permanent_response_from_words,
-    prr_threshold,
 )
 from ...client._reports import Report, ReportBatch
 from ._spec import COMPLETE, PARTIAL, DiscoverySpec, scale_words
@@ -92,23 +92,6 @@ def _roles_of_words(words: npt.NDArray[np.uint64], share: float) -> npt.NDArray[
         return np.ones(words.shape[0], dtype=bool)
     out: npt.NDArray[np.bool_] = words[:, 2] < np.uint64(cut)
     return out
-
-
-def _permanent_from_indices(indices: npt.NDArray[np.int64], words: npt.NDArray[np.uint32],
-                            prob_f: float) -> npt.NDArray[np.uint8]:
-    """The PRR of Bloom filters given by their bit ``indices`` (``(n, h)``), from one word per bit.
-
-    :func:`rappor.client._randomizer.permanent_response_from_words` without the Bloom
-    matrix: a clear bit is ``u < t`` and a set bit is ``u < t or u >= 2t`` (``t`` of
-    :func:`prr_threshold`), so one comparison covers the ``k - h`` clear bits of a row.
-    """
-    t = prr_threshold(prob_f)
-    prr = words < t
-    rows = np.arange(words.shape[0])[:, np.newaxis]
-    chosen = words[rows, indices]
-    # Python-int thresholds compare exactly with uint32 (2t = 2**32 at f = 1 is above every word).
-    prr[rows, indices] = (chosen < t) | (chosen >= 2 * t)
-    return prr.view(np.uint8)
 
 
 def _check_levels(levels: Any, owner: str) -> int:
@@ -293,8 +276,8 @@ def encode_discovery_clients(spec: DiscoverySpec, key: bytes, client_ids: Sequen
     for lo in range(0, n, _BLOCK_ROWS):
         hi = min(n, lo + _BLOCK_ROWS)
         stream = b"".join([shake_256(m).digest(out_bytes) for m in messages[lo:hi]])
-        block = _permanent_from_indices(bits[lo:hi], np.frombuffer(stream, dtype=">u4").reshape(hi - lo, k),
-                                        wire.prob_f)
+        block = permanent_response_from_indices(bits[lo:hi], np.frombuffer(stream, dtype=">u4").reshape(hi - lo, k),
+                                                wire.prob_f)
         if no_irr:
             packed[lo:hi] = pack_bits(block)
         else:

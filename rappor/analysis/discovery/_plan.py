@@ -45,7 +45,7 @@ from ...params import Params
 from ...privacy._planner import PlanResult, plan
 from ._oracle import _trimmed_mean_variance
 from ._privacy import DiscoveryPrivacy, discovery_privacy
-from ._search import _thresholds
+from ._search import DEFAULT_FALSE_CHILDREN, DEFAULT_PENDING, DEFAULT_RESERVE, _thresholds
 from ._spec import DiscoverySpec
 
 __all__ = ["DiscoveryPlan", "discovery_frequency", "plan_discovery", "plan_slot_weights", "plan_with_discovery"]
@@ -65,7 +65,8 @@ def _norm_cdf(x: float) -> float:
 
 
 def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: int = 16, power: float = 0.5,
-                        false_children: float = 0.25, reserve: float = 2.0, pending: float = 100.0) -> float:
+                        false_children: float = DEFAULT_FALSE_CHILDREN, reserve: float = DEFAULT_RESERVE,
+                        pending: float = DEFAULT_PENDING) -> float:
     """Smallest share of the discovery reports whose value is found with probability ``power``.
 
     Parameters
@@ -220,7 +221,7 @@ class DiscoveryPlan:
     @property
     def thresholds(self) -> dict[str, float]:
         """The z-scores :func:`discovery_frequency` models: the search's defaults and the confirmation's."""
-        th = _thresholds(self.spec, 0.25, 2.0, 100.0, None)
+        th = _thresholds(self.spec, DEFAULT_FALSE_CHILDREN, DEFAULT_RESERVE, DEFAULT_PENDING, None)
         return {"z_extend": th.extend, "z_reserve": th.reserve, "z_pending": th.pending, "z_confirm": _Z_CONFIRM}
 
     def as_dict(self) -> dict[str, Any]:

@@ -236,6 +236,11 @@ class _Thresholds:
     pending: float  # complete extensions pooled
 
 
+#: :func:`discover`'s defaults of ``false_children``, ``reserve`` and ``pending`` (the planner,
+#: :func:`rappor.analysis.discovery.discovery_frequency`, models the same search).
+DEFAULT_FALSE_CHILDREN, DEFAULT_RESERVE, DEFAULT_PENDING = 0.25, 2.0, 100.0
+
+
 def _thresholds(spec: DiscoverySpec, false_children: float, reserve: float, pending: float,
                 z_extend: float | None) -> _Thresholds:
     """The z-scores extensions need, from the expected absent children kept per prefix."""
@@ -300,8 +305,9 @@ class _SlotScores:
             self.fitted.update(zip(strong, self.oracle.explain(strong).tolist()))
 
 
-def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000, false_children: float = 0.25,
-             reserve: float = 2.0, pending: float = 100.0, z_extend: float | None = None,
+def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
+             false_children: float = DEFAULT_FALSE_CHILDREN, reserve: float = DEFAULT_RESERVE,
+             pending: float = DEFAULT_PENDING, z_extend: float | None = None,
              significance_level: float = 0.05, max_candidates: int = 1 << 28, explain: int = 256,
              trace: Sequence[bytes] = (), progress: Callable[[int], None] | None = None) -> DiscoveryResult:
     """Find frequent values in discovery reports (see the module docstring).

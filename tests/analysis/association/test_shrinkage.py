@@ -101,3 +101,25 @@ def test_decode_reports_each_stage_to_progress_in_order() -> None:
         warnings.simplefilter("ignore")
         AssociationDecoder().decode(sim.reports, sim.variables, progress=seen.append)
     assert tuple(seen) == STAGES
+
+
+def test_nested_split_lowers_the_splits_error_against_the_truth() -> None:
+    # The point of the two-level model: pairs whose true split is their first string's (0.1 .. 0.9)
+    # up to small deviations, seen through independent noise (sd 0.01 a cell, pair masses about
+    # 0.08): the shrunk pair splits are far nearer the truth than the noisy ones, on average over
+    # 200 draws (measured ratio 0.14-0.37 over seeds 0-5; asserted below 0.6).
+    rng = np.random.default_rng(0)
+    pairs = rng.dirichlet(np.ones(12) * 3).reshape(4, 3)
+    split = np.array([0.1, 0.4, 0.6, 0.9])[:, None] + rng.normal(0, 0.03, size=(4, 3))
+    truth = np.stack([pairs * split, pairs * (1 - split)], axis=2)
+    cov = np.eye(24) * 1e-4
+    noisy_error = shrunk_error = 0.0
+    parents = []
+    for _ in range(200):
+        noisy = np.clip(truth + rng.normal(0, 1e-2, size=truth.shape), 1e-6, None)
+        shrunk, parent = shrink_nested_boolean_split(noisy, cov, 2)
+        parents.append(parent)
+        noisy_error += float(((noisy[..., 0] / noisy.sum(axis=2) - split) ** 2).sum())
+        shrunk_error += float(((shrunk[..., 0] / shrunk.sum(axis=2) - split) ** 2).sum())
+    assert shrunk_error < 0.6 * noisy_error
+    assert parents.count(0) >= 190  # the string the splits vary with

@@ -251,8 +251,7 @@ def test_vectorized_slots_equal_slot_of_word() -> None:
 @pytest.mark.parametrize("h", [1, 2, 3])
 @pytest.mark.parametrize("f", [0.0, 1e-9, 0.2384, 0.5, 1.0])
 def test_prr_from_indices_equals_the_bloom_matrix_rule(h: int, f: float) -> None:
-    from rappor.analysis.discovery._client import _permanent_from_indices
-    from rappor.client._randomizer import permanent_response_from_words
+    from rappor.client._randomizer import permanent_response_from_indices, permanent_response_from_words
 
     rng = np.random.default_rng(3)
     n, k = 400, 64
@@ -263,9 +262,9 @@ def test_prr_from_indices_equals_the_bloom_matrix_rule(h: int, f: float) -> None
     bloom = np.zeros((n, k), dtype=np.uint8)
     bloom[np.arange(n)[:, None], indices] = 1
     expect = permanent_response_from_words(bloom, words, f)
-    assert np.array_equal(_permanent_from_indices(indices, words, f), expect)
+    assert np.array_equal(permanent_response_from_indices(indices, words, f), expect)
     big_endian = words.astype(">u4")  # the client hands the SHAKE stream over as big-endian words
-    assert np.array_equal(_permanent_from_indices(indices, big_endian, f), expect)
+    assert np.array_equal(permanent_response_from_indices(indices, big_endian, f), expect)
 
 
 def test_roles_at_the_edges_of_the_share() -> None:

@@ -64,6 +64,32 @@ def test_discovery_frequency_follows_its_formula() -> None:
     assert ratio == pytest.approx(0.1, rel=1e-6)
 
 
+def test_discovery_frequency_chain_equals_enumerating_the_search_paths() -> None:
+    # The model's two-state chain against every path a 16-byte value can take through its 7 prefix
+    # slots: each slot z >= z_extend ("strong") or z_reserve <= z < z_extend ("weak", a reserve),
+    # never two reserves in a row; then z_pending in its last slot and z_confirm pooled over the 8 after.
+    import itertools
+
+    from rappor.analysis.discovery._plan import _Z_CONFIRM
+
+    params = Params(num_bloombits=256, num_hashes=1, num_cohorts=32, prob_p=0.0, prob_q=1.0,
+                    prob_f=2.0 / (1.0 + math.exp(2.0)))
+    spec = DiscoverySpec(params=params, max_length=30, segment=2)
+    n = 750_000
+    beta = 1.0 / 256
+    lam = params.p01 + (params.p11 - params.p01) * beta
+    unit = math.sqrt(_trimmed_mean_variance(4 / 32) * lam * (1.0 - lam)) / (params.p11 - params.p01) / (1.0 - beta)
+    x = discovery_frequency(spec, n, value_length=16)  # power 1/2
+    th = _thresholds(spec, 0.25, 2.0, 100.0, None)
+    phi = lambda t: 0.5 * math.erfc(-t / math.sqrt(2.0))  # noqa: E731
+    z = x * math.sqrt(n / spec.levels) / unit
+    step = {"s": phi(z - th.extend), "w": phi(z - th.reserve) - phi(z - th.extend)}
+    paths = sum(math.prod(step[c] for c in path) for path in itertools.product("sw", repeat=7)
+                if "ww" not in "".join(path))
+    found = paths * phi(z - th.pending) * phi(x * math.sqrt(n * 8 / spec.levels) / unit - _Z_CONFIRM)
+    assert found == pytest.approx(0.5, rel=1e-9)
+
+
 def test_cli_plan_with_discovery(tmp_path) -> None:
     out, dp = tmp_path / "plan.txt", tmp_path / "dp.csv"
     rc = main(["plan", "--reports", "1000000", "--candidates", "1000", "--no-irr", "--top", "0",
