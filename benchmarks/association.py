@@ -308,6 +308,10 @@ def speed(args: argparse.Namespace) -> None:
     import multiprocessing
 
     params = ISSUE_PARAMS if args.params == "issue" else PARAMS
+    if args.pass_threads is not None:
+        from rappor.analysis.association import _mixture
+
+        _mixture.MAX_THREADS = args.pass_threads
     joint, values, _ = example_joint("string-bool", args.candidates)
     t0 = time.perf_counter()
     sim = simulate_association(params, joint, values, args.n, rng=0)
@@ -334,7 +338,7 @@ def speed(args: argparse.Namespace) -> None:
     d = res.diagnostics
     print(f"N = {args.n:,} report pairs, {args.candidates} candidates ({args.categories}; {params}) x boolean: "
           f"{res.proportion.size} cells, {res.n_patterns:,} distinct patterns, method {args.method}, "
-          f"{args.load} competing busy process(es)")
+          f"{args.load} competing busy process(es), passes on {args.pass_threads or 'default'} thread(s)")
     print(f"simulate            {t_sim:8.2f} s")
     print(f"marginal decode     {d['marginal_seconds']:8.2f} s")
     print(f"group + likelihood  {d['likelihood_seconds']:8.2f} s")
@@ -391,6 +395,8 @@ def main() -> None:
     s.add_argument("--categories", choices=("all", "detected"), default="all",
                    help="every candidate in the table (default) or the detected ones (decode-assoc's default)")
     s.add_argument("--load", type=int, default=0, help="run N busy processes during the decode (a loaded machine)")
+    s.add_argument("--pass-threads", type=int, default=None,
+                   help="most threads of the fit's passes over the data (default: the cores, at most 4)")
     for p in (a, i, c, s):
         p.add_argument("--threads", action="store_true", help="let BLAS use every core")
     args = parser.parse_args()

@@ -26,6 +26,7 @@ Identical reports are grouped first: every function here works on distinct
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
@@ -284,7 +285,8 @@ class CodedLikelihood:
     The candidates' values are ``values[codes]`` (``values`` = exp of the log-likelihood
     table); "other", when modelled, is one float per pattern.  Blocks of rows are
     expanded on demand into a reusable buffer, so memory is 1 byte per cell instead of 8
-    and no pass writes a matrix of the full size.
+    and no pass writes a matrix of the full size.  Each thread has its own buffer, so passes
+    can run over disjoint row ranges in parallel.
 
     Attributes
     ----------
@@ -299,7 +301,7 @@ class CodedLikelihood:
         self.scale = scale
         self.n_candidates = codes.shape[0]
         self.shape = (codes.shape[1], self.n_candidates + (other is not None))
-        self._buffer = np.empty((0, 0))
+        self._local = threading.local()
 
     def _fill(self, out: npt.NDArray[np.float64], codes: npt.NDArray[np.integer[Any]],
               other: npt.NDArray[np.float64] | None, scale: npt.NDArray[np.float64] | None) -> None:
@@ -313,9 +315,10 @@ class CodedLikelihood:
     def block(self, lo: int, hi: int) -> npt.NDArray[np.float64]:
         """Rows ``lo:hi`` as a (hi - lo, C) array (a view of a buffer reused by the next call)."""
         n = hi - lo
-        if self._buffer.shape[1] < n:
-            self._buffer = np.empty((self.shape[1], n))
-        out = self._buffer[:, :n]
+        buffer = getattr(self._local, "buffer", None)
+        if buffer is None or buffer.shape[1] < n:
+            buffer = self._local.buffer = np.empty((self.shape[1], n))
+        out = buffer[:, :n]
         self._fill(out, self.codes[:, lo:hi], None if self.other is None else self.other[lo:hi],
                    None if self.scale is None else self.scale[lo:hi])
         return out.T

@@ -75,6 +75,11 @@ class _PinnedCell(ProductLikelihood):
     def forward(self, table: Array) -> Array:
         return self.base.forward(self.full(table))
 
+    def forward_gradient(self, table: Array, base: Array | None = None) -> tuple[Array, Array]:
+        d, g = self.base.forward_gradient(self.full(table), base)
+        out: Array = g[self.others] + self.ratio * g[self.cell]
+        return d, out
+
     def gradient(self, v: Array) -> Array:
         g = self.base.gradient(v)
         out: Array = g[self.others] + self.ratio * g[self.cell]
