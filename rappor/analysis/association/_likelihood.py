@@ -39,6 +39,7 @@ from ..._util.lazy import lazy_module
 from ...collect._design import CandidateMap
 from ...params import Params
 from ...client._reports import ReportBatch
+from ._pairs import PairSums, pays
 
 if TYPE_CHECKING:
     from scipy import special
@@ -220,10 +221,7 @@ def _codes(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArray[np
     relative = _relative(params)
     stride_t, stride_n = width + 1, (width + 1) ** 2
     if relative:
-        p11, p01 = params.p11, params.p01
-        # log P(r | x) - log P(r | zeros) = t log(p11 (1 - p01) / (p01 (1 - p11))) + h_x log((1 - p11) / (1 - p01))
-        a = math.log(p11 / p01) - math.log((1.0 - p11) / (1.0 - p01))
-        b = math.log((1.0 - p11) / (1.0 - p01))
+        a, b = _relative_coefficients(params)
         table = (a * np.arange(width + 1)[:, None] + b * np.arange(width + 1)[None, :]).reshape(-1)
     else:
         table = _candidate_table(params, width).reshape(-1)
@@ -260,6 +258,13 @@ def _codes(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArray[np
     return codes, table
 
 
+def _relative_coefficients(params: Params) -> tuple[float, float]:
+    """``(a, b)`` of ``log P(r | x) - log P(r | zeros) = a t + b h_x`` (``0 < p01, p11 < 1``)."""
+    p11, p01 = params.p11, params.p01
+    # a = log(p11 (1 - p01) / (p01 (1 - p11))), b = log((1 - p11) / (1 - p01))
+    return math.log(p11 / p01) - math.log((1.0 - p11) / (1.0 - p01)), math.log((1.0 - p11) / (1.0 - p01))
+
+
 def _other_log(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArray[np.uint64],
                other: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """``log P(report | other)`` per pattern (relative to an all-zero Bloom filter when the candidates' are)."""
@@ -294,11 +299,13 @@ class CodedLikelihood:
     """
 
     def __init__(self, codes: npt.NDArray[np.integer[Any]], values: npt.NDArray[np.float64],
-                 other: npt.NDArray[np.float64] | None, scale: npt.NDArray[np.float64] | None) -> None:
+                 other: npt.NDArray[np.float64] | None, scale: npt.NDArray[np.float64] | None,
+                 sums: PairSums | None = None) -> None:
         self.codes = codes
         self.values = values
         self.other = other
         self.scale = scale
+        self.sums = sums
         self.n_candidates = codes.shape[0]
         self.shape = (codes.shape[1], self.n_candidates + (other is not None))
         self._local = threading.local()
@@ -333,13 +340,27 @@ class CodedLikelihood:
     def select(self, keep: npt.NDArray[np.bool_]) -> CodedLikelihood:
         """The rows where ``keep`` is true."""
         return CodedLikelihood(self.codes[:, keep], self.values, None if self.other is None else self.other[keep],
-                               None if self.scale is None else self.scale[keep])
+                               None if self.scale is None else self.scale[keep],
+                               None if self.sums is None else self.sums.select(keep))
 
     def columns(self, columns: npt.NDArray[np.intp]) -> CodedLikelihood:
         """The categories ``columns`` (sorted; index ``n_candidates`` is Other) only."""
         keep = columns[columns < self.n_candidates]
         other = self.other if self.other is not None and self.n_candidates in columns else None
-        return CodedLikelihood(self.codes[keep], self.values, other, self.scale)
+        return CodedLikelihood(self.codes[keep], self.values, other, self.scale,
+                               None if self.sums is None else self.sums.columns(keep))
+
+    def transpose_product(self, m: npt.NDArray[np.float64]) -> npt.NDArray[np.float64] | None:
+        """``sum_i L_i (x) m_i`` (shape (C, R) for ``m`` of shape (G, R)) from bit-pair sums, or ``None``
+        without them (:mod:`rappor.analysis.association._pairs`; exact, no block is expanded)."""
+        if self.sums is None:
+            return None
+        if self.scale is not None:
+            m = m * self.scale[:, None]
+        out = self.sums.transpose_product(m)
+        if self.other is not None:
+            out = np.concatenate([out, (self.other @ m)[None, :]])
+        return out
 
     def dense(self) -> npt.NDArray[np.float64]:
         """The whole (G, C) matrix."""
@@ -363,14 +384,20 @@ def likelihoods(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArr
         return normalized_likelihoods(log_likelihoods(params, cohorts, words, index, num_bits, other))
     codes, table = _codes(params, cohorts, words, index, num_bits)
     impossible = np.zeros(cohorts.shape[0], dtype=bool)
+    sums = None
+    if pays(index):
+        ones = np.zeros((cohorts.shape[0], params.num_bloombits + 1), dtype=np.uint8)
+        for lo in range(0, cohorts.shape[0], CHUNK_ROWS):
+            ones[lo:lo + CHUNK_ROWS, :-1] = unpack_bits(words[lo:lo + CHUNK_ROWS], params.num_bloombits)
+        sums = PairSums(cohorts, ones, index, num_bits, *_relative_coefficients(params))
     if other is None:
-        return CodedLikelihood(codes, np.exp(table), None, None), impossible
+        return CodedLikelihood(codes, np.exp(table), None, None, sums), impossible
     log_other = _other_log(params, cohorts, words, other)
     shift = np.where(log_other > 600.0, log_other, 0.0)
     with np.errstate(under="ignore"):
         other_values = np.exp(log_other - shift)
     scale = np.exp(-shift) if shift.any() else None
-    return CodedLikelihood(codes, np.exp(table), other_values, scale), impossible
+    return CodedLikelihood(codes, np.exp(table), other_values, scale, sums), impossible
 
 
 def normalized_likelihoods(log_lik: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:

@@ -176,6 +176,14 @@ class ProductLikelihood:
     def gradient(self, v: Array) -> Array:
         """``sum_i v_i L_i`` (flat, C order)."""
         first = self.factors[0]
+        if (isinstance(first, CodedLikelihood) and first.sums is not None
+                and all(isinstance(f, np.ndarray) for f in self.factors[1:])):
+            # Thousands of candidates: from the reports' bit-pair sums, no block expanded (_pairs).
+            m = v[:, None] if len(self.factors) == 1 else self._rest_rows(0, self.rows) * v[:, None]
+            product = first.transpose_product(m)
+            if product is not None:
+                exact: Array = product.reshape(-1)
+                return exact
 
         def work(start: int, stop: int) -> Array:
             acc = np.zeros((self.shape[0], self.size // self.shape[0]))
