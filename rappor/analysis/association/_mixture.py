@@ -230,17 +230,10 @@ class ProductLikelihood:
         grad: Array = np.add.reduce(self._parallel(work)).reshape(-1)
         return d, grad
 
-    def hessian(self, v: Array, rows: npt.NDArray[np.intp] | None = None, scale: float = 1.0,
-                columns: npt.NDArray[np.intp] | None = None) -> Array:
-        """``scale * sum_i v_i L_i L_i^T`` over ``rows`` (every pattern by default).
-
-        With ``columns``, only over the cells whose first variable's category is one of
-        ``columns`` (:meth:`cells_of`): a ``len(columns) C_2 ... C_J`` square matrix.
-        """
+    def hessian(self, v: Array, rows: npt.NDArray[np.intp] | None = None, scale: float = 1.0) -> Array:
+        """``scale * sum_i v_i L_i L_i^T`` over ``rows`` (every pattern by default)."""
         first = self.factors[0]
         x_count, rest = self.shape[0], self.size // self.shape[0]
-        if columns is not None:
-            x_count = int(columns.size)
         n_cells = x_count * rest
         pattern_ids, patterns = self._pattern_ids, self._patterns
         structured = len(self.factors) > 1 and pattern_ids is not None and patterns is not None
@@ -254,8 +247,6 @@ class ProductLikelihood:
                 hi = min(lo + step, stop)
                 r = None if rows is None else rows[lo:hi]
                 block = _block(first, lo, hi) if r is None else _take(first, r)
-                if columns is not None:
-                    block = block[:, columns]
                 root = np.sqrt(v[lo:hi] if r is None else v[r])
                 # Products in float32, sums of blocks in float64: relative error about 1e-6,
                 # twice as fast as float64 (the Hessian only shapes steps and standard errors).
@@ -504,27 +495,11 @@ def _sqp_step(lik: ProductLikelihood, x: Array, d: Array, grad: Array, sample: n
     g = 1.0 - grad / total
     with np.errstate(divide="ignore", invalid="ignore"):
         curvature = np.where(d > 0, lik.weights / (d * d), 0.0)
-    # Working set: a cell at 0 whose objective gradient is non-negative satisfies its optimality
-    # condition and stays at 0 in this step; the quadratic model is solved over the others only
-    # (categories of the first variable with a free cell).  With every candidate of a large map
-    # in the table most cells are such, and the step costs the working set's size, not the
-    # table's (the certified gap below still runs over every cell).
-    columns = None
-    if type(lik) is ProductLikelihood:
-        free = ((x > 0.0) | (g < 0.0)).reshape(lik.shape[0], -1).any(axis=1)
-        if not free.all():
-            columns = np.flatnonzero(free).astype(np.intp)
-    hess = lik.hessian(curvature, sample, scale, columns=columns) / total
-    cells = None if columns is None else lik.cells_of(columns)
+    hess = lik.hessian(curvature, sample, scale) / total
     with _single_thread():
-        y_free = _nonnegative_qp(hess, g if cells is None else g[cells], x if cells is None else x[cells])
-    if y_free is None:  # pragma: no cover - nnls iteration limit
+        y = _nonnegative_qp(hess, g, x)
+    if y is None:  # pragma: no cover - nnls iteration limit
         return None
-    if cells is None:
-        y = y_free
-    else:
-        y = np.zeros_like(x)
-        y[cells] = y_free
     delta = y - x
     slope = float(g @ delta)
     if not slope < 0.0:

@@ -85,10 +85,7 @@ class _PinnedCell(ProductLikelihood):
         out: Array = g[self.others] + self.ratio * g[self.cell]
         return out
 
-    def hessian(self, v: Array, rows: npt.NDArray[np.intp] | None = None, scale: float = 1.0,
-                columns: npt.NDArray[np.intp] | None = None) -> Array:
-        if columns is not None:  # the fit's working set is for ProductLikelihood itself only
-            raise ValueError("a pinned cell's Hessian is over every other cell")
+    def hessian(self, v: Array, rows: npt.NDArray[np.intp] | None = None, scale: float = 1.0) -> Array:
         h = self.base.hessian(v, rows, scale)
         inner = h[np.ix_(self.others, self.others)]
         cross = h[self.others, self.cell]
