@@ -54,8 +54,11 @@ Usage::
         [--profile] [--first-seed 0]
     python benchmarks/association.py speed [--n 1000000] [--candidates 100] [--method sqp] [--no-std-errors]
         [--no-independence] [--params default|issue] [--categories all|detected] [--load N] [--threads]
+        [--pass-threads N]
 
-BLAS threads are pinned to 1 (threadpoolctl) unless ``--threads``.
+BLAS threads are pinned to 1 (threadpoolctl) unless ``--threads`` (the decoder pins them during the
+decode anyway); ``--pass-threads N`` caps the threads of the fit's passes over the data (default: the
+cores, at most 4).
 """
 
 from __future__ import annotations
