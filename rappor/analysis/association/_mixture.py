@@ -65,6 +65,8 @@ _T = TypeVar("_T")
 
 #: Patterns per block of the passes over the data (bounds the temporaries).
 BLOCK_ROWS = 1 << 12
+#: Most cells of a block's expanded first factor (per thread): blocks of a wide factor are shorter.
+BLOCK_CELLS = 1 << 20
 #: Above this many patterns, the SQP step's Hessian is computed on a subsample of this size.
 HESSIAN_ROWS = 1 << 15
 #: Distinct likelihood rows of the 2nd..last variables up to which the Hessian is assembled
@@ -143,11 +145,19 @@ class ProductLikelihood:
 
     def _blocks(self, start: int = 0, stop: int | None = None) -> list[tuple[int, int]]:
         stop = self.rows if stop is None else stop
-        return [(lo, min(lo + BLOCK_ROWS, stop)) for lo in range(start, stop, BLOCK_ROWS)]
+        step = self._block_rows()
+        return [(lo, min(lo + step, stop)) for lo in range(start, stop, step)]
 
-    def _parallel(self, work: Callable[[int, int], _T], rows: int | None = None, step: int = BLOCK_ROWS) -> list[_T]:
-        """``work(start, stop)`` over :func:`pass_threads` contiguous ranges of ``rows`` (multiples of ``step``)."""
+    def _block_rows(self) -> int:
+        """Patterns per block: :data:`BLOCK_ROWS`, fewer when the first factor is wide (each thread
+        expands a block of it: 4,096 x 2,001 float64 would be 66 MB a thread)."""
+        return max(256, min(BLOCK_ROWS, BLOCK_CELLS // max(self.shape[0], 1)))
+
+    def _parallel(self, work: Callable[[int, int], _T], rows: int | None = None, step: int | None = None) -> list[_T]:
+        """``work(start, stop)`` over :func:`pass_threads` contiguous ranges of ``rows`` (multiples of ``step``,
+        a block by default)."""
         rows = self.rows if rows is None else rows
+        step = self._block_rows() if step is None else step
         chunks = -(-rows // step)
         threads = min(pass_threads(), chunks)
         if threads <= 1:
@@ -237,7 +247,7 @@ class ProductLikelihood:
         n_cells = x_count * rest
         pattern_ids, patterns = self._pattern_ids, self._patterns
         structured = len(self.factors) > 1 and pattern_ids is not None and patterns is not None
-        step = BLOCK_ROWS if (len(self.factors) == 1 or structured) else max(1, BLOCK_ROWS * 64 // max(n_cells, 1))
+        step = self._block_rows() if (len(self.factors) == 1 or structured) else max(1, BLOCK_ROWS * 64 // max(n_cells, 1))
         n_rows = self.rows if rows is None else rows.size
         n_pat = patterns.shape[0] if patterns is not None and structured else 1
         def work(start: int, stop: int) -> tuple[Array, Array]:
