@@ -64,6 +64,7 @@ cores, at most 4).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -75,7 +76,7 @@ import numpy as np
 
 import rappor
 from rappor.analysis.association import AssociationDecoder, example_joint, simulate_association, total_variation
-from rappor.testing import boundary_interval, reference_conditional_probabilities, reference_em
+from rappor.testing import association_pass_threads, boundary_interval, reference_conditional_probabilities, reference_em
 
 PARAMS = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 
@@ -311,10 +312,6 @@ def speed(args: argparse.Namespace) -> None:
     import multiprocessing
 
     params = ISSUE_PARAMS if args.params == "issue" else PARAMS
-    if args.pass_threads is not None:
-        from rappor.analysis.association import _mixture
-
-        _mixture.MAX_THREADS = args.pass_threads
     joint, values, _ = example_joint("string-bool", args.candidates)
     t0 = time.perf_counter()
     sim = simulate_association(params, joint, values, args.n, rng=0)
@@ -330,8 +327,10 @@ def speed(args: argparse.Namespace) -> None:
     t1 = time.perf_counter()
     c1 = time.process_time()
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), contextlib.ExitStack() as stack:
             warnings.simplefilter("ignore")
+            if args.pass_threads is not None:
+                stack.enter_context(association_pass_threads(args.pass_threads))
             res = dec.decode(sim.reports, sim.variables)
     finally:
         t2 = time.perf_counter()

@@ -24,7 +24,8 @@ analysis
     the debiased shares and their rows (``oracle_bound.py``); :func:`nonneg_fit`, the
     active-set QP (``hand_written.py``); :func:`reference_conditional_probabilities`,
     :func:`reference_em` and :func:`boundary_interval`, google/rappor's association EM as
-    written and our default interval (``association.py``); :class:`ConfirmationNull`,
+    written and our default interval, and :func:`association_pass_threads`, the threads of
+    the association fit's passes (``association.py``); :class:`ConfirmationNull`,
     :func:`tilted_tail_probability` and :func:`discovery_settings`, discovery's confirmation
     law and the search's limits (``discovery_pvalues.py``).
 formats
@@ -41,6 +42,7 @@ import math
 from collections.abc import Iterator
 
 from ._util.bits import bitstrings_to_bits
+from .analysis.association import _mixture
 from .analysis.association._inference import boundary_interval
 from .analysis.association._reference import reference_conditional_probabilities, reference_em
 from .analysis.decoder._adjust import CORRECTIONS
@@ -64,6 +66,7 @@ __all__ = [
     "CORRECTIONS",
     "NULLS",
     "ConfirmationNull",
+    "association_pass_threads",
     "DecodeOptions",
     "bitstrings_to_bits",
     "bloom_table",
@@ -99,6 +102,17 @@ def map_rows_through_csv_module() -> Iterator[None]:
         yield
     finally:
         _map._split_row = split_row
+
+
+@contextlib.contextmanager
+def association_pass_threads(threads: int) -> Iterator[None]:
+    """Within the block, the association fit's passes over the data run on at most ``threads`` threads."""
+    limit = _mixture.MAX_THREADS
+    _mixture.MAX_THREADS = int(threads)
+    try:
+        yield
+    finally:
+        _mixture.MAX_THREADS = limit
 
 
 @contextlib.contextmanager
