@@ -42,7 +42,7 @@ import math
 from collections.abc import Iterator
 
 from ._util.bits import bitstrings_to_bits
-from .analysis.association import _mixture
+from .analysis.association import _threads
 from .analysis.association._inference import boundary_interval
 from .analysis.association._reference import reference_conditional_probabilities, reference_em
 from .analysis.decoder._adjust import CORRECTIONS
@@ -107,12 +107,12 @@ def map_rows_through_csv_module() -> Iterator[None]:
 @contextlib.contextmanager
 def association_pass_threads(threads: int) -> Iterator[None]:
     """Within the block, the association fit's passes over the data run on at most ``threads`` threads."""
-    limit = _mixture.MAX_THREADS
-    _mixture.MAX_THREADS = int(threads)
+    limit = _threads.MAX_THREADS
+    _threads.MAX_THREADS = int(threads)
     try:
         yield
     finally:
-        _mixture.MAX_THREADS = limit
+        _threads.MAX_THREADS = limit
 
 
 @contextlib.contextmanager

@@ -40,6 +40,7 @@ from ...collect._design import CandidateMap
 from ...params import Params
 from ...client._reports import ReportBatch
 from ._pairs import PairSums, pays
+from ._threads import in_ranges
 
 if TYPE_CHECKING:
     from scipy import special
@@ -230,31 +231,36 @@ def _codes(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArray[np
     bounds = np.flatnonzero(np.diff(cohorts)) + 1
     starts = np.concatenate(([0], bounds)).tolist()
     stops = np.concatenate((bounds, [g_count])).tolist()
-    for start, stop in zip(starts, stops):
-        if start == stop:
-            continue
-        c = int(cohorts[start])
-        idx = index[c]
-        hx_code = num_bits[c].astype(codes.dtype)[:, None]
-        for lo in range(start, stop, CHUNK_ROWS):
-            hi = min(lo + CHUNK_ROWS, stop)
-            # Bit-major layout: gathering a candidate's bits copies contiguous rows.
-            bits_t = np.zeros((k + 1, hi - lo), dtype=np.uint8)
-            bits_t[:k] = unpack_bits(words[lo:hi], k).T
-            if width <= 8:
-                t = bits_t[idx[:, 0]].astype(codes.dtype)
-                for s in range(1, width):
-                    t += bits_t[idx[:, s]]
-            else:
-                dense = np.zeros((x_count, k + 1), dtype=np.float32)
-                np.add.at(dense, (np.arange(x_count)[:, None], idx), 1.0)
-                dense[:, k] = 0.0
-                t = (np.minimum(dense, 1.0) @ bits_t.astype(np.float32)).astype(codes.dtype)
-            t *= codes.dtype.type(stride_t)
-            t += hx_code
-            if not relative:
-                t += bits_t.sum(axis=0, dtype=np.int32)[None, :] * stride_n
-            codes[:, lo:hi] = t
+
+    def fill(first: int, last: int) -> None:  # rows first:last, on one of the pass threads
+        for start, stop in zip(starts, stops):
+            start, stop = max(start, first), min(stop, last)
+            if start >= stop:
+                continue
+            c = int(cohorts[start])
+            idx = index[c]
+            hx_code = num_bits[c].astype(codes.dtype)[:, None]
+            for lo in range(start, stop, CHUNK_ROWS):
+                hi = min(lo + CHUNK_ROWS, stop)
+                # Bit-major layout: gathering a candidate's bits copies contiguous rows.
+                bits_t = np.zeros((k + 1, hi - lo), dtype=np.uint8)
+                bits_t[:k] = unpack_bits(words[lo:hi], k).T
+                if width <= 8:
+                    t = bits_t[idx[:, 0]].astype(codes.dtype)
+                    for s in range(1, width):
+                        t += bits_t[idx[:, s]]
+                else:
+                    dense = np.zeros((x_count, k + 1), dtype=np.float32)
+                    np.add.at(dense, (np.arange(x_count)[:, None], idx), 1.0)
+                    dense[:, k] = 0.0
+                    t = (np.minimum(dense, 1.0) @ bits_t.astype(np.float32)).astype(codes.dtype)
+                t *= codes.dtype.type(stride_t)
+                t += hx_code
+                if not relative:
+                    t += bits_t.sum(axis=0, dtype=np.int32)[None, :] * stride_n
+                codes[:, lo:hi] = t
+
+    in_ranges(fill, g_count, CHUNK_ROWS)
     return codes, table
 
 
@@ -274,13 +280,17 @@ def _other_log(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArra
         log1 = log1 - math.log(params.p01)
         log0 = log0 - math.log(1.0 - params.p01)
     out = np.empty(cohorts.shape[0])
-    for lo in range(0, cohorts.shape[0], CHUNK_ROWS):
-        hi = min(lo + CHUNK_ROWS, cohorts.shape[0])
-        ones = unpack_bits(words[lo:hi], k).astype(np.float64)
-        c = cohorts[lo:hi]
-        # Two products, not bits @ (log1 - log0) + sum(log0): a probability of exactly 0
-        # or 1 (clamped to exp(-1e30)) would cancel the finite terms.
-        out[lo:hi] = np.einsum("ij,ij->i", ones, log1[c]) + np.einsum("ij,ij->i", 1.0 - ones, log0[c])
+
+    def fill(first: int, last: int) -> None:  # rows first:last, on one of the pass threads
+        for lo in range(first, last, CHUNK_ROWS):
+            hi = min(lo + CHUNK_ROWS, last)
+            ones = unpack_bits(words[lo:hi], k).astype(np.float64)
+            c = cohorts[lo:hi]
+            # Two products, not bits @ (log1 - log0) + sum(log0): a probability of exactly 0
+            # or 1 (clamped to exp(-1e30)) would cancel the finite terms.
+            out[lo:hi] = np.einsum("ij,ij->i", ones, log1[c]) + np.einsum("ij,ij->i", 1.0 - ones, log0[c])
+
+    in_ranges(fill, cohorts.shape[0], CHUNK_ROWS)
     return out
 
 

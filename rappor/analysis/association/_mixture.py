@@ -35,10 +35,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
-import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeVar
 
@@ -47,6 +45,7 @@ import numpy.typing as npt
 
 from ..._util.lazy import lazy_module
 from ._likelihood import CodedLikelihood, Factor
+from ._threads import in_ranges
 
 if TYPE_CHECKING:
     import scipy.linalg as sl
@@ -72,23 +71,6 @@ HESSIAN_ROWS = 1 << 15
 #: Distinct likelihood rows of the 2nd..last variables up to which the Hessian is assembled
 #: per distinct row (a boolean has 2): ``G X^2`` work instead of ``G (X Y)^2``.
 _FEW_PATTERNS = 64
-#: Most threads a pass over the data runs on (fewer when the process may use fewer cores).
-MAX_THREADS = 4
-
-
-def pass_threads() -> int:
-    """Threads of a pass over the data: the cores this process may run on, at most :data:`MAX_THREADS`.
-
-    A pass is a loop over blocks whose work (``take``, matrix products) releases the GIL,
-    so disjoint row ranges run in parallel threads.  On a machine shared with other work
-    this is also what keeps the decode's wall time down: one runnable thread against
-    ``n`` busy processes gets ``cores / (n + 1)`` of the machine, two get twice that.
-    """
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, MAX_THREADS))
 
 
 def _block(factor: Factor, lo: int, hi: int) -> Array:
@@ -154,17 +136,9 @@ class ProductLikelihood:
         return max(256, min(BLOCK_ROWS, BLOCK_CELLS // max(self.shape[0], 1)))
 
     def _parallel(self, work: Callable[[int, int], _T], rows: int | None = None, step: int | None = None) -> list[_T]:
-        """``work(start, stop)`` over :func:`pass_threads` contiguous ranges of ``rows`` (multiples of ``step``,
-        a block by default)."""
-        rows = self.rows if rows is None else rows
-        step = self._block_rows() if step is None else step
-        chunks = -(-rows // step)
-        threads = min(pass_threads(), chunks)
-        if threads <= 1:
-            return [work(0, rows)]
-        cuts = [min(rows, (chunks * t // threads) * step) for t in range(threads + 1)]
-        with ThreadPoolExecutor(threads) as pool:
-            return list(pool.map(work, cuts[:-1], cuts[1:]))
+        """``work(start, stop)`` over the threads' contiguous ranges of ``rows`` (multiples of ``step``,
+        a block by default; :func:`~rappor.analysis.association._threads.in_ranges`)."""
+        return in_ranges(work, self.rows if rows is None else rows, self._block_rows() if step is None else step)
 
     def forward(self, table: Array) -> Array:
         """``d_i = L_i . table`` for every pattern (``table`` flat, C order)."""
