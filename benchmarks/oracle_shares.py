@@ -48,7 +48,8 @@ VARIANTS = ("default", "u", "disp", "prior", "u+prior", "all")
 #: true share of absent candidates (``w0``); the true prior with the posterior median as the
 #: share (``median``); bagged unimodal priors, a point at 0 and uniforms on [0, a] (``ash``:
 #: Stephens 2017, Biostatistics 18(2)), and the same with its null-biased penalty (``ash-null``).
-EXTRA = ("w0", "median", "ash", "ash-null", "bag-median", "avg-median", "avg-hybrid")
+EXTRA = ("w0", "median", "ash", "ash-null", "bag-median", "avg-median", "avg-hybrid", "gmodel", "gmodel-median",
+         "gmodel-1", "gmodel-10", "mixed")
 
 
 def true_dispersion(col: Collection, problem: object) -> np.ndarray:
@@ -95,6 +96,44 @@ def _median_shares(z: np.ndarray, se: np.ndarray, mu_true: np.ndarray) -> np.nda
     return out
 
 
+def _gmodel(lik_v: np.ndarray, frac: np.ndarray, grid: np.ndarray, n: int, lam: float, df: int = 10) -> np.ndarray:
+    """Efron's g-modeling (2016, Biometrika 103(1)): ``g = softmax(Q alpha)``, a free atom at 0 and a cubic
+    B-spline log-density in ``log theta`` on the positive points, second differences penalized (P-spline,
+    Eilers and Marx 1996), fitted by penalized marginal likelihood; one prior per row of ``frac``."""
+    from scipy.interpolate import BSpline
+    from scipy.optimize import minimize
+    lt = np.log(grid[1:])
+    inner = np.linspace(lt[0], lt[-1], df - 2)
+    step = inner[1] - inner[0]
+    knots = np.concatenate([lt[0] - step * np.arange(3, 0, -1), inner, lt[-1] + step * np.arange(1, 4)])
+    basis = BSpline.design_matrix(lt, knots, 3).toarray()
+    q = np.zeros((len(grid), basis.shape[1] + 1))
+    q[0, 0] = 1.0
+    q[1:, 1:] = basis
+    d2 = np.diff(np.eye(basis.shape[1]), 2, axis=0)
+    pen = np.zeros((q.shape[1], q.shape[1]))
+    pen[1:, 1:] = d2.T @ d2
+    out = np.empty((frac.shape[0], len(grid)))
+    for r in range(frac.shape[0]):
+        cnt = frac[r] * n
+
+        def obj(alpha: np.ndarray) -> tuple[float, np.ndarray]:
+            eta = q @ alpha
+            g = np.exp(eta - eta.max())
+            g /= g.sum()
+            f = np.maximum(lik_v @ g, 1e-300)
+            post_sum = ((cnt / f) @ lik_v) * g
+            val = -float(cnt @ np.log(f)) + lam * float(alpha @ pen @ alpha)
+            grad = -(q.T @ (post_sum - cnt.sum() * g)) + 2 * lam * (pen @ alpha)
+            return val, grad
+
+        alpha = minimize(obj, np.zeros(q.shape[1]), jac=True, method="L-BFGS-B").x
+        eta = q @ alpha
+        g = np.exp(eta - eta.max())
+        out[r] = g / g.sum()
+    return out
+
+
 def _bagged_variant(z: np.ndarray, se: np.ndarray, *, w0: float | None = None, kind: str = "atoms",
                     null_penalty: float = 0.0, rule: str = "hybrid") -> np.ndarray:
     """:func:`bagged_shares` with the null mass held at ``w0``, or with uniform components (``kind="uniform"``)."""
@@ -107,10 +146,21 @@ def _bagged_variant(z: np.ndarray, se: np.ndarray, *, w0: float | None = None, k
     frac = np.vstack([counts / n, gen.multinomial(n, counts / n, size=_shares.N_PRIORS - 1) / n])
 
     def lik_of(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if kind == "atoms":
+        if kind == "atoms" or kind.startswith("gmodel"):
             ll = -0.5 * np.square(x[:, None] - grid[None, :])
             return np.exp(ll), np.broadcast_to(grid, ll.shape)
         a = grid[1:]
+        if kind == "mixed":
+            la, ma = lik_of_atoms(x)
+            lu, mu_ = lik_of_uniform(x, a)
+            return np.hstack([la, lu[:, 1:]]), np.hstack([ma, mu_[:, 1:]])
+        return lik_of_uniform(x, a)
+
+    def lik_of_atoms(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ll = -0.5 * np.square(x[:, None] - grid[None, :])
+        return np.exp(ll), np.broadcast_to(grid, ll.shape)
+
+    def lik_of_uniform(x: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = norm.cdf(-x)[:, None], norm.cdf(a[None, :] - x[:, None])
         mass = np.maximum(hi - lo, 1e-300)
         lik = np.hstack([np.exp(-0.5 * x[:, None] ** 2), math.sqrt(2 * math.pi) * mass / a[None, :]])
@@ -118,8 +168,10 @@ def _bagged_variant(z: np.ndarray, se: np.ndarray, *, w0: float | None = None, k
         return lik, np.hstack([np.zeros((len(x), 1)), np.clip(mean, 0, a[None, :])])
 
     lik_v, _ = lik_of(values)
-    w = np.full((_shares.N_PRIORS, len(grid)), 1.0 / len(grid))
-    for _ in range(500):
+    w = np.full((_shares.N_PRIORS, lik_v.shape[1]), 1.0 / lik_v.shape[1])
+    if kind.startswith("gmodel"):
+        w = _gmodel(lik_v, frac, grid, n, float(kind.split(":")[1]))
+    for _ in range(0 if kind.startswith("gmodel") else 500):
         dens = np.maximum(lik_v @ w.T, 1e-300)
         new = w * ((frac / dens.T) @ lik_v)
         if null_penalty:
@@ -207,6 +259,12 @@ def run(col: Collection, variants: tuple[str, ...] = VARIANTS) -> dict[str, tupl
             sh = _median_shares(z, fit.std_error, mu_true)
         elif extra in ("bag-median", "avg-median", "avg-hybrid"):
             sh = _bagged_variant(z, fit.std_error, rule=extra)
+        elif extra.startswith("gmodel"):
+            lam = {"gmodel": 3.0, "gmodel-median": 3.0, "gmodel-1": 1.0, "gmodel-10": 10.0}[extra]
+            sh = _bagged_variant(z, fit.std_error, kind=f"gmodel:{lam}",
+                                 rule="median" if extra.endswith("median") else "hybrid")
+        elif extra == "mixed":
+            sh = _bagged_variant(z, fit.std_error, kind="mixed")
         elif extra in ("ash", "ash-null"):
             sh = _bagged_variant(z, fit.std_error, kind="uniform", null_penalty=10.0 if extra == "ash-null" else 0.0)
         else:
