@@ -47,7 +47,11 @@ VARIANTS = ("default", "u", "disp", "prior", "u+prior", "all")
 #: Diagnostics of the prior (``--variants``): the bagged NPMLEs with their mass at 0 held at the
 #: true share of absent candidates (``w0``); the true prior with the posterior median as the
 #: share (``median``); bagged unimodal priors, a point at 0 and uniforms on [0, a] (``ash``:
-#: Stephens 2017, Biostatistics 18(2)), and the same with its null-biased penalty (``ash-null``).
+#: Stephens 2017, Biostatistics 18(2)), and the same with its null-biased penalty (``ash-null``);
+#: the bagged NPMLEs with the posterior median, per prior (``bag-median``) or under their average
+#: (``avg-median``; ``avg-hybrid`` today's rule under the average); Efron's g-modeling priors
+#: (``gmodel``, penalty 3; ``gmodel-1``, ``gmodel-10``; ``gmodel-median``: with the median rule);
+#: one NPMLE over atoms and uniforms together (``mixed``).
 EXTRA = ("w0", "median", "ash", "ash-null", "bag-median", "avg-median", "avg-hybrid", "gmodel", "gmodel-median",
          "gmodel-1", "gmodel-10", "mixed")
 
@@ -78,22 +82,24 @@ def oracle_prior_shares(z: np.ndarray, se: np.ndarray, mu_true: np.ndarray) -> n
     post = lik / lik.sum(axis=1, keepdims=True)
     at_zero = post[:, atoms == 0.0].sum(axis=1)
     mean = post @ atoms
-    mu = np.where(at_zero < 0.5, mean, 0.0)
+    return _kept(np.where(at_zero < 0.5, mean, 0.0), z, se)
+
+
+def _kept(mu: np.ndarray, z: np.ndarray, se: np.ndarray) -> np.ndarray:
+    """Effects ``mu`` (in SEs) as shares, clear strings kept at their statistic (as :func:`bagged_shares`)."""
     blend = np.clip((z - _shares.CLEAR_Z) / (KEPT_Z - _shares.CLEAR_Z), 0.0, 1.0)
     out: np.ndarray = ((1.0 - blend) * mu + blend * z) * se
     return out
 
 
 def _median_shares(z: np.ndarray, se: np.ndarray, mu_true: np.ndarray) -> np.ndarray:
+    """The posterior median under the true prior (the law of ``mu_true``): the Bayes rule for absolute error."""
     atoms, weights = np.unique(np.round(np.minimum(mu_true, 40.0), 3), return_counts=True)
     w = weights / weights.sum()
     ll = -0.5 * np.square(np.clip(z, -40, 40)[:, None] - atoms[None, :])
     post = np.exp(ll - ll.max(axis=1, keepdims=True)) * w[None, :]
     cdf = np.cumsum(post / post.sum(axis=1, keepdims=True), axis=1)
-    med = atoms[np.argmax(cdf >= 0.5, axis=1)]
-    blend = np.clip((z - _shares.CLEAR_Z) / (KEPT_Z - _shares.CLEAR_Z), 0.0, 1.0)
-    out: np.ndarray = ((1.0 - blend) * med + blend * z) * se
-    return out
+    return _kept(atoms[np.argmax(cdf >= 0.5, axis=1)], z, se)
 
 
 def _gmodel(lik_v: np.ndarray, frac: np.ndarray, grid: np.ndarray, n: int, lam: float, df: int = 10) -> np.ndarray:
@@ -146,21 +152,21 @@ def _bagged_variant(z: np.ndarray, se: np.ndarray, *, w0: float | None = None, k
     frac = np.vstack([counts / n, gen.multinomial(n, counts / n, size=_shares.N_PRIORS - 1) / n])
 
     def lik_of(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Likelihood of every component of the prior at ``x``, and the posterior mean under each."""
         if kind == "atoms" or kind.startswith("gmodel"):
-            ll = -0.5 * np.square(x[:, None] - grid[None, :])
-            return np.exp(ll), np.broadcast_to(grid, ll.shape)
-        a = grid[1:]
+            return lik_of_atoms(x)
         if kind == "mixed":
             la, ma = lik_of_atoms(x)
-            lu, mu_ = lik_of_uniform(x, a)
+            lu, mu_ = lik_of_uniform(x)
             return np.hstack([la, lu[:, 1:]]), np.hstack([ma, mu_[:, 1:]])
-        return lik_of_uniform(x, a)
+        return lik_of_uniform(x)
 
     def lik_of_atoms(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ll = -0.5 * np.square(x[:, None] - grid[None, :])
         return np.exp(ll), np.broadcast_to(grid, ll.shape)
 
-    def lik_of_uniform(x: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def lik_of_uniform(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        a = grid[1:]
         lo, hi = norm.cdf(-x)[:, None], norm.cdf(a[None, :] - x[:, None])
         mass = np.maximum(hi - lo, 1e-300)
         lik = np.hstack([np.exp(-0.5 * x[:, None] ** 2), math.sqrt(2 * math.pi) * mass / a[None, :]])
@@ -189,18 +195,13 @@ def _bagged_variant(z: np.ndarray, se: np.ndarray, *, w0: float | None = None, k
         cdf = np.cumsum(post / post.sum(axis=2, keepdims=True), axis=2)
         med = grid[np.argmax(cdf >= 0.5, axis=2)]  # (candidates, priors)
         positive = (med > 0).mean(axis=1) >= 0.5
-        mu = np.where(positive, med.mean(axis=1), 0.0)
-        blend = np.clip((z - _shares.CLEAR_Z) / (KEPT_Z - _shares.CLEAR_Z), 0.0, 1.0)
-        return ((1.0 - blend) * mu + blend * z) * se
+        return _kept(np.where(positive, med.mean(axis=1), 0.0), z, se)
     dens = np.maximum(lik @ w.T, 1e-300)
     mean = ((lik * means) @ w.T) / dens
     at_zero = lik[:, :1] * w[:, 0][None, :] / dens
     effect = np.where(at_zero < 0.5 - 1e-12, mean, 0.0)
     positive = (effect > 0).mean(axis=1) >= 0.5
-    mu = np.where(positive, effect.mean(axis=1), 0.0)
-    blend = np.clip((z - _shares.CLEAR_Z) / (KEPT_Z - _shares.CLEAR_Z), 0.0, 1.0)
-    out: np.ndarray = ((1.0 - blend) * mu + blend * z) * se
-    return out
+    return _kept(np.where(positive, effect.mean(axis=1), 0.0), z, se)
 
 
 def run(col: Collection, variants: tuple[str, ...] = VARIANTS) -> dict[str, tuple[float, float]]:
