@@ -53,7 +53,7 @@ VARIANTS = ("default", "u", "disp", "prior", "u+prior", "all")
 #: (``gmodel``, penalty 3; ``gmodel-1``, ``gmodel-10``; ``gmodel-median``: with the median rule);
 #: one NPMLE over atoms and uniforms together (``mixed``).
 EXTRA = ("w0", "median", "ash", "ash-null", "bag-median", "avg-median", "avg-hybrid", "gmodel", "gmodel-median",
-         "gmodel-1", "gmodel-10", "mixed")
+         "gmodel-1", "gmodel-10", "gmodel-low", "mixed")
 
 
 def true_dispersion(col: Collection, problem: object) -> np.ndarray:
@@ -102,7 +102,8 @@ def _median_shares(z: np.ndarray, se: np.ndarray, mu_true: np.ndarray) -> np.nda
     return _kept(atoms[np.argmax(cdf >= 0.5, axis=1)], z, se)
 
 
-def _gmodel(lik_v: np.ndarray, frac: np.ndarray, grid: np.ndarray, n: int, lam: float, df: int = 10) -> np.ndarray:
+def _gmodel(lik_v: np.ndarray, frac: np.ndarray, grid: np.ndarray, n: int, lam: float, df: int = 10,
+            low_atom: bool = False) -> np.ndarray:
     """Efron's g-modeling (2016, Biometrika 103(1)): ``g = softmax(Q alpha)``, a free atom at 0 and a cubic
     B-spline log-density in ``log theta`` on the positive points, second differences penalized (P-spline,
     Eilers and Marx 1996), fitted by penalized marginal likelihood; one prior per row of ``frac``."""
@@ -113,12 +114,14 @@ def _gmodel(lik_v: np.ndarray, frac: np.ndarray, grid: np.ndarray, n: int, lam: 
     step = inner[1] - inner[0]
     knots = np.concatenate([lt[0] - step * np.arange(3, 0, -1), inner, lt[-1] + step * np.arange(1, 4)])
     basis = BSpline.design_matrix(lt, knots, 3).toarray()
-    q = np.zeros((len(grid), basis.shape[1] + 1))
+    q = np.zeros((len(grid), basis.shape[1] + 1 + low_atom))
     q[0, 0] = 1.0
-    q[1:, 1:] = basis
+    q[1:, 1:basis.shape[1] + 1] = basis
+    if low_atom:  # a free atom at the grid's lowest positive point (the effects below it), as the NPMLE's
+        q[1, -1] = 1.0
     d2 = np.diff(np.eye(basis.shape[1]), 2, axis=0)
     pen = np.zeros((q.shape[1], q.shape[1]))
-    pen[1:, 1:] = d2.T @ d2
+    pen[1:basis.shape[1] + 1, 1:basis.shape[1] + 1] = d2.T @ d2
     out = np.empty((frac.shape[0], len(grid)))
     for r in range(frac.shape[0]):
         cnt = frac[r] * n
@@ -176,7 +179,7 @@ def _bagged_variant(z: np.ndarray, se: np.ndarray, *, w0: float | None = None, k
     lik_v, _ = lik_of(values)
     w = np.full((_shares.N_PRIORS, lik_v.shape[1]), 1.0 / lik_v.shape[1])
     if kind.startswith("gmodel"):
-        w = _gmodel(lik_v, frac, grid, n, float(kind.split(":")[1]))
+        w = _gmodel(lik_v, frac, grid, n, float(kind.split(":")[1]), low_atom=kind.endswith("low"))
     for _ in range(0 if kind.startswith("gmodel") else 500):
         dens = np.maximum(lik_v @ w.T, 1e-300)
         new = w * ((frac / dens.T) @ lik_v)
@@ -261,8 +264,8 @@ def run(col: Collection, variants: tuple[str, ...] = VARIANTS) -> dict[str, tupl
         elif extra in ("bag-median", "avg-median", "avg-hybrid"):
             sh = _bagged_variant(z, fit.std_error, rule=extra)
         elif extra.startswith("gmodel"):
-            lam = {"gmodel": 3.0, "gmodel-median": 3.0, "gmodel-1": 1.0, "gmodel-10": 10.0}[extra]
-            sh = _bagged_variant(z, fit.std_error, kind=f"gmodel:{lam}",
+            lam = {"gmodel": 3.0, "gmodel-median": 3.0, "gmodel-1": 1.0, "gmodel-10": 10.0, "gmodel-low": 1.0}[extra]
+            sh = _bagged_variant(z, fit.std_error, kind=f"gmodel:{lam}" + (":low" if extra.endswith("low") else ""),
                                  rule="median" if extra.endswith("median") else "hybrid")
         elif extra == "mixed":
             sh = _bagged_variant(z, fit.std_error, kind="mixed")
