@@ -40,8 +40,8 @@ sys.path.insert(0, str(HERE))
 
 import rappor  # noqa: E402
 from _classes import CLASSES, SLOW_CLASSES, Collection, collection  # noqa: E402
-from rappor.analysis.decoder import _estimate, _shares  # noqa: E402
-from rappor.analysis.decoder._shares import KEPT_Z, bagged_shares, coordinate_ascent  # noqa: E402
+from rappor.testing import (BAGGING_GRID, CLEAR_Z, KEPT_Z, N_PRIORS, PRIOR_CAP_Z, bagged_shares,  # noqa: E402
+                            capped_shares, coordinate_ascent, fixed_unexplained, prior_grid, shares_inputs)
 
 VARIANTS = ("default", "u", "disp", "prior", "u+prior", "all")
 #: Diagnostics of the prior (``--variants``): the bagged NPMLEs with their mass at 0 held at the
@@ -87,7 +87,7 @@ def oracle_prior_shares(z: np.ndarray, se: np.ndarray, mu_true: np.ndarray) -> n
 
 def _kept(mu: np.ndarray, z: np.ndarray, se: np.ndarray) -> np.ndarray:
     """Effects ``mu`` (in SEs) as shares, clear strings kept at their statistic (as :func:`bagged_shares`)."""
-    blend = np.clip((z - _shares.CLEAR_Z) / (KEPT_Z - _shares.CLEAR_Z), 0.0, 1.0)
+    blend = np.clip((z - CLEAR_Z) / (KEPT_Z - CLEAR_Z), 0.0, 1.0)
     out: np.ndarray = ((1.0 - blend) * mu + blend * z) * se
     return out
 
@@ -147,12 +147,12 @@ def _bagged_variant(z: np.ndarray, se: np.ndarray, *, w0: float | None = None, k
                     null_penalty: float = 0.0, rule: str = "hybrid") -> np.ndarray:
     """:func:`bagged_shares` with the null mass held at ``w0``, or with uniform components (``kind="uniform"``)."""
     from scipy.stats import norm
-    zf = np.minimum(np.clip(z, -40, 40), _shares.PRIOR_CAP_Z)
-    grid = _shares._grid(float(np.max(zf)), _shares.BAGGING_GRID)
+    zf = np.minimum(np.clip(z, -40, 40), PRIOR_CAP_Z)
+    grid = prior_grid(float(np.max(zf)), BAGGING_GRID)
     values, counts = np.unique(np.round(zf * 20) / 20, return_counts=True)
     n = int(counts.sum())
     gen = np.random.default_rng(0)
-    frac = np.vstack([counts / n, gen.multinomial(n, counts / n, size=_shares.N_PRIORS - 1) / n])
+    frac = np.vstack([counts / n, gen.multinomial(n, counts / n, size=N_PRIORS - 1) / n])
 
     def lik_of(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Likelihood of every component of the prior at ``x``, and the posterior mean under each."""
@@ -177,7 +177,7 @@ def _bagged_variant(z: np.ndarray, se: np.ndarray, *, w0: float | None = None, k
         return lik, np.hstack([np.zeros((len(x), 1)), np.clip(mean, 0, a[None, :])])
 
     lik_v, _ = lik_of(values)
-    w = np.full((_shares.N_PRIORS, lik_v.shape[1]), 1.0 / lik_v.shape[1])
+    w = np.full((N_PRIORS, lik_v.shape[1]), 1.0 / lik_v.shape[1])
     if kind.startswith("gmodel"):
         w = _gmodel(lik_v, frac, grid, n, float(kind.split(":")[1]), low_atom=kind.endswith("low"))
     for _ in range(0 if kind.startswith("gmodel") else 500):
@@ -209,21 +209,9 @@ def _bagged_variant(z: np.ndarray, se: np.ndarray, *, w0: float | None = None, k
 
 def run(col: Collection, variants: tuple[str, ...] = VARIANTS) -> dict[str, tuple[float, float]]:
     """(TV, decoys' mass) of every variant on one collection, plus diagnostics under ``"info"``."""
-    captured: dict[str, object] = {}
-    original = _estimate._all_shares
-
-    def spy(problem, design, fitted, unexplained, unexplained_se, skewness_z):  # type: ignore[no-untyped-def]
-        captured.update(problem=problem, design=design, fitted=fitted, u=unexplained, se=unexplained_se,
-                        skew=skewness_z)
-        return original(problem, design, fitted, unexplained, unexplained_se, skewness_z)
-
-    _estimate._all_shares = spy
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = rappor.Decoder().decode(col.aggregate, col.candidate_map)
-    finally:
-        _estimate._all_shares = original
+    with shares_inputs() as captured, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = rappor.Decoder().decode(col.aggregate, col.candidate_map)
     problem, design, fitted = captured["problem"], captured["design"], captured["fitted"]
     truth_cand = col.true_share
     absent = truth_cand == 0
@@ -234,7 +222,8 @@ def run(col: Collection, variants: tuple[str, ...] = VARIANTS) -> dict[str, tupl
     beta_true = np.zeros(s_u)
     slot = problem.slot  # type: ignore[attr-defined]
     np.add.at(beta_true, slot[slot >= 0], truth_cand[slot >= 0])
-    u_fixed = (_shares.fixed_unexplained(captured["u"], captured["se"], skewness_z=captured["skew"])  # type: ignore[arg-type]
+    u_fixed = (fixed_unexplained(captured["unexplained"], captured["unexplained_se"],  # type: ignore[arg-type]
+                                 skewness_z=captured["skewness_z"])  # type: ignore[arg-type]
                if fitted.modelled_unexplained else 0.0)  # type: ignore[attr-defined]
     disp_cap = (max(1.0, fitted.rss / max(problem.n_rows - fitted.n_parameters, 1))  # type: ignore[attr-defined]
                 if fitted.dispersion is None else fitted.dispersion)  # type: ignore[attr-defined]
@@ -274,7 +263,7 @@ def run(col: Collection, variants: tuple[str, ...] = VARIANTS) -> dict[str, tupl
         else:
             sh = oracle_prior_shares(z, fit.std_error, mu_true) if true_prior else bagged_shares(z, fit.std_error)
         sh = np.maximum(sh, 0.0)
-        return _shares._capped(sh, z >= KEPT_Z, max(1.0 - u, 0.0))
+        return capped_shares(sh, z >= KEPT_Z, max(1.0 - u, 0.0))
 
     out: dict[str, tuple[float, float]] = {}
     for name in variants:
