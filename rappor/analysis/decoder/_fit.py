@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..._util.lazy import lazy_module
-from ._problem import Array, WeightedProblem, column_sq_norms, cross_product, is_dense, scale_rows
+from ._problem import Array, WeightedProblem, column_sq_norms, columns_times, cross_product, is_dense, scale_rows
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -460,7 +460,7 @@ def whitened_residuals(problem: WeightedProblem, coef: Array, unexplained: float
     ``unexplained``: the coefficient of the non-candidate column, None when the model
     has no such column.  Their sum of squares is the fit's residual sum of squares.
     """
-    fitted = problem.weight * (problem.design @ np.nan_to_num(coef))
+    fitted = problem.weight * columns_times(problem.design, np.nan_to_num(coef))
     if unexplained is not None:
         fitted = fitted + unexplained * problem.background
     out: Array = problem.b - fitted

@@ -163,7 +163,7 @@ def weighted_problem(counts: npt.NDArray[np.int64], matrix: sp.csc_matrix, param
     is_zero = np.zeros(s, dtype=bool)
     is_zero[zero] = True
     uniq = np.flatnonzero((rep == np.arange(s)) & ~is_zero)
-    xu = x if len(uniq) == s else x[:, uniq]  # usually every column: no copy
+    xu = x if len(uniq) == s else contiguous_values(x)[:, uniq]  # usually every column: no copy
     weight = 1.0 / np.sqrt(deb.var)
     pos = np.full(s, -1, dtype=np.int64)
     pos[uniq] = np.arange(len(uniq))
@@ -348,7 +348,40 @@ def select_rows(matrix: sp.spmatrix, rows: npt.NDArray[np.int64]) -> sp.csc_matr
     """``matrix[rows]`` as CSC; a no-op copy-free path when every row is kept in order."""
     if len(rows) == matrix.shape[0] and np.array_equal(rows, np.arange(matrix.shape[0])):
         return sp.csc_matrix(matrix)
-    return sp.csc_matrix(matrix.tocsr()[rows])
+    return sp.csc_matrix(contiguous_values(matrix).tocsr()[rows])
+
+
+def contiguous_values(matrix: sp.spmatrix) -> sp.csc_matrix:
+    """``matrix`` as CSC with its stored values in memory.
+
+    A hashed :class:`~rappor.collect.CandidateMap` stores its ones as one value of
+    stride 0 (``rappor.collect._design._ones``); SciPy's conversions and fancy indexing
+    copy such values to a contiguous array at every call, so a path that converts the map
+    makes that copy once, here (the copy the map itself used to hold).
+    """
+    out = sp.csc_matrix(matrix)
+    if out.data.ndim == 1 and out.data.strides == (0,) and out.nnz > 1:
+        out = sp.csc_matrix((np.ascontiguousarray(out.data), out.indices, out.indptr), shape=out.shape, copy=False)
+        out.has_sorted_indices = matrix.has_sorted_indices
+    return out
+
+
+def columns_times(matrix: sp.csc_matrix, coef: Array) -> Array:
+    """``matrix @ coef`` from the columns with a non-zero ``coef`` only (no pass over the others).
+
+    Equal to the full product to the last bit: the skipped columns add exact zeros, and the
+    kept ones are added in the same order.  SciPy's product of the whole map would also copy
+    its stride-0 values (:func:`contiguous_values`), 1 GB at 1 M candidates.
+    """
+    cols = np.flatnonzero(coef)
+    starts, lengths = matrix.indptr[cols].astype(np.int64), np.diff(matrix.indptr)[cols].astype(np.int64)
+    indptr = np.zeros(len(cols) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    picks = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
+    sub = sp.csc_matrix((matrix.data[picks], matrix.indices[picks], indptr), shape=(matrix.shape[0], len(cols)),
+                        copy=False)
+    out: Array = sub @ coef[cols]
+    return out
 
 
 def column_groups(matrix: sp.csc_matrix) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

@@ -75,3 +75,51 @@ def test_weighted_design_shares_a_hashed_maps_indices():
         np.testing.assert_array_equal(getattr(shared, name), getattr(copied, name))
     np.testing.assert_array_equal(shared.toarray(), np.column_stack([weight[:, None] * matrix.toarray(), column]))
     np.testing.assert_array_equal(matrix.toarray(), hash_candidates([f"s{i}" for i in range(300)], params).matrix.toarray())
+
+
+def _hashed_and_copied_maps(n: int, cohorts: int = 8):
+    from rappor import CandidateMap, Params, hash_candidates
+
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=cohorts, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    hashed = hash_candidates([f"s{i}" for i in range(n)], params)
+    copied = CandidateMap(params=params, strings=hashed.strings, matrix=hashed.matrix)  # validating copy
+    return params, hashed, copied
+
+
+def test_hashed_map_stores_its_ones_once():
+    # A hashed map's values are one read-only 1.0 of stride 0; contiguous_values gives them memory.
+    _, hashed, copied = _hashed_and_copied_maps(200)
+    data = hashed.matrix.data
+    assert data.strides == (0,) and not data.flags.writeable and data.size == hashed.matrix.nnz
+    assert copied.matrix.data.strides == (8,)
+    full = _problem.contiguous_values(hashed.matrix)
+    assert full.data.strides == (8,) and np.shares_memory(full.indices, hashed.matrix.indices)
+    np.testing.assert_array_equal(full.toarray(), copied.matrix.toarray())
+    assert np.shares_memory(_problem.contiguous_values(copied.matrix).data, copied.matrix.data)  # no copy
+
+
+@pytest.mark.parametrize("nonzero", [0, 1, 7, 200])
+def test_columns_times_equals_the_full_product_bitwise(nonzero):
+    rng = np.random.default_rng(nonzero)
+    matrix = sp.random(64, 200, density=0.2, format="csc", random_state=rng)
+    coef = np.zeros(200)
+    coef[rng.choice(200, nonzero, replace=False)] = rng.normal(size=nonzero)
+    np.testing.assert_array_equal(_problem.columns_times(matrix, coef), matrix @ coef)
+    _, hashed, copied = _hashed_and_copied_maps(200)
+    np.testing.assert_array_equal(_problem.columns_times(hashed.matrix, coef), copied.matrix @ coef)
+
+
+def test_weighted_problem_of_a_hashed_map_equals_the_copied_maps():
+    # Paths that convert the map (a cohort without reports: rows dropped; repeated columns) give
+    # the same problem with the stride-0 ones as with stored ones.
+    params, hashed, copied = _hashed_and_copied_maps(300)
+    counts = np.random.default_rng(1).integers(0, 50, size=(8, 17))
+    counts[:, 0] = 100
+    counts[3] = 0  # cohort 3 without reports
+    for matrix_h, matrix_c in [(hashed.matrix, copied.matrix),
+                               (sp.hstack([hashed.matrix, hashed.matrix[:, :5]], format="csc"),
+                                sp.hstack([copied.matrix, copied.matrix[:, :5]], format="csc"))]:
+        got, want = _problem.weighted_problem(counts, matrix_h, params), _problem.weighted_problem(counts, matrix_c, params)
+        np.testing.assert_array_equal(got.design.toarray(), want.design.toarray())
+        for name in ("rows", "weight", "b", "distinct", "group", "slot"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
