@@ -36,12 +36,31 @@ def test_column_groups_weighted_blocks_and_key_collisions(monkeypatch: pytest.Mo
     dense[:, [11, 12]] = 0.0
     monkeypatch.setattr(_problem, "_GROUP_BLOCK_NNZ", 16)  # a few columns per block
     if collide:
-        monkeypatch.setattr(_problem, "_wrapping_sums", lambda words, cols, n: np.zeros(n, dtype=np.uint64))
+        monkeypatch.setattr(_problem, "_wrapping_sums", lambda words, ends: np.zeros(len(ends), dtype=np.uint64))
     rep, zero = _problem.column_groups(sp.csc_matrix(dense))
     expected = [next(i for i in range(60) if np.array_equal(dense[:, i], dense[:, j])) for j in range(60)]
     assert rep.tolist() == expected and rep[40] == 3 and rep[8] == 8
     assert zero.tolist() == [11, 12]
 
+
+
+@pytest.mark.parametrize("block", [4, 16, 1 << 22])
+def test_column_groups_of_stride0_ones_equal_stored_ones(monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    # A hashed map's ones (one value, stride 0) give the groups of the same matrix with stored ones,
+    # with empty columns first, between blocks and last.
+    rng = np.random.default_rng(13)
+    dense = (rng.random((20, 50)) < 0.25).astype(float)
+    dense[:, [0, 1, 24, 49]] = 0.0
+    dense[:, 30] = dense[:, 6]
+    dense[:, 44] = dense[:, 6]
+    stored = sp.csc_matrix(dense)
+    ones = sp.csc_matrix((np.broadcast_to(np.float64(1.0), (stored.nnz,)), stored.indices, stored.indptr),
+                         shape=stored.shape, copy=False)
+    monkeypatch.setattr(_problem, "_GROUP_BLOCK_NNZ", block)
+    rep, zero = _problem.column_groups(ones)
+    want_rep, want_zero = _problem.column_groups(stored)
+    assert rep.tolist() == want_rep.tolist() and zero.tolist() == want_zero.tolist() == [0, 1, 24, 49]
+    assert rep[30] == rep[44] == 6
 
 
 @pytest.mark.parametrize("block", [1, 3, 1 << 20])
@@ -123,3 +142,32 @@ def test_weighted_problem_of_a_hashed_map_equals_the_copied_maps():
         np.testing.assert_array_equal(got.design.toarray(), want.design.toarray())
         for name in ("rows", "weight", "b", "distinct", "group", "slot"):
             np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+
+
+@pytest.mark.parametrize("lo, hi", [(0, 7), (3, 9), (5, 5), (0, 12)])
+def test_column_range_is_a_view_of_the_columns(lo, hi):
+    rng = np.random.default_rng(lo * 31 + hi)
+    matrix = sp.random(15, 12, density=0.3, format="csc", random_state=rng)
+    block = _problem.column_range(matrix, lo, hi)
+    np.testing.assert_array_equal(block.toarray(), matrix.toarray()[:, lo:hi])
+    np.testing.assert_array_equal(_problem.column_range(matrix, lo, hi, transposed=True).toarray(),
+                                  matrix.toarray()[:, lo:hi].T)
+    if block.nnz:
+        assert np.shares_memory(block.data, matrix.data) and np.shares_memory(block.indices, matrix.indices)
+
+
+@pytest.mark.parametrize("values", ["hashed", "stored ones", "weighted"])
+def test_weighted_design_norms_equal_column_sq_norms(values):
+    # The shortcut a' weight (0/1 designs) gives column_sq_norms's sums bit for bit; other values take the sums.
+    params, hashed, copied = _hashed_and_copied_maps(300)
+    design = {"hashed": hashed.matrix, "stored ones": copied.matrix}.get(values)
+    if design is None:
+        design = copied.matrix.copy()
+        design.data = np.random.default_rng(3).random(design.nnz) + 0.5
+    rng = np.random.default_rng(4)
+    weight = rng.random(128) + 0.5
+    problem = _problem.WeightedProblem(params=params, rows=np.arange(128), weight=weight, b=rng.random(128),
+                                       design=design, distinct=np.arange(300), group=np.arange(300),
+                                       slot=np.arange(300), orthogonal=False)
+    wd = problem.weighted_design()
+    np.testing.assert_array_equal(wd.col_sq_norms, _problem.column_sq_norms(wd.a))
