@@ -13,6 +13,8 @@ functions' rounding with others):
 here                         ``scipy.stats``
 ===========================  ==========================================
 ``norm_sf(x)``               ``norm.sf(x)`` = ``ndtr(-x)``
+``norm_cdf(x)``              ``norm.cdf(x)`` = ``ndtr(x)``
+``norm_ppf(q)``              ``norm.ppf(q)`` = ``ndtri(q)``
 ``norm_isf(q)``              ``norm.isf(q)`` = ``-ndtri(q)``
 ``norm_logsf(x)``            ``norm.logsf(x)`` = ``log_ndtr(-x)``
 ``norm_logpdf(x)``           ``norm.logpdf(x)`` = ``-x^2 / 2 - log(sqrt(2 pi))``
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
 else:  # imported on first use: scipy.special, not scipy.stats
     special = lazy_module("scipy.special")
 
-__all__ = ["chi2_sf", "norm_isf", "norm_logpdf", "norm_logsf", "norm_sf"]
+__all__ = ["chi2_sf", "norm_cdf", "norm_isf", "norm_logpdf", "norm_logsf", "norm_ppf", "norm_sf"]
 
 #: ``log(sqrt(2 pi))``, computed as ``scipy.stats`` computes it.
 _LOG_SQRT_2PI = float(np.log(np.sqrt(2 * np.pi)))
@@ -51,6 +53,16 @@ def _out(values: Any) -> Any:
 def norm_sf(x: npt.ArrayLike) -> Any:
     """Standard normal survival function ``P(Z > x)``: ``ndtr(-x)``."""
     return _out(special.ndtr(-np.asarray(x, dtype=np.float64)))
+
+
+def norm_cdf(x: npt.ArrayLike) -> Any:
+    """Standard normal distribution function ``P(Z <= x)``: ``ndtr(x)``."""
+    return _out(special.ndtr(np.asarray(x, dtype=np.float64)))
+
+
+def norm_ppf(q: npt.ArrayLike) -> Any:
+    """Quantile function: the ``x`` with ``P(Z <= x) = q`` (``-inf`` at 0, ``inf`` at 1, NaN outside)."""
+    return _out(special.ndtri(np.asarray(q, dtype=np.float64)))
 
 
 def norm_isf(q: npt.ArrayLike) -> Any:

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rappor._util.tails import chi2_sf, norm_isf, norm_logpdf, norm_logsf, norm_sf
+from rappor._util.tails import chi2_sf, norm_cdf, norm_isf, norm_logpdf, norm_logsf, norm_ppf, norm_sf
 
 X = np.concatenate([[-np.inf, -40.0, -8.5, -1.0, -0.0, 0.0, 1e-300, 0.5, 1.96, 8.0, 38.5, 40.0, np.inf, np.nan],
                     np.random.default_rng(0).normal(scale=6.0, size=500)])
@@ -42,6 +42,8 @@ def _agree(got: np.ndarray, want: np.ndarray) -> None:
     (norm_logsf, stats.norm.logsf, X),
     (norm_logpdf, stats.norm.logpdf, X),
     (norm_isf, stats.norm.isf, Q),
+    (norm_cdf, stats.norm.cdf, X),
+    (norm_ppf, stats.norm.ppf, Q),
 ])
 def test_normal_tails_agree_with_scipy_stats(ours: object, theirs: object, grid: np.ndarray) -> None:
     _agree(ours(grid), theirs(grid))  # type: ignore[operator]
