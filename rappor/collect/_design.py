@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from .._util import pages
 from .._util.lazy import lazy_module
 from .._util.memory import check_design
 from ..exceptions import InvalidParameterError
@@ -200,7 +201,7 @@ def _map_from_bit_tables(params: Params, strings: tuple[str, ...],
     offsets = np.arange(0, n_rows, k, dtype=index_dtype)[None, :, None]
     # One array for every block's row indices (a list of blocks, concatenated, left 0.5 GB
     # of freed heap resident at 1 M candidates), then the row numbers (see the docstring).
-    flat = np.empty(bound + tail, dtype=index_dtype)
+    flat = pages.empty(bound + tail, index_dtype)  # written once: small pages (rappor._util.pages)
     lengths: list[npt.NDArray[np.int64]] = []
     total = 0
     for table in tables:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from ..._util import pages
 from ..._util.lazy import lazy_module
 from ...params import Params
 from ...client._randomizer import debias as debias_rate, debiased_variance
@@ -265,7 +266,7 @@ def weighted_design(matrix: sp.csc_matrix, weight: Array, column: Array) -> sp.c
     n, s = matrix.shape
     nnz = matrix.nnz
     index_dtype = np.int32 if nnz + n < 2**31 else np.int64
-    data = np.empty(nnz + n)
+    data = pages.empty(nnz + n, np.float64)  # written once: small pages (rappor._util.pages)
     for lo in range(0, nnz, _NORM_BLOCK_NNZ):  # blocks: take() would copy all int32 indices to int64 at once
         hi = min(lo + _NORM_BLOCK_NNZ, nnz)
         np.take(weight, matrix.indices[lo:hi], out=data[lo:hi], mode="clip")  # valid indices; "raise" buffers
