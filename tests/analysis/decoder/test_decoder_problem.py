@@ -154,6 +154,9 @@ def test_column_range_is_a_view_of_the_columns(lo, hi):
                                   matrix.toarray()[:, lo:hi].T)
     if block.nnz:
         assert np.shares_memory(block.data, matrix.data) and np.shares_memory(block.indices, matrix.indices)
+    leading = _problem.leading_columns(matrix, hi)  # columns from 0: the indptr shared too
+    np.testing.assert_array_equal(leading.toarray(), matrix.toarray()[:, :hi])
+    assert np.shares_memory(leading.indptr, matrix.indptr)
 
 
 @pytest.mark.parametrize("values", ["hashed", "stored ones", "weighted"])
