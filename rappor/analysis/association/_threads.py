@@ -32,11 +32,19 @@ def pass_threads() -> int:
 
 
 def in_ranges(work: Callable[[int, int], _T], rows: int, step: int) -> list[_T]:
-    """``work(start, stop)`` over :func:`pass_threads` contiguous ranges of ``0..rows`` (multiples of ``step``)."""
+    """``work(start, stop)`` over contiguous ranges of ``0..rows`` (multiples of ``step``), in order.
+
+    The ranges depend only on ``rows``, ``step`` and :data:`MAX_THREADS`, not on the cores
+    this machine has: :func:`pass_threads` sets how many run at once, so the partial sums a
+    caller adds up, and hence the decode's last digits, are the same on every machine.
+    """
     chunks = -(-rows // step)
-    threads = min(pass_threads(), chunks)
-    if threads <= 1:
+    ranges = min(MAX_THREADS, chunks)
+    if ranges <= 1:
         return [work(0, rows)]
-    cuts = [min(rows, (chunks * t // threads) * step) for t in range(threads + 1)]
+    cuts = [min(rows, (chunks * t // ranges) * step) for t in range(ranges + 1)]
+    threads = min(pass_threads(), ranges)
+    if threads <= 1:
+        return [work(start, stop) for start, stop in zip(cuts[:-1], cuts[1:])]
     with ThreadPoolExecutor(threads) as pool:
         return list(pool.map(work, cuts[:-1], cuts[1:]))

@@ -58,6 +58,7 @@ def test_passes_on_several_threads_equal_one_thread(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(threads_module, "MAX_THREADS", 1)
     one = (lik.forward(table), lik.gradient(v), lik.forward_gradient(table)[1], lik.hessian(v),
            lik.hessian(v, sample, 2.0), fit_mixture(lik).table)
+    monkeypatch.setattr(threads_module, "MAX_THREADS", threads)
     monkeypatch.setattr(threads_module, "pass_threads", lambda: threads)  # whatever the machine's cores
     many = (lik.forward(table), lik.gradient(v), lik.forward_gradient(table)[1], lik.hessian(v),
             lik.hessian(v, sample, 2.0), fit_mixture(lik).table)
@@ -71,10 +72,27 @@ def test_passes_on_several_threads_equal_one_thread(monkeypatch: pytest.MonkeyPa
 def test_likelihood_codes_on_several_threads_equal_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     # Row ranges cut through cohorts (3 threads over 70,000 patterns in 4 cohorts): the same codes
     # and Other values, each row computed alike whichever thread does it.
-    monkeypatch.setattr(threads_module, "pass_threads", lambda: 1)
+    monkeypatch.setattr(threads_module, "MAX_THREADS", 1)
     one = _coded(70_000, 5)
+    monkeypatch.setattr(threads_module, "MAX_THREADS", 3)
     monkeypatch.setattr(threads_module, "pass_threads", lambda: 3)
     many = _coded(70_000, 5)
     np.testing.assert_array_equal(many.codes, one.codes)
     assert one.other is not None and many.other is not None
     np.testing.assert_array_equal(many.other, one.other)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_passes_give_the_same_bits_whatever_the_cores(monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
+    # The row ranges follow MAX_THREADS alone, so a machine with fewer cores runs the same ranges
+    # in fewer threads and adds the same partial sums in the same order: equal to the bit.
+    lik = _coded_by_boolean(5 * BLOCK_ROWS + 3, 2)
+    gen = np.random.default_rng(4)
+    table, v = gen.dirichlet(np.ones(lik.size)), gen.random(lik.rows)
+    monkeypatch.setattr(threads_module, "MAX_THREADS", 3)
+    monkeypatch.setattr(threads_module, "pass_threads", lambda: 3)
+    many = (lik.forward(table), lik.gradient(v), lik.hessian(v), fit_mixture(lik).table)
+    monkeypatch.setattr(threads_module, "pass_threads", lambda: threads)
+    fewer = (lik.forward(table), lik.gradient(v), lik.hessian(v), fit_mixture(lik).table)
+    for a, b in zip(many, fewer):
+        np.testing.assert_array_equal(b, a)
