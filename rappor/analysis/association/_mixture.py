@@ -140,6 +140,36 @@ class ProductLikelihood:
         a block by default; :func:`~rappor.analysis.association._threads.in_ranges`)."""
         return in_ranges(work, self.rows if rows is None else rows, self._block_rows() if step is None else step)
 
+    def _rest_block(self, lo: int, hi: int) -> Array | None:
+        """:meth:`_rest_rows` of rows ``lo:hi``, or ``None`` with a single variable."""
+        return None if len(self.factors) == 1 else self._rest_rows(lo, hi)
+
+    @staticmethod
+    def _dot(block: Array, tab: Array, rest: Array | None) -> Array:
+        """``L_i . table`` for a block's rows (``block`` of the first factor, ``rest`` of the others)."""
+        part = block @ tab
+        out: Array = part[:, 0] if rest is None else np.einsum("ij,ij->i", part, rest)
+        return out
+
+    @staticmethod
+    def _add_weighted(acc: Array, block: Array, rest: Array | None, v: Array) -> None:
+        """``acc += sum_i v_i L_i`` over a block's rows (``acc`` of shape (C_1, C_2 ... C_J))."""
+        if rest is None:
+            acc[:, 0] += block.T @ v
+        else:
+            acc += block.T @ (rest * v[:, None])
+
+    def _summed(self, add: Callable[[Array, int, int], None]) -> Array:
+        """``add(acc, lo, hi)`` over every block into one accumulator a thread's range, then summed (flat)."""
+        def work(start: int, stop: int) -> Array:
+            acc = np.zeros((self.shape[0], self.size // self.shape[0]))
+            for lo, hi in self._blocks(start, stop):
+                add(acc, lo, hi)
+            return acc
+
+        out: Array = np.add.reduce(self._parallel(work)).reshape(-1)
+        return out
+
     def forward(self, table: Array) -> Array:
         """``d_i = L_i . table`` for every pattern (``table`` flat, C order)."""
         first = self.factors[0]
@@ -148,11 +178,7 @@ class ProductLikelihood:
 
         def work(start: int, stop: int) -> None:
             for lo, hi in self._blocks(start, stop):
-                part = _block(first, lo, hi) @ tab
-                if len(self.factors) == 1:
-                    out[lo:hi] = part[:, 0]
-                else:
-                    out[lo:hi] = np.einsum("ij,ij->i", part, self._rest_rows(lo, hi))
+                out[lo:hi] = self._dot(_block(first, lo, hi), tab, self._rest_block(lo, hi))
 
         self._parallel(work)
         return out
@@ -169,17 +195,10 @@ class ProductLikelihood:
                 exact: Array = product.reshape(-1)
                 return exact
 
-        def work(start: int, stop: int) -> Array:
-            acc = np.zeros((self.shape[0], self.size // self.shape[0]))
-            for lo, hi in self._blocks(start, stop):
-                if len(self.factors) == 1:
-                    acc[:, 0] += _block(first, lo, hi).T @ v[lo:hi]
-                else:
-                    acc += _block(first, lo, hi).T @ (self._rest_rows(lo, hi) * v[lo:hi, None])
-            return acc
+        def add(acc: Array, lo: int, hi: int) -> None:
+            self._add_weighted(acc, _block(first, lo, hi), self._rest_block(lo, hi), v[lo:hi])
 
-        out: Array = np.add.reduce(self._parallel(work)).reshape(-1)
-        return out
+        return self._summed(add)
 
     def forward_gradient(self, table: Array, base: Array | None = None) -> tuple[Array, Array]:
         """``L . table`` per pattern and the gradient ``sum_i (w_i / d_i) L_i`` at ``d = base + L . table``.
@@ -193,26 +212,16 @@ class ProductLikelihood:
         tab = table.reshape(self.shape[0], -1)
         d = np.empty(self.rows)
 
-        def work(start: int, stop: int) -> Array:
-            acc = np.zeros((self.shape[0], self.size // self.shape[0]))
-            for lo, hi in self._blocks(start, stop):
-                block = _block(first, lo, hi)
-                part = block @ tab
-                rest = None if len(self.factors) == 1 else self._rest_rows(lo, hi)
-                d_block = part[:, 0] if rest is None else np.einsum("ij,ij->i", part, rest)
-                d[lo:hi] = d_block
-                if base is not None:
-                    d_block = d_block + base[lo:hi]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    ratio = np.where(d_block > 0, self.weights[lo:hi] / d_block, 0.0)
-                if rest is None:
-                    acc[:, 0] += block.T @ ratio
-                else:
-                    acc += block.T @ (rest * ratio[:, None])
-            return acc
+        def add(acc: Array, lo: int, hi: int) -> None:
+            block, rest = _block(first, lo, hi), self._rest_block(lo, hi)
+            d[lo:hi] = d_block = self._dot(block, tab, rest)
+            if base is not None:
+                d_block = d_block + base[lo:hi]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(d_block > 0, self.weights[lo:hi] / d_block, 0.0)
+            self._add_weighted(acc, block, rest, ratio)
 
-        grad: Array = np.add.reduce(self._parallel(work)).reshape(-1)
-        return d, grad
+        return d, self._summed(add)
 
     def hessian(self, v: Array, rows: npt.NDArray[np.intp] | None = None, scale: float = 1.0) -> Array:
         """``scale * sum_i v_i L_i L_i^T`` over ``rows`` (every pattern by default)."""
