@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -34,6 +36,23 @@ def _coded_by_boolean(rows: int, seed: int) -> ProductLikelihood:
     return ProductLikelihood([_coded(rows, seed), flag], gen.integers(1, 4, rows).astype(np.float64))
 
 
+def _coded_alone(rows: int, seed: int) -> ProductLikelihood:
+    """:func:`_coded` as the only variable (the Hessian's single-factor Gram)."""
+    gen = np.random.default_rng(seed + 2000)
+    return ProductLikelihood([_coded(rows, seed)], gen.integers(1, 4, rows).astype(np.float64))
+
+
+def _coded_by_dense(rows: int, seed: int) -> ProductLikelihood:
+    """:func:`_coded` times three categories with a row of their own per pattern (the Hessian over every cell)."""
+    gen = np.random.default_rng(seed + 3000)
+    return ProductLikelihood([_coded(rows, seed), gen.dirichlet(np.ones(3), rows)],
+                             gen.integers(1, 4, rows).astype(np.float64))
+
+
+# The three ways a pass sums a Hessian: per distinct row of a boolean, one factor, every cell.
+LIKELIHOODS = [_coded_by_boolean, _coded_alone, _coded_by_dense]
+
+
 def test_forward_gradient_is_forward_then_gradient() -> None:
     lik = _coded_by_boolean(3 * BLOCK_ROWS + 17, 0)
     gen = np.random.default_rng(1)
@@ -47,11 +66,13 @@ def test_forward_gradient_is_forward_then_gradient() -> None:
     np.testing.assert_allclose(grad_at, lik.gradient(lik.weights / (base + d)), rtol=1e-12)
 
 
+@pytest.mark.parametrize("make", LIKELIHOODS)
 @pytest.mark.parametrize("threads", [2, 3])
-def test_passes_on_several_threads_equal_one_thread(monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
+def test_passes_on_several_threads_equal_one_thread(monkeypatch: pytest.MonkeyPatch, threads: int,
+                                                    make: Callable[[int, int], ProductLikelihood]) -> None:
     # Disjoint row ranges in parallel (each thread its own expansion buffer): the same sums up to
     # the order of the additions (relative 1e-12 on sums of a few thousand positive terms).
-    lik = _coded_by_boolean(5 * BLOCK_ROWS + 3, 2)
+    lik = make(5 * BLOCK_ROWS + 3, 2)
     gen = np.random.default_rng(3)
     table, v = gen.dirichlet(np.ones(lik.size)), gen.random(lik.rows)
     sample = np.sort(gen.choice(lik.rows, 3 * BLOCK_ROWS, replace=False))
@@ -82,11 +103,13 @@ def test_likelihood_codes_on_several_threads_equal_one_thread(monkeypatch: pytes
     np.testing.assert_array_equal(many.other, one.other)
 
 
+@pytest.mark.parametrize("make", LIKELIHOODS)
 @pytest.mark.parametrize("threads", [1, 2])
-def test_passes_give_the_same_bits_whatever_the_cores(monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
+def test_passes_give_the_same_bits_whatever_the_cores(monkeypatch: pytest.MonkeyPatch, threads: int,
+                                                      make: Callable[[int, int], ProductLikelihood]) -> None:
     # The row ranges follow MAX_THREADS alone, so a machine with fewer cores runs the same ranges
     # in fewer threads and adds the same partial sums in the same order: equal to the bit.
-    lik = _coded_by_boolean(5 * BLOCK_ROWS + 3, 2)
+    lik = make(5 * BLOCK_ROWS + 3, 2)
     gen = np.random.default_rng(4)
     table, v = gen.dirichlet(np.ones(lik.size)), gen.random(lik.rows)
     monkeypatch.setattr(threads_module, "MAX_THREADS", 3)
