@@ -360,11 +360,11 @@ class CodedLikelihood:
         return CodedLikelihood(self.codes[keep], self.values, other, self.scale,
                                None if self.sums is None else self.sums.columns(keep))
 
-    def transpose_product(self, m: npt.NDArray[np.float64]) -> npt.NDArray[np.float64] | None:
-        """``sum_i L_i (x) m_i`` (shape (C, R) for ``m`` of shape (G, R)) from bit-pair sums, or ``None``
-        without them (:mod:`rappor.analysis.association._pairs`; exact, no block is expanded)."""
+    def transpose_product(self, m: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """``sum_i L_i (x) m_i`` (shape (C, R) for ``m`` of shape (G, R)) from bit-pair sums
+        (:mod:`rappor.analysis.association._pairs`; exact, no block is expanded; only with :attr:`sums`)."""
         if self.sums is None:
-            return None
+            raise ValueError("no bit-pair sums: too few candidates, or more than two bits each")
         if self.scale is not None:
             m = m * self.scale[:, None]
         out = self.sums.transpose_product(m)

@@ -190,10 +190,8 @@ class ProductLikelihood:
                 and all(isinstance(f, np.ndarray) for f in self.factors[1:])):
             # Thousands of candidates: from the reports' bit-pair sums, no block expanded (_pairs).
             m = v[:, None] if len(self.factors) == 1 else self._rest_rows(0, self.rows) * v[:, None]
-            product = first.transpose_product(m)
-            if product is not None:
-                exact: Array = product.reshape(-1)
-                return exact
+            exact: Array = first.transpose_product(m).reshape(-1)
+            return exact
 
         def add(acc: Array, lo: int, hi: int) -> None:
             self._add_weighted(acc, _block(first, lo, hi), self._rest_block(lo, hi), v[lo:hi])

@@ -54,7 +54,10 @@ def test_pair_sums_equal_the_expanded_likelihoods(monkeypatch: pytest.MonkeyPatc
 
 def test_pair_sums_are_kept_only_for_many_candidates_of_at_most_two_bits() -> None:
     params = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.3, prob_q=0.8, prob_f=0.4)
-    assert _coded(params, 30, 100, 0).sums is None  # fewer than WIDE candidates
+    few = _coded(params, 30, 100, 0)
+    assert few.sums is None  # fewer than WIDE candidates
+    with pytest.raises(ValueError, match="no bit-pair sums"):
+        few.transpose_product(np.ones((100, 1)))
     three = Params(num_bloombits=8, num_hashes=3, num_cohorts=4, prob_p=0.3, prob_q=0.8, prob_f=0.4)
     assert not pairs.pays(np.zeros((4, pairs.WIDE, 3), dtype=np.int64))
     assert pairs.pays(np.zeros((4, pairs.WIDE, 2), dtype=np.int64))
