@@ -36,6 +36,7 @@ from ._profile import profile_intervals
 from ._other import other_bit_probabilities, undetected_bit_probabilities
 from ._result import AssociationResult, IndependenceTest, check_variable_names
 from ._shrinkage import shrink_boolean_split, shrink_nested_boolean_split
+from ._threads import shared_threads
 from ._variables import OTHER, Variable
 
 if TYPE_CHECKING:
@@ -219,7 +220,8 @@ class AssociationDecoder(CheckedParameters):
             _check_fit_memory(len(batches[0]), [len(v.candidate_map) for v in variables], variables)
         # One BLAS thread throughout: the passes are blocks of a few thousand rows, and on a
         # busy 2-core machine the default pool oversubscribed the cores (fit 21-23 s instead of 5 s).
-        with _single_thread():
+        # The passes' own threads are started once for the decode (_threads.shared_threads).
+        with _single_thread(), shared_threads():
             return self._decode(batches, variables, progress or (lambda stage: None))
 
     def _decode(self, batches: list[ReportBatch], variables: list[Variable],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 import rappor.analysis.association._threads as threads_module
@@ -31,3 +33,21 @@ def test_association_pass_threads_caps_the_ranges_and_restores_them() -> None:
     with pytest.raises(RuntimeError), association_pass_threads(1):
         raise RuntimeError
     assert threads_module.MAX_THREADS == before
+
+
+def test_shared_threads_serve_every_pass_of_the_block_and_end_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads_module, "pass_threads", lambda: 2)
+
+    def where(start: int, stop: int) -> tuple[int, int, str]:
+        return start, stop, threading.current_thread().name
+
+    alone = threads_module.in_ranges(where, 1000, 10)
+    with threads_module.shared_threads():
+        first = threads_module.in_ranges(where, 1000, 10)
+        with threads_module.shared_threads():  # nested: the outer block's pool
+            second = threads_module.in_ranges(where, 1000, 10)
+    # The same ranges in the same order; run on the block's two threads, named as its pool's.
+    assert [r[:2] for r in first] == [r[:2] for r in second] == [r[:2] for r in alone]
+    names = {r[2] for r in first + second}
+    assert len(names) <= 2 and all(name.startswith("rappor-pass") for name in names)
+    assert not any(t.name.startswith("rappor-pass") for t in threading.enumerate())  # none outlives the block
