@@ -53,6 +53,7 @@ from ...collect._aggregate import Aggregate
 from ...exceptions import InvalidParameterError
 from ._confirmation import ConfirmationNull
 from ._oracle import SlotOracle
+from ._prior import TailPrior
 from ._spec import COMPLETE, PARTIAL, DiscoverySpec
 
 if TYPE_CHECKING:
@@ -236,9 +237,9 @@ class _Thresholds:
     pending: float  # complete extensions pooled
 
 
-#: :func:`discover`'s defaults of ``false_children``, ``reserve`` and ``pending`` (the planner,
-#: :func:`rappor.analysis.discovery.discovery_frequency`, models the same search).
-DEFAULT_FALSE_CHILDREN, DEFAULT_RESERVE, DEFAULT_PENDING = 0.25, 2.0, 100.0
+#: :func:`discover`'s defaults of ``false_children``, ``reserve``, ``pending`` and ``prior_mix`` (the
+#: planner, :func:`rappor.analysis.discovery.discovery_frequency`, models the same search).
+DEFAULT_FALSE_CHILDREN, DEFAULT_RESERVE, DEFAULT_PENDING, DEFAULT_PRIOR_MIX = 0.25, 2.0, 100.0, 0.1
 
 
 def _thresholds(spec: DiscoverySpec, false_children: float, reserve: float, pending: float,
@@ -260,6 +261,33 @@ def _thresholds(spec: DiscoverySpec, false_children: float, reserve: float, pend
                        pending=float(min(_normal_isf(min(wait / n_complete, 0.5)), extend)))
 
 
+def _tail_levels(tails: list[bytes], weights: Array, th: _Thresholds, false_children: float, reserve: float,
+                 pending: float) -> tuple[Array, Array, Array]:
+    """Per-tail ``(extend, reserve, pending)`` levels spreading each budget by the prior ``weights``.
+
+    ``weights`` sum to one over each (marker, length) group of ``tails``
+    (:meth:`TailPrior.weights`).  A partial tail's levels solve ``1 - Phi(z) = r w`` for
+    ``r`` = ``false_children`` and ``false_children + reserve``; a complete tail's
+    ``1 - Phi(z) = pending w n_group / n_complete`` (every length's budget in proportion
+    to its tails, as with one level).  With uniform weights they are the scalar levels.
+    Levels of the other kind are ``inf``.
+    """
+    partial = np.array([t[:1] == PARTIAL for t in tails], dtype=bool)
+    lengths = np.array([len(t) for t in tails], dtype=np.int64)
+    budget = np.where(partial, weights, 0.0)
+    complete = ~partial
+    n_complete = int(complete.sum())
+    for length in np.unique(lengths[complete]).tolist():
+        group = complete & (lengths == length)
+        budget[group] = weights[group] * (group.sum() / max(n_complete, 1))
+    z = np.sqrt(2.0) * special.erfcinv(2.0 * np.minimum(np.outer((false_children, false_children + reserve,
+                                                                  pending), budget), 0.5))
+    extend = np.where(partial, z[0], np.inf)
+    low = np.where(partial, np.minimum(z[1], extend), np.inf)
+    wait = np.where(complete, np.minimum(z[2], th.extend), np.inf)
+    return extend, low, wait
+
+
 class _SlotScores:
     """Every scored fragment of one slot: extensions of the frontier and the pooled values."""
 
@@ -275,10 +303,10 @@ class _SlotScores:
         self._known_set = set(self.known_pairs)
         self.fitted: dict[tuple[bytes, bytes], float] = {}
 
-    def above(self, z_floor: float, head_floor: float = -math.inf, *, robust: bool = False,
+    def above(self, z_floor: float | Array, head_floor: float = -math.inf, *, robust: bool = False,
               ) -> dict[tuple[bytes, bytes], tuple[float, float]]:
-        """``(head, tail) -> (estimate, std_error)`` for the extensions with ``z >= z_floor`` of the
-        prefixes whose own z-score was ``>= head_floor``, the pooled values and the fitted
+        """``(head, tail) -> (estimate, std_error)`` for the extensions with ``z >= z_floor`` (one level,
+        or one per tail) of the prefixes whose own z-score was ``>= head_floor``, the pooled values and the fitted
         fragments (their fitted count added back); ``robust``: trimmed estimates."""
         out: dict[tuple[bytes, bytes], tuple[float, float]] = {}
         heads = [self.frontier[i] for i in np.flatnonzero(self.head_z >= head_floor).tolist()]
@@ -307,7 +335,7 @@ class _SlotScores:
 
 def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
              false_children: float = DEFAULT_FALSE_CHILDREN, reserve: float = DEFAULT_RESERVE,
-             pending: float = DEFAULT_PENDING, z_extend: float | None = None,
+             pending: float = DEFAULT_PENDING, z_extend: float | None = None, prior_mix: float = DEFAULT_PRIOR_MIX,
              significance_level: float = 0.05, max_candidates: int = 1 << 28, explain: int = 256,
              trace: Sequence[bytes] = (), progress: Callable[[int], None] | None = None) -> DiscoveryResult:
     """Find frequent values in discovery reports (see the module docstring).
@@ -338,7 +366,13 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         threshold can be far lower than ``z_extend``.
     z_extend : float, optional
         z-score a partial extension needs to be kept (overrides ``false_children``; the
-        reserve band keeps its width).
+        reserve band keeps its width; one level for every tail, no prior).
+    prior_mix : float, default=0.1
+        The three budgets above are spread over the tails by a prior learnt from the
+        fragments found in earlier slots (:mod:`rappor.analysis.discovery._prior`: byte
+        frequencies, mixed with the uniform prior with this weight): tails of the bytes
+        the values use need lower z-scores, others higher, and each prefix keeps the same
+        expected number of absent children.  1 gives every tail the same level.
     significance_level : float, default=0.05
         Family-wise level of :attr:`DiscoveryResult.significant` (Bonferroni).
     max_candidates : int, default=2**28
@@ -375,8 +409,11 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
     limit = check_int(max_candidates, "max_candidates", "discover", low=1)
     budget = check_int(explain, "explain", "discover", low=0)
     th = _thresholds(spec, false_children, reserve, pending, z_extend)
+    mix = check_real(prior_mix, "prior_mix", "discover", low=0.0, low_open=True, high=1.0)
     t_extend = th.extend
     symbols = spec.symbols
+    prior = TailPrior(symbols, mix=mix)
+    learnt: set[tuple[bytes, bytes]] = set()
     frontier: list[bytes] = [b""]
     frontier_z: list[float] = [math.inf]
     in_reserve: set[bytes] = set()
@@ -408,6 +445,16 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
             if progress is not None:
                 progress(1)
             continue
+        if z_extend is None and prior.active:
+            info["prior_perplexity"] = prior.perplexity()
+            lv_extend, lv_reserve, lv_pending = _tail_levels(tails, prior.weights(tails), th, false_children,
+                                                             reserve, pending)
+        else:
+            partial = np.array([t[:1] == PARTIAL for t in tails], dtype=bool)
+            lv_extend = np.where(partial, th.extend, np.inf)
+            lv_reserve = np.where(partial, th.reserve, np.inf)
+            lv_pending = np.where(partial, np.inf, th.pending)
+        tail_at = {t: i for i, t in enumerate(tails)}
         scores = _SlotScores(oracle, frontier, frontier_z, tails, list(pool))
         frontier_set = set(frontier)
         cuts = _explain_cuts(total + len(pool))
@@ -419,7 +466,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
             # children this strong (half the cut leaves a margin of several standard errors).
             for cut in cuts:
                 scores.explain(scores.above(cut, cut / 2.0, robust=True), cut, budget)
-        final = scores.above(min(th.pending, th.reserve), robust=True)
+        final = scores.above(np.minimum(lv_reserve, lv_pending), robust=True)
         chance.add_slot(oracle)
         kept: list[tuple[float, bytes]] = []
         reserved: list[tuple[float, bytes]] = []
@@ -428,12 +475,13 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         for (head, tail), (e, s) in final.items():
             z = e / s if s > 0 else 0.0
             value = head + tail[1:]
+            i = tail_at.get(tail)
             if tail[:1] == PARTIAL:
-                if z >= t_extend:
+                if z >= (t_extend if i is None else lv_extend[i]):
                     kept.append((z, value))
-                elif z >= th.reserve and head not in in_reserve:
+                elif z >= (th.reserve if i is None else lv_reserve[i]) and head not in in_reserve:
                     reserved.append((z, value))
-            elif value not in pool and z >= th.pending:
+            elif value not in pool and z >= (th.pending if i is None else lv_pending[i]):
                 pool[value] = _Pooled.found(slot, e / n, s / n)
                 n_pooled += 1
                 found += 1
@@ -454,6 +502,9 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
                 pair = spec.split(value, slot)
                 head_in = pair[0] in frontier_set or value in pool
                 traced[value].append((round((e + scores.fitted.get(pair, 0.0)) / se_v, 2), head_in))
+        fresh = [pair for pair in scores.fitted if pair not in learnt]
+        learnt.update(fresh)
+        prior.learn(tail[1:] for _, tail in fresh)
         kept.sort(key=lambda zv: -zv[0])
         reserved.sort(key=lambda zv: -zv[0])
         chosen = kept[:width] + reserved[:max(width - len(kept), 0)]
