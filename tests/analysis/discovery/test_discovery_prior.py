@@ -49,25 +49,27 @@ def test_prior_weights_sum_to_one_per_group_and_keep_the_uniform_share() -> None
     # Every tail keeps at least mix times its uniform share; seen bytes get far more.
     assert partial.min() >= 0.1 / 65536 * (1 - 1e-12)
     assert partial[tails.index(PARTIAL + b"ne")] > 100 / 65536
+    assert prior.bits_per_byte([b"the"]) < 8.0 < prior.bits_per_byte([b"\xfe\xff"])
 
 
 def test_tail_levels_spend_each_budget_exactly() -> None:
     # Weighted Bonferroni: sum over a slot's partial tails of 1 - Phi(z_t) is false_children
     # (and false_children + reserve for the reserve levels), over its complete tails pending,
-    # whatever the prior, wherever no level is clipped at 0.
+    # whatever the prior, wherever no level is clipped at 0 (levels interpolated within 2e-5 in z:
+    # relative 1e-4 in 1 - Phi at z <= 5).
     spec = _spec()
     th = _thresholds(spec, 0.25, 2.0, 100.0, None)
     symbols = bytes(range(256))
     tails = _slot_tails(symbols)
     uniform = TailPrior(symbols).weights(tails)
     ext, low, wait = _tail_levels(tails, uniform, th, 0.25, 2.0, 100.0)
-    assert np.allclose(ext[:65536], th.extend) and np.allclose(low[:65536], th.reserve)
-    assert np.allclose(wait[65536:], th.pending)
+    assert np.allclose(ext[:65536], th.extend, atol=1e-4) and np.allclose(low[:65536], th.reserve, atol=1e-4)
+    assert np.allclose(wait[65536:], th.pending, atol=1e-4)
     prior = TailPrior(symbols, mix=0.1)
     prior.learn([b"the", b"search", b"engine", b"news.com", b"mail."] * 20)
     ext, low, wait = _tail_levels(tails, prior.weights(tails), th, 0.25, 2.0, 100.0)
-    assert _sf(ext[:65536]).sum() == pytest.approx(0.25, rel=1e-6)
-    assert _sf(low[:65536]).sum() == pytest.approx(2.25, rel=1e-6)
+    assert _sf(ext[:65536]).sum() == pytest.approx(0.25, rel=1e-3)
+    assert _sf(low[:65536]).sum() == pytest.approx(2.25, rel=1e-3)
     assert np.isinf(ext[65536:]).all() and np.isinf(wait[:65536]).all()
     # Complete levels are capped at the uniform z_extend and at z = 0 (a share above 1/2):
     # the budget spent is at most pending.
