@@ -28,8 +28,8 @@ From slot 1 on, the search spreads each budget by its learnt prior over tails
 (:mod:`rappor.analysis.discovery._prior`); the model gives a value's tails of ``j`` bytes
 the prior ``(1 - mix) P**-j + mix / |A|**j`` of a text whose bytes have perplexity ``P``
 under it (``perplexity``; the search reports the held-out figure, ``prior_bits_per_byte``
-in its diagnostics: 3.1-3.6 bits, ``P`` 9-12, on the benchmark's populations), and the
-levels that prior sets (weighted Bonferroni).
+in its diagnostics: 4.0-5.8 bits, median 4.7, ``P`` about 26, on the benchmark's word-
+and host-like populations), and the levels that prior sets (weighted Bonferroni).
 Two effects are left out and pull in opposite directions: a shared prefix (``www.``, a
 common first syllable) is more frequent than the value, most of all in slots 0 and 1;
 and collisions with unfitted values raise the trimmed null standard error some 10% above
@@ -66,8 +66,8 @@ DEFAULT_DISCOVERY_COHORTS = 32
 _Z_CONFIRM = 5.0
 
 #: Per-byte perplexity of values under the search's learnt prior that the planner assumes: the
-#: held-out figure (``prior_bits_per_byte``) on the benchmark's populations is 3.1-3.6 bits.
-DEFAULT_PERPLEXITY = 10.0
+#: held-out figure (``prior_bits_per_byte``) on the benchmark's populations is 4.0-5.8 bits, median 4.7.
+DEFAULT_PERPLEXITY = 26.0
 
 
 def _norm_cdf(x: float) -> float:
@@ -125,9 +125,9 @@ def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: in
     false_children, reserve, pending, prior_mix : float
         As :func:`rappor.analysis.discovery.discover` (they set ``z_extend``, ``z_reserve``
         and ``z_pending``, and spread them over the tails).
-    perplexity : float or None, default=10.0
+    perplexity : float or None, default=26.0
         Per-byte perplexity of the values under the search's learnt prior (its held-out
-        figure on the benchmark's word- and host-like populations, rounded); ``None``:
+        figure on the benchmark's word- and host-like populations, 2**4.7); ``None``:
         every tail at one level (``prior_mix=1``, or values of random bytes).
 
     Returns
@@ -185,7 +185,11 @@ def plan_slot_weights(spec: DiscoverySpec, n_reports: int, lengths: Mapping[int,
     alike for values up to 30 bytes, most reports sit in slots past the end of
     6-12 byte values.  The weights (``total`` units, each slot at least 1) are improved
     one unit at a time, greedily, to lower the ``lengths``-weighted mean of
-    :func:`discovery_frequency` (the share found with probability 1/2).
+    :func:`discovery_frequency` (the share found with probability 1/2), every tail at one
+    level (``perplexity=None``): with the learnt prior the model's slot 0 (no prior yet,
+    and no credit for prefixes shared by several values, which make slot 0 the strongest
+    in every measured run: z 6-77 for the top 10 at 10 M) would be its bottleneck, and
+    the greedy search would move a fifth of the reports there.
 
     Parameters
     ----------
@@ -213,7 +217,7 @@ def plan_slot_weights(spec: DiscoverySpec, n_reports: int, lengths: Mapping[int,
 
     def cost(weights: list[int]) -> float:
         trial = dataclasses.replace(spec, slot_weights=tuple(weights))
-        return sum(w * discovery_frequency(trial, n, value_length=k) for k, w in prior.items())
+        return sum(w * discovery_frequency(trial, n, value_length=k, perplexity=None) for k, w in prior.items())
 
     base, extra = divmod(units, spec.levels)
     weights = [base + int(i < extra) for i in range(spec.levels)]
@@ -273,7 +277,12 @@ class DiscoveryPlan:
     def thresholds(self) -> dict[str, float]:
         """The z-scores :func:`discovery_frequency` models: the search's defaults and the confirmation's."""
         th = _thresholds(self.spec, DEFAULT_FALSE_CHILDREN, DEFAULT_RESERVE, DEFAULT_PENDING, None)
-        return {"z_extend": th.extend, "z_reserve": th.reserve, "z_pending": th.pending, "z_confirm": _Z_CONFIRM}
+        seg = self.spec.segment
+        prior = _levels(self.spec, th, 3, seg, DEFAULT_FALSE_CHILDREN, DEFAULT_RESERVE, DEFAULT_PENDING,
+                        DEFAULT_PERPLEXITY, DEFAULT_PRIOR_MIX)
+        return {"z_extend": th.extend, "z_reserve": th.reserve, "z_pending": th.pending, "z_confirm": _Z_CONFIRM,
+                "perplexity": DEFAULT_PERPLEXITY, "z_extend_prior": prior[1][0], "z_reserve_prior": prior[1][1],
+                "z_pending_prior": prior[2][1]}
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values (for JSON)."""
