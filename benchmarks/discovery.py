@@ -47,6 +47,7 @@ Run:  python benchmarks/discovery.py --clients 1000000 --eps 4 --seeds 0 1 2 --j
 from __future__ import annotations
 
 import argparse
+import inspect
 import concurrent.futures
 import json
 import math
@@ -63,8 +64,10 @@ from rappor.collect import hash_candidates
 from rappor.analysis.discovery import DiscoverySpec, discover, realistic_population, simulate_discovery
 from rappor.analysis.discovery import topk_scores
 from rappor.analysis.discovery import long_population, pem_discover, pem_population
-from rappor.analysis.discovery._search import DEFAULT_PRIOR_MIX
 from rappor.analysis import evaluate_result
+
+#: discover's default weight of the uniform prior in its learnt byte prior (1: every tail alike).
+DEFAULT_PRIOR_MIX = float(inspect.signature(discover).parameters["prior_mix"].default)
 
 
 def _params(eps: float, k: int, m: int) -> Params:
