@@ -21,7 +21,12 @@ analysis
     option combination, with :data:`NULLS` and :data:`CORRECTIONS` (``option_grid.py``);
     :func:`weighted_problem`, :func:`scale_rows` and :func:`cv_lasso`, the screening Lasso's
     inputs and its cross-validation (``penalty.py``); :func:`debias` and :func:`select_rows`,
-    the debiased shares and their rows (``oracle_bound.py``); :func:`nonneg_fit`, the
+    the debiased shares and their rows (``oracle_bound.py``); :func:`shares_inputs`,
+    :func:`coordinate_ascent`, :func:`bagged_shares`, :func:`fixed_unexplained`,
+    :func:`capped_shares`, :func:`prior_grid` and the shares' constants (:data:`CLEAR_Z`,
+    :data:`KEPT_Z`, :data:`PRIOR_CAP_Z`, :data:`BAGGING_GRID`, :data:`N_PRIORS`), the default
+    shares' steps, which ``oracle_shares.py`` runs again with one estimate replaced by the
+    truth; :func:`nonneg_fit`, the
     active-set QP (``hand_written.py``); :func:`reference_conditional_probabilities`,
     :func:`reference_em` and :func:`boundary_interval`, google/rappor's association EM as
     written and our default interval (``association.py``); :class:`ConfirmationNull`,
@@ -43,12 +48,17 @@ from collections.abc import Iterator
 from ._util.bits import bitstrings_to_bits
 from .analysis.association._inference import boundary_interval
 from .analysis.association._reference import reference_conditional_probabilities, reference_em
+from .analysis.decoder import _estimate
 from .analysis.decoder._adjust import CORRECTIONS
 from .analysis.decoder._estimate import DecodeOptions, estimate
 from .analysis.decoder._fit import nonneg_fit
 from .analysis.decoder._null import NULLS
 from .analysis.decoder._problem import debias, scale_rows, select_rows, weighted_problem
 from .analysis.decoder._screen import cv_lasso
+from .analysis.decoder._shares import BAGGING_GRID, CLEAR_Z, KEPT_Z, N_PRIORS, PRIOR_CAP_Z, bagged_shares
+from .analysis.decoder._shares import _capped as capped_shares
+from .analysis.decoder._shares import _grid as prior_grid
+from .analysis.decoder._shares import coordinate_ascent, fixed_unexplained
 from .analysis.discovery import _oracle, _search
 from .analysis.discovery._confirmation import ConfirmationNull, tilted_tail_probability
 from .client._hmac import hmac_sha256_many, keyed_hmac_sha256
@@ -61,19 +71,28 @@ from .simulation._reports import _draw_counts as draw_counts
 from .simulation._reports import _encode_rows as encode_rows
 
 __all__ = [
+    "BAGGING_GRID",
+    "CLEAR_Z",
     "CORRECTIONS",
+    "KEPT_Z",
     "NULLS",
+    "N_PRIORS",
+    "PRIOR_CAP_Z",
     "ConfirmationNull",
     "DecodeOptions",
+    "bagged_shares",
     "bitstrings_to_bits",
     "bloom_table",
     "boundary_interval",
+    "capped_shares",
+    "coordinate_ascent",
     "cv_lasso",
     "debias",
     "discovery_settings",
     "draw_counts",
     "encode_rows",
     "estimate",
+    "fixed_unexplained",
     "hmac_sha256_many",
     "keyed_hmac_sha256",
     "map_rows_through_csv_module",
@@ -81,10 +100,12 @@ __all__ = [
     "nonneg_fit",
     "parse_report_block",
     "parse_report_row",
+    "prior_grid",
     "reference_conditional_probabilities",
     "reference_em",
     "scale_rows",
     "select_rows",
+    "shares_inputs",
     "tilted_tail_probability",
     "weighted_problem",
 ]
@@ -133,3 +154,28 @@ def discovery_settings(*, keep_every_value: bool = False, trim: int | None = Non
     finally:
         _search._PRUNE_Z, _search._SHOW_Z = limits
         _oracle.SlotOracle._set_null = set_null  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def shares_inputs() -> Iterator[dict[str, object]]:
+    """Within the block, each decode's default shares record their inputs in the dict yielded.
+
+    Keys (the last decode's): ``problem`` (the weighted problem), ``design`` (its whitened
+    design), ``fitted`` (the test's fit), ``unexplained`` and ``unexplained_se`` (the reported
+    unexplained mass and its standard error), ``skewness_z`` (the residuals' skewness over its
+    standard error).  The shares themselves are computed as without the block.
+    """
+    record: dict[str, object] = {}
+    all_shares = _estimate._all_shares
+
+    def recording(problem: object, design: object, fitted: object, unexplained: float, unexplained_se: float,
+                  skewness_z: float) -> object:
+        record.update(problem=problem, design=design, fitted=fitted, unexplained=unexplained,
+                      unexplained_se=unexplained_se, skewness_z=skewness_z)
+        return all_shares(problem, design, fitted, unexplained, unexplained_se, skewness_z)  # type: ignore[arg-type]
+
+    _estimate._all_shares = recording  # type: ignore[assignment]
+    try:
+        yield record
+    finally:
+        _estimate._all_shares = all_shares
