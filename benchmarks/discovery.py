@@ -161,7 +161,8 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
     top10 = sim.top(10)
     t0 = time.perf_counter()
     t_cpu = time.process_time()
-    res = discover(sim.discovery, spec, beam=beam, prior_mix=prior_mix, trace=[s.encode("utf-8") for s in top10] if trace else ())
+    res = discover(sim.discovery, spec, beam=beam, prior_mix=prior_mix,
+                   trace=[s.encode("utf-8") for s in top10] if trace else ())
     out["discover_s"] = time.perf_counter() - t0
     out["discover_cpu_s"] = time.process_time() - t_cpu
     out["prior_perplexity"] = [row.get("prior_perplexity") for row in res.diagnostics["slots"]]

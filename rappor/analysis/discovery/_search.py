@@ -14,7 +14,10 @@ The search walks the slots in order (:mod:`rappor.analysis.discovery`).  It keep
 2. Partial candidates with ``z >= z_extend`` form the next frontier.  ``z_extend`` is
    the level at which each prefix keeps on average ``false_children`` absent children
    (``1 - Phi(z_extend) = false_children / |alphabet|**segment``): the absent prefixes
-   form a subcritical branching process and die out.  Partial children of a regular
+   form a subcritical branching process and die out.  From slot 1 on, that budget (and the
+   two below) is spread over the tails by a byte prior learnt from the earlier slots
+   (:mod:`rappor.analysis.discovery._prior`: ``1 - Phi(z_t) = false_children pi_t``, the
+   same expected absent children per prefix).  Partial children of a regular
    prefix with ``z_reserve <= z < z_extend`` are kept as *reserve* prefixes, whose own
    children need ``z_extend``: a true prefix survives one weak slot.
 3. Complete candidates with ``z >= z_pending`` (a low bar) join the pool.  Every pooled
@@ -540,7 +543,8 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         frontier_z = [z for z, _ in chosen]
         in_reserve = {v for _, v in reserved[:max(width - len(kept), 0)]}
         per_slot.append({**info, "kept": len(frontier) - len(in_reserve), "reserve": len(in_reserve),
-                         "found": found, "dropped": dropped, "prior_bits_per_byte": per_slot_bits, "pool": len(pool), "fitted": len(scores.fitted),
+                         "found": found, "dropped": dropped, "prior_bits_per_byte": per_slot_bits,
+                         "pool": len(pool), "fitted": len(scores.fitted),
                          "null_std_error": oracle.null_std_error / max(n, 1.0)})
         if progress is not None:
             progress(1)

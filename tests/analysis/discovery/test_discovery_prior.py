@@ -76,3 +76,25 @@ def test_tail_levels_spend_each_budget_exactly() -> None:
     assert _sf(wait[65536:]).sum() <= 100.0 * (1 + 1e-9)
     assert ext[tails.index(PARTIAL + b"ne")] < th.extend - 1.0
     assert ext[tails.index(PARTIAL + b"\xfe\xff")] > th.extend
+
+
+def test_discover_checks_prior_mix_and_reports_the_prior() -> None:
+    from rappor.analysis.discovery import discover, realistic_population, simulate_discovery
+    from rappor.exceptions import InvalidParameterError
+
+    params = Params(num_bloombits=128, num_hashes=1, num_cohorts=16, prob_p=0.0, prob_q=1.0, prob_f=0.1)
+    spec = DiscoverySpec(params=params, max_length=10, segment=2)
+    sim = simulate_discovery(params, spec, realistic_population(200, max_length=10, rng=0), 60_000,
+                             discovery_share=1.0, rng=0)
+    for bad in (0.0, 1.5, float("nan")):
+        with pytest.raises(InvalidParameterError, match="prior_mix"):
+            discover(sim.discovery, spec, prior_mix=bad)
+    slots = discover(sim.discovery, spec).diagnostics["slots"]
+    # Slot 0 has no prior; once fragments were fitted, the later slots use one (perplexity of q,
+    # far below the 256 bytes of the alphabet for these host- and word-like values).
+    assert "prior_perplexity" not in slots[0]
+    used = [row["prior_perplexity"] for row in slots if "prior_perplexity" in row]
+    assert used and max(used) < 64
+    # With prior_mix=1 every tail has one level, as before the prior.
+    alike = discover(sim.discovery, spec, prior_mix=1.0).diagnostics["slots"]
+    assert all("prior_perplexity" not in row for row in alike)
