@@ -58,8 +58,13 @@ def grid(class_names: list[str], seeds: int, combos: list[tuple[str, str]]) -> N
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 found = [int(np.sum(detected_past_the_check(c, *combo) & (c.true_share == 0))) for c in cols]
-            print(f"  {verdict} {'/'.join(combo):<30} {found}  max {max(found) / n_decoys:.1%} of the decoys"
+            print(f"  {verdict} {'/'.join(combo):<30} {found}  {_worst(found, n_decoys)}"
                   f"  ({time.perf_counter() - start:.1f} s)", flush=True)
+
+
+def _worst(found: list[int], n_decoys: int) -> str:
+    """The most decoys one decode detected, as a share of the list's decoys (a class may have none)."""
+    return f"max {max(found) / n_decoys:.1%} of the decoys" if n_decoys else "(no decoys in this class)"
 
 
 def main() -> None:

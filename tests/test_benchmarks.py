@@ -72,3 +72,10 @@ def test_the_private_use_check_sees_each_form() -> None:
             "import rappor\nx = rappor.formats._map._split_row\ny = rappor.__version__\n")
     assert private_uses(text) == ["2: import rappor.formats._map", "3: from rappor.client._murmur import m",
                                   "4: from rappor.analysis.discovery import _oracle", "7: rappor.formats._map"]
+
+
+def test_option_grid_share_of_decoys_without_decoys(load_by_path: Callable[[Path], Any]) -> None:
+    # A class without decoys (--classes issue4) divided by zero; it now says there are none.
+    option_grid = load_by_path(_RUN.parent / "option_grid.py")
+    assert option_grid._worst([0, 0, 0], 0) == "(no decoys in this class)"
+    assert option_grid._worst([1, 3, 0], 300) == "max 1.0% of the decoys"

@@ -2,7 +2,7 @@
 
 In the order a run meets them: ``validation`` (the parameter checks and their one message
 template), ``lazy`` (optional and slow imports on first use), ``memory`` (refusing a
-table before it is allocated), ``paths`` (display names, the same-file check), ``inputs``
+table before it is allocated), ``pages`` (the largest arrays in pages of their own), ``paths`` (display names, the same-file check), ``inputs``
 (reading a path or ``-``), ``outputs`` (atomic output), ``csv_text`` (CSV fields people may
 open in a spreadsheet), ``excerpt`` and ``keyfile`` (what an error may quote of a line, never a key),
 ``csv_blocks`` and ``bits`` (CSV rows and bit strings parsed in blocks), ``rejects``

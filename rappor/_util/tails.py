@@ -6,19 +6,22 @@ than a whole decode of 10,000 candidates; :mod:`scipy.special`, which ``scipy.st
 calls for these very values, costs a tenth of that.  Each function below is the
 expression ``scipy.stats`` evaluates for the same call (``scipy/stats/_continuous_distns.py``,
 ``norm_gen`` and ``chi2_gen``, scipy 1.17), with the same handling of the support's ends,
-so results are identical to the last bit:
+so results are identical to the last bit with that SciPy (and agree to the special
+functions' rounding with others):
 
 ===========================  ==========================================
 here                         ``scipy.stats``
 ===========================  ==========================================
 ``norm_sf(x)``               ``norm.sf(x)`` = ``ndtr(-x)``
+``norm_cdf(x)``              ``norm.cdf(x)`` = ``ndtr(x)``
+``norm_ppf(q)``              ``norm.ppf(q)`` = ``ndtri(q)``
 ``norm_isf(q)``              ``norm.isf(q)`` = ``-ndtri(q)``
 ``norm_logsf(x)``            ``norm.logsf(x)`` = ``log_ndtr(-x)``
 ``norm_logpdf(x)``           ``norm.logpdf(x)`` = ``-x^2 / 2 - log(sqrt(2 pi))``
 ``chi2_sf(x, df)``           ``chi2.sf(x, df)`` = ``chdtrc(df, x)``, 1 for ``x <= 0``
 ===========================  ==========================================
 
-``tests/_util/test_tails.py`` checks the equality against ``scipy.stats`` itself.
+``tests/_util/test_tails.py`` checks them against ``scipy.stats`` itself (tolerance derived there).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ if TYPE_CHECKING:
 else:  # imported on first use: scipy.special, not scipy.stats
     special = lazy_module("scipy.special")
 
-__all__ = ["chi2_sf", "norm_isf", "norm_logpdf", "norm_logsf", "norm_sf"]
+__all__ = ["chi2_sf", "norm_cdf", "norm_isf", "norm_logpdf", "norm_logsf", "norm_ppf", "norm_sf"]
 
 #: ``log(sqrt(2 pi))``, computed as ``scipy.stats`` computes it.
 _LOG_SQRT_2PI = float(np.log(np.sqrt(2 * np.pi)))
@@ -50,6 +53,16 @@ def _out(values: Any) -> Any:
 def norm_sf(x: npt.ArrayLike) -> Any:
     """Standard normal survival function ``P(Z > x)``: ``ndtr(-x)``."""
     return _out(special.ndtr(-np.asarray(x, dtype=np.float64)))
+
+
+def norm_cdf(x: npt.ArrayLike) -> Any:
+    """Standard normal distribution function ``P(Z <= x)``: ``ndtr(x)``."""
+    return _out(special.ndtr(np.asarray(x, dtype=np.float64)))
+
+
+def norm_ppf(q: npt.ArrayLike) -> Any:
+    """Quantile function: the ``x`` with ``P(Z <= x) = q`` (``-inf`` at 0, ``inf`` at 1, NaN outside)."""
+    return _out(special.ndtri(np.asarray(q, dtype=np.float64)))
 
 
 def norm_isf(q: npt.ArrayLike) -> Any:

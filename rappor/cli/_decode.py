@@ -160,8 +160,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             result = decoder.decode(aggregate, cmap)
         diag = result.diagnostics
+        known = math.isfinite(diag.residual_skewness_se)  # computed by the decode (else left to the check)
         spread = explain_dispersion(aggregate.counts, params, diag.residuals, diag.dispersion, diag.chi2_pvalue,
-                                    diag.unexplained_mass)
+                                    diag.unexplained_mass,
+                                    skewness=(diag.residual_skewness, diag.residual_skewness_se) if known else None)
         step.start("write")
         _write(args, result, found, spread)
     if combined is not None:

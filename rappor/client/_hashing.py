@@ -138,11 +138,22 @@ def bloom_bits_table(values: Sequence[str | bytes], params: Params, *,
     k, h = params.num_bloombits, params.num_hashes
     seeds = np.arange(params.num_cohorts) if cohorts is None else check_cohorts(cohorts, params.num_cohorts,
                                                                                  "bloom_bits_table")
-    encoded = [value_bytes(v) for v in values]
+    encoded = _encoded(values)
     out = np.empty((len(values), seeds.size, h), dtype=np.int64 if k > 2**31 - 1 else np.int32)
     for start, words in _hash_words(encoded, seeds, h):
         out[:, :, start:start + len(words)] = np.moveaxis(reduce_words(words, k), 0, -1)
     return out
+
+
+def _encoded(values: Sequence[str | bytes]) -> list[bytes]:
+    """:func:`value_bytes` of every value; a list of str is encoded in one pass (the
+    per-value checks run only when one cannot be encoded, to raise its error)."""
+    if all(type(v) is str for v in values):
+        try:
+            return [v.encode("utf-8") for v in values]  # type: ignore[union-attr]
+        except UnicodeEncodeError:
+            pass
+    return [value_bytes(v) for v in values]
 
 
 #: At most this many (key, seed) pairs are hashed by mmh3's C function one pair at a time
@@ -175,7 +186,7 @@ def _hash_words(keys: Sequence[bytes], seeds: npt.NDArray[np.int64], num_hashes:
             words = np.moveaxis(by_block, 3, 1).reshape(2 * (b1 - b0), n_keys, n_seeds)
         elif b1 - b0 == 1:  # a large batch of one block: its two words as they come, not copied
             # Vectorized MurmurHash3_x64_128 over all keys and all cohorts (seeds); bit-identical to mmh3.
-            h1, h2 = murmur3_x64_128([_prefix(b0) + d for d in keys], seeds)
+            h1, h2 = murmur3_x64_128(keys, seeds, prefix=_prefix(b0))
             yield 2 * b0, h1[None]
             if 2 * b0 + 1 < num_hashes:
                 yield 2 * b0 + 1, h2[None]
@@ -183,7 +194,7 @@ def _hash_words(keys: Sequence[bytes], seeds: npt.NDArray[np.int64], num_hashes:
         else:
             words = np.empty((2 * (b1 - b0), n_keys, n_seeds), dtype=np.uint64)
             for b in range(b0, b1):
-                words[2 * (b - b0)], words[2 * (b - b0) + 1] = murmur3_x64_128([_prefix(b) + d for d in keys], seeds)
+                words[2 * (b - b0)], words[2 * (b - b0) + 1] = murmur3_x64_128(keys, seeds, prefix=_prefix(b))
         yield 2 * b0, words[:min(num_hashes, 2 * b1) - 2 * b0]
 
 

@@ -63,15 +63,21 @@ def _fmix(x: npt.NDArray[np.uint64], tmp: npt.NDArray[np.uint64]) -> None:
             x *= const
 
 
-def _padded_words(keys: Sequence[bytes], width: int) -> npt.NDArray[np.uint64]:
-    """Keys zero-padded to ``width`` bytes, as ``(len(keys), width // 8)`` little-endian words."""
-    lengths = np.fromiter((len(key) for key in keys), dtype=np.int64, count=len(keys))
+def _padded_words(keys: Sequence[bytes], width: int, prefix: bytes = b"",
+                  lengths: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.uint64]:
+    """``prefix + key`` for every key, zero-padded to ``width`` bytes, as ``(len(keys), width // 8)`` little-endian words.
+
+    ``lengths``: the keys' lengths, when the caller has them.
+    """
+    if lengths is None:
+        lengths = np.fromiter((len(key) for key in keys), dtype=np.int64, count=len(keys))
     data = np.frombuffer(b"".join(keys), dtype=np.uint8)
     out = np.zeros((len(keys), width), dtype=np.uint8)
+    out[:, :len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
     if data.size:
         starts = np.cumsum(lengths) - lengths
         rows = np.repeat(np.arange(len(keys)), lengths)
-        cols = np.arange(data.size) - np.repeat(starts, lengths)
+        cols = np.arange(len(prefix), data.size + len(prefix)) - np.repeat(starts, lengths)
         out[rows, cols] = data
     return out.view("<u8").astype(np.uint64, copy=False)
 
@@ -93,26 +99,39 @@ def _hash_group(
     _rotl(k2, 33, np.empty_like(k2))
     k2 *= _C1
     n, s = words.shape[0], seeds.shape[0]
-    # Temporaries are allocated once: the chunk's arrays stay in the CPU cache.
-    h1 = np.broadcast_to(seeds, (n, s)).copy()
-    h2 = h1.copy()
-    tmp = np.empty_like(h1)
+    # Tail (0..15 bytes, zero-padded: mixing a zero word leaves the state unchanged) and the
+    # length are xored into the state one after the other: one word per key.
+    tail1 = k1[:, nblocks] ^ lengths
+    tail2 = k2[:, nblocks] ^ lengths
+    # Temporaries are allocated once: the chunk's arrays stay in the CPU cache.  The state
+    # starts as the seed xored with the first word it takes (one pass instead of a copy
+    # and an xor); in the first block h2 is still the seed when h1 adds it.
+    h1, h2, tmp = np.empty((n, s), dtype=np.uint64), np.empty((n, s), dtype=np.uint64), np.empty((n, s), dtype=np.uint64)
+    first1, first2 = (k1[:, 0], k2[:, 0]) if nblocks else (tail1, tail2)
+    np.bitwise_xor(first1[:, np.newaxis], seeds[np.newaxis, :], out=h1)
     for b in range(nblocks):
-        h1 ^= k1[:, b : b + 1]
+        if b:
+            h1 ^= k1[:, b : b + 1]
         _rotl(h1, 27, tmp)
-        h1 += h2
+        if b:
+            h1 += h2
+        else:
+            h1 += seeds[np.newaxis, :]
         h1 *= _FIVE
         h1 += _N1
-        h2 ^= k2[:, b : b + 1]
+        if b:
+            h2 ^= k2[:, b : b + 1]
+        else:
+            np.bitwise_xor(first2[:, np.newaxis], seeds[np.newaxis, :], out=h2)
         _rotl(h2, 31, tmp)
         h2 += h1
         h2 *= _FIVE
         h2 += _N2
-    # Tail (0..15 bytes, zero-padded): mixing a zero word leaves the state unchanged.
-    h1 ^= k1[:, nblocks : nblocks + 1]
-    h2 ^= k2[:, nblocks : nblocks + 1]
-    h1 ^= lengths[:, np.newaxis]
-    h2 ^= lengths[:, np.newaxis]
+    if nblocks:
+        h1 ^= tail1[:, np.newaxis]
+        h2 ^= tail2[:, np.newaxis]
+    else:
+        np.bitwise_xor(first2[:, np.newaxis], seeds[np.newaxis, :], out=h2)
     h1 += h2
     h2 += h1
     _fmix(h1, tmp)
@@ -123,9 +142,9 @@ def _hash_group(
 
 
 def murmur3_x64_128(
-    keys: Sequence[bytes], seeds: npt.ArrayLike
+    keys: Sequence[bytes], seeds: npt.ArrayLike, *, prefix: bytes = b""
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
-    """MurmurHash3_x64_128 of every key under every seed.
+    """MurmurHash3_x64_128 of every key (after ``prefix``) under every seed.
 
     Parameters
     ----------
@@ -133,6 +152,9 @@ def murmur3_x64_128(
         The ``S`` keys, of any lengths.
     seeds : array-like of int, shape (n_seeds,)
         32-bit seeds in ``[0, 2**32)``.
+    prefix : bytes, default=b""
+        Hashed before every key: the digests of ``prefix + key``, without making those
+        ``S`` byte strings.
 
     Returns
     -------
@@ -154,7 +176,8 @@ def murmur3_x64_128(
     h2 = np.empty_like(h1)
     if n == 0 or seeds_u.size == 0:
         return h1, h2
-    lengths = np.fromiter((len(key) for key in keys), dtype=np.int64, count=n)
+    key_lengths = np.fromiter((len(key) for key in keys), dtype=np.int64, count=n)
+    lengths = key_lengths + len(prefix)
     nblocks = lengths // 16
     order = np.argsort(nblocks, kind="stable")
     bounds = np.flatnonzero(np.diff(nblocks[order])) + 1
@@ -163,8 +186,14 @@ def murmur3_x64_128(
         nb = int(nblocks[group[0]])
         for start in range(0, group.size, chunk):
             idx = group[start : start + chunk]
-            words = _padded_words([keys[i] for i in idx], 16 * (nb + 1))
-            g1, g2 = _hash_group(words, lengths[idx].astype(np.uint64), seeds_u, nb)
-            h1[idx] = g1
-            h2[idx] = g2
+            rows: slice | npt.NDArray[np.intp]
+            if len(bounds) == 0:  # one group, in the keys' order: a slice, not a gather
+                stop = min(start + chunk, n)
+                chunk_keys, rows = keys[start:stop], slice(start, stop)
+            else:
+                chunk_keys, rows = [keys[i] for i in idx], idx
+            words = _padded_words(chunk_keys, 16 * (nb + 1), prefix, key_lengths[rows])
+            g1, g2 = _hash_group(words, lengths[rows].astype(np.uint64), seeds_u, nb)
+            h1[rows] = g1
+            h2[rows] = g2
     return h1, h2

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from .._util import pages
 from .._util.lazy import lazy_module
 from .._util.memory import check_design
 from ..exceptions import InvalidParameterError
@@ -41,7 +42,10 @@ class CandidateMap:
         The candidates, distinct.
     matrix : scipy.sparse matrix of shape (num_cohorts * num_bloombits, len(strings))
         Stored as CSC, float64, entries 1.0 where candidate ``s`` sets bit ``b`` in
-        cohort ``c`` (row ``c * k + b``).
+        cohort ``c`` (row ``c * k + b``).  A map made by :func:`hash_candidates` or
+        :func:`rappor.formats.read_map` stores its ones as one read-only value (``data``
+        has stride 0): a third of the memory; SciPy copies them into a contiguous array
+        for its own conversions and products of the whole map.
     """
 
     params: Params
@@ -179,7 +183,7 @@ def _map_from_bit_tables(params: Params, strings: tuple[str, ...],
     """The :class:`CandidateMap` of consecutive blocks of a ``(S, m, h)`` table of bit indices.
 
     ``table[s, c, i]`` is the bit (in ``[0, k)``) that hash ``i`` of candidate ``s`` sets in
-    cohort ``c``; each block is sorted in place.  The CSC arrays are written directly:
+    cohort ``c``; each block is overwritten (sorted, then turned into row numbers).  The CSC arrays are written directly:
     within a column the rows ``c * k + bit`` come out sorted by cohort, and sorting each
     cohort's ``h`` bits and dropping repeats (two hashes on one bit) makes them sorted and
     unique, so no COO triplets, format conversions or defensive copies are needed.
@@ -194,24 +198,38 @@ def _map_from_bit_tables(params: Params, strings: tuple[str, ...],
     n_rows, bound = m * k, len(strings) * m * params.num_hashes  # at most h rows per cohort
     tail = n_rows if n_rows <= bound // 16 else 0  # the row numbers, when small beside the map
     index_dtype: type[np.int32] | type[np.int64] = np.int32 if max(bound + tail, n_rows) < 2**31 else np.int64
-    offsets = np.arange(0, n_rows, k, dtype=np.int64)[None, :, None]
+    offsets = np.arange(0, n_rows, k, dtype=index_dtype)[None, :, None]
     # One array for every block's row indices (a list of blocks, concatenated, left 0.5 GB
     # of freed heap resident at 1 M candidates), then the row numbers (see the docstring).
-    flat = np.empty(bound + tail, dtype=index_dtype)
+    flat = pages.empty(bound + tail, index_dtype)  # written once: small pages (rappor._util.pages)
     lengths: list[npt.NDArray[np.int64]] = []
     total = 0
     for table in tables:
         _sort_last_axis(table)
         keep = np.ones(table.shape, dtype=bool)
-        keep[:, :, 1:] = table[:, :, 1:] != table[:, :, :-1]
-        rows = np.add(table, offsets, dtype=index_dtype)[keep]
-        flat[total:total + rows.size] = rows
-        total += rows.size
-        lengths.append(keep.reshape(len(table), -1).sum(axis=1, dtype=np.int64))
+        np.not_equal(table[:, :, 1:], table[:, :, :-1], out=keep[:, :, 1:])
+        per_candidate = keep.reshape(len(table), -1).sum(axis=1, dtype=np.int64)
+        n_kept = int(per_candidate.sum())
+        rows: npt.NDArray[np.integer] = table if table.dtype == index_dtype else table.astype(index_dtype)
+        np.add(rows, offsets, out=rows)  # the table is the caller's scratch: row numbers in place, kept into flat
+        np.compress(keep.ravel(), rows.ravel(), out=flat[total:total + n_kept])
+        total += n_kept
+        lengths.append(per_candidate)
     flat[total:total + tail] = np.arange(tail)
     indptr = np.zeros(len(strings) + 1, dtype=index_dtype)
     if lengths:
         np.cumsum(np.concatenate(lengths), out=indptr[1:])
-    matrix = sp.csc_matrix((np.ones(total), flat[:total], indptr), shape=(n_rows, len(strings)), copy=False)
+    matrix = sp.csc_matrix((_ones(total), flat[:total], indptr), shape=(n_rows, len(strings)), copy=False)
     matrix.has_sorted_indices = True
     return CandidateMap._from_canonical(params, strings, matrix)
+
+
+def _ones(n: int) -> npt.NDArray[np.float64]:
+    """``n`` read-only float64 ones that take no memory (one value, stride 0).
+
+    A map's values are all 1, and a map is not changed once built (a frozen
+    :class:`CandidateMap`); SciPy's products read the values through their strides.  The
+    stored ones were 1 GB at 1 M candidates (k=16, m=64, h=2), written and paged in for
+    nothing: 2 of the 5 CPU-s of hashing the candidates on this machine.
+    """
+    return np.broadcast_to(np.float64(1.0), (n,))

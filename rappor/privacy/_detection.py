@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from .._util import tails
 from .._util.lazy import lazy_module
 from .._util.validation import MAX_COUNT, RngLike, check_int, check_options, check_probability, check_real, check_rng
 from ..exceptions import InvalidParameterError
@@ -45,12 +46,11 @@ from ..params import Params
 
 if TYPE_CHECKING:
     import threadpoolctl  # a declared dependency
-    from scipy import linalg, sparse, stats
+    from scipy import linalg, sparse
 else:  # imported on first use: keeps `import rappor` light
     threadpoolctl = lazy_module("threadpoolctl")  # a declared dependency
     linalg = lazy_module("scipy.linalg")
     sparse = lazy_module("scipy.sparse")
-    stats = lazy_module("scipy.stats")
 
 __all__ = ["LARGE_DETECTION_FREQUENCY", "DetectionOutlook", "DetectionPrediction", "design_inflation",
            "detection_frequency", "detection_outlook", "detection_probability", "reports_for_frequency",
@@ -199,11 +199,11 @@ def detection_frequency(params: Params, n_reports: int, n_candidates: int, *, si
             else check_real(inflation, "inflation", "detection_frequency", low=1.0) if math.isfinite(inflation)
             else math.inf)
     c, var_bit = _bit_sigma(params, n)
-    z = float(stats.norm.isf(a / s if corr == "bonferroni" else a))
+    z = float(tails.norm_isf(a / s if corr == "bonferroni" else a))
     sd = math.sqrt(infl * var_bit / (n * params.h)) / abs(c)
     sd_ref = math.sqrt(n * params.p01 * (1.0 - params.p01)) / abs(c)
-    return DetectionPrediction(frequency=(z + float(stats.norm.ppf(pw))) * sd,
-                               reference_frequency=float(stats.norm.isf(a)) * sd_ref / n,
+    return DetectionPrediction(frequency=(z + float(tails.norm_ppf(pw))) * sd,
+                               reference_frequency=float(tails.norm_isf(a)) * sd_ref / n,
                                std_error=sd, inflation=infl, critical_z=z)
 
 
@@ -216,7 +216,7 @@ def detection_probability(prediction: DetectionPrediction, frequency: npt.ArrayL
     x = np.asarray(frequency, dtype=np.float64)
     if prediction.std_error == 0.0:
         return np.asarray(x > 0, dtype=np.float64)
-    out: npt.NDArray[np.float64] = stats.norm.cdf(x / prediction.std_error - prediction.critical_z)
+    out: npt.NDArray[np.float64] = tails.norm_cdf(x / prediction.std_error - prediction.critical_z)
     return out
 
 

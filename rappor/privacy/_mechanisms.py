@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from .._util import tails
 from .._util.lazy import lazy_module
 from .._util.results import ConfidenceInterval
 from .._util.validation import RngLike, check_int, check_options, check_probability, check_real, check_rng
@@ -40,10 +41,9 @@ from ._accounting import binary_rr_rdp, renyi_divergence, tight_rho
 from ..client._randomizer import debias, debiased_variance
 
 if TYPE_CHECKING:
-    from scipy import special, stats
+    from scipy import special
 else:  # imported on first use: keeps `import rappor` light
     special = lazy_module("scipy.special")
-    stats = lazy_module("scipy.stats")
 
 __all__ = [
     "BinaryRandomizedResponse",
@@ -107,7 +107,7 @@ class FrequencyEstimate:
         level = check_probability(confidence_level, "confidence_level", "confidence_interval",
                                   open_low=True, open_high=True)
         scale = check_options(scale, "scale", "confidence_interval", ("proportion", "count"))  # type: ignore[assignment]
-        z = float(stats.norm.ppf(0.5 + level / 2.0))
+        z = float(tails.norm_ppf(0.5 + level / 2.0))
         value, se = ((self.proportion, self.prop_std_error) if scale == "proportion"
                      else (self.estimate, self.std_error))
         return ConfidenceInterval(value - z * se, value + z * se)

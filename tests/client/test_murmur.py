@@ -78,3 +78,14 @@ def test_bloom_bits_table_matches_scalar_hashing() -> None:
         for c in range(params.num_cohorts):
             expected = bloom_bit_indices(value, c, num_bloombits=128, num_hashes=3)
             assert tuple(table[s, c]) == expected
+
+
+@pytest.mark.parametrize("prefix", [b"", b"\x00\x00\x00\x00", b"\x01\x00\x00\x00", b"p" * 17])
+def test_murmur_prefix_hashes_prefix_plus_key(prefix: bytes) -> None:
+    # prefix= gives the digests of prefix + key (the Bloom blocks' uint32 prefix) without those strings.
+    rng = np.random.default_rng(len(prefix))
+    keys = [rng.bytes(n) for n in list(range(40)) + [100]]
+    got = murmur3_x64_128(keys, SEEDS, prefix=prefix)
+    want = _reference([prefix + key for key in keys], SEEDS)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

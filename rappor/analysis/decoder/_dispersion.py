@@ -127,7 +127,8 @@ def bits_per_report(counts: npt.NDArray[np.int64], params: Params) -> tuple[floa
 
 
 def explain_dispersion(counts: npt.NDArray[np.int64], params: Params, residuals: npt.ArrayLike | None,
-                       dispersion: float, chi2_pvalue: float, unexplained_mass: float) -> DispersionCheck | None:
+                       dispersion: float, chi2_pvalue: float, unexplained_mass: float, *,
+                       skewness: tuple[float, float] | None = None) -> DispersionCheck | None:
     """The marks of a dispersion well above 1 and the cause they point to (module docstring); None when it fits.
 
     Parameters
@@ -140,6 +141,9 @@ def explain_dispersion(counts: npt.NDArray[np.int64], params: Params, residuals:
         The fit's whitened residuals (nan for cohorts without reports).
     dispersion, chi2_pvalue, unexplained_mass : float
         From the decode's diagnostics.
+    skewness : tuple of float, optional
+        :func:`residual_skewness` of ``residuals`` when the decode computed it already
+        (its diagnostics' ``residual_skewness`` and ``residual_skewness_se``).
 
     Returns
     -------
@@ -149,7 +153,7 @@ def explain_dispersion(counts: npt.NDArray[np.int64], params: Params, residuals:
     """
     if residuals is None or not (math.isfinite(chi2_pvalue) and chi2_pvalue < ALARM_PVALUE):
         return None
-    skew, skew_se = residual_skewness(residuals)
+    skew, skew_se = residual_skewness(residuals) if skewness is None else skewness
     if not math.isfinite(skew):
         return None
     bits, bits_se = bits_per_report(counts, params)

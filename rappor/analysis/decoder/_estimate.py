@@ -127,6 +127,7 @@ def estimate(options: DecodeOptions, counts: npt.NDArray[np.int64], matrix: sp.c
     raw, raw_se = fitted.reported_unexplained or fitted.unexplained
     null = fitted.null
     residuals = whitened_residuals(problem, fitted.coef, fit_unexplained if fitted.modelled_unexplained else None)
+    skew, skew_se = residual_skewness(residuals)  # nan below 3 residuals (skew_se too)
     diagnostics = DecodeDiagnostics(
         cohorts_used=int(problem.n_rows // params.num_bloombits), distinguishable=int(problem.n_distinct),
         unexplained_mass=min(max(raw, 0.0), 1.0), unexplained_std_error=raw_se, unexplained_mass_unclipped=raw,
@@ -138,15 +139,15 @@ def estimate(options: DecodeOptions, counts: npt.NDArray[np.int64], matrix: sp.c
         null_law=fitted.null_law, null_mean=None if null is None else null.mean,
         null_sd=None if null is None else null.sd, null_skewness=None if null is None else null.skewness,
         null_exact=None if null is None else null.exact, pvalue_floor=None if null is None else null.floor,
+        residual_skewness=skew, residual_skewness_se=skew_se,
     )
     coef = fitted.coef
     adjusted = options.rule.adjust(fitted.pvalue)
     fitted_proportion: Array | None = None
     if options.shares == "all" and problem.n_distinct:
         fitted_proportion = problem.spread(coef, math.nan)
-        skew, skew_se = residual_skewness(residuals)
         coef = _all_shares(problem, problem.weighted_design() if design is None else design, fitted, raw, raw_se,
-                           skew / skew_se)  # nan below 3 residuals (skew_se is then nan too)
+                           skew / skew_se)
     return Estimates(proportion=problem.spread(coef, math.nan), prop_std_error=problem.spread(fitted.se, math.nan),
                      pvalue=problem.spread(fitted.pvalue, math.nan), adjusted_pvalue=problem.spread(adjusted, math.nan),
                      group=problem.group, diagnostics=diagnostics,

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+from ..._util import pages
 from ..._util.lazy import lazy_module
 from ...params import Params
 from ...client._randomizer import debias as debias_rate, debiased_variance
@@ -120,7 +121,7 @@ class WeightedProblem:
         # columns are a view of it (large maps: one copy instead of three).
         a = weighted_design(self.design, self.weight, background)
         return WeightedDesign(a=a, candidates=leading_columns(a, self.n_distinct), background=background,
-                              col_sq_norms=column_sq_norms(a))
+                              col_sq_norms=_weighted_sq_norms(a, self.design, self.weight))
 
     def spread(self, values: Array, fill: float) -> Array:
         """Per-distinct-candidate ``values`` given to every candidate (``fill`` where none applies)."""
@@ -129,6 +130,23 @@ class WeightedProblem:
         if self.n_distinct:
             out[valid] = values[self.slot[valid]]
         return out
+
+
+def _weighted_sq_norms(a: sp.csc_matrix, design: sp.csc_matrix, weight: Array) -> Array:
+    """:func:`column_sq_norms` of ``a = [diag(weight) design | column]`` (:func:`weighted_design`).
+
+    When the design's values are all 1 (a candidate map's), the stored values of ``a``'s
+    candidate columns are ``weight[row]``, so ``a' weight`` sums the same squares in the
+    same order as :func:`column_sq_norms`, in one sparse product (0.2 s instead of 1.1 s
+    at 1 M candidates); the last column's is computed alone.
+    """
+    data = design.data
+    ones = bool(data.size == 0 or (data[0] == 1.0 if data.strides == (0,) else np.all(data == 1.0)))
+    if not ones:
+        return column_sq_norms(a)
+    out: Array = np.asarray(a.T @ weight, dtype=np.float64)
+    out[-1:] = column_sq_norms(column_range(a, a.shape[1] - 1, a.shape[1]))
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -163,7 +181,7 @@ def weighted_problem(counts: npt.NDArray[np.int64], matrix: sp.csc_matrix, param
     is_zero = np.zeros(s, dtype=bool)
     is_zero[zero] = True
     uniq = np.flatnonzero((rep == np.arange(s)) & ~is_zero)
-    xu = x if len(uniq) == s else x[:, uniq]  # usually every column: no copy
+    xu = x if len(uniq) == s else contiguous_values(x)[:, uniq]  # usually every column: no copy
     weight = 1.0 / np.sqrt(deb.var)
     pos = np.full(s, -1, dtype=np.int64)
     pos[uniq] = np.arange(len(uniq))
@@ -248,7 +266,7 @@ def weighted_design(matrix: sp.csc_matrix, weight: Array, column: Array) -> sp.c
     n, s = matrix.shape
     nnz = matrix.nnz
     index_dtype = np.int32 if nnz + n < 2**31 else np.int64
-    data = np.empty(nnz + n)
+    data = pages.empty(nnz + n, np.float64)  # written once: small pages (rappor._util.pages)
     for lo in range(0, nnz, _NORM_BLOCK_NNZ):  # blocks: take() would copy all int32 indices to int64 at once
         hi = min(lo + _NORM_BLOCK_NNZ, nnz)
         np.take(weight, matrix.indices[lo:hi], out=data[lo:hi], mode="clip")  # valid indices; "raise" buffers
@@ -288,6 +306,23 @@ def leading_columns(matrix: sp.csc_matrix, n_columns: int) -> sp.csc_matrix:
     end = int(matrix.indptr[n_columns])
     out = sp.csc_matrix((matrix.data[:end], matrix.indices[:end], matrix.indptr[: n_columns + 1]),
                         shape=(matrix.shape[0], n_columns), copy=False)
+    out.has_sorted_indices = matrix.has_sorted_indices
+    return out
+
+
+def column_range(matrix: sp.csc_matrix, lo: int, hi: int, *, transposed: bool = False) -> sp.spmatrix:
+    """Columns ``lo .. hi - 1`` of a CSC matrix (or, ``transposed``, their transpose as CSR),
+    sharing its values and row indices: a new ``indptr`` only.
+
+    The arrays are set after construction: SciPy's constructors (``.T`` included) copy a view
+    of a much larger array (``_prune_array``).
+    """
+    start, end = int(matrix.indptr[lo]), int(matrix.indptr[hi])
+    n_rows = matrix.shape[0]
+    out = sp.csr_matrix((hi - lo, n_rows), dtype=matrix.dtype) if transposed else sp.csc_matrix(
+        (n_rows, hi - lo), dtype=matrix.dtype)
+    out.data, out.indices = matrix.data[start:end], matrix.indices[start:end]
+    out.indptr = (matrix.indptr[lo:hi + 1] - start).astype(matrix.indices.dtype)
     out.has_sorted_indices = matrix.has_sorted_indices
     return out
 
@@ -348,7 +383,40 @@ def select_rows(matrix: sp.spmatrix, rows: npt.NDArray[np.int64]) -> sp.csc_matr
     """``matrix[rows]`` as CSC; a no-op copy-free path when every row is kept in order."""
     if len(rows) == matrix.shape[0] and np.array_equal(rows, np.arange(matrix.shape[0])):
         return sp.csc_matrix(matrix)
-    return sp.csc_matrix(matrix.tocsr()[rows])
+    return sp.csc_matrix(contiguous_values(matrix).tocsr()[rows])
+
+
+def contiguous_values(matrix: sp.spmatrix) -> sp.csc_matrix:
+    """``matrix`` as CSC with its stored values in memory.
+
+    A hashed :class:`~rappor.collect.CandidateMap` stores its ones as one value of
+    stride 0 (``rappor.collect._design._ones``); SciPy's conversions and fancy indexing
+    copy such values to a contiguous array at every call, so a path that converts the map
+    makes that copy once, here (the copy the map itself used to hold).
+    """
+    out = sp.csc_matrix(matrix)
+    if out.data.ndim == 1 and out.data.strides == (0,) and out.nnz > 1:
+        out = sp.csc_matrix((np.ascontiguousarray(out.data), out.indices, out.indptr), shape=out.shape, copy=False)
+        out.has_sorted_indices = matrix.has_sorted_indices
+    return out
+
+
+def columns_times(matrix: sp.csc_matrix, coef: Array) -> Array:
+    """``matrix @ coef`` from the columns with a non-zero ``coef`` only (no pass over the others).
+
+    Equal to the full product to the last bit: the skipped columns add exact zeros, and the
+    kept ones are added in the same order.  SciPy's product of the whole map would also copy
+    its stride-0 values (:func:`contiguous_values`), 1 GB at 1 M candidates.
+    """
+    cols = np.flatnonzero(coef)
+    starts, lengths = matrix.indptr[cols].astype(np.int64), np.diff(matrix.indptr)[cols].astype(np.int64)
+    indptr = np.zeros(len(cols) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    picks = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
+    sub = sp.csc_matrix((matrix.data[picks], matrix.indices[picks], indptr), shape=(matrix.shape[0], len(cols)),
+                        copy=False)
+    out: Array = sub @ coef[cols]
+    return out
 
 
 def column_groups(matrix: sp.csc_matrix) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -372,7 +440,10 @@ def column_groups(matrix: sp.csc_matrix) -> tuple[npt.NDArray[np.int64], npt.NDA
     value_mult = np.random.default_rng(0x5EEE).integers(1, 2**63, dtype=np.uint64) | np.uint64(1)
     keys = np.zeros(s, dtype=np.uint64)
     block = max(1, _GROUP_BLOCK_NNZ // max(int(lengths.max(initial=1)), 1))
+    # One value for every entry (a hashed map's stride-0 ones): its word once, not per entry.
+    same_value = data.ndim == 1 and data.strides == (0,) and data.size > 0
     with np.errstate(over="ignore"):
+        value_word = np.asarray(data[:1], dtype=np.float64).view(np.uint64) * value_mult if same_value else None
         for lo in range(0, s, block):
             hi = min(lo + block, s)
             a, b = int(indptr[lo]), int(indptr[hi])
@@ -380,9 +451,8 @@ def column_groups(matrix: sp.csc_matrix) -> tuple[npt.NDArray[np.int64], npt.NDA
                 continue
             words = row_word[indices[a:b]]
             # The value enters through its bit pattern, so 0/1 maps and weighted columns both work.
-            words ^= data[a:b].astype(np.float64).view(np.uint64) * value_mult
-            cols = np.repeat(np.arange(hi - lo), lengths[lo:hi])
-            keys[lo:hi] = _wrapping_sums(words, cols, hi - lo)
+            words ^= data[a:b].astype(np.float64).view(np.uint64) * value_mult if value_word is None else value_word
+            keys[lo:hi] = _wrapping_sums(words, indptr[lo + 1:hi + 1].astype(np.int64) - (a + 1))
         keys += lengths.astype(np.uint64) * value_mult  # the length too (cheap extra separation)
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
@@ -400,10 +470,13 @@ def column_groups(matrix: sp.csc_matrix) -> tuple[npt.NDArray[np.int64], npt.NDA
 _GROUP_BLOCK_NNZ = 1 << 22
 
 
-def _wrapping_sums(words: npt.NDArray[np.uint64], cols: npt.NDArray[np.int64], n: int) -> npt.NDArray[np.uint64]:
-    """``out[c] = sum(words[cols == c]) mod 2**64`` for sorted ``cols``."""
+def _wrapping_sums(words: npt.NDArray[np.uint64], ends: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+    """``out[c] = sum(words[ends[c - 1] + 1 : ends[c] + 1]) mod 2**64`` (``ends[-1]`` read as -1).
+
+    ``ends`` (non-decreasing) holds the position of every column's last word: a CSC
+    block's ``indptr[1:] - 1`` (an empty column repeats the previous end, -1 before any).
+    """
     csum = np.cumsum(words, dtype=np.uint64)  # wraps modulo 2**64, as intended
-    ends = np.searchsorted(cols, np.arange(n), side="right") - 1
     out = np.where(ends >= 0, csum[np.maximum(ends, 0)], np.uint64(0)).astype(np.uint64)
     out[1:] -= out[:-1].copy()
     return out

@@ -72,6 +72,9 @@ class DecodeDiagnostics:
         cohort's bits far above +3 point at strings missing from the candidate list.
         ``nan`` for cohorts without reports; read-only.  The same figure as
         :func:`rappor.analysis.fit_residuals` computes from the public result.
+    residual_skewness, residual_skewness_se : float
+        Skewness of the finite ``residuals`` and its standard error ``sqrt(6 / n)``
+        (positive when strings are missing from the list; nan below 3 residuals).
     pvalue_floor : float or None
         The smallest p-value the random-string null can give on this decode (None for
         the normal null): no random string scores beyond about the top score of every
@@ -122,6 +125,8 @@ class DecodeDiagnostics:
     seconds: float = math.nan
     residuals: Array | None = field(default=None, compare=False)
     pvalue_floor: float | None = None
+    residual_skewness: float = math.nan
+    residual_skewness_se: float = math.nan
 
     def __post_init__(self) -> None:
         if self.residuals is not None:

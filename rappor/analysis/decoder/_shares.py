@@ -512,18 +512,35 @@ def bagged_shares(z: Array, std_error: Array) -> Array:
     frac = np.vstack([counts / n, gen.multinomial(n, counts / n, size=N_PRIORS - 1) / n])
     lik_values = row_scaled_likelihood(values, grid)
     priors = _em(lik_values, frac, np.full((N_PRIORS, len(grid)), 1.0 / len(grid)), 500, 0.0)
-    mu = np.zeros(len(zf))
-    for lo in range(0, len(zf), BLOCK):
-        lik = row_scaled_likelihood(zf[lo:lo + BLOCK], grid)
+    mu, todo = np.zeros(len(zf)), _posterior_candidates(zf, priors)
+    for lo in range(0, len(todo), BLOCK):
+        rows = todo[lo:lo + BLOCK]
+        lik = row_scaled_likelihood(zf[rows], grid)
         dens = np.maximum(lik @ priors.T, 1e-300)       # (candidates, priors)
         mean = (lik @ (priors * grid).T) / dens
         at_zero = lik[:, :1] * priors[:, 0][None, :] / dens
         effect = np.where(at_zero < 0.5 - 1e-12, mean, 0.0)
         positive = (effect > 0).mean(axis=1) >= 0.5
-        mu[lo:lo + BLOCK] = np.where(positive, effect.mean(axis=1), 0.0)
+        mu[rows] = np.where(positive, effect.mean(axis=1), 0.0)
     blend = np.clip((z - CLEAR_Z) / (KEPT_Z - CLEAR_Z), 0.0, 1.0)
     out: Array = ((1.0 - blend) * mu + blend * z) * std_error
     return out
+
+
+def _posterior_candidates(zf: Array, priors: Array) -> npt.NDArray[np.int64]:
+    """The candidates whose effect :func:`bagged_shares` must compute; the others' is 0.
+
+    With ``z <= 0`` (or nan) the likelihood of ``z`` is largest at the grid's 0 (its
+    scaled value exactly 1, the others at most 1), so the posterior mass at 0 is at least
+    the prior's, ``w_0 / sum(w)``, up to rounding (81 terms: below ``1e-13`` relative).
+    When every prior puts more than ``1/2 + 1e-9`` there, such a candidate's posterior
+    median is 0 under every prior and its effect 0: its rows are not computed (about half
+    of a million-candidate list of decoys).
+    """
+    everyone = np.arange(len(zf))
+    if not np.all(priors[:, 0] >= (0.5 + 1e-9) * priors.sum(axis=1)):
+        return everyone
+    return everyone[zf > 0]
 
 
 def regression_shares(a: sp.csc_matrix, b: Array, col_sq_norms: Array, start: Array, *,

@@ -89,3 +89,18 @@ def test_storey_is_statsmodels_bh_at_level_over_pi0(p, level):
     np.testing.assert_array_equal(got <= level, reject & (p <= 0.5))
     np.testing.assert_allclose(got[p <= 0.5], np.minimum(pi0 * bh, 1.0)[p <= 0.5], rtol=1e-12, atol=0)
     assert np.all(got[p > 0.5] == 1.0)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 1000, 20000])
+@pytest.mark.parametrize("level", [0.0, 0.01, 0.05, 0.5, 1.0])
+def test_fdr_detected_sorts_only_small_pvalues_with_the_same_answer(n, level):
+    # DetectionRule.detected for "fdr" sorts the p-values <= level only: same decisions as adjusting all.
+    from rappor.analysis.decoder._adjust import DetectionRule
+
+    rng = np.random.default_rng(n)
+    p = np.concatenate([rng.random(n), rng.beta(0.05, 20.0, size=n // 3), [0.0, 1.0, level, level] if n > 2 else []])
+    p = np.round(p, 3) if n == 20000 else p  # many ties, some at the level itself
+    rule = DetectionRule(null="normal", correction="fdr", level=level)
+    np.testing.assert_array_equal(rule.detected(p), adjust_pvalues(p, "fdr", level) <= level)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        rule.detected(np.array([0.5, np.nan]))

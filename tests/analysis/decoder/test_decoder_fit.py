@@ -160,12 +160,13 @@ def test_orthogonal_part_in_span_and_free_coefficient(monkeypatch: pytest.Monkey
     assert _fit.free_column_coefficient(a, dense[:, 3] + dense[:, 7], b) is None  # in the span
 
 
+@pytest.mark.parametrize("density", [0.3, 0.02])  # the support's product dense, then sparse (is_dense)
 @pytest.mark.parametrize("block", [1, 5, 1 << 16])
-def test_explained_sq_norms_blockwise_equals_whole(monkeypatch, block):
+def test_explained_sq_norms_blockwise_equals_whole(monkeypatch, block, density):
     # Blocks of columns give each column's c_j' G^-1 c_j as the whole product does.
     monkeypatch.setattr(_fit, "_CROSS_BLOCK", block)
     rng = np.random.default_rng(block)
-    a = sp.csc_matrix((rng.random((40, 23)) < 0.3) * rng.random((40, 23)))
+    a = sp.csc_matrix((rng.random((400, 23)) < density) * rng.random((400, 23)))
     support = np.array([2, 7, 11])
     a_p = a[:, support]
     gram_inv = np.linalg.pinv((a_p.T @ a_p).toarray())

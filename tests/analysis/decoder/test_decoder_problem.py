@@ -36,12 +36,31 @@ def test_column_groups_weighted_blocks_and_key_collisions(monkeypatch: pytest.Mo
     dense[:, [11, 12]] = 0.0
     monkeypatch.setattr(_problem, "_GROUP_BLOCK_NNZ", 16)  # a few columns per block
     if collide:
-        monkeypatch.setattr(_problem, "_wrapping_sums", lambda words, cols, n: np.zeros(n, dtype=np.uint64))
+        monkeypatch.setattr(_problem, "_wrapping_sums", lambda words, ends: np.zeros(len(ends), dtype=np.uint64))
     rep, zero = _problem.column_groups(sp.csc_matrix(dense))
     expected = [next(i for i in range(60) if np.array_equal(dense[:, i], dense[:, j])) for j in range(60)]
     assert rep.tolist() == expected and rep[40] == 3 and rep[8] == 8
     assert zero.tolist() == [11, 12]
 
+
+
+@pytest.mark.parametrize("block", [4, 16, 1 << 22])
+def test_column_groups_of_stride0_ones_equal_stored_ones(monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    # A hashed map's ones (one value, stride 0) give the groups of the same matrix with stored ones,
+    # with empty columns first, between blocks and last.
+    rng = np.random.default_rng(13)
+    dense = (rng.random((20, 50)) < 0.25).astype(float)
+    dense[:, [0, 1, 24, 49]] = 0.0
+    dense[:, 30] = dense[:, 6]
+    dense[:, 44] = dense[:, 6]
+    stored = sp.csc_matrix(dense)
+    ones = sp.csc_matrix((np.broadcast_to(np.float64(1.0), (stored.nnz,)), stored.indices, stored.indptr),
+                         shape=stored.shape, copy=False)
+    monkeypatch.setattr(_problem, "_GROUP_BLOCK_NNZ", block)
+    rep, zero = _problem.column_groups(ones)
+    want_rep, want_zero = _problem.column_groups(stored)
+    assert rep.tolist() == want_rep.tolist() and zero.tolist() == want_zero.tolist() == [0, 1, 24, 49]
+    assert rep[30] == rep[44] == 6
 
 
 @pytest.mark.parametrize("block", [1, 3, 1 << 20])
@@ -75,3 +94,80 @@ def test_weighted_design_shares_a_hashed_maps_indices():
         np.testing.assert_array_equal(getattr(shared, name), getattr(copied, name))
     np.testing.assert_array_equal(shared.toarray(), np.column_stack([weight[:, None] * matrix.toarray(), column]))
     np.testing.assert_array_equal(matrix.toarray(), hash_candidates([f"s{i}" for i in range(300)], params).matrix.toarray())
+
+
+def _hashed_and_copied_maps(n: int, cohorts: int = 8):
+    from rappor import CandidateMap, Params, hash_candidates
+
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=cohorts, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    hashed = hash_candidates([f"s{i}" for i in range(n)], params)
+    copied = CandidateMap(params=params, strings=hashed.strings, matrix=hashed.matrix)  # validating copy
+    return params, hashed, copied
+
+
+def test_hashed_map_stores_its_ones_once():
+    # A hashed map's values are one read-only 1.0 of stride 0; contiguous_values gives them memory.
+    _, hashed, copied = _hashed_and_copied_maps(200)
+    data = hashed.matrix.data
+    assert data.strides == (0,) and not data.flags.writeable and data.size == hashed.matrix.nnz
+    assert copied.matrix.data.strides == (8,)
+    full = _problem.contiguous_values(hashed.matrix)
+    assert full.data.strides == (8,) and np.shares_memory(full.indices, hashed.matrix.indices)
+    np.testing.assert_array_equal(full.toarray(), copied.matrix.toarray())
+    assert np.shares_memory(_problem.contiguous_values(copied.matrix).data, copied.matrix.data)  # no copy
+
+
+@pytest.mark.parametrize("nonzero", [0, 1, 7, 200])
+def test_columns_times_equals_the_full_product_bitwise(nonzero):
+    rng = np.random.default_rng(nonzero)
+    matrix = sp.random(64, 200, density=0.2, format="csc", random_state=rng)
+    coef = np.zeros(200)
+    coef[rng.choice(200, nonzero, replace=False)] = rng.normal(size=nonzero)
+    np.testing.assert_array_equal(_problem.columns_times(matrix, coef), matrix @ coef)
+    _, hashed, copied = _hashed_and_copied_maps(200)
+    np.testing.assert_array_equal(_problem.columns_times(hashed.matrix, coef), copied.matrix @ coef)
+
+
+def test_weighted_problem_of_a_hashed_map_equals_the_copied_maps():
+    # Paths that convert the map (a cohort without reports: rows dropped; repeated columns) give
+    # the same problem with the stride-0 ones as with stored ones.
+    params, hashed, copied = _hashed_and_copied_maps(300)
+    counts = np.random.default_rng(1).integers(0, 50, size=(8, 17))
+    counts[:, 0] = 100
+    counts[3] = 0  # cohort 3 without reports
+    for matrix_h, matrix_c in [(hashed.matrix, copied.matrix),
+                               (sp.hstack([hashed.matrix, hashed.matrix[:, :5]], format="csc"),
+                                sp.hstack([copied.matrix, copied.matrix[:, :5]], format="csc"))]:
+        got, want = _problem.weighted_problem(counts, matrix_h, params), _problem.weighted_problem(counts, matrix_c, params)
+        np.testing.assert_array_equal(got.design.toarray(), want.design.toarray())
+        for name in ("rows", "weight", "b", "distinct", "group", "slot"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+
+
+@pytest.mark.parametrize("lo, hi", [(0, 7), (3, 9), (5, 5), (0, 12)])
+def test_column_range_is_a_view_of_the_columns(lo, hi):
+    rng = np.random.default_rng(lo * 31 + hi)
+    matrix = sp.random(15, 12, density=0.3, format="csc", random_state=rng)
+    block = _problem.column_range(matrix, lo, hi)
+    np.testing.assert_array_equal(block.toarray(), matrix.toarray()[:, lo:hi])
+    np.testing.assert_array_equal(_problem.column_range(matrix, lo, hi, transposed=True).toarray(),
+                                  matrix.toarray()[:, lo:hi].T)
+    if block.nnz:
+        assert np.shares_memory(block.data, matrix.data) and np.shares_memory(block.indices, matrix.indices)
+
+
+@pytest.mark.parametrize("values", ["hashed", "stored ones", "weighted"])
+def test_weighted_design_norms_equal_column_sq_norms(values):
+    # The shortcut a' weight (0/1 designs) gives column_sq_norms's sums bit for bit; other values take the sums.
+    params, hashed, copied = _hashed_and_copied_maps(300)
+    design = {"hashed": hashed.matrix, "stored ones": copied.matrix}.get(values)
+    if design is None:
+        design = copied.matrix.copy()
+        design.data = np.random.default_rng(3).random(design.nnz) + 0.5
+    rng = np.random.default_rng(4)
+    weight = rng.random(128) + 0.5
+    problem = _problem.WeightedProblem(params=params, rows=np.arange(128), weight=weight, b=rng.random(128),
+                                       design=design, distinct=np.arange(300), group=np.arange(300),
+                                       slot=np.arange(300), orthogonal=False)
+    wd = problem.weighted_design()
+    np.testing.assert_array_equal(wd.col_sq_norms, _problem.column_sq_norms(wd.a))

@@ -251,3 +251,22 @@ def test_cap_on_the_shares_takes_the_excess_from_the_strings_that_are_not_clear(
     np.testing.assert_allclose(out[1:], shares[1:] * 0.3 / 0.5)
     np.testing.assert_allclose(_shares._capped(shares, clear, 0.4), shares * 0.4)  # clear alone > cap
     np.testing.assert_array_equal(_shares._capped(shares, clear, 1.0), shares)  # under the cap: unchanged
+
+
+@pytest.mark.parametrize("absent", [0.95, 0.3])
+def test_bagged_shares_skips_only_candidates_whose_effect_is_zero(monkeypatch: pytest.MonkeyPatch, absent: float) -> None:
+    # Mostly absent candidates: the priors put more than half their mass at 0 and the z <= 0 rows are
+    # skipped; mostly present ones: nothing is skipped.  Either way the shares are those of every row.
+    rng = np.random.default_rng(int(absent * 100))
+    n = 3000
+    present = rng.random(n) > absent
+    z = rng.normal(size=n) + present * rng.uniform(2.0, 12.0, size=n)
+    z[:4] = [0.0, -0.0, -40.0, 1e-300]
+    se = rng.uniform(1e-4, 1e-3, size=n)
+    real, computed = _shares._posterior_candidates, []
+    monkeypatch.setattr(_shares, "_posterior_candidates", lambda zf, priors: computed.append(real(zf, priors)) or computed[-1])
+    got = _shares.bagged_shares(z, se)
+    assert (len(computed[0]) == np.sum(z > 0)) if absent > 0.5 else (len(computed[0]) == n)
+    assert len(real(z, np.array([[0.5, 0.25, 0.25]]))) == n  # half the mass at 0: every row
+    monkeypatch.setattr(_shares, "_posterior_candidates", lambda zf, priors: np.arange(len(zf)))
+    np.testing.assert_array_equal(got, _shares.bagged_shares(z, se))

@@ -29,7 +29,13 @@ def _check(agg: rappor.Aggregate, strings: list[str]) -> object:
         warnings.simplefilter("ignore")
         res = rappor.Decoder().decode(agg, cmap)
     d = res.diagnostics
-    return explain_dispersion(agg.counts, agg.params, d.residuals, d.dispersion, d.chi2_pvalue, d.unexplained_mass)
+    # The decode's skewness is that of its residuals, to the bit; handing it over gives the same check.
+    assert (d.residual_skewness, d.residual_skewness_se) == residual_skewness(d.residuals)
+    check = explain_dispersion(agg.counts, agg.params, d.residuals, d.dispersion, d.chi2_pvalue, d.unexplained_mass)
+    given = explain_dispersion(agg.counts, agg.params, d.residuals, d.dispersion, d.chi2_pvalue, d.unexplained_mass,
+                               skewness=(d.residual_skewness, d.residual_skewness_se))
+    assert given == check
+    return check
 
 
 def _collection(reports_per_client: int = 1, seed: int = 0) -> tuple[rappor.Aggregate, list[str]]:
