@@ -54,13 +54,17 @@ Usage::
         [--profile] [--first-seed 0]
     python benchmarks/association.py speed [--n 1000000] [--candidates 100] [--method sqp] [--no-std-errors]
         [--no-independence] [--params default|issue] [--categories all|detected] [--load N] [--threads]
+        [--pass-threads N]
 
-BLAS threads are pinned to 1 (threadpoolctl) unless ``--threads``.
+BLAS threads are pinned to 1 (threadpoolctl) unless ``--threads`` (the decoder pins them during the
+decode anyway); ``--pass-threads N`` caps the threads of the fit's passes over the data (default: the
+cores, at most 4).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -72,7 +76,7 @@ import numpy as np
 
 import rappor
 from rappor.analysis.association import AssociationDecoder, example_joint, simulate_association, total_variation
-from rappor.testing import boundary_interval, reference_conditional_probabilities, reference_em
+from rappor.testing import association_pass_threads, boundary_interval, reference_conditional_probabilities, reference_em
 
 PARAMS = rappor.Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
 
@@ -323,8 +327,10 @@ def speed(args: argparse.Namespace) -> None:
     t1 = time.perf_counter()
     c1 = time.process_time()
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), contextlib.ExitStack() as stack:
             warnings.simplefilter("ignore")
+            if args.pass_threads is not None:
+                stack.enter_context(association_pass_threads(args.pass_threads))
             res = dec.decode(sim.reports, sim.variables)
     finally:
         t2 = time.perf_counter()
@@ -334,7 +340,7 @@ def speed(args: argparse.Namespace) -> None:
     d = res.diagnostics
     print(f"N = {args.n:,} report pairs, {args.candidates} candidates ({args.categories}; {params}) x boolean: "
           f"{res.proportion.size} cells, {res.n_patterns:,} distinct patterns, method {args.method}, "
-          f"{args.load} competing busy process(es)")
+          f"{args.load} competing busy process(es), passes on {args.pass_threads or 'default'} thread(s)")
     print(f"simulate            {t_sim:8.2f} s")
     print(f"marginal decode     {d['marginal_seconds']:8.2f} s")
     print(f"group + likelihood  {d['likelihood_seconds']:8.2f} s")
@@ -391,6 +397,8 @@ def main() -> None:
     s.add_argument("--categories", choices=("all", "detected"), default="all",
                    help="every candidate in the table (default) or the detected ones (decode-assoc's default)")
     s.add_argument("--load", type=int, default=0, help="run N busy processes during the decode (a loaded machine)")
+    s.add_argument("--pass-threads", type=int, default=None,
+                   help="most threads of the fit's passes over the data (default: the cores, at most 4)")
     for p in (a, i, c, s):
         p.add_argument("--threads", action="store_true", help="let BLAS use every core")
     args = parser.parse_args()

@@ -72,14 +72,19 @@ def true_dispersion(col: Collection, problem: object) -> np.ndarray:
     return out
 
 
-def oracle_prior_shares(z: np.ndarray, se: np.ndarray, mu_true: np.ndarray) -> np.ndarray:
-    """The bagged rule with the true prior (the law of ``mu_true``) in place of the bagged NPMLEs."""
+def _true_posterior(z: np.ndarray, mu_true: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The true prior's atoms (the law of ``mu_true``, to 3 decimals, at most 40) and every candidate's
+    posterior over them given its ``z`` (clipped to [-40, 40])."""
     atoms, weights = np.unique(np.round(np.minimum(mu_true, 40.0), 3), return_counts=True)
     w = weights / weights.sum()
-    zf = np.clip(z, -40.0, 40.0)
-    ll = -0.5 * np.square(zf[:, None] - atoms[None, :])
+    ll = -0.5 * np.square(np.clip(z, -40.0, 40.0)[:, None] - atoms[None, :])
     lik = np.exp(ll - ll.max(axis=1, keepdims=True)) * w[None, :]
-    post = lik / lik.sum(axis=1, keepdims=True)
+    return atoms, lik / lik.sum(axis=1, keepdims=True)
+
+
+def oracle_prior_shares(z: np.ndarray, se: np.ndarray, mu_true: np.ndarray) -> np.ndarray:
+    """The bagged rule with the true prior (the law of ``mu_true``) in place of the bagged NPMLEs."""
+    atoms, post = _true_posterior(z, mu_true)
     at_zero = post[:, atoms == 0.0].sum(axis=1)
     mean = post @ atoms
     return _kept(np.where(at_zero < 0.5, mean, 0.0), z, se)
@@ -94,11 +99,8 @@ def _kept(mu: np.ndarray, z: np.ndarray, se: np.ndarray) -> np.ndarray:
 
 def _median_shares(z: np.ndarray, se: np.ndarray, mu_true: np.ndarray) -> np.ndarray:
     """The posterior median under the true prior (the law of ``mu_true``): the Bayes rule for absolute error."""
-    atoms, weights = np.unique(np.round(np.minimum(mu_true, 40.0), 3), return_counts=True)
-    w = weights / weights.sum()
-    ll = -0.5 * np.square(np.clip(z, -40, 40)[:, None] - atoms[None, :])
-    post = np.exp(ll - ll.max(axis=1, keepdims=True)) * w[None, :]
-    cdf = np.cumsum(post / post.sum(axis=1, keepdims=True), axis=1)
+    atoms, post = _true_posterior(z, mu_true)
+    cdf = np.cumsum(post, axis=1)
     return _kept(atoms[np.argmax(cdf >= 0.5, axis=1)], z, se)
 
 

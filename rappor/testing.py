@@ -29,7 +29,8 @@ analysis
     truth; :func:`nonneg_fit`, the
     active-set QP (``hand_written.py``); :func:`reference_conditional_probabilities`,
     :func:`reference_em` and :func:`boundary_interval`, google/rappor's association EM as
-    written and our default interval (``association.py``); :class:`ConfirmationNull`,
+    written and our default interval, and :func:`association_pass_threads`, the threads of
+    the association fit's passes (``association.py``); :class:`ConfirmationNull`,
     :func:`tilted_tail_probability` and :func:`discovery_settings`, discovery's confirmation
     law and the search's limits (``discovery_pvalues.py``).
 formats
@@ -46,6 +47,7 @@ import math
 from collections.abc import Iterator
 
 from ._util.bits import bitstrings_to_bits
+from .analysis.association import _threads
 from .analysis.association._inference import boundary_interval
 from .analysis.association._reference import reference_conditional_probabilities, reference_em
 from .analysis.decoder import _estimate
@@ -79,6 +81,7 @@ __all__ = [
     "N_PRIORS",
     "PRIOR_CAP_Z",
     "ConfirmationNull",
+    "association_pass_threads",
     "DecodeOptions",
     "bagged_shares",
     "bitstrings_to_bits",
@@ -120,6 +123,17 @@ def map_rows_through_csv_module() -> Iterator[None]:
         yield
     finally:
         _map._split_row = split_row
+
+
+@contextlib.contextmanager
+def association_pass_threads(threads: int) -> Iterator[None]:
+    """Within the block, the association fit's passes over the data run on at most ``threads`` threads."""
+    limit = _threads.MAX_THREADS
+    _threads.MAX_THREADS = int(threads)
+    try:
+        yield
+    finally:
+        _threads.MAX_THREADS = limit
 
 
 @contextlib.contextmanager

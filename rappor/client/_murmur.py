@@ -63,14 +63,12 @@ def _fmix(x: npt.NDArray[np.uint64], tmp: npt.NDArray[np.uint64]) -> None:
             x *= const
 
 
-def _padded_words(keys: Sequence[bytes], width: int, prefix: bytes = b"",
-                  lengths: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.uint64]:
+def _padded_words(keys: Sequence[bytes], width: int, prefix: bytes,
+                  lengths: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
     """``prefix + key`` for every key, zero-padded to ``width`` bytes, as ``(len(keys), width // 8)`` little-endian words.
 
-    ``lengths``: the keys' lengths, when the caller has them.
+    ``lengths``: the keys' lengths (without the prefix).
     """
-    if lengths is None:
-        lengths = np.fromiter((len(key) for key in keys), dtype=np.int64, count=len(keys))
     data = np.frombuffer(b"".join(keys), dtype=np.uint8)
     out = np.zeros((len(keys), width), dtype=np.uint8)
     out[:, :len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
@@ -185,13 +183,13 @@ def murmur3_x64_128(
     for group in np.split(order, bounds):
         nb = int(nblocks[group[0]])
         for start in range(0, group.size, chunk):
-            idx = group[start : start + chunk]
             rows: slice | npt.NDArray[np.intp]
             if len(bounds) == 0:  # one group, in the keys' order: a slice, not a gather
                 stop = min(start + chunk, n)
                 chunk_keys, rows = keys[start:stop], slice(start, stop)
             else:
-                chunk_keys, rows = [keys[i] for i in idx], idx
+                rows = group[start : start + chunk]
+                chunk_keys = [keys[i] for i in rows]
             words = _padded_words(chunk_keys, 16 * (nb + 1), prefix, key_lengths[rows])
             g1, g2 = _hash_group(words, lengths[rows].astype(np.uint64), seeds_u, nb)
             h1[rows] = g1

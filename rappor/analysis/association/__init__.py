@@ -25,6 +25,8 @@ The package's modules (private), in the order a decode uses them:
 ``_variables``    the variables: a name, an encoding and its categories (:class:`Variable`)
 ``_other``        the "Other" category's bit rates (non-candidate strings)
 ``_likelihood``   per-report likelihoods of each category, from packed bits
+``_pairs``        many candidates' likelihood sums from per-cohort bit and bit-pair sums
+``_threads``      the threads of the passes over the data
 ``_mixture``      the maximum-likelihood joint table (SQP, or google/rappor's EM)
 ``_shrinkage``    empirical-Bayes shrinkage of a boolean's conditional distributions
 ``_inference``    standard errors, derived distributions, the independence test

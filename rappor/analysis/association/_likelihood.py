@@ -26,6 +26,7 @@ Identical reports are grouped first: every function here works on distinct
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
@@ -38,6 +39,8 @@ from ..._util.lazy import lazy_module
 from ...collect._design import CandidateMap
 from ...params import Params
 from ...client._reports import ReportBatch
+from ._pairs import PairSums, pays
+from ._threads import in_ranges
 
 if TYPE_CHECKING:
     from scipy import special
@@ -219,10 +222,7 @@ def _codes(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArray[np
     relative = _relative(params)
     stride_t, stride_n = width + 1, (width + 1) ** 2
     if relative:
-        p11, p01 = params.p11, params.p01
-        # log P(r | x) - log P(r | zeros) = t log(p11 (1 - p01) / (p01 (1 - p11))) + h_x log((1 - p11) / (1 - p01))
-        a = math.log(p11 / p01) - math.log((1.0 - p11) / (1.0 - p01))
-        b = math.log((1.0 - p11) / (1.0 - p01))
+        a, b = _relative_coefficients(params)
         table = (a * np.arange(width + 1)[:, None] + b * np.arange(width + 1)[None, :]).reshape(-1)
     else:
         table = _candidate_table(params, width).reshape(-1)
@@ -231,32 +231,44 @@ def _codes(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArray[np
     bounds = np.flatnonzero(np.diff(cohorts)) + 1
     starts = np.concatenate(([0], bounds)).tolist()
     stops = np.concatenate((bounds, [g_count])).tolist()
-    for start, stop in zip(starts, stops):
-        if start == stop:
-            continue
-        c = int(cohorts[start])
-        idx = index[c]
-        hx_code = num_bits[c].astype(codes.dtype)[:, None]
-        for lo in range(start, stop, CHUNK_ROWS):
-            hi = min(lo + CHUNK_ROWS, stop)
-            # Bit-major layout: gathering a candidate's bits copies contiguous rows.
-            bits_t = np.zeros((k + 1, hi - lo), dtype=np.uint8)
-            bits_t[:k] = unpack_bits(words[lo:hi], k).T
-            if width <= 8:
-                t = bits_t[idx[:, 0]].astype(codes.dtype)
-                for s in range(1, width):
-                    t += bits_t[idx[:, s]]
-            else:
-                dense = np.zeros((x_count, k + 1), dtype=np.float32)
-                np.add.at(dense, (np.arange(x_count)[:, None], idx), 1.0)
-                dense[:, k] = 0.0
-                t = (np.minimum(dense, 1.0) @ bits_t.astype(np.float32)).astype(codes.dtype)
-            t *= codes.dtype.type(stride_t)
-            t += hx_code
-            if not relative:
-                t += bits_t.sum(axis=0, dtype=np.int32)[None, :] * stride_n
-            codes[:, lo:hi] = t
+
+    def fill(first: int, last: int) -> None:  # rows first:last, on one of the pass threads
+        for start, stop in zip(starts, stops):
+            start, stop = max(start, first), min(stop, last)
+            if start >= stop:
+                continue
+            c = int(cohorts[start])
+            idx = index[c]
+            hx_code = num_bits[c].astype(codes.dtype)[:, None]
+            for lo in range(start, stop, CHUNK_ROWS):
+                hi = min(lo + CHUNK_ROWS, stop)
+                # Bit-major layout: gathering a candidate's bits copies contiguous rows.
+                bits_t = np.zeros((k + 1, hi - lo), dtype=np.uint8)
+                bits_t[:k] = unpack_bits(words[lo:hi], k).T
+                if width <= 8:
+                    t = bits_t[idx[:, 0]].astype(codes.dtype)
+                    for s in range(1, width):
+                        t += bits_t[idx[:, s]]
+                else:
+                    dense = np.zeros((x_count, k + 1), dtype=np.float32)
+                    np.add.at(dense, (np.arange(x_count)[:, None], idx), 1.0)
+                    dense[:, k] = 0.0
+                    t = (np.minimum(dense, 1.0) @ bits_t.astype(np.float32)).astype(codes.dtype)
+                t *= codes.dtype.type(stride_t)
+                t += hx_code
+                if not relative:
+                    t += bits_t.sum(axis=0, dtype=np.int32)[None, :] * stride_n
+                codes[:, lo:hi] = t
+
+    in_ranges(fill, g_count, CHUNK_ROWS)
     return codes, table
+
+
+def _relative_coefficients(params: Params) -> tuple[float, float]:
+    """``(a, b)`` of ``log P(r | x) - log P(r | zeros) = a t + b h_x`` (``0 < p01, p11 < 1``)."""
+    p11, p01 = params.p11, params.p01
+    # a = log(p11 (1 - p01) / (p01 (1 - p11))), b = log((1 - p11) / (1 - p01))
+    return math.log(p11 / p01) - math.log((1.0 - p11) / (1.0 - p01)), math.log((1.0 - p11) / (1.0 - p01))
 
 
 def _other_log(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArray[np.uint64],
@@ -268,13 +280,17 @@ def _other_log(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArra
         log1 = log1 - math.log(params.p01)
         log0 = log0 - math.log(1.0 - params.p01)
     out = np.empty(cohorts.shape[0])
-    for lo in range(0, cohorts.shape[0], CHUNK_ROWS):
-        hi = min(lo + CHUNK_ROWS, cohorts.shape[0])
-        ones = unpack_bits(words[lo:hi], k).astype(np.float64)
-        c = cohorts[lo:hi]
-        # Two products, not bits @ (log1 - log0) + sum(log0): a probability of exactly 0
-        # or 1 (clamped to exp(-1e30)) would cancel the finite terms.
-        out[lo:hi] = np.einsum("ij,ij->i", ones, log1[c]) + np.einsum("ij,ij->i", 1.0 - ones, log0[c])
+
+    def fill(first: int, last: int) -> None:  # rows first:last, on one of the pass threads
+        for lo in range(first, last, CHUNK_ROWS):
+            hi = min(lo + CHUNK_ROWS, last)
+            ones = unpack_bits(words[lo:hi], k).astype(np.float64)
+            c = cohorts[lo:hi]
+            # Two products, not bits @ (log1 - log0) + sum(log0): a probability of exactly 0
+            # or 1 (clamped to exp(-1e30)) would cancel the finite terms.
+            out[lo:hi] = np.einsum("ij,ij->i", ones, log1[c]) + np.einsum("ij,ij->i", 1.0 - ones, log0[c])
+
+    in_ranges(fill, cohorts.shape[0], CHUNK_ROWS)
     return out
 
 
@@ -284,7 +300,8 @@ class CodedLikelihood:
     The candidates' values are ``values[codes]`` (``values`` = exp of the log-likelihood
     table); "other", when modelled, is one float per pattern.  Blocks of rows are
     expanded on demand into a reusable buffer, so memory is 1 byte per cell instead of 8
-    and no pass writes a matrix of the full size.
+    and no pass writes a matrix of the full size.  Each thread has its own buffer, so passes
+    can run over disjoint row ranges in parallel.
 
     Attributes
     ----------
@@ -292,14 +309,16 @@ class CodedLikelihood:
     """
 
     def __init__(self, codes: npt.NDArray[np.integer[Any]], values: npt.NDArray[np.float64],
-                 other: npt.NDArray[np.float64] | None, scale: npt.NDArray[np.float64] | None) -> None:
+                 other: npt.NDArray[np.float64] | None, scale: npt.NDArray[np.float64] | None,
+                 sums: PairSums | None = None) -> None:
         self.codes = codes
         self.values = values
         self.other = other
         self.scale = scale
+        self.sums = sums
         self.n_candidates = codes.shape[0]
         self.shape = (codes.shape[1], self.n_candidates + (other is not None))
-        self._buffer = np.empty((0, 0))
+        self._local = threading.local()
 
     def _fill(self, out: npt.NDArray[np.float64], codes: npt.NDArray[np.integer[Any]],
               other: npt.NDArray[np.float64] | None, scale: npt.NDArray[np.float64] | None) -> None:
@@ -313,9 +332,10 @@ class CodedLikelihood:
     def block(self, lo: int, hi: int) -> npt.NDArray[np.float64]:
         """Rows ``lo:hi`` as a (hi - lo, C) array (a view of a buffer reused by the next call)."""
         n = hi - lo
-        if self._buffer.shape[1] < n:
-            self._buffer = np.empty((self.shape[1], n))
-        out = self._buffer[:, :n]
+        buffer = getattr(self._local, "buffer", None)
+        if buffer is None or buffer.shape[1] < n:
+            buffer = self._local.buffer = np.empty((self.shape[1], n))
+        out = buffer[:, :n]
         self._fill(out, self.codes[:, lo:hi], None if self.other is None else self.other[lo:hi],
                    None if self.scale is None else self.scale[lo:hi])
         return out.T
@@ -330,13 +350,27 @@ class CodedLikelihood:
     def select(self, keep: npt.NDArray[np.bool_]) -> CodedLikelihood:
         """The rows where ``keep`` is true."""
         return CodedLikelihood(self.codes[:, keep], self.values, None if self.other is None else self.other[keep],
-                               None if self.scale is None else self.scale[keep])
+                               None if self.scale is None else self.scale[keep],
+                               None if self.sums is None else self.sums.select(keep))
 
     def columns(self, columns: npt.NDArray[np.intp]) -> CodedLikelihood:
         """The categories ``columns`` (sorted; index ``n_candidates`` is Other) only."""
         keep = columns[columns < self.n_candidates]
         other = self.other if self.other is not None and self.n_candidates in columns else None
-        return CodedLikelihood(self.codes[keep], self.values, other, self.scale)
+        return CodedLikelihood(self.codes[keep], self.values, other, self.scale,
+                               None if self.sums is None else self.sums.columns(keep))
+
+    def transpose_product(self, m: npt.NDArray[np.float64]) -> npt.NDArray[np.float64] | None:
+        """``sum_i L_i (x) m_i`` (shape (C, R) for ``m`` of shape (G, R)) from bit-pair sums, or ``None``
+        without them (:mod:`rappor.analysis.association._pairs`; exact, no block is expanded)."""
+        if self.sums is None:
+            return None
+        if self.scale is not None:
+            m = m * self.scale[:, None]
+        out = self.sums.transpose_product(m)
+        if self.other is not None:
+            out = np.concatenate([out, (self.other @ m)[None, :]])
+        return out
 
     def dense(self) -> npt.NDArray[np.float64]:
         """The whole (G, C) matrix."""
@@ -360,14 +394,20 @@ def likelihoods(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArr
         return normalized_likelihoods(log_likelihoods(params, cohorts, words, index, num_bits, other))
     codes, table = _codes(params, cohorts, words, index, num_bits)
     impossible = np.zeros(cohorts.shape[0], dtype=bool)
+    sums = None
+    if pays(index):
+        ones = np.zeros((cohorts.shape[0], params.num_bloombits + 1), dtype=np.uint8)
+        for lo in range(0, cohorts.shape[0], CHUNK_ROWS):
+            ones[lo:lo + CHUNK_ROWS, :-1] = unpack_bits(words[lo:lo + CHUNK_ROWS], params.num_bloombits)
+        sums = PairSums(cohorts, ones, index, num_bits, *_relative_coefficients(params))
     if other is None:
-        return CodedLikelihood(codes, np.exp(table), None, None), impossible
+        return CodedLikelihood(codes, np.exp(table), None, None, sums), impossible
     log_other = _other_log(params, cohorts, words, other)
     shift = np.where(log_other > 600.0, log_other, 0.0)
     with np.errstate(under="ignore"):
         other_values = np.exp(log_other - shift)
     scale = np.exp(-shift) if shift.any() else None
-    return CodedLikelihood(codes, np.exp(table), other_values, scale), impossible
+    return CodedLikelihood(codes, np.exp(table), other_values, scale, sums), impossible
 
 
 def normalized_likelihoods(log_lik: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:

@@ -75,15 +75,17 @@ class _PinnedCell(ProductLikelihood):
     def forward(self, table: Array) -> Array:
         return self.base.forward(self.full(table))
 
+    def forward_gradient(self, table: Array, base: Array | None = None) -> tuple[Array, Array]:
+        d, g = self.base.forward_gradient(self.full(table), base)
+        out: Array = g[self.others] + self.ratio * g[self.cell]
+        return d, out
+
     def gradient(self, v: Array) -> Array:
         g = self.base.gradient(v)
         out: Array = g[self.others] + self.ratio * g[self.cell]
         return out
 
-    def hessian(self, v: Array, rows: npt.NDArray[np.intp] | None = None, scale: float = 1.0,
-                columns: npt.NDArray[np.intp] | None = None) -> Array:
-        if columns is not None:  # the fit's working set is for ProductLikelihood itself only
-            raise ValueError("a pinned cell's Hessian is over every other cell")
+    def hessian(self, v: Array, rows: npt.NDArray[np.intp] | None = None, scale: float = 1.0) -> Array:
         h = self.base.hessian(v, rows, scale)
         inner = h[np.ix_(self.others, self.others)]
         cross = h[self.others, self.cell]

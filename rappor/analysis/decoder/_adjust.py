@@ -33,16 +33,27 @@ def _bonferroni(p: Array, level: float) -> Array:
 def _benjamini_hochberg(p: Array, level: float) -> Array:
     # scipy.stats.false_discovery_control(p, method="bh") step for step (same values, without
     # importing scipy.stats): sort, scale p_(i) by n / i, running minimum from the largest, unsort.
-    if not np.all(p == np.clip(p, 0.0, 1.0)):
-        raise ValueError("Benjamini-Hochberg needs p-values between 0 and 1.")
+    _check_unit(p)
     if p.size <= 1:
         return p.copy()  # (scipy returns its input; every other correction here returns a new array)
     order = np.argsort(p)
-    ranked = p[order] * (p.size / np.arange(1, p.size + 1, dtype=p.dtype))
-    np.minimum.accumulate(ranked[::-1], out=ranked[::-1])
+    ranked = _step_up(p[order], p.size)
     out: Array = np.empty_like(ranked)
     out[order] = ranked
     return np.clip(out, 0.0, 1.0)
+
+
+def _check_unit(p: Array) -> None:
+    if not np.all(p == np.clip(p, 0.0, 1.0)):
+        raise ValueError("Benjamini-Hochberg needs p-values between 0 and 1.")
+
+
+def _step_up(smallest: Array, n: int) -> Array:
+    """The ``i``-th smallest of ``n`` p-values (``smallest``, sorted) times ``n / i``, then the
+    running minimum from the largest: Benjamini-Hochberg's adjusted values, before clipping."""
+    ranked: Array = smallest * (n / np.arange(1, smallest.size + 1, dtype=smallest.dtype))
+    np.minimum.accumulate(ranked[::-1], out=ranked[::-1])
+    return ranked
 
 
 def _storey(p: Array, level: float) -> Array:
@@ -139,13 +150,10 @@ def _bh_rejected(p: Array, level: float) -> npt.NDArray[np.bool_]:
     the level, and it leaves the others above it: the comparison is the same for every
     p-value (ties among equal p-values get equal adjusted values in either order).
     """
-    if not np.all(p == np.clip(p, 0.0, 1.0)):
-        _benjamini_hochberg(p, level)  # raises its error
+    _check_unit(p)
     out = np.zeros(p.size, dtype=bool)
     small = np.flatnonzero(p <= level)
     kept = p[small]
     order = np.argsort(kept)
-    ranked = kept[order] * (p.size / np.arange(1, kept.size + 1, dtype=p.dtype))
-    np.minimum.accumulate(ranked[::-1], out=ranked[::-1])
-    out[small[order]] = np.clip(ranked, 0.0, 1.0) <= level
+    out[small[order]] = np.clip(_step_up(kept[order], p.size), 0.0, 1.0) <= level
     return out

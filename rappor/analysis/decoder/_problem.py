@@ -141,7 +141,7 @@ def _weighted_sq_norms(a: sp.csc_matrix, design: sp.csc_matrix, weight: Array) -
     at 1 M candidates); the last column's is computed alone.
     """
     data = design.data
-    ones = bool(data.size == 0 or (data[0] == 1.0 if data.strides == (0,) else np.all(data == 1.0)))
+    ones = bool(data.size == 0 or (data[0] == 1.0 if one_stored_value(data) else np.all(data == 1.0)))
     if not ones:
         return column_sq_norms(a)
     out: Array = np.asarray(a.T @ weight, dtype=np.float64)
@@ -303,10 +303,7 @@ def _indices_with_row_tail(matrix: sp.csc_matrix, dtype: type[np.integer]) -> np
 
 def leading_columns(matrix: sp.csc_matrix, n_columns: int) -> sp.csc_matrix:
     """The first ``n_columns`` columns of a CSC matrix, sharing its arrays (no copy)."""
-    end = int(matrix.indptr[n_columns])
-    out = sp.csc_matrix((matrix.data[:end], matrix.indices[:end], matrix.indptr[: n_columns + 1]),
-                        shape=(matrix.shape[0], n_columns), copy=False)
-    out.has_sorted_indices = matrix.has_sorted_indices
+    out: sp.csc_matrix = column_range(matrix, 0, n_columns)
     return out
 
 
@@ -322,7 +319,8 @@ def column_range(matrix: sp.csc_matrix, lo: int, hi: int, *, transposed: bool = 
     out = sp.csr_matrix((hi - lo, n_rows), dtype=matrix.dtype) if transposed else sp.csc_matrix(
         (n_rows, hi - lo), dtype=matrix.dtype)
     out.data, out.indices = matrix.data[start:end], matrix.indices[start:end]
-    out.indptr = (matrix.indptr[lo:hi + 1] - start).astype(matrix.indices.dtype)
+    indptr = matrix.indptr[lo:hi + 1]
+    out.indptr = (indptr - start if start else indptr).astype(matrix.indices.dtype, copy=False)
     out.has_sorted_indices = matrix.has_sorted_indices
     return out
 
@@ -386,6 +384,14 @@ def select_rows(matrix: sp.spmatrix, rows: npt.NDArray[np.int64]) -> sp.csc_matr
     return sp.csc_matrix(contiguous_values(matrix).tocsr()[rows])
 
 
+def one_stored_value(data: npt.NDArray[np.generic]) -> bool:
+    """Whether ``data`` holds one value for all its items (stride 0): a hashed map's ones.
+
+    :class:`~rappor.collect.CandidateMap`'s builder stores them so (``rappor.collect._design._ones``).
+    """
+    return bool(data.ndim == 1 and data.size > 1 and data.strides == (0,))
+
+
 def contiguous_values(matrix: sp.spmatrix) -> sp.csc_matrix:
     """``matrix`` as CSC with its stored values in memory.
 
@@ -395,7 +401,7 @@ def contiguous_values(matrix: sp.spmatrix) -> sp.csc_matrix:
     makes that copy once, here (the copy the map itself used to hold).
     """
     out = sp.csc_matrix(matrix)
-    if out.data.ndim == 1 and out.data.strides == (0,) and out.nnz > 1:
+    if one_stored_value(out.data):
         out = sp.csc_matrix((np.ascontiguousarray(out.data), out.indices, out.indptr), shape=out.shape, copy=False)
         out.has_sorted_indices = matrix.has_sorted_indices
     return out
@@ -441,7 +447,7 @@ def column_groups(matrix: sp.csc_matrix) -> tuple[npt.NDArray[np.int64], npt.NDA
     keys = np.zeros(s, dtype=np.uint64)
     block = max(1, _GROUP_BLOCK_NNZ // max(int(lengths.max(initial=1)), 1))
     # One value for every entry (a hashed map's stride-0 ones): its word once, not per entry.
-    same_value = data.ndim == 1 and data.strides == (0,) and data.size > 0
+    same_value = one_stored_value(data)
     with np.errstate(over="ignore"):
         value_word = np.asarray(data[:1], dtype=np.float64).view(np.uint64) * value_mult if same_value else None
         for lo in range(0, s, block):

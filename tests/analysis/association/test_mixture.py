@@ -1,0 +1,98 @@
+"""Tests of the passes over the data of ``rappor.analysis.association._mixture``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import rappor.analysis.association._threads as threads_module
+from rappor import CandidateMap, Params, ReportBatch
+from rappor.analysis.association._likelihood import CodedLikelihood, bit_index_table, likelihoods
+from rappor.analysis.association._mixture import BLOCK_ROWS, ProductLikelihood, fit_mixture
+
+
+def _coded(rows: int, seed: int) -> CodedLikelihood:
+    """A coded string factor: 12 candidates + Other over ``rows`` patterns."""
+    gen = np.random.default_rng(seed)
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.3, prob_q=0.8, prob_f=0.4)
+    k, m = params.num_bloombits, params.num_cohorts
+    cmap = CandidateMap.from_indices(params, [f"s{i}" for i in range(12)],
+                                     [[c * k + int(b) for c in range(m) for b in gen.integers(0, k, 2)]
+                                      for _ in range(12)])
+    cohorts = np.sort(gen.integers(0, m, rows))
+    batch = ReportBatch.from_bits(params, cohorts, gen.integers(0, 2, size=(rows, k)))
+    index, num_bits = bit_index_table(cmap, np.arange(12))
+    coded, _ = likelihoods(params, batch.cohorts, batch.words, index, num_bits, gen.uniform(0.2, 0.8, (m, k)))
+    assert isinstance(coded, CodedLikelihood)
+    return coded
+
+
+def _coded_by_boolean(rows: int, seed: int) -> ProductLikelihood:
+    """:func:`_coded` times a boolean."""
+    gen = np.random.default_rng(seed + 1000)
+    flag = np.where(gen.random(rows)[:, None] < 0.4, [[0.75, 0.25]], [[0.25, 0.75]])
+    return ProductLikelihood([_coded(rows, seed), flag], gen.integers(1, 4, rows).astype(np.float64))
+
+
+def test_forward_gradient_is_forward_then_gradient() -> None:
+    lik = _coded_by_boolean(3 * BLOCK_ROWS + 17, 0)
+    gen = np.random.default_rng(1)
+    table, base = gen.dirichlet(np.ones(lik.size)), gen.uniform(0.0, 0.1, lik.rows)
+    d, grad = lik.forward_gradient(table)
+    np.testing.assert_allclose(d, lik.forward(table), rtol=1e-13)
+    np.testing.assert_allclose(grad, lik.gradient(lik.weights / d), rtol=1e-12)
+    # With a base (the line search's d at the current table): the gradient at base + L . table.
+    delta, grad_at = lik.forward_gradient(table, base=base)
+    np.testing.assert_allclose(delta, d, rtol=1e-13)
+    np.testing.assert_allclose(grad_at, lik.gradient(lik.weights / (base + d)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_passes_on_several_threads_equal_one_thread(monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
+    # Disjoint row ranges in parallel (each thread its own expansion buffer): the same sums up to
+    # the order of the additions (relative 1e-12 on sums of a few thousand positive terms).
+    lik = _coded_by_boolean(5 * BLOCK_ROWS + 3, 2)
+    gen = np.random.default_rng(3)
+    table, v = gen.dirichlet(np.ones(lik.size)), gen.random(lik.rows)
+    sample = np.sort(gen.choice(lik.rows, 3 * BLOCK_ROWS, replace=False))
+    monkeypatch.setattr(threads_module, "MAX_THREADS", 1)
+    one = (lik.forward(table), lik.gradient(v), lik.forward_gradient(table)[1], lik.hessian(v),
+           lik.hessian(v, sample, 2.0), fit_mixture(lik).table)
+    monkeypatch.setattr(threads_module, "MAX_THREADS", threads)
+    monkeypatch.setattr(threads_module, "pass_threads", lambda: threads)  # whatever the machine's cores
+    many = (lik.forward(table), lik.gradient(v), lik.forward_gradient(table)[1], lik.hessian(v),
+            lik.hessian(v, sample, 2.0), fit_mixture(lik).table)
+    for a, b in zip(one[:3], many[:3]):
+        np.testing.assert_allclose(b, a, rtol=1e-12)
+    for a, b in zip(one[3:5], many[3:5]):  # float32 products summed per block (relative 1e-6)
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5 * float(np.abs(a).max()))
+    np.testing.assert_allclose(many[5], one[5], atol=1e-6)  # the same steps up to rounding
+
+
+def test_likelihood_codes_on_several_threads_equal_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Row ranges cut through cohorts (3 threads over 70,000 patterns in 4 cohorts): the same codes
+    # and Other values, each row computed alike whichever thread does it.
+    monkeypatch.setattr(threads_module, "MAX_THREADS", 1)
+    one = _coded(70_000, 5)
+    monkeypatch.setattr(threads_module, "MAX_THREADS", 3)
+    monkeypatch.setattr(threads_module, "pass_threads", lambda: 3)
+    many = _coded(70_000, 5)
+    np.testing.assert_array_equal(many.codes, one.codes)
+    assert one.other is not None and many.other is not None
+    np.testing.assert_array_equal(many.other, one.other)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_passes_give_the_same_bits_whatever_the_cores(monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
+    # The row ranges follow MAX_THREADS alone, so a machine with fewer cores runs the same ranges
+    # in fewer threads and adds the same partial sums in the same order: equal to the bit.
+    lik = _coded_by_boolean(5 * BLOCK_ROWS + 3, 2)
+    gen = np.random.default_rng(4)
+    table, v = gen.dirichlet(np.ones(lik.size)), gen.random(lik.rows)
+    monkeypatch.setattr(threads_module, "MAX_THREADS", 3)
+    monkeypatch.setattr(threads_module, "pass_threads", lambda: 3)
+    many = (lik.forward(table), lik.gradient(v), lik.hessian(v), fit_mixture(lik).table)
+    monkeypatch.setattr(threads_module, "pass_threads", lambda: threads)
+    fewer = (lik.forward(table), lik.gradient(v), lik.hessian(v), fit_mixture(lik).table)
+    for a, b in zip(many, fewer):
+        np.testing.assert_array_equal(b, a)
