@@ -47,6 +47,7 @@ Run:  python benchmarks/discovery.py --clients 1000000 --eps 4 --seeds 0 1 2 --j
 from __future__ import annotations
 
 import argparse
+import inspect
 import concurrent.futures
 import json
 import math
@@ -64,6 +65,9 @@ from rappor.analysis.discovery import DiscoverySpec, discover, realistic_populat
 from rappor.analysis.discovery import topk_scores
 from rappor.analysis.discovery import long_population, pem_discover, pem_population
 from rappor.analysis import evaluate_result
+
+#: discover's default weight of the uniform prior in its learnt byte prior (1: every tail alike).
+DEFAULT_PRIOR_MIX = float(inspect.signature(discover).parameters["prior_mix"].default)
 
 
 def _params(eps: float, k: int, m: int) -> Params:
@@ -132,7 +136,8 @@ POPULATIONS = {
 def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: float, pem: bool,
             beam: int, method: str = "aggregate", alphabet: str = "bytes", chunk: int = 1 << 17,
             trace: bool = False, population: str = "realistic", max_length: int = 30,
-            slot_weights: tuple[int, ...] | None = None, final: bool = True) -> dict[str, Any]:
+            slot_weights: tuple[int, ...] | None = None, final: bool = True,
+            prior_mix: float = DEFAULT_PRIOR_MIX) -> dict[str, Any]:
     """One collection: simulate, discover, decode (and PEM); returns the figures."""
     if split == "clients":
         full_p, disc_p = _params(eps, 128, 64), _params(eps, 256, 32)
@@ -147,7 +152,7 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
                            "share": share if split == "clients" else 1.0,
                            "fraction": fraction if split == "budget" else None, "beam": beam, "method": method,
                            "alphabet": alphabet, "population": population, "max_length": max_length,
-                           "slot_weights": slot_weights}
+                           "slot_weights": slot_weights, "prior_mix": prior_mix}
     t0 = time.perf_counter()
     sim = simulate_discovery(full_p, spec, pop, n, discovery_share=share, split=split, method=method,
                              chunk_size=chunk, rng=seed)
@@ -155,8 +160,12 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
     out["simulate_peak_mb"] = _peak_mb()
     top10 = sim.top(10)
     t0 = time.perf_counter()
-    res = discover(sim.discovery, spec, beam=beam, trace=[s.encode("utf-8") for s in top10] if trace else ())
+    t_cpu = time.process_time()
+    res = discover(sim.discovery, spec, beam=beam, prior_mix=prior_mix,
+                   trace=[s.encode("utf-8") for s in top10] if trace else ())
     out["discover_s"] = time.perf_counter() - t0
+    out["discover_cpu_s"] = time.process_time() - t_cpu
+    out["prior_perplexity"] = [row.get("prior_perplexity") for row in res.diagnostics["slots"]]
     if trace:
         # Per slot: (trimmed z of the top-10 string's fragment after the fits, its prefix kept?)
         out["trace_top10"] = res.diagnostics["trace"]
@@ -227,7 +236,8 @@ def summarize(paths: list[str]) -> str:
                     key = (row["clients"], row["eps"], row["split"], row["share"], row.get("fraction"),
                            row.get("method", "aggregate"), row.get("alphabet", "bytes"),
                            row.get("population", "realistic"), row.get("max_length", 30),
-                           ",".join(map(str, row.get("slot_weights") or ())) or "uniform")
+                           ",".join(map(str, row.get("slot_weights") or ())) or "uniform",
+                           row.get("prior_mix", 1.0))
                     rows.setdefault(key, []).append(row)
     out = []
     for title, cols in _TABLES:
@@ -236,7 +246,8 @@ def summarize(paths: list[str]) -> str:
                    + " | ".join(c for c, _ in cols) + " |")
         out.append("|" + " --- |" * (8 + len(cols)))
         for key, group in sorted(rows.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
-            n, eps, split, share, fraction, method, alphabet, population, max_length, weights = key
+            n, eps, split, share, fraction, method, alphabet, population, max_length, weights, mix = key
+            weights += f", prior {mix:g}" if mix < 1.0 else ""
             how = f"clients {share:g}" if split == "clients" else f"budget {fraction:g}"
             if method != "aggregate":
                 how += f" ({method})"
@@ -254,7 +265,8 @@ def summarize(paths: list[str]) -> str:
         out.append("")
     out.append("Per seed: ours recall@10 / false strings (seed: R@10/false)\n")
     for key, group in sorted(rows.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
-        n, eps, split, share, fraction, method, alphabet, population, max_length, weights = key
+        n, eps, split, share, fraction, method, alphabet, population, max_length, weights, mix = key
+        weights += f", prior {mix:g}" if mix < 1.0 else ""
         cells = ", ".join(f"{r['seed']}: {r['ours_recall@10']:.1f}/{int(r['ours_false'])}"
                           for r in sorted(group, key=lambda r: r["seed"]))
         out.append(f"* {population}, {n:,}, eps {eps:g}, {split}, {alphabet}, max length {max_length}, "
@@ -290,6 +302,9 @@ def main() -> None:
     ap.add_argument("--no-final", action="store_true",
                     help="skip the final full-string decodes (discovery's own figures only; at 10 M they take most "
                          "of a run)")
+    ap.add_argument("--prior-mix", type=float, default=DEFAULT_PRIOR_MIX,
+                    help="the search's learnt byte prior (discover's prior_mix; 1 gives every tail one level, as "
+                         "before the prior)")
     ap.add_argument("--json", metavar="PATH", help="append one JSON line per run")
     ap.add_argument("--from-json", nargs="+", metavar="PATH",
                     help="print markdown tables (mean ± sd over seeds) of earlier --json runs and exit")
@@ -308,7 +323,7 @@ def main() -> None:
                             row = pool.submit(run_one, n, eps, seed, share, args.split, fraction, not args.no_pem,
                                               args.beam, args.method, args.alphabet, args.chunk,
                                               args.trace, args.population, args.max_length,
-                                              weights, not args.no_final).result()
+                                              weights, not args.no_final, args.prior_mix).result()
                         print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}),
                               flush=True)
                         if args.json:

@@ -402,9 +402,11 @@ def output_directory(path: PathLike) -> Path:
     """
     out = check_output_directory(path)
     missing = [p for p in (out, *out.parents) if not p.exists()]
+    # Registered before they exist (removing one that was never made is a no-op): a signal that
+    # lands just after mkdir, before a later registration, would leave them behind.
+    _CREATED_DIRECTORIES.extend(reversed(missing))
     try:
         out.mkdir(parents=True, exist_ok=True)
-        _CREATED_DIRECTORIES.extend(reversed(missing))
     except OSError as exc:
         raise RapporIOError(f"cannot create the output directory: {exc.strerror or exc}", path=os.fspath(out),
                             errno=exc.errno) from None

@@ -97,8 +97,11 @@ def write_text(out: IO[str], result: DiscoveryPlan) -> None:
     out.write(f"  found with probability 1/2 (share of clients): {found}\n")
     th = result.thresholds
     rules = (f"(the search's rules: z >= {th['z_extend']:.2f} per prefix slot, or {th['z_reserve']:.2f} in one, "
-             f"{th['z_pending']:.2f} at the value's end, {th['z_confirm']:.1f} where it is confirmed; "
-             "docs/discovery.md section 4 compares these shares with the benchmark's)")
+             f"{th['z_pending']:.2f} at the value's end, {th['z_confirm']:.1f} where it is confirmed; from slot 1 "
+             f"on, levels spread by the byte prior learnt from earlier slots: {th['z_extend_prior']:.2f}, "
+             f"{th['z_reserve_prior']:.2f} and {th['z_pending_prior'] + 0.0:.2f} for values of per-byte perplexity "
+             f"{th['perplexity']:g} under it (text, host names); docs/discovery.md section 4 compares these shares "
+             "with the benchmark's)")
     out.write(textwrap.fill(rules, width=100, initial_indent="    ", subsequent_indent="    ") + "\n")
     other = ", ".join(f"{length} bytes >= {share:.4g}" for length, share in result.found_frequency_other.items())
     if not result.irr:

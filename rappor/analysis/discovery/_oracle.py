@@ -325,10 +325,11 @@ class SlotOracle:
             out[start:start + sums.shape[1]] = (sums.T / h - offset) / (1.0 - self.beta)
         return out
 
-    def extensions_above(self, heads: Sequence[bytes], tails: Sequence[bytes], z_floor: float, *,
+    def extensions_above(self, heads: Sequence[bytes], tails: Sequence[bytes], z_floor: float | Array, *,
                          robust: bool = False,
                          ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], Array, Array]:
-        """Every fragment ``(heads[i], tails[j])`` whose z-score (estimate / standard error) is ``>= z_floor``.
+        """Every fragment ``(heads[i], tails[j])`` whose z-score (estimate / standard error) is ``>= z_floor``
+        (one level, or one per tail: ``z_floor[j]``; ``inf`` leaves a tail out).
 
         The estimates of all ``len(heads) * len(tails)`` fragments come from one sparse
         product per block of heads; a lower bound on the randomized-response variance
@@ -350,20 +351,24 @@ class SlotOracle:
         scale = 1.0 - self.beta
         offset = self.beta * float(self.background.sum())
         var_low = float(self.var_t.min(axis=1).sum()) * h / (h * h) / scale**2
+        floors = np.broadcast_to(np.asarray(z_floor, dtype=np.float64), (len(tails),))
         if robust:
             # The trimmed estimate differs from the sum by the trimmed cohorts: about a
             # quarter of a standard error for normal noise; one is left as margin.
-            se_low, shift, pre = float(np.sqrt(self.trim_null_var)), self.trim_offset, z_floor - 1.0
+            se_low, shift, pre = float(np.sqrt(self.trim_null_var)), self.trim_offset, floors - 1.0
         else:
-            se_low, shift, pre = float(np.sqrt(var_low + self.collision_var)), 0.0, z_floor
-        bound = pre * se_low + shift
-        floor_sum = (bound * scale + offset) * h if pre > 0 and se_low > 0 else -np.inf
+            se_low, shift, pre = float(np.sqrt(var_low + self.collision_var)), 0.0, floors
+        with np.errstate(invalid="ignore"):  # tails left out (inf) give inf - inf, then inf
+            bound = pre * se_low + shift
+            floor_sum = np.where((pre > 0) & (se_low > 0), (bound * scale + offset) * h, -np.inf)
+            floor_col = (floor_sum - 1e-3 * np.abs(floor_sum)).astype(np.float32)[:, None]
+        floor_col[np.isposinf(floors)] = np.inf
         found_h: list[npt.NDArray[np.int64]] = []
         found_t: list[npt.NDArray[np.int64]] = []
         step = self._chunk(len(tails))
         for start in range(0, len(heads), step):
             sums = matrix @ self._rotated(self.t, head_bits[start:start + step])  # (T, F)
-            ti, fi = np.nonzero(sums >= np.float32(floor_sum) - np.float32(1e-3) * abs(np.float32(floor_sum)))
+            ti, fi = np.nonzero(sums >= floor_col)
             found_h.append(fi.astype(np.int64) + start)
             found_t.append(ti.astype(np.int64))
         hi = np.concatenate(found_h) if found_h else np.zeros(0, dtype=np.int64)
@@ -374,7 +379,7 @@ class SlotOracle:
         for start in range(0, hi.size, _SCORE_BLOCK):
             bh, bt = hi[start:start + _SCORE_BLOCK], ti[start:start + _SCORE_BLOCK]
             est, se = self.score_bits((head_bits[bh] + tail_bits[bt]) % k, robust=robust)
-            keep = est >= z_floor * se
+            keep = est >= floors[bt] * se
             kept.append((bh[keep], bt[keep], est[keep], se[keep]))
         if not kept:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)

@@ -24,6 +24,12 @@ not itself a reserve (a two-state chain over the slots), the value ``z >= z_pend
 the last, and its confirming slots (those after its end; the last slot for a value that
 ends there) ``z >= z_confirm``.  With ``mu = x n_s / se`` each step passes with
 probability ``Phi(mu - z)``; :func:`discovery_frequency` solves the product for ``power``.
+From slot 1 on, the search spreads each budget by its learnt prior over tails
+(:mod:`rappor.analysis.discovery._prior`); the model gives a value's tails of ``j`` bytes
+the prior ``(1 - mix) P**-j + mix / |A|**j`` of a text whose bytes have perplexity ``P``
+under it (``perplexity``; the search reports the held-out figure, ``prior_bits_per_byte``
+in its diagnostics: 4.0-5.8 bits, median 4.7, ``P`` about 26, on the benchmark's word-
+and host-like populations), and the levels that prior sets (weighted Bonferroni).
 Two effects are left out and pull in opposite directions: a shared prefix (``www.``, a
 common first syllable) is more frequent than the value, most of all in slots 0 and 1;
 and collisions with unfitted values raise the trimmed null standard error some 10% above
@@ -45,7 +51,7 @@ from ...params import Params
 from ...privacy._planner import PlanResult, plan
 from ._oracle import _trimmed_mean_variance
 from ._privacy import DiscoveryPrivacy, discovery_privacy
-from ._search import DEFAULT_FALSE_CHILDREN, DEFAULT_PENDING, DEFAULT_RESERVE, _thresholds
+from ._search import DEFAULT_FALSE_CHILDREN, DEFAULT_PENDING, DEFAULT_PRIOR_MIX, DEFAULT_RESERVE, _thresholds
 from ._spec import DiscoverySpec
 
 __all__ = ["DiscoveryPlan", "discovery_frequency", "plan_discovery", "plan_slot_weights", "plan_with_discovery"]
@@ -59,14 +65,53 @@ DEFAULT_DISCOVERY_COHORTS = 32
 #: 10**5 to 10**6 at 1 M to 10 M clients (``1 - Phi(5.0) = 2.9e-7``; 4.9 to 5.3 by the count).
 _Z_CONFIRM = 5.0
 
+#: Per-byte perplexity of values under the search's learnt prior that the planner assumes: the
+#: held-out figure (``prior_bits_per_byte``) on the benchmark's populations is 4.0-5.8 bits, median 4.7.
+DEFAULT_PERPLEXITY = 26.0
+
 
 def _norm_cdf(x: float) -> float:
     return 0.5 * math.erfc(-x / math.sqrt(2.0))
 
 
+def _levels(spec: DiscoverySpec, th: Any, steps: int, end: int, false_children: float, reserve: float,
+            pending: float, perplexity: float | None, prior_mix: float) -> list[tuple[float, float]]:
+    """Per slot of a value's path, ``(z_extend, z_reserve)``; the last ``(inf, z_pending)`` (``end`` bytes).
+
+    Slot 0 has no prior yet; from slot 1 on, a tail of ``j`` bytes gets the prior
+    ``(1 - mix) P**-j + mix / |A|**j`` (:func:`discovery_frequency`).
+    """
+    size = len(spec.symbols)
+    n_complete = sum(size ** i for i in range(1, spec.segment + 1))
+    out: list[tuple[float, float]] = []
+    for slot in range(steps):
+        last = slot == steps - 1
+        if slot == 0 or perplexity is None or prior_mix >= 1.0:
+            out.append((math.inf, th.pending) if last else (th.extend, th.reserve))
+            continue
+        ppl = min(float(perplexity), float(size))
+        j = end if last else spec.segment
+        prior = (1.0 - prior_mix) * ppl ** -j + prior_mix / size ** j
+        if last:
+            share = prior * size ** j / n_complete
+            out.append((math.inf, min(_isf(min(pending * share, 0.5)), th.extend)))
+        else:
+            extend = _isf(min(false_children * prior, 0.5))
+            out.append((extend, min(_isf(min((false_children + reserve) * prior, 0.5)), extend)))
+    return out
+
+
+def _isf(q: float) -> float:
+    """``z`` with ``1 - Phi(z) = q``."""
+    from scipy import special
+
+    return float(math.sqrt(2.0) * special.erfcinv(2.0 * q))
+
+
 def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: int = 16, power: float = 0.5,
                         false_children: float = DEFAULT_FALSE_CHILDREN, reserve: float = DEFAULT_RESERVE,
-                        pending: float = DEFAULT_PENDING) -> float:
+                        pending: float = DEFAULT_PENDING, perplexity: float | None = DEFAULT_PERPLEXITY,
+                        prior_mix: float = DEFAULT_PRIOR_MIX) -> float:
     """Smallest share of the discovery reports whose value is found with probability ``power``.
 
     Parameters
@@ -77,9 +122,13 @@ def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: in
     value_length : int, default=16
         Bytes of the value.
     power : float, default=0.5
-    false_children, reserve, pending : float
+    false_children, reserve, pending, prior_mix : float
         As :func:`rappor.analysis.discovery.discover` (they set ``z_extend``, ``z_reserve``
-        and ``z_pending``).
+        and ``z_pending``, and spread them over the tails).
+    perplexity : float or None, default=26.0
+        Per-byte perplexity of the values under the search's learnt prior (its held-out
+        figure on the benchmark's word- and host-like populations, 2**4.7); ``None``:
+        every tail at one level (``prior_mix=1``, or values of random bytes).
 
     Returns
     -------
@@ -90,6 +139,9 @@ def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: in
     length = check_int(value_length, "value_length", "discovery_frequency", low=1, high=spec.max_length)
     pw = check_probability(power, "power", "discovery_frequency", open_low=True, open_high=True)
     th = _thresholds(spec, false_children, reserve, pending, None)
+    steps = math.ceil(length / spec.segment)
+    levels = _levels(spec, th, steps, length - spec.segment * (steps - 1), false_children, reserve, pending,
+                     perplexity, prior_mix)
     p = spec.params
     beta = 1.0 - (1.0 - 1.0 / p.num_bloombits) ** p.num_hashes
     d = p.p11 - p.p01
@@ -97,7 +149,6 @@ def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: in
     per_report = lam * (1.0 - lam) / (d * d) / p.num_hashes / (1.0 - beta) ** 2
     trim = p.num_cohorts // 8
     unit = math.sqrt(_trimmed_mean_variance(trim / p.num_cohorts) * per_report)
-    steps = math.ceil(length / spec.segment)
     # z of a value of share x in slot s: x n_s / (unit sqrt(n_s)) = x sqrt(n_s) / unit.
     roots = [math.sqrt(n * float(share)) / unit for share in spec.slot_shares[:steps]]
     # The slots after the value's end confirm it (its p-value pools them); a value that
@@ -108,10 +159,10 @@ def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: in
         # Every partial prefix needs z_extend, or z_reserve in one slot whose parent was
         # not a reserve (the search's rule): a two-state chain over the prefix slots.
         regular, weak = 1.0, 0.0
-        for r in roots[:-1]:
-            strong = _norm_cdf(x * r - th.extend)
-            regular, weak = (regular + weak) * strong, regular * (_norm_cdf(x * r - th.reserve) - strong)
-        return ((regular + weak) * _norm_cdf(x * roots[-1] - th.pending)
+        for r, (extend, low) in zip(roots[:-1], levels[:-1]):
+            strong = _norm_cdf(x * r - extend)
+            regular, weak = (regular + weak) * strong, regular * (_norm_cdf(x * r - low) - strong)
+        return ((regular + weak) * _norm_cdf(x * roots[-1] - levels[-1][1])
                 * _norm_cdf(x * confirm - _Z_CONFIRM))
 
     lo, hi = 0.0, 1.0
@@ -134,7 +185,11 @@ def plan_slot_weights(spec: DiscoverySpec, n_reports: int, lengths: Mapping[int,
     alike for values up to 30 bytes, most reports sit in slots past the end of
     6-12 byte values.  The weights (``total`` units, each slot at least 1) are improved
     one unit at a time, greedily, to lower the ``lengths``-weighted mean of
-    :func:`discovery_frequency` (the share found with probability 1/2).
+    :func:`discovery_frequency` (the share found with probability 1/2), every tail at one
+    level (``perplexity=None``): with the learnt prior the model's slot 0 (no prior yet,
+    and no credit for prefixes shared by several values, which make slot 0 the strongest
+    in every measured run: z 6-77 for the top 10 at 10 M) would be its bottleneck, and
+    the greedy search would move a fifth of the reports there.
 
     Parameters
     ----------
@@ -162,7 +217,7 @@ def plan_slot_weights(spec: DiscoverySpec, n_reports: int, lengths: Mapping[int,
 
     def cost(weights: list[int]) -> float:
         trial = dataclasses.replace(spec, slot_weights=tuple(weights))
-        return sum(w * discovery_frequency(trial, n, value_length=k) for k, w in prior.items())
+        return sum(w * discovery_frequency(trial, n, value_length=k, perplexity=None) for k, w in prior.items())
 
     base, extra = divmod(units, spec.levels)
     weights = [base + int(i < extra) for i in range(spec.levels)]
@@ -222,7 +277,12 @@ class DiscoveryPlan:
     def thresholds(self) -> dict[str, float]:
         """The z-scores :func:`discovery_frequency` models: the search's defaults and the confirmation's."""
         th = _thresholds(self.spec, DEFAULT_FALSE_CHILDREN, DEFAULT_RESERVE, DEFAULT_PENDING, None)
-        return {"z_extend": th.extend, "z_reserve": th.reserve, "z_pending": th.pending, "z_confirm": _Z_CONFIRM}
+        seg = self.spec.segment
+        prior = _levels(self.spec, th, 3, seg, DEFAULT_FALSE_CHILDREN, DEFAULT_RESERVE, DEFAULT_PENDING,
+                        DEFAULT_PERPLEXITY, DEFAULT_PRIOR_MIX)
+        return {"z_extend": th.extend, "z_reserve": th.reserve, "z_pending": th.pending, "z_confirm": _Z_CONFIRM,
+                "perplexity": DEFAULT_PERPLEXITY, "z_extend_prior": prior[1][0], "z_reserve_prior": prior[1][1],
+                "z_pending_prior": prior[2][1]}
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values (for JSON)."""

@@ -14,7 +14,10 @@ The search walks the slots in order (:mod:`rappor.analysis.discovery`).  It keep
 2. Partial candidates with ``z >= z_extend`` form the next frontier.  ``z_extend`` is
    the level at which each prefix keeps on average ``false_children`` absent children
    (``1 - Phi(z_extend) = false_children / |alphabet|**segment``): the absent prefixes
-   form a subcritical branching process and die out.  Partial children of a regular
+   form a subcritical branching process and die out.  From slot 1 on, that budget (and the
+   two below) is spread over the tails by a byte prior learnt from the earlier slots
+   (:mod:`rappor.analysis.discovery._prior`: ``1 - Phi(z_t) = false_children pi_t``, the
+   same expected absent children per prefix).  Partial children of a regular
    prefix with ``z_reserve <= z < z_extend`` are kept as *reserve* prefixes, whose own
    children need ``z_extend``: a true prefix survives one weak slot.
 3. Complete candidates with ``z >= z_pending`` (a low bar) join the pool.  Every pooled
@@ -38,6 +41,7 @@ The full-string reports then estimate the list (``rappor decode --candidates`` o
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -53,6 +57,7 @@ from ...collect._aggregate import Aggregate
 from ...exceptions import InvalidParameterError
 from ._confirmation import ConfirmationNull
 from ._oracle import SlotOracle
+from ._prior import TailPrior
 from ._spec import COMPLETE, PARTIAL, DiscoverySpec
 
 if TYPE_CHECKING:
@@ -236,9 +241,9 @@ class _Thresholds:
     pending: float  # complete extensions pooled
 
 
-#: :func:`discover`'s defaults of ``false_children``, ``reserve`` and ``pending`` (the planner,
-#: :func:`rappor.analysis.discovery.discovery_frequency`, models the same search).
-DEFAULT_FALSE_CHILDREN, DEFAULT_RESERVE, DEFAULT_PENDING = 0.25, 2.0, 100.0
+#: :func:`discover`'s defaults of ``false_children``, ``reserve``, ``pending`` and ``prior_mix`` (the
+#: planner, :func:`rappor.analysis.discovery.discovery_frequency`, models the same search).
+DEFAULT_FALSE_CHILDREN, DEFAULT_RESERVE, DEFAULT_PENDING, DEFAULT_PRIOR_MIX = 0.25, 2.0, 100.0, 0.1
 
 
 def _thresholds(spec: DiscoverySpec, false_children: float, reserve: float, pending: float,
@@ -260,6 +265,51 @@ def _thresholds(spec: DiscoverySpec, false_children: float, reserve: float, pend
                        pending=float(min(_normal_isf(min(wait / n_complete, 0.5)), extend)))
 
 
+#: ``log10`` of the tail probabilities of :func:`_isf_table`'s grid.
+_ISF_LOG_Q = np.linspace(-40.0, math.log10(0.5), 8193)
+
+
+@functools.cache
+def _isf_grid() -> Array:
+    out: Array = np.sqrt(2.0) * special.erfcinv(2.0 * 10.0 ** _ISF_LOG_Q)
+    return out
+
+
+def _isf_table(q: Array) -> Array:
+    """``z`` with ``1 - Phi(z) = q``, interpolated in ``log10 q`` on a fine grid (within 2e-5 of
+    :func:`_normal_isf` for ``1e-40 <= q <= 1/2``: the levels of a slot's 131,328 tails at a
+    fraction of erfcinv's cost)."""
+    with np.errstate(divide="ignore"):
+        out: Array = np.interp(np.log10(q), _ISF_LOG_Q, _isf_grid())
+    return out
+
+
+def _tail_levels(tails: list[bytes], weights: Array, th: _Thresholds, false_children: float, reserve: float,
+                 pending: float) -> tuple[Array, Array, Array]:
+    """Per-tail ``(extend, reserve, pending)`` levels spreading each budget by the prior ``weights``.
+
+    ``weights`` sum to one over each (marker, length) group of ``tails``
+    (:meth:`TailPrior.weights`).  A partial tail's levels solve ``1 - Phi(z) = r w`` for
+    ``r`` = ``false_children`` and ``false_children + reserve``; a complete tail's
+    ``1 - Phi(z) = pending w n_group / n_complete`` (every length's budget in proportion
+    to its tails, as with one level).  With uniform weights they are the scalar levels.
+    Levels of the other kind are ``inf``.
+    """
+    partial = np.array([t[:1] == PARTIAL for t in tails], dtype=bool)
+    lengths = np.array([len(t) for t in tails], dtype=np.int64)
+    budget = np.where(partial, weights, 0.0)
+    complete = ~partial
+    n_complete = int(complete.sum())
+    for length in np.unique(lengths[complete]).tolist():
+        group = complete & (lengths == length)
+        budget[group] = weights[group] * (group.sum() / max(n_complete, 1))
+    z = _isf_table(np.minimum(np.outer((false_children, false_children + reserve, pending), budget), 0.5))
+    extend = np.where(partial, z[0], np.inf)
+    low = np.where(partial, np.minimum(z[1], extend), np.inf)
+    wait = np.where(complete, np.minimum(z[2], th.extend), np.inf)
+    return extend, low, wait
+
+
 class _SlotScores:
     """Every scored fragment of one slot: extensions of the frontier and the pooled values."""
 
@@ -275,10 +325,10 @@ class _SlotScores:
         self._known_set = set(self.known_pairs)
         self.fitted: dict[tuple[bytes, bytes], float] = {}
 
-    def above(self, z_floor: float, head_floor: float = -math.inf, *, robust: bool = False,
+    def above(self, z_floor: float | Array, head_floor: float = -math.inf, *, robust: bool = False,
               ) -> dict[tuple[bytes, bytes], tuple[float, float]]:
-        """``(head, tail) -> (estimate, std_error)`` for the extensions with ``z >= z_floor`` of the
-        prefixes whose own z-score was ``>= head_floor``, the pooled values and the fitted
+        """``(head, tail) -> (estimate, std_error)`` for the extensions with ``z >= z_floor`` (one level,
+        or one per tail) of the prefixes whose own z-score was ``>= head_floor``, the pooled values and the fitted
         fragments (their fitted count added back); ``robust``: trimmed estimates."""
         out: dict[tuple[bytes, bytes], tuple[float, float]] = {}
         heads = [self.frontier[i] for i in np.flatnonzero(self.head_z >= head_floor).tolist()]
@@ -307,7 +357,7 @@ class _SlotScores:
 
 def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
              false_children: float = DEFAULT_FALSE_CHILDREN, reserve: float = DEFAULT_RESERVE,
-             pending: float = DEFAULT_PENDING, z_extend: float | None = None,
+             pending: float = DEFAULT_PENDING, z_extend: float | None = None, prior_mix: float = DEFAULT_PRIOR_MIX,
              significance_level: float = 0.05, max_candidates: int = 1 << 28, explain: int = 256,
              trace: Sequence[bytes] = (), progress: Callable[[int], None] | None = None) -> DiscoveryResult:
     """Find frequent values in discovery reports (see the module docstring).
@@ -338,7 +388,13 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         threshold can be far lower than ``z_extend``.
     z_extend : float, optional
         z-score a partial extension needs to be kept (overrides ``false_children``; the
-        reserve band keeps its width).
+        reserve band keeps its width; one level for every tail, no prior).
+    prior_mix : float, default=0.1
+        The three budgets above are spread over the tails by a prior learnt from the
+        fragments found in earlier slots (:mod:`rappor.analysis.discovery._prior`: byte
+        frequencies, mixed with the uniform prior with this weight): tails of the bytes
+        the values use need lower z-scores, others higher, and each prefix keeps the same
+        expected number of absent children.  1 gives every tail the same level.
     significance_level : float, default=0.05
         Family-wise level of :attr:`DiscoveryResult.significant` (Bonferroni).
     max_candidates : int, default=2**28
@@ -375,8 +431,11 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
     limit = check_int(max_candidates, "max_candidates", "discover", low=1)
     budget = check_int(explain, "explain", "discover", low=0)
     th = _thresholds(spec, false_children, reserve, pending, z_extend)
+    mix = check_real(prior_mix, "prior_mix", "discover", low=0.0, low_open=True, high=1.0)
     t_extend = th.extend
     symbols = spec.symbols
+    prior = TailPrior(symbols, mix=mix)
+    learnt: set[tuple[bytes, bytes]] = set()
     frontier: list[bytes] = [b""]
     frontier_z: list[float] = [math.inf]
     in_reserve: set[bytes] = set()
@@ -408,6 +467,17 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
             if progress is not None:
                 progress(1)
             continue
+        # Levels per tail: by the learnt prior once it has seen enough bytes, else one for all.
+        if z_extend is None and prior.active:
+            info["prior_perplexity"] = prior.perplexity()
+            lv_extend, lv_reserve, lv_pending = _tail_levels(tails, prior.weights(tails), th, false_children,
+                                                             reserve, pending)
+        else:
+            partial = np.array([t[:1] == PARTIAL for t in tails], dtype=bool)
+            lv_extend = np.where(partial, th.extend, np.inf)
+            lv_reserve = np.where(partial, th.reserve, np.inf)
+            lv_pending = np.where(partial, np.inf, th.pending)
+        tail_at = {t: i for i, t in enumerate(tails)}
         scores = _SlotScores(oracle, frontier, frontier_z, tails, list(pool))
         frontier_set = set(frontier)
         cuts = _explain_cuts(total + len(pool))
@@ -419,7 +489,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
             # children this strong (half the cut leaves a margin of several standard errors).
             for cut in cuts:
                 scores.explain(scores.above(cut, cut / 2.0, robust=True), cut, budget)
-        final = scores.above(min(th.pending, th.reserve), robust=True)
+        final = scores.above(np.minimum(lv_reserve, lv_pending), robust=True)
         chance.add_slot(oracle)
         kept: list[tuple[float, bytes]] = []
         reserved: list[tuple[float, bytes]] = []
@@ -428,12 +498,17 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         for (head, tail), (e, s) in final.items():
             z = e / s if s > 0 else 0.0
             value = head + tail[1:]
+            i = tail_at.get(tail)
+            if i is None:  # a pooled or fitted fragment outside the extensions
+                z_ext, z_res, z_pend = t_extend, th.reserve, th.pending
+            else:
+                z_ext, z_res, z_pend = lv_extend[i], lv_reserve[i], lv_pending[i]
             if tail[:1] == PARTIAL:
-                if z >= t_extend:
+                if z >= z_ext:
                     kept.append((z, value))
-                elif z >= th.reserve and head not in in_reserve:
+                elif z >= z_res and head not in in_reserve:
                     reserved.append((z, value))
-            elif value not in pool and z >= th.pending:
+            elif value not in pool and z >= z_pend:
                 pool[value] = _Pooled.found(slot, e / n, s / n)
                 n_pooled += 1
                 found += 1
@@ -454,6 +529,13 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
                 pair = spec.split(value, slot)
                 head_in = pair[0] in frontier_set or value in pool
                 traced[value].append((round((e + scores.fitted.get(pair, 0.0)) / se_v, 2), head_in))
+        fresh = [pair for pair in scores.fitted if pair not in learnt]
+        learnt.update(fresh)
+        if prior.active and fresh:  # the prior's cross-entropy on fragments it has not seen (held out)
+            per_slot_bits = prior.bits_per_byte([tail[1:] for _, tail in fresh if tail[:1] == PARTIAL])
+        else:
+            per_slot_bits = math.nan
+        prior.learn(tail[1:] for _, tail in fresh)
         kept.sort(key=lambda zv: -zv[0])
         reserved.sort(key=lambda zv: -zv[0])
         chosen = kept[:width] + reserved[:max(width - len(kept), 0)]
@@ -461,7 +543,8 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         frontier_z = [z for z, _ in chosen]
         in_reserve = {v for _, v in reserved[:max(width - len(kept), 0)]}
         per_slot.append({**info, "kept": len(frontier) - len(in_reserve), "reserve": len(in_reserve),
-                         "found": found, "dropped": dropped, "pool": len(pool), "fitted": len(scores.fitted),
+                         "found": found, "dropped": dropped, "prior_bits_per_byte": per_slot_bits,
+                         "pool": len(pool), "fitted": len(scores.fitted),
                          "null_std_error": oracle.null_std_error / max(n, 1.0)})
         if progress is not None:
             progress(1)

@@ -229,6 +229,14 @@ def test_extension_scores_equal_fragment_by_fragment_scores(h: int, block: int |
         expect = np.flatnonzero(ref_e >= z * ref_s)
         assert (hi * len(tails) + ti).tolist() == expect.tolist()
         np.testing.assert_allclose(e, ref_e[expect], atol=1e-9)
+    # One level per tail (the learnt prior's levels, inf leaving a tail out).
+    floors = np.random.default_rng(1).uniform(0.0, 4.0, size=len(tails))
+    floors[::5] = np.inf
+    for robust in (False, True):
+        hi, ti, e, s_ = oracle.extensions_above(heads, tails, floors, robust=robust)
+        ref_e, ref_s = oracle.score_bits(bits, robust=robust)
+        expect = np.flatnonzero(ref_e >= np.tile(floors, len(heads)) * ref_s)
+        assert (hi * len(tails) + ti).tolist() == expect.tolist()
 
 
 @pytest.mark.slow

@@ -64,11 +64,16 @@ def test_discovery_frequency_follows_its_formula() -> None:
     assert ratio == pytest.approx(0.1, rel=1e-6)
 
 
-def test_discovery_frequency_chain_equals_enumerating_the_search_paths() -> None:
+@pytest.mark.parametrize("perplexity", [None, 10.0])
+def test_discovery_frequency_chain_equals_enumerating_the_search_paths(perplexity: float | None) -> None:
     # The model's two-state chain against every path a 16-byte value can take through its 7 prefix
     # slots: each slot z >= z_extend ("strong") or z_reserve <= z < z_extend ("weak", a reserve),
     # never two reserves in a row; then z_pending in its last slot and z_confirm pooled over the 8 after.
+    # With the learnt prior (perplexity P), slots 1 on spread the budgets by the prior
+    # 0.9 P**-2 + 0.1 / 65536 of a 2-byte tail (weighted Bonferroni: 1 - Phi(z) = budget * prior).
     import itertools
+
+    from scipy.stats import norm
 
     from rappor.analysis.discovery._plan import _Z_CONFIRM
 
@@ -79,14 +84,21 @@ def test_discovery_frequency_chain_equals_enumerating_the_search_paths() -> None
     beta = 1.0 / 256
     lam = params.p01 + (params.p11 - params.p01) * beta
     unit = math.sqrt(_trimmed_mean_variance(4 / 32) * lam * (1.0 - lam)) / (params.p11 - params.p01) / (1.0 - beta)
-    x = discovery_frequency(spec, n, value_length=16)  # power 1/2
+    x = discovery_frequency(spec, n, value_length=16, perplexity=perplexity)  # power 1/2
     th = _thresholds(spec, 0.25, 2.0, 100.0, None)
     phi = lambda t: 0.5 * math.erfc(-t / math.sqrt(2.0))  # noqa: E731
     z = x * math.sqrt(n / spec.levels) / unit
-    step = {"s": phi(z - th.extend), "w": phi(z - th.reserve) - phi(z - th.extend)}
-    paths = sum(math.prod(step[c] for c in path) for path in itertools.product("sw", repeat=7)
+    if perplexity is None:
+        levels = [(th.extend, th.reserve)] * 7
+        z_pending = th.pending
+    else:
+        prior = 0.9 * perplexity ** -2 + 0.1 / 65536
+        levels = [(th.extend, th.reserve)] + [(norm.isf(0.25 * prior), norm.isf(2.25 * prior))] * 6
+        z_pending = min(norm.isf(min(100 * prior * 65536 / 65792, 0.5)), th.extend)  # at least z = 0, as the search
+    steps = [{"s": phi(z - e), "w": phi(z - r) - phi(z - e)} for e, r in levels]
+    paths = sum(math.prod(step[c] for step, c in zip(steps, path)) for path in itertools.product("sw", repeat=7)
                 if "ww" not in "".join(path))
-    found = paths * phi(z - th.pending) * phi(x * math.sqrt(n * 8 / spec.levels) / unit - _Z_CONFIRM)
+    found = paths * phi(z - z_pending) * phi(x * math.sqrt(n * 8 / spec.levels) / unit - _Z_CONFIRM)
     assert found == pytest.approx(0.5, rel=1e-9)
 
 
