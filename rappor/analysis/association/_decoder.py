@@ -36,6 +36,7 @@ from ._profile import profile_intervals
 from ._other import other_bit_probabilities, undetected_bit_probabilities
 from ._result import AssociationResult, IndependenceTest, check_variable_names
 from ._shrinkage import shrink_boolean_split, shrink_nested_boolean_split
+from . import _threads
 from ._threads import shared_threads
 from ._variables import OTHER, Variable
 
@@ -484,8 +485,10 @@ def fit_bytes(patterns: int, columns: Sequence[int], variables: Sequence[Variabl
     One byte per (candidate, pattern) for a string variable's coded likelihoods (four when
     ``h > 8``); the SQP step's Hessian sample (up to ``HESSIAN_ROWS`` patterns x cells,
     float64) and three ``cells x cells`` matrices (the Hessian, its factor, the
-    covariance); 16 float64 vectors per pattern.  A string variable's categories are its
-    candidates plus Other.  An estimate of the arrays, not of every temporary.
+    covariance) plus one Hessian accumulator per row range of a pass
+    (:data:`~rappor.analysis.association._threads.MAX_THREADS`); 16 float64 vectors per
+    pattern.  A string variable's categories are its candidates plus Other.  An estimate of
+    the arrays, not of every temporary.
     """
     cells = 1
     coded = 0
@@ -495,7 +498,7 @@ def fit_bytes(patterns: int, columns: Sequence[int], variables: Sequence[Variabl
         if var.kind == "string":
             coded += patterns * count * (1 if var.params.num_hashes <= 8 else 4)
     sample = min(patterns, HESSIAN_ROWS)
-    return coded + 8 * sample * cells + 3 * 8 * cells * cells + 16 * 8 * patterns
+    return coded + 8 * sample * cells + (3 + _threads.MAX_THREADS) * 8 * cells * cells + 16 * 8 * patterns
 
 
 def _check_fit_memory(patterns: int, columns: Sequence[int], variables: Sequence[Variable]) -> None:

@@ -258,8 +258,10 @@ class ProductLikelihood:
             return grams, out
 
         parts = self._parallel(work, n_rows, step)
-        grams: Array = np.add.reduce([g for g, _ in parts])
-        out: Array = np.add.reduce([o for _, o in parts])
+        grams, out = parts[0]
+        for g, o in parts[1:]:  # in place, in range order: no stacked copy of every range's cells^2
+            grams += g
+            out += o
         if len(self.factors) == 1:
             single: Array = grams[0] * scale
             return single
