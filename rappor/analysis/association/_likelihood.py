@@ -395,7 +395,9 @@ def likelihoods(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArr
     codes, table = _codes(params, cohorts, words, index, num_bits)
     impossible = np.zeros(cohorts.shape[0], dtype=bool)
     sums = None
-    if pays(index):
+    # Only with q > p (alpha > 0): every term of the sums is then positive, while with q < p they
+    # alternate in sign and cancel, losing up to (1 + |alpha|)^2 of relative accuracy.
+    if pays(index) and params.p11 > params.p01:
         ones = np.zeros((cohorts.shape[0], params.num_bloombits + 1), dtype=np.uint8)
         for lo in range(0, cohorts.shape[0], CHUNK_ROWS):
             ones[lo:lo + CHUNK_ROWS, :-1] = unpack_bits(words[lo:lo + CHUNK_ROWS], params.num_bloombits)

@@ -58,6 +58,9 @@ def test_pair_sums_are_kept_only_for_many_candidates_of_at_most_two_bits() -> No
     assert few.sums is None  # fewer than WIDE candidates
     with pytest.raises(ValueError, match="no bit-pair sums"):
         few.transpose_product(np.ones((100, 1)))
+    assert _coded(params, pairs.WIDE, 100, 0).sums is not None
+    flipped = Params(num_bloombits=8, num_hashes=2, num_cohorts=4, prob_p=0.8, prob_q=0.3, prob_f=0.4)
+    assert _coded(flipped, pairs.WIDE, 100, 0).sums is None  # q < p: the sums' terms would cancel
     three = Params(num_bloombits=8, num_hashes=3, num_cohorts=4, prob_p=0.3, prob_q=0.8, prob_f=0.4)
     assert not pairs.pays(np.zeros((4, pairs.WIDE, 3), dtype=np.int64))
     assert pairs.pays(np.zeros((4, pairs.WIDE, 2), dtype=np.int64))
