@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 import rappor.analysis.association._threads as threads_module
@@ -66,6 +67,14 @@ def test_forward_gradient_is_forward_then_gradient() -> None:
     np.testing.assert_allclose(grad_at, lik.gradient(lik.weights / (base + d)), rtol=1e-12)
 
 
+def _every_pass(lik: ProductLikelihood, table: npt.NDArray[np.float64], v: npt.NDArray[np.float64],
+                sample: npt.NDArray[np.intp]) -> tuple[npt.NDArray[np.float64], ...]:
+    """Every kind of pass over the data: forward, gradient, both fused, the Hessian (all rows and a
+    sample) and a whole fit."""
+    return (lik.forward(table), lik.gradient(v), lik.forward_gradient(table)[1], lik.hessian(v),
+            lik.hessian(v, sample, 2.0), fit_mixture(lik).table)
+
+
 @pytest.mark.parametrize("make", LIKELIHOODS)
 @pytest.mark.parametrize("threads", [2, 3])
 def test_passes_on_several_threads_equal_one_thread(monkeypatch: pytest.MonkeyPatch, threads: int,
@@ -77,15 +86,15 @@ def test_passes_on_several_threads_equal_one_thread(monkeypatch: pytest.MonkeyPa
     table, v = gen.dirichlet(np.ones(lik.size)), gen.random(lik.rows)
     sample = np.sort(gen.choice(lik.rows, 3 * BLOCK_ROWS, replace=False))
     monkeypatch.setattr(threads_module, "MAX_THREADS", 1)
-    one = (lik.forward(table), lik.gradient(v), lik.forward_gradient(table)[1], lik.hessian(v),
-           lik.hessian(v, sample, 2.0), fit_mixture(lik).table)
+    one = _every_pass(lik, table, v, sample)
     monkeypatch.setattr(threads_module, "MAX_THREADS", threads)
     monkeypatch.setattr(threads_module, "pass_threads", lambda: threads)  # whatever the machine's cores
-    many = (lik.forward(table), lik.gradient(v), lik.forward_gradient(table)[1], lik.hessian(v),
-            lik.hessian(v, sample, 2.0), fit_mixture(lik).table)
+    many = _every_pass(lik, table, v, sample)
     for a, b in zip(one[:3], many[:3]):
         np.testing.assert_allclose(b, a, rtol=1e-12)
-    for a, b in zip(one[3:5], many[3:5]):  # float32 products summed per block (relative 1e-6)
+    # The blocks (float32 products) are the same in every range; only the order in which their
+    # float64 sums add up differs. The bound is the float32 products' own error (relative 1e-6), kept loose.
+    for a, b in zip(one[3:5], many[3:5]):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5 * float(np.abs(a).max()))
     np.testing.assert_allclose(many[5], one[5], atol=1e-6)  # the same steps up to rounding
 
@@ -112,10 +121,11 @@ def test_passes_give_the_same_bits_whatever_the_cores(monkeypatch: pytest.Monkey
     lik = make(5 * BLOCK_ROWS + 3, 2)
     gen = np.random.default_rng(4)
     table, v = gen.dirichlet(np.ones(lik.size)), gen.random(lik.rows)
+    sample = np.sort(gen.choice(lik.rows, 3 * BLOCK_ROWS, replace=False))
     monkeypatch.setattr(threads_module, "MAX_THREADS", 3)
     monkeypatch.setattr(threads_module, "pass_threads", lambda: 3)
-    many = (lik.forward(table), lik.gradient(v), lik.hessian(v), fit_mixture(lik).table)
+    many = _every_pass(lik, table, v, sample)
     monkeypatch.setattr(threads_module, "pass_threads", lambda: threads)
-    fewer = (lik.forward(table), lik.gradient(v), lik.hessian(v), fit_mixture(lik).table)
+    fewer = _every_pass(lik, table, v, sample)
     for a, b in zip(many, fewer):
         np.testing.assert_array_equal(b, a)
