@@ -352,7 +352,7 @@ def test_decoder_intervals_option_chooses_projected_or_wald() -> None:
     joint = np.array([[0.3, 0.1], [0.2, 0.2], [0.2, 0.0], [0.0, 0.0]])
     sim = simulate_association(SMALL, joint, [["a", "b", "c", "d"], None], 5000, rng=4)
     kwargs: dict[str, object] = {"candidates": "all", "other": "none", "independence_test": False, "shrinkage": "none"}
-    projected = AssociationDecoder(**kwargs).decode(sim.reports, sim.variables)  # type: ignore[arg-type]
+    projected = AssociationDecoder(intervals="projected", **kwargs).decode(sim.reports, sim.variables)  # type: ignore[arg-type]
     wald = AssociationDecoder(intervals="wald", **kwargs).decode(sim.reports, sim.variables)  # type: ignore[arg-type]
     assert projected.diagnostics["interval_method"] == "projected" and wald.diagnostics["interval_method"] == "wald"
     assert wald.projected_law is None and projected.projected_law is not None
@@ -560,7 +560,7 @@ def test_profile_intervals_agree_with_wald_away_from_the_boundary() -> None:
     # profile interval is the Wald interval up to its skewness (within 25% of a half-width).
     joint = np.array([[0.35, 0.15], [0.2, 0.3]])
     sim = simulate_association(SMALL, joint, [["a", "b"], None], 10000, rng=5)
-    res = AssociationDecoder(candidates="all", other="none", independence_test=False,
+    res = AssociationDecoder(candidates="all", other="none", independence_test=False, intervals="projected",
                              profile_level=0.95).decode(sim.reports, sim.variables)
     assert res.diagnostics["interval_method"] == "profile likelihood at 0.95"
     profile = res.confidence_interval(0.95)
