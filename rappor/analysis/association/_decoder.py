@@ -117,7 +117,7 @@ class AssociationDecoder(CheckedParameters):
         estimate's projected-normal law where that law is truncated at 0
         (:func:`rappor.analysis.association._inference.boundary_interval`).  ``"wald"``: the
         plain ``estimate ± z * std_error`` (the first versions' default).  Tables above 512
-        cells get the Wald interval unless ``"signed"`` applies (up to 2,048 cells).
+        cells get the Wald interval.
     profile_level : float or None, default=None
         Also compute profile-likelihood intervals of the cells at this level (about 10
         mixture fits per cell: a minute for a 135-cell table of 100,000 reports); they are
@@ -283,7 +283,10 @@ class AssociationDecoder(CheckedParameters):
             information = lik.hessian(curvature)
             with _single_thread():
                 cov = constrained_covariance(information)
-            signed = signed_maximum(lik, fit.table, cov) if self.intervals == "signed" else None
+            # Each Newton step forms the information again (cells^2 a pattern): as the projected
+            # law, only up to MAX_PROJECTED_CELLS cells.
+            signed = signed_maximum(lik, fit.table, cov) \
+                if self.intervals == "signed" and lik.size <= MAX_PROJECTED_CELLS else None
             with _single_thread():
                 samples = projected_draws(fit.table, cov, gen, draws=PROJECTION_DRAWS) \
                     if lik.size <= MAX_PROJECTED_CELLS else None
