@@ -666,8 +666,8 @@ def test_string_by_string_intervals_cover_the_large_cells(outside: bool) -> None
     # benchmarks/association.py's string x string scenario (k=16 h=2 m=64 p=0.5 q=0.75 f=0.5,
     # 100,000 clients, seeds 0-5), default intervals.  The cells with a true share of at
     # least 0.005 are the ones the Wald interval misses (estimated at or near 0: coverage
-    # about 0.80 measured on seeds 200-209, 0.72-0.83 on 0-3); the default covers them at
-    # 0.96-0.99.  Tolerances are 4 binomial standard errors of the pooled share (the cells
+    # about 0.80 measured on seeds 200-209, 0.72-0.83 on 0-3); the projected intervals cover
+    # them at 0.96-0.99, and the signed maximum's (the default now) pass as well.  Tolerances are 4 binomial standard errors of the pooled share (the cells
     # of one table are correlated, so the real spread is somewhat larger; the seeds are
     # fixed): the large cells >= 0.90 - 4 SE (about 0.85 with ~250 cells), every cell
     # within [0.90 - 4 SE, 0.97 + 4 SE].  With intervals="wald" the first check fails.
