@@ -22,7 +22,7 @@ The search walks the slots in order (:mod:`rappor.analysis.discovery`).  It keep
    children need ``z_extend``: a true prefix survives one weak slot.  From slot 1 on,
    partial children of a regular prefix below ``z_reserve`` but above a deeper level
    (``rescue`` more absent children per prefix) are kept *provisionally*, at most
-   :data:`RESCUE_BEAM` a slot: in the next slot only their most likely tails are scored,
+   :data:`_RESCUE_BEAM` a slot: in the next slot only their most likely tails are scored,
    and a child is kept (or pooled) only at a strong level, so that all provisional
    prefixes together leave ``rescue_false`` absent regular children per prefix (a
    two-step test: a true prefix survives one deep dip when its next link is strong).
@@ -227,7 +227,7 @@ _PRUNE_Z = 1.5
 _LIKELY_TAILS = 4096
 
 #: Most provisional prefixes kept per slot.
-RESCUE_BEAM = 1000
+_RESCUE_BEAM = 1000
 
 #: :func:`discover`'s defaults of ``rescue`` and ``rescue_false``.
 DEFAULT_RESCUE, DEFAULT_RESCUE_FALSE = 16.0, 0.1
@@ -351,7 +351,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         Expected absent partial children of a regular prefix kept *provisionally*, from
         slot 1 on: those with ``z`` below ``z_reserve`` and above the level of the budget
         ``false_children + reserve + rescue`` (spread by the prior as the others), at most
-        :data:`RESCUE_BEAM` a slot, most likely first.  A provisional prefix is extended
+        :data:`_RESCUE_BEAM` a slot, most likely first.  A provisional prefix is extended
         in the next slot by the :data:`_LIKELY_TAILS` most likely tails of each kind only,
         and its children are kept (partial) or pooled (complete) at the budgets
         ``false_children`` and ``pending`` times ``rescue_false / (rescue *
@@ -432,7 +432,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         tails = [PARTIAL + t for t in _tails(symbols, grow)] if n_s < spec.max_length else []
         tails += [COMPLETE + t for i in range(1, grow + 1) for t in _tails(symbols, i)]
         if not tails:  # the confirmation slot: pooled values only
-            frontier, frontier_z = [], []
+            frontier, frontier_z, provisional = [], [], []
         total = len(frontier) * len(tails)
         if total > limit:
             msg = (f"discover: slot {slot} would score {total:,} candidates (more than max_candidates={limit:,}); "
@@ -440,9 +440,9 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
             raise InvalidParameterError(msg)
         info: dict[str, Any] = {"slot": slot, "reports": int(oracle.n_reports), "frontier": len(frontier),
                                 "candidates": total + len(pool)}
-        if oracle.n_reports <= 0 or (total == 0 and not pool):
+        if oracle.n_reports <= 0 or (total == 0 and not pool and not provisional):
             per_slot.append({**info, "kept": 0, "found": 0})
-            frontier, frontier_z = [], []
+            frontier, frontier_z, provisional = [], [], []
             if progress is not None:
                 progress(1)
             continue
@@ -544,7 +544,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         frontier_z = [z for z, _ in chosen]
         in_reserve = {v for _, v in reserved[:max(width - len(kept), 0)]}
         rescued.sort(key=lambda zv: -zv[0])
-        provisional = [v for _, v in rescued[:RESCUE_BEAM]] if kappa > 0 else []
+        provisional = [v for _, v in rescued[:_RESCUE_BEAM]] if kappa > 0 else []
         per_slot.append({**info, "kept": len(frontier) - len(in_reserve), "reserve": len(in_reserve),
                          "found": found, "dropped": dropped, "prior_bits_per_byte": per_slot_bits,
                          "pool": len(pool), "fitted": len(scores.fitted),
