@@ -68,6 +68,8 @@ from rappor.analysis import evaluate_result
 
 #: discover's default weight of the uniform prior in its learnt byte prior (1: every tail alike).
 DEFAULT_PRIOR_MIX = float(inspect.signature(discover).parameters["prior_mix"].default)
+#: discover's default rescue budget (provisional prefixes; 0: none, as before them).
+DEFAULT_RESCUE = float(inspect.signature(discover).parameters["rescue"].default)
 
 
 def _params(eps: float, k: int, m: int) -> Params:
@@ -137,7 +139,8 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
             beam: int, method: str = "aggregate", alphabet: str = "bytes", chunk: int = 1 << 17,
             trace: bool = False, population: str = "realistic", max_length: int = 30,
             slot_weights: tuple[int, ...] | None = None, final: bool = True,
-            prior_mix: float = DEFAULT_PRIOR_MIX) -> dict[str, Any]:
+            prior_mix: float = DEFAULT_PRIOR_MIX, rescue: float = DEFAULT_RESCUE,
+            max_false: int = 0) -> dict[str, Any]:
     """One collection: simulate, discover, decode (and PEM); returns the figures."""
     if split == "clients":
         full_p, disc_p = _params(eps, 128, 64), _params(eps, 256, 32)
@@ -152,7 +155,8 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
                            "share": share if split == "clients" else 1.0,
                            "fraction": fraction if split == "budget" else None, "beam": beam, "method": method,
                            "alphabet": alphabet, "population": population, "max_length": max_length,
-                           "slot_weights": slot_weights, "prior_mix": prior_mix}
+                           "slot_weights": slot_weights, "prior_mix": prior_mix, "rescue": rescue,
+                           "max_false": max_false}
     t0 = time.perf_counter()
     sim = simulate_discovery(full_p, spec, pop, n, discovery_share=share, split=split, method=method,
                              chunk_size=chunk, rng=seed)
@@ -161,7 +165,7 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
     top10 = sim.top(10)
     t0 = time.perf_counter()
     t_cpu = time.process_time()
-    res = discover(sim.discovery, spec, beam=beam, prior_mix=prior_mix,
+    res = discover(sim.discovery, spec, beam=beam, prior_mix=prior_mix, rescue=rescue, max_false=max_false,
                    trace=[s.encode("utf-8") for s in top10] if trace else ())
     out["discover_s"] = time.perf_counter() - t0
     out["discover_cpu_s"] = time.process_time() - t_cpu
@@ -225,6 +229,15 @@ _TABLES = [
 ]
 
 
+def _layout(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A run's key with the search's options (prior, rescue, max_false) folded into its slot weights' label."""
+    *head, weights, mix, rescue, max_false = key
+    weights += f", prior {mix:g}" if mix < 1.0 else ""
+    weights += f", rescue {rescue:g}" if rescue > 0 else ""
+    weights += f", max_false {max_false}" if max_false else ""
+    return (*head, weights)
+
+
 def summarize(paths: list[str]) -> str:
     """Markdown tables of the JSON lines in ``paths``: mean and sample standard deviation over seeds."""
     rows: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
@@ -237,7 +250,7 @@ def summarize(paths: list[str]) -> str:
                            row.get("method", "aggregate"), row.get("alphabet", "bytes"),
                            row.get("population", "realistic"), row.get("max_length", 30),
                            ",".join(map(str, row.get("slot_weights") or ())) or "uniform",
-                           row.get("prior_mix", 1.0))
+                           row.get("prior_mix", 1.0), row.get("rescue", 0.0), row.get("max_false", 0))
                     rows.setdefault(key, []).append(row)
     out = []
     for title, cols in _TABLES:
@@ -246,8 +259,7 @@ def summarize(paths: list[str]) -> str:
                    + " | ".join(c for c, _ in cols) + " |")
         out.append("|" + " --- |" * (8 + len(cols)))
         for key, group in sorted(rows.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
-            n, eps, split, share, fraction, method, alphabet, population, max_length, weights, mix = key
-            weights += f", prior {mix:g}" if mix < 1.0 else ""
+            n, eps, split, share, fraction, method, alphabet, population, max_length, weights = _layout(key)
             how = f"clients {share:g}" if split == "clients" else f"budget {fraction:g}"
             if method != "aggregate":
                 how += f" ({method})"
@@ -265,8 +277,7 @@ def summarize(paths: list[str]) -> str:
         out.append("")
     out.append("Per seed: ours recall@10 / false strings (seed: R@10/false)\n")
     for key, group in sorted(rows.items(), key=lambda kv: tuple(str(x) for x in kv[0])):
-        n, eps, split, share, fraction, method, alphabet, population, max_length, weights, mix = key
-        weights += f", prior {mix:g}" if mix < 1.0 else ""
+        n, eps, split, share, fraction, method, alphabet, population, max_length, weights = _layout(key)
         cells = ", ".join(f"{r['seed']}: {r['ours_recall@10']:.1f}/{int(r['ours_false'])}"
                           for r in sorted(group, key=lambda r: r["seed"]))
         out.append(f"* {population}, {n:,}, eps {eps:g}, {split}, {alphabet}, max length {max_length}, "
@@ -305,6 +316,10 @@ def main() -> None:
     ap.add_argument("--prior-mix", type=float, default=DEFAULT_PRIOR_MIX,
                     help="the search's learnt byte prior (discover's prior_mix; 1 gives every tail one level, as "
                          "before the prior)")
+    ap.add_argument("--rescue", type=float, default=DEFAULT_RESCUE,
+                    help="the search's provisional prefixes (discover's rescue; 0: none, as before them)")
+    ap.add_argument("--max-false", type=int, default=0,
+                    help="false significant values tolerated (discover's max_false: generalized Bonferroni)")
     ap.add_argument("--json", metavar="PATH", help="append one JSON line per run")
     ap.add_argument("--from-json", nargs="+", metavar="PATH",
                     help="print markdown tables (mean ± sd over seeds) of earlier --json runs and exit")
@@ -323,7 +338,8 @@ def main() -> None:
                             row = pool.submit(run_one, n, eps, seed, share, args.split, fraction, not args.no_pem,
                                               args.beam, args.method, args.alphabet, args.chunk,
                                               args.trace, args.population, args.max_length,
-                                              weights, not args.no_final, args.prior_mix).result()
+                                              weights, not args.no_final, args.prior_mix, args.rescue,
+                                              args.max_false).result()
                         print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}),
                               flush=True)
                         if args.json:

@@ -10,7 +10,8 @@ sum-bits' of them with the wire parameters, num_cohorts = slots x cohorts per sl
 Dask or Spark aggregation works unchanged) and writes the values found, most frequent
 first, with their estimated share of the discovery reports, its standard error, a
 z-score and p-value from the slots that confirm it, and whether it passes Bonferroni at
---level.  'rappor decode --candidates found.csv' estimates the significant ones from the
+--level (--max-false K: the chance of more than K false values is at most --level).
+'rappor decode --candidates found.csv' estimates the significant ones from the
 full-string reports, whatever bytes they hold; --list also writes them one per line
 (found.txt, for people: values with a line break, a control or a bidirectional character
 are left out of it, with a warning):
@@ -127,6 +128,9 @@ def add_search_arguments(parser: argparse.ArgumentParser, *, quiet: bool = True)
     """``--beam`` (the search's width) and, unless the command has its own, ``--quiet``."""
     parser.add_argument("--beam", type=integer(1), default=1000, metavar="B",
                         help="most prefixes kept per slot [default: 1000]")
+    parser.add_argument("--max-false", type=integer(0), default=0, metavar="K",
+                        help="false significant values tolerated: the chance of more than K is at most --level "
+                             "(generalized Bonferroni) [default: 0]")
     if quiet:
         add_quiet_argument(parser)
 
@@ -218,7 +222,8 @@ def run(args: argparse.Namespace) -> int:
     aggregate = discovery_aggregate(spec, args.counts, args.reports)
     check, misfit = parameter_check(aggregate, spec, f"the discovery counts (--params {args.params})")
     with progress(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
-        result = discover(aggregate, spec, beam=args.beam, significance_level=args.level, progress=update)
+        result = discover(aggregate, spec, beam=args.beam, significance_level=args.level, max_false=args.max_false,
+                          progress=update)
     listed = listed_strings(result)
     # Open every extra output first: a bad path must not leave a partial set behind.
     with atomic_output(args.list) if args.list else _nothing() as list_out, \

@@ -75,7 +75,7 @@ def discover_and_decode(args: argparse.Namespace, aggregate: Aggregate, cmap: Ca
     spec = read_layout_spec(args, args.discovery_params, "--discovery-params", args.alphabet)
     with progress(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
         combined = run(aggregate, cmap, discovery_aggregate(spec, args.discover, None), spec, decoder=decoder,
-                       beam=args.beam, significance_level=args.level, progress=update)
+                       beam=args.beam, significance_level=args.level, max_false=args.max_false, progress=update)
     sys.stderr.write(left_out_note(combined.found))
     sys.stderr.write(f"rappor: discovery found {int(combined.found.significant.sum())} significant values, "
                      f"{len(combined.new_strings)} not among the candidates\n")

@@ -18,6 +18,7 @@ from rappor import Params
 from rappor.cli._main import main
 from rappor.analysis.discovery import DiscoverySpec
 from rappor.analysis.discovery._client import DiscoveryEncoder
+from rappor.formats._found import read_found
 from rappor.formats._params import write_params
 from rappor.client._reports import ReportBatch
 from rappor.formats import write_reports
@@ -324,3 +325,22 @@ def test_discover_says_when_the_counts_do_not_fit_the_parameters(collection: Pat
         check = json.loads((tmp_path / "s.json").read_text())["parameter_check"]
         assert check["fits"] is fits and ("do not fit their parameters" in err) is not fits, (check, err)
     assert abs(check["set_bits_per_report"] - 1.0) < 5 * check["std_error"] and check["z"] < -5
+
+
+def test_discover_max_false_widens_the_cut_and_refuses_a_negative(collection: Path, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # --max-false K: significant when the p-value is at most (K + 1) --level / n_tested
+    # (generalized Bonferroni); the same values as without it, possibly more of them significant.
+    d = collection
+    assert _discover(d, tmp_path / "f0.csv", "--counts", str(d / "counts.csv")) == 0
+    assert _discover(d, tmp_path / "f1.csv", "--counts", str(d / "counts.csv"), "--max-false", "1") == 0
+    zero, one = (read_found(tmp_path / name) for name in ("f0.csv", "f1.csv"))
+    assert [v for v, _ in zero] == [v for v, _ in one]
+    assert all(b or not a for (_, a), (_, b) in zip(zero, one))  # only more values significant
+    assert (tmp_path / "f0.csv").read_text().count(",true,") <= (tmp_path / "f1.csv").read_text().count(",true,")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:  # argparse's usage error
+        _discover(d, tmp_path / "f2.csv", "--counts", str(d / "counts.csv"), "--max-false", "-1")
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --max-false" in err and "Traceback" not in err and not (tmp_path / "f2.csv").exists()

@@ -73,7 +73,7 @@ class DiscoverDecode:
 
 def discover_and_decode(aggregate: Aggregate, candidates: CandidateMap | None, discovery: Aggregate,
                         spec: DiscoverySpec, *, decoder: Decoder | None = None, beam: int = 1000,
-                        significance_level: float = 0.05,
+                        significance_level: float = 0.05, max_false: int = 0,
                         progress: Callable[[int], None] | None = None) -> DiscoverDecode:
     """Find the frequent values of ``discovery`` and decode ``aggregate`` against them and ``candidates``.
 
@@ -90,7 +90,7 @@ def discover_and_decode(aggregate: Aggregate, candidates: CandidateMap | None, d
         What the discovery reports carry.
     decoder : Decoder, optional
         Default ``Decoder()``.
-    beam, significance_level, progress
+    beam, significance_level, max_false, progress
         Passed to :func:`~rappor.analysis.discovery.discover`.
 
     Returns
@@ -102,7 +102,8 @@ def discover_and_decode(aggregate: Aggregate, candidates: CandidateMap | None, d
     InvalidParameterError
         If no candidates were given and the search found no significant value (nothing to decode).
     """
-    found = discover(discovery, spec, beam=beam, significance_level=significance_level, progress=progress)
+    found = discover(discovery, spec, beam=beam, significance_level=significance_level, max_false=max_false,
+                     progress=progress)
     return _decode_with(aggregate, candidates, found.candidates(), decoder, found)
 
 

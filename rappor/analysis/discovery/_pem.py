@@ -30,7 +30,8 @@ from ...collect._aggregate import Aggregate
 from ...exceptions import InvalidParameterError
 from ...simulation._populations import Population
 from ._oracle import SlotOracle
-from ._search import DiscoveryResult, _normal_sf, _tails
+from ._levels import _normal_sf, _tails
+from ._search import DiscoveryResult
 from ._spec import COMPLETE, PARTIAL, DiscoverySpec
 
 __all__ = ["PAD", "pem_discover", "pem_population"]

@@ -19,7 +19,13 @@ The search walks the slots in order (:mod:`rappor.analysis.discovery`).  It keep
    (:mod:`rappor.analysis.discovery._prior`: ``1 - Phi(z_t) = false_children pi_t``, the
    same expected absent children per prefix).  Partial children of a regular
    prefix with ``z_reserve <= z < z_extend`` are kept as *reserve* prefixes, whose own
-   children need ``z_extend``: a true prefix survives one weak slot.
+   children need ``z_extend``: a true prefix survives one weak slot.  From slot 1 on,
+   partial children of a regular prefix below ``z_reserve`` but above a deeper level
+   (``rescue`` more absent children per prefix) are kept *provisionally*, at most
+   :data:`_RESCUE_BEAM` a slot: in the next slot only their most likely tails are scored,
+   and a child is kept (or pooled) only at a strong level, so that all provisional
+   prefixes together leave ``rescue_false`` absent regular children per prefix (a
+   two-step test: a true prefix survives one deep dip when its next link is strong).
 3. Complete candidates with ``z >= z_pending`` (a low bar) join the pool.  Every pooled
    value is scored again in **every later slot** (a value of length ``l`` is whole in
    all slots with ``n_s >= l``, and the last slot, the confirmation slot, has every
@@ -41,29 +47,28 @@ The full-string reports then estimate the list (``rappor decode --candidates`` o
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ..._util.lazy import lazy_module
 from ..._util.validation import check_int, check_probability, check_real
 from ...collect._aggregate import Aggregate
 from ...exceptions import InvalidParameterError
 from ._confirmation import ConfirmationNull
 from ._oracle import SlotOracle
+from ._levels import DEFAULT_FALSE_CHILDREN as DEFAULT_FALSE_CHILDREN  # re-exported: the planner models the search
+from ._levels import DEFAULT_PENDING as DEFAULT_PENDING
+from ._levels import DEFAULT_PRIOR_MIX as DEFAULT_PRIOR_MIX
+from ._levels import DEFAULT_RESERVE as DEFAULT_RESERVE
+from ._levels import _thresholds as _thresholds
+from ._levels import _likely_tails, _normal_isf, _normal_sf, _tail_levels, _tails, _Thresholds
 from ._prior import TailPrior
 from ._spec import COMPLETE, PARTIAL, DiscoverySpec
-
-if TYPE_CHECKING:
-    from scipy import special
-else:  # imported on first use: keeps `import rappor` light
-    special = lazy_module("scipy.special")
 
 __all__ = ["DiscoveryResult", "discover", "display_string"]
 
@@ -98,12 +103,15 @@ class DiscoveryResult:
     found_zscore : ndarray of shape (n,)
         z-score in the slot where the value was found.
     significant : ndarray of bool, shape (n,)
-        ``pvalue <= significance_level / n_tested`` (Bonferroni over every value pooled).
+        ``pvalue <= (max_false + 1) significance_level / n_tested`` (Bonferroni over every
+        value pooled; generalized, Lehmann and Romano 2005, when ``max_false > 0``).
     n_tested : int
         Values pooled (found in some slot and scored in the later ones).
     n_reports : int
         Discovery reports read.
     spec : DiscoverySpec
+    significance_level, max_false :
+        As passed to :func:`discover`.
     diagnostics : dict
         Frontier sizes, candidates per slot, thresholds, time.
     """
@@ -121,6 +129,7 @@ class DiscoveryResult:
     n_reports: int
     spec: DiscoverySpec
     significance_level: float
+    max_false: int = 0
     diagnostics: dict[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -214,100 +223,17 @@ _MIN_COHORTS = 8
 #: Pooled values whose z-score over all their slots falls below this are dropped.
 _PRUNE_Z = 1.5
 
+#: Tails of each kind scored for a provisional prefix (the most likely by the prior).
+_LIKELY_TAILS = 4096
+
+#: Most provisional prefixes kept per slot.
+_RESCUE_BEAM = 1000
+
+#: :func:`discover`'s defaults of ``rescue`` and ``rescue_false``.
+DEFAULT_RESCUE, DEFAULT_RESCUE_FALSE = 16.0, 0.1
+
 #: Pooled values listed in the result: confirming z-score at least this (significant or not).
 _SHOW_Z = 3.0
-
-
-def _tails(symbols: bytes, length: int) -> list[bytes]:
-    out = [b""]
-    for _ in range(length):
-        out = [t + bytes([c]) for t in out for c in symbols]
-    return out
-
-
-def _normal_sf(z: Array) -> Array:
-    out: Array = 0.5 * special.erfc(z / math.sqrt(2.0))
-    return out
-
-
-def _normal_isf(p: float) -> float:
-    return float(math.sqrt(2.0) * special.erfcinv(2.0 * p))
-
-
-@dataclass(frozen=True)
-class _Thresholds:
-    extend: float  # partial extensions kept as prefixes
-    reserve: float  # partial extensions of a regular prefix kept as reserve prefixes
-    pending: float  # complete extensions pooled
-
-
-#: :func:`discover`'s defaults of ``false_children``, ``reserve``, ``pending`` and ``prior_mix`` (the
-#: planner, :func:`rappor.analysis.discovery.discovery_frequency`, models the same search).
-DEFAULT_FALSE_CHILDREN, DEFAULT_RESERVE, DEFAULT_PENDING, DEFAULT_PRIOR_MIX = 0.25, 2.0, 100.0, 0.1
-
-
-def _thresholds(spec: DiscoverySpec, false_children: float, reserve: float, pending: float,
-                z_extend: float | None) -> _Thresholds:
-    """The z-scores extensions need, from the expected absent children kept per prefix."""
-    symbols = spec.symbols
-    n_partial = len(symbols) ** spec.segment
-    n_complete = sum(len(symbols) ** i for i in range(1, spec.segment + 1))
-    r = check_real(false_children, "false_children", "discover", low=0.0, low_open=True)
-    extra = check_real(reserve, "reserve", "discover", low=0.0)
-    wait = check_real(pending, "pending", "discover", low=0.0, low_open=True)
-    if z_extend is None:
-        extend = _normal_isf(min(r / n_partial, 0.5))
-        low = _normal_isf(min((r + extra) / n_partial, 0.5))
-    else:
-        extend = check_real(z_extend, "z_extend", "discover")
-        low = extend - (_normal_isf(min(r / n_partial, 0.5)) - _normal_isf(min((r + extra) / n_partial, 0.5)))
-    return _Thresholds(extend=float(extend), reserve=float(min(low, extend)),
-                       pending=float(min(_normal_isf(min(wait / n_complete, 0.5)), extend)))
-
-
-#: ``log10`` of the tail probabilities of :func:`_isf_table`'s grid.
-_ISF_LOG_Q = np.linspace(-40.0, math.log10(0.5), 8193)
-
-
-@functools.cache
-def _isf_grid() -> Array:
-    out: Array = np.sqrt(2.0) * special.erfcinv(2.0 * 10.0 ** _ISF_LOG_Q)
-    return out
-
-
-def _isf_table(q: Array) -> Array:
-    """``z`` with ``1 - Phi(z) = q``, interpolated in ``log10 q`` on a fine grid (within 2e-5 of
-    :func:`_normal_isf` for ``1e-40 <= q <= 1/2``: the levels of a slot's 131,328 tails at a
-    fraction of erfcinv's cost)."""
-    with np.errstate(divide="ignore"):
-        out: Array = np.interp(np.log10(q), _ISF_LOG_Q, _isf_grid())
-    return out
-
-
-def _tail_levels(tails: list[bytes], weights: Array, th: _Thresholds, false_children: float, reserve: float,
-                 pending: float) -> tuple[Array, Array, Array]:
-    """Per-tail ``(extend, reserve, pending)`` levels spreading each budget by the prior ``weights``.
-
-    ``weights`` sum to one over each (marker, length) group of ``tails``
-    (:meth:`TailPrior.weights`).  A partial tail's levels solve ``1 - Phi(z) = r w`` for
-    ``r`` = ``false_children`` and ``false_children + reserve``; a complete tail's
-    ``1 - Phi(z) = pending w n_group / n_complete`` (every length's budget in proportion
-    to its tails, as with one level).  With uniform weights they are the scalar levels.
-    Levels of the other kind are ``inf``.
-    """
-    partial = np.array([t[:1] == PARTIAL for t in tails], dtype=bool)
-    lengths = np.array([len(t) for t in tails], dtype=np.int64)
-    budget = np.where(partial, weights, 0.0)
-    complete = ~partial
-    n_complete = int(complete.sum())
-    for length in np.unique(lengths[complete]).tolist():
-        group = complete & (lengths == length)
-        budget[group] = weights[group] * (group.sum() / max(n_complete, 1))
-    z = _isf_table(np.minimum(np.outer((false_children, false_children + reserve, pending), budget), 0.5))
-    extend = np.where(partial, z[0], np.inf)
-    low = np.where(partial, np.minimum(z[1], extend), np.inf)
-    wait = np.where(complete, np.minimum(z[2], th.extend), np.inf)
-    return extend, low, wait
 
 
 class _SlotScores:
@@ -355,10 +281,36 @@ class _SlotScores:
             self.fitted.update(zip(strong, self.oracle.explain(strong).tolist()))
 
 
+def _uniform_weights(tails: list[bytes]) -> Array:
+    """Weight ``1 / n`` for each tail of a (marker, length) group of ``n`` tails (no prior)."""
+    sizes: dict[tuple[bytes, int], int] = {}
+    for t in tails:
+        sizes[(t[:1], len(t))] = sizes.get((t[:1], len(t)), 0) + 1
+    return np.array([1.0 / sizes[(t[:1], len(t))] for t in tails], dtype=np.float64)
+
+
+def _provisional_children(oracle: SlotOracle, heads: list[bytes], tails: list[bytes], weights: Array,
+                          th: _Thresholds, false_children: float, pending: float,
+                          ) -> list[tuple[bytes, bool, float, float]]:
+    """Children of provisional prefixes that pass their (strong) levels: ``(value, partial, estimate, std_error)``.
+
+    Only the :data:`_LIKELY_TAILS` most likely tails of each kind (by the prior) are
+    scored, each budget spread over them alone (:func:`_likely_tails`): ``false_children``
+    absent partial children and ``pending`` absent complete ones per head, on average.
+    """
+    idx, sub = _likely_tails(tails, weights, _LIKELY_TAILS)
+    chosen = [tails[i] for i in idx.tolist()]
+    lv_extend, _, lv_pending = _tail_levels(chosen, sub, th, false_children, 0.0, pending)
+    hi, ti, est, se = oracle.extensions_above(heads, chosen, np.minimum(lv_extend, lv_pending), robust=True)
+    return [(heads[h] + chosen[t][1:], chosen[t][:1] == PARTIAL, e, s)
+            for h, t, e, s in zip(hi.tolist(), ti.tolist(), est.tolist(), se.tolist())]
+
+
 def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
              false_children: float = DEFAULT_FALSE_CHILDREN, reserve: float = DEFAULT_RESERVE,
              pending: float = DEFAULT_PENDING, z_extend: float | None = None, prior_mix: float = DEFAULT_PRIOR_MIX,
-             significance_level: float = 0.05, max_candidates: int = 1 << 28, explain: int = 256,
+             rescue: float = DEFAULT_RESCUE, rescue_false: float = DEFAULT_RESCUE_FALSE,
+             significance_level: float = 0.05, max_false: int = 0, max_candidates: int = 1 << 28, explain: int = 256,
              trace: Sequence[bytes] = (), progress: Callable[[int], None] | None = None) -> DiscoveryResult:
     """Find frequent values in discovery reports (see the module docstring).
 
@@ -395,8 +347,30 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         frequencies, mixed with the uniform prior with this weight): tails of the bytes
         the values use need lower z-scores, others higher, and each prefix keeps the same
         expected number of absent children.  1 gives every tail the same level.
+    rescue : float, default=16.0
+        Expected absent partial children of a regular prefix kept *provisionally*, from
+        slot 1 on: those with ``z`` below ``z_reserve`` and above the level of the budget
+        ``false_children + reserve + rescue`` (spread by the prior as the others), at most
+        :data:`_RESCUE_BEAM` a slot, most likely first.  A provisional prefix is extended
+        in the next slot by the :data:`_LIKELY_TAILS` most likely tails of each kind only,
+        and its children are kept (partial) or pooled (complete) at the budgets
+        ``false_children`` and ``pending`` times ``rescue_false / (rescue *
+        false_children)``: a true prefix whose z-score dips once far below ``z_reserve``
+        is kept when its next slot is strong.  0 turns it off (so does ``z_extend``).
+    rescue_false : float, default=0.1
+        Expected absent regular prefixes that the provisional ones of one regular prefix
+        leave in the next slot (with the defaults each prefix leaves ``0.25 + 2 x 0.25 +
+        0.1 = 0.85`` absent regular prefixes one or two slots later: below one, so absent
+        branches still die out).
     significance_level : float, default=0.05
-        Family-wise level of :attr:`DiscoveryResult.significant` (Bonferroni).
+        Level of :attr:`DiscoveryResult.significant`: the chance of more than
+        ``max_false`` false significant values is at most this (Bonferroni).
+    max_false : int, default=0
+        False significant values tolerated: the p-value cutoff is ``(max_false + 1)
+        significance_level / n_tested`` (the generalized Bonferroni procedure, Lehmann and
+        Romano, Annals of Statistics 33, 2005, Theorem 2.1: the chance of ``max_false + 1``
+        or more false values is at most ``significance_level``, whatever the dependence
+        between the p-values).  0: the family-wise level.
     max_candidates : int, default=2**28
         Guard on the candidates scored in one slot (prefixes times extensions).
     explain : int, default=256
@@ -433,6 +407,11 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
     th = _thresholds(spec, false_children, reserve, pending, z_extend)
     mix = check_real(prior_mix, "prior_mix", "discover", low=0.0, low_open=True, high=1.0)
     t_extend = th.extend
+    n_rescue = check_real(rescue, "rescue", "discover", low=0.0)
+    r_false = check_real(rescue_false, "rescue_false", "discover", low=0.0, low_open=True)
+    kappa = r_false / (n_rescue * false_children) if n_rescue > 0 else 0.0
+    k_false = check_int(max_false, "max_false", "discover", low=0)
+    provisional: list[bytes] = []
     symbols = spec.symbols
     prior = TailPrior(symbols, mix=mix)
     learnt: set[tuple[bytes, bytes]] = set()
@@ -453,7 +432,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         tails = [PARTIAL + t for t in _tails(symbols, grow)] if n_s < spec.max_length else []
         tails += [COMPLETE + t for i in range(1, grow + 1) for t in _tails(symbols, i)]
         if not tails:  # the confirmation slot: pooled values only
-            frontier, frontier_z = [], []
+            frontier, frontier_z, provisional = [], [], []
         total = len(frontier) * len(tails)
         if total > limit:
             msg = (f"discover: slot {slot} would score {total:,} candidates (more than max_candidates={limit:,}); "
@@ -461,25 +440,30 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
             raise InvalidParameterError(msg)
         info: dict[str, Any] = {"slot": slot, "reports": int(oracle.n_reports), "frontier": len(frontier),
                                 "candidates": total + len(pool)}
-        if oracle.n_reports <= 0 or (total == 0 and not pool):
+        if oracle.n_reports <= 0 or (total == 0 and not pool and not provisional):
             per_slot.append({**info, "kept": 0, "found": 0})
-            frontier, frontier_z = [], []
+            frontier, frontier_z, provisional = [], [], []
             if progress is not None:
                 progress(1)
             continue
         # Levels per tail: by the learnt prior once it has seen enough bytes, else one for all.
         if z_extend is None and prior.active:
             info["prior_perplexity"] = prior.perplexity()
-            lv_extend, lv_reserve, lv_pending = _tail_levels(tails, prior.weights(tails), th, false_children,
-                                                             reserve, pending)
+            weights = prior.weights(tails)
+            lv_extend, lv_reserve, lv_pending = _tail_levels(tails, weights, th, false_children, reserve, pending)
         else:
+            weights = _uniform_weights(tails)
             partial = np.array([t[:1] == PARTIAL for t in tails], dtype=bool)
             lv_extend = np.where(partial, th.extend, np.inf)
             lv_reserve = np.where(partial, th.reserve, np.inf)
             lv_pending = np.where(partial, np.inf, th.pending)
+        lv_rescue = lv_reserve
+        if kappa > 0 and slot > 0 and z_extend is None:  # provisional prefixes: a deeper band, one slot at a time
+            lv_rescue = np.minimum(_tail_levels(tails, weights, th, false_children + reserve + n_rescue, 0.0,
+                                                pending)[0], lv_reserve)
         tail_at = {t: i for i, t in enumerate(tails)}
         scores = _SlotScores(oracle, frontier, frontier_z, tails, list(pool))
-        frontier_set = set(frontier)
+        frontier_set = set(frontier) | set(provisional)
         cuts = _explain_cuts(total + len(pool))
         info["fit_level"] = cuts[-1]
         if budget > 0:
@@ -489,12 +473,26 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
             # children this strong (half the cut leaves a margin of several standard errors).
             for cut in cuts:
                 scores.explain(scores.above(cut, cut / 2.0, robust=True), cut, budget)
-        final = scores.above(np.minimum(lv_reserve, lv_pending), robust=True)
+        final = scores.above(np.minimum(lv_rescue, lv_pending), robust=True)
         chance.add_slot(oracle)
         kept: list[tuple[float, bytes]] = []
         reserved: list[tuple[float, bytes]] = []
+        rescued: list[tuple[float, bytes]] = []
         found = 0
         n = oracle.n_reports
+        if provisional and kappa > 0:
+            t_prov = time.process_time()
+            # Prefixes kept provisionally in the slot before: their children must be strong.
+            for value, partial_child, e, s_e in _provisional_children(oracle, provisional, tails, weights, th,
+                                                                       false_children * kappa, pending * kappa):
+                if partial_child:
+                    kept.append((e / s_e, value))
+                elif value not in pool:
+                    pool[value] = _Pooled.found(slot, e / n, s_e / n)
+                    n_pooled += 1
+                    found += 1
+            info["provisional"] = len(provisional)
+            info["provisional_cpu_s"] = time.process_time() - t_prov
         for (head, tail), (e, s) in final.items():
             z = e / s if s > 0 else 0.0
             value = head + tail[1:]
@@ -508,6 +506,9 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
                     kept.append((z, value))
                 elif z >= z_res and head not in in_reserve:
                     reserved.append((z, value))
+                elif i is not None and z >= lv_rescue[i] and head not in in_reserve:
+                    # ranked by the budget its level would need: 1 - Phi(z) over the tail's prior weight
+                    rescued.append((-float(_normal_sf(np.array(z))) / weights[i], value))
             elif value not in pool and z >= z_pend:
                 pool[value] = _Pooled.found(slot, e / n, s / n)
                 n_pooled += 1
@@ -542,6 +543,8 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         frontier = [v for _, v in chosen]
         frontier_z = [z for z, _ in chosen]
         in_reserve = {v for _, v in reserved[:max(width - len(kept), 0)]}
+        rescued.sort(key=lambda zv: -zv[0])
+        provisional = [v for _, v in rescued[:_RESCUE_BEAM]] if kappa > 0 else []
         per_slot.append({**info, "kept": len(frontier) - len(in_reserve), "reserve": len(in_reserve),
                          "found": found, "dropped": dropped, "prior_bits_per_byte": per_slot_bits,
                          "pool": len(pool), "fitted": len(scores.fitted),
@@ -558,15 +561,18 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
     order = shown[np.argsort(-prop[shown], kind="stable")]
     first = np.array([pool[values[i]].first_slot for i in order], dtype=np.int64)
     pval = chance.pvalues(np.array([pool[values[i]].evidence for i in order], dtype=np.float64), first)
-    cutoff = alpha / max(n_pooled, 1)
+    # Generalized Bonferroni (Lehmann and Romano, Ann. Statist. 33, 2005, Theorem 2.1): with the
+    # cutoff (max_false + 1) alpha / n the chance of more than max_false false values is at most alpha,
+    # whatever the dependence between the p-values.
+    cutoff = (k_false + 1) * alpha / max(n_pooled, 1)
     return DiscoveryResult(
         values=tuple(values[i] for i in order), proportion=prop[order], prop_std_error=prop_se[order],
         zscore=zs[order], pvalue=pval, first_slot=first,
         slots=np.array([pool[values[i]].slots for i in order], dtype=np.int64),
         found_zscore=np.array([pool[values[i]].found_z for i in order], dtype=np.float64),
         significant=pval <= cutoff, n_tested=n_pooled, n_reports=n_reports, spec=spec,
-        significance_level=alpha,
+        significance_level=alpha, max_false=k_false,
         diagnostics={"z_extend": t_extend, "z_reserve": th.reserve, "z_pending": th.pending,
-                     "z_significant": _normal_isf(cutoff), "beam": width, "pooled": len(values), "slots": per_slot,
+                     "z_significant": _normal_isf(min(cutoff, 0.5)), "beam": width, "pooled": len(values), "slots": per_slot,
                      **({"trace": {display_string(v): z for v, z in traced.items()}} if traced else {}),
                      "seconds": time.perf_counter() - started})

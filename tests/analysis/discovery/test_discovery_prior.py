@@ -7,7 +7,7 @@ import pytest
 from scipy import special
 
 from rappor.analysis.discovery._prior import TailPrior
-from rappor.analysis.discovery._search import _tail_levels, _tails, _thresholds
+from rappor.analysis.discovery._levels import _tail_levels, _tails, _thresholds
 from rappor.analysis.discovery._spec import COMPLETE, PARTIAL, DiscoverySpec
 from rappor import Params
 
