@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 else:  # imported on first use: scipy.special, not scipy.stats
     special = lazy_module("scipy.special")
 
-__all__ = ["chi2_sf", "norm_cdf", "norm_isf", "norm_logpdf", "norm_logsf", "norm_ppf", "norm_sf"]
+__all__ = ["chi2_sf", "norm_cdf", "norm_isf", "norm_logpdf", "norm_logsf", "norm_ppf", "norm_sf", "two_sided_z"]
 
 #: ``log(sqrt(2 pi))``, computed as ``scipy.stats`` computes it.
 _LOG_SQRT_2PI = float(np.log(np.sqrt(2 * np.pi)))
@@ -68,6 +68,11 @@ def norm_ppf(q: npt.ArrayLike) -> Any:
 def norm_isf(q: npt.ArrayLike) -> Any:
     """Inverse survival function: the ``x`` with ``P(Z > x) = q`` (``inf`` at 0, ``-inf`` at 1, NaN outside)."""
     return _out(-special.ndtri(np.asarray(q, dtype=np.float64)) + 0.0)
+
+
+def two_sided_z(confidence_level: float) -> float:
+    """``z`` of a two-sided normal interval at ``confidence_level``: the ``(1 + level) / 2`` quantile."""
+    return float(-special.ndtri((1.0 - confidence_level) / 2.0) + 0.0)
 
 
 def norm_logsf(x: npt.ArrayLike) -> Any:

@@ -107,7 +107,7 @@ class FrequencyEstimate:
         level = check_probability(confidence_level, "confidence_level", "confidence_interval",
                                   open_low=True, open_high=True)
         scale = check_options(scale, "scale", "confidence_interval", ("proportion", "count"))  # type: ignore[assignment]
-        z = float(tails.norm_ppf(0.5 + level / 2.0))
+        z = tails.two_sided_z(level)
         value, se = ((self.proportion, self.prop_std_error) if scale == "proportion"
                      else (self.estimate, self.std_error))
         return ConfidenceInterval(value - z * se, value + z * se)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rappor._util.tails import chi2_sf, norm_cdf, norm_isf, norm_logpdf, norm_logsf, norm_ppf, norm_sf
+from rappor._util.tails import chi2_sf, norm_cdf, norm_isf, norm_logpdf, norm_logsf, norm_ppf, norm_sf, two_sided_z
 
 X = np.concatenate([[-np.inf, -40.0, -8.5, -1.0, -0.0, 0.0, 1e-300, 0.5, 1.96, 8.0, 38.5, 40.0, np.inf, np.nan],
                     np.random.default_rng(0).normal(scale=6.0, size=500)])
@@ -63,3 +63,13 @@ def test_chi2_sf_agrees_with_scipy_stats(df: float) -> None:
 
 def test_chi2_sf_bad_degrees_of_freedom_is_nan() -> None:
     assert np.isnan(chi2_sf(3.0, 0)) and np.isnan(float(stats.chi2.sf(3.0, 0)))
+
+
+@pytest.mark.parametrize("level", [0.5, 0.8, 0.9, 0.95, 0.99, 1.0 - 1e-12])
+def test_two_sided_z_is_the_upper_quantile(level: float) -> None:
+    z = two_sided_z(level)
+    assert isinstance(z, float)
+    # isf of the tail, not ppf((1 + level) / 2): that sum loses the digits of a level near 1.
+    _agree(np.array([z]), np.array([stats.norm.isf((1.0 - level) / 2.0)]))
+    # The interval +-z holds ``level`` of the standard normal's mass.
+    assert abs(2.0 * stats.norm.sf(z) - (1.0 - level)) <= 1e-12 * (1.0 - level)

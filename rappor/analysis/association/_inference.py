@@ -39,13 +39,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from ..._util import tails
 from ..._util.lazy import lazy_module
 
 if TYPE_CHECKING:
-    from scipy import optimize, special
-else:  # imported on first use: keeps `import rappor` light (scipy.special, not scipy.stats: 0.7 s to import)
+    from scipy import optimize
+else:  # imported on first use: keeps `import rappor` light
     optimize = lazy_module("scipy.optimize")
-    special = lazy_module("scipy.special")
 
 __all__ = ["boundary_interval", "conditional_distribution", "constrained_covariance", "independence_null_draws",
            "marginal_distribution", "projected_covariance", "projected_draws"]
@@ -285,7 +285,7 @@ def boundary_interval(table: Array, std_error: Array, samples: npt.NDArray[np.fl
     low, high : ndarray
         Shaped like ``table``.
     """
-    z = float(special.ndtri(0.5 + level / 2.0))
+    z = tails.two_sided_z(level)
     with np.errstate(invalid="ignore"):
         low: Array = np.clip(table - z * std_error, 0.0, 1.0)
         high: Array = np.clip(table + z * std_error, 0.0, 1.0)

@@ -23,11 +23,6 @@ from ._problem import Array
 SELECTIVE_MARGIN = 0.1
 
 
-def normal_critical_value(confidence_level: float) -> float:
-    """``z`` of a two-sided normal interval at ``confidence_level``."""
-    return float(tails.norm_isf((1.0 - confidence_level) / 2.0))
-
-
 def wald_interval(share: Array, se: Array, z: Array | float) -> tuple[Array, Array]:
     """``share ± z se`` clipped to ``[0, 1]``."""
     return np.clip(share - z * se, 0.0, 1.0), np.clip(share + z * se, 0.0, 1.0)
@@ -41,7 +36,7 @@ def fcr_critical_value(confidence_level: float, n_selected: int, n_tests: int) -
     selected.
     """
     if not (n_selected and n_tests):
-        return normal_critical_value(confidence_level)
+        return tails.two_sided_z(confidence_level)
     return float(tails.norm_isf(min(n_selected / n_tests, 1.0) * (1.0 - confidence_level) / 2.0))
 
 
@@ -60,7 +55,7 @@ def selective_interval(share: Array, se: Array, pvalue: Array, detected: npt.NDA
     ``first_of_group`` marks one candidate per group of indistinguishable ones (the
     undetected p-values are taken once per group).
     """
-    low, high = wald_interval(share, se, normal_critical_value(confidence_level))
+    low, high = wald_interval(share, se, tails.two_sided_z(confidence_level))
     sel = detected & np.isfinite(share) & np.isfinite(se) & (se > 0)
     if sel.any():
         # The detection threshold on the p-values lies between the largest detected and the

@@ -15,12 +15,13 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from ..._util import tails
 from ..._util.lazy import import_optional
 from ..._util.results import ConfidenceInterval
 from ..._util.table import TextTable, labelled_table
 from ..._util.validation import check_options, check_probability
 from ...params import Params
-from ._intervals import fcr_critical_value, normal_critical_value, selective_interval, wald_interval
+from ._intervals import fcr_critical_value, selective_interval, wald_interval
 from ._problem import Array, IntArray
 
 #: The columns of :meth:`DecodeResult.table_array`: google/rappor's results.csv columns with
@@ -304,7 +305,7 @@ class DecodeResult:
             low, high = selective_interval(self.fitted_proportion, self.prop_std_error, self.pvalue, self.detected,
                                            _first_of_group(self.group), level, self._fcr_critical_value(level))
         else:
-            z = np.full(len(self.strings), normal_critical_value(level))
+            z = np.full(len(self.strings), tails.two_sided_z(level))
             if adjust == "fcr":
                 z[self.detected] = self._fcr_critical_value(level)
             low, high = wald_interval(self.fitted_proportion, self.prop_std_error, z)
