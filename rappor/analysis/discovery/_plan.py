@@ -65,8 +65,9 @@ from ._search import DEFAULT_FALSE_CHILDREN, DEFAULT_PENDING, DEFAULT_PRIOR_MIX,
 from ._spec import DiscoverySpec
 
 if TYPE_CHECKING:
-    from scipy import special
+    from scipy import optimize, special
 else:  # imported on first use: keeps `import rappor` light
+    optimize = lazy_module("scipy.optimize")
     special = lazy_module("scipy.special")
 
 __all__ = ["DiscoveryPlan", "discovery_frequency", "plan_discovery", "plan_slot_weights", "plan_with_discovery",
@@ -267,14 +268,10 @@ def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: in
         return float(np.mean(regular + weak) * _norm_cdf(x * roots[-1] - levels[-1][1])
                      * _norm_cdf(x * confirm - _Z_CONFIRM))
 
-    lo, hi = 0.0, 1.0
-    for _ in range(64):  # 2**-64 of the unit interval: below a float's resolution of a share
-        mid = (lo + hi) / 2.0
-        if found(mid) < pw:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    if found(1.0) < pw:  # too few reports: not even a value every client holds
+        return 1.0
+    # found is increasing in x; Brent's method to a float's resolution of the share.
+    return float(optimize.brentq(lambda x: found(x) - pw, 0.0, 1.0, xtol=1e-300, rtol=4 * np.finfo(float).eps))
 
 
 def plan_slot_weights(spec: DiscoverySpec, n_reports: int, lengths: Mapping[int, float], *, total: int = 128,
