@@ -318,7 +318,8 @@ def speed(args: argparse.Namespace) -> None:
     t_sim = time.perf_counter() - t0
     base_mb = _peak_mb()
     dec = AssociationDecoder(candidates=args.categories, method=args.method, max_iterations=args.max_iterations,
-                             std_errors=not args.no_std_errors, independence_test=not args.no_independence)
+                             std_errors=not args.no_std_errors, independence_test=not args.no_independence,
+                             intervals=args.intervals)
     # --load N: N busy processes (pure Python loops) compete for the cores during the decode.
     load = [multiprocessing.Process(target=_busy, daemon=True) for _ in range(args.load)]
     for proc in load:
@@ -346,7 +347,8 @@ def speed(args: argparse.Namespace) -> None:
     print(f"group + likelihood  {d['likelihood_seconds']:8.2f} s")
     print(f"fit                 {d['em_elapsed_time']:8.2f} s  ({res.iterations} iterations, gap {res.gap:.2g}, "
           f"converged {res.converged})")
-    print(f"covariance          {d['covariance_seconds']:8.2f} s")
+    print(f"covariance          {d['covariance_seconds']:8.2f} s  (intervals: {d['interval_method']}, "
+          f"signed maximum in {d['signed_iterations']} Newton steps)")
     print(f"independence test   {d['independence_seconds']:8.2f} s  (marginal fits: {d['independence_iterations']} iterations)")
     print(f"decode total        {t2 - t1:8.2f} s wall, {c2 - c1:.2f} s CPU; load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores")
@@ -396,6 +398,8 @@ def main() -> None:
                    help="k=16 h=2 m=64 p=0.5 q=0.75 f=0.5 (default) or k=32 h=2 m=32 p=0.25 q=0.75 f=0.5 (issue)")
     s.add_argument("--categories", choices=("all", "detected"), default="all",
                    help="every candidate in the table (default) or the detected ones (decode-assoc's default)")
+    s.add_argument("--intervals", choices=("signed", "projected", "wald"), default="signed",
+                   help="the decoder's intervals (signed: one more Newton step or two, each an information matrix)")
     s.add_argument("--load", type=int, default=0, help="run N busy processes during the decode (a loaded machine)")
     s.add_argument("--pass-threads", type=int, default=None,
                    help="most threads of the fit's passes over the data (default: the cores, at most 4)")

@@ -112,7 +112,7 @@ def _ours(sim) -> dict:
     other_mass = float(sum(np.take(res.proportion, -1, axis=i).sum() for i in other))
     return {"tv": total_variation(res.proportion, truth), "seconds": seconds, "cells": int(truth.size),
             "cell_truth": truth.reshape(-1).tolist(), "cell_covered": inside.reshape(-1).astype(int).tolist(),
-            "other": other_mass}
+            "cell_width": (ci.high - ci.low).reshape(-1).tolist(), "other": other_mass}
 
 
 def _recipe(sim, seed: int) -> dict:

@@ -21,7 +21,7 @@ analysis
     option combination, with :data:`NULLS` and :data:`CORRECTIONS` (``option_grid.py``);
     :func:`weighted_problem`, :func:`scale_rows` and :func:`cv_lasso`, the screening Lasso's
     inputs and its cross-validation (``penalty.py``); :func:`debias` and :func:`select_rows`,
-    the debiased shares and their rows (``oracle_bound.py``); :func:`shares_inputs`,
+    the debiased shares and their rows (``oracle_bound.py``; ``cv_products.py`` scores held-out cohorts on them); :func:`shares_inputs`,
     :func:`coordinate_ascent`, :func:`bagged_shares`, :func:`fixed_unexplained`,
     :func:`capped_shares`, :func:`prior_grid` and the shares' constants (:data:`CLEAR_Z`,
     :data:`KEPT_Z`, :data:`PRIOR_CAP_Z`, :data:`BAGGING_GRID`, :data:`N_PRIORS`), the default

@@ -120,12 +120,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                           "towards the overall share (or its parent string's) by its empirical-Bayes factor (the intervals stay those of the maximum-likelihood table, "
                           "widened to hold the estimate); 'none': the maximum-likelihood table "
                           "[default: boolean-split]")
-    fit.add_argument("--intervals", choices=("projected", "wald", "profile"), default="projected",
-                     help="95%% intervals of the cells (prop_low_95, prop_high_95): estimate +- 1.96 standard "
-                          "errors with the upper end raised to the 97.5th percentile of the estimate's law "
-                          "truncated at 0 (projected), the plain estimate +- 1.96 standard errors (wald; "
-                          "undercovers cells estimated near 0), or profile likelihood (conservative; about 10 "
-                          "fits per cell) [default: projected]")
+    fit.add_argument("--intervals", choices=("signed", "projected", "wald", "profile"), default="signed",
+                     help="95%% intervals of the cells (prop_low_95, prop_high_95): the likelihood's maximum over "
+                          "signed tables +- 1.96 of its standard errors, clipped to [0, 1] and widened to hold the "
+                          "estimate (signed: free of the boundary's bias); the estimate +- 1.96 standard errors with "
+                          "the upper end raised to the 97.5th percentile of the estimate's law truncated at 0 "
+                          "(projected); the plain estimate +- 1.96 standard errors (wald; undercovers cells "
+                          "estimated near 0); or profile likelihood (conservative; about 10 fits per cell) "
+                          "[default: signed]")
     fit.add_argument("--no-independence-test", dest="independence_test", action="store_false",
                      help="skip the likelihood-ratio test of independence (two more fits and 1,000 draws of its "
                           "law); the summary's 'independence' is then null")
@@ -313,7 +315,7 @@ def run(args: argparse.Namespace) -> int:
     decoder = AssociationDecoder(candidates=args.categories, other=args.other, method=args.method,
                                  max_iterations=args.max_em_iters, tolerance=args.tolerance,
                                  independence_test=args.independence_test,
-                                 intervals="wald" if args.intervals == "wald" else "projected",
+                                 intervals=args.intervals if args.intervals != "profile" else "projected",
                                  profile_level=0.95 if args.intervals == "profile" else None,
                                  shrinkage=args.shrinkage,
                                  decoder=Decoder(significance_level=args.level))

@@ -130,23 +130,28 @@ def test_profile_intervals_reach_the_csv(tmp_path: Path) -> None:
     assert all(float(r["prop_low_95"]) <= float(r["proportion"]) <= float(r["prop_high_95"]) for r in rows)
 
 
-def test_default_intervals_are_projected_and_wald_is_an_option(tmp_path: Path) -> None:
+def test_default_intervals_are_signed_and_projected_and_wald_are_options(tmp_path: Path) -> None:
     args = ["decode-assoc", "--params", str(GOOGLE / "m_params.csv"), "--reports", str(GOOGLE / "reports.csv"),
             "--var1", "domain", "--map1", str(GOOGLE / "domain_map.csv"), "--var2", "flag..HTTPS", "--bool",
             "--no-independence-test", "--shrinkage", "none"]
     runs = {}
-    for option in ([], ["--intervals", "wald"]):
-        out, summary = tmp_path / f"r{len(option)}.csv", tmp_path / f"s{len(option)}.json"
+    for i, option in enumerate(([], ["--intervals", "projected"], ["--intervals", "wald"])):
+        out, summary = tmp_path / f"r{i}.csv", tmp_path / f"s{i}.json"
         assert main([*args, "-o", str(out), "--summary", str(summary), *option]) == 0
         runs[json.loads(summary.read_text())["interval_method"]] = _rows(out)
-    assert set(runs) == {"projected", "wald"}
+    assert set(runs) == {"signed maximum", "projected", "wald"}
     for r in runs["wald"]:
         assert float(r["prop_high_95"]) == pytest.approx(min(float(r["proportion"]) + 1.959964 * float(r["std_error"]), 1.0),
                                                          abs=1e-6)
-    # Same estimates and lower ends; the default's upper ends are never lower.
+    # Same estimates and lower ends; the projected upper ends are never lower than Wald's.
     for p, w in zip(runs["projected"], runs["wald"]):
         assert p["proportion"] == w["proportion"] and p["prop_low_95"] == w["prop_low_95"]
         assert float(p["prop_high_95"]) >= float(w["prop_high_95"]) - 1e-9
+    # The signed intervals: same estimates, each interval holds its estimate, and they are not Wald's.
+    for s, w in zip(runs["signed maximum"], runs["wald"]):
+        assert s["proportion"] == w["proportion"]
+        assert float(s["prop_low_95"]) <= float(s["proportion"]) <= float(s["prop_high_95"])
+    assert any(s["prop_high_95"] != w["prop_high_95"] for s, w in zip(runs["signed maximum"], runs["wald"]))
 
 
 def test_reports_sample_size_analyses_a_sample(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ from ._profile import profile_intervals
 from ._other import other_bit_probabilities, undetected_bit_probabilities
 from ._result import AssociationResult, IndependenceTest, check_variable_names
 from ._shrinkage import shrink_boolean_split, shrink_nested_boolean_split
+from ._signed import signed_maximum
 from . import _threads
 from ._threads import shared_threads
 from ._variables import OTHER, Variable
@@ -105,14 +106,18 @@ class AssociationDecoder(CheckedParameters):
         Likelihood-ratio test of independence (one more fit per variable).
     decoder : rappor.Decoder or None, default=None
         Decoder of the string variables' marginals (``rappor.Decoder()`` by default).
-    intervals : {"projected", "wald"}, default="projected"
-        Intervals of the cells (:meth:`AssociationResult.confidence_interval`):
-        ``estimate ± z * std_error`` with the upper end raised to the ``(1 + level) / 2``
-        quantile of the estimate's projected-normal law where that law is truncated at 0
-        (``"projected"``: the Wald end undercovers the cells estimated at or near 0, see
-        :func:`rappor.analysis.association._inference.boundary_interval`), or the plain Wald
-        interval (``"wald"``, the first versions' default).  Tables above 512 cells get the
-        Wald interval.
+    intervals : {"signed", "projected", "wald"}, default="signed"
+        Intervals of the cells (:meth:`AssociationResult.confidence_interval`).
+        ``"signed"``: the Wald interval of the likelihood's maximum over signed tables (cells
+        may go below 0; its inverse information as covariance), clipped to ``[0, 1]`` and
+        widened to hold the estimate -- it does not inherit the constrained maximum's bias at
+        the boundary (:mod:`rappor.analysis.association._signed`); where that maximum does
+        not exist, the ``"projected"`` interval.  ``"projected"``: ``estimate ± z *
+        std_error`` with the upper end raised to the ``(1 + level) / 2`` quantile of the
+        estimate's projected-normal law where that law is truncated at 0
+        (:func:`rappor.analysis.association._inference.boundary_interval`).  ``"wald"``: the
+        plain ``estimate ± z * std_error`` (the first versions' default).  Tables above 512
+        cells get the Wald interval.
     profile_level : float or None, default=None
         Also compute profile-likelihood intervals of the cells at this level (about 10
         mixture fits per cell: a minute for a 135-cell table of 100,000 reports); they are
@@ -155,7 +160,7 @@ class AssociationDecoder(CheckedParameters):
         "std_errors": check_bool,
         "independence_test": check_bool,
         "decoder": _check_marginal_decoder,
-        "intervals": options_check(("projected", "wald")),
+        "intervals": options_check(("signed", "projected", "wald")),
         "profile_level": _check_profile_level,
         "shrinkage": options_check(("boolean-split", "none")),
         "rng": check_rng_parameter,
@@ -165,7 +170,7 @@ class AssociationDecoder(CheckedParameters):
                  other: Literal["undetected", "shrunk", "reference", "none"] = "undetected", method: Literal["sqp", "em"] = "sqp",
                  max_iterations: int = 1000, tolerance: float = 1e-3, std_errors: bool = True,
                  independence_test: bool = True, decoder: Decoder | None = None,
-                 intervals: Literal["projected", "wald"] = "projected", profile_level: float | None = None,
+                 intervals: Literal["signed", "projected", "wald"] = "signed", profile_level: float | None = None,
                  shrinkage: Literal["boolean-split", "none"] = "boolean-split", rng: RngLike = None) -> None:
         self.candidates = candidates
         self.other = other
@@ -268,6 +273,7 @@ class AssociationDecoder(CheckedParameters):
         shape = lik.shape
         cov = None
         law = None
+        signed = None
         se = np.full(shape, np.nan)
         se_method = "none"
         if self.std_errors and lik.size <= MAX_COVARIANCE_CELLS:
@@ -277,12 +283,17 @@ class AssociationDecoder(CheckedParameters):
             information = lik.hessian(curvature)
             with _single_thread():
                 cov = constrained_covariance(information)
+            # Each Newton step forms the information again (cells^2 a pattern): as the projected
+            # law, only up to MAX_PROJECTED_CELLS cells.
+            signed = signed_maximum(lik, fit.table, cov) \
+                if self.intervals == "signed" and lik.size <= MAX_PROJECTED_CELLS else None
+            with _single_thread():
                 samples = projected_draws(fit.table, cov, gen, draws=PROJECTION_DRAWS) \
                     if lik.size <= MAX_PROJECTED_CELLS else None
                 if samples is not None:
                     cov = np.cov(samples, rowvar=False)
                     se_method = f"projected normal ({PROJECTION_DRAWS} draws)"
-                    if self.intervals == "projected":
+                    if self.intervals == "projected" or (self.intervals == "signed" and signed is None):
                         law = samples.astype(np.float32)
                 else:
                     se_method = "inverse information"
@@ -314,7 +325,9 @@ class AssociationDecoder(CheckedParameters):
             "em_elapsed_time": round(t_fit - t_lik, 4),
             "covariance_seconds": round(t_cov - t_fit, 4),
             "interval_method": (f"profile likelihood at {profile_level:g}" if profile_level is not None
+                                else "signed maximum" if signed is not None
                                 else "projected" if law is not None else "wald"),
+            "signed_iterations": None if signed is None else signed.iterations,
             "independence_seconds": round(t_test - t_cov, 4),
             "independence_iterations": test_iterations,
             "other_probabilities": tuple(sel[3] for sel in selections),
@@ -327,7 +340,9 @@ class AssociationDecoder(CheckedParameters):
             iterations=fit.iterations, max_iterations=self.max_iterations, converged=fit.converged,
             gap=fit.gap, tolerance=self.tolerance, log_likelihood=fit.log_likelihood, independence=test,
             marginal_results=tuple(sel[2] for sel in selections), diagnostics=diagnostics,
-            profile_interval=profile, profile_level=profile_level, projected_law=law, maximum_likelihood=mle)
+            profile_interval=profile, profile_level=profile_level, projected_law=law, maximum_likelihood=mle,
+            signed_maximum=None if signed is None else signed.table.reshape(shape),
+            signed_std_error=None if signed is None else np.sqrt(np.maximum(np.diag(signed.covariance), 0.0)).reshape(shape))
 
     def _categories(self, batch: ReportBatch, var: Variable, decoder: Any,
                     ) -> tuple[npt.NDArray[np.intp], tuple[str, ...], Any, npt.NDArray[np.float64] | None]:

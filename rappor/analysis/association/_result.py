@@ -116,6 +116,12 @@ class AssociationResult:
         The maximum-likelihood table when :attr:`proportion` is its empirical-Bayes
         shrinkage (``AssociationDecoder(shrinkage="boolean-split")``); the intervals are
         those of this table, widened where needed to hold :attr:`proportion`.
+    signed_maximum, signed_std_error : ndarray or None
+        The maximum of the likelihood over *signed* tables (cells may be negative, the sum
+        is 1) and its inverse-information standard errors, shaped like :attr:`proportion`:
+        the centre and half-width / z of the intervals (``AssociationDecoder(intervals="signed")``,
+        the default; :mod:`rappor.analysis.association._signed`).  ``None`` for the other
+        intervals and where that maximum does not exist.
     """
 
     variables: tuple[str, ...]
@@ -139,6 +145,8 @@ class AssociationResult:
     profile_level: float | None = None
     projected_law: npt.NDArray[np.floating[Any]] | None = field(default=None, repr=False, compare=False)
     maximum_likelihood: Array | None = field(default=None, repr=False, compare=False)
+    signed_maximum: Array | None = field(default=None, repr=False, compare=False)
+    signed_std_error: Array | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("proportion", "std_error"):
@@ -153,6 +161,12 @@ class AssociationResult:
             law = np.array(self.projected_law, dtype=np.float32, copy=True)
             law.flags.writeable = False
             object.__setattr__(self, "projected_law", law)
+        for name in ("signed_maximum", "signed_std_error"):
+            value = getattr(self, name)
+            if value is not None:
+                arr = np.array(value, dtype=np.float64, copy=True).reshape(self.proportion.shape)
+                arr.flags.writeable = False
+                object.__setattr__(self, name, arr)
         shape = tuple(len(c) for c in self.categories)
         if self.proportion.shape != shape or self.std_error.shape != shape or len(self.variables) != len(shape):
             msg = f"AssociationResult: a table of shape {shape} was expected, got {self.proportion.shape}."
@@ -178,11 +192,13 @@ class AssociationResult:
         """Intervals of the cells at ``confidence_level``.
 
         Profile-likelihood intervals when the decode computed them at this level
-        (``AssociationDecoder(profile_level=...)``); otherwise ``proportion ± z * std_error``
-        clipped to ``[0, 1]``, with the upper end raised to the ``(1 + level) / 2`` quantile
-        of the estimate's projected-normal law when the decode kept it (the default,
-        ``AssociationDecoder(intervals="projected")``; see
-        :func:`~rappor.analysis.association._inference.boundary_interval`).  With a shrunk
+        (``AssociationDecoder(profile_level=...)``); otherwise, by default
+        (``AssociationDecoder(intervals="signed")``), ``signed_maximum ± z * signed_std_error``
+        clipped to ``[0, 1]`` and widened where needed to hold :attr:`proportion`
+        (:mod:`rappor.analysis.association._signed`); with ``intervals="projected"``
+        ``proportion ± z * std_error`` clipped to ``[0, 1]``, with the upper end raised to the
+        ``(1 + level) / 2`` quantile of the estimate's projected-normal law
+        (:func:`~rappor.analysis.association._inference.boundary_interval`).  With a shrunk
         :attr:`proportion`, the interval of :attr:`maximum_likelihood`, widened to hold it.
 
         Returns
@@ -195,6 +211,9 @@ class AssociationResult:
                                   open_low=True, open_high=True)
         if self.profile_interval is not None and self.profile_level == level:
             low, high = self.profile_interval.low, self.profile_interval.high
+        elif self.signed_maximum is not None and self.signed_std_error is not None:
+            low, high = boundary_interval(self.signed_maximum, self.signed_std_error, None, level)
+            low, high = np.fmin(low, self.proportion), np.fmax(high, self.proportion)
         else:
             center = self.proportion if self.maximum_likelihood is None else self.maximum_likelihood
             low, high = boundary_interval(center, self.std_error, self.projected_law, level)

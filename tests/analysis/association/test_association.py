@@ -352,7 +352,7 @@ def test_decoder_intervals_option_chooses_projected_or_wald() -> None:
     joint = np.array([[0.3, 0.1], [0.2, 0.2], [0.2, 0.0], [0.0, 0.0]])
     sim = simulate_association(SMALL, joint, [["a", "b", "c", "d"], None], 5000, rng=4)
     kwargs: dict[str, object] = {"candidates": "all", "other": "none", "independence_test": False, "shrinkage": "none"}
-    projected = AssociationDecoder(**kwargs).decode(sim.reports, sim.variables)  # type: ignore[arg-type]
+    projected = AssociationDecoder(intervals="projected", **kwargs).decode(sim.reports, sim.variables)  # type: ignore[arg-type]
     wald = AssociationDecoder(intervals="wald", **kwargs).decode(sim.reports, sim.variables)  # type: ignore[arg-type]
     assert projected.diagnostics["interval_method"] == "projected" and wald.diagnostics["interval_method"] == "wald"
     assert wald.projected_law is None and projected.projected_law is not None
@@ -560,7 +560,7 @@ def test_profile_intervals_agree_with_wald_away_from_the_boundary() -> None:
     # profile interval is the Wald interval up to its skewness (within 25% of a half-width).
     joint = np.array([[0.35, 0.15], [0.2, 0.3]])
     sim = simulate_association(SMALL, joint, [["a", "b"], None], 10000, rng=5)
-    res = AssociationDecoder(candidates="all", other="none", independence_test=False,
+    res = AssociationDecoder(candidates="all", other="none", independence_test=False, intervals="projected",
                              profile_level=0.95).decode(sim.reports, sim.variables)
     assert res.diagnostics["interval_method"] == "profile likelihood at 0.95"
     profile = res.confidence_interval(0.95)
@@ -666,8 +666,8 @@ def test_string_by_string_intervals_cover_the_large_cells(outside: bool) -> None
     # benchmarks/association.py's string x string scenario (k=16 h=2 m=64 p=0.5 q=0.75 f=0.5,
     # 100,000 clients, seeds 0-5), default intervals.  The cells with a true share of at
     # least 0.005 are the ones the Wald interval misses (estimated at or near 0: coverage
-    # about 0.80 measured on seeds 200-209, 0.72-0.83 on 0-3); the default covers them at
-    # 0.96-0.99.  Tolerances are 4 binomial standard errors of the pooled share (the cells
+    # about 0.80 measured on seeds 200-209, 0.72-0.83 on 0-3); the projected intervals cover
+    # them at 0.96-0.99, and the signed maximum's (the default now) pass as well.  Tolerances are 4 binomial standard errors of the pooled share (the cells
     # of one table are correlated, so the real spread is somewhat larger; the seeds are
     # fixed): the large cells >= 0.90 - 4 SE (about 0.85 with ~250 cells), every cell
     # within [0.90 - 4 SE, 0.97 + 4 SE].  With intervals="wald" the first check fails.
