@@ -54,7 +54,6 @@ import numpy as np
 import numpy.typing as npt
 
 from ..._util.lazy import lazy_module
-
 from ..._util.validation import check_int, check_options, check_probability, check_real
 from ...exceptions import InvalidParameterError
 from ...params import Params
@@ -134,8 +133,8 @@ def shared_prefix_credit(spec: DiscoverySpec, shares: Mapping[str, float] | Mapp
     longer than ``n_s`` that starts with it; a value's *credit* there is that sum minus
     its own share (0 in the slots where the value is complete).  Two-byte prefixes are
     shared by many values (on the benchmark's word- and host-like populations the top
-    values' slot-0 credit is 0.11% to over 2%, median about 1%, against their own 0.2-0.8%), longer
-    ones rarely (``www.``, a common syllable).
+    values' slot-0 credit is 0.11% to over 2%, median about 1%, against their own
+    0.2-0.8%), longer ones rarely (``www.``, a common syllable).
 
     Parameters
     ----------
