@@ -26,8 +26,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                             "[default: 30]")
     group.add_argument("--discovery-lengths", metavar="A-B|FOUND.CSV", default=None,
                        help="lengths of the values to find: a range A-B of bytes (alike), or the found.csv of an "
-                            "earlier collection (its significant values' lengths, weighted by their shares); the "
-                            "plan then weights the slots for them (--slot-weights of encode and discover) "
+                            "earlier collection (its significant values' lengths, weighted by their shares, and the "
+                            "prefixes they share); the plan then weights the slots for them (--slot-weights of "
+                            "encode and discover) "
                             "[default: none, every slot alike]")
     group.add_argument("--discovery-irr", action="store_true",
                        help="give the discovery reports the instantaneous noise of the full-string design (its "
@@ -48,6 +49,22 @@ def check(args: argparse.Namespace) -> None:
                           ("--discovery-wire-params-out", args.discovery_wire_params_out)):
         if value is not None and args.discovery_share is None:
             raise InvalidParameterError(f"{option} needs --discovery-share.")
+
+
+def found_values(args: argparse.Namespace) -> dict[str, float] | None:
+    """``--discovery-lengths FOUND.CSV``: its significant values and shares (for the shared-prefix credit)."""
+    import re
+
+    text = args.discovery_lengths
+    if text is None or re.fullmatch(r"(\d+)-(\d+)", text.strip()):
+        return None
+    from ..formats import read_found_shares
+
+    out: dict[str, float] = {}
+    for value, share in read_found_shares(text):
+        if share > 0:
+            out[value] = out.get(value, 0.0) + share
+    return out
 
 
 def length_prior(args: argparse.Namespace) -> dict[int, float] | None:

@@ -119,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
                                                     discovery_share=args.discovery_share,
                                                     discovery_irr=args.discovery_irr,
                                                     discovery_max_length=args.discovery_max_length,
-                                                    discovery_lengths=_discover_plan.length_prior(args), **options)
+                                                    discovery_lengths=_discover_plan.length_prior(args),
+                                                    discovery_values=_discover_plan.found_values(args), **options)
     best = result.best.as_dict()
     others = [p.as_dict() for p in result.plans if p is not result.best][:args.top]
     with atomic_output(args.output) as out:

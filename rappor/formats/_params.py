@@ -12,7 +12,7 @@ reproduces the wire layout: ``max_length``, ``segment`` and ``slot_weights`` (th
 weights separated by spaces, empty when every slot is alike)::
 
     k,h,m,p,q,f,max_length,segment,slot_weights
-    256,1,32,0.0,1.0,0.2384,30,2,20 20 19 17 15 12 9 5 1 1 1 1 1 1 2 3
+    256,1,32,0.0,1.0,0.2384,30,2,12 20 18 17 14 12 9 7 1 1 1 2 3 3 4 4
 
 :func:`read_discovery_params` reads both kinds (a file without the layout columns leaves
 the layout to the command's flags, as before they existed); :func:`read_params` refuses

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from ._decode import DiscoverDecode, discover_and_decode, listed_strings
     from ._evaluate import DiscoveryEvaluation, evaluate_discovery, topk_scores
     from ._pem import pem_discover, pem_population
-    from ._plan import DiscoveryPlan, plan_discovery, plan_slot_weights, plan_with_discovery
+    from ._plan import (DiscoveryPlan, plan_discovery, plan_slot_weights, plan_with_discovery, shared_prefix_credit,
+                        typical_prefix_credit)
     from ._population import long_population, realistic_population, realistic_strings
     from ._privacy import DiscoveryPrivacy, discovery_params, discovery_privacy
     from ._search import DiscoveryResult, discover, display_string
@@ -74,6 +75,8 @@ __all__ = [
     "plan_with_discovery",
     "realistic_population",
     "realistic_strings",
+    "shared_prefix_credit",
     "simulate_discovery",
     "topk_scores",
+    "typical_prefix_credit",
 ]

@@ -30,12 +30,17 @@ the prior ``(1 - mix) P**-j + mix / |A|**j`` of a text whose bytes have perplexi
 under it (``perplexity``; the search reports the held-out figure, ``prior_bits_per_byte``
 in its diagnostics: 4.0-5.8 bits, median 4.7, ``P`` about 26, on the benchmark's word-
 and host-like populations), and the levels that prior sets (weighted Bonferroni).
-Two effects are left out and pull in opposite directions: a shared prefix (``www.``, a
-common first syllable) is more frequent than the value, most of all in slots 0 and 1;
-and collisions with unfitted values raise the trimmed null standard error some 10% above
-this randomized-response model (measured ``z / mu`` of 0.89-0.93 in slots 2-7,
-``docs/discovery.md`` section 4, which compares the model's 1/2 points with the
-benchmark's).
+A prefix is held by every client whose value starts with it, so in the first slots it is
+more frequent than the value (two-byte prefixes are shared by many values; ``www.``, a
+common syllable): the model adds to the value's share ``x``, in each prefix slot, the
+share of the other values sharing its prefix there (the *shared-prefix credit*:
+:func:`shared_prefix_credit` of a population or an earlier ``found.csv``, one row per
+value, the probability found averaged over the rows; by default the cautious
+:func:`typical_prefix_credit`, ``P**-n`` for an ``n``-byte prefix, 0.15% for two bytes at
+``P = 26``).  Left out: collisions with unfitted values raise the trimmed null standard
+error some 10% above this randomized-response model (measured ``z / mu`` of 0.89-0.93 in
+slots 2-7, ``docs/discovery.md`` section 4, which compares the model's 1/2 points with
+the benchmark's).
 """
 
 from __future__ import annotations
@@ -43,9 +48,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..._util.validation import check_int, check_options, check_probability
+import numpy as np
+import numpy.typing as npt
+
+from ..._util.lazy import lazy_module
+from ..._util.validation import check_int, check_options, check_probability, check_real
 from ...exceptions import InvalidParameterError
 from ...params import Params
 from ...privacy._planner import PlanResult, plan
@@ -54,7 +63,14 @@ from ._privacy import DiscoveryPrivacy, discovery_privacy
 from ._search import DEFAULT_FALSE_CHILDREN, DEFAULT_PENDING, DEFAULT_PRIOR_MIX, DEFAULT_RESERVE, _thresholds
 from ._spec import DiscoverySpec
 
-__all__ = ["DiscoveryPlan", "discovery_frequency", "plan_discovery", "plan_slot_weights", "plan_with_discovery"]
+if TYPE_CHECKING:
+    from scipy import optimize, special
+else:  # imported on first use: keeps `import rappor` light
+    optimize = lazy_module("scipy.optimize")
+    special = lazy_module("scipy.special")
+
+__all__ = ["DiscoveryPlan", "discovery_frequency", "plan_discovery", "plan_slot_weights", "plan_with_discovery",
+           "shared_prefix_credit", "typical_prefix_credit"]
 
 #: The discovery design measured in docs/discovery.md: one hash, 256 bits, 32 cohorts per slot.
 DEFAULT_DISCOVERY_BITS = 256
@@ -108,10 +124,85 @@ def _isf(q: float) -> float:
     return float(math.sqrt(2.0) * special.erfcinv(2.0 * q))
 
 
+def shared_prefix_credit(spec: DiscoverySpec, shares: Mapping[str, float] | Mapping[bytes, float], *,
+                         top: int | None = 50) -> npt.NDArray[np.float64]:
+    """Shared-prefix credit: per value and prefix slot, the share of the other values with its prefix there.
+
+    In slot ``s`` a client holding a value longer than ``n_s`` bytes reports its
+    ``n_s``-byte prefix, so the prefix's share is the sum of the shares of every value
+    longer than ``n_s`` that starts with it; a value's *credit* there is that sum minus
+    its own share (0 in the slots where the value is complete).  Two-byte prefixes are
+    shared by many values (on the benchmark's word- and host-like populations the top
+    values' slot-0 credit is 0.11% to over 2%, median about 1%, against their own
+    0.2-0.8%), longer ones rarely (``www.``, a common syllable).
+
+    Parameters
+    ----------
+    spec : DiscoverySpec
+    shares : mapping of str or bytes to float
+        Values (UTF-8 for ``str``) and their shares: a population, or the significant
+        values of an earlier collection's ``found.csv`` (whose credit is then a lower bound:
+        the values it did not find share prefixes too).
+    top : int or None, default=50
+        Rows for the ``top`` most frequent values only (those near the detection
+        threshold are what the planner needs); None: every value.
+
+    Returns
+    -------
+    ndarray of shape (v, spec.levels - 1)
+        For :func:`discovery_frequency` ``shared`` and :func:`plan_slot_weights`.
+    """
+    items = [(v.encode("utf-8") if isinstance(v, str) else bytes(v), float(x)) for v, x in shares.items()]
+    items = [(v, x) for v, x in items if v and x > 0 and math.isfinite(x)]
+    if not items:
+        raise InvalidParameterError("shared_prefix_credit: 'shares' needs a value with a positive share.")
+    items.sort(key=lambda vx: -vx[1])
+    rows = items if top is None else items[:check_int(top, "top", "shared_prefix_credit", low=1)]
+    out = np.zeros((len(rows), spec.levels - 1), dtype=np.float64)
+    for s in range(spec.levels - 1):
+        n_s = spec.prefix_length(s)
+        mass: dict[bytes, float] = {}
+        for v, x in items:
+            if len(v) > n_s:
+                mass[v[:n_s]] = mass.get(v[:n_s], 0.0) + x
+        for i, (v, x) in enumerate(rows):
+            if len(v) > n_s:
+                out[i, s] = max(mass[v[:n_s]] - x, 0.0)
+    return out
+
+
+def typical_prefix_credit(spec: DiscoverySpec, perplexity: float = DEFAULT_PERPLEXITY) -> npt.NDArray[np.float64]:
+    """Shared-prefix credit of a typical value whose bytes have per-byte ``perplexity``: one row, ``P**-n_s``.
+
+    The others' share of a value's ``n``-byte prefix is about the probability of that
+    prefix among the values; for a value whose bytes carry ``log2 P`` bits each (the
+    search's held-out figure, :data:`DEFAULT_PERPLEXITY`), its typical (geometric mean)
+    value is ``P**-n``: 0.15% for two bytes at ``P = 26``, nothing from four bytes on.
+    Real values share more (a first letter carries fewer bits than an average byte, and
+    ``www.`` or a common syllable start many values: on the benchmark's populations the
+    top values' median two-byte credit is about 1%), so this is a cautious default for
+    when no population or earlier ``found.csv`` is at hand (:func:`shared_prefix_credit`).
+    """
+    ppl = check_real(perplexity, "perplexity", "typical_prefix_credit", low=1.0, low_open=True)
+    return np.array([[ppl ** -float(spec.prefix_length(s)) for s in range(spec.levels - 1)]], dtype=np.float64)
+
+
+def _credit_rows(shared: npt.ArrayLike | None, spec: DiscoverySpec, owner: str) -> npt.NDArray[np.float64]:
+    if shared is None:
+        return np.zeros((1, spec.levels - 1), dtype=np.float64)
+    rows = np.atleast_2d(np.asarray(shared, dtype=np.float64))
+    if rows.ndim != 2 or rows.shape[0] == 0 or rows.shape[1] != spec.levels - 1 or not np.all(np.isfinite(rows)) \
+            or np.any(rows < 0):
+        raise InvalidParameterError(f"The 'shared' parameter of {owner} must be non-negative shares of shape "
+                                    f"(v, {spec.levels - 1}) (one column per prefix slot). Got shape "
+                                    f"{np.shape(shared)}.")
+    return rows
+
+
 def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: int = 16, power: float = 0.5,
                         false_children: float = DEFAULT_FALSE_CHILDREN, reserve: float = DEFAULT_RESERVE,
                         pending: float = DEFAULT_PENDING, perplexity: float | None = DEFAULT_PERPLEXITY,
-                        prior_mix: float = DEFAULT_PRIOR_MIX) -> float:
+                        prior_mix: float = DEFAULT_PRIOR_MIX, shared: npt.ArrayLike | None = None) -> float:
     """Smallest share of the discovery reports whose value is found with probability ``power``.
 
     Parameters
@@ -129,6 +220,12 @@ def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: in
         Per-byte perplexity of the values under the search's learnt prior (its held-out
         figure on the benchmark's word- and host-like populations, 2**4.7); ``None``:
         every tail at one level (``prior_mix=1``, or values of random bytes).
+    shared : array-like of shape (v, levels - 1), optional
+        Shared-prefix credit: row ``i`` holds, for each prefix slot, the share of the
+        *other* values whose prefix there is the same as that of a value ``i``
+        (:func:`shared_prefix_credit`); a value's prefix in slot ``s`` then has share
+        ``x + shared[i, s]``, and the probability found is the mean over the rows.
+        None: no credit (every prefix as rare as its value).
 
     Returns
     -------
@@ -150,33 +247,35 @@ def discovery_frequency(spec: DiscoverySpec, n_reports: int, *, value_length: in
     trim = p.num_cohorts // 8
     unit = math.sqrt(_trimmed_mean_variance(trim / p.num_cohorts) * per_report)
     # z of a value of share x in slot s: x n_s / (unit sqrt(n_s)) = x sqrt(n_s) / unit.
-    roots = [math.sqrt(n * float(share)) / unit for share in spec.slot_shares[:steps]]
+    roots = np.sqrt(n * spec.slot_shares[:steps]) / unit
     # The slots after the value's end confirm it (its p-value pools them); a value that
     # ends in the last slot has none of its own and is confirmed there.
     confirm = math.sqrt(n * float(spec.slot_shares[steps:].sum() or spec.slot_shares[-1])) / unit
+    credit = _credit_rows(shared, spec, "discovery_frequency")[:, :steps - 1]
+    extend = np.array([lv[0] for lv in levels[:-1]], dtype=np.float64)
+    low = np.array([lv[1] for lv in levels[:-1]], dtype=np.float64)
 
     def found(x: float) -> float:
         # Every partial prefix needs z_extend, or z_reserve in one slot whose parent was
-        # not a reserve (the search's rule): a two-state chain over the prefix slots.
-        regular, weak = 1.0, 0.0
-        for r, (extend, low) in zip(roots[:-1], levels[:-1]):
-            strong = _norm_cdf(x * r - extend)
-            regular, weak = (regular + weak) * strong, regular * (_norm_cdf(x * r - low) - strong)
-        return ((regular + weak) * _norm_cdf(x * roots[-1] - levels[-1][1])
-                * _norm_cdf(x * confirm - _Z_CONFIRM))
+        # not a reserve (the search's rule): a two-state chain over the prefix slots, one
+        # per credit row (the prefix's share is the value's plus the others sharing it).
+        z = (x + credit) * roots[:-1]
+        strong, weak_pass = special.ndtr(z - extend), special.ndtr(z - low)
+        regular, weak = np.ones(len(credit)), np.zeros(len(credit))
+        for s in range(steps - 1):
+            regular, weak = (regular + weak) * strong[:, s], regular * (weak_pass[:, s] - strong[:, s])
+        return float(np.mean(regular + weak) * _norm_cdf(x * roots[-1] - levels[-1][1])
+                     * _norm_cdf(x * confirm - _Z_CONFIRM))
 
-    lo, hi = 0.0, 1.0
-    for _ in range(200):
-        mid = (lo + hi) / 2.0
-        if found(mid) < pw:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    if found(1.0) < pw:  # too few reports: not even a value every client holds
+        return 1.0
+    # found is increasing in x; Brent's method to a float's resolution of the share.
+    return float(optimize.brentq(lambda x: found(x) - pw, 0.0, 1.0, xtol=1e-300, rtol=4 * np.finfo(float).eps))
 
 
 def plan_slot_weights(spec: DiscoverySpec, n_reports: int, lengths: Mapping[int, float], *, total: int = 128,
-                      ) -> tuple[int, ...]:
+                      shared: npt.ArrayLike | None = None, perplexity: float | None = DEFAULT_PERPLEXITY,
+                      power: float = 0.9) -> tuple[int, ...]:
     """Slot weights that make values of the given lengths easiest to find (under the module's model).
 
     Each slot's weight sets its share of the reports.  A value of ``l`` bytes needs
@@ -185,11 +284,12 @@ def plan_slot_weights(spec: DiscoverySpec, n_reports: int, lengths: Mapping[int,
     alike for values up to 30 bytes, most reports sit in slots past the end of
     6-12 byte values.  The weights (``total`` units, each slot at least 1) are improved
     one unit at a time, greedily, to lower the ``lengths``-weighted mean of
-    :func:`discovery_frequency` (the share found with probability 1/2), every tail at one
-    level (``perplexity=None``): with the learnt prior the model's slot 0 (no prior yet,
-    and no credit for prefixes shared by several values, which make slot 0 the strongest
-    in every measured run: z 6-77 for the top 10 at 10 M) would be its bottleneck, and
-    the greedy search would move a fifth of the reports there.
+    :func:`discovery_frequency` (the share found with probability 1/2) with the
+    search's learnt prior (``perplexity``) and the shared-prefix credit ``shared``.
+    The credit matters: the first slots' prefixes are shared by many values (every
+    measured run at 10 M has z 6-77 in slot 0 for the top 10), and a model without it
+    would see slot 0, which has no prior yet, as the bottleneck and move a fifth of the
+    reports there.
 
     Parameters
     ----------
@@ -200,6 +300,14 @@ def plan_slot_weights(spec: DiscoverySpec, n_reports: int, lengths: Mapping[int,
     lengths : mapping of int to float
         Value length (bytes, at most ``spec.max_length``) -> its weight: the lengths of
         the values to find (e.g. those found in an earlier collection).
+    total : int, default=128
+        Weight units to spread.
+    shared : array-like of shape (v, spec.levels - 1), optional
+        Shared-prefix credit (:func:`shared_prefix_credit` of a population or of an earlier
+        ``found.csv``); None: :func:`typical_prefix_credit` at ``perplexity`` (no credit
+        when ``perplexity`` is None).
+    perplexity : float or None, default=26.0
+        As :func:`discovery_frequency`; None: every tail at one level.
 
     Returns
     -------
@@ -210,14 +318,18 @@ def plan_slot_weights(spec: DiscoverySpec, n_reports: int, lengths: Mapping[int,
 
     n = check_int(n_reports, "n_reports", "plan_slot_weights", low=1)
     units = check_int(total, "total", "plan_slot_weights", low=spec.levels)
+    pw = check_probability(power, "power", "plan_slot_weights", open_low=True, open_high=True)
     prior = {int(k): float(v) for k, v in lengths.items() if 1 <= int(k) <= spec.max_length and v > 0}
     if not prior:
         raise InvalidParameterError("plan_slot_weights: 'lengths' needs a positive weight for some length in "
                                     f"[1, {spec.max_length}].")
+    credit = (_credit_rows(shared, spec, "plan_slot_weights") if shared is not None
+              else typical_prefix_credit(spec, perplexity) if perplexity is not None else None)
 
     def cost(weights: list[int]) -> float:
         trial = dataclasses.replace(spec, slot_weights=tuple(weights))
-        return sum(w * discovery_frequency(trial, n, value_length=k, perplexity=None) for k, w in prior.items())
+        return sum(w * discovery_frequency(trial, n, value_length=k, perplexity=perplexity, shared=credit,
+                                           power=pw) for k, w in prior.items())
 
     base, extra = divmod(units, spec.levels)
     weights = [base + int(i < extra) for i in range(spec.levels)]
@@ -297,7 +409,8 @@ class DiscoveryPlan:
 def plan_discovery(params: Params, n_clients: int, *, discovery_share: float = 0.75, max_length: int = 30,
                    segment: int = 2, alphabet: str | bytes = "bytes", lengths: tuple[int, ...] = (8, 16, 30),
                    split: Literal["clients"] = "clients", irr: bool = False,
-                   slot_weights: tuple[int, ...] | None = None) -> DiscoveryPlan:
+                   slot_weights: tuple[int, ...] | None = None, shared: npt.ArrayLike | None = None,
+                   ) -> DiscoveryPlan:
     """Discovery parameters meeting the privacy of ``params``, and what they find among ``n_clients``.
 
     The discovery reports use one hash, 256 bits and 32 cohorts per slot (the design
@@ -327,6 +440,9 @@ def plan_discovery(params: Params, n_clients: int, *, discovery_share: float = 0
         which costs more than it brings at epsilon around 4: ``docs/discovery.md``).
     irr : bool, default=False
         Instantaneous noise on the discovery reports (at ``params.epsilon_one``).
+    shared : array-like of shape (v, levels - 1), optional
+        Shared-prefix credit for :attr:`DiscoveryPlan.found_frequency`
+        (:func:`shared_prefix_credit`); None: :func:`typical_prefix_credit`.
     """
     from ...privacy._planner import _flip_for_epsilon_inf, _irr_for_epsilon_one
 
@@ -347,7 +463,8 @@ def plan_discovery(params: Params, n_clients: int, *, discovery_share: float = 0
                       prob_p=p, prob_q=1.0 - p, prob_f=f)
         spec = DiscoverySpec(params=disc, max_length=max_length, segment=segment, alphabet=alphabet,
                              slot_weights=slot_weights)
-        found = {length: discovery_frequency(spec, max(n_disc, 1), value_length=length)
+        credit = typical_prefix_credit(spec) if shared is None else shared
+        found = {length: discovery_frequency(spec, max(n_disc, 1), value_length=length, shared=credit)
                  for length in lengths if 1 <= length <= spec.max_length}
         return spec, found
 
@@ -361,6 +478,7 @@ def plan_discovery(params: Params, n_clients: int, *, discovery_share: float = 0
 def plan_with_discovery(n_clients: int, n_candidates: int, *, discovery_share: float = 0.75,
                         discovery_irr: bool = False, discovery_max_length: int = 30,
                         discovery_lengths: Mapping[int, float] | None = None,
+                        discovery_values: Mapping[str, float] | None = None,
                         **options: Any) -> tuple[PlanResult, DiscoveryPlan]:
     """Plan a collection in which a share of the clients sends a discovery report instead of a full-string one.
 
@@ -383,6 +501,10 @@ def plan_with_discovery(n_clients: int, n_candidates: int, *, discovery_share: f
     discovery_lengths : mapping of int to float, optional
         Lengths of the values to find (bytes -> weight): the discovery's slots are then
         weighted for them (:func:`plan_slot_weights`).
+    discovery_values : mapping of str to float, optional
+        Values and their shares (an earlier collection's significant values): the slot
+        weights then credit each prefix with the values that share it
+        (:func:`shared_prefix_credit`); without them, :func:`typical_prefix_credit`.
     **options
         Passed to :func:`rappor.privacy.plan` (``epsilon_inf``, ``epsilon_one``,
         ``significance_level``, ``rng``, ...).
@@ -398,7 +520,9 @@ def plan_with_discovery(n_clients: int, n_candidates: int, *, discovery_share: f
     disc = plan_discovery(result.best.params, n, discovery_share=share, irr=discovery_irr,
                           max_length=discovery_max_length)
     if discovery_lengths is not None:
-        weights = plan_slot_weights(disc.spec, disc.n_discovery_reports, discovery_lengths)
+        shared = (shared_prefix_credit(disc.spec, discovery_values) if discovery_values
+                  else typical_prefix_credit(disc.spec))
+        weights = plan_slot_weights(disc.spec, disc.n_discovery_reports, discovery_lengths, shared=shared)
         disc = plan_discovery(result.best.params, n, discovery_share=share, irr=discovery_irr,
-                              max_length=discovery_max_length, slot_weights=weights)
+                              max_length=discovery_max_length, slot_weights=weights, shared=shared)
     return result, disc

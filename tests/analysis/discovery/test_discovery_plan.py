@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
 
+import numpy as np
 import pytest
 
 from rappor import Params
+from rappor.exceptions import InvalidParameterError
 from rappor.cli._main import main
 from rappor.analysis.discovery import DiscoverySpec
 from rappor.analysis.discovery._oracle import _trimmed_mean_variance
@@ -64,13 +67,20 @@ def test_discovery_frequency_follows_its_formula() -> None:
     assert ratio == pytest.approx(0.1, rel=1e-6)
 
 
-@pytest.mark.parametrize("perplexity", [None, 10.0])
-def test_discovery_frequency_chain_equals_enumerating_the_search_paths(perplexity: float | None) -> None:
+#: Shared-prefix credit of two values (15 prefix slots): one whose 2- and 4-byte prefixes others share, one alone.
+_TWO_ROWS = [[0.004, 0.001] + [0.0] * 13, [0.0] * 15]
+
+
+@pytest.mark.parametrize(("perplexity", "shared"), [(None, None), (10.0, None), (10.0, _TWO_ROWS)])
+def test_discovery_frequency_chain_equals_enumerating_the_search_paths(perplexity: float | None,
+                                                                       shared: list[list[float]] | None) -> None:
     # The model's two-state chain against every path a 16-byte value can take through its 7 prefix
     # slots: each slot z >= z_extend ("strong") or z_reserve <= z < z_extend ("weak", a reserve),
     # never two reserves in a row; then z_pending in its last slot and z_confirm pooled over the 8 after.
     # With the learnt prior (perplexity P), slots 1 on spread the budgets by the prior
     # 0.9 P**-2 + 0.1 / 65536 of a 2-byte tail (weighted Bonferroni: 1 - Phi(z) = budget * prior).
+    # With shared-prefix credit, a prefix slot's share is the value's plus the credit, and the
+    # probability found is the mean over the credit rows.
     import itertools
 
     from scipy.stats import norm
@@ -84,7 +94,7 @@ def test_discovery_frequency_chain_equals_enumerating_the_search_paths(perplexit
     beta = 1.0 / 256
     lam = params.p01 + (params.p11 - params.p01) * beta
     unit = math.sqrt(_trimmed_mean_variance(4 / 32) * lam * (1.0 - lam)) / (params.p11 - params.p01) / (1.0 - beta)
-    x = discovery_frequency(spec, n, value_length=16, perplexity=perplexity)  # power 1/2
+    x = discovery_frequency(spec, n, value_length=16, perplexity=perplexity, shared=shared)  # power 1/2
     th = _thresholds(spec, 0.25, 2.0, 100.0, None)
     phi = lambda t: 0.5 * math.erfc(-t / math.sqrt(2.0))  # noqa: E731
     z = x * math.sqrt(n / spec.levels) / unit
@@ -95,9 +105,13 @@ def test_discovery_frequency_chain_equals_enumerating_the_search_paths(perplexit
         prior = 0.9 * perplexity ** -2 + 0.1 / 65536
         levels = [(th.extend, th.reserve)] + [(norm.isf(0.25 * prior), norm.isf(2.25 * prior))] * 6
         z_pending = min(norm.isf(min(100 * prior * 65536 / 65792, 0.5)), th.extend)  # at least z = 0, as the search
-    steps = [{"s": phi(z - e), "w": phi(z - r) - phi(z - e)} for e, r in levels]
-    paths = sum(math.prod(step[c] for step, c in zip(steps, path)) for path in itertools.product("sw", repeat=7)
-                if "ww" not in "".join(path))
+    paths = 0.0
+    rows = shared or [[0.0] * 15]
+    for row in rows:
+        zs = [(x + c) * math.sqrt(n / spec.levels) / unit for c in row[:7]]
+        steps = [{"s": phi(zc - e), "w": phi(zc - r) - phi(zc - e)} for zc, (e, r) in zip(zs, levels)]
+        paths += sum(math.prod(step[c] for step, c in zip(steps, path)) for path in itertools.product("sw", repeat=7)
+                     if "ww" not in "".join(path)) / len(rows)
     found = paths * phi(z - z_pending) * phi(x * math.sqrt(n * 8 / spec.levels) / unit - _Z_CONFIRM)
     assert found == pytest.approx(0.5, rel=1e-9)
 
@@ -132,7 +146,7 @@ def test_cli_plan_discovery_params_out_needs_a_share(tmp_path, capsys) -> None:
 
 
 def test_slot_weights_follow_the_lengths_to_find() -> None:
-    from rappor.analysis.discovery import plan_slot_weights
+    from rappor.analysis.discovery import plan_slot_weights, typical_prefix_credit
 
     spec = DiscoverySpec(params=plan_discovery(_full(), 1000).spec.params, max_length=30, segment=2)
     short = plan_slot_weights(spec, 7_500_000, {n: 1.0 for n in range(6, 16)}, total=64)
@@ -140,11 +154,13 @@ def test_slot_weights_follow_the_lengths_to_find() -> None:
     assert len(short) == len(long) == spec.levels and sum(short) == sum(long) == 64 and min(short) >= 1
     # 6-15 byte values end by slot 7: the later slots only confirm, and get little.
     assert sum(short[8:]) < sum(short) / 4 < sum(long[8:])
-    # The model's share found drops for the lengths asked for (it cannot rise: the search starts alike).
+    # The model's share found drops for the lengths asked for (it cannot rise: the search starts alike),
+    # under the model the weights were chosen with (the typical shared-prefix credit).
     weighted = DiscoverySpec(params=spec.params, max_length=30, segment=2, slot_weights=short)
+    credit = typical_prefix_credit(spec)
     for length in (6, 10, 14):
-        assert discovery_frequency(weighted, 7_500_000, value_length=length) < 0.8 * discovery_frequency(
-            spec, 7_500_000, value_length=length)
+        assert discovery_frequency(weighted, 7_500_000, value_length=length, shared=credit) < 0.8 * discovery_frequency(
+            spec, 7_500_000, value_length=length, shared=credit)
 
 
 def test_cli_plan_discovery_lengths(tmp_path, capsys) -> None:
@@ -160,3 +176,67 @@ def test_cli_plan_discovery_lengths(tmp_path, capsys) -> None:
     assert "--slot-weights" in capsys.readouterr().out
     assert main([*args, "--discovery-lengths", "6-40"]) == 1
     assert "expected A-B with 1 <= A <= B <= --discovery-max-length (30)" in capsys.readouterr().err
+
+
+def test_shared_prefix_credit_sums_the_other_values_with_the_prefix() -> None:
+    from rappor.analysis.discovery import shared_prefix_credit
+
+    spec = DiscoverySpec(params=plan_discovery(_full(), 1000).spec.params, max_length=8, segment=2)
+    shares = {"q": 0.4, "abcdef": 0.3, "abxy": 0.2, b"abcdzz": 0.1}
+    credit = shared_prefix_credit(spec, shares)
+    # Rows most frequent first; columns the 4 prefix slots (2, 4, 6, 8 bytes).  A value no longer
+    # than a slot's prefix is sent whole (complete) there: it neither has nor gives credit.
+    # "ab": abcdef, abxy, abcdzz (0.6); "abcd": abcdef, abcdzz (0.4; abxy is complete in slot 1).
+    np.testing.assert_allclose(credit, [[0.0, 0.0, 0.0, 0.0], [0.3, 0.1, 0.0, 0.0], [0.4, 0.0, 0.0, 0.0],
+                                        [0.5, 0.3, 0.0, 0.0]], atol=1e-12)
+    np.testing.assert_array_equal(shared_prefix_credit(spec, shares, top=2), credit[:2])
+    with pytest.raises(InvalidParameterError, match="positive share"):
+        shared_prefix_credit(spec, {"a": 0.0})
+    with pytest.raises(InvalidParameterError, match=r"shape \(v, 4\)"):
+        discovery_frequency(spec, 1000, value_length=4, shared=[[0.1, 0.0]])
+
+
+def test_typical_prefix_credit_is_the_prefix_probability_at_the_perplexity() -> None:
+    from rappor.analysis.discovery import typical_prefix_credit
+
+    spec = DiscoverySpec(params=plan_discovery(_full(), 1000).spec.params, max_length=30, segment=2)
+    credit = typical_prefix_credit(spec, 26.0)
+    assert credit.shape == (1, 15)
+    assert credit[0, 0] == pytest.approx(26.0 ** -2) and credit[0, 1] == pytest.approx(26.0 ** -4)
+    assert credit[0, 14] == pytest.approx(26.0 ** -30)
+
+
+def test_slot_weights_spend_the_shared_first_slots_elsewhere() -> None:
+    # Without credit and with the prior, slot 0 (no prior yet) is the model's bottleneck and takes
+    # the most; with the typical credit it takes less, and with the credit of values that share their
+    # two-byte prefixes (as words and host names do) less again; what it gives up goes to later slots.
+    from rappor.analysis.discovery import plan_slot_weights
+
+    spec = DiscoverySpec(params=plan_discovery(_full(), 1000).spec.params, max_length=16, segment=2)
+    lengths = {n: 1.0 for n in range(6, 16)}
+    none = plan_slot_weights(spec, 7_500_000, lengths, total=64, shared=[[0.0] * 8])
+    typical = plan_slot_weights(spec, 7_500_000, lengths, total=64)
+    shared = plan_slot_weights(spec, 7_500_000, lengths, total=64, shared=[[0.01] + [0.0] * 7])
+    assert sum(none) == sum(typical) == sum(shared) == 64
+    assert none[0] == max(none) and shared[0] < typical[0] < none[0]
+    # The credit lowers the share found nine times in ten for the lengths asked for.
+    cost = lambda w, c: sum(discovery_frequency(dataclasses.replace(spec, slot_weights=w), 7_500_000,  # noqa: E731
+                                                value_length=k, power=0.9, shared=c) for k in lengths)
+    assert cost(shared, [[0.01] + [0.0] * 7]) < cost(none, [[0.01] + [0.0] * 7])
+
+
+def test_cli_plan_learns_the_shared_prefixes_from_a_found_csv(tmp_path, capsys) -> None:
+    args = ["plan", "--reports", "10000000", "--candidates", "100", "--top", "0", "--no-irr", "--discovery-share",
+            "0.75", "--discovery-max-length", "16", "--discovery-lengths"]
+    header = "string,proportion,prop_std_error,zscore,pvalue,significant,first_slot,slots\n"
+    alone, shared = tmp_path / "alone.csv", tmp_path / "shared.csv"
+    alone.write_text(header + "".join(f"{a}{b}qwxyz,0.004,0.001,4,1e-9,true,4,3\n"
+                                      for a, b in zip("abcdefgh", "ijklmnop")))
+    shared.write_text(header + "".join(f"ab{c}qwxyz,0.004,0.001,4,1e-9,true,4,3\n" for c in "cdefghij"))
+    weights = []
+    for found in (alone, shared):
+        assert main([*args, str(found)]) == 0
+        out = capsys.readouterr().out
+        weights.append([int(w) for w in re.search(r"--slot-weights ([0-9,]+)", out).group(1).split(",")])
+    # Eight 8-byte values sharing "ab" (0.032 in slot 0): slot 0 needs far less.
+    assert weights[1][0] < weights[0][0]
