@@ -29,14 +29,14 @@ from ..._util.results import ConfidenceInterval
 from ...collect._aggregate import Aggregate
 from ...exceptions import ConvergenceWarning, DecodeError, IncompatibleParamsError, InvalidParameterError, RapporWarning
 from ...client._reports import ReportBatch
-from ._inference import constrained_covariance, independence_null_draws, projected_draws
+from ._inference import independence_null_draws, projected_draws
 from ._likelihood import CodedLikelihood, Factor, Patterns, bit_index_table, group_reports, likelihoods
 from ._mixture import HESSIAN_ROWS, FitResult, ProductLikelihood, _single_thread, fit_mixture
 from ._profile import profile_intervals
 from ._other import other_bit_probabilities, undetected_bit_probabilities
 from ._result import AssociationResult, IndependenceTest, check_variable_names
 from ._shrinkage import shrink_boolean_split, shrink_nested_boolean_split
-from ._signed import signed_maximum
+from ._signed import observed_covariance, signed_maximum
 from . import _threads
 from ._threads import shared_threads
 from ._variables import OTHER, Variable
@@ -277,12 +277,7 @@ class AssociationDecoder(CheckedParameters):
         se = np.full(shape, np.nan)
         se_method = "none"
         if self.std_errors and lik.size <= MAX_COVARIANCE_CELLS:
-            d = lik.forward(fit.table)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                curvature = np.where(d > 0, lik.weights / (d * d), 0.0)
-            information = lik.hessian(curvature)
-            with _single_thread():
-                cov = constrained_covariance(information)
+            cov = observed_covariance(lik, lik.forward(fit.table))
             # Each Newton step forms the information again (cells^2 a pattern): as the projected
             # law, only up to MAX_PROJECTED_CELLS cells.
             signed = signed_maximum(lik, fit.table, cov) \
@@ -410,11 +405,8 @@ class AssociationDecoder(CheckedParameters):
             null = marginals[0]
             for m in marginals[1:]:
                 null = np.multiply.outer(null, m)
-            d = lik.forward(null.reshape(-1))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                curvature = np.where(d > 0, lik.weights / (d * d), 0.0)
+            cov = observed_covariance(lik, lik.forward(null.reshape(-1)))
             with _single_thread():
-                cov = constrained_covariance(lik.hessian(curvature))
                 draws = independence_null_draws(marginals, cov, gen, draws=INDEPENDENCE_DRAWS)
             if draws is not None:
                 pvalue = (1.0 + float((draws >= stat).sum())) / (1.0 + draws.size)

@@ -35,7 +35,7 @@ import numpy.typing as npt
 from ._inference import constrained_covariance
 from ._mixture import ProductLikelihood, _single_thread
 
-__all__ = ["SignedMaximum", "signed_maximum"]
+__all__ = ["SignedMaximum", "observed_covariance", "signed_maximum"]
 
 Array = npt.NDArray[np.float64]
 
@@ -70,7 +70,11 @@ class SignedMaximum(NamedTuple):
     iterations: int
 
 
-def _covariance(lik: ProductLikelihood, d: Array) -> Array:
+def observed_covariance(lik: ProductLikelihood, d: Array) -> Array:
+    """Inverse observed information on the simplex at the table whose ``L_i . pi`` are ``d``.
+
+    The information is ``sum_i w_i L_i L_i' / d_i^2`` (reports with ``d_i = 0`` left out).
+    """
     with np.errstate(divide="ignore", invalid="ignore"):
         curvature = np.where(d > 0, lik.weights / (d * d), 0.0)
     information = lik.hessian(curvature)
@@ -113,7 +117,7 @@ def signed_maximum(lik: ProductLikelihood, table: Array, covariance: Array, *,
     cov = covariance
     for iteration in range(max_iterations + 1):
         if iteration > 0:
-            cov = _covariance(lik, d)
+            cov = observed_covariance(lik, d)
             if not np.isfinite(cov).all():
                 return None
         step = cov @ grad
