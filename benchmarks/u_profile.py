@@ -17,6 +17,9 @@ prior refitted) and scored by
   Var q_j) / 2 phi - sum KL(q_j || G)``, with the ascent's own ``phi``, prior and posteriors;
 * ``elbo1``: the same with ``phi`` held at the least-squares fit's dispersion for every ``u`` (so
   that only the fit and the prior move);
+* ``bma``: no single ``u``: the shares averaged over the grid with weights ``exp(elbo)`` (a flat
+  prior on ``u``); ``bma0`` the same with half the prior on ``u = 0`` (the list is complete) and
+  half uniform on [0, 1];
 * ``zlik``: the log-likelihood of the final z-scores under their NPMLE (what the bagged priors
   maximize), which ignores the fit of the bits.
 
@@ -24,7 +27,9 @@ Each score's maximizer over the grid (a parabola through the best point and its 
 an estimate ``u_elbo``, ``u_elbo1``, ``u_zlik``; the shares are recomputed at it (the full rule:
 bagged priors, cap) and scored by total variation.  ``null``: the least-squares estimate of ``u``
 with the candidates whose posterior mass at 0 exceeds one half (at the default ``u``) held at 0 --
-the decoys' evidence read directly.  A notes script (``docs/notes/decoder-rounds.md``, "Issue 23,
+the decoys' evidence read directly; ``genie`` and ``genie-raw``: the same with the truly absent
+candidates held at 0 (what a perfect reading of the decoys could give), through the default's ramp
+and clipped.  A notes script (``docs/notes/decoder-rounds.md``, "Issue 23,
 session 5"), not part of the package.
 """
 
@@ -46,7 +51,7 @@ from _classes import CLASSES, SLOW_CLASSES, Collection, collection  # noqa: E402
 from rappor.testing import (BAGGING_GRID, KEPT_Z, PRIOR_CAP_Z, ascent_prior, bagged_shares,  # noqa: E402
                             capped_shares, coordinate_ascent, fixed_unexplained, npmle_prior, shares_inputs)
 
-ESTIMATES = ("default", "true", "elbo", "elbo1", "zlik", "null", "bma", "genie", "genie-raw")
+ESTIMATES = ("default", "true", "elbo", "elbo1", "zlik", "null", "bma", "bma0", "genie", "genie-raw")
 
 
 def _posteriors(stat: np.ndarray, se: np.ndarray, grid: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -174,6 +179,14 @@ def run(col: Collection, step: float) -> dict[str, object]:
     per = sum(wt * fits[u]["per"] for wt, u in zip(wts, even))  # type: ignore[misc]
     out["bma"] = (float(wts @ np.array(even)), 0.5 * (float(np.abs(per - truth).sum()) + u_true),
                   float(per[truth == 0].sum()))
+    # The same with a point mass 1/2 on "the list is complete" (u = 0) and 1/2 spread uniformly on [0, 1]
+    # (the grid's points stand for intervals of width ``step``; beyond the grid the ELBO is negligible).
+    wts0 = np.exp(ev - ev.max()) * step / 2.0
+    wts0[0] += math.exp(ev[0] - ev.max()) / 2.0
+    wts0 /= wts0.sum()
+    per0 = sum(wt * fits[u]["per"] for wt, u in zip(wts0, even))  # type: ignore[misc]
+    out["bma0"] = (float(wts0 @ np.array(even)), 0.5 * (float(np.abs(per0 - truth).sum()) + u_true),
+                   float(per0[truth == 0].sum()))
     # The ELBO's curvature in u (a parabola through the whole evenly spaced profile): the standard
     # error of u it implies, against u_hat's.
     if len(even) >= 3:
