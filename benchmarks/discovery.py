@@ -140,7 +140,7 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
             trace: bool = False, population: str = "realistic", max_length: int = 30,
             slot_weights: tuple[int, ...] | None = None, final: bool = True,
             prior_mix: float = DEFAULT_PRIOR_MIX, rescue: float = DEFAULT_RESCUE,
-            max_false: int = 0) -> dict[str, Any]:
+            max_false: int = 0, weighting: str = "uniform") -> dict[str, Any]:
     """One collection: simulate, discover, decode (and PEM); returns the figures."""
     if split == "clients":
         full_p, disc_p = _params(eps, 128, 64), _params(eps, 256, 32)
@@ -156,7 +156,7 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
                            "fraction": fraction if split == "budget" else None, "beam": beam, "method": method,
                            "alphabet": alphabet, "population": population, "max_length": max_length,
                            "slot_weights": slot_weights, "prior_mix": prior_mix, "rescue": rescue,
-                           "max_false": max_false}
+                           "max_false": max_false, "weighting": weighting}
     t0 = time.perf_counter()
     sim = simulate_discovery(full_p, spec, pop, n, discovery_share=share, split=split, method=method,
                              chunk_size=chunk, rng=seed)
@@ -166,7 +166,7 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
     t0 = time.perf_counter()
     t_cpu = time.process_time()
     res = discover(sim.discovery, spec, beam=beam, prior_mix=prior_mix, rescue=rescue, max_false=max_false,
-                   trace=[s.encode("utf-8") for s in top10] if trace else ())
+                   weighting=weighting, trace=[s.encode("utf-8") for s in top10] if trace else ())
     out["discover_s"] = time.perf_counter() - t0
     out["discover_cpu_s"] = time.process_time() - t_cpu
     out["prior_perplexity"] = [row.get("prior_perplexity") for row in res.diagnostics["slots"]]
@@ -186,6 +186,11 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
     out["ours_false_values"] = [[s, float(p), int(f)] for s, p, f, k in zip(res.strings, res.pvalue, res.first_slot, sig)
                                 if k and sim.truth.get(s, 0) == 0]
     out["ours_cut"] = (res.max_false + 1) * res.significance_level / max(res.n_tested, 1)
+    if weighting != "uniform":  # the same run's values at the uniform cut: a paired comparison
+        sig_u = res.pvalue <= out["ours_cut"]
+        for key, v in topk_scores(sim.truth, [s for s, k in zip(res.strings, sig_u) if k], res.proportion[sig_u]).items():
+            out[f"uniform_{key}"] = v
+        out["uniform_false_values"] = [s for s, k in zip(res.strings, sig_u) if k and sim.truth.get(s, 0) == 0]
     for name, cands, screened in (("stale", stale, True), ("stale+ours", stale + found, True),
                                   ("short", short, False), ("short+ours", short + found, False),
                                   ("ours", found, False)):
@@ -324,6 +329,9 @@ def main() -> None:
                     help="the search's provisional prefixes (discover's rescue; 0: none, as before them)")
     ap.add_argument("--max-false", type=int, default=0,
                     help="false significant values tolerated (discover's max_false: generalized Bonferroni)")
+    ap.add_argument("--weighting", choices=("uniform", "finding"), default="uniform",
+                    help="how the confirmation's level is spread over the pooled values (discover's weighting); "
+                         "with 'finding' the uniform cut's figures of the same run are written too (uniform_*)")
     ap.add_argument("--json", metavar="PATH", help="append one JSON line per run")
     ap.add_argument("--from-json", nargs="+", metavar="PATH",
                     help="print markdown tables (mean ± sd over seeds) of earlier --json runs and exit")
@@ -343,7 +351,7 @@ def main() -> None:
                                               args.beam, args.method, args.alphabet, args.chunk,
                                               args.trace, args.population, args.max_length,
                                               weights, not args.no_final, args.prior_mix, args.rescue,
-                                              args.max_false).result()
+                                              args.max_false, args.weighting).result()
                         print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}),
                               flush=True)
                         if args.json:

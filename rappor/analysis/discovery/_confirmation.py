@@ -63,7 +63,7 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     from ._oracle import SlotOracle
 
-__all__ = ["ConfirmationNull", "tilted_tail_probability"]
+__all__ = ["ConfirmationNull", "finding_weights", "tilted_tail_probability"]
 
 Array = npt.NDArray[np.float64]
 
@@ -163,6 +163,39 @@ class ConfirmationNull:
             res[inside] = tail[idx[inside]]
             out[sel] = np.minimum(res, 1.0)
         return out
+
+
+def finding_weights(found_z: Array, level: Array, prior_odds: float) -> Array:
+    """Unnormalised weights of pooled values for a weighted Bonferroni, from the slot that found them.
+
+    The weighted Bonferroni procedure (Genovese, Roeder and Wasserman, Biometrika 93(3),
+    2006) rejects value ``i`` when ``p_i <= alpha g_i / sum_j g_j``, the sum over every value
+    tested: with weights independent of the p-values, the expected number of false rejections
+    is at most ``alpha``.  A value's confirming p-value uses only the slots after the one
+    that found it (other clients, other hash seeds), so any function of its finding
+    z-score is such a weight.  The weight chosen is the posterior probability that the
+    value is held, from
+
+    * ``u = (1 - Phi(z)) / (1 - Phi(level))``, how surprising the finding z-score is above
+      the level that pooled it (uniform for an absent value with a normal z);
+    * the bound on the Bayes factor of a p-value ``u``, ``B(u) = 1 / (-e u ln u)`` for
+      ``u < 1/e`` (else 1; Sellke, Bayarri and Berger, Amer. Statist. 55(1), 2001);
+    * prior odds ``prior_odds`` (the search pools about ``pending`` absent complete values
+      per prefix, so ``1 / pending``): ``g = B o / (1 + B o)``, at most 1.
+
+    A value found far above its level weighs about 1; an absent value pooled near its level
+    about ``o`` (0.01 at the defaults): the level is spent on the values the finding
+    slot supports, without changing the family-wise bound.
+    """
+    from scipy import special
+
+    log_u = np.minimum(special.log_ndtr(-np.asarray(found_z, dtype=np.float64))
+                       - special.log_ndtr(-np.asarray(level, dtype=np.float64)), 0.0)
+    # log B(u) = -1 - ln u - ln(-ln u) where u < 1/e; B = 1 above.
+    small = log_u < -1.0
+    log_b = np.where(small, -1.0 - log_u - np.log(np.where(small, -log_u, 1.0)), 0.0)
+    out: Array = special.expit(log_b + math.log(prior_odds))
+    return out
 
 
 def tilted_tail_probability(x: Array, s: float, rng: np.random.Generator, *,

@@ -56,10 +56,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..._util.validation import check_int, check_probability, check_real
+from ..._util.validation import check_int, check_options, check_probability, check_real
 from ...collect._aggregate import Aggregate
 from ...exceptions import InvalidParameterError
-from ._confirmation import ConfirmationNull
+from ._confirmation import ConfirmationNull, finding_weights
 from ._oracle import SlotOracle
 from ._levels import DEFAULT_FALSE_CHILDREN as DEFAULT_FALSE_CHILDREN  # re-exported: the planner models the search
 from ._levels import DEFAULT_PENDING as DEFAULT_PENDING
@@ -104,7 +104,8 @@ class DiscoveryResult:
         z-score in the slot where the value was found.
     significant : ndarray of bool, shape (n,)
         ``pvalue <= (max_false + 1) significance_level / n_tested`` (Bonferroni over every
-        value pooled; generalized, Lehmann and Romano 2005, when ``max_false > 0``).
+        value pooled; generalized, Lehmann and Romano 2005, when ``max_false > 0``; with
+        ``discover(weighting="finding")`` the cutoff is the value's weight times this).
     n_tested : int
         Values pooled (found in some slot and scored in the later ones).
     n_reports : int
@@ -167,11 +168,13 @@ class _Pooled:
     weighted: float = 0.0
     slots: int = 0
     evidence: float = 0.0  # the confirming statistic S (rappor.analysis.discovery._confirmation)
+    index: int = 0  # its place among every value pooled (its weight)
 
     @classmethod
-    def found(cls, slot: int, share: float, se: float) -> _Pooled:
+    def found(cls, slot: int, share: float, se: float, index: int) -> _Pooled:
         w = 1.0 / (se * se) if se > 0 and math.isfinite(se) else 0.0
-        return cls(first_slot=slot, found_z=share / se if w > 0 else 0.0, found_weight=w, found_weighted=w * share)
+        return cls(first_slot=slot, found_z=share / se if w > 0 else 0.0, found_weight=w, found_weighted=w * share,
+                   index=index)
 
     def add(self, share: float, se: float, evidence: float) -> None:
         self.evidence += evidence
@@ -291,8 +294,9 @@ def _uniform_weights(tails: list[bytes]) -> Array:
 
 def _provisional_children(oracle: SlotOracle, heads: list[bytes], tails: list[bytes], weights: Array,
                           th: _Thresholds, false_children: float, pending: float,
-                          ) -> list[tuple[bytes, bool, float, float]]:
-    """Children of provisional prefixes that pass their (strong) levels: ``(value, partial, estimate, std_error)``.
+                          ) -> list[tuple[bytes, bool, float, float, float]]:
+    """Children of provisional prefixes that pass their (strong) levels: ``(value, partial, estimate, std_error,
+    level)``.
 
     Only the :data:`_LIKELY_TAILS` most likely tails of each kind (by the prior) are
     scored, each budget spread over them alone (:func:`_likely_tails`): ``false_children``
@@ -302,7 +306,8 @@ def _provisional_children(oracle: SlotOracle, heads: list[bytes], tails: list[by
     chosen = [tails[i] for i in idx.tolist()]
     lv_extend, _, lv_pending = _tail_levels(chosen, sub, th, false_children, 0.0, pending)
     hi, ti, est, se = oracle.extensions_above(heads, chosen, np.minimum(lv_extend, lv_pending), robust=True)
-    return [(heads[h] + chosen[t][1:], chosen[t][:1] == PARTIAL, e, s)
+    level = np.minimum(lv_extend, lv_pending).tolist()
+    return [(heads[h] + chosen[t][1:], chosen[t][:1] == PARTIAL, e, s, level[t])
             for h, t, e, s in zip(hi.tolist(), ti.tolist(), est.tolist(), se.tolist())]
 
 
@@ -310,7 +315,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
              false_children: float = DEFAULT_FALSE_CHILDREN, reserve: float = DEFAULT_RESERVE,
              pending: float = DEFAULT_PENDING, z_extend: float | None = None, prior_mix: float = DEFAULT_PRIOR_MIX,
              rescue: float = DEFAULT_RESCUE, rescue_false: float = DEFAULT_RESCUE_FALSE,
-             significance_level: float = 0.05, max_false: int = 0, max_candidates: int = 1 << 28, explain: int = 256,
+             significance_level: float = 0.05, max_false: int = 0, weighting: str = "uniform", max_candidates: int = 1 << 28, explain: int = 256,
              trace: Sequence[bytes] = (), progress: Callable[[int], None] | None = None) -> DiscoveryResult:
     """Find frequent values in discovery reports (see the module docstring).
 
@@ -371,6 +376,12 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         Romano, Annals of Statistics 33, 2005, Theorem 2.1: the chance of ``max_false + 1``
         or more false values is at most ``significance_level``, whatever the dependence
         between the p-values).  0: the family-wise level.
+    weighting : {"uniform", "finding"}, default="uniform"
+        How the level is spread over the pooled values: ``"uniform"``, ``alpha / n_tested`` each
+        (Bonferroni); ``"finding"``, in proportion to the weights of
+        :func:`rappor.analysis.discovery._confirmation.finding_weights` (the posterior chance that the
+        value is held, from its finding z-score over its pooling level, prior odds ``1 /
+        pending``), a weighted Bonferroni with the same family-wise bound.
     max_candidates : int, default=2**28
         Guard on the candidates scored in one slot (prefixes times extensions).
     explain : int, default=256
@@ -411,6 +422,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
     r_false = check_real(rescue_false, "rescue_false", "discover", low=0.0, low_open=True)
     kappa = r_false / (n_rescue * false_children) if n_rescue > 0 else 0.0
     k_false = check_int(max_false, "max_false", "discover", low=0)
+    weighted = check_options(weighting, "weighting", "discover", ("uniform", "finding")) == "finding"
     provisional: list[bytes] = []
     symbols = spec.symbols
     prior = TailPrior(symbols, mix=mix)
@@ -419,7 +431,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
     frontier_z: list[float] = [math.inf]
     in_reserve: set[bytes] = set()
     pool: dict[bytes, _Pooled] = {}
-    n_pooled = 0
+    tested: list[tuple[float, float]] = []  # (finding z, pooling level) of every value ever pooled
     n_reports = 0
     per_slot: list[dict[str, Any]] = []
     traced: dict[bytes, list[tuple[float, bool]]] = {bytes(v): [] for v in trace}
@@ -483,13 +495,13 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         if provisional and kappa > 0:
             t_prov = time.process_time()
             # Prefixes kept provisionally in the slot before: their children must be strong.
-            for value, partial_child, e, s_e in _provisional_children(oracle, provisional, tails, weights, th,
+            for value, partial_child, e, s_e, lv in _provisional_children(oracle, provisional, tails, weights, th,
                                                                        false_children * kappa, pending * kappa):
                 if partial_child:
                     kept.append((e / s_e, value))
                 elif value not in pool:
-                    pool[value] = _Pooled.found(slot, e / n, s_e / n)
-                    n_pooled += 1
+                    pool[value] = _Pooled.found(slot, e / n, s_e / n, len(tested))
+                    tested.append((e / s_e, lv))
                     found += 1
             info["provisional"] = len(provisional)
             info["provisional_cpu_s"] = time.process_time() - t_prov
@@ -510,8 +522,8 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
                     # ranked by the budget its level would need: 1 - Phi(z) over the tail's prior weight
                     rescued.append((-float(_normal_sf(np.array(z))) / weights[i], value))
             elif value not in pool and z >= z_pend:
-                pool[value] = _Pooled.found(slot, e / n, s / n)
-                n_pooled += 1
+                pool[value] = _Pooled.found(slot, e / n, s / n, len(tested))
+                tested.append((z, z_pend))
                 found += 1
         dropped = 0
         fitted = np.array([scores.fitted.get(pair, 0.0) for pair in scores.known_pairs], dtype=np.float64)
@@ -564,7 +576,14 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
     # Generalized Bonferroni (Lehmann and Romano, Ann. Statist. 33, 2005, Theorem 2.1): with the
     # cutoff (max_false + 1) alpha / n the chance of more than max_false false values is at most alpha,
     # whatever the dependence between the p-values.
-    cutoff = (k_false + 1) * alpha / max(n_pooled, 1)
+    # Weighted (Genovese, Roeder and Wasserman 2006): alpha g_i / sum g over every value pooled.
+    n_pooled = len(tested)
+    uniform = (k_false + 1) * alpha / max(n_pooled, 1)
+    cutoff: float | Array = uniform
+    if weighted and tested:
+        z_lv = np.array(tested, dtype=np.float64)
+        g = finding_weights(z_lv[:, 0], z_lv[:, 1], 1.0 / max(pending, 1.0))
+        cutoff = (k_false + 1) * alpha * g[[pool[values[i]].index for i in order]] / g.sum()
     return DiscoveryResult(
         values=tuple(values[i] for i in order), proportion=prop[order], prop_std_error=prop_se[order],
         zscore=zs[order], pvalue=pval, first_slot=first,
@@ -573,6 +592,6 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         significant=pval <= cutoff, n_tested=n_pooled, n_reports=n_reports, spec=spec,
         significance_level=alpha, max_false=k_false,
         diagnostics={"z_extend": t_extend, "z_reserve": th.reserve, "z_pending": th.pending,
-                     "z_significant": _normal_isf(min(cutoff, 0.5)), "beam": width, "pooled": len(values), "slots": per_slot,
+                     "z_significant": _normal_isf(min(uniform, 0.5)), "beam": width, "pooled": len(values), "slots": per_slot,
                      **({"trace": {display_string(v): z for v, z in traced.items()}} if traced else {}),
                      "seconds": time.perf_counter() - started})
