@@ -10,7 +10,7 @@ import pytest
 
 from rappor import Params
 from rappor.analysis.discovery import DiscoverySpec, discover, simulate_discovery
-from rappor.analysis.discovery._confirmation import ConfirmationNull, tilted_tail_probability
+from rappor.analysis.discovery._confirmation import ConfirmationNull, finding_weights, tilted_tail_probability
 from rappor.simulation import Population
 from rappor.testing import discovery_settings
 
@@ -142,3 +142,63 @@ def test_fragments_sharing_a_head_or_tail_land_on_independent_bits() -> None:
         b = spec.bloom_bits([p[1] for p in pairs], slot)
         share = float((a == b).mean())
         assert abs(share - 1.0 / k) <= 4.0 * math.sqrt((1.0 / k) * (1.0 - 1.0 / k) / a.size), (slot, share)
+
+
+def test_finding_weights_are_the_posterior_from_the_bayes_factor_bound() -> None:
+    # u = 1 (found at its level): B = 1, g = o / (1 + o); u = 1e-3: B = 1 / (e u ln(1/u)).
+    odds = 0.01
+    z_at_u = float(-_norm_isf_ratio(1e-3, 3.0))
+    b = 1.0 / (math.e * 1e-3 * math.log(1e3))
+    g = finding_weights(np.array([3.0, 2.0, z_at_u, 40.0]), np.array([3.0, 3.0, 3.0, 3.0]), odds)
+    assert g[:2] == pytest.approx([odds / (1 + odds)] * 2)
+    assert g[2] == pytest.approx(b * odds / (1 + b * odds), rel=1e-6)
+    assert 0.999 < g[3] <= 1.0
+    assert np.all(np.diff(finding_weights(np.linspace(0, 12, 50), np.full(50, 2.0), odds)) >= 0)
+
+
+def _norm_isf_ratio(u: float, level: float) -> float:
+    """-z with (1 - Phi(z)) / (1 - Phi(level)) = u."""
+    from scipy import stats
+
+    return -float(stats.norm.isf(u * stats.norm.sf(level)))
+
+
+def _weighted_false_runs(weights_from: str, reps: int = 1000, values: int = 400,
+                         alpha: float = 0.2) -> float:
+    """Share of runs with a false rejection by the weighted Bonferroni over absent values only.
+
+    Each value is found in slot 0 (its z-score from random bits) and pooled above its own level;
+    its p-value is the exact confirming law of slots 1-2 (other hash seeds: independent bits).
+    """
+    gen = np.random.default_rng(12)
+    null = ConfirmationNull(1)
+    for s in (0, 1, 2):
+        null.add_slot(_slot(s, gen))  # type: ignore[arg-type]
+    mean0 = float(null.terms[0].mean(axis=1).sum())
+    z = (null.statistic(0, gen.integers(0, 32, size=(reps * values, 8, 1)), np.zeros(reps * values)) - mean0)
+    z /= null.sd[0]
+    level = gen.choice([0.0, 1.5, 3.0], size=reps * values)
+    conf = sum(null.statistic(s, gen.integers(0, 32, size=(reps * values, 8, 1)), np.zeros(reps * values))
+               for s in (1, 2))
+    p = null.pvalues(conf, np.zeros(reps * values, dtype=np.int64))
+    mean12 = sum(float(null.terms[s].mean(axis=1).sum()) for s in (1, 2))
+    conf_z = (conf - mean12) / math.hypot(null.sd[1], null.sd[2])
+    false_runs = 0
+    for r in range(reps):
+        sl = slice(r * values, (r + 1) * values)
+        pooled = z[sl] >= level[sl]
+        score = z[sl] if weights_from == "finding" else conf_z[sl]
+        g = finding_weights(score[pooled], level[sl][pooled], 0.01)
+        false_runs += bool(np.any(p[sl][pooled] <= alpha * g / g.sum()))
+    return false_runs / reps
+
+
+def test_weighted_bonferroni_holds_its_level_with_weights_from_the_finding_slot() -> None:
+    # Weights independent of the confirming p-values, normalised over every value tested: the
+    # chance of any false rejection is at most alpha (Genovese, Roeder and Wasserman 2006), so
+    # the share of runs with one is at most alpha plus 4 binomial standard errors.  The same
+    # weights taken from the confirming evidence itself would break the level: the test can tell.
+    alpha, reps = 0.2, 1000
+    se = math.sqrt(alpha * (1 - alpha) / reps)
+    assert _weighted_false_runs("finding", reps, alpha=alpha) <= alpha + 4 * se
+    assert _weighted_false_runs("confirming", reps, alpha=alpha) > alpha + 4 * se
