@@ -191,6 +191,11 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
         for key, v in topk_scores(sim.truth, [s for s, k in zip(res.strings, sig_u) if k], res.proportion[sig_u]).items():
             out[f"uniform_{key}"] = v
         out["uniform_false_values"] = [s for s, k in zip(res.strings, sig_u) if k and sim.truth.get(s, 0) == 0]
+        # Top-10 values pooled but not significant: p-value, their weighted cut, finding z, slots.
+        cuts = np.broadcast_to(np.asarray(res.diagnostics.get("cutoffs", out["ours_cut"])), res.pvalue.shape)
+        out["unconfirmed_top10"] = [[s, float(p), float(c), float(fz), int(f), int(n_s)] for s, p, c, fz, f, n_s, k in
+                                    zip(res.strings, res.pvalue, cuts, res.found_zscore, res.first_slot, res.slots,
+                                        res.significant) if s in top10 and not k]
     for name, cands, screened in (("stale", stale, True), ("stale+ours", stale + found, True),
                                   ("short", short, False), ("short+ours", short + found, False),
                                   ("ours", found, False)):

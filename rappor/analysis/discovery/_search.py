@@ -594,4 +594,5 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         diagnostics={"z_extend": t_extend, "z_reserve": th.reserve, "z_pending": th.pending,
                      "z_significant": _normal_isf(min(uniform, 0.5)), "beam": width, "pooled": len(values), "slots": per_slot,
                      **({"trace": {display_string(v): z for v, z in traced.items()}} if traced else {}),
+                     **({"cutoffs": cutoff.tolist()} if isinstance(cutoff, np.ndarray) else {}),
                      "seconds": time.perf_counter() - started})
