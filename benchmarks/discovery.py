@@ -196,6 +196,11 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
         out["unconfirmed_top10"] = [[s, float(p), float(c), float(fz), int(f), int(n_s)] for s, p, c, fz, f, n_s, k in
                                     zip(res.strings, res.pvalue, cuts, res.found_zscore, res.first_slot, res.slots,
                                         res.significant) if s in top10 and not k]
+        # How far the weights move the cut: weighted over uniform, for the top 10 and the listed absent values.
+        held = np.array([s in top10 for s in res.strings], dtype=bool)
+        absent = np.array([sim.truth.get(s, 0) == 0 for s in res.strings], dtype=bool)
+        out["cut_ratio_top10"] = float(np.median(cuts[held])) / out["ours_cut"] if held.any() else None
+        out["cut_ratio_absent"] = float(np.median(cuts[absent])) / out["ours_cut"] if absent.any() else None
     for name, cands, screened in (("stale", stale, True), ("stale+ours", stale + found, True),
                                   ("short", short, False), ("short+ours", short + found, False),
                                   ("ours", found, False)):
