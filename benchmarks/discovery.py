@@ -31,7 +31,9 @@ domain-like strings of 6-15 bytes, lengths as English words of 6+ letters): ``lo
 >= 0.9, at most one false string); ``long-common``, 2,000 strings, Zipf(0.85), top 10 at 6.8%
 .. 0.96% (the 1 M target).  ``--slot-weights`` and ``--max-length`` set the discovery layout
 (``rappor plan --discovery-lengths 6-15`` gives weights for these); ``--no-final`` skips the
-final full-string decodes (at 10 M they take most of a run).  Seed 100 was used to design
+final full-string decodes (at 10 M they take most of a run).  ``--weighting finding`` runs the
+confirmation's weighted Bonferroni (``discover(weighting="finding")``) and writes the same run's
+figures at the uniform cut too (``uniform_*``): a paired comparison from one search.  Seed 100 was used to design
 changes; report seeds 0-9.
 
 Every run is a fresh process (one at a time), so ``peak_mb`` is that run's peak memory.
