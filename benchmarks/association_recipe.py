@@ -41,6 +41,7 @@ coverage (pooled; lowest band), seconds.  BLAS threads are pinned to 1.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -105,6 +106,13 @@ def _scenario(case: Case) -> tuple[np.ndarray, list, list]:
 BANDS = [(0, 0.001), (0.001, 0.005), (0.005, 0.02), (0.02, 1.0)]
 
 
+def _covered(res, truth: np.ndarray) -> list:
+    """Per cell (flat), whether the result's 95% interval holds the truth."""
+    ci = res.confidence_interval()
+    inside = (ci.low <= truth) & (truth <= ci.high) & np.isfinite(ci.low) & np.isfinite(ci.high)
+    return inside.reshape(-1).astype(int).tolist()
+
+
 def _ours(sim) -> dict:
     started = time.perf_counter()
     with warnings.catch_warnings():
@@ -119,6 +127,7 @@ def _ours(sim) -> dict:
     return {"tv": total_variation(res.proportion, truth), "seconds": seconds, "cells": int(truth.size),
             "cell_truth": truth.reshape(-1).tolist(), "cell_covered": inside.reshape(-1).astype(int).tolist(),
             "cell_width": (ci.high - ci.low).reshape(-1).tolist(), "other": other_mass,
+            "cell_covered_unshifted": _covered(dataclasses.replace(res, selection_shift=None), truth),
             "cell_estimate": res.proportion.reshape(-1).tolist(),
             "cell_signed": None if res.signed_maximum is None else res.signed_maximum.reshape(-1).tolist()}
 

@@ -122,6 +122,11 @@ class AssociationResult:
         the centre and half-width / z of the intervals (``AssociationDecoder(intervals="signed")``,
         the default; :mod:`rappor.analysis.association._signed`).  ``None`` for the other
         intervals and where that maximum does not exist.
+    selection_shift : ndarray or None
+        How far choosing the categories from the same reports is expected to have moved the
+        signed maximum (:mod:`rappor.analysis.association._selection`); the signed intervals
+        also cover ``signed_maximum - selection_shift``.  ``None`` when no category was chosen
+        by a detection.
     """
 
     variables: tuple[str, ...]
@@ -147,6 +152,7 @@ class AssociationResult:
     maximum_likelihood: Array | None = field(default=None, repr=False, compare=False)
     signed_maximum: Array | None = field(default=None, repr=False, compare=False)
     signed_std_error: Array | None = field(default=None, repr=False, compare=False)
+    selection_shift: Array | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("proportion", "std_error"):
@@ -161,7 +167,7 @@ class AssociationResult:
             law = np.array(self.projected_law, dtype=np.float32, copy=True)
             law.flags.writeable = False
             object.__setattr__(self, "projected_law", law)
-        for name in ("signed_maximum", "signed_std_error"):
+        for name in ("signed_maximum", "signed_std_error", "selection_shift"):
             value = getattr(self, name)
             if value is not None:
                 arr = np.array(value, dtype=np.float64, copy=True).reshape(self.proportion.shape)
@@ -195,7 +201,9 @@ class AssociationResult:
         (``AssociationDecoder(profile_level=...)``); otherwise, by default
         (``AssociationDecoder(intervals="signed")``), ``signed_maximum ± z * signed_std_error``
         clipped to ``[0, 1]`` and widened where needed to hold :attr:`proportion`
-        (:mod:`rappor.analysis.association._signed`); with ``intervals="projected"``
+        (:mod:`rappor.analysis.association._signed`), and extended to cover the same interval
+        around ``signed_maximum - selection_shift`` (:mod:`rappor.analysis.association._selection`);
+        with ``intervals="projected"``
         ``proportion ± z * std_error`` clipped to ``[0, 1]``, with the upper end raised to the
         ``(1 + level) / 2`` quantile of the estimate's projected-normal law
         (:func:`~rappor.analysis.association._inference.boundary_interval`).  With a shrunk
@@ -213,6 +221,9 @@ class AssociationResult:
             low, high = self.profile_interval.low, self.profile_interval.high
         elif self.signed_maximum is not None and self.signed_std_error is not None:
             low, high = boundary_interval(self.signed_maximum, self.signed_std_error, None, level)
+            if self.selection_shift is not None:
+                moved = boundary_interval(self.signed_maximum - self.selection_shift, self.signed_std_error, None, level)
+                low, high = np.fmin(low, moved[0]), np.fmax(high, moved[1])
             low, high = np.fmin(low, self.proportion), np.fmax(high, self.proportion)
         else:
             center = self.proportion if self.maximum_likelihood is None else self.maximum_likelihood
