@@ -295,7 +295,8 @@ class AssociationDecoder(CheckedParameters):
                     se_method = "inverse information"
             se = np.sqrt(np.maximum(np.diag(cov), 0.0)).reshape(shape)
         excess = [_selection_excess(sel) for sel in selections] if self.candidates == "detected" else []
-        shift = None if signed is None or not excess else selection_shift(signed.covariance, shape, excess)
+        shift = None if signed is None or not any(ex is not None for ex in excess) \
+            else selection_shift(signed.covariance, shape, excess)
         profile = None
         profile_level = None if self.profile_level is None else float(self.profile_level)
         if profile_level is not None:
@@ -420,9 +421,13 @@ class AssociationDecoder(CheckedParameters):
 
 
 def _selection_excess(selection: tuple[Any, ...]) -> npt.NDArray[np.float64] | None:
-    """A string variable's categories' expected excess given their detection (0 for Other); None for a boolean."""
+    """A string variable's categories' expected excess given their detection (0 for Other).
+
+    ``None`` for a boolean and for a marginal decode that does not say it
+    (:meth:`rappor.DecodeResult.selection_excess`).
+    """
     columns, labels, marginal, _ = selection
-    if marginal is None:
+    if marginal is None or not hasattr(marginal, "selection_excess"):
         return None
     out = np.zeros(len(labels))
     out[:len(columns)] = marginal.selection_excess()[columns]
