@@ -11,11 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import rappor
-from rappor.collect import Aggregate
-from rappor.formats import read_candidates
-from rappor.analysis.decoder import Decoder
 from rappor.analysis import evaluate_result
-from rappor.formats import read_reports
+from rappor.analysis.decoder import Decoder
+from rappor.collect import Aggregate
+from rappor.formats import read_candidates, read_reports
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 
@@ -26,12 +25,12 @@ candidates = read_candidates(SAMPLE / "candidates.txt")  # what the analyst gues
 result = Decoder().decode(aggregate, rappor.hash_candidates(candidates, params))
 
 print(f"{len(reports):,} reports, {len(candidates)} candidates, {int(result.detected.sum())} detected")
-low, high = result.confidence_interval(0.95)
-print(f"{'string':<10} {'estimate':>9} {'share':>7} {'95% interval':>17}")
+low, high = result.confidence_interval(0.95)  # Wald, of the least-squares share the test is about
+print(f"{'string':<10} {'estimate':>9} {'share':>7} {'least-squares share, 95%':>25}")
 for i in sorted(range(len(candidates)), key=lambda i: -result.proportion[i]):
     if result.detected[i]:
         print(f"{candidates[i]:<10} {result.estimate[i]:>9.0f} {result.proportion[i]:>7.3f} "
-              f"[{low[i]:.3f}, {high[i]:.3f}]")
+              f"{result.fitted_proportion[i]:>7.3f} [{low[i]:.3f}, {high[i]:.3f}]")
 
 truth = {}
 for line in (SAMPLE / "truth.csv").read_text(encoding="utf-8").splitlines()[1:]:

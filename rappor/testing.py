@@ -26,7 +26,9 @@ analysis
     :func:`capped_shares`, :func:`prior_grid` and the shares' constants (:data:`CLEAR_Z`,
     :data:`KEPT_Z`, :data:`PRIOR_CAP_Z`, :data:`BAGGING_GRID`, :data:`N_PRIORS`), the default
     shares' steps, which ``oracle_shares.py`` runs again with one estimate replaced by the
-    truth; :func:`nonneg_fit`, the
+    truth; :func:`ascent_prior` and :func:`npmle_prior`, the coordinate ascent's fitted prior
+    and the NPMLE (``u_profile.py`` scores the regression's evidence over the unexplained
+    mass); :func:`nonneg_fit`, the
     active-set QP (``hand_written.py``); :func:`reference_conditional_probabilities`,
     :func:`reference_em` and :func:`boundary_interval`, google/rappor's association EM as
     written and our default interval, and :func:`association_pass_threads`, the threads of
@@ -45,22 +47,23 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterator
+from typing import Any
 
 from ._util.bits import bitstrings_to_bits
 from .analysis.association import _threads
 from .analysis.association._inference import boundary_interval
 from .analysis.association._reference import reference_conditional_probabilities, reference_em
-from .analysis.decoder import _estimate
+from .analysis.decoder import _estimate, _shares
 from .analysis.decoder._adjust import CORRECTIONS
 from .analysis.decoder._estimate import DecodeOptions, estimate
 from .analysis.decoder._fit import nonneg_fit
 from .analysis.decoder._null import NULLS
-from .analysis.decoder._problem import debias, scale_rows, select_rows, weighted_problem
+from .analysis.decoder._problem import Array, debias, scale_rows, select_rows, weighted_problem
 from .analysis.decoder._screen import cv_lasso
 from .analysis.decoder._shares import BAGGING_GRID, CLEAR_Z, KEPT_Z, N_PRIORS, PRIOR_CAP_Z, bagged_shares
 from .analysis.decoder._shares import _capped as capped_shares
 from .analysis.decoder._shares import _grid as prior_grid
-from .analysis.decoder._shares import coordinate_ascent, fixed_unexplained
+from .analysis.decoder._shares import coordinate_ascent, fixed_unexplained, npmle_prior
 from .analysis.discovery import _oracle, _search
 from .analysis.discovery._confirmation import ConfirmationNull, tilted_tail_probability
 from .client._hmac import hmac_sha256_many, keyed_hmac_sha256
@@ -81,6 +84,7 @@ __all__ = [
     "N_PRIORS",
     "PRIOR_CAP_Z",
     "ConfirmationNull",
+    "ascent_prior",
     "association_pass_threads",
     "DecodeOptions",
     "bagged_shares",
@@ -101,6 +105,7 @@ __all__ = [
     "map_rows_through_csv_module",
     "murmur3_x64_128",
     "nonneg_fit",
+    "npmle_prior",
     "parse_report_block",
     "parse_report_row",
     "prior_grid",
@@ -193,3 +198,30 @@ def shares_inputs() -> Iterator[dict[str, object]]:
         yield record
     finally:
         _estimate._all_shares = all_shares
+
+
+@contextlib.contextmanager
+def ascent_prior() -> Iterator[dict[str, object]]:
+    """Within the block, :func:`coordinate_ascent` records its prior in the dict yielded.
+
+    Keys (the last ascent's, after its last sweep): ``grid`` (the prior's support, in share
+    units) and ``weights`` (its weights after the last EM step).  The ascent computes as
+    without the block.
+    """
+    record: dict[str, object] = {}
+    posterior_sums, relaxed = _shares._posterior_sums, _shares._relaxed
+
+    def recording_sums(stat: Array, grid: Array, w: Array, inv_var: Array, **kwargs: Any) -> Any:
+        record["grid"] = grid
+        return posterior_sums(stat, grid, w, inv_var, **kwargs)
+
+    def recording_relaxed(w: Array, w_em: Array, omega: float) -> Array:
+        record["weights"] = out = relaxed(w, w_em, omega)
+        return out
+
+    _shares._posterior_sums = recording_sums
+    _shares._relaxed = recording_relaxed
+    try:
+        yield record
+    finally:
+        _shares._posterior_sums, _shares._relaxed = posterior_sums, relaxed
