@@ -343,7 +343,7 @@ class AssociationDecoder(CheckedParameters):
             profile_interval=profile, profile_level=profile_level, projected_law=law, maximum_likelihood=mle,
             signed_maximum=None if signed is None else signed.table.reshape(shape),
             signed_std_error=None if signed is None else np.sqrt(np.maximum(np.diag(signed.covariance), 0.0)).reshape(shape),
-            selection_shift=shift)
+            signed_covariance=None if signed is None else signed.covariance, selection_shift=shift)
 
     def _categories(self, batch: ReportBatch, var: Variable, decoder: Any,
                     ) -> tuple[npt.NDArray[np.intp], tuple[str, ...], Any, npt.NDArray[np.float64] | None]:

@@ -122,6 +122,10 @@ class AssociationResult:
         the centre and half-width / z of the intervals (``AssociationDecoder(intervals="signed")``,
         the default; :mod:`rappor.analysis.association._signed`).  ``None`` for the other
         intervals and where that maximum does not exist.
+    signed_covariance : ndarray of shape (cells, cells) or None
+        The signed maximum's covariance (inverse information on the simplex, flat cells in C
+        order), whose diagonal gives ``signed_std_error``: for the standard error of a sum of
+        cells.
     selection_shift : ndarray or None
         How far choosing the categories from the same reports is expected to have moved the
         signed maximum (:mod:`rappor.analysis.association._selection`); the signed intervals
@@ -152,6 +156,7 @@ class AssociationResult:
     maximum_likelihood: Array | None = field(default=None, repr=False, compare=False)
     signed_maximum: Array | None = field(default=None, repr=False, compare=False)
     signed_std_error: Array | None = field(default=None, repr=False, compare=False)
+    signed_covariance: Array | None = field(default=None, repr=False, compare=False)
     selection_shift: Array | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -159,10 +164,11 @@ class AssociationResult:
             arr = np.array(getattr(self, name), dtype=np.float64, copy=True)
             arr.flags.writeable = False
             object.__setattr__(self, name, arr)
-        if self.covariance is not None:
-            cov = np.array(self.covariance, dtype=np.float64, copy=True)
-            cov.flags.writeable = False
-            object.__setattr__(self, "covariance", cov)
+        for name in ("covariance", "signed_covariance"):
+            if getattr(self, name) is not None:
+                cov = np.array(getattr(self, name), dtype=np.float64, copy=True)
+                cov.flags.writeable = False
+                object.__setattr__(self, name, cov)
         if self.projected_law is not None:
             law = np.array(self.projected_law, dtype=np.float32, copy=True)
             law.flags.writeable = False

@@ -56,6 +56,8 @@ def test_intervals_cover_the_table_moved_by_the_selection() -> None:
         every = AssociationDecoder(candidates="all", other="none", independence_test=False).decode(
             sim.reports, sim.variables)
     assert res.selection_shift is not None and every.selection_shift is None
+    assert res.signed_covariance is not None  # its diagonal is the signed standard errors' square
+    np.testing.assert_allclose(np.sqrt(np.diag(res.signed_covariance)).reshape(res.shape), res.signed_std_error)
     # the detected categories' totals move down by their expected excess, which is >= 0
     excess = res.marginal_results[0].selection_excess()
     columns = [res.marginal_results[0].strings.index(c) for c in res.categories[0][:-1]]
