@@ -182,6 +182,10 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
     for key, v in topk_scores(sim.truth, [s for s, k in zip(res.strings, sig) if k], res.proportion[sig]).items():
         out[f"ours_{key}"] = v
     out["ours_missed_top10"] = [s for s in top10 if s not in set(found)]
+    # The false values themselves (significant, held by no client), with their p-values and the cut.
+    out["ours_false_values"] = [[s, float(p), int(f)] for s, p, f, k in zip(res.strings, res.pvalue, res.first_slot, sig)
+                                if k and sim.truth.get(s, 0) == 0]
+    out["ours_cut"] = (res.max_false + 1) * res.significance_level / max(res.n_tested, 1)
     for name, cands, screened in (("stale", stale, True), ("stale+ours", stale + found, True),
                                   ("short", short, False), ("short+ours", short + found, False),
                                   ("ours", found, False)):

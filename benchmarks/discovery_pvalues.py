@@ -2,7 +2,7 @@
 
 For each seed: simulate the benchmark's collection (``benchmarks/discovery.py``: Zipf(1.1)
 population of 20,000 strings, h = 1, discovery k = 256, m = 32, segment 2, max_length 30,
-share 0.75), run :func:`rappor.analysis.discovery.discover` with pruning and the z >= 3 display
+share 0.75; ``--population long-rare --slot-weights ...`` for the long values), run :func:`rappor.analysis.discovery.discover` with pruning and the z >= 3 display
 filter turned off (so every pooled value keeps its p-value; the search itself is unchanged),
 and count the pooled values *nobody holds* with p <= 1e-3 .. 1e-7 against the count
 expected of exact p-values (pooled values times the level).  ``--trim light`` trims one
@@ -26,19 +26,29 @@ from pathlib import Path
 
 import numpy as np
 
-from rappor.analysis.discovery import DiscoverySpec, discover, realistic_population, simulate_discovery
+from rappor.analysis.discovery import DiscoverySpec, discover, simulate_discovery
 from rappor.testing import ConfirmationNull, discovery_settings, tilted_tail_probability
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from discovery import _params  # noqa: E402  (the collection of benchmarks/discovery.py)
+from discovery import POPULATIONS, _params  # noqa: E402  (the collections of benchmarks/discovery.py)
 
 LEVELS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7)
 
 
+def _is_utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def run_seed(n: int, eps: float, seed: int, synthetic: int, tilt: bool, prefix: bytes = b"",
-             slot: int | None = None) -> np.ndarray:
-    spec = DiscoverySpec(params=_params(eps, 256, 32), max_length=30, segment=2, alphabet="bytes")
-    pop = realistic_population(20_000, exponent=1.1, rng=seed)
+             slot: int | None = None, population: str = "realistic",
+             slot_weights: tuple[int, ...] | None = None) -> np.ndarray:
+    spec = DiscoverySpec(params=_params(eps, 256, 32), max_length=30, segment=2, alphabet="bytes",
+                         slot_weights=slot_weights)
+    pop = POPULATIONS[population](seed)
     sim = simulate_discovery(_params(eps, 128, 64), spec, pop, n, discovery_share=0.75, rng=seed)
     captured: dict[str, ConfirmationNull] = {}
     original = ConfirmationNull.pvalues
@@ -64,6 +74,16 @@ def run_seed(n: int, eps: float, seed: int, synthetic: int, tilt: bool, prefix: 
           ", ".join(f"{q:g}: {int(c)} ({res.n_tested * q:.2g})" for q, c in zip(LEVELS, counts[1:])) +
           f"; smallest absent p {smallest}; significant {int(res.significant.sum())}, false {false}, "
           f"recall@10 {sum(s in found for s in top) / 10:.1f}", flush=True)
+    # The absent values by kind: a prefix of 4+ bytes some client holds (the children of true
+    # prefixes), or not (an absent branch); valid UTF-8 or not (bytes no client's text has).
+    prefixes = {v.encode("utf-8")[:i] for v in truth for i in range(4, 31)}
+    values = [v for v, a in zip(res.values, absent) if a]
+    kinds = {"true 4+ byte prefix": np.array([v[:max(4, len(v) - 2)] in prefixes for v in values], dtype=bool)}
+    kinds["absent branch"] = ~kinds["true 4+ byte prefix"]
+    kinds["not UTF-8"] = np.array([not _is_utf8(v) for v in values], dtype=bool)
+    for name, mask in kinds.items():
+        print(f"  {name}: {int(mask.sum()):,} absent; p <= " +
+              ", ".join(f"{q:g}: {int((p[mask] <= q).sum())} ({mask.sum() * q:.2g})" for q in LEVELS[:4]), flush=True)
     null = captured["null"]
     if synthetic or tilt:
         first = int(np.bincount(res.first_slot).argmax()) if slot is None else slot
@@ -111,7 +131,11 @@ def main() -> None:
     ap.add_argument("--slot", type=int, help="with --synthetic/--tilt: the slot the values are found in "
                     "(default: the one with the most pooled values)")
     ap.add_argument("--tilt", action="store_true")
+    ap.add_argument("--population", choices=sorted(POPULATIONS), default="realistic",
+                    help="benchmarks/discovery.py's populations (long-rare: the 10 M case)")
+    ap.add_argument("--slot-weights", default=None, help="W0,W1,...: one integer per slot (rappor discover)")
     args = ap.parse_args()
+    weights = tuple(int(w) for w in args.slot_weights.split(",")) if args.slot_weights else None
     # Every pooled value keeps its p-value (pruning drops values whose evidence fell back,
     # and the result lists z >= 3 only; neither changes the search nor the p-values).  The
     # light trim cuts one cohort at each end (the section 7 trial) instead of m // 8.
@@ -119,7 +143,7 @@ def main() -> None:
     with discovery_settings(keep_every_value=True, trim=1 if args.trim == "light" else None):
         for seed in args.seeds:
             total += run_seed(args.clients, args.eps, seed, args.synthetic, args.tilt, args.prefix.encode(),
-                              args.slot)
+                              args.slot, args.population, weights)
     print(f"all seeds: pooled {int(total[0]):,}; absent with p <= " +
           ", ".join(f"{q:g}: {int(c)} ({total[0] * q:.3g} expected)" for q, c in zip(LEVELS, total[1:])))
 

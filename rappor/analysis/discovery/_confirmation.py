@@ -36,6 +36,20 @@ Values are dropped during the search when their evidence falls back; the p-value
 is that of the statistic the value would have had if scored to the end, so the
 Bonferroni bound over every value pooled (:func:`rappor.analysis.discovery.discover`) holds:
 a dropped value can only lose rejections.
+
+**Which tests count.**  Only pooled values get a p-value, and whether a value is pooled
+depends on the slots up to the one that found it (its prefix's slots, the byte prior
+learnt from them, provisional prefixes): other clients than its confirming slots', so the
+selection leaves its confirming law unchanged and the Bonferroni count is the number
+pooled, however many prefixes and tails the search scored to choose them.
+
+**Two false values in one run.**  Two distinct values nobody holds land on independent
+bits in every confirming slot, even when one begins the other or they share a prefix with
+a frequent value (another head or another tail, each hashed with the cohort's seed; tested
+in ``tests/analysis/discovery/test_discovery_confirmation.py``).  Given the counts, their
+p-values are then independent, so with ``n`` values tested at the cutoff ``c``
+``P(two or more false) <= (n c)**2 / 2``: ``alpha**2 / 2`` (0.00125 at 0.05) at the
+default cutoff ``alpha / n``, against ``alpha`` for one.
 """
 
 from __future__ import annotations
