@@ -26,7 +26,13 @@ Usage::
 
     python benchmarks/association_recipe.py [--classes sb50-100k-low,...] [--seeds 3] [--first-seed 9000]
         [--json FILE] [--recipe-from FILE ...]
+    python benchmarks/association_recipe.py --no-recipe [--classes ...] [--seeds 10] [--first-seed 9002] [--json FILE]
     python benchmarks/association_recipe.py --summarize FILE [FILE ...]
+
+``--no-recipe`` simulates the same collections and decodes them with ours only (seconds a collection
+where the recipe takes minutes to an hour): it prints ours' TV and coverage, pooled over the seeds and
+per band of true share with each band's binomial standard error and number of cells, and one line per
+seed.  ``--summarize`` prints the same coverage table for stored runs.
 
 Prints one row per class: ours' TV, the recipe's TV, their ratio (of the means), ours'
 coverage (pooled; lowest band), seconds.  BLAS threads are pinned to 1.
@@ -35,6 +41,7 @@ coverage (pooled; lowest band), seconds.  BLAS threads are pinned to 1.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -99,6 +106,13 @@ def _scenario(case: Case) -> tuple[np.ndarray, list, list]:
 BANDS = [(0, 0.001), (0.001, 0.005), (0.005, 0.02), (0.02, 1.0)]
 
 
+def _covered(res, truth: np.ndarray) -> list:
+    """Per cell (flat), whether the result's 95% interval holds the truth."""
+    ci = res.confidence_interval()
+    inside = (ci.low <= truth) & (truth <= ci.high) & np.isfinite(ci.low) & np.isfinite(ci.high)
+    return inside.reshape(-1).astype(int).tolist()
+
+
 def _ours(sim) -> dict:
     started = time.perf_counter()
     with warnings.catch_warnings():
@@ -112,7 +126,10 @@ def _ours(sim) -> dict:
     other_mass = float(sum(np.take(res.proportion, -1, axis=i).sum() for i in other))
     return {"tv": total_variation(res.proportion, truth), "seconds": seconds, "cells": int(truth.size),
             "cell_truth": truth.reshape(-1).tolist(), "cell_covered": inside.reshape(-1).astype(int).tolist(),
-            "cell_width": (ci.high - ci.low).reshape(-1).tolist(), "other": other_mass}
+            "cell_width": (ci.high - ci.low).reshape(-1).tolist(), "other": other_mass,
+            "cell_covered_unshifted": _covered(dataclasses.replace(res, selection_shift=None), truth),
+            "cell_estimate": res.proportion.reshape(-1).tolist(),
+            "cell_signed": None if res.signed_maximum is None else res.signed_maximum.reshape(-1).tolist()}
 
 
 def _recipe(sim, seed: int) -> dict:
@@ -145,20 +162,59 @@ def run(args: argparse.Namespace) -> None:
             if args.recipe_from and (name, seed) not in stored:
                 continue  # only the stored collections
             sim = recipe.simulate_google(PRIVACY[case.privacy], joint, values, case.n, candidates=cands, rng=seed)
-            recipe_run = stored[(name, seed)] if (name, seed) in stored else _recipe(sim, seed)
+            if args.no_recipe:
+                recipe_run = None
+            else:
+                recipe_run = stored[(name, seed)] if (name, seed) in stored else _recipe(sim, seed)
             out = {"class": name, "seed": seed, "ours": _ours(sim), "recipe": recipe_run}
             rows.append(out)
             brief = {"class": name, "seed": seed,
-                     **{m: {f: v for f, v in out[m].items() if not f.startswith("cell_")} for m in ("ours", "recipe")}}
+                     **{m: {f: v for f, v in out[m].items() if not f.startswith("cell_")}
+                        for m in ("ours", "recipe") if out[m] is not None}}
             print(json.dumps(brief), file=sys.stderr, flush=True)
             if args.json:
                 with open(args.json, "a") as fh:
                     fh.write(json.dumps(out) + "\n")
     _print_table(rows, names)
+    _print_coverage(rows, names)
+
+
+def _band_coverage(truth: np.ndarray, covered: np.ndarray) -> list[tuple[str, int, float, float]]:
+    """Per band of true share (and pooled): (label, cells, coverage, its binomial standard error)."""
+    out = []
+    for label, sel in [(f"[{lo:g}, {hi:g})", (truth >= lo) & (truth < hi)) for lo, hi in BANDS] + [("pooled", truth >= 0)]:
+        n = int(sel.sum())
+        c = float(covered[sel].mean()) if n else float("nan")
+        out.append((label, n, c, float(np.sqrt(c * (1 - c) / n)) if n else float("nan")))
+    return out
+
+
+def _print_coverage(rows: list, names: list) -> None:
+    """Ours' coverage per class and band of true share, pooled over seeds, with binomial SEs; then per seed.
+
+    The binomial standard error treats cells as independent; cells of one collection share their
+    errors, so the per-seed spread is the better guide to how noisy a pooled figure is.
+    """
+    print("ours' 95% coverage by band of true share: coverage (binomial SE) [cells]; per seed: pooled [cells], TV, Other")
+    for name in names:
+        sel = sorted((r for r in rows if r["class"] == name), key=lambda r: r["seed"])
+        if not sel:
+            continue
+        truth = np.concatenate([r["ours"]["cell_truth"] for r in sel])
+        covered = np.concatenate([r["ours"]["cell_covered"] for r in sel]).astype(float)
+        bands = "  ".join(f"{label} {c:.3f} ({se:.3f}) [{n}]" for label, n, c, se in _band_coverage(truth, covered))
+        tv = np.array([r["ours"]["tv"] for r in sel])
+        print(f"{name} ({len(sel)} seeds; TV {tv.mean():.4f} sd {tv.std(ddof=1) if tv.size > 1 else 0.0:.4f}): {bands}")
+        for r in sel:
+            cov = np.asarray(r["ours"]["cell_covered"], dtype=float)
+            print(f"    {r['seed']}: {cov.mean():.3f} [{cov.size}]  TV {r['ours']['tv']:.4f}  Other {r['ours']['other']:.3f}")
 
 
 def _print_table(rows: list, names: list) -> None:
     """One row per class: ours' and the recipe's mean TV, their ratio, ours' coverage, seconds."""
+    rows = [r for r in rows if r["recipe"] is not None]
+    if not rows:
+        return
     seeds = sorted({r["seed"] for r in rows})
     print(f"seeds {', '.join(map(str, seeds))}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"{'class':<26}{'ours TV':>9}{'recipe TV':>11}{'ratio':>7}{'max ratio':>10}{'coverage':>10}{'min band':>10}"
@@ -188,6 +244,9 @@ def main() -> None:
                         help="reuse the recipe's results stored in this --json file (repeatable): the recipe is "
                              "deterministic given the collection and seed, and its EM takes minutes; only the "
                              "collections stored there are decoded")
+    parser.add_argument("--no-recipe", action="store_true",
+                        help="decode the collections with ours only (no recipe run, no TV ratio): coverage per band "
+                             "pooled over the seeds, with binomial standard errors, and per seed")
     parser.add_argument("--summarize", nargs="+", default=None, metavar="FILE",
                         help="print the table of the runs stored in these --json files (a later line replaces an "
                              "earlier one of the same class and seed) and exit")
@@ -199,7 +258,9 @@ def main() -> None:
                 for line in fh:
                     row = json.loads(line)
                     latest[(row["class"], row["seed"])] = row
-        _print_table(list(latest.values()), [n for n in CLASSES if any(c == n for c, _ in latest)])
+        names = [n for n in CLASSES if any(c == n for c, _ in latest)]
+        _print_table(list(latest.values()), names)
+        _print_coverage(list(latest.values()), names)
         return
     import scipy.linalg  # noqa: F401  (scipy's BLAS loaded first, so that the limit covers it)
     from threadpoolctl import threadpool_limits

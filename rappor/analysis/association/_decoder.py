@@ -35,6 +35,7 @@ from ._mixture import HESSIAN_ROWS, FitResult, ProductLikelihood, _single_thread
 from ._profile import profile_intervals
 from ._other import other_bit_probabilities, undetected_bit_probabilities
 from ._result import AssociationResult, IndependenceTest, check_variable_names
+from ._selection import selection_shift
 from ._shrinkage import shrink_boolean_split, shrink_nested_boolean_split
 from ._signed import observed_covariance, signed_maximum
 from . import _threads
@@ -293,6 +294,9 @@ class AssociationDecoder(CheckedParameters):
                 else:
                     se_method = "inverse information"
             se = np.sqrt(np.maximum(np.diag(cov), 0.0)).reshape(shape)
+        excess = [_selection_excess(sel) for sel in selections] if self.candidates == "detected" else []
+        shift = None if signed is None or not any(ex is not None for ex in excess) \
+            else selection_shift(signed.covariance, shape, excess)
         profile = None
         profile_level = None if self.profile_level is None else float(self.profile_level)
         if profile_level is not None:
@@ -323,6 +327,7 @@ class AssociationDecoder(CheckedParameters):
                                 else "signed maximum" if signed is not None
                                 else "projected" if law is not None else "wald"),
             "signed_iterations": None if signed is None else signed.iterations,
+            "selection_excess": [None if ex is None else round(float(ex.sum()), 6) for ex in excess],
             "independence_seconds": round(t_test - t_cov, 4),
             "independence_iterations": test_iterations,
             "other_probabilities": tuple(sel[3] for sel in selections),
@@ -337,7 +342,8 @@ class AssociationDecoder(CheckedParameters):
             marginal_results=tuple(sel[2] for sel in selections), diagnostics=diagnostics,
             profile_interval=profile, profile_level=profile_level, projected_law=law, maximum_likelihood=mle,
             signed_maximum=None if signed is None else signed.table.reshape(shape),
-            signed_std_error=None if signed is None else np.sqrt(np.maximum(np.diag(signed.covariance), 0.0)).reshape(shape))
+            signed_std_error=None if signed is None else np.sqrt(np.maximum(np.diag(signed.covariance), 0.0)).reshape(shape),
+            signed_covariance=None if signed is None else signed.covariance, selection_shift=shift)
 
     def _categories(self, batch: ReportBatch, var: Variable, decoder: Any,
                     ) -> tuple[npt.NDArray[np.intp], tuple[str, ...], Any, npt.NDArray[np.float64] | None]:
@@ -412,6 +418,20 @@ class AssociationDecoder(CheckedParameters):
                 pvalue = (1.0 + float((draws >= stat).sum())) / (1.0 + draws.size)
                 method = f"likelihood-ratio, boundary-aware ({draws.size} draws)"
         return IndependenceTest(statistic=stat, df=df, pvalue=pvalue, method=method), iterations
+
+
+def _selection_excess(selection: tuple[Any, ...]) -> npt.NDArray[np.float64] | None:
+    """A string variable's categories' expected excess given their detection (0 for Other).
+
+    ``None`` for a boolean and for a marginal decode that does not say it
+    (:meth:`rappor.DecodeResult.selection_excess`).
+    """
+    columns, labels, marginal, _ = selection
+    if marginal is None or not hasattr(marginal, "selection_excess"):
+        return None
+    out = np.zeros(len(labels))
+    out[:len(columns)] = marginal.selection_excess()[columns]
+    return out
 
 
 def _product_start(batches: Sequence[ReportBatch], variables: Sequence[Variable],

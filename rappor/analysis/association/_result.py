@@ -122,6 +122,15 @@ class AssociationResult:
         the centre and half-width / z of the intervals (``AssociationDecoder(intervals="signed")``,
         the default; :mod:`rappor.analysis.association._signed`).  ``None`` for the other
         intervals and where that maximum does not exist.
+    signed_covariance : ndarray of shape (cells, cells) or None
+        The signed maximum's covariance (inverse information on the simplex, flat cells in C
+        order), whose diagonal gives ``signed_std_error``: for the standard error of a sum of
+        cells.
+    selection_shift : ndarray or None
+        How far choosing the categories from the same reports is expected to have moved the
+        signed maximum (:mod:`rappor.analysis.association._selection`); the signed intervals
+        also cover ``signed_maximum - selection_shift``.  ``None`` when no category was chosen
+        by a detection.
     """
 
     variables: tuple[str, ...]
@@ -147,21 +156,24 @@ class AssociationResult:
     maximum_likelihood: Array | None = field(default=None, repr=False, compare=False)
     signed_maximum: Array | None = field(default=None, repr=False, compare=False)
     signed_std_error: Array | None = field(default=None, repr=False, compare=False)
+    signed_covariance: Array | None = field(default=None, repr=False, compare=False)
+    selection_shift: Array | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("proportion", "std_error"):
             arr = np.array(getattr(self, name), dtype=np.float64, copy=True)
             arr.flags.writeable = False
             object.__setattr__(self, name, arr)
-        if self.covariance is not None:
-            cov = np.array(self.covariance, dtype=np.float64, copy=True)
-            cov.flags.writeable = False
-            object.__setattr__(self, "covariance", cov)
+        for name in ("covariance", "signed_covariance"):
+            if getattr(self, name) is not None:
+                cov = np.array(getattr(self, name), dtype=np.float64, copy=True)
+                cov.flags.writeable = False
+                object.__setattr__(self, name, cov)
         if self.projected_law is not None:
             law = np.array(self.projected_law, dtype=np.float32, copy=True)
             law.flags.writeable = False
             object.__setattr__(self, "projected_law", law)
-        for name in ("signed_maximum", "signed_std_error"):
+        for name in ("signed_maximum", "signed_std_error", "selection_shift"):
             value = getattr(self, name)
             if value is not None:
                 arr = np.array(value, dtype=np.float64, copy=True).reshape(self.proportion.shape)
@@ -195,7 +207,9 @@ class AssociationResult:
         (``AssociationDecoder(profile_level=...)``); otherwise, by default
         (``AssociationDecoder(intervals="signed")``), ``signed_maximum ± z * signed_std_error``
         clipped to ``[0, 1]`` and widened where needed to hold :attr:`proportion`
-        (:mod:`rappor.analysis.association._signed`); with ``intervals="projected"``
+        (:mod:`rappor.analysis.association._signed`), and extended to cover the same interval
+        around ``signed_maximum - selection_shift`` (:mod:`rappor.analysis.association._selection`);
+        with ``intervals="projected"``
         ``proportion ± z * std_error`` clipped to ``[0, 1]``, with the upper end raised to the
         ``(1 + level) / 2`` quantile of the estimate's projected-normal law
         (:func:`~rappor.analysis.association._inference.boundary_interval`).  With a shrunk
@@ -213,6 +227,9 @@ class AssociationResult:
             low, high = self.profile_interval.low, self.profile_interval.high
         elif self.signed_maximum is not None and self.signed_std_error is not None:
             low, high = boundary_interval(self.signed_maximum, self.signed_std_error, None, level)
+            if self.selection_shift is not None:
+                moved = boundary_interval(self.signed_maximum - self.selection_shift, self.signed_std_error, None, level)
+                low, high = np.fmin(low, moved[0]), np.fmax(high, moved[1])
             low, high = np.fmin(low, self.proportion), np.fmax(high, self.proportion)
         else:
             center = self.proportion if self.maximum_likelihood is None else self.maximum_likelihood

@@ -58,17 +58,8 @@ def selective_interval(share: Array, se: Array, pvalue: Array, detected: npt.NDA
     low, high = wald_interval(share, se, tails.two_sided_z(confidence_level))
     sel = detected & np.isfinite(share) & np.isfinite(se) & (se > 0)
     if sel.any():
-        # The detection threshold on the p-values lies between the largest detected and the
-        # smallest undetected p-value: take their geometric mean, as a calibrated z-score,
-        # and carry it to each candidate's Wald scale by the ratio of its two z-scores.
-        pv = np.clip(np.nan_to_num(pvalue, nan=1.0), 1e-300, 1.0)
-        p_in = float(np.max(pv[sel]))
-        rest = pv[first_of_group & ~detected]
-        p_out = float(np.min(rest)) if rest.size else 1.0
-        cut_cal = float(tails.norm_isf(math.sqrt(p_in * max(p_out, p_in))))
         zw = share[sel] / se[sel]
-        zc = tails.norm_isf(pv[sel])
-        cutoff = np.where(zc > 0, zw * cut_cal / np.maximum(zc, 1e-300), cut_cal)
+        cutoff = detection_cutoffs(share, se, pvalue, detected, first_of_group)[sel]
         # The pivot needs z clearly above its cutoff: at or just above it, it says only that
         # the effect may be anything below (and a detected share of 0 has no Wald z at all).
         # Those few get the FCR interval instead.
@@ -84,6 +75,59 @@ def selective_interval(share: Array, se: Array, pvalue: Array, detected: npt.NDA
             at = idx[~pivot]
             low[at], high[at] = wald_interval(share[at], se[at], z_fcr)
     return low, high
+
+
+def detection_cutoffs(share: Array, se: Array, pvalue: Array, detected: npt.NDArray[np.bool_],
+                      first_of_group: npt.NDArray[np.bool_]) -> Array:
+    """Each detected candidate's detection threshold on its Wald z ``share / se``; ``nan`` for the others.
+
+    The threshold on the p-values lies between the largest detected and the smallest
+    undetected p-value: their geometric mean, as a calibrated z-score, is carried to each
+    candidate's Wald scale by the ratio of its Wald and calibrated z-scores.
+    ``first_of_group`` marks one candidate per group of indistinguishable ones.
+    """
+    out = np.full(share.shape, np.nan)
+    sel = detected & np.isfinite(share) & np.isfinite(se) & (se > 0)
+    if sel.any():
+        pv = np.clip(np.nan_to_num(pvalue, nan=1.0), 1e-300, 1.0)
+        p_in = float(np.max(pv[sel]))
+        rest = pv[first_of_group & ~detected]
+        p_out = float(np.min(rest)) if rest.size else 1.0
+        cut_cal = float(tails.norm_isf(math.sqrt(p_in * max(p_out, p_in))))
+        zw = share[sel] / se[sel]
+        zc = tails.norm_isf(pv[sel])
+        out[sel] = np.where(zc > 0, zw * cut_cal / np.maximum(zc, 1e-300), cut_cal)
+    return out
+
+
+def truncated_normal_mean_inverse(z: Array, cutoff: Array) -> Array:
+    """The ``mu >= 0`` whose law ``N(mu, 1)`` truncated to ``(cutoff, inf)`` has mean ``z``.
+
+    The mean of the truncated law is ``mu + phi(c - mu) / Q(c - mu)`` (``Q`` the normal
+    survival function; Johnson, Kotz and Balakrishnan 1994, *Continuous Univariate
+    Distributions* 1, 13.10.1), increasing in ``mu``: this is the conditional
+    moment estimate of ``mu`` from one observation ``z > c`` given its selection (the
+    conditional maximum-likelihood estimate of Zhong and Prentice 2008, Biostatistics 9(4),
+    solves a nearby equation).  ``0`` where even ``mu = 0`` gives a mean above ``z`` (an
+    observation at the cutoff says only that the effect may be anything small); solved by
+    bisection, vectorized.
+    """
+    z = np.asarray(z, dtype=np.float64)
+    c = np.broadcast_to(np.asarray(cutoff, dtype=np.float64), z.shape)
+
+    def mean(mu: Array) -> Array:
+        out: Array = mu + np.exp(tails.norm_logpdf(c - mu) - tails.norm_logsf(c - mu))
+        return out
+
+    lo = np.zeros_like(z)
+    hi = np.maximum(np.maximum(z, c), 0.0) + 10.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        below = mean(mid) < z
+        lo = np.where(below, mid, lo)
+        hi = np.where(below, hi, mid)
+    result: Array = np.where(mean(np.zeros_like(z)) >= z, 0.0, 0.5 * (lo + hi))
+    return result
 
 
 def truncated_normal_interval(z: Array, cutoff: Array | float, confidence_level: float) -> tuple[Array, Array]:

@@ -21,7 +21,8 @@ from ..._util.results import ConfidenceInterval
 from ..._util.table import TextTable, labelled_table
 from ..._util.validation import check_options, check_probability
 from ...params import Params
-from ._intervals import fcr_critical_value, selective_interval, wald_interval
+from ._intervals import (detection_cutoffs, fcr_critical_value, selective_interval, truncated_normal_mean_inverse,
+                         wald_interval)
 from ._problem import Array, IntArray
 
 #: The columns of :meth:`DecodeResult.table_array`: google/rappor's results.csv columns with
@@ -312,6 +313,35 @@ class DecodeResult:
         if kind == "count":
             low, high = low * self.n_reports, high * self.n_reports
         return ConfidenceInterval(low=low, high=high)
+
+    def selection_excess(self) -> Array:
+        """How far each detected candidate's least-squares share is expected to exceed its true share, given its detection.
+
+        A candidate is detected when its estimate is high, so a detected one near the
+        threshold was probably lucky: its share overstates the truth (the "winner's curse").
+        Read, as for the selective intervals, as ``z = share / se`` observed given ``z > c``
+        (:func:`~rappor.analysis.decoder._intervals.detection_cutoffs`), the excess is
+        ``se (z - mu)`` with ``mu >= 0`` the effect whose truncated normal law has mean ``z``
+        (:func:`~rappor.analysis.decoder._intervals.truncated_normal_mean_inverse`): about 0
+        far above the threshold, up to the whole share at it.  Candidates are taken one at a
+        time (their estimates' correlations are ignored).
+
+        Returns
+        -------
+        ndarray of shape (n_candidates,)
+            ``fitted_proportion`` units; 0 for the candidates that were not detected (and
+            for those without a finite Wald z).
+        """
+        share = np.asarray(self.fitted_proportion, dtype=np.float64)
+        se = np.asarray(self.prop_std_error, dtype=np.float64)
+        cutoff = detection_cutoffs(share, se, np.asarray(self.pvalue, dtype=np.float64), self.detected,
+                                   _first_of_group(self.group))
+        out = np.zeros(share.shape)
+        sel = np.isfinite(cutoff)
+        if sel.any():
+            z = share[sel] / se[sel]
+            out[sel] = se[sel] * (z - truncated_normal_mean_inverse(z, cutoff[sel]))
+        return out
 
     def _fcr_critical_value(self, level: float) -> float:
         n_tests = self.diagnostics.distinguishable

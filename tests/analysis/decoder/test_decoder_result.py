@@ -9,11 +9,24 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import optimize, stats
 
 from rappor import Aggregate, Decoder, IndistinguishableCandidatesWarning, Params, hash_candidates
 from rappor.analysis.decoder import DecodeDiagnostics, DecodeResult
 from rappor.formats import write_results
+
+
+def _three_detected(third: float) -> DecodeResult:
+    """Five candidates (SE 0.01): a strong one, one at share 0 and ``third`` detected (p 1e-4); two undetected."""
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    prop = np.array([0.2, 0.0, third, 0.0, 0.001])
+    se = np.full(5, 0.01)
+    pv = np.array([1e-80, 1e-5, 1e-4, 0.3, 0.5])
+    sig = np.array([True, True, True, False, False])
+    return DecodeResult(strings=tuple("abcde"), estimate=prop * 1e5, std_error=se * 1e5, proportion=prop,
+                        prop_std_error=se, pvalue=pv, adjusted_pvalue=np.minimum(pv * 5, 1.0), significant=sig,
+                        group=np.arange(5), n_reports=100_000, params=params, significance_level=0.05,
+                        correction="fdr")
 
 
 def test_selective_interval_of_detected_zero_share_is_not_degenerate():
@@ -23,15 +36,7 @@ def test_selective_interval_of_detected_zero_share_is_not_degenerate():
     gets the FCR interval, as does a string barely above the detection cutoff.  Strong
     strings keep the Wald interval (far above the cutoff the pivot is the Wald interval).
     """
-    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
-    prop = np.array([0.2, 0.0, 0.031, 0.0, 0.001])
-    se = np.full(5, 0.01)
-    pv = np.array([1e-80, 1e-5, 1e-4, 0.3, 0.5])
-    sig = np.array([True, True, True, False, False])
-    res = DecodeResult(strings=tuple("abcde"), estimate=prop * 1e5, std_error=se * 1e5, proportion=prop,
-                       prop_std_error=se, pvalue=pv, adjusted_pvalue=np.minimum(pv * 5, 1.0), significant=sig,
-                       group=np.arange(5), n_reports=100_000, params=params, significance_level=0.05,
-                       correction="fdr")
+    res = _three_detected(0.031)
     sel = res.confidence_interval(0.95, adjust="selective")
     fcr = res.confidence_interval(0.95, adjust="fcr")
     z_fcr = stats.norm.isf(3 / 5 * 0.05 / 2)  # 3 detected of 5 tests (Benjamini-Yekutieli)
@@ -40,6 +45,26 @@ def test_selective_interval_of_detected_zero_share_is_not_degenerate():
     np.testing.assert_allclose([sel.low[0], sel.high[0]], [0.2 - 1.959964 * 0.01, 0.2 + 1.959964 * 0.01],
                                atol=1e-6)
     assert sel.low[2] <= 0.031 <= sel.high[2] and sel.high[2] > sel.low[2]
+
+
+def test_selection_excess_is_the_truncated_normal_excess_of_the_detected():
+    """Detected strings: ``se (z - mu)`` with ``mu`` the truncated normal's mean inverse at the detection cutoff.
+
+    The cutoff lies between the largest detected p-value (1e-4) and the smallest undetected
+    one (0.3): calibrated z = isf(sqrt(1e-4 x 0.3)) = 3.43, carried to each Wald scale by
+    ``z_wald / z_calibrated``.  A string 20 SE above it has excess 0 (to 1e-12 SE); one just
+    above it nearly its whole share; undetected ones 0.
+    """
+    res = _three_detected(0.036)
+    excess = res.selection_excess()
+    assert excess[0] == pytest.approx(0.0, abs=1e-14)
+    assert excess[1] == 0.0  # share 0: no Wald z to read
+    assert (excess[3:] == 0.0).all()
+    cut = stats.norm.isf(math.sqrt(1e-4 * 0.3)) * 3.6 / stats.norm.isf(1e-4)
+    mu = 0.0 if stats.truncnorm.mean(cut, np.inf) >= 3.6 else optimize.brentq(
+        lambda m: stats.truncnorm.mean(cut - m, np.inf, loc=m) - 3.6, 0.0, 20.0)
+    assert excess[2] == pytest.approx(0.01 * (3.6 - mu), abs=1e-9)
+    assert 0.0 < excess[2] <= 0.036
 
 
 

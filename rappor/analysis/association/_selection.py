@@ -1,0 +1,71 @@
+"""Where the choice of categories by the same reports moves the table (private).
+
+A string variable's categories are the candidates its marginal decode detects, on the same
+reports the joint table is then fitted to.  A candidate near the detection threshold is
+detected when its noise happened to be high, so the detected candidates' shares in the
+table come out too high together and the rest of the table -- "Other" most -- too low
+(measured at a million clients and f=0.75: the detected candidates below a share of 0.02
++0.04 to +0.10 together, 1.6-4.0 of that sum's standard error; with the categories chosen on
+an independent collection, 0.4 on average; ``docs/notes/association-measurements.md``).  The
+intervals of the signed maximum do not see it: it is a bias given the selection, not noise.
+
+Each detected category's expected excess is its marginal decode's
+(:meth:`rappor.DecodeResult.selection_excess`: the truncated-normal conditional estimate).
+Where the rest of the table gives that mass back is read from the likelihood: in the
+quadratic approximation around the signed maximum ``t`` with covariance ``V``, the table
+that maximizes the likelihood with each detected category's total lowered by its excess
+``delta`` is ``t - V A (A' V A)^{-1} delta`` (``A`` sums the cells of each category; the
+constrained maximum of a normal log-likelihood, e.g. Rao 1973, *Linear Statistical Inference*,
+4a.9).  The intervals then also cover the table moved so (their union with the interval
+around it): they widen on the side the selection could have moved each cell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["selection_shift"]
+
+Array = npt.NDArray[np.float64]
+
+
+def selection_shift(covariance: Array, shape: tuple[int, ...], excess: Sequence[Array | None]) -> Array | None:
+    """The move of the table's cells that the detected categories' expected excess implies.
+
+    Parameters
+    ----------
+    covariance : ndarray of shape (cells, cells)
+        Of the signed maximum (inverse information on the simplex).
+    shape : tuple of int
+        The table's shape, one axis per variable.
+    excess : sequence of ndarray or None
+        Per variable, the expected excess of each category's share (0 for Other and for
+        categories that were not chosen by a detection); ``None`` for a variable whose
+        categories were not chosen from the data (a boolean, every candidate).
+
+    Returns
+    -------
+    ndarray of shape ``shape`` or None
+        ``V A (A' V A)^+ delta``: to subtract from the signed maximum.  ``None`` when no
+        category has an excess or the covariance has infinite entries.
+    """
+    if not np.isfinite(covariance).all():
+        return None
+    labels = np.indices(shape).reshape(len(shape), -1)
+    columns, delta = [], []
+    for axis, values in enumerate(excess):
+        if values is None:
+            continue
+        for category in np.flatnonzero(np.asarray(values) > 0):
+            columns.append(labels[axis] == category)
+            delta.append(float(values[category]))
+    if not columns:
+        return None
+    a = np.array(columns, dtype=np.float64).T
+    va = covariance @ a
+    solution = np.linalg.lstsq(a.T @ va, np.array(delta), rcond=1e-10)[0]
+    shift: Array = (va @ solution).reshape(shape)
+    return shift
