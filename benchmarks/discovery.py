@@ -30,7 +30,9 @@ domain-like strings of 6-15 bytes, lengths as English words of 6+ letters): ``lo
 20,000 strings, Zipf(0.6), top 10 at 0.77% .. 0.19% each (the issue's 10 M target: recall@10
 >= 0.9, at most one false string); ``long-common``, 2,000 strings, Zipf(0.85), top 10 at 6.8%
 .. 0.96% (the 1 M target).  ``--slot-weights`` and ``--max-length`` set the discovery layout
-(``rappor plan --discovery-lengths 6-15`` gives weights for these); ``--no-final`` skips the
+(default: every slot the same weight, not what the planner recommends; ``rappor plan
+--discovery-lengths 6-15`` gives the weights for these, ``12,20,18,17,14,12,9,7,1,1,1,2,3,3,4,4``
+at 10 M, which every long-rare figure in docs/benchmarks.md passes); ``--no-final`` skips the
 final full-string decodes (at 10 M they take most of a run).  ``--weighting finding`` runs the
 confirmation's weighted Bonferroni (``discover(weighting="finding")``) and writes the same run's
 figures at the uniform cut too (``uniform_*``): a paired comparison from one search.  Seed 100 was used to design
@@ -330,7 +332,8 @@ def main() -> None:
     ap.add_argument("--population", choices=sorted(POPULATIONS), default="realistic",
                     help="realistic: Zipf(1.1) over 5-30 byte strings; long-rare / long-common: 6-15 byte values")
     ap.add_argument("--max-length", type=int, default=30, help="longest discoverable value (rappor discover)")
-    ap.add_argument("--slot-weights", default=None, help="W0,W1,...: one integer per slot (rappor discover)")
+    ap.add_argument("--slot-weights", default=None, help="W0,W1,...: one integer per slot (default: all equal; "
+                    "the planner's weights come from rappor plan --discovery-lengths)")
     ap.add_argument("--no-final", action="store_true",
                     help="skip the final full-string decodes (discovery's own figures only; at 10 M they take most "
                          "of a run)")
