@@ -9,6 +9,7 @@ detection (:func:`selective_interval`, by inverting :func:`truncated_normal_inte
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import math
 
 import numpy as np
@@ -119,15 +120,21 @@ def truncated_normal_mean_inverse(z: Array, cutoff: Array) -> Array:
         out: Array = mu + np.exp(tails.norm_logpdf(c - mu) - tails.norm_logsf(c - mu))
         return out
 
-    lo = np.zeros_like(z)
-    hi = np.maximum(np.maximum(z, c), 0.0) + 10.0
-    for _ in range(60):
+    root = _bisect_increasing(mean, np.zeros_like(z), np.maximum(np.maximum(z, c), 0.0) + 10.0, z, 60)
+    result: Array = np.where(mean(np.zeros_like(z)) >= z, 0.0, root)
+    return result
+
+
+def _bisect_increasing(f: Callable[[Array], Array], lo: Array, hi: Array, target: Array | float,
+                       iterations: int) -> Array:
+    """Where the increasing ``f`` crosses ``target`` within ``[lo, hi]``, elementwise, by bisection."""
+    for _ in range(iterations):
         mid = 0.5 * (lo + hi)
-        below = mean(mid) < z
+        below = f(mid) < target
         lo = np.where(below, mid, lo)
         hi = np.where(below, hi, mid)
-    result: Array = np.where(mean(np.zeros_like(z)) >= z, 0.0, 0.5 * (lo + hi))
-    return result
+    out: Array = 0.5 * (lo + hi)
+    return out
 
 
 def truncated_normal_interval(z: Array, cutoff: Array | float, confidence_level: float) -> tuple[Array, Array]:
@@ -158,18 +165,14 @@ def truncated_normal_interval(z: Array, cutoff: Array | float, confidence_level:
     c = np.broadcast_to(np.asarray(cutoff, dtype=np.float64), z.shape)
     tail = (1.0 - confidence_level) / 2.0
 
-    def solve(ratio: float) -> Array:
-        # Q(z - mu) / Q(cutoff - mu) increases from 0 to 1 in mu: find where it equals ``ratio``.
-        lo = np.minimum(c, z) - 1000.0  # just above the cutoff the bounds run far down; 0 in shares
-        hi = z + 10.0
-        target = math.log(ratio)
-        for _ in range(90):
-            mid = 0.5 * (lo + hi)
-            below = tails.norm_logsf(z - mid) - tails.norm_logsf(c - mid) < target
-            lo = np.where(below, mid, lo)
-            hi = np.where(below, hi, mid)
-        out: Array = 0.5 * (lo + hi)
+    def log_ratio(mu: Array) -> Array:
+        out: Array = tails.norm_logsf(z - mu) - tails.norm_logsf(c - mu)
         return out
+
+    def solve(ratio: float) -> Array:
+        # Q(z - mu) / Q(cutoff - mu) increases from 0 to 1 in mu: find where it equals ``ratio``
+        # (just above the cutoff the bounds run far down; 0 in shares).
+        return _bisect_increasing(log_ratio, np.minimum(c, z) - 1000.0, z + 10.0, math.log(ratio), 90)
 
     return solve(tail), solve(1.0 - tail)
 
