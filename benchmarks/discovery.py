@@ -144,7 +144,7 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
             trace: bool = False, population: str = "realistic", max_length: int = 30,
             slot_weights: tuple[int, ...] | None = None, final: bool = True,
             prior_mix: float = DEFAULT_PRIOR_MIX, rescue: float = DEFAULT_RESCUE,
-            max_false: int = 0, weighting: str = "uniform") -> dict[str, Any]:
+            max_false: int = 0, weighting: str = "uniform", rescue_split: str = "even") -> dict[str, Any]:
     """One collection: simulate, discover, decode (and PEM); returns the figures."""
     if split == "clients":
         full_p, disc_p = _params(eps, 128, 64), _params(eps, 256, 32)
@@ -160,7 +160,7 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
                            "fraction": fraction if split == "budget" else None, "beam": beam, "method": method,
                            "alphabet": alphabet, "population": population, "max_length": max_length,
                            "slot_weights": slot_weights, "prior_mix": prior_mix, "rescue": rescue,
-                           "max_false": max_false, "weighting": weighting}
+                           "max_false": max_false, "weighting": weighting, "rescue_split": rescue_split}
     t0 = time.perf_counter()
     sim = simulate_discovery(full_p, spec, pop, n, discovery_share=share, split=split, method=method,
                              chunk_size=chunk, rng=seed)
@@ -170,7 +170,7 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
     t0 = time.perf_counter()
     t_cpu = time.process_time()
     res = discover(sim.discovery, spec, beam=beam, prior_mix=prior_mix, rescue=rescue, max_false=max_false,
-                   weighting=weighting, trace=[s.encode("utf-8") for s in top10] if trace else ())
+                   weighting=weighting, rescue_split=rescue_split, trace=[s.encode("utf-8") for s in top10] if trace else ())
     out["discover_s"] = time.perf_counter() - t0
     out["discover_cpu_s"] = time.process_time() - t_cpu
     out["prior_perplexity"] = [row.get("prior_perplexity") for row in res.diagnostics["slots"]]
@@ -347,6 +347,8 @@ def main() -> None:
     ap.add_argument("--weighting", choices=("uniform", "finding"), default="uniform",
                     help="how the confirmation's level is spread over the pooled values (discover's weighting); "
                          "with 'finding' the uniform cut's figures of the same run are written too (uniform_*)")
+    ap.add_argument("--rescue-split", choices=("even", "evidence"), default="even",
+                    help="how the provisional prefixes' budget is spread (discover's rescue_split)")
     ap.add_argument("--json", metavar="PATH", help="append one JSON line per run")
     ap.add_argument("--from-json", nargs="+", metavar="PATH",
                     help="print markdown tables (mean ± sd over seeds) of earlier --json runs and exit")
@@ -366,7 +368,7 @@ def main() -> None:
                                               args.beam, args.method, args.alphabet, args.chunk,
                                               args.trace, args.population, args.max_length,
                                               weights, not args.no_final, args.prior_mix, args.rescue,
-                                              args.max_false, args.weighting).result()
+                                              args.max_false, args.weighting, args.rescue_split).result()
                         print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}),
                               flush=True)
                         if args.json:

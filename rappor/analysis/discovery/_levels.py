@@ -95,6 +95,20 @@ def _isf_table(q: Array) -> Array:
     return out
 
 
+def _tail_budgets(tails: list[bytes], weights: Array) -> tuple[npt.NDArray[np.bool_], Array]:
+    """Whether each tail is partial, and its share of a unit budget (:func:`_tail_levels`): a partial
+    tail's prior weight, a complete tail's weight times its length group's share of the complete tails."""
+    partial = np.array([t[:1] == PARTIAL for t in tails], dtype=bool)
+    lengths = np.array([len(t) for t in tails], dtype=np.int64)
+    budget = np.where(partial, weights, 0.0)
+    complete = ~partial
+    n_complete = int(complete.sum())
+    for length in np.unique(lengths[complete]).tolist():
+        group = complete & (lengths == length)
+        budget[group] = weights[group] * (group.sum() / max(n_complete, 1))
+    return partial, budget
+
+
 def _tail_levels(tails: list[bytes], weights: Array, th: _Thresholds, false_children: float, reserve: float,
                  pending: float) -> tuple[Array, Array, Array]:
     """Per-tail ``(extend, reserve, pending)`` levels spreading each budget by the prior ``weights``.
@@ -106,14 +120,8 @@ def _tail_levels(tails: list[bytes], weights: Array, th: _Thresholds, false_chil
     to its tails, as with one level).  With uniform weights they are the scalar levels.
     Levels of the other kind are ``inf``.
     """
-    partial = np.array([t[:1] == PARTIAL for t in tails], dtype=bool)
-    lengths = np.array([len(t) for t in tails], dtype=np.int64)
-    budget = np.where(partial, weights, 0.0)
+    partial, budget = _tail_budgets(tails, weights)
     complete = ~partial
-    n_complete = int(complete.sum())
-    for length in np.unique(lengths[complete]).tolist():
-        group = complete & (lengths == length)
-        budget[group] = weights[group] * (group.sum() / max(n_complete, 1))
     z = _isf_table(np.minimum(np.outer((false_children, false_children + reserve, pending), budget), 0.5))
     extend = np.where(partial, z[0], np.inf)
     low = np.where(partial, np.minimum(z[1], extend), np.inf)

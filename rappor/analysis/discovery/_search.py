@@ -24,8 +24,9 @@ The search walks the slots in order (:mod:`rappor.analysis.discovery`).  It keep
    (``rescue`` more absent children per prefix) are kept *provisionally*, at most
    :data:`_RESCUE_BEAM` a slot: in the next slot only their most likely tails are scored,
    and a child is kept (or pooled) only at a strong level, so that all provisional
-   prefixes together leave ``rescue_false`` absent regular children per prefix (a
-   two-step test: a true prefix survives one deep dip when its next link is strong).
+   prefixes together leave at most ``rescue_false`` absent regular children per regular
+   prefix (:mod:`._rescue`; a two-step test: a true prefix survives one deep dip when its
+   next link is strong).
 3. Complete candidates with ``z >= z_pending`` (a low bar) join the pool.  Every pooled
    value is scored again in **every later slot** (a value of length ``l`` is whole in
    all slots with ``n_s >= l``, and the last slot, the confirmation slot, has every
@@ -66,8 +67,9 @@ from ._levels import DEFAULT_PENDING as DEFAULT_PENDING
 from ._levels import DEFAULT_PRIOR_MIX as DEFAULT_PRIOR_MIX
 from ._levels import DEFAULT_RESERVE as DEFAULT_RESERVE
 from ._levels import _thresholds as _thresholds
-from ._levels import _likely_tails, _normal_isf, _normal_sf, _tail_levels, _tails, _Thresholds
+from ._levels import _normal_isf, _normal_sf, _tail_levels, _tails
 from ._prior import TailPrior
+from ._rescue import DEFAULT_RESCUE, DEFAULT_RESCUE_FALSE, _RESCUE_BEAM, _provisional_children, provisional_budgets
 from ._spec import COMPLETE, PARTIAL, DiscoverySpec
 
 __all__ = ["DiscoveryResult", "discover", "display_string"]
@@ -226,15 +228,6 @@ _MIN_COHORTS = 8
 #: Pooled values whose z-score over all their slots falls below this are dropped.
 _PRUNE_Z = 1.5
 
-#: Tails of each kind scored for a provisional prefix (the most likely by the prior).
-_LIKELY_TAILS = 4096
-
-#: Most provisional prefixes kept per slot.
-_RESCUE_BEAM = 1000
-
-#: :func:`discover`'s defaults of ``rescue`` and ``rescue_false``.
-DEFAULT_RESCUE, DEFAULT_RESCUE_FALSE = 16.0, 0.1
-
 #: Pooled values listed in the result: confirming z-score at least this (significant or not).
 _SHOW_Z = 3.0
 
@@ -292,29 +285,10 @@ def _uniform_weights(tails: list[bytes]) -> Array:
     return np.array([1.0 / sizes[(t[:1], len(t))] for t in tails], dtype=np.float64)
 
 
-def _provisional_children(oracle: SlotOracle, heads: list[bytes], tails: list[bytes], weights: Array,
-                          th: _Thresholds, false_children: float, pending: float,
-                          ) -> list[tuple[bytes, bool, float, float, float]]:
-    """Children of provisional prefixes that pass their (strong) levels: ``(value, partial, estimate, std_error,
-    level)``.
-
-    Only the :data:`_LIKELY_TAILS` most likely tails of each kind (by the prior) are
-    scored, each budget spread over them alone (:func:`_likely_tails`): ``false_children``
-    absent partial children and ``pending`` absent complete ones per head, on average.
-    """
-    idx, sub = _likely_tails(tails, weights, _LIKELY_TAILS)
-    chosen = [tails[i] for i in idx.tolist()]
-    lv_extend, _, lv_pending = _tail_levels(chosen, sub, th, false_children, 0.0, pending)
-    hi, ti, est, se = oracle.extensions_above(heads, chosen, np.minimum(lv_extend, lv_pending), robust=True)
-    level = np.minimum(lv_extend, lv_pending).tolist()
-    return [(heads[h] + chosen[t][1:], chosen[t][:1] == PARTIAL, e, s, level[t])
-            for h, t, e, s in zip(hi.tolist(), ti.tolist(), est.tolist(), se.tolist())]
-
-
 def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
              false_children: float = DEFAULT_FALSE_CHILDREN, reserve: float = DEFAULT_RESERVE,
              pending: float = DEFAULT_PENDING, z_extend: float | None = None, prior_mix: float = DEFAULT_PRIOR_MIX,
-             rescue: float = DEFAULT_RESCUE, rescue_false: float = DEFAULT_RESCUE_FALSE,
+             rescue: float = DEFAULT_RESCUE, rescue_false: float = DEFAULT_RESCUE_FALSE, rescue_split: str = "even",
              significance_level: float = 0.05, max_false: int = 0, weighting: str = "uniform", max_candidates: int = 1 << 28, explain: int = 256,
              trace: Sequence[bytes] = (), progress: Callable[[int], None] | None = None) -> DiscoveryResult:
     """Find frequent values in discovery reports (see the module docstring).
@@ -356,17 +330,26 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         Expected absent partial children of a regular prefix kept *provisionally*, from
         slot 1 on: those with ``z`` below ``z_reserve`` and above the level of the budget
         ``false_children + reserve + rescue`` (spread by the prior as the others), at most
-        :data:`_RESCUE_BEAM` a slot, most likely first.  A provisional prefix is extended
-        in the next slot by the :data:`_LIKELY_TAILS` most likely tails of each kind only,
-        and its children are kept (partial) or pooled (complete) at the budgets
-        ``false_children`` and ``pending`` times ``rescue_false / (rescue *
-        false_children)``: a true prefix whose z-score dips once far below ``z_reserve``
-        is kept when its next slot is strong.  0 turns it off (so does ``z_extend``).
+        ``_RESCUE_BEAM`` (1,000) a slot, most likely first.  A provisional prefix is extended
+        in the next slot by the ``_LIKELY_TAILS`` (4,096) most likely tails of each kind only,
+        and its children are kept (partial) or pooled (complete) at its share of the
+        budget ``rescue_false`` (below): a true prefix whose z-score dips once far below
+        ``z_reserve`` is kept when its next slot is strong.  0 turns it off (so does
+        ``z_extend``).
     rescue_false : float, default=0.1
-        Expected absent regular prefixes that the provisional ones of one regular prefix
-        leave in the next slot (with the defaults each prefix leaves ``0.25 + 2 x 0.25 +
-        0.1 = 0.85`` absent regular prefixes one or two slots later: below one, so absent
-        branches still die out).
+        Expected absent regular prefixes that the provisional ones leave in the next slot,
+        per regular prefix of the slot (with the defaults each prefix leaves ``0.25 + 2 x
+        0.25 + 0.1 = 0.85`` absent regular prefixes one or two slots later: below one, so
+        absent branches still die out).
+    rescue_split : {"even", "evidence"}, default="even"
+        How ``rescue_false`` is spread over the provisional prefixes
+        (:func:`rappor.analysis.discovery._rescue.provisional_budgets`): ``"even"``,
+        ``rescue_false / rescue`` absent partial children each (the whole budget is spent
+        when ``rescue`` provisional prefixes per regular prefix are kept; less when the
+        beam of 1,000 binds); ``"evidence"``, all of ``rescue_false`` times the regular
+        prefixes, in proportion to ``pi_t / (1 - Phi(z))`` of each one's first link (Fisher's
+        product of the two links' p-values).  Their complete children get ``pending /
+        false_children`` times as much.
     significance_level : float, default=0.05
         Level of :attr:`DiscoveryResult.significant`: the chance of more than
         ``max_false`` false significant values is at most this (Bonferroni).
@@ -420,10 +403,13 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
     t_extend = th.extend
     n_rescue = check_real(rescue, "rescue", "discover", low=0.0)
     r_false = check_real(rescue_false, "rescue_false", "discover", low=0.0, low_open=True)
-    kappa = r_false / (n_rescue * false_children) if n_rescue > 0 else 0.0
+    kappa = r_false / (n_rescue * false_children) if n_rescue > 0 else 0.0  # > 0: provisional prefixes on
     k_false = check_int(max_false, "max_false", "discover", low=0)
     weighted = check_options(weighting, "weighting", "discover", ("uniform", "finding")) == "finding"
+    split = check_options(rescue_split, "rescue_split", "discover", ("even", "evidence"))
     provisional: list[bytes] = []
+    provisional_rank: list[float] = []  # (1 - Phi(z)) / pi_t of each provisional prefix's first link
+    n_regular = 0  # regular prefixes of the slot before (those that could have provisional children)
     symbols = spec.symbols
     prior = TailPrior(symbols, mix=mix)
     learnt: set[tuple[bytes, bytes]] = set()
@@ -495,8 +481,9 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         if provisional and kappa > 0:
             t_prov = time.process_time()
             # Prefixes kept provisionally in the slot before: their children must be strong.
-            for value, partial_child, e, s_e, lv in _provisional_children(oracle, provisional, tails, weights, th,
-                                                                       false_children * kappa, pending * kappa):
+            budgets = provisional_budgets(np.array(provisional_rank), n_regular, r_false, split, n_rescue)
+            for value, partial_child, e, s_e, lv in _provisional_children(
+                    oracle, provisional, budgets, pending / false_children, tails, weights, th.extend):
                 if partial_child:
                     kept.append((e / s_e, value))
                 elif value not in pool:
@@ -552,11 +539,13 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         kept.sort(key=lambda zv: -zv[0])
         reserved.sort(key=lambda zv: -zv[0])
         chosen = kept[:width] + reserved[:max(width - len(kept), 0)]
+        n_regular = sum(1 for head in scores.frontier if head not in in_reserve)
         frontier = [v for _, v in chosen]
         frontier_z = [z for z, _ in chosen]
         in_reserve = {v for _, v in reserved[:max(width - len(kept), 0)]}
         rescued.sort(key=lambda zv: -zv[0])
         provisional = [v for _, v in rescued[:_RESCUE_BEAM]] if kappa > 0 else []
+        provisional_rank = [-r for r, _ in rescued[:_RESCUE_BEAM]] if kappa > 0 else []
         per_slot.append({**info, "kept": len(frontier) - len(in_reserve), "reserve": len(in_reserve),
                          "found": found, "dropped": dropped, "prior_bits_per_byte": per_slot_bits,
                          "pool": len(pool), "fitted": len(scores.fitted),

@@ -11,7 +11,9 @@ from scipy import special
 from rappor import Params
 from rappor.analysis.discovery import DiscoverySpec, discover, simulate_discovery
 from rappor.analysis.discovery._levels import _likely_tails, _tail_levels, _tails, _thresholds
+from rappor.analysis.discovery._oracle import SlotOracle
 from rappor.analysis.discovery._prior import TailPrior
+from rappor.analysis.discovery._rescue import _provisional_children, provisional_budgets
 from rappor.analysis.discovery._spec import COMPLETE, PARTIAL
 from rappor.exceptions import InvalidParameterError
 from rappor.simulation import Population
@@ -114,7 +116,7 @@ def test_a_prefix_that_dips_in_one_slot_is_rescued_by_a_strong_next_slot() -> No
 
 def test_discover_checks_the_rescue_and_max_false() -> None:
     spec, sim, _ = _dip_collection(0)
-    for key, bad in (("rescue", -1.0), ("rescue_false", 0.0), ("max_false", -1)):
+    for key, bad in (("rescue", -1.0), ("rescue_false", 0.0), ("max_false", -1), ("rescue_split", "fisher")):
         with pytest.raises(InvalidParameterError, match=key):
             discover(sim.discovery, spec, **{key: bad})  # type: ignore[attr-defined, arg-type]
 
@@ -127,3 +129,47 @@ def test_max_false_doubles_the_cutoff_and_only_widens_the_significant_set() -> N
     assert one.n_tested == zero.n_tested and one.strings == zero.strings
     np.testing.assert_array_equal(one.significant, one.pvalue <= 2 * 0.05 / one.n_tested)
     np.testing.assert_array_equal(zero.significant, zero.pvalue <= 0.05 / zero.n_tested)
+
+
+def test_provisional_budgets_spend_the_whole_rescue_budget_by_the_first_link() -> None:
+    # sum_j b_j = rescue_false x regular prefixes, each in proportion to pi_t / (1 - Phi(z_j)):
+    # a first link twice as unlikely under the null gets twice the next link's budget.
+    ranks = np.array([1e-4, 2e-4, 4e-4, 1e-3])
+    b = provisional_budgets(ranks, 37, 0.1, "evidence")
+    assert b.sum() == pytest.approx(3.7, rel=1e-12)
+    np.testing.assert_allclose(b[0] / b, [1.0, 2.0, 4.0, 10.0], rtol=1e-12)
+    assert provisional_budgets(np.zeros(0), 37, 0.1).size == 0
+    np.testing.assert_array_equal(provisional_budgets(ranks, 37, 0.1, "even", 16.0), np.full(4, 0.1 / 16.0))
+
+
+def test_provisional_children_of_absent_heads_spend_each_heads_budget() -> None:
+    # The control of the provisional prefixes: given their budgets (chosen from earlier slots),
+    # an absent child of head j passes with chance at most b_j w_u, so absent heads leave at
+    # most sum_j b_j absent children of each kind on average, however the sum is spread.
+    # Heads no client holds, budgets spread unevenly (1 to 8) and evenly with the same sum:
+    # the counts kept are Poisson-like, at most 4 standard deviations above the sum (the
+    # trimmed z-scores' null tail is a little lighter than the normal one: 155 of 200 here),
+    # and alike for both spreads; far above when every head gets the largest budget.
+    spec = DiscoverySpec(params=_params(k=256, m=32), max_length=8, segment=2, alphabet="lowercase")
+    rng = np.random.default_rng(3)
+    strings = tuple("".join(chr(97 + c) for c in rng.integers(0, 26, size=8)) for _ in range(400))
+    pop = Population(strings=strings, probabilities=np.full(400, 1.0 / 400))
+    sim = simulate_discovery(_params(k=256, m=32), spec, pop, 200_000, discovery_share=1.0, rng=3)
+    heads = sorted({bytes(rng.integers(97, 123, size=4).astype(np.uint8)) for _ in range(1500)}
+                   - {s[:4].encode() for s in strings})
+    oracle = SlotOracle(sim.discovery, spec, 2)
+    tails = ([PARTIAL + t for t in _tails(spec.symbols, 2)]
+             + [COMPLETE + t for i in (1, 2) for t in _tails(spec.symbols, i)])
+    weights = _learnt_prior(spec.symbols).weights(tails)
+    budgets = provisional_budgets(1.0 / rng.uniform(1.0, 8.0, size=len(heads)), 2000, 0.1, "evidence")  # 200 in all
+
+    def counts(b: np.ndarray) -> tuple[int, int]:
+        kept = _provisional_children(oracle, heads, b, 1.0, tails, weights, math.inf)
+        partial = sum(1 for _, is_partial, *_ in kept if is_partial)
+        return partial, len(kept) - partial
+
+    uneven, even = counts(budgets), counts(np.full(len(heads), budgets.mean()))
+    for a, b in zip(uneven, even):
+        assert a <= 200.0 + 4.0 * math.sqrt(200.0)
+        assert abs(a - b) <= 4.0 * math.sqrt(a + b)
+    assert counts(np.full(len(heads), budgets.max()))[0] > 200.0 + 4.0 * math.sqrt(200.0)
