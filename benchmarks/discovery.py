@@ -144,7 +144,7 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
             trace: bool = False, population: str = "realistic", max_length: int = 30,
             slot_weights: tuple[int, ...] | None = None, final: bool = True,
             prior_mix: float = DEFAULT_PRIOR_MIX, rescue: float = DEFAULT_RESCUE,
-            max_false: int = 0, weighting: str = "uniform", rescue_split: str = "evidence") -> dict[str, Any]:
+            max_false: int = 0, weighting: str = "uniform", rescue_split: str = "even") -> dict[str, Any]:
     """One collection: simulate, discover, decode (and PEM); returns the figures."""
     if split == "clients":
         full_p, disc_p = _params(eps, 128, 64), _params(eps, 256, 32)
@@ -347,7 +347,7 @@ def main() -> None:
     ap.add_argument("--weighting", choices=("uniform", "finding"), default="uniform",
                     help="how the confirmation's level is spread over the pooled values (discover's weighting); "
                          "with 'finding' the uniform cut's figures of the same run are written too (uniform_*)")
-    ap.add_argument("--rescue-split", choices=("evidence", "even"), default="evidence",
+    ap.add_argument("--rescue-split", choices=("even", "evidence"), default="even",
                     help="how the provisional prefixes' budget is spread (discover's rescue_split)")
     ap.add_argument("--json", metavar="PATH", help="append one JSON line per run")
     ap.add_argument("--from-json", nargs="+", metavar="PATH",
