@@ -33,7 +33,7 @@ from ._inference import independence_null_draws, projected_draws
 from ._likelihood import CodedLikelihood, Factor, Patterns, bit_index_table, group_reports, likelihoods
 from ._mixture import HESSIAN_ROWS, FitResult, ProductLikelihood, _single_thread, fit_mixture
 from ._profile import profile_intervals
-from ._other import other_bit_probabilities, undetected_bit_probabilities
+from ._other import cross_fitted_proportions, other_bit_probabilities, undetected_bit_probabilities
 from ._result import AssociationResult, IndependenceTest, check_variable_names
 from ._selection import selection_shift
 from ._shrinkage import shrink_boolean_split, shrink_nested_boolean_split
@@ -364,7 +364,10 @@ class AssociationDecoder(CheckedParameters):
                                   f"no category to associate (model the other strings with other='undetected').")
             return columns, labels, marginal, None
         if self.other == "undetected":
-            probs = undetected_bit_probabilities(cmap, columns, np.asarray(marginal.proportion, dtype=np.float64))
+            # Other's composition from the other cohorts' reports (sample splitting, see _other).
+            split = cross_fitted_proportions(aggregate, cmap, decoder) if columns.size < len(cmap) else None
+            probs = undetected_bit_probabilities(cmap, columns, np.asarray(marginal.proportion, dtype=np.float64)) \
+                if split is None else undetected_bit_probabilities(cmap, columns, *split)
         else:
             shares = np.nan_to_num(np.asarray(marginal.proportion, dtype=np.float64)[columns])
             probs = other_bit_probabilities(aggregate, cmap, columns, shares, self.other)
