@@ -321,12 +321,13 @@ class AssociationDecoder(CheckedParameters):
         t_test = time.perf_counter()
         table = fit.table.reshape(shape)
         mle = None
+        clipped = None
         others = [_marginal_other(axis, sel) for axis, sel in enumerate(selections)]
         if self.other_share == "marginal" and self.candidates == "detected" and self.other == "undetected" \
                 and info is not None:
             moved = marginal_other_table(table, info, others)
             if moved is not None:
-                mle, table = table, moved
+                mle, (table, clipped) = table, moved
         kinds = [v.kind for v in variables]
         if self.shrinkage == "boolean-split" and cov is not None and sorted(kinds) == ["boolean", "string"]:
             mle = table if mle is None else mle
@@ -347,7 +348,8 @@ class AssociationDecoder(CheckedParameters):
                                 else "projected" if law is not None else "wald"),
             "signed_iterations": None if signed is None else signed.iterations,
             "selection_excess": [None if ex is None else round(float(ex.sum()), 6) for ex in excess],
-            "marginal_other_share": [None if o is None else round(o[1], 6) for o in others],
+            "marginal_other_share": [None if o is None else o[1] for o in others],
+            "marginal_other_clipped": clipped,
             "independence_seconds": round(t_test - t_cov, 4),
             "independence_iterations": test_iterations,
             "other_probabilities": tuple(sel[3] for sel in selections),
