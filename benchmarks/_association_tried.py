@@ -75,14 +75,22 @@ def gibbs_mean(x: np.ndarray, q: np.ndarray, grid: np.ndarray, w: np.ndarray, sc
     return np.mean([_gibbs_chain(x, q, grid, w, scale, rng) for _ in range(CHAINS)], axis=0)
 
 
+def gibbs_zero_and_mean(x: np.ndarray, q: np.ndarray, grid: np.ndarray, w: np.ndarray, scale: np.ndarray,
+                        rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`gibbs_mean` and each cell's posterior probability of being 0, over CHAINS chains."""
+    chains = [_gibbs_chain(x, q, grid, w, scale, rng, zeros=True) for _ in range(CHAINS)]
+    return np.mean([z for z, _ in chains], axis=0), np.mean([m for _, m in chains], axis=0)
+
+
 def _gibbs_chain(x: np.ndarray, q: np.ndarray, grid: np.ndarray, w: np.ndarray, scale: np.ndarray,
-                 rng: np.random.Generator) -> np.ndarray:
+                 rng: np.random.Generator, zeros: bool = False):
     xc = x / scale
     qc = q * np.outer(scale, scale)
     c = np.clip(xc, 0.0, None)
     resid = qc @ (c - xc)
     logw = np.log(np.maximum(w, 1e-300))
     total = np.zeros(x.size)
+    at_zero = np.zeros(x.size)
     for sweep in range(SWEEPS):
         u = rng.random(x.size)
         for i in range(x.size):
@@ -96,6 +104,9 @@ def _gibbs_chain(x: np.ndarray, q: np.ndarray, grid: np.ndarray, w: np.ndarray, 
         if sweep >= BURN:
             p = c * scale
             total += p / p.sum()
+            at_zero += c == 0
+    if zeros:
+        return at_zero / (SWEEPS - BURN), total / total.sum()
     return total / total.sum()
 
 
@@ -118,8 +129,16 @@ def backward_elimination(x: np.ndarray, q: np.ndarray, penalty: float) -> np.nda
     return p
 
 
-def tried_estimators(res, truth: np.ndarray) -> dict:
-    """TV of each tried estimator on the default's result ``res`` against ``truth`` (over ``res``'s cells)."""
+NAMES = ("quad", "quad_support", "eb_cells", "eb_cond", "eb_cond_oracle", "aic", "eb_spike", "relaxed")
+
+
+def tried_estimators(res, truth: np.ndarray, names: tuple[str, ...] = NAMES) -> dict:
+    """TV of each tried estimator on the default's result ``res`` against ``truth`` (over ``res``'s cells).
+
+    ``eb_spike``: ``eb_cond`` with the prior's grid ``{0}`` and from the finest standard error of any
+    conditional up (values the data cannot tell from 0 are 0: a spike and a slab); ``relaxed``: the
+    quadratic model's maximum on the cells whose posterior probability of 0 under that prior is below 1/2.
+    """
     if res.signed_maximum is None or sum(len(c) > 2 for c in res.categories) < 2:
         return {}
     x, cov, table, split = pair_view(res)
@@ -132,16 +151,32 @@ def tried_estimators(res, truth: np.ndarray) -> dict:
         p = p.reshape(table.shape)
         return total_variation(p if split is None else p[..., None] * split, truth)
 
-    out = {"quad": score(quadratic_fit(x, q, np.ones(x.size, dtype=bool))),
-           "quad_support": score(quadratic_fit(x, q, t > SUPPORT))}
-    ones = np.ones(x.size)
-    w, _ = npmle(x, np.sqrt(np.diag(cov)), CELL_GRID)
-    out["eb_cells"] = score(gibbs_mean(x, q, CELL_GRID, w, ones, gen))
+    out = {}
+    if "quad" in names:
+        out["quad"] = score(quadratic_fit(x, q, np.ones(x.size, dtype=bool)))
+    if "quad_support" in names:
+        out["quad_support"] = score(quadratic_fit(x, q, t > SUPPORT))
+    if "eb_cells" in names:
+        w, _ = npmle(x, np.sqrt(np.diag(cov)), CELL_GRID)
+        out["eb_cells"] = score(gibbs_mean(x, q, CELL_GRID, w, np.ones(x.size), gen))
     rows = np.maximum(np.repeat(table.sum(axis=1), table.shape[1]), 1e-6)
-    w, _ = npmle(x / rows, np.sqrt(np.diag(cov)) / rows, GRID)
-    out["eb_cond"] = score(gibbs_mean(x, q, GRID, w, rows, gen))
-    cond = t / np.maximum(np.repeat(pair_truth.sum(axis=1), table.shape[1]), 1e-12)
-    w_true = np.bincount(np.abs(cond[:, None] - GRID[None, :]).argmin(axis=1), minlength=GRID.size) / cond.size
-    out["eb_cond_oracle"] = score(gibbs_mean(x, q, GRID, w_true, rows, gen))
-    out["aic"] = score(backward_elimination(x, q, 1.0))
+    s = np.sqrt(np.diag(cov)) / rows
+    if "eb_cond" in names:
+        w, _ = npmle(x / rows, s, GRID)
+        out["eb_cond"] = score(gibbs_mean(x, q, GRID, w, rows, gen))
+    if "eb_cond_oracle" in names:
+        cond = t / np.maximum(np.repeat(pair_truth.sum(axis=1), table.shape[1]), 1e-12)
+        w_true = np.bincount(np.abs(cond[:, None] - GRID[None, :]).argmin(axis=1), minlength=GRID.size) / cond.size
+        out["eb_cond_oracle"] = score(gibbs_mean(x, q, GRID, w_true, rows, gen))
+    if "aic" in names:
+        out["aic"] = score(backward_elimination(x, q, 1.0))
+    if "eb_spike" in names or "relaxed" in names:
+        grid = np.concatenate([[0.0], np.geomspace(float(s.min()), 1.0, 60)])
+        w, _ = npmle(x / rows, s, grid, iters=2000)
+        zero, mean = gibbs_zero_and_mean(x, q, grid, w, rows, gen)
+        out["eb_spike"] = score(mean)
+        out["relaxed"] = score(quadratic_fit(x, q, zero < 0.5))
+        out["relaxed_cells"] = int((zero < 0.5).sum())
+        out["relaxed_in_support"] = int(((zero < 0.5) & (t > SUPPORT)).sum())
+        out["support_cells"] = int((t > SUPPORT).sum())
     return out

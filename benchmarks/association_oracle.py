@@ -23,7 +23,9 @@ On collections of :mod:`association_recipe`'s classes whose strings are all cand
     ``eb_cond`` the same for the rows' conditionals ``P(b | a)`` (cells = row share x conditional),
     ``eb_cond_oracle`` with the true conditionals' histogram as the prior -- posterior means by Gibbs
     sampling over a grid with the full precision ``V^+``; ``aic`` backward elimination of cells while
-    setting one to 0 costs less than one log-likelihood unit (Akaike's penalty).
+    setting one to 0 costs less than one log-likelihood unit (Akaike's penalty); ``eb_spike`` and
+    ``relaxed``, a spike-and-slab prior of the conditionals, its posterior mean and the maximum on the
+    cells it does not put at 0 (``_association_tried.tried_estimators``).
 
 TVs are against the clients' realized joint over each estimator's own cells; the exact-model
 estimators are also scored collapsed to the default's categories (undetected candidates
@@ -32,7 +34,7 @@ summed into its Other; ``@default``), which is the default's own cell set.
 Usage::
 
     python benchmarks/association_oracle.py [--classes ss20x10-200k-low,...] [--seeds 100-103] [--json FILE]
-        [--no-oracle]   # (f) only: classes with outside strings, or to skip the exact-model fits
+        [--no-oracle] [--tried eb_spike,...]   # (f) only (some of them), or to skip the exact-model fits
     python benchmarks/association_oracle.py --recipe-from FILE [FILE ...]     # (d) only
     python benchmarks/association_oracle.py --summarize FILE [FILE ...]
 """
@@ -53,7 +55,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _google_recipe as recipe  # noqa: E402
 from association_recipe import CLASSES, PRIVACY, _scenario  # noqa: E402
 
-from _association_tried import tried_estimators  # noqa: E402
+from _association_tried import NAMES, tried_estimators  # noqa: E402
 
 from rappor.analysis.association import AssociationDecoder, total_variation  # noqa: E402
 from rappor.testing import candidate_likelihood, fit_mixture, observed_covariance, projected_draws  # noqa: E402
@@ -103,7 +105,7 @@ def collapse(table: np.ndarray, cats: list[tuple[str, ...]], target: tuple[tuple
     return out
 
 
-def study(sim, seed: int, oracle: bool = True) -> dict:
+def study(sim, seed: int, oracle: bool = True, tried: tuple[str, ...] = NAMES) -> dict:
     out: dict = {}
     started = time.perf_counter()
     with warnings.catch_warnings():
@@ -112,7 +114,7 @@ def study(sim, seed: int, oracle: bool = True) -> dict:
     truth_default = sim.truth(res.categories)
     out["default"] = total_variation(res.proportion, truth_default)
     out["default_seconds"] = time.perf_counter() - started
-    out.update(tried_estimators(res, truth_default))
+    out.update(tried_estimators(res, truth_default, tried))
     if not oracle:
         return out
     lik, cats = candidate_likelihood(sim.reports, sim.variables)
@@ -162,7 +164,7 @@ def study(sim, seed: int, oracle: bool = True) -> dict:
 
 KEYS = ["default", "exact", "exact@default", "support", "support@default", "efficient_normal", "efficient_euclid",
         "efficient_projected", "pair:default", "pair:support", "support+split", "quad", "quad_support", "eb_cells",
-        "eb_cond", "eb_cond_oracle", "aic"]
+        "eb_cond", "eb_cond_oracle", "aic", "eb_spike", "relaxed", "relaxed_cells", "relaxed_in_support", "support_cells"]
 
 
 def summarize(rows: list[dict]) -> None:
@@ -212,6 +214,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="100-103", help="design seeds, e.g. 100-103")
     parser.add_argument("--json", default=None)
     parser.add_argument("--no-oracle", action="store_true", help="only the default and the tried estimators (f)")
+    parser.add_argument("--tried", default=",".join(NAMES), help=f"comma-separated, of: {', '.join(NAMES)}")
     parser.add_argument("--recipe-from", nargs="+", default=None, metavar="FILE")
     parser.add_argument("--summarize", nargs="+", default=None, metavar="FILE")
     args = parser.parse_args()
@@ -234,7 +237,7 @@ def main() -> None:
             joint, values, cands = _scenario(case)
             for seed in _seeds(args.seeds):
                 sim = recipe.simulate_google(PRIVACY[case.privacy], joint, values, case.n, candidates=cands, rng=seed)
-                row = {"class": name, "seed": seed, **study(sim, seed, oracle)}
+                row = {"class": name, "seed": seed, **study(sim, seed, oracle, tuple(args.tried.split(",")))}
                 rows.append(row)
                 print(json.dumps(row), file=sys.stderr, flush=True)
                 if args.json:

@@ -114,7 +114,7 @@ class AssociationResult:
         intervals (``AssociationDecoder(intervals="wald")``, tables above 512 cells).
     maximum_likelihood : ndarray or None
         The maximum-likelihood table when :attr:`proportion` is its empirical-Bayes
-        shrinkage (``AssociationDecoder(shrinkage="boolean-split")``); the intervals are
+        shrinkage (``AssociationDecoder(shrinkage="conditionals" | "boolean-split")``); the intervals are
         those of this table, widened where needed to hold :attr:`proportion`.
     signed_maximum, signed_std_error : ndarray or None
         The maximum of the likelihood over *signed* tables (cells may be negative, the sum
