@@ -30,6 +30,7 @@ Usage::
         [--json FILE] [--recipe-from FILE ...]
     python benchmarks/association_recipe.py --no-recipe [--classes ...] [--seeds 10] [--first-seed 9002] [--json FILE]
     python benchmarks/association_recipe.py --summarize FILE [FILE ...]
+    python benchmarks/association_recipe.py --no-recipe --baseline-shrinkage boolean-split ...   # paired, ours twice
 
 ``--no-recipe`` simulates the same collections and decodes them with ours only (seconds a collection
 where the recipe takes minutes to an hour): it prints ours' TV and coverage, pooled over the seeds and
@@ -119,12 +120,13 @@ def _covered(res, truth: np.ndarray) -> list:
     return inside.reshape(-1).astype(int).tolist()
 
 
-def _ours(sim) -> dict:
+def _ours(sim, shrinkage: str | None = None) -> dict:
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started, cpu = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = AssociationDecoder().decode(sim.reports, sim.variables)
+        decoder = AssociationDecoder() if shrinkage is None else AssociationDecoder(shrinkage=shrinkage)
+        res = decoder.decode(sim.reports, sim.variables)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     # The process's peak resident size (kB on Linux) before and after the decode: the decode's own
     # peak is the second when it is larger than the first (the simulation's is the first).
@@ -177,17 +179,42 @@ def run(args: argparse.Namespace) -> None:
                 recipe_run = None
             else:
                 recipe_run = stored[(name, seed)] if (name, seed) in stored else _recipe(sim, seed)
-            out = {"class": name, "seed": seed, "ours": _ours(sim), "recipe": recipe_run}
+            out = {"class": name, "seed": seed, "ours": _ours(sim, args.shrinkage), "recipe": recipe_run}
+            if args.baseline_shrinkage:
+                out["baseline"] = _ours(sim, args.baseline_shrinkage)
             rows.append(out)
             brief = {"class": name, "seed": seed,
                      **{m: {f: v for f, v in out[m].items() if not f.startswith("cell_")}
-                        for m in ("ours", "recipe") if out[m] is not None}}
+                        for m in ("ours", "recipe", "baseline") if out.get(m) is not None}}
             print(json.dumps(brief), file=sys.stderr, flush=True)
             if args.json:
                 with open(args.json, "a") as fh:
                     fh.write(json.dumps(out) + "\n")
     _print_table(rows, names)
     _print_coverage(rows, names)
+    _print_paired(rows, names)
+
+
+def _print_paired(rows: list, names: list) -> None:
+    """Ours against the same decoder with ``--baseline-shrinkage`` on the same collections: mean TVs, the
+    standard error of the mean difference, and both coverages per band."""
+    rows = [r for r in rows if r.get("baseline") is not None]
+    if not rows:
+        return
+    print("paired against --baseline-shrinkage: TV ours / baseline (se of the mean difference); coverage by band")
+    for name in names:
+        sel = [r for r in rows if r["class"] == name]
+        if not sel:
+            continue
+        ours = np.array([r["ours"]["tv"] for r in sel])
+        base = np.array([r["baseline"]["tv"] for r in sel])
+        se = (ours - base).std(ddof=1) / np.sqrt(len(sel)) if len(sel) > 1 else float("nan")
+        print(f"{name} ({len(sel)} seeds): TV {ours.mean():.4f} / {base.mean():.4f} ({se:.4f}); ratio {ours.mean() / base.mean():.3f}")
+        for m in ("ours", "baseline"):
+            truth = np.concatenate([r[m]["cell_truth"] for r in sel])
+            covered = np.concatenate([r[m]["cell_covered"] for r in sel]).astype(float)
+            bands = "  ".join(f"{label} {c:.3f} [{n}]" for label, n, c, _ in _band_coverage(truth, covered))
+            print(f"    {m:<9} {bands}")
 
 
 def _band_coverage(truth: np.ndarray, covered: np.ndarray) -> list[tuple[str, int, float, float]]:
@@ -255,6 +282,10 @@ def main() -> None:
                         help="reuse the recipe's results stored in this --json file (repeatable): the recipe is "
                              "deterministic given the collection and seed, and its EM takes minutes; only the "
                              "collections stored there are decoded")
+    parser.add_argument("--shrinkage", default=None, help="ours' AssociationDecoder(shrinkage=...) [default: its default]")
+    parser.add_argument("--baseline-shrinkage", default=None, metavar="S",
+                        help="also decode each collection with AssociationDecoder(shrinkage=S) and print the paired "
+                             "difference (e.g. boolean-split: the default before the conditionals' prior)")
     parser.add_argument("--no-recipe", action="store_true",
                         help="decode the collections with ours only (no recipe run, no TV ratio): coverage per band "
                              "pooled over the seeds, with binomial standard errors, and per seed")
@@ -272,6 +303,7 @@ def main() -> None:
         names = [n for n in CLASSES if any(c == n for c, _ in latest)]
         _print_table(list(latest.values()), names)
         _print_coverage(list(latest.values()), names)
+        _print_paired(list(latest.values()), names)
         return
     import scipy.linalg  # noqa: F401  (scipy's BLAS loaded first, so that the limit covers it)
     from threadpoolctl import threadpool_limits

@@ -36,6 +36,7 @@ from ._profile import profile_intervals
 from ._other import cross_fitted_proportions, other_bit_probabilities, undetected_bit_probabilities
 from ._result import AssociationResult, IndependenceTest, check_variable_names
 from ._selection import marginal_other_table, selection_shift
+from ._conditionals import shrink_conditionals, string_pair, with_pair_shares
 from ._shrinkage import shrink_boolean_split, shrink_nested_boolean_split
 from ._signed import observed_covariance, signed_maximum
 from . import _threads
@@ -124,16 +125,21 @@ class AssociationDecoder(CheckedParameters):
         mixture fits per cell: a minute for a 135-cell table of 100,000 reports); they are
         then what :meth:`AssociationResult.confidence_interval` returns at this level.
         See :mod:`rappor.analysis.association._profile`.
-    shrinkage : {"boolean-split", "none"}, default="boolean-split"
+    shrinkage : {"conditionals", "boolean-split", "none"}, default="conditionals"
         For one string and one boolean variable, the reported table shrinks each string
         category's split between TRUE and FALSE towards the boolean's overall share by the
         empirical-Bayes factor ``tau^2 / (tau^2 + v_i)`` (Efron and Morris 1975; see
-        :mod:`rappor.analysis.association._shrinkage`), keeping the categories' shares; the
-        maximum-likelihood table stays in :attr:`AssociationResult.maximum_likelihood`
-        and sets the intervals.  For two string variables and a boolean, each pair's split
-        is shrunk the same way towards its parent category's shrunk split (the string
-        variable whose splits vary more; :func:`~rappor.analysis.association._shrinkage.shrink_nested_boolean_split`).
-        ``"none"``: report the maximum-likelihood table.  Other tables are never shrunk.
+        :mod:`rappor.analysis.association._shrinkage`), keeping the categories' shares; for
+        two string variables and a boolean, each pair's split is shrunk the same way towards
+        its parent category's shrunk split (the string variable whose splits vary more;
+        :func:`~rappor.analysis.association._shrinkage.shrink_nested_boolean_split`).
+        ``"conditionals"`` also estimates the two string variables' shares (the pairs' shares,
+        with a boolean) as the posterior mean under one nonparametric prior of the rows'
+        conditional values, fitted to the table (empirical Bayes;
+        :mod:`rappor.analysis.association._conditionals`); ``"boolean-split"`` keeps their
+        maximum-likelihood shares.  The maximum-likelihood table stays in
+        :attr:`AssociationResult.maximum_likelihood` and sets the intervals (widened where
+        needed to hold the estimate).  ``"none"``: report the maximum-likelihood table.
     other_share : {"marginal", "fit"}, default="marginal"
         With ``candidates="detected"`` and ``other="undetected"``: the reported table's Other total for each string
         variable is its marginal decode's (1 minus its categories' shares), the rest of the
@@ -143,7 +149,9 @@ class AssociationDecoder(CheckedParameters):
         move needs the inverse information, so not with ``std_errors=False`` or above 2,048 cells).
         The joint fit's Other is too low when the categories are chosen by the same reports
         (the winner's curse; :mod:`rappor.analysis.association._selection`).  ``"fit"``: the
-        joint fit's own table.
+        joint fit's own table.  With ``shrinkage="conditionals"`` the two string variables'
+        shares come from the conditionals' prior fitted to the maximum-likelihood table, which
+        replaces the move there (it acts on one string variable's tables).
     rng : numpy.random.Generator, int or None, default=None
         Seeds the SQP's Hessian subsample (seed 0 when None: deterministic).
 
@@ -173,7 +181,7 @@ class AssociationDecoder(CheckedParameters):
         "decoder": _check_marginal_decoder,
         "intervals": options_check(("signed", "projected", "wald")),
         "profile_level": _check_profile_level,
-        "shrinkage": options_check(("boolean-split", "none")),
+        "shrinkage": options_check(("conditionals", "boolean-split", "none")),
         "other_share": options_check(("marginal", "fit")),
         "rng": check_rng_parameter,
     }
@@ -183,7 +191,7 @@ class AssociationDecoder(CheckedParameters):
                  max_iterations: int = 1000, tolerance: float = 1e-3, std_errors: bool = True,
                  independence_test: bool = True, decoder: Decoder | None = None,
                  intervals: Literal["signed", "projected", "wald"] = "signed", profile_level: float | None = None,
-                 shrinkage: Literal["boolean-split", "none"] = "boolean-split",
+                 shrinkage: Literal["conditionals", "boolean-split", "none"] = "conditionals",
                  other_share: Literal["marginal", "fit"] = "marginal", rng: RngLike = None) -> None:
         self.candidates = candidates
         self.other = other
@@ -329,12 +337,19 @@ class AssociationDecoder(CheckedParameters):
             if moved is not None:
                 mle, (table, clipped) = table, moved
         kinds = [v.kind for v in variables]
-        if self.shrinkage == "boolean-split" and cov is not None and sorted(kinds) == ["boolean", "string"]:
+        split = self.shrinkage in ("conditionals", "boolean-split") and cov is not None
+        if split and sorted(kinds) == ["boolean", "string"]:
             mle = table if mle is None else mle
             table, _ = shrink_boolean_split(table, cov, kinds.index("string"))
-        elif self.shrinkage == "boolean-split" and cov is not None and sorted(kinds) == ["boolean", "string", "string"]:
+        elif split and sorted(kinds) == ["boolean", "string", "string"]:
             mle = table if mle is None else mle
             table, _ = shrink_nested_boolean_split(table, cov, kinds.index("boolean"))
+        if self.shrinkage == "conditionals" and signed is not None and kinds.count("string") == 2 and len(kinds) <= 3:
+            boolean = kinds.index("boolean") if len(kinds) == 3 else None
+            ml = table if mle is None else mle
+            pair, _ = shrink_conditionals(*string_pair(ml, signed.table, signed.covariance, boolean), gen)
+            mle = ml
+            table = pair if boolean is None else with_pair_shares(table, boolean, pair)
         diagnostics: dict[str, Any] = {
             "other_method": self.other,
             "std_error_method": se_method,
