@@ -13,7 +13,9 @@ Classes (``--classes``, comma-separated names of :data:`CLASSES`): string x bool
 string x string and three variables (string x string x boolean), with and without strings
 outside the candidates (every 5th value of each string variable left out of its
 candidate list), 100k to 1M clients, low and high privacy (``low``: k=32 h=2 m=32 p=0.25
-q=0.75 f=0.5, the issue's; ``high``: the same with f=0.75).
+q=0.75 f=0.5, the issue's; ``high``: the same with f=0.75).  String x boolean also at 10M clients
+(``sb100-10m-*``, not in ``all``; for ``--no-recipe``: the simulation takes minutes and the recipe's
+EM would take hours).
 
 Scored on every cell of each decoder's own table: total variation (TV) to the clients'
 realized joint over (its categories, with every string that is not one of them in
@@ -28,6 +30,7 @@ Usage::
         [--json FILE] [--recipe-from FILE ...]
     python benchmarks/association_recipe.py --no-recipe [--classes ...] [--seeds 10] [--first-seed 9002] [--json FILE]
     python benchmarks/association_recipe.py --summarize FILE [FILE ...]
+    python benchmarks/association_recipe.py --no-recipe --baseline-shrinkage boolean-split ...   # paired, ours twice
 
 ``--no-recipe`` simulates the same collections and decodes them with ours only (seconds a collection
 where the recipe takes minutes to an hour): it prints ours' TV and coverage, pooled over the seeds and
@@ -44,6 +47,7 @@ import argparse
 import dataclasses
 import json
 import os
+import resource
 import sys
 import time
 import warnings
@@ -84,6 +88,9 @@ def _classes() -> dict[str, Case]:
             out[f"ss20x10-200k-{privacy}{tag}"] = Case("ss", (20, 10), outside, 200_000, privacy)
             out[f"ssb20x10-200k-{privacy}{tag}"] = Case("ssb", (20, 10), outside, 200_000, privacy)
             out[f"sb100-1m-{privacy}{tag}"] = Case("sb", (100,), outside, 1_000_000, privacy)
+    for privacy in ("low", "high"):  # ours only (--no-recipe): the recipe's EM takes about an hour at 1 M
+        for outside in (False, True):
+            out[f"sb100-10m-{privacy}{'-out' if outside else ''}"] = Case("sb", (100,), outside, 10_000_000, privacy)
     return out
 
 
@@ -113,18 +120,24 @@ def _covered(res, truth: np.ndarray) -> list:
     return inside.reshape(-1).astype(int).tolist()
 
 
-def _ours(sim) -> dict:
-    started = time.perf_counter()
+def _ours(sim, shrinkage: str | None = None) -> dict:
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started, cpu = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = AssociationDecoder().decode(sim.reports, sim.variables)
-    seconds = time.perf_counter() - started
+        decoder = AssociationDecoder() if shrinkage is None else AssociationDecoder(shrinkage=shrinkage)
+        res = decoder.decode(sim.reports, sim.variables)
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    # The process's peak resident size (kB on Linux) before and after the decode: the decode's own
+    # peak is the second when it is larger than the first (the simulation's is the first).
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     truth = sim.truth(res.categories)
     ci = res.confidence_interval()
     inside = (ci.low <= truth) & (truth <= ci.high) & np.isfinite(ci.low) & np.isfinite(ci.high)
     other = [i for i, c in enumerate(res.categories) if c and c[-1] == "Other"]
     other_mass = float(sum(np.take(res.proportion, -1, axis=i).sum() for i in other))
-    return {"tv": total_variation(res.proportion, truth), "seconds": seconds, "cells": int(truth.size),
+    return {"tv": total_variation(res.proportion, truth), "seconds": seconds, "cpu_seconds": cpu,
+            "peak_mb_before": rss_before / 1024, "peak_mb_after": rss_after / 1024, "cells": int(truth.size),
             "cell_truth": truth.reshape(-1).tolist(), "cell_covered": inside.reshape(-1).astype(int).tolist(),
             "cell_width": (ci.high - ci.low).reshape(-1).tolist(), "other": other_mass,
             "cell_covered_unshifted": _covered(dataclasses.replace(res, selection_shift=None), truth),
@@ -147,7 +160,7 @@ def _recipe(sim, seed: int) -> dict:
 
 
 def run(args: argparse.Namespace) -> None:
-    names = list(CLASSES) if args.classes == "all" else args.classes.split(",")
+    names = [n for n in CLASSES if "-10m-" not in n] if args.classes == "all" else args.classes.split(",")
     stored = {}
     for path in args.recipe_from or []:
         with open(path) as fh:
@@ -166,17 +179,42 @@ def run(args: argparse.Namespace) -> None:
                 recipe_run = None
             else:
                 recipe_run = stored[(name, seed)] if (name, seed) in stored else _recipe(sim, seed)
-            out = {"class": name, "seed": seed, "ours": _ours(sim), "recipe": recipe_run}
+            out = {"class": name, "seed": seed, "ours": _ours(sim, args.shrinkage), "recipe": recipe_run}
+            if args.baseline_shrinkage:
+                out["baseline"] = _ours(sim, args.baseline_shrinkage)
             rows.append(out)
             brief = {"class": name, "seed": seed,
                      **{m: {f: v for f, v in out[m].items() if not f.startswith("cell_")}
-                        for m in ("ours", "recipe") if out[m] is not None}}
+                        for m in ("ours", "recipe", "baseline") if out.get(m) is not None}}
             print(json.dumps(brief), file=sys.stderr, flush=True)
             if args.json:
                 with open(args.json, "a") as fh:
                     fh.write(json.dumps(out) + "\n")
     _print_table(rows, names)
     _print_coverage(rows, names)
+    _print_paired(rows, names)
+
+
+def _print_paired(rows: list, names: list) -> None:
+    """Ours against the same decoder with ``--baseline-shrinkage`` on the same collections: mean TVs, the
+    standard error of the mean difference, and both coverages per band."""
+    rows = [r for r in rows if r.get("baseline") is not None]
+    if not rows:
+        return
+    print("paired against --baseline-shrinkage: TV ours / baseline (se of the mean difference); coverage by band")
+    for name in names:
+        sel = [r for r in rows if r["class"] == name]
+        if not sel:
+            continue
+        ours = np.array([r["ours"]["tv"] for r in sel])
+        base = np.array([r["baseline"]["tv"] for r in sel])
+        se = (ours - base).std(ddof=1) / np.sqrt(len(sel)) if len(sel) > 1 else float("nan")
+        print(f"{name} ({len(sel)} seeds): TV {ours.mean():.4f} / {base.mean():.4f} ({se:.4f}); ratio {ours.mean() / base.mean():.3f}")
+        for m in ("ours", "baseline"):
+            truth = np.concatenate([r[m]["cell_truth"] for r in sel])
+            covered = np.concatenate([r[m]["cell_covered"] for r in sel]).astype(float)
+            bands = "  ".join(f"{label} {c:.3f} [{n}]" for label, n, c, _ in _band_coverage(truth, covered))
+            print(f"    {m:<9} {bands}")
 
 
 def _band_coverage(truth: np.ndarray, covered: np.ndarray) -> list[tuple[str, int, float, float]]:
@@ -244,6 +282,10 @@ def main() -> None:
                         help="reuse the recipe's results stored in this --json file (repeatable): the recipe is "
                              "deterministic given the collection and seed, and its EM takes minutes; only the "
                              "collections stored there are decoded")
+    parser.add_argument("--shrinkage", default=None, help="ours' AssociationDecoder(shrinkage=...) [default: its default]")
+    parser.add_argument("--baseline-shrinkage", default=None, metavar="S",
+                        help="also decode each collection with AssociationDecoder(shrinkage=S) and print the paired "
+                             "difference (e.g. boolean-split: the default before the conditionals' prior)")
     parser.add_argument("--no-recipe", action="store_true",
                         help="decode the collections with ours only (no recipe run, no TV ratio): coverage per band "
                              "pooled over the seeds, with binomial standard errors, and per seed")
@@ -261,6 +303,7 @@ def main() -> None:
         names = [n for n in CLASSES if any(c == n for c, _ in latest)]
         _print_table(list(latest.values()), names)
         _print_coverage(list(latest.values()), names)
+        _print_paired(list(latest.values()), names)
         return
     import scipy.linalg  # noqa: F401  (scipy's BLAS loaded first, so that the limit covers it)
     from threadpoolctl import threadpool_limits

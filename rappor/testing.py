@@ -32,7 +32,10 @@ analysis
     active-set QP (``hand_written.py``); :func:`reference_conditional_probabilities`,
     :func:`reference_em` and :func:`boundary_interval`, google/rappor's association EM as
     written and our default interval, and :func:`association_pass_threads`, the threads of
-    the association fit's passes (``association.py``); :class:`ConfirmationNull`,
+    the association fit's passes (``association.py``); :func:`candidate_likelihood`, the association
+    likelihood over every candidate without Other, with :func:`fit_mixture`, :func:`observed_covariance`
+    and :func:`projected_draws`, its maximum, inverse information and the maximum's boundary law
+    (``association_oracle.py``'s bounds); :class:`ConfirmationNull`,
     :func:`tilted_tail_probability` and :func:`discovery_settings`, discovery's confirmation
     law and the search's limits (``discovery_pvalues.py``).
 formats
@@ -49,10 +52,16 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from ._util.bits import bitstrings_to_bits
 from .analysis.association import _threads
-from .analysis.association._inference import boundary_interval
+from .analysis.association._decoder import _likelihood_factors
+from .analysis.association._inference import boundary_interval, projected_draws
+from .analysis.association._likelihood import CodedLikelihood, group_reports
+from .analysis.association._mixture import ProductLikelihood, fit_mixture
 from .analysis.association._reference import reference_conditional_probabilities, reference_em
+from .analysis.association._signed import observed_covariance
 from .analysis.decoder import _estimate, _shares
 from .analysis.decoder._adjust import CORRECTIONS
 from .analysis.decoder._estimate import DecodeOptions, estimate
@@ -91,6 +100,7 @@ __all__ = [
     "bitstrings_to_bits",
     "bloom_table",
     "boundary_interval",
+    "candidate_likelihood",
     "capped_shares",
     "coordinate_ascent",
     "cv_lasso",
@@ -99,6 +109,7 @@ __all__ = [
     "draw_counts",
     "encode_rows",
     "estimate",
+    "fit_mixture",
     "fixed_unexplained",
     "hmac_sha256_many",
     "keyed_hmac_sha256",
@@ -106,9 +117,11 @@ __all__ = [
     "murmur3_x64_128",
     "nonneg_fit",
     "npmle_prior",
+    "observed_covariance",
     "parse_report_block",
     "parse_report_row",
     "prior_grid",
+    "projected_draws",
     "reference_conditional_probabilities",
     "reference_em",
     "scale_rows",
@@ -139,6 +152,22 @@ def association_pass_threads(threads: int) -> Iterator[None]:
         yield
     finally:
         _threads.MAX_THREADS = limit
+
+
+def candidate_likelihood(reports: Any, variables: Any) -> tuple[ProductLikelihood, list[tuple[str, ...]]]:
+    """The association likelihood over every candidate of each variable and no Other: ``(likelihood, categories)``.
+
+    The exact model when every client's string is a candidate.  Report tuples impossible under
+    every category are left out (as the decoder does).
+    """
+    batches, variables = list(reports), list(variables)
+    patterns = group_reports(batches)
+    selections = [(np.arange(len(v.candidate_map), dtype=np.intp), tuple(v.candidate_map.strings), None, None)
+                  for v in variables]
+    factors, impossible = _likelihood_factors(patterns, variables, selections)
+    keep = ~impossible
+    factors = [f.select(keep) if isinstance(f, CodedLikelihood) else f[keep] for f in factors]
+    return ProductLikelihood(factors, patterns.counts[keep].astype(np.float64)), [s[1] for s in selections]
 
 
 @contextlib.contextmanager

@@ -115,11 +115,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="the 'Other' category: the left-out candidates' and random strings' bit rates, shrunk "
                           "residual rates, google/rappor's GetOtherProbs, or none "
                           "[default: undetected]")
-    fit.add_argument("--shrinkage", choices=("boolean-split", "none"), default="boolean-split",
+    fit.add_argument("--shrinkage", choices=("conditionals", "boolean-split", "none"), default="conditionals",
                      help="a boolean with one or two strings: shrink each string's (or pair's) TRUE/FALSE split "
-                          "towards the overall share (or its parent string's) by its empirical-Bayes factor (the intervals stay those of the maximum-likelihood table, "
-                          "widened to hold the estimate); 'none': the maximum-likelihood table "
-                          "[default: boolean-split]")
+                          "towards the overall share (or its parent string's) by its empirical-Bayes factor; "
+                          "'conditionals' also estimates two strings' shares under one fitted prior of their "
+                          "conditional values, 'boolean-split' keeps their maximum-likelihood shares (the intervals "
+                          "stay those of the maximum-likelihood table, widened to hold the estimate); 'none': the "
+                          "maximum-likelihood table [default: conditionals]")
+    fit.add_argument("--other-share", choices=("marginal", "fit"), default="marginal",
+                     help="with --categories detected and --other undetected: each string variable's Other total is "
+                          "its marginal decode's, the other cells moved as the likelihood says (the joint fit's Other "
+                          "is too low when the same reports chose the categories); 'fit': the joint fit's table "
+                          "[default: marginal]")
     fit.add_argument("--intervals", choices=("signed", "projected", "wald", "profile"), default="signed",
                      help="95%% intervals of the cells (prop_low_95, prop_high_95): the likelihood's maximum over "
                           "signed tables +- 1.96 of its standard errors, clipped to [0, 1] and widened to hold the "
@@ -317,7 +324,7 @@ def run(args: argparse.Namespace) -> int:
                                  independence_test=args.independence_test,
                                  intervals=args.intervals if args.intervals != "profile" else "projected",
                                  profile_level=0.95 if args.intervals == "profile" else None,
-                                 shrinkage=args.shrinkage,
+                                 shrinkage=args.shrinkage, other_share=args.other_share,
                                  decoder=Decoder(significance_level=args.level))
     with stage_bar(args.quiet) as progress:
         result = decode_collection(batches, variables, decoder=decoder, rng=args.seed, progress=progress,

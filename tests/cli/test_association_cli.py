@@ -133,7 +133,7 @@ def test_profile_intervals_reach_the_csv(tmp_path: Path) -> None:
 def test_default_intervals_are_signed_and_projected_and_wald_are_options(tmp_path: Path) -> None:
     args = ["decode-assoc", "--params", str(GOOGLE / "m_params.csv"), "--reports", str(GOOGLE / "reports.csv"),
             "--var1", "domain", "--map1", str(GOOGLE / "domain_map.csv"), "--var2", "flag..HTTPS", "--bool",
-            "--no-independence-test", "--shrinkage", "none"]
+            "--no-independence-test", "--shrinkage", "none", "--other-share", "fit"]
     runs = {}
     for i, option in enumerate(([], ["--intervals", "projected"], ["--intervals", "wald"])):
         out, summary = tmp_path / f"r{i}.csv", tmp_path / f"s{i}.json"

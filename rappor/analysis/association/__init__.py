@@ -21,25 +21,26 @@ sample of the clients (:func:`sample_clients`, google/rappor's ``--reports-sampl
 
 The package's modules (private), in the order a decode uses them:
 
-================  ================================================================
-``_variables``    the variables: a name, an encoding and its categories (:class:`Variable`)
-``_other``        the "Other" category's bit rates (non-candidate strings)
-``_likelihood``   per-report likelihoods of each category, from packed bits
-``_pairs``        many candidates' likelihood sums from per-cohort bit and bit-pair sums
-``_threads``      the threads of the passes over the data
-``_mixture``      the maximum-likelihood joint table (SQP, or google/rappor's EM)
-``_shrinkage``    empirical-Bayes shrinkage of a boolean's conditional distributions
-``_inference``    standard errors, derived distributions, the independence test
-``_profile``      profile-likelihood intervals of the cells
-``_signed``       the likelihood's maximum over signed tables: the default intervals' centre
-``_selection``    where choosing the categories on the same reports moves the table (the intervals cover it)
-``_result``       :class:`AssociationResult`
-``_decoder``      :class:`AssociationDecoder`: configuration, then reports to a table
-``_collection``   :func:`decode_collection`, what ``rappor decode-assoc`` runs
-``_privacy``      what reporting several variables costs (:func:`multi_variable_privacy`)
-``_simulation``   simulated collections with a known joint distribution
-``_reference``    google/rappor's algorithm written plainly, the measurements' baseline
-================  ================================================================
+=================  ================================================================
+``_variables``     the variables: a name, an encoding and its categories (:class:`Variable`)
+``_other``         the "Other" category's bit rates (non-candidate strings)
+``_likelihood``    per-report likelihoods of each category, from packed bits
+``_pairs``         many candidates' likelihood sums from per-cohort bit and bit-pair sums
+``_threads``       the threads of the passes over the data
+``_mixture``       the maximum-likelihood joint table (SQP, or google/rappor's EM)
+``_shrinkage``     empirical-Bayes shrinkage of a boolean's conditional distributions
+``_conditionals``  empirical Bayes for two strings' table: one fitted prior of the conditionals
+``_inference``     standard errors, derived distributions, the independence test
+``_profile``       profile-likelihood intervals of the cells
+``_signed``        the likelihood's maximum over signed tables: the default intervals' centre
+``_selection``     where choosing the categories on the same reports moves the table (the intervals cover it)
+``_result``        :class:`AssociationResult`
+``_decoder``       :class:`AssociationDecoder`: configuration, then reports to a table
+``_collection``    :func:`decode_collection`, what ``rappor decode-assoc`` runs
+``_privacy``       what reporting several variables costs (:func:`multi_variable_privacy`)
+``_simulation``    simulated collections with a known joint distribution
+``_reference``     google/rappor's algorithm written plainly, the measurements' baseline
+=================  ================================================================
 
 Not imported by ``import rappor``.  The method, its checks and measurements are in
 ``docs/association.md``; the command line is ``rappor decode-assoc``.

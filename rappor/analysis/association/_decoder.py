@@ -33,9 +33,10 @@ from ._inference import independence_null_draws, projected_draws
 from ._likelihood import CodedLikelihood, Factor, Patterns, bit_index_table, group_reports, likelihoods
 from ._mixture import HESSIAN_ROWS, FitResult, ProductLikelihood, _single_thread, fit_mixture
 from ._profile import profile_intervals
-from ._other import other_bit_probabilities, undetected_bit_probabilities
+from ._other import cross_fitted_proportions, other_bit_probabilities, undetected_bit_probabilities
 from ._result import AssociationResult, IndependenceTest, check_variable_names
-from ._selection import selection_shift
+from ._selection import marginal_other_table, selection_shift
+from ._conditionals import shrink_conditionals, string_pair, with_pair_shares
 from ._shrinkage import shrink_boolean_split, shrink_nested_boolean_split
 from ._signed import observed_covariance, signed_maximum
 from . import _threads
@@ -124,16 +125,33 @@ class AssociationDecoder(CheckedParameters):
         mixture fits per cell: a minute for a 135-cell table of 100,000 reports); they are
         then what :meth:`AssociationResult.confidence_interval` returns at this level.
         See :mod:`rappor.analysis.association._profile`.
-    shrinkage : {"boolean-split", "none"}, default="boolean-split"
+    shrinkage : {"conditionals", "boolean-split", "none"}, default="conditionals"
         For one string and one boolean variable, the reported table shrinks each string
         category's split between TRUE and FALSE towards the boolean's overall share by the
         empirical-Bayes factor ``tau^2 / (tau^2 + v_i)`` (Efron and Morris 1975; see
-        :mod:`rappor.analysis.association._shrinkage`), keeping the categories' shares; the
-        maximum-likelihood table stays in :attr:`AssociationResult.maximum_likelihood`
-        and sets the intervals.  For two string variables and a boolean, each pair's split
-        is shrunk the same way towards its parent category's shrunk split (the string
-        variable whose splits vary more; :func:`~rappor.analysis.association._shrinkage.shrink_nested_boolean_split`).
-        ``"none"``: report the maximum-likelihood table.  Other tables are never shrunk.
+        :mod:`rappor.analysis.association._shrinkage`), keeping the categories' shares; for
+        two string variables and a boolean, each pair's split is shrunk the same way towards
+        its parent category's shrunk split (the string variable whose splits vary more;
+        :func:`~rappor.analysis.association._shrinkage.shrink_nested_boolean_split`).
+        ``"conditionals"`` also estimates the two string variables' shares (the pairs' shares,
+        with a boolean) as the posterior mean under one nonparametric prior of the rows'
+        conditional values, fitted to the table (empirical Bayes;
+        :mod:`rappor.analysis.association._conditionals`); ``"boolean-split"`` keeps their
+        maximum-likelihood shares.  The maximum-likelihood table stays in
+        :attr:`AssociationResult.maximum_likelihood` and sets the intervals (widened where
+        needed to hold the estimate).  ``"none"``: report the maximum-likelihood table.
+    other_share : {"marginal", "fit"}, default="marginal"
+        With ``candidates="detected"`` and ``other="undetected"``: the reported table's Other total for each string
+        variable is its marginal decode's (1 minus its categories' shares), the rest of the
+        table moved from the maximum-likelihood table as the likelihood's quadratic
+        approximation says (:func:`~rappor.analysis.association._selection.marginal_other_table`;
+        the maximum-likelihood table stays in :attr:`AssociationResult.maximum_likelihood`; the
+        move needs the inverse information, so not with ``std_errors=False`` or above 2,048 cells).
+        The joint fit's Other is too low when the categories are chosen by the same reports
+        (the winner's curse; :mod:`rappor.analysis.association._selection`).  ``"fit"``: the
+        joint fit's own table.  With ``shrinkage="conditionals"`` the two string variables'
+        shares come from the conditionals' prior fitted to the maximum-likelihood table, which
+        replaces the move there (it acts on one string variable's tables).
     rng : numpy.random.Generator, int or None, default=None
         Seeds the SQP's Hessian subsample (seed 0 when None: deterministic).
 
@@ -163,7 +181,8 @@ class AssociationDecoder(CheckedParameters):
         "decoder": _check_marginal_decoder,
         "intervals": options_check(("signed", "projected", "wald")),
         "profile_level": _check_profile_level,
-        "shrinkage": options_check(("boolean-split", "none")),
+        "shrinkage": options_check(("conditionals", "boolean-split", "none")),
+        "other_share": options_check(("marginal", "fit")),
         "rng": check_rng_parameter,
     }
 
@@ -172,7 +191,8 @@ class AssociationDecoder(CheckedParameters):
                  max_iterations: int = 1000, tolerance: float = 1e-3, std_errors: bool = True,
                  independence_test: bool = True, decoder: Decoder | None = None,
                  intervals: Literal["signed", "projected", "wald"] = "signed", profile_level: float | None = None,
-                 shrinkage: Literal["boolean-split", "none"] = "boolean-split", rng: RngLike = None) -> None:
+                 shrinkage: Literal["conditionals", "boolean-split", "none"] = "conditionals",
+                 other_share: Literal["marginal", "fit"] = "marginal", rng: RngLike = None) -> None:
         self.candidates = candidates
         self.other = other
         self.method = method
@@ -184,6 +204,7 @@ class AssociationDecoder(CheckedParameters):
         self.intervals = intervals
         self.profile_level = profile_level
         self.shrinkage = shrinkage
+        self.other_share = other_share
         self.rng = rng
 
     def decode(self, reports: Sequence[ReportBatch], variables: Sequence[Variable], *,
@@ -272,13 +293,13 @@ class AssociationDecoder(CheckedParameters):
         t_fit = time.perf_counter()
         step(STAGES[3])
         shape = lik.shape
-        cov = None
+        cov = info = None
         law = None
         signed = None
         se = np.full(shape, np.nan)
         se_method = "none"
         if self.std_errors and lik.size <= MAX_COVARIANCE_CELLS:
-            cov = observed_covariance(lik, lik.forward(fit.table))
+            cov = info = observed_covariance(lik, lik.forward(fit.table))
             # Each Newton step forms the information again (cells^2 a pattern): as the projected
             # law, only up to MAX_PROJECTED_CELLS cells.
             signed = signed_maximum(lik, fit.table, cov) \
@@ -308,13 +329,27 @@ class AssociationDecoder(CheckedParameters):
         t_test = time.perf_counter()
         table = fit.table.reshape(shape)
         mle = None
+        clipped = None
+        others = [_marginal_other(axis, sel) for axis, sel in enumerate(selections)]
+        if self.other_share == "marginal" and self.candidates == "detected" and self.other == "undetected" \
+                and info is not None:
+            moved = marginal_other_table(table, info, others)
+            if moved is not None:
+                mle, (table, clipped) = table, moved
         kinds = [v.kind for v in variables]
-        if self.shrinkage == "boolean-split" and cov is not None and sorted(kinds) == ["boolean", "string"]:
-            mle = table
+        split = self.shrinkage in ("conditionals", "boolean-split") and cov is not None
+        if split and sorted(kinds) == ["boolean", "string"]:
+            mle = table if mle is None else mle
             table, _ = shrink_boolean_split(table, cov, kinds.index("string"))
-        elif self.shrinkage == "boolean-split" and cov is not None and sorted(kinds) == ["boolean", "string", "string"]:
-            mle = table
+        elif split and sorted(kinds) == ["boolean", "string", "string"]:
+            mle = table if mle is None else mle
             table, _ = shrink_nested_boolean_split(table, cov, kinds.index("boolean"))
+        if self.shrinkage == "conditionals" and signed is not None and kinds.count("string") == 2 and len(kinds) <= 3:
+            boolean = kinds.index("boolean") if len(kinds) == 3 else None
+            ml = table if mle is None else mle
+            pair, _ = shrink_conditionals(*string_pair(ml, signed.table, signed.covariance, boolean), gen)
+            mle = ml
+            table = pair if boolean is None else with_pair_shares(table, boolean, pair)
         diagnostics: dict[str, Any] = {
             "other_method": self.other,
             "std_error_method": se_method,
@@ -328,6 +363,8 @@ class AssociationDecoder(CheckedParameters):
                                 else "projected" if law is not None else "wald"),
             "signed_iterations": None if signed is None else signed.iterations,
             "selection_excess": [None if ex is None else round(float(ex.sum()), 6) for ex in excess],
+            "marginal_other_share": [None if o is None else o[1] for o in others],
+            "marginal_other_clipped": clipped,
             "independence_seconds": round(t_test - t_cov, 4),
             "independence_iterations": test_iterations,
             "other_probabilities": tuple(sel[3] for sel in selections),
@@ -364,7 +401,10 @@ class AssociationDecoder(CheckedParameters):
                                   f"no category to associate (model the other strings with other='undetected').")
             return columns, labels, marginal, None
         if self.other == "undetected":
-            probs = undetected_bit_probabilities(cmap, columns, np.asarray(marginal.proportion, dtype=np.float64))
+            # Other's composition from the other cohorts' reports (sample splitting, see _other).
+            split = cross_fitted_proportions(aggregate, cmap, decoder) if columns.size < len(cmap) else None
+            probs = undetected_bit_probabilities(cmap, columns, np.asarray(marginal.proportion, dtype=np.float64)) \
+                if split is None else undetected_bit_probabilities(cmap, columns, *split)
         else:
             shares = np.nan_to_num(np.asarray(marginal.proportion, dtype=np.float64)[columns])
             probs = other_bit_probabilities(aggregate, cmap, columns, shares, self.other)
@@ -418,6 +458,15 @@ class AssociationDecoder(CheckedParameters):
                 pvalue = (1.0 + float((draws >= stat).sum())) / (1.0 + draws.size)
                 method = f"likelihood-ratio, boundary-aware ({draws.size} draws)"
         return IndependenceTest(statistic=stat, df=df, pvalue=pvalue, method=method), iterations
+
+
+def _marginal_other(axis: int, selection: tuple[Any, ...]) -> tuple[int, float] | None:
+    """``(axis, 1 - the marginal decode's shares of the categories)`` of a string variable with Other."""
+    columns, labels, marginal, _ = selection
+    if marginal is None or len(labels) == len(columns):
+        return None
+    shares = np.clip(np.nan_to_num(np.asarray(marginal.proportion, dtype=np.float64)[columns]), 0.0, None)
+    return axis, max(1.0 - float(shares.sum()), 0.0)
 
 
 def _selection_excess(selection: tuple[Any, ...]) -> npt.NDArray[np.float64] | None:

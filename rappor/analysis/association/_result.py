@@ -113,9 +113,10 @@ class AssociationResult:
         (:func:`~rappor.analysis.association._inference.boundary_interval`); ``None`` for Wald
         intervals (``AssociationDecoder(intervals="wald")``, tables above 512 cells).
     maximum_likelihood : ndarray or None
-        The maximum-likelihood table when :attr:`proportion` is its empirical-Bayes
-        shrinkage (``AssociationDecoder(shrinkage="boolean-split")``); the intervals are
-        those of this table, widened where needed to hold :attr:`proportion`.
+        The maximum-likelihood table when :attr:`proportion` is not it: its Other totals set
+        to the marginal decodes' (``AssociationDecoder(other_share="marginal")``) and/or its
+        empirical-Bayes shrinkage (``AssociationDecoder(shrinkage="conditionals" | "boolean-split")``);
+        the intervals are those of this table, widened where needed to hold :attr:`proportion`.
     signed_maximum, signed_std_error : ndarray or None
         The maximum of the likelihood over *signed* tables (cells may be negative, the sum
         is 1) and its inverse-information standard errors, shaped like :attr:`proportion`:

@@ -8,9 +8,9 @@ import warnings
 import numpy as np
 
 from rappor import Params
-from rappor.analysis.association import AssociationDecoder, simulate_association
+from rappor.analysis.association import AssociationDecoder, example_joint, simulate_association
 from rappor.analysis.association._inference import constrained_covariance
-from rappor.analysis.association._selection import selection_shift
+from rappor.analysis.association._selection import marginal_other_table, selection_shift
 
 
 def _covariance(cells: int, seed: int) -> np.ndarray:
@@ -67,3 +67,44 @@ def test_intervals_cover_the_table_moved_by_the_selection() -> None:
     ci = res.confidence_interval()
     assert (ci.low <= plain.low).all() and (ci.high >= plain.high).all()
     assert ((ci.low < plain.low) | (ci.high > plain.high)).any()
+
+
+def test_marginal_other_table_sets_each_other_total_and_moves_the_rest_by_the_covariance() -> None:
+    # Both variables strings (Other last on each axis): the moved table's Other totals are the
+    # targets (to rounding: the move stays inside [0, 1] here, so nothing is clipped), it sums to 1,
+    # and the move is V A (A'VA)^-1 (A't - o) of the quadratic approximation.
+    cov = _covariance(12, 1)
+    table = np.random.default_rng(2).dirichlet(np.full(12, 5.0)).reshape(4, 3)
+    targets = [table[-1].sum() + 0.01, table[:, -1].sum() - 0.005]
+    out = marginal_other_table(table, cov, [(0, targets[0]), (1, targets[1])])
+    assert out is not None and out[1] == 0.0
+    moved = out[0]
+    np.testing.assert_allclose([moved[-1].sum(), moved[:, -1].sum()], targets, atol=1e-12)
+    assert abs(moved.sum() - 1.0) < 1e-12
+    a = np.zeros((12, 2))
+    a[np.arange(9, 12), 0] = 1.0
+    a[np.arange(2, 12, 3), 1] = 1.0
+    delta = a.T @ table.reshape(-1) - np.array(targets)
+    np.testing.assert_allclose(moved.reshape(-1), table.reshape(-1) - cov @ a @ np.linalg.solve(a.T @ cov @ a, delta),
+                               atol=1e-12)
+    # A variable without Other is left alone; none at all gives None.
+    one = marginal_other_table(table, cov, [(0, targets[0]), None])
+    assert one is not None and abs(one[0][-1].sum() - targets[0]) < 1e-12
+    assert marginal_other_table(table, cov, [None, None]) is None
+
+
+def test_default_decode_reports_the_marginal_decodes_other_total() -> None:
+    # String x boolean: the reported Other total is the marginal decode's 1 - (categories' shares)
+    # within the mass that the clipping at 0 took off (and rescaling gave back), the boolean split's
+    # shrinkage keeps it, and other_share="fit" reports the fit's own table.
+    params = Params(num_bloombits=32, num_hashes=2, num_cohorts=16, prob_p=0.25, prob_q=0.75, prob_f=0.5)
+    joint, values, cands = example_joint("string-bool", 30)
+    sim = simulate_association(params, joint, values, 50_000, candidates=cands, rng=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = AssociationDecoder(independence_test=False).decode(sim.reports, sim.variables)
+        fit = AssociationDecoder(independence_test=False, other_share="fit").decode(sim.reports, sim.variables)
+    target = res.diagnostics["marginal_other_share"][0]
+    assert abs(res.proportion[-1].sum() - target) <= res.diagnostics["marginal_other_clipped"] + 1e-12
+    np.testing.assert_allclose(res.maximum_likelihood, fit.maximum_likelihood, atol=1e-12)
+    assert abs(fit.proportion[-1].sum() - target) > 1e-3

@@ -73,7 +73,7 @@ def test_default_decode_is_closer_than_maximum_likelihood_and_inside_its_interva
     sim = simulate_association(PARAMS, joint, values, 50_000, candidates=cands, rng=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = AssociationDecoder().decode(sim.reports, sim.variables)
+        res = AssociationDecoder(other_share="fit").decode(sim.reports, sim.variables)  # the shrinkage alone
     assert res.maximum_likelihood is not None
     truth = sim.truth(res.categories)
     assert total_variation(res.proportion, truth) < total_variation(res.maximum_likelihood, truth)
@@ -82,12 +82,13 @@ def test_default_decode_is_closer_than_maximum_likelihood_and_inside_its_interva
     assert np.all((ci.low <= res.proportion + 1e-15) & (res.proportion <= ci.high + 1e-15))
 
 
-def test_string_by_string_tables_are_not_shrunk() -> None:
+def test_string_by_string_tables_are_not_shrunk_by_the_boolean_split() -> None:
     joint, values, cands = example_joint("string-string", 6, 3)
     sim = simulate_association(PARAMS, joint, values, 5000, candidates=cands, rng=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = AssociationDecoder(independence_test=False).decode(sim.reports, sim.variables)
+        res = AssociationDecoder(independence_test=False, shrinkage="boolean-split",
+                                 other_share="fit").decode(sim.reports, sim.variables)
     assert res.maximum_likelihood is None
 
 

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from rappor import Params
+from rappor.analysis.association import AssociationDecoder, example_joint, simulate_association
+from rappor.analysis.association._conditionals import GRID, shrink_conditionals, string_pair, with_pair_shares
+
+PARAMS = Params(num_bloombits=32, num_hashes=2, num_cohorts=32, prob_p=0.25, prob_q=0.75, prob_f=0.5)
+
+
+def test_string_pair_sums_the_table_and_its_covariance_over_the_boolean() -> None:
+    rng = np.random.default_rng(0)
+    table = rng.dirichlet(np.ones(24)).reshape(4, 2, 3)  # the boolean in the middle
+    root = rng.normal(size=(24, 24))
+    cov = root @ root.T
+    pair, centre, pair_cov = string_pair(table, table.reshape(-1) * 2, cov, 1)
+    summed = np.zeros((12, 24))  # row (a, b) sums cells (a, t, b)
+    for a in range(4):
+        for t in range(2):
+            for b in range(3):
+                summed[a * 3 + b, a * 6 + t * 3 + b] = 1.0
+    np.testing.assert_allclose(pair, table.sum(axis=1), rtol=1e-14)
+    np.testing.assert_allclose(centre, 2 * table.sum(axis=1), rtol=1e-14)
+    np.testing.assert_allclose(pair_cov, summed @ cov @ summed.T, rtol=1e-12)
+    two, two_cov = table[:, 0], cov[:12, :12]
+    same = string_pair(two, two.reshape(-1), two_cov, None)
+    assert same[0] is two and same[2] is two_cov
+
+
+def test_with_pair_shares_keeps_each_pairs_split() -> None:
+    rng = np.random.default_rng(1)
+    table = rng.dirichlet(np.ones(12)).reshape(3, 2, 2)  # (string, string, boolean)
+    table[1, 0] = 0.0  # a pair at 0: it gets the boolean's overall split
+    table /= table.sum()
+    pair = rng.dirichlet(np.ones(6)).reshape(3, 2)
+    out = with_pair_shares(table, 2, pair)
+    np.testing.assert_allclose(out.sum(axis=2), pair, rtol=1e-12)
+    keep = table.sum(axis=2) > 0
+    split = table[..., 0][keep] / table.sum(axis=2)[keep]
+    np.testing.assert_allclose(out[..., 0][keep] / out.sum(axis=2)[keep], split, rtol=1e-12)
+    np.testing.assert_allclose(out[1, 0, 0] / out[1, 0].sum(), table[..., 0].sum(), rtol=1e-12)
+
+
+def test_posterior_mean_with_little_noise_is_the_table_to_the_grids_resolution() -> None:
+    # With standard errors far below every cell the posterior sits on the grid points next to each
+    # conditional: within half a grid step (a factor 1000^(1/79) = 1.091 between points, so 4.5%) of
+    # its value, at most 9.1% after the normalization (both ways); cells at 0 stay at 0.
+    rows = np.array([0.5, 0.3, 0.2])
+    cond = np.array([[0.6, 0.4, 0.0], [0.0, 0.7, 0.3], [0.25, 0.0, 0.75]])
+    truth = rows[:, None] * cond
+    n = truth.size
+    cov = 1e-14 * (np.eye(n) - np.ones((n, n)) / n)
+    estimate, _ = shrink_conditionals(truth, truth, cov, np.random.default_rng(0))
+    assert abs(estimate.sum() - 1.0) < 1e-12 and (estimate >= 0).all()
+    np.testing.assert_allclose(estimate, truth, rtol=0.091, atol=1e-12)
+    assert GRID[0] == 0.0 and np.isclose(GRID[2] / GRID[1], 1000 ** (1 / 79))
+
+
+def _decode(kind: str, shrinkage: str, n: int) -> tuple:
+    joint, values, cands = example_joint("string-string", 6, 3)
+    if kind == "ssb":
+        p_true = 0.2 + 0.1 * (np.arange(6) % 7)
+        joint = joint[:, :, None] * np.stack([p_true, 1 - p_true], axis=1)[:, None, :]
+        values, cands = values + [None], cands + [None]
+    sim = simulate_association(PARAMS, joint, values, n, candidates=cands, rng=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # other_share="fit": the plain table is then the maximum-likelihood one (the move of Other
+        # would change it, while the prior's pair shares come from the maximum likelihood either way).
+        return AssociationDecoder(independence_test=False, shrinkage=shrinkage,
+                                  other_share="fit").decode(sim.reports, sim.variables)
+
+
+def test_default_estimates_two_strings_under_the_prior_and_stays_inside_the_intervals() -> None:
+    res = _decode("ss", "conditionals", 5000)
+    plain = _decode("ss", "boolean-split", 5000)
+    assert plain.maximum_likelihood is None  # the table before: not shrunk
+    assert res.signed_maximum is not None and res.maximum_likelihood is not None
+    np.testing.assert_array_equal(res.maximum_likelihood, plain.proportion)
+    assert abs(res.proportion.sum() - 1.0) < 1e-12 and (res.proportion >= 0).all()
+    assert not np.allclose(res.proportion, res.maximum_likelihood)
+    ci = res.confidence_interval()
+    assert np.all((ci.low <= res.proportion + 1e-15) & (res.proportion <= ci.high + 1e-15))
+
+
+def test_three_variables_get_the_pairs_shares_from_the_prior_and_keep_the_splits() -> None:
+    res = _decode("ssb", "conditionals", 8000)
+    plain = _decode("ssb", "boolean-split", 8000)
+    assert res.maximum_likelihood is not None
+    np.testing.assert_array_equal(res.maximum_likelihood, plain.maximum_likelihood)
+    keep = (plain.proportion.sum(axis=2) > 1e-12) & (res.proportion.sum(axis=2) > 1e-12)
+    assert keep.sum() >= 10
+    split = res.proportion[..., 0][keep] / res.proportion.sum(axis=2)[keep]
+    np.testing.assert_allclose(split, plain.proportion[..., 0][keep] / plain.proportion.sum(axis=2)[keep], rtol=1e-9)
+    assert not np.allclose(res.proportion.sum(axis=2), plain.proportion.sum(axis=2))
