@@ -13,6 +13,7 @@ The package's modules (private), in the order a discovery uses them:
 ``_prior``         the search's byte prior over tails, learnt from the earlier slots
 ``_levels``        the z-scores the search's extensions need, per tail by the prior
 ``_confirmation``  the null distribution a found string is confirmed against
+``_rescue``        the search's provisional prefixes: their budgets and their children
 ``_search``        the search (:func:`discover`) and its result
 ``_decode``        discover, then decode with the candidates (:func:`discover_and_decode`,
                    what ``rappor decode --discover`` runs)
