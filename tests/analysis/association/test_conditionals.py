@@ -3,9 +3,10 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 
 from rappor import Params
-from rappor.analysis.association import AssociationDecoder, example_joint, simulate_association
+from rappor.analysis.association import AssociationDecoder, example_joint, simulate_association, total_variation
 from rappor.analysis.association._conditionals import GRID, shrink_conditionals, string_pair, with_pair_shares
 
 PARAMS = Params(num_bloombits=32, num_hashes=2, num_cohorts=32, prob_p=0.25, prob_q=0.75, prob_f=0.5)
@@ -96,3 +97,27 @@ def test_three_variables_get_the_pairs_shares_from_the_prior_and_keep_the_splits
     split = res.proportion[..., 0][keep] / res.proportion.sum(axis=2)[keep]
     np.testing.assert_allclose(split, plain.proportion[..., 0][keep] / plain.proportion.sum(axis=2)[keep], rtol=1e-9)
     assert not np.allclose(res.proportion.sum(axis=2), plain.proportion.sum(axis=2))
+
+
+@pytest.mark.slow
+def test_the_prior_brings_a_sparse_table_closer_to_the_truth_than_the_maximum_likelihood() -> None:
+    # The claim of the default, checked on collections the design never saw (seeds 700-707): 20 x 10
+    # strings whose rows' conditionals are shifted Poisson(1) laws (half the cells near 0), every 5th
+    # string outside the candidates, 200,000 clients, f=0.75.  Paired per collection: the TV of the
+    # posterior-mean table minus that of the maximum-likelihood table (both from one decode).  The
+    # mean paired difference must be below 0 by more than 2 standard errors of that mean (its sd over
+    # the collections / sqrt(8)): a rule that brought nothing would pass with probability about 0.023.
+    # (Measured when written: mean -0.043, standard error 0.013.)
+    params = Params(num_bloombits=32, num_hashes=2, num_cohorts=32, prob_p=0.25, prob_q=0.75, prob_f=0.75)
+    joint, values, cands = example_joint("string-string", 20, 10, remove_every=5)
+    diffs = []
+    for seed in range(700, 708):
+        sim = simulate_association(params, joint, values, 200_000, candidates=cands, rng=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = AssociationDecoder(independence_test=False).decode(sim.reports, sim.variables)
+        assert res.maximum_likelihood is not None
+        truth = sim.truth(res.categories)
+        diffs.append(total_variation(res.proportion, truth) - total_variation(res.maximum_likelihood, truth))
+    d = np.asarray(diffs)
+    assert d.mean() + 2 * d.std(ddof=1) / np.sqrt(d.size) < 0, d
