@@ -211,10 +211,16 @@ def _print_paired(rows: list, names: list) -> None:
         se = (ours - base).std(ddof=1) / np.sqrt(len(sel)) if len(sel) > 1 else float("nan")
         print(f"{name} ({len(sel)} seeds): TV {ours.mean():.4f} / {base.mean():.4f} ({se:.4f}); ratio {ours.mean() / base.mean():.3f}")
         for m in ("ours", "baseline"):
-            truth = np.concatenate([r[m]["cell_truth"] for r in sel])
-            covered = np.concatenate([r[m]["cell_covered"] for r in sel]).astype(float)
+            truth, covered = _pooled_cells(sel, m)
             bands = "  ".join(f"{label} {c:.3f} [{n}]" for label, n, c, _ in _band_coverage(truth, covered))
             print(f"    {m:<9} {bands}")
+
+
+def _pooled_cells(sel: list, side: str = "ours") -> tuple[np.ndarray, np.ndarray]:
+    """The cells' true shares and whether each was covered, pooled over the runs ``sel`` (one side)."""
+    truth = np.concatenate([r[side]["cell_truth"] for r in sel])
+    covered = np.concatenate([r[side]["cell_covered"] for r in sel]).astype(float)
+    return truth, covered
 
 
 def _band_coverage(truth: np.ndarray, covered: np.ndarray) -> list[tuple[str, int, float, float]]:
@@ -238,8 +244,7 @@ def _print_coverage(rows: list, names: list) -> None:
         sel = sorted((r for r in rows if r["class"] == name), key=lambda r: r["seed"])
         if not sel:
             continue
-        truth = np.concatenate([r["ours"]["cell_truth"] for r in sel])
-        covered = np.concatenate([r["ours"]["cell_covered"] for r in sel]).astype(float)
+        truth, covered = _pooled_cells(sel)
         bands = "  ".join(f"{label} {c:.3f} ({se:.3f}) [{n}]" for label, n, c, se in _band_coverage(truth, covered))
         tv = np.array([r["ours"]["tv"] for r in sel])
         print(f"{name} ({len(sel)} seeds; TV {tv.mean():.4f} sd {tv.std(ddof=1) if tv.size > 1 else 0.0:.4f}): {bands}")
@@ -263,8 +268,7 @@ def _print_table(rows: list, names: list) -> None:
             continue
         ours = np.array([r["ours"]["tv"] for r in sel])
         ref = np.array([r["recipe"]["tv"] for r in sel])
-        truth = np.concatenate([r["ours"]["cell_truth"] for r in sel])
-        covered = np.concatenate([r["ours"]["cell_covered"] for r in sel])
+        truth, covered = _pooled_cells(sel)
         bands = [covered[(truth >= lo) & (truth < hi)].mean() for lo, hi in BANDS if ((truth >= lo) & (truth < hi)).sum() >= 20]
         print(f"{name:<26}{ours.mean():>9.4f}{ref.mean():>11.4f}{ours.mean() / ref.mean():>7.2f}{(ours / ref).max():>10.2f}"
               f"{covered.mean():>10.3f}{min(bands) if bands else float('nan'):>10.3f}"

@@ -293,13 +293,13 @@ class AssociationDecoder(CheckedParameters):
         t_fit = time.perf_counter()
         step(STAGES[3])
         shape = lik.shape
-        cov = info = None
+        cov = inverse_information = None
         law = None
         signed = None
         se = np.full(shape, np.nan)
         se_method = "none"
         if self.std_errors and lik.size <= MAX_COVARIANCE_CELLS:
-            cov = info = observed_covariance(lik, lik.forward(fit.table))
+            cov = inverse_information = observed_covariance(lik, lik.forward(fit.table))
             # Each Newton step forms the information again (cells^2 a pattern): as the projected
             # law, only up to MAX_PROJECTED_CELLS cells.
             signed = signed_maximum(lik, fit.table, cov) \
@@ -332,8 +332,8 @@ class AssociationDecoder(CheckedParameters):
         clipped = None
         others = [_marginal_other(axis, sel) for axis, sel in enumerate(selections)]
         if self.other_share == "marginal" and self.candidates == "detected" and self.other == "undetected" \
-                and info is not None:
-            moved = marginal_other_table(table, info, others)
+                and inverse_information is not None:
+            moved = marginal_other_table(table, inverse_information, others)
             if moved is not None:
                 mle, (table, clipped) = table, moved
         kinds = [v.kind for v in variables]
