@@ -347,7 +347,9 @@ class AssociationDecoder(CheckedParameters):
         if self.shrinkage == "conditionals" and signed is not None and kinds.count("string") == 2 and len(kinds) <= 3:
             boolean = kinds.index("boolean") if len(kinds) == 3 else None
             ml = table if mle is None else mle
-            pair, _ = shrink_conditionals(*string_pair(ml, signed.table, signed.covariance, boolean), gen)
+            has_other = [len(sel[1]) > len(sel[0]) for sel, kind in zip(selections, kinds) if kind == "string"]
+            pair, _ = shrink_conditionals(*string_pair(ml, signed.table, signed.covariance, boolean), gen,
+                                          other=(has_other[0], has_other[1]))
             mle = ml
             table = pair if boolean is None else with_pair_shares(table, boolean, pair)
         diagnostics: dict[str, Any] = {
