@@ -15,9 +15,12 @@ on the simplex.  ``pi[a, b] = r_a c[a, b]`` with ``r_a`` the row shares of the c
 (held fixed) and every conditional value ``c[a, b]`` drawn from one prior ``g`` on the grid ``{0}``
 plus 80 geometric points from 1e-3 to 1.  ``g`` is the Kiefer-Wolfowitz NPMLE (Jiang and Zhang 2009,
 Ann. Statist. 37(4)) given each value's own normal ``x[a, b] / r_a ~ N(c[a, b], V[ab, ab] / r_a^2)``;
-the estimate is the posterior mean of ``pi`` given ``x`` with the full covariance, by Gibbs
-sampling on the grid (each value given the others is ``g`` times a normal; Geman and Geman 1984),
-four chains of 300 sweeps from ``max(x, 0)``, the first 60 dropped, each draw normalized.  ``V``
+the posterior of ``pi`` given ``x`` with the full covariance comes from Gibbs sampling on the
+grid (each value given the others is ``g`` times a normal; Geman and Geman 1984),
+four chains of 300 sweeps from ``max(x, 0)``, the first 60 dropped, each draw normalized.  The
+estimate is the Bayes rule for the total variation to the truth, not the posterior mean (the rule for
+squared error): every candidate's cell at one common posterior quantile, Other's cells at their
+posterior mean (:func:`total_variation_estimate`).  ``V``
 is singular along the sum of the cells; the sampler's precision is ``V^+`` plus the cells' mean
 precision along it (the sum is not estimated here: every draw is normalized).  The rows are the
 variable whose prior explains ``x`` better (the larger composite marginal log-likelihood, each cell

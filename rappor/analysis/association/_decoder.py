@@ -134,9 +134,10 @@ class AssociationDecoder(CheckedParameters):
         its parent category's shrunk split (the string variable whose splits vary more;
         :func:`~rappor.analysis.association._shrinkage.shrink_nested_boolean_split`).
         ``"conditionals"`` also estimates the two string variables' shares (the pairs' shares,
-        with a boolean) as the posterior mean under one nonparametric prior of the rows'
-        conditional values, fitted to the table (empirical Bayes;
-        :mod:`rappor.analysis.association._conditionals`); ``"boolean-split"`` keeps their
+        with a boolean) under one nonparametric prior of the rows' conditional values, fitted
+        to the table (empirical Bayes), by the Bayes rule for total variation: the candidates'
+        cells at one common posterior quantile, Other's at their posterior mean
+        (:mod:`rappor.analysis.association._conditionals`); ``"boolean-split"`` keeps their
         maximum-likelihood shares.  The maximum-likelihood table stays in
         :attr:`AssociationResult.maximum_likelihood` and sets the intervals (widened where
         needed to hold the estimate).  ``"none"``: report the maximum-likelihood table.
