@@ -19,8 +19,8 @@ the posterior of ``pi`` given ``x`` with the full covariance comes from Gibbs sa
 grid (each value given the others is ``g`` times a normal; Geman and Geman 1984),
 four chains of 300 sweeps from ``max(x, 0)``, the first 60 dropped, each draw normalized.  The
 estimate is the Bayes rule for the total variation to the truth, not the posterior mean (the rule for
-squared error): every candidate's cell at one common posterior quantile, Other's cells at their
-posterior mean (:func:`total_variation_estimate`).  ``V``
+squared error): every cell at one common posterior quantile, except an Other that pools strings
+outside the candidates, whose cells take their posterior mean (:func:`total_variation_estimate`).  ``V``
 is singular along the sum of the cells; the sampler's precision is ``V^+`` plus the cells' mean
 precision along it (the sum is not estimated here: every draw is normalized).  The rows are the
 variable whose prior explains ``x`` better (the larger composite marginal log-likelihood, each cell
@@ -111,11 +111,15 @@ def total_variation_estimate(draws: Array, *, at_mean: npt.NDArray[np.bool_] | N
     large ones, where the mean spreads it.
 
     Cells in ``at_mean`` keep their posterior mean and the others share the rest of the mass at one
-    common quantile (the same conditions, restricted to them).  The decoder passes Other's row and
-    column: Other pools many strings, so its conditionals are not draws from the candidates' prior,
-    and its quantiles under that prior are not to be trusted where its mean is (design collections:
-    with every fifth string outside the candidates, Other's cells at their quantile put the table
-    further from the truth than the posterior mean, by 0.005-0.045 of TV).
+    common quantile (the same conditions, restricted to them).  The decoder passes Other's row or
+    column when its variable's marginal decode shows strings outside the candidates
+    (:func:`~rappor.analysis.association._other.other_pools_outside_strings`): Other then pools
+    many strings, its conditionals are not draws from the candidates' prior, and its quantiles under
+    that prior are not to be trusted where its mean is (design collections, seeds 100-103: with
+    every fifth string outside the candidates, Other's cells at their quantile put the table further
+    from the truth than the posterior mean by 0.005-0.045 of TV; at their mean 0.009 closer at f=0.5,
+    as close at f=0.75).  Without such strings Other holds the undetected candidates, small and
+    alike the others, and takes the common quantile with them.
 
     Parameters
     ----------
@@ -171,13 +175,14 @@ def shrink_conditionals(table: Array, signed: Array, covariance: Array, rng: np.
     rng : numpy.random.Generator
         Draws the Gibbs sampler's uniforms.
     other : (bool, bool), default=(False, False)
-        Whether each variable's last category is Other; Other's cells are estimated by their
-        posterior mean (:func:`total_variation_estimate`).
+        Whether each variable's last category is an Other that pools strings outside the
+        candidates; its cells are then estimated by their posterior mean
+        (:func:`total_variation_estimate`).
 
     Returns
     -------
     estimate : ndarray of shape (A, B)
-        Sums to 1: the candidates' cells at one common posterior quantile, Other's at their mean.
+        Sums to 1: the cells at one common posterior quantile, those of ``other`` at their mean.
     axis : int
         The variable whose conditionals were modelled as exchangeable (0: ``P(b | a)``).
     """
