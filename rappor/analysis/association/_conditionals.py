@@ -51,6 +51,12 @@ GRID = np.concatenate([[0.0], np.geomspace(1e-3, 1.0, 80)])
 #: Gibbs chains, sweeps a chain and the sweeps dropped at its start (one chain of 150 sweeps
 #: moved the TV by up to 0.02 between chains on one collection; four of 300 by about 0.005).
 CHAINS, SWEEPS, BURN = 4, 300, 60
+#: Eigenvalues of the covariance below this fraction of its largest are taken as 0 when it is inverted.
+#: It is singular along the sum of the cells by construction, but rounding leaves that eigenvalue at
+#: 1e-18-1e-15 of the largest, and numpy's default cutoff (1e-15) kept it once (6.3e-18 against a cutoff
+#: of 6.2e-18, three variables at f=0.75): its inverse, 1.6e17, froze the Gibbs sampler at its start.
+#: The table's genuine directions are far above 1e-9 of the largest (200,000 reports: 1e-5-1e-3).
+PINV_RCOND = 1e-9
 #: EM steps of the NPMLE.
 NPMLE_STEPS = 500
 
@@ -199,7 +205,7 @@ def shrink_conditionals(table: Array, signed: Array, covariance: Array, rng: np.
             best = (loglik, axis, scale, w)
     assert best is not None
     _, axis, scale, w = best
-    inverse: Array = np.asarray(np.linalg.pinv(covariance, hermitian=True), dtype=np.float64)
+    inverse: Array = np.asarray(np.linalg.pinv(covariance, rcond=PINV_RCOND, hermitian=True), dtype=np.float64)
     precision: Array = inverse + float(np.mean(np.diag(inverse))) / x.size
     at_mean = np.zeros(shape, dtype=bool)
     at_mean[-1, :] |= other[0]
