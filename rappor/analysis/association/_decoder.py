@@ -33,8 +33,8 @@ from ._inference import independence_null_draws, projected_draws
 from ._likelihood import CodedLikelihood, Factor, Patterns, bit_index_table, group_reports, likelihoods
 from ._mixture import HESSIAN_ROWS, FitResult, ProductLikelihood, _single_thread, fit_mixture
 from ._profile import profile_intervals
-from ._other import (cross_fitted_proportions, other_bit_probabilities, other_pools_outside_strings,
-                     undetected_bit_probabilities)
+from ._other import (cross_fitted_proportions, marginal_other_share, other_bit_probabilities,
+                     other_pools_outside_strings, undetected_bit_probabilities)
 from ._result import AssociationResult, IndependenceTest, check_variable_names
 from ._selection import marginal_other_table, selection_shift
 from ._conditionals import shrink_conditionals, string_pair, with_pair_shares
@@ -333,7 +333,7 @@ class AssociationDecoder(CheckedParameters):
         table = fit.table.reshape(shape)
         mle = None
         clipped = None
-        others = [_marginal_other(axis, sel) for axis, sel in enumerate(selections)]
+        others = [marginal_other_share(axis, sel) for axis, sel in enumerate(selections)]
         if self.other_share == "marginal" and self.candidates == "detected" and self.other == "undetected" \
                 and inverse_information is not None:
             moved = marginal_other_table(table, inverse_information, others)
@@ -463,15 +463,6 @@ class AssociationDecoder(CheckedParameters):
                 pvalue = (1.0 + float((draws >= stat).sum())) / (1.0 + draws.size)
                 method = f"likelihood-ratio, boundary-aware ({draws.size} draws)"
         return IndependenceTest(statistic=stat, df=df, pvalue=pvalue, method=method), iterations
-
-
-def _marginal_other(axis: int, selection: tuple[Any, ...]) -> tuple[int, float] | None:
-    """``(axis, 1 - the marginal decode's shares of the categories)`` of a string variable with Other."""
-    columns, labels, marginal, _ = selection
-    if marginal is None or len(labels) == len(columns):
-        return None
-    shares = np.clip(np.nan_to_num(np.asarray(marginal.proportion, dtype=np.float64)[columns]), 0.0, None)
-    return axis, max(1.0 - float(shares.sum()), 0.0)
 
 
 def _selection_excess(selection: tuple[Any, ...]) -> npt.NDArray[np.float64] | None:

@@ -257,3 +257,12 @@ def other_pools_outside_strings(selection: tuple[Any, ...]) -> bool:
     if not (math.isfinite(mass) and math.isfinite(se) and se > 0):
         return True
     return mass / se >= OUTSIDE_EVIDENCE_Z
+
+
+def marginal_other_share(axis: int, selection: tuple[Any, ...]) -> tuple[int, float] | None:
+    """``(axis, 1 - the marginal decode's shares of the categories)`` of a string variable with Other."""
+    columns, labels, marginal, _ = selection
+    if marginal is None or len(labels) == len(columns):
+        return None
+    shares = np.clip(np.nan_to_num(np.asarray(marginal.proportion, dtype=np.float64)[columns]), 0.0, None)
+    return axis, max(1.0 - float(shares.sum()), 0.0)
