@@ -69,6 +69,7 @@ from ._levels import DEFAULT_RESERVE as DEFAULT_RESERVE
 from ._levels import _thresholds as _thresholds
 from ._levels import _normal_isf, _normal_sf, _tail_levels, _tails
 from ._prior import TailPrior
+from ._scores import _SlotScores, _uniform_weights
 from ._rescue import DEFAULT_RESCUE, DEFAULT_RESCUE_FALSE, _RESCUE_BEAM, _provisional_children, provisional_budgets
 from ._spec import COMPLETE, PARTIAL, DiscoverySpec
 
@@ -232,63 +233,18 @@ _PRUNE_Z = 1.5
 _SHOW_Z = 3.0
 
 
-class _SlotScores:
-    """Every scored fragment of one slot: extensions of the frontier and the pooled values."""
-
-    def __init__(self, oracle: SlotOracle, frontier: list[bytes], head_z: list[float], tails: list[bytes],
-                 known: list[bytes]) -> None:
-        self.oracle = oracle
-        self.frontier = frontier
-        self.head_z = np.asarray(head_z, dtype=np.float64)
-        self.tails = tails
-        self.known = known
-        self.known_pairs = [oracle.spec.split(v, oracle.slot) for v in known]
-        self.known_bits = oracle.spec.fragment_bits(self.known_pairs, oracle.slot)
-        self._known_set = set(self.known_pairs)
-        self.fitted: dict[tuple[bytes, bytes], float] = {}
-
-    def above(self, z_floor: float | Array, head_floor: float = -math.inf, *, robust: bool = False,
-              ) -> dict[tuple[bytes, bytes], tuple[float, float]]:
-        """``(head, tail) -> (estimate, std_error)`` for the extensions with ``z >= z_floor`` (one level,
-        or one per tail) of the prefixes whose own z-score was ``>= head_floor``, the pooled values and the fitted
-        fragments (their fitted count added back); ``robust``: trimmed estimates."""
-        out: dict[tuple[bytes, bytes], tuple[float, float]] = {}
-        heads = [self.frontier[i] for i in np.flatnonzero(self.head_z >= head_floor).tolist()]
-        hi, ti, est, se = self.oracle.extensions_above(heads, self.tails, z_floor, robust=robust)
-        for i, j, e, s in zip(hi.tolist(), ti.tolist(), est.tolist(), se.tolist()):
-            out[(heads[i], self.tails[j])] = (e, s)
-        est_k, se_k = self.oracle.score_bits(self.known_bits, robust=robust)
-        for pair, e, s in zip(self.known_pairs, est_k.tolist(), se_k.tolist()):
-            out[pair] = (e + self.fitted.get(pair, 0.0), s)
-        others = [pair for pair in self.fitted if pair not in self._known_set]
-        if others:
-            bits = self.oracle.spec.fragment_bits(others, self.oracle.slot)
-            est_p, se_p = self.oracle.score_bits(bits, robust=robust)
-            for pair, e, s in zip(others, est_p.tolist(), se_p.tolist()):
-                out[pair] = (e + self.fitted[pair], s)
-        return out
-
-    def explain(self, scores: dict[tuple[bytes, bytes], tuple[float, float]], cut: float, budget: int) -> None:
-        """Fit (jointly) and subtract the strongest fragments with ``z >= cut`` not fitted yet."""
-        ranked = sorted(((e / s, pair) for pair, (e, s) in scores.items()
-                         if s > 0 and e >= cut * s and pair not in self.fitted), key=lambda zp: -zp[0])
-        strong = [pair for _, pair in ranked[:max(budget - len(self.fitted), 0)]]
-        if strong:
-            self.fitted.update(zip(strong, self.oracle.explain(strong).tolist()))
-
-
-def _uniform_weights(tails: list[bytes]) -> Array:
-    """Weight ``1 / n`` for each tail of a (marker, length) group of ``n`` tails (no prior)."""
-    sizes: dict[tuple[bytes, int], int] = {}
-    for t in tails:
-        sizes[(t[:1], len(t))] = sizes.get((t[:1], len(t)), 0) + 1
-    return np.array([1.0 / sizes[(t[:1], len(t))] for t in tails], dtype=np.float64)
+def _confirmed(pool: dict[bytes, _Pooled], learnt: set[bytes], alpha: float, n_tested: int) -> list[bytes]:
+    """Pooled values not learnt yet whose confirming z-score so far reaches the Bonferroni level
+    ``alpha / n_tested`` (normal tail: it only chooses what the prior learns, no test rests on it)."""
+    cut = _normal_isf(min(alpha / max(n_tested, 1), 0.5))
+    return [v for v, e in pool.items() if v not in learnt and e.weight > 0 and e.weighted >= cut * math.sqrt(e.weight)]
 
 
 def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
              false_children: float = DEFAULT_FALSE_CHILDREN, reserve: float = DEFAULT_RESERVE,
              pending: float = DEFAULT_PENDING, z_extend: float | None = None, prior_mix: float = DEFAULT_PRIOR_MIX,
              rescue: float = DEFAULT_RESCUE, rescue_false: float = DEFAULT_RESCUE_FALSE, rescue_split: str = "even",
+             prior_learns: str = "fitted",
              significance_level: float = 0.05, max_false: int = 0, weighting: str = "uniform", max_candidates: int = 1 << 28, explain: int = 256,
              trace: Sequence[bytes] = (), progress: Callable[[int], None] | None = None) -> DiscoveryResult:
     """Find frequent values in discovery reports (see the module docstring).
@@ -351,6 +307,14 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         first link (Fisher's product of the two links' p-values; measured at 10 M: no gain
         on new seeds for 13% more CPU time, notes 6.17).  Their complete children get
         ``pending / false_children`` times as much.
+    prior_learns : {"fitted", "confirmed"}, default="fitted"
+        What the byte prior learns from, at the end of each slot: ``"fitted"``, the tails of
+        the fragments fitted in it (above the fit level); ``"confirmed"``, those and every
+        byte of each pooled value confirmed so far (its confirming z-score over the slots
+        searched at least the Bonferroni level of the values pooled so far): later bytes of
+        values (digits, ``/``, accents) the first slots' fragments rarely hold.  Either way
+        the prior of slot ``s`` is fixed from slots before ``s`` (other clients), so every
+        level's control holds (:mod:`rappor.analysis.discovery._prior`).
     significance_level : float, default=0.05
         Level of :attr:`DiscoveryResult.significant`: the chance of more than
         ``max_false`` false significant values is at most this (Bonferroni).
@@ -408,12 +372,14 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
     k_false = check_int(max_false, "max_false", "discover", low=0)
     weighted = check_options(weighting, "weighting", "discover", ("uniform", "finding")) == "finding"
     split = check_options(rescue_split, "rescue_split", "discover", ("even", "evidence"))
+    learn_confirmed = check_options(prior_learns, "prior_learns", "discover", ("fitted", "confirmed")) == "confirmed"
     provisional: list[bytes] = []
     provisional_rank: list[float] = []  # (1 - Phi(z)) / pi_t of each provisional prefix's first link
     n_regular = 0  # regular prefixes of the slot before (those that could have provisional children)
     symbols = spec.symbols
     prior = TailPrior(symbols, mix=mix)
     learnt: set[tuple[bytes, bytes]] = set()
+    learnt_values: set[bytes] = set()
     frontier: list[bytes] = [b""]
     frontier_z: list[float] = [math.inf]
     in_reserve: set[bytes] = set()
@@ -530,13 +496,15 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
                 pair = spec.split(value, slot)
                 head_in = pair[0] in frontier_set or value in pool
                 traced[value].append((round((e + scores.fitted.get(pair, 0.0)) / se_v, 2), head_in))
+        confirmed = _confirmed(pool, learnt_values, alpha, len(tested)) if learn_confirmed else []
+        learnt_values.update(confirmed)
         fresh = [pair for pair in scores.fitted if pair not in learnt]
         learnt.update(fresh)
         if prior.active and fresh:  # the prior's cross-entropy on fragments it has not seen (held out)
             per_slot_bits = prior.bits_per_byte([tail[1:] for _, tail in fresh if tail[:1] == PARTIAL])
         else:
             per_slot_bits = math.nan
-        prior.learn(tail[1:] for _, tail in fresh)
+        prior.learn([tail[1:] for _, tail in fresh] + confirmed)
         kept.sort(key=lambda zv: -zv[0])
         reserved.sort(key=lambda zv: -zv[0])
         chosen = kept[:width] + reserved[:max(width - len(kept), 0)]
@@ -549,6 +517,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         provisional_rank = [-r for r, _ in rescued[:_RESCUE_BEAM]] if kappa > 0 else []
         per_slot.append({**info, "kept": len(frontier) - len(in_reserve), "reserve": len(in_reserve),
                          "found": found, "dropped": dropped, "prior_bits_per_byte": per_slot_bits,
+                         "prior_learnt": len(confirmed),
                          "pool": len(pool), "fitted": len(scores.fitted),
                          "null_std_error": oracle.null_std_error / max(n, 1.0)})
         if progress is not None:
