@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -244,7 +244,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
              false_children: float = DEFAULT_FALSE_CHILDREN, reserve: float = DEFAULT_RESERVE,
              pending: float = DEFAULT_PENDING, z_extend: float | None = None, prior_mix: float = DEFAULT_PRIOR_MIX,
              rescue: float = DEFAULT_RESCUE, rescue_false: float = DEFAULT_RESCUE_FALSE, rescue_split: str = "even",
-             prior_learns: str = "fitted",
+             prior_learns: str = "fitted", prior_values: Iterable[bytes | str] = (),
              significance_level: float = 0.05, max_false: int = 0, weighting: str = "uniform", max_candidates: int = 1 << 28, explain: int = 256,
              trace: Sequence[bytes] = (), progress: Callable[[int], None] | None = None) -> DiscoveryResult:
     """Find frequent values in discovery reports (see the module docstring).
@@ -315,6 +315,16 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         values (digits, ``/``, accents) the first slots' fragments rarely hold.  Either way
         the prior of slot ``s`` is fixed from slots before ``s`` (other clients), so every
         level's control holds (:mod:`rappor.analysis.discovery._prior`).
+    prior_values : iterable of bytes or str, optional
+        Values known from outside the reports (a candidate list, last period's values),
+        whose bytes the prior learns before slot 0 (``str`` as UTF-8); the fragments fitted
+        in each slot are learnt on top.  They hold no report, so every level's control holds
+        as with the prior learnt from earlier slots alone; the prior is then used from slot 0
+        on.  With the few frequent values of a flat population at 10 M clients the earlier
+        slots fit only their first bytes (about 270 bytes in all), and the digits, ``/``, dots
+        and accents of later positions get the uniform floor: a list of the same kind of
+        values gives them their share (measured in notes 6.18).  ``rappor decode
+        --discover`` passes its candidates.
     significance_level : float, default=0.05
         Level of :attr:`DiscoveryResult.significant`: the chance of more than
         ``max_false`` false significant values is at most this (Bonferroni).
@@ -378,6 +388,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
     n_regular = 0  # regular prefixes of the slot before (those that could have provisional children)
     symbols = spec.symbols
     prior = TailPrior(symbols, mix=mix)
+    prior.learn(v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in prior_values)
     learnt: set[tuple[bytes, bytes]] = set()
     learnt_values: set[bytes] = set()
     frontier: list[bytes] = [b""]
