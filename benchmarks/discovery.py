@@ -35,8 +35,10 @@ domain-like strings of 6-15 bytes, lengths as English words of 6+ letters): ``lo
 at 10 M, which every long-rare figure in docs/benchmarks.md passes); ``--no-final`` skips the
 final full-string decodes (at 10 M they take most of a run).  ``--weighting finding`` runs the
 confirmation's weighted Bonferroni (``discover(weighting="finding")``) and writes the same run's
-figures at the uniform cut too (``uniform_*``): a paired comparison from one search.  Seed 100 was used to design
-changes; report seeds 0-9.
+figures at the uniform cut too (``uniform_*``): a paired comparison from one search.  ``--prior-values stale``
+gives the search's byte prior the stale candidate list's bytes before slot 0 (``discover(prior_values=...)``, what
+``rappor decode --discover`` does with its candidates); ``other``, the values of another population of the same
+kind (seed + 100,000: none of this population's values).  Seed 100 was used to design changes; report seeds 0-9.
 
 Every run is a fresh process (one at a time), so ``peak_mb`` is that run's peak memory.
 
