@@ -134,9 +134,10 @@ class AssociationDecoder(CheckedParameters):
         its parent category's shrunk split (the string variable whose splits vary more;
         :func:`~rappor.analysis.association._shrinkage.shrink_nested_boolean_split`).
         ``"conditionals"`` also estimates the two string variables' shares (the pairs' shares,
-        with a boolean) as the posterior mean under one nonparametric prior of the rows'
-        conditional values, fitted to the table (empirical Bayes;
-        :mod:`rappor.analysis.association._conditionals`); ``"boolean-split"`` keeps their
+        with a boolean) under one nonparametric prior of the rows' conditional values, fitted
+        to the table (empirical Bayes), by the Bayes rule for total variation: the candidates'
+        cells at one common posterior quantile, Other's at their posterior mean
+        (:mod:`rappor.analysis.association._conditionals`); ``"boolean-split"`` keeps their
         maximum-likelihood shares.  The maximum-likelihood table stays in
         :attr:`AssociationResult.maximum_likelihood` and sets the intervals (widened where
         needed to hold the estimate).  ``"none"``: report the maximum-likelihood table.
@@ -347,7 +348,9 @@ class AssociationDecoder(CheckedParameters):
         if self.shrinkage == "conditionals" and signed is not None and kinds.count("string") == 2 and len(kinds) <= 3:
             boolean = kinds.index("boolean") if len(kinds) == 3 else None
             ml = table if mle is None else mle
-            pair, _ = shrink_conditionals(*string_pair(ml, signed.table, signed.covariance, boolean), gen)
+            has_other = [len(sel[1]) > len(sel[0]) for sel, kind in zip(selections, kinds) if kind == "string"]
+            pair, _ = shrink_conditionals(*string_pair(ml, signed.table, signed.covariance, boolean), gen,
+                                          other=(has_other[0], has_other[1]))
             mle = ml
             table = pair if boolean is None else with_pair_shares(table, boolean, pair)
         diagnostics: dict[str, Any] = {
