@@ -24,7 +24,10 @@ or in one command, 'rappor decode ... --discover disc-counts.csv --discovery-par
 disc-params.csv'.  disc-params.csv holds the parameters of ONE slot (num_cohorts =
 cohorts per slot) and, as 'rappor plan --discovery-params-out' writes it, the clients'
 layout (max_length, segment, slot_weights); for a file without them, --max-length,
---segment and --slot-weights must be those of the clients.  See docs/discovery.md.
+--segment and --slot-weights must be those of the clients.  --prior-values known.txt (a
+candidate list, or an earlier found.csv) gives the search's byte prior the bytes of values
+known from elsewhere before the first slot, as 'rappor decode --discover' does with its
+candidates.  See docs/discovery.md.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
     from ..collect import Aggregate
 
 NAME = "discover"
+USAGE = ("%(prog)s --params PATH (--counts PATH | --reports PATH [PATH ...])\n"
+         "       [-o PATH] [--list PATH] [--prior-values PATH] [--summary PATH] [OPTIONS]")
 HELP = "find frequent strings outside any candidate list (discovery counts -> found.csv)"
 ORDER = 55
 
