@@ -19,8 +19,8 @@ the posterior of ``pi`` given ``x`` with the full covariance comes from Gibbs sa
 grid (each value given the others is ``g`` times a normal; Geman and Geman 1984),
 four chains of 300 sweeps from ``max(x, 0)``, the first 60 dropped, each draw normalized.  The
 estimate is the Bayes rule for the total variation to the truth, not the posterior mean (the rule for
-squared error): every candidate's cell at one common posterior quantile, Other's cells at their
-posterior mean (:func:`total_variation_estimate`).  ``V``
+squared error): every cell at one common posterior quantile, except an Other that pools strings
+outside the candidates, whose cells take their posterior mean (:func:`total_variation_estimate`).  ``V``
 is singular along the sum of the cells; the sampler's precision is ``V^+`` plus the cells' mean
 precision along it (the sum is not estimated here: every draw is normalized).  The rows are the
 variable whose prior explains ``x`` better (the larger composite marginal log-likelihood, each cell
@@ -28,13 +28,13 @@ under its own normal and the fitted ``g``: the type-II maximum likelihood choice
 models).
 
 Measured on design collections (google/rappor's client rules, 200,000 clients, seeds 100-105;
-``benchmarks/association_oracle.py``'s ``eb_cond``, the rows always the first variable): TV to the
-clients' joint 0.156 instead of 0.164 (f=0.5),
-0.151 instead of 0.183 (f=0.5, strings outside the candidates), 0.406 instead of 0.421 (f=0.75),
-0.372 instead of 0.401 (f=0.75, outside strings); three variables (the string pair's shares, the
-boolean's splits as before) 0.180 instead of 0.186 and 0.428 instead of 0.450.  As the default, on
-evaluation seeds 9000-9001: 6-25% closer than the maximum-likelihood pair, 0.77-0.85 of google/rappor's
-full recipe's TV where every string is a candidate (``docs/benchmarks.md``).
+``benchmarks/association_oracle.py``'s ``eb_cond``, the rows always the first variable), with the
+posterior mean: TV to the clients' joint 0.156 instead of 0.164 (f=0.5), 0.151 instead of 0.183 (f=0.5,
+strings outside the candidates), 0.406 instead of 0.421 (f=0.75), 0.372 instead of 0.401 (f=0.75,
+outside strings).  With the total-variation rule, on evaluation seeds 9002-9011 against google/rappor's
+full recipe: 0.79 / 0.82 of its TV at f=0.5 / 0.75 where every string is a candidate (0.88 / 0.85 with
+the posterior mean), 0.59 / 0.74 with outside strings (``docs/notes/association-measurements.md``,
+*Round of 2026-11-28*).
 """
 
 from __future__ import annotations
@@ -51,6 +51,12 @@ GRID = np.concatenate([[0.0], np.geomspace(1e-3, 1.0, 80)])
 #: Gibbs chains, sweeps a chain and the sweeps dropped at its start (one chain of 150 sweeps
 #: moved the TV by up to 0.02 between chains on one collection; four of 300 by about 0.005).
 CHAINS, SWEEPS, BURN = 4, 300, 60
+#: Eigenvalues of the covariance below this fraction of its largest are taken as 0 when it is inverted.
+#: It is singular along the sum of the cells by construction, but rounding leaves that eigenvalue at
+#: 1e-18-1e-15 of the largest, and numpy's default cutoff (1e-15) kept it once (6.3e-18 against a cutoff
+#: of 6.2e-18, three variables at f=0.75): its inverse, 1.6e17, froze the Gibbs sampler at its start.
+#: The table's genuine directions are far above 1e-9 of the largest (200,000 reports: 1e-5-1e-3).
+PINV_RCOND = 1e-9
 #: EM steps of the NPMLE.
 NPMLE_STEPS = 500
 
@@ -111,11 +117,15 @@ def total_variation_estimate(draws: Array, *, at_mean: npt.NDArray[np.bool_] | N
     large ones, where the mean spreads it.
 
     Cells in ``at_mean`` keep their posterior mean and the others share the rest of the mass at one
-    common quantile (the same conditions, restricted to them).  The decoder passes Other's row and
-    column: Other pools many strings, so its conditionals are not draws from the candidates' prior,
-    and its quantiles under that prior are not to be trusted where its mean is (design collections:
-    with every fifth string outside the candidates, Other's cells at their quantile put the table
-    further from the truth than the posterior mean, by 0.005-0.045 of TV).
+    common quantile (the same conditions, restricted to them).  The decoder passes Other's row or
+    column when its variable's marginal decode shows strings outside the candidates
+    (:func:`~rappor.analysis.association._other.other_pools_outside_strings`): Other then pools
+    many strings, its conditionals are not draws from the candidates' prior, and its quantiles under
+    that prior are not to be trusted where its mean is (design collections, seeds 100-103: with
+    every fifth string outside the candidates, Other's cells at their quantile put the table further
+    from the truth than the posterior mean by 0.005-0.045 of TV; at their mean 0.009 closer at f=0.5,
+    as close at f=0.75).  Without such strings Other holds the undetected candidates, small and
+    alike the others, and takes the common quantile with them.
 
     Parameters
     ----------
@@ -171,13 +181,14 @@ def shrink_conditionals(table: Array, signed: Array, covariance: Array, rng: np.
     rng : numpy.random.Generator
         Draws the Gibbs sampler's uniforms.
     other : (bool, bool), default=(False, False)
-        Whether each variable's last category is Other; Other's cells are estimated by their
-        posterior mean (:func:`total_variation_estimate`).
+        Whether each variable's last category is an Other that pools strings outside the
+        candidates; its cells are then estimated by their posterior mean
+        (:func:`total_variation_estimate`).
 
     Returns
     -------
     estimate : ndarray of shape (A, B)
-        Sums to 1: the candidates' cells at one common posterior quantile, Other's at their mean.
+        Sums to 1: the cells at one common posterior quantile, those of ``other`` at their mean.
     axis : int
         The variable whose conditionals were modelled as exchangeable (0: ``P(b | a)``).
     """
@@ -194,7 +205,7 @@ def shrink_conditionals(table: Array, signed: Array, covariance: Array, rng: np.
             best = (loglik, axis, scale, w)
     assert best is not None
     _, axis, scale, w = best
-    inverse: Array = np.asarray(np.linalg.pinv(covariance, hermitian=True), dtype=np.float64)
+    inverse: Array = np.asarray(np.linalg.pinv(covariance, rcond=PINV_RCOND, hermitian=True), dtype=np.float64)
     precision: Array = inverse + float(np.mean(np.diag(inverse))) / x.size
     at_mean = np.zeros(shape, dtype=bool)
     at_mean[-1, :] |= other[0]

@@ -33,7 +33,8 @@ from ._inference import independence_null_draws, projected_draws
 from ._likelihood import CodedLikelihood, Factor, Patterns, bit_index_table, group_reports, likelihoods
 from ._mixture import HESSIAN_ROWS, FitResult, ProductLikelihood, _single_thread, fit_mixture
 from ._profile import profile_intervals
-from ._other import cross_fitted_proportions, other_bit_probabilities, undetected_bit_probabilities
+from ._other import (cross_fitted_proportions, other_bit_probabilities, other_pools_outside_strings,
+                     undetected_bit_probabilities)
 from ._result import AssociationResult, IndependenceTest, check_variable_names
 from ._selection import marginal_other_table, selection_shift
 from ._conditionals import shrink_conditionals, string_pair, with_pair_shares
@@ -135,9 +136,10 @@ class AssociationDecoder(CheckedParameters):
         :func:`~rappor.analysis.association._shrinkage.shrink_nested_boolean_split`).
         ``"conditionals"`` also estimates the two string variables' shares (the pairs' shares,
         with a boolean) under one nonparametric prior of the rows' conditional values, fitted
-        to the table (empirical Bayes), by the Bayes rule for total variation: the candidates'
-        cells at one common posterior quantile, Other's at their posterior mean
-        (:mod:`rappor.analysis.association._conditionals`); ``"boolean-split"`` keeps their
+        to the table (empirical Bayes), by the Bayes rule for total variation: the cells at one
+        common posterior quantile (an Other that pools strings outside the candidates, by its
+        marginal decode, at its posterior mean; :mod:`rappor.analysis.association._conditionals`);
+        ``"boolean-split"`` keeps their
         maximum-likelihood shares.  The maximum-likelihood table stays in
         :attr:`AssociationResult.maximum_likelihood` and sets the intervals (widened where
         needed to hold the estimate).  ``"none"``: report the maximum-likelihood table.
@@ -348,9 +350,9 @@ class AssociationDecoder(CheckedParameters):
         if self.shrinkage == "conditionals" and signed is not None and kinds.count("string") == 2 and len(kinds) <= 3:
             boolean = kinds.index("boolean") if len(kinds) == 3 else None
             ml = table if mle is None else mle
-            has_other = [len(sel[1]) > len(sel[0]) for sel, kind in zip(selections, kinds) if kind == "string"]
+            pooled = [other_pools_outside_strings(sel) for sel, kind in zip(selections, kinds) if kind == "string"]
             pair, _ = shrink_conditionals(*string_pair(ml, signed.table, signed.covariance, boolean), gen,
-                                          other=(has_other[0], has_other[1]))
+                                          other=(pooled[0], pooled[1]))
             mle = ml
             table = pair if boolean is None else with_pair_shares(table, boolean, pair)
         diagnostics: dict[str, Any] = {

@@ -232,3 +232,28 @@ def other_bit_probabilities(aggregate: Aggregate, cmap: CandidateMap, columns: n
     center = min(max(center, 0.0), 1.0) if math.isfinite(center) else uniform
     shrunk = center + factor * np.where(cells, rate - center, 0.0)
     return p01 + (p11 - p01) * np.clip(shrunk, 0.0, 1.0)
+
+
+#: One-sided level at which a marginal decode's unexplained mass is evidence of strings outside the
+#: candidates (its z-score above the standard normal's 95% quantile).
+OUTSIDE_EVIDENCE_Z = 1.6448536269514722
+
+
+def other_pools_outside_strings(selection: tuple[Any, ...]) -> bool:
+    """Whether a string variable's Other holds strings outside its candidates, by its marginal decode.
+
+    Without such strings Other is the undetected candidates, small and alike the detected ones; with
+    them it pools many strings, and the conditionals' prior of the candidates does not describe it
+    (:func:`~rappor.analysis.association._conditionals.shrink_conditionals` then estimates its cells
+    by their posterior mean).  The evidence is the marginal decode's unexplained mass (unbiased
+    with every candidate in its model) above 0 at the one-sided 5% level; unknown counts as evidence.
+    """
+    columns, labels, marginal, _ = selection
+    if len(labels) == len(columns):
+        return False
+    diag = getattr(marginal, "diagnostics", None)
+    mass = float(getattr(diag, "unexplained_mass_unclipped", math.nan))
+    se = float(getattr(diag, "unexplained_std_error", math.nan))
+    if not (math.isfinite(mass) and math.isfinite(se) and se > 0):
+        return True
+    return mass / se >= OUTSIDE_EVIDENCE_Z

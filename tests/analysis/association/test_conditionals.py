@@ -100,6 +100,25 @@ def test_total_variation_estimate_minimizes_the_draws_expected_total_variation(f
     assert (t == 0).any() and (mean > 0).all()
 
 
+def test_rounding_along_the_sum_does_not_change_the_estimate() -> None:
+    # The covariance is singular along the sum of the cells; rounding can leave a tiny positive
+    # eigenvalue there.  At 2e-15 of the largest (above numpy's default cutoff of 1e-15) its inverse
+    # froze the sampler at its start; the estimate must be the one of the exactly singular matrix.
+    rng = np.random.default_rng(2)
+    truth = rng.dirichlet(np.full(12, 0.5)).reshape(4, 3)
+    n = truth.size
+    centre = np.eye(n) - np.ones((n, n)) / n
+    root = rng.normal(size=(n, n)) * 0.01
+    cov = centre @ (root @ root.T + 1e-4 * np.eye(n)) @ centre
+    signed = truth.reshape(-1) + rng.multivariate_normal(np.zeros(n), cov)
+    top = float(np.linalg.eigvalsh(cov).max())
+    rounded = cov + 2e-15 * top * np.ones((n, n)) / n
+    exact, _ = shrink_conditionals(truth, signed, cov, np.random.default_rng(0))
+    near, _ = shrink_conditionals(truth, signed, rounded, np.random.default_rng(0))
+    np.testing.assert_allclose(near, exact, atol=1e-9)
+    assert not np.allclose(exact, np.clip(signed, 0, None).reshape(4, 3) / np.clip(signed, 0, None).sum(), atol=1e-3)
+
+
 def _decode(kind: str, shrinkage: str, n: int) -> tuple:
     joint, values, cands = example_joint("string-string", 6, 3)
     if kind == "ssb":

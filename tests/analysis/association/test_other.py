@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import types
 import warnings
 
 import numpy as np
@@ -11,7 +12,11 @@ import pytest
 import rappor
 from rappor import Params
 from rappor.analysis.association import AssociationDecoder, AssociationSimulation, example_joint, simulate_association
-from rappor.analysis.association._other import cross_fitted_proportions, undetected_bit_probabilities
+from rappor.analysis.association._other import (
+    cross_fitted_proportions,
+    other_pools_outside_strings,
+    undetected_bit_probabilities,
+)
 
 
 def _collection(seed: int, n: int) -> AssociationSimulation:
@@ -83,3 +88,36 @@ def test_other_share_is_unbiased_when_the_categories_do_not_come_from_the_report
         error = a @ (res.signed_maximum.reshape(-1) - truth.reshape(-1))
         z.append(error / np.sqrt(a @ res.signed_covariance @ a))
     assert abs(np.mean(z)) < 3 / np.sqrt(8), z
+
+
+def _selection(mass: float, se: float, other: bool = True) -> tuple:
+    marginal = types.SimpleNamespace(diagnostics=types.SimpleNamespace(
+        unexplained_mass_unclipped=mass, unexplained_std_error=se))
+    columns = np.arange(3)
+    labels = ("a", "b", "c") + (("Other",) if other else ())
+    return columns, labels, marginal, None
+
+
+def test_other_pools_outside_strings_at_the_one_sided_five_percent_level() -> None:
+    assert not other_pools_outside_strings(_selection(0.5, 0.01, other=False))  # no Other
+    assert other_pools_outside_strings(_selection(0.0329, 0.02))  # z = 1.645
+    assert not other_pools_outside_strings(_selection(0.0328, 0.02))  # z = 1.64
+    assert not other_pools_outside_strings(_selection(-0.05, 0.02))
+    assert other_pools_outside_strings(_selection(float("nan"), 0.02))  # unknown: as evidence
+    assert other_pools_outside_strings(_selection(0.01, 0.0))
+
+
+def test_a_marginal_decode_says_whether_strings_lie_outside_the_candidates() -> None:
+    # 6 strings, every 3rd outside the candidates (0.20 of the clients by example_joint's shares):
+    # the unexplained mass is many standard errors above 0 (measured 0.190, SE 0.029: z 6.6).  With
+    # every string a candidate it is about N(0, 1) in standard errors, so below the one-sided 5%
+    # level on 19 seeds of 20; on this seed measured -0.015, SE 0.021: z -0.7.
+    params = Params(num_bloombits=32, num_hashes=2, num_cohorts=32, prob_p=0.25, prob_q=0.75, prob_f=0.5)
+    for remove, outside in ((3, True), (0, False)):
+        joint, values, cands = example_joint("string-string", 6, 3, remove_every=remove)
+        sim = simulate_association(params, joint, values, 100_000, candidates=cands, rng=11)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sel = AssociationDecoder()._categories(sim.reports[0], sim.variables[0], rappor.Decoder())
+        assert len(sel[1]) == len(sel[0]) + 1  # Other is a category either way
+        assert other_pools_outside_strings(sel) is outside
