@@ -17,7 +17,8 @@ The search walks the slots in order (:mod:`rappor.analysis.discovery`).  It keep
    form a subcritical branching process and die out.  From slot 1 on, that budget (and the
    two below) is spread over the tails by a byte prior learnt from the earlier slots
    (:mod:`rappor.analysis.discovery._prior`: ``1 - Phi(z_t) = false_children pi_t``, the
-   same expected absent children per prefix).  Partial children of a regular
+   same expected absent children per prefix; from slot 0 on when ``prior_values`` gives it
+   values known from outside the reports).  Partial children of a regular
    prefix with ``z_reserve <= z < z_extend`` are kept as *reserve* prefixes, whose own
    children need ``z_extend``: a true prefix survives one weak slot.  From slot 1 on,
    partial children of a regular prefix below ``z_reserve`` but above a deeper level
@@ -233,18 +234,11 @@ _PRUNE_Z = 1.5
 _SHOW_Z = 3.0
 
 
-def _confirmed(pool: dict[bytes, _Pooled], learnt: set[bytes], alpha: float, n_tested: int) -> list[bytes]:
-    """Pooled values not learnt yet whose confirming z-score so far reaches the Bonferroni level
-    ``alpha / n_tested`` (normal tail: it only chooses what the prior learns, no test rests on it)."""
-    cut = _normal_isf(min(alpha / max(n_tested, 1), 0.5))
-    return [v for v, e in pool.items() if v not in learnt and e.weight > 0 and e.weighted >= cut * math.sqrt(e.weight)]
-
-
 def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
              false_children: float = DEFAULT_FALSE_CHILDREN, reserve: float = DEFAULT_RESERVE,
              pending: float = DEFAULT_PENDING, z_extend: float | None = None, prior_mix: float = DEFAULT_PRIOR_MIX,
              rescue: float = DEFAULT_RESCUE, rescue_false: float = DEFAULT_RESCUE_FALSE, rescue_split: str = "even",
-             prior_learns: str = "fitted", prior_values: Iterable[bytes | str] = (),
+             prior_values: Iterable[bytes | str] = (),
              significance_level: float = 0.05, max_false: int = 0, weighting: str = "uniform", max_candidates: int = 1 << 28, explain: int = 256,
              trace: Sequence[bytes] = (), progress: Callable[[int], None] | None = None) -> DiscoveryResult:
     """Find frequent values in discovery reports (see the module docstring).
@@ -307,14 +301,6 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         first link (Fisher's product of the two links' p-values; measured at 10 M: no gain
         on new seeds for 13% more CPU time, notes 6.17).  Their complete children get
         ``pending / false_children`` times as much.
-    prior_learns : {"fitted", "confirmed"}, default="fitted"
-        What the byte prior learns from, at the end of each slot: ``"fitted"``, the tails of
-        the fragments fitted in it (above the fit level); ``"confirmed"``, those and every
-        byte of each pooled value confirmed so far (its confirming z-score over the slots
-        searched at least the Bonferroni level of the values pooled so far): later bytes of
-        values (digits, ``/``, accents) the first slots' fragments rarely hold.  Either way
-        the prior of slot ``s`` is fixed from slots before ``s`` (other clients), so every
-        level's control holds (:mod:`rappor.analysis.discovery._prior`).
     prior_values : iterable of bytes or str, optional
         Values known from outside the reports (a candidate list, last period's values),
         whose bytes the prior learns before slot 0 (``str`` as UTF-8); the fragments fitted
@@ -382,7 +368,6 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
     k_false = check_int(max_false, "max_false", "discover", low=0)
     weighted = check_options(weighting, "weighting", "discover", ("uniform", "finding")) == "finding"
     split = check_options(rescue_split, "rescue_split", "discover", ("even", "evidence"))
-    learn_confirmed = check_options(prior_learns, "prior_learns", "discover", ("fitted", "confirmed")) == "confirmed"
     provisional: list[bytes] = []
     provisional_rank: list[float] = []  # (1 - Phi(z)) / pi_t of each provisional prefix's first link
     n_regular = 0  # regular prefixes of the slot before (those that could have provisional children)
@@ -390,7 +375,6 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
     prior = TailPrior(symbols, mix=mix)
     prior.learn(v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in prior_values)
     learnt: set[tuple[bytes, bytes]] = set()
-    learnt_values: set[bytes] = set()
     frontier: list[bytes] = [b""]
     frontier_z: list[float] = [math.inf]
     in_reserve: set[bytes] = set()
@@ -507,15 +491,13 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
                 pair = spec.split(value, slot)
                 head_in = pair[0] in frontier_set or value in pool
                 traced[value].append((round((e + scores.fitted.get(pair, 0.0)) / se_v, 2), head_in))
-        confirmed = _confirmed(pool, learnt_values, alpha, len(tested)) if learn_confirmed else []
-        learnt_values.update(confirmed)
         fresh = [pair for pair in scores.fitted if pair not in learnt]
         learnt.update(fresh)
         if prior.active and fresh:  # the prior's cross-entropy on fragments it has not seen (held out)
             per_slot_bits = prior.bits_per_byte([tail[1:] for _, tail in fresh if tail[:1] == PARTIAL])
         else:
             per_slot_bits = math.nan
-        prior.learn([tail[1:] for _, tail in fresh] + confirmed)
+        prior.learn(tail[1:] for _, tail in fresh)
         kept.sort(key=lambda zv: -zv[0])
         reserved.sort(key=lambda zv: -zv[0])
         chosen = kept[:width] + reserved[:max(width - len(kept), 0)]
@@ -528,7 +510,6 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         provisional_rank = [-r for r, _ in rescued[:_RESCUE_BEAM]] if kappa > 0 else []
         per_slot.append({**info, "kept": len(frontier) - len(in_reserve), "reserve": len(in_reserve),
                          "found": found, "dropped": dropped, "prior_bits_per_byte": per_slot_bits,
-                         "prior_learnt": len(confirmed),
                          "pool": len(pool), "fitted": len(scores.fitted),
                          "null_std_error": oracle.null_std_error / max(n, 1.0)})
         if progress is not None:
