@@ -31,10 +31,10 @@ Measured on design collections (google/rappor's client rules, 200,000 clients, s
 ``benchmarks/association_oracle.py``'s ``eb_cond``, the rows always the first variable), with the
 posterior mean: TV to the clients' joint 0.156 instead of 0.164 (f=0.5), 0.151 instead of 0.183 (f=0.5,
 strings outside the candidates), 0.406 instead of 0.421 (f=0.75), 0.372 instead of 0.401 (f=0.75,
-outside strings).  With the total-variation rule, on evaluation seeds 9002-9011 against google/rappor's
-full recipe: 0.79 / 0.82 of its TV at f=0.5 / 0.75 where every string is a candidate (0.88 / 0.85 with
-the posterior mean), 0.59 / 0.74 with outside strings (``docs/notes/association-measurements.md``,
-*Round of 2026-11-28*).
+outside strings).  With the total-variation rule, on evaluation seeds 9002-9021 against google/rappor's
+full recipe: 0.80 / 0.82 of its TV at f=0.5 / 0.75 where every string is a candidate (0.88 / 0.85 with
+the posterior mean on 9002-9011), 0.59 / 0.74 with outside strings (9002-9005;
+``docs/notes/association-measurements.md``, *Round of 2026-11-28*).
 """
 
 from __future__ import annotations
