@@ -35,8 +35,10 @@ domain-like strings of 6-15 bytes, lengths as English words of 6+ letters): ``lo
 at 10 M, which every long-rare figure in docs/benchmarks.md passes); ``--no-final`` skips the
 final full-string decodes (at 10 M they take most of a run).  ``--weighting finding`` runs the
 confirmation's weighted Bonferroni (``discover(weighting="finding")``) and writes the same run's
-figures at the uniform cut too (``uniform_*``): a paired comparison from one search.  Seed 100 was used to design
-changes; report seeds 0-9.
+figures at the uniform cut too (``uniform_*``): a paired comparison from one search.  ``--prior-values stale``
+gives the search's byte prior the stale candidate list's bytes before slot 0 (``discover(prior_values=...)``, what
+``rappor decode --discover`` does with its candidates); ``other``, the values of another population of the same
+kind (seed + 100,000: none of this population's values).  Seed 100 was used to design changes; report seeds 0-9.
 
 Every run is a fresh process (one at a time), so ``peak_mb`` is that run's peak memory.
 
@@ -144,7 +146,8 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
             trace: bool = False, population: str = "realistic", max_length: int = 30,
             slot_weights: tuple[int, ...] | None = None, final: bool = True,
             prior_mix: float = DEFAULT_PRIOR_MIX, rescue: float = DEFAULT_RESCUE,
-            max_false: int = 0, weighting: str = "uniform", rescue_split: str = "even") -> dict[str, Any]:
+            max_false: int = 0, weighting: str = "uniform", rescue_split: str = "even",
+            prior_values: str = "none") -> dict[str, Any]:
     """One collection: simulate, discover, decode (and PEM); returns the figures."""
     if split == "clients":
         full_p, disc_p = _params(eps, 128, 64), _params(eps, 256, 32)
@@ -160,7 +163,9 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
                            "fraction": fraction if split == "budget" else None, "beam": beam, "method": method,
                            "alphabet": alphabet, "population": population, "max_length": max_length,
                            "slot_weights": slot_weights, "prior_mix": prior_mix, "rescue": rescue,
-                           "max_false": max_false, "weighting": weighting, "rescue_split": rescue_split}
+                           "max_false": max_false, "weighting": weighting, "rescue_split": rescue_split,
+                           "prior_values": prior_values}
+    known = {"none": [], "stale": stale, "other": list(POPULATIONS[population](seed + 100_000).strings)}[prior_values]
     t0 = time.perf_counter()
     sim = simulate_discovery(full_p, spec, pop, n, discovery_share=share, split=split, method=method,
                              chunk_size=chunk, rng=seed)
@@ -170,7 +175,7 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
     t0 = time.perf_counter()
     t_cpu = time.process_time()
     res = discover(sim.discovery, spec, beam=beam, prior_mix=prior_mix, rescue=rescue, max_false=max_false,
-                   weighting=weighting, rescue_split=rescue_split, trace=[s.encode("utf-8") for s in top10] if trace else ())
+                   weighting=weighting, rescue_split=rescue_split, prior_values=known, trace=[s.encode("utf-8") for s in top10] if trace else ())
     out["discover_s"] = time.perf_counter() - t0
     out["discover_cpu_s"] = time.process_time() - t_cpu
     out["prior_perplexity"] = [row.get("prior_perplexity") for row in res.diagnostics["slots"]]
@@ -254,10 +259,11 @@ _TABLES = [
 
 def _layout(key: tuple[Any, ...]) -> tuple[Any, ...]:
     """A run's key with the search's options (prior, rescue, max_false) folded into its slot weights' label."""
-    *head, weights, mix, rescue, max_false = key
+    *head, weights, mix, rescue, max_false, known = key
     weights += f", prior {mix:g}" if mix < 1.0 else ""
     weights += f", rescue {rescue:g}" if rescue > 0 else ""
     weights += f", max_false {max_false}" if max_false else ""
+    weights += f", prior values {known}" if known != "none" else ""
     return (*head, weights)
 
 
@@ -273,7 +279,8 @@ def summarize(paths: list[str]) -> str:
                            row.get("method", "aggregate"), row.get("alphabet", "bytes"),
                            row.get("population", "realistic"), row.get("max_length", 30),
                            ",".join(map(str, row.get("slot_weights") or ())) or "uniform",
-                           row.get("prior_mix", 1.0), row.get("rescue", 0.0), row.get("max_false", 0))
+                           row.get("prior_mix", 1.0), row.get("rescue", 0.0), row.get("max_false", 0),
+                           row.get("prior_values", "none"))
                     rows.setdefault(key, []).append(row)
     out = []
     for title, cols in _TABLES:
@@ -349,6 +356,9 @@ def main() -> None:
                          "with 'finding' the uniform cut's figures of the same run are written too (uniform_*)")
     ap.add_argument("--rescue-split", choices=("even", "evidence"), default="even",
                     help="how the provisional prefixes' budget is spread (discover's rescue_split)")
+    ap.add_argument("--prior-values", choices=("none", "stale", "other"), default="none",
+                    help="values the search's byte prior learns before slot 0 (discover's prior_values): the stale "
+                         "candidate list, or the values of another population of the same kind (seed + 100,000)")
     ap.add_argument("--json", metavar="PATH", help="append one JSON line per run")
     ap.add_argument("--from-json", nargs="+", metavar="PATH",
                     help="print markdown tables (mean ± sd over seeds) of earlier --json runs and exit")
@@ -368,7 +378,8 @@ def main() -> None:
                                               args.beam, args.method, args.alphabet, args.chunk,
                                               args.trace, args.population, args.max_length,
                                               weights, not args.no_final, args.prior_mix, args.rescue,
-                                              args.max_false, args.weighting, args.rescue_split).result()
+                                              args.max_false, args.weighting, args.rescue_split,
+                                              args.prior_values).result()
                         print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}),
                               flush=True)
                         if args.json:

@@ -24,7 +24,10 @@ or in one command, 'rappor decode ... --discover disc-counts.csv --discovery-par
 disc-params.csv'.  disc-params.csv holds the parameters of ONE slot (num_cohorts =
 cohorts per slot) and, as 'rappor plan --discovery-params-out' writes it, the clients'
 layout (max_length, segment, slot_weights); for a file without them, --max-length,
---segment and --slot-weights must be those of the clients.  See docs/discovery.md.
+--segment and --slot-weights must be those of the clients.  --prior-values known.txt (a
+candidate list, or an earlier found.csv) gives the search's byte prior the bytes of values
+known from elsewhere before the first slot, as 'rappor decode --discover' does with its
+candidates.  See docs/discovery.md.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
     from ..collect import Aggregate
 
 NAME = "discover"
+USAGE = ("%(prog)s --params PATH (--counts PATH | --reports PATH [PATH ...])\n"
+         "       [-o PATH] [--list PATH] [--prior-values PATH] [--summary PATH] [OPTIONS]")
 HELP = "find frequent strings outside any candidate list (discovery counts -> found.csv)"
 ORDER = 55
 
@@ -148,6 +153,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         "(a candidate list for 'rappor decode --candidates') [default: none]")
     add_level_argument(parser, help_text="family-wise level of the 'significant' column (Bonferroni)")
     add_search_arguments(parser)
+    parser.add_argument("--prior-values", metavar="PATH",
+                        help="values known from outside the reports (a candidate list: one per line, or a found.csv), "
+                             "whose bytes the search's byte prior learns before the first slot; 'rappor decode "
+                             "--discover' uses its candidates so [default: none]")
     parser.add_argument("--summary", metavar="PATH",
                         help="also write a JSON summary (per-slot diagnostics) [default: none]")
 
@@ -157,6 +166,7 @@ def files(args: argparse.Namespace) -> CommandFiles:
     outputs = [("-o", args.output)]
     outputs += [(option, path) for option, path in (("--list", args.list), ("--summary", args.summary)) if path]
     inputs = [("--params", args.params)]
+    inputs += [("--prior-values", args.prior_values)] if args.prior_values is not None else []
     inputs += [("--counts", args.counts)] if args.counts is not None else [("--reports", p) for p in args.reports]
     summed = [("--reports", p) for p in args.reports] if args.reports else []
     return CommandFiles(inputs=inputs, outputs=outputs, summed=summed)
@@ -216,14 +226,15 @@ def run(args: argparse.Namespace) -> int:
     from .._util.csv_text import spreadsheet_text
     from .._util.outputs import atomic_output
     from ..analysis.discovery import discover, listed_strings
-    from ..formats import write_found
+    from ..formats import read_candidates, write_found
 
     spec = spec_from_args(args)
     aggregate = discovery_aggregate(spec, args.counts, args.reports)
     check, misfit = parameter_check(aggregate, spec, f"the discovery counts (--params {args.params})")
+    known = read_candidates(args.prior_values, allow_duplicates=True) if args.prior_values is not None else []
     with progress(spec.levels, desc="discover", unit="slot", quiet=args.quiet) as update:
         result = discover(aggregate, spec, beam=args.beam, significance_level=args.level, max_false=args.max_false,
-                          progress=update)
+                          progress=update, prior_values=known)
     listed = listed_strings(result)
     # Open every extra output first: a bad path must not leave a partial set behind.
     with atomic_output(args.list) if args.list else _nothing() as list_out, \

@@ -130,7 +130,7 @@ def test_decode_discover_equals_discover_then_decode(collection: Path, full_stri
     d, full = collection, full_strings
     assert main(["discover", "--params", str(d / "disc-params.csv"), "--counts", str(d / "counts.csv"),
                  "--max-length", "14", "--alphabet", "printable", "-o", str(tmp_path / "found.csv"),
-                 "--list", str(tmp_path / "found.txt")]) == 0
+                 "--list", str(tmp_path / "found.txt"), "--prior-values", str(full / "stale.txt")]) == 0
     merged = tmp_path / "merged.txt"
     found = (tmp_path / "found.txt").read_text().splitlines()
     merged.write_text("\n".join(["bravo", "zulu"] + [s for s in found if s not in ("bravo", "zulu")]) + "\n")

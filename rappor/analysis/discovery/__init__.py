@@ -10,10 +10,12 @@ The package's modules (private), in the order a discovery uses them:
 ``_privacy``       what the extra discovery reports cost (:func:`discovery_privacy`)
 ``_client``        the client's discovery reports (:class:`DiscoveryEncoder`)
 ``_oracle``        any fragment's count in one slot, read off the per-cohort Bloom counts
-``_prior``         the search's byte prior over tails, learnt from the earlier slots
+``_prior``         the search's byte prior over tails, learnt from the earlier slots (and a
+                   list of known values, if given)
 ``_levels``        the z-scores the search's extensions need, per tail by the prior
 ``_confirmation``  the null distribution a found string is confirmed against
 ``_rescue``        the search's provisional prefixes: their budgets and their children
+``_scores``        every fragment a slot's search scores (extensions, pooled, fitted)
 ``_search``        the search (:func:`discover`) and its result
 ``_decode``        discover, then decode with the candidates (:func:`discover_and_decode`,
                    what ``rappor decode --discover`` runs)

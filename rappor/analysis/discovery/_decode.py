@@ -91,7 +91,9 @@ def discover_and_decode(aggregate: Aggregate, candidates: CandidateMap | None, d
     decoder : Decoder, optional
         Default ``Decoder()``.
     beam, significance_level, max_false, progress
-        Passed to :func:`~rappor.analysis.discovery.discover`.
+        Passed to :func:`~rappor.analysis.discovery.discover`, with the candidates as the byte
+        prior's known values (``prior_values``: they hold no report, so the search's control is
+        unchanged).
 
     Returns
     -------
@@ -103,7 +105,7 @@ def discover_and_decode(aggregate: Aggregate, candidates: CandidateMap | None, d
         If no candidates were given and the search found no significant value (nothing to decode).
     """
     found = discover(discovery, spec, beam=beam, significance_level=significance_level, max_false=max_false,
-                     progress=progress)
+                     progress=progress, prior_values=candidates.strings if candidates is not None else ())
     return _decode_with(aggregate, candidates, found.candidates(), decoder, found)
 
 

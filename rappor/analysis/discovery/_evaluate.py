@@ -108,6 +108,8 @@ def evaluate_discovery(params: Params, spec: DiscoverySpec, population: Populati
     ``population`` (:func:`~rappor.analysis.discovery.simulate_discovery`), the search on
     the discovery reports, then the full-string reports decoded against ``candidates``
     alone and against ``candidates`` plus the values found, each scored against the truth.
+    The search's byte prior learns the candidates first (``discover(prior_values=...)``),
+    as ``rappor decode --discover`` does.
 
     Parameters
     ----------
@@ -136,9 +138,9 @@ def evaluate_discovery(params: Params, spec: DiscoverySpec, population: Populati
     decoder = Decoder() if decoder is None else decoder
     sim = simulate_discovery(params, spec, population, n_clients, discovery_share=discovery_share, rng=rng,
                              progress=progress)
-    found = discover(sim.discovery, spec, progress=progress)
-    listed = tuple(listed_strings(found))
     known = tuple(candidates)
+    found = discover(sim.discovery, spec, progress=progress, prior_values=known)  # as rappor decode --discover
+    listed = tuple(listed_strings(found))
     truth = sim.full_truth
     total = max(sum(truth.values()), 1)
     scores: dict[str, dict[str, float]] = {}

@@ -16,6 +16,13 @@ expected per slot: the bytes of values clients hold).  Earlier slots hold other 
 applied to, and the control above holds exactly.  It is mixed with the uniform prior
 (``mix``): a tail of bytes never seen so far keeps ``mix`` of its uniform share.
 
+Values known from outside the reports (a candidate list: ``discover(prior_values=...)``) may be
+learnt first: they hold no report either, so the control is unchanged, and the prior is used
+from slot 0 on.  At 10 M clients of a flat population the earlier slots fit only the first
+bytes of the few frequent values (about 270 bytes in all), so the bytes of later positions
+(digits, ``/``, ``.``, accents) sit at the smoothing floor; a list of values of the same kind
+gives them their share (measured: docs/notes/discovery-measurements.md, 6.18).
+
 Frequencies given the byte before (a chain ``q(b | a)``, shrunk toward ``q(b)``) were
 tried on the design seeds: no more values found at 10 M clients, twice the CPU time at
 1 M (one set of levels per last byte of the prefixes), so the prior ignores the byte before.

@@ -17,7 +17,8 @@ The search walks the slots in order (:mod:`rappor.analysis.discovery`).  It keep
    form a subcritical branching process and die out.  From slot 1 on, that budget (and the
    two below) is spread over the tails by a byte prior learnt from the earlier slots
    (:mod:`rappor.analysis.discovery._prior`: ``1 - Phi(z_t) = false_children pi_t``, the
-   same expected absent children per prefix).  Partial children of a regular
+   same expected absent children per prefix; from slot 0 on when ``prior_values`` gives it
+   values known from outside the reports).  Partial children of a regular
    prefix with ``z_reserve <= z < z_extend`` are kept as *reserve* prefixes, whose own
    children need ``z_extend``: a true prefix survives one weak slot.  From slot 1 on,
    partial children of a regular prefix below ``z_reserve`` but above a deeper level
@@ -50,7 +51,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +70,7 @@ from ._levels import DEFAULT_RESERVE as DEFAULT_RESERVE
 from ._levels import _thresholds as _thresholds
 from ._levels import _normal_isf, _normal_sf, _tail_levels, _tails
 from ._prior import TailPrior
+from ._scores import _SlotScores, _uniform_weights
 from ._rescue import DEFAULT_RESCUE, DEFAULT_RESCUE_FALSE, _RESCUE_BEAM, _provisional_children, provisional_budgets
 from ._spec import COMPLETE, PARTIAL, DiscoverySpec
 
@@ -232,63 +234,11 @@ _PRUNE_Z = 1.5
 _SHOW_Z = 3.0
 
 
-class _SlotScores:
-    """Every scored fragment of one slot: extensions of the frontier and the pooled values."""
-
-    def __init__(self, oracle: SlotOracle, frontier: list[bytes], head_z: list[float], tails: list[bytes],
-                 known: list[bytes]) -> None:
-        self.oracle = oracle
-        self.frontier = frontier
-        self.head_z = np.asarray(head_z, dtype=np.float64)
-        self.tails = tails
-        self.known = known
-        self.known_pairs = [oracle.spec.split(v, oracle.slot) for v in known]
-        self.known_bits = oracle.spec.fragment_bits(self.known_pairs, oracle.slot)
-        self._known_set = set(self.known_pairs)
-        self.fitted: dict[tuple[bytes, bytes], float] = {}
-
-    def above(self, z_floor: float | Array, head_floor: float = -math.inf, *, robust: bool = False,
-              ) -> dict[tuple[bytes, bytes], tuple[float, float]]:
-        """``(head, tail) -> (estimate, std_error)`` for the extensions with ``z >= z_floor`` (one level,
-        or one per tail) of the prefixes whose own z-score was ``>= head_floor``, the pooled values and the fitted
-        fragments (their fitted count added back); ``robust``: trimmed estimates."""
-        out: dict[tuple[bytes, bytes], tuple[float, float]] = {}
-        heads = [self.frontier[i] for i in np.flatnonzero(self.head_z >= head_floor).tolist()]
-        hi, ti, est, se = self.oracle.extensions_above(heads, self.tails, z_floor, robust=robust)
-        for i, j, e, s in zip(hi.tolist(), ti.tolist(), est.tolist(), se.tolist()):
-            out[(heads[i], self.tails[j])] = (e, s)
-        est_k, se_k = self.oracle.score_bits(self.known_bits, robust=robust)
-        for pair, e, s in zip(self.known_pairs, est_k.tolist(), se_k.tolist()):
-            out[pair] = (e + self.fitted.get(pair, 0.0), s)
-        others = [pair for pair in self.fitted if pair not in self._known_set]
-        if others:
-            bits = self.oracle.spec.fragment_bits(others, self.oracle.slot)
-            est_p, se_p = self.oracle.score_bits(bits, robust=robust)
-            for pair, e, s in zip(others, est_p.tolist(), se_p.tolist()):
-                out[pair] = (e + self.fitted[pair], s)
-        return out
-
-    def explain(self, scores: dict[tuple[bytes, bytes], tuple[float, float]], cut: float, budget: int) -> None:
-        """Fit (jointly) and subtract the strongest fragments with ``z >= cut`` not fitted yet."""
-        ranked = sorted(((e / s, pair) for pair, (e, s) in scores.items()
-                         if s > 0 and e >= cut * s and pair not in self.fitted), key=lambda zp: -zp[0])
-        strong = [pair for _, pair in ranked[:max(budget - len(self.fitted), 0)]]
-        if strong:
-            self.fitted.update(zip(strong, self.oracle.explain(strong).tolist()))
-
-
-def _uniform_weights(tails: list[bytes]) -> Array:
-    """Weight ``1 / n`` for each tail of a (marker, length) group of ``n`` tails (no prior)."""
-    sizes: dict[tuple[bytes, int], int] = {}
-    for t in tails:
-        sizes[(t[:1], len(t))] = sizes.get((t[:1], len(t)), 0) + 1
-    return np.array([1.0 / sizes[(t[:1], len(t))] for t in tails], dtype=np.float64)
-
-
 def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
              false_children: float = DEFAULT_FALSE_CHILDREN, reserve: float = DEFAULT_RESERVE,
              pending: float = DEFAULT_PENDING, z_extend: float | None = None, prior_mix: float = DEFAULT_PRIOR_MIX,
              rescue: float = DEFAULT_RESCUE, rescue_false: float = DEFAULT_RESCUE_FALSE, rescue_split: str = "even",
+             prior_values: Iterable[bytes | str] = (),
              significance_level: float = 0.05, max_false: int = 0, weighting: str = "uniform", max_candidates: int = 1 << 28, explain: int = 256,
              trace: Sequence[bytes] = (), progress: Callable[[int], None] | None = None) -> DiscoveryResult:
     """Find frequent values in discovery reports (see the module docstring).
@@ -351,6 +301,16 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         first link (Fisher's product of the two links' p-values; measured at 10 M: no gain
         on new seeds for 13% more CPU time, notes 6.17).  Their complete children get
         ``pending / false_children`` times as much.
+    prior_values : iterable of bytes or str, optional
+        Values known from outside the reports (a candidate list, last period's values),
+        whose bytes the prior learns before slot 0 (``str`` as UTF-8); the fragments fitted
+        in each slot are learnt on top.  They hold no report, so every level's control holds
+        as with the prior learnt from earlier slots alone; the prior is then used from slot 0
+        on.  With the few frequent values of a flat population at 10 M clients the earlier
+        slots fit only their first bytes (about 270 bytes in all), and the digits, ``/``, dots
+        and accents of later positions get the uniform floor: a list of the same kind of
+        values gives them their share (measured in notes 6.18).  ``rappor decode
+        --discover`` passes its candidates.
     significance_level : float, default=0.05
         Level of :attr:`DiscoveryResult.significant`: the chance of more than
         ``max_false`` false significant values is at most this (Bonferroni).
@@ -413,6 +373,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
     n_regular = 0  # regular prefixes of the slot before (those that could have provisional children)
     symbols = spec.symbols
     prior = TailPrior(symbols, mix=mix)
+    prior.learn(v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in prior_values)
     learnt: set[tuple[bytes, bytes]] = set()
     frontier: list[bytes] = [b""]
     frontier_z: list[float] = [math.inf]

@@ -98,3 +98,70 @@ def test_discover_checks_prior_mix_and_reports_the_prior() -> None:
     # With prior_mix=1 every tail has one level, as before the prior.
     alike = discover(sim.discovery, spec, prior_mix=1.0).diagnostics["slots"]
     assert all("prior_perplexity" not in row for row in alike)
+
+
+def test_discover_learns_its_prior_from_known_values_before_slot_0() -> None:
+    from rappor.analysis.discovery import discover, realistic_population, simulate_discovery
+
+    params = Params(num_bloombits=128, num_hashes=1, num_cohorts=16, prob_p=0.0, prob_q=1.0, prob_f=0.1)
+    spec = DiscoverySpec(params=params, max_length=10, segment=2)
+    sim = simulate_discovery(params, spec, realistic_population(200, max_length=10, rng=0), 60_000,
+                             discovery_share=1.0, rng=0)
+    known = ["www.news.com", "shop.de/cart", "mail93.org", "vidéo.fr"]
+    slots = discover(sim.discovery, spec, prior_values=known).diagnostics["slots"]
+    # Slot 0 uses the prior learnt from the known values alone (without them it has none): the
+    # same perplexity as a TailPrior that learnt their UTF-8 bytes; str and bytes alike.
+    expected = TailPrior(bytes(range(256)))
+    expected.learn(v.encode("utf-8") for v in known)
+    assert slots[0]["prior_perplexity"] == pytest.approx(expected.perplexity(), rel=1e-12)
+    as_bytes = discover(sim.discovery, spec, prior_values=[v.encode("utf-8") for v in known]).diagnostics["slots"]
+    assert [row.get("prior_perplexity") for row in as_bytes] == [row.get("prior_perplexity") for row in slots]
+    # The later slots learn the fitted fragments on top of the known values.
+    assert slots[1]["prior_perplexity"] != pytest.approx(expected.perplexity(), rel=1e-6)
+    assert "prior_perplexity" not in discover(sim.discovery, spec).diagnostics["slots"][0]
+
+
+def test_known_values_lower_the_levels_of_their_rare_bytes() -> None:
+    # The measured case (notes 6.18): fragments of a flat population's first bytes leave a digit or
+    # '/' at the uniform floor; a list of values of the same kind gives them their share, so a
+    # tail such as 't9' or '/n' needs a lower z than with the first bytes alone, and a tail of bytes
+    # neither holds a higher one (weighted Bonferroni: the budget is moved, not added).
+    spec = _spec()
+    th = _thresholds(spec, 0.25, 2.0, 100.0, None)
+    symbols = bytes(range(256))
+    tails = _slot_tails(symbols)
+    first = [b"ww", b"ne", b"sh", b"ma", b"bl", b"ap", b"st", b"go", b"le", b"mo"] * 3
+    alone = TailPrior(symbols)
+    alone.learn(first)
+    with_list = TailPrior(symbols)
+    with_list.learn(first + [b"hit93.org", b"go.fr/news", b"net15.de", b"shop.io/cart", b"www.fast36.com"] * 4)
+    ext_alone = _tail_levels(tails, alone.weights(tails), th, 0.25, 2.0, 100.0)[0]
+    ext_list = _tail_levels(tails, with_list.weights(tails), th, 0.25, 2.0, 100.0)[0]
+    for tail in (b"t9", b"/n", b"o/"):
+        assert ext_list[tails.index(PARTIAL + tail)] < ext_alone[tails.index(PARTIAL + tail)] - 0.3
+    assert ext_list[tails.index(PARTIAL + b"\xfe\xff")] > ext_alone[tails.index(PARTIAL + b"\xfe\xff")]
+    assert _sf(ext_list[:65536]).sum() == pytest.approx(0.25, rel=1e-3)
+
+
+@pytest.mark.slow
+def test_discover_with_known_values_on_noise_holds_its_level() -> None:
+    # The worst list for the control: the very values clients hold, none of them frequent (20,000
+    # values of 1/20,000 each).  The known values hold no report, so every level still spends its
+    # budget on tails independent of the slot it tests, and 'significant' stays Bonferroni at 0.05
+    # over the values pooled: each run has at most a 5% chance of a false value, and over 6 seeds 3
+    # or more runs with one have probability below 0.003 (binomial).
+    from rappor.analysis.discovery import discover, simulate_discovery
+    from rappor.simulation import Population
+
+    f = 2.0 / (1.0 + np.exp(2.0))
+    params = Params(num_bloombits=128, num_hashes=1, num_cohorts=16, prob_p=0.0, prob_q=1.0, prob_f=f)
+    spec = DiscoverySpec(params=params, max_length=8, segment=2)
+    sim_params = Params(num_bloombits=64, num_hashes=1, num_cohorts=8, prob_p=0.0, prob_q=1.0, prob_f=f)
+    uniform = Population(strings=tuple(f"u{i:05d}" for i in range(20_000)), probabilities=np.ones(20_000))
+    runs_with_false = 0
+    for seed in range(6):
+        sim = simulate_discovery(sim_params, spec, uniform, 100_000, discovery_share=1.0, rng=seed)
+        res = discover(sim.discovery, spec, prior_values=uniform.strings)
+        assert res.diagnostics["slots"][0]["prior_perplexity"] < 12  # 'u' and the ten digits
+        runs_with_false += bool(res.significant.any())
+    assert runs_with_false <= 2
