@@ -195,6 +195,14 @@ def run(args: argparse.Namespace) -> None:
     _print_paired(rows, names)
 
 
+def _by_class(rows: list, names: list):
+    """``(name, that class's rows by seed)`` for every class of ``names`` with rows."""
+    for name in names:
+        sel = sorted((r for r in rows if r["class"] == name), key=lambda r: r["seed"])
+        if sel:
+            yield name, sel
+
+
 def _print_paired(rows: list, names: list) -> None:
     """Ours against the same decoder with ``--baseline-shrinkage`` on the same collections: mean TVs, the
     standard error of the mean difference, and both coverages per band."""
@@ -202,10 +210,7 @@ def _print_paired(rows: list, names: list) -> None:
     if not rows:
         return
     print("paired against --baseline-shrinkage: TV ours / baseline (se of the mean difference); coverage by band")
-    for name in names:
-        sel = [r for r in rows if r["class"] == name]
-        if not sel:
-            continue
+    for name, sel in _by_class(rows, names):
         ours = np.array([r["ours"]["tv"] for r in sel])
         base = np.array([r["baseline"]["tv"] for r in sel])
         se = (ours - base).std(ddof=1) / np.sqrt(len(sel)) if len(sel) > 1 else float("nan")
@@ -240,10 +245,7 @@ def _print_coverage(rows: list, names: list) -> None:
     errors, so the per-seed spread is the better guide to how noisy a pooled figure is.
     """
     print("ours' 95% coverage by band of true share: coverage (binomial SE) [cells]; per seed: pooled [cells], TV, Other")
-    for name in names:
-        sel = sorted((r for r in rows if r["class"] == name), key=lambda r: r["seed"])
-        if not sel:
-            continue
+    for name, sel in _by_class(rows, names):
         truth, covered = _pooled_cells(sel)
         bands = "  ".join(f"{label} {c:.3f} ({se:.3f}) [{n}]" for label, n, c, se in _band_coverage(truth, covered))
         tv = np.array([r["ours"]["tv"] for r in sel])
@@ -262,10 +264,7 @@ def _print_table(rows: list, names: list) -> None:
     print(f"seeds {', '.join(map(str, seeds))}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"{'class':<26}{'ours TV':>9}{'recipe TV':>11}{'ratio':>7}{'max ratio':>10}{'coverage':>10}{'min band':>10}"
           f"{'ours Other':>11}{'failed':>8}{'seeds':>6}{'ours s':>8}{'recipe s':>10}")
-    for name in names:
-        sel = [r for r in rows if r["class"] == name]
-        if not sel:
-            continue
+    for name, sel in _by_class(rows, names):
         ours = np.array([r["ours"]["tv"] for r in sel])
         ref = np.array([r["recipe"]["tv"] for r in sel])
         truth, covered = _pooled_cells(sel)
