@@ -42,7 +42,11 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["shrink_conditionals", "string_pair", "total_variation_estimate", "with_pair_shares"]
+from ._shrinkage import NestedSplit
+
+__all__ = ["conditional_draws", "shrink_conditionals", "string_pair", "string_pair_estimate",
+           "three_variable_estimate",
+           "total_variation_estimate", "with_pair_shares"]
 
 Array = npt.NDArray[np.float64]
 
@@ -166,9 +170,12 @@ def total_variation_estimate(draws: Array, *, at_mean: npt.NDArray[np.bool_] | N
     return out
 
 
-def shrink_conditionals(table: Array, signed: Array, covariance: Array, rng: np.random.Generator, *,
-                        other: tuple[bool, bool] = (False, False)) -> tuple[Array, int]:
-    """The Bayes estimate (total variation loss) of a two-variable table whose rows' conditionals share one prior.
+def conditional_draws(table: Array, signed: Array, covariance: Array, rng: np.random.Generator, *,
+                      other: tuple[bool, bool] = (False, False)) -> tuple[Array, Array, int]:
+    """Posterior draws of a two-variable table whose rows' conditionals share one prior.
+
+    The model and sampler of the module's docstring; :func:`shrink_conditionals` gives their
+    Bayes estimate under the total variation.
 
     Parameters
     ----------
@@ -187,8 +194,10 @@ def shrink_conditionals(table: Array, signed: Array, covariance: Array, rng: np.
 
     Returns
     -------
-    estimate : ndarray of shape (A, B)
-        Sums to 1: the cells at one common posterior quantile, those of ``other`` at their mean.
+    draws : ndarray of shape (S, A * B)
+        Each row sums to 1.
+    at_mean : ndarray of bool of shape (A * B,)
+        The cells to be estimated by their posterior mean (Other's, per ``other``).
     axis : int
         The variable whose conditionals were modelled as exchangeable (0: ``P(b | a)``).
     """
@@ -210,8 +219,89 @@ def shrink_conditionals(table: Array, signed: Array, covariance: Array, rng: np.
     at_mean = np.zeros(shape, dtype=bool)
     at_mean[-1, :] |= other[0]
     at_mean[:, -1] |= other[1]
-    draws = _gibbs_draws(x, precision, scale, w, rng)
-    return total_variation_estimate(draws, at_mean=at_mean.reshape(-1)).reshape(shape), axis
+    return _gibbs_draws(x, precision, scale, w, rng), at_mean.reshape(-1), axis
+
+
+def shrink_conditionals(table: Array, signed: Array, covariance: Array, rng: np.random.Generator, *,
+                        other: tuple[bool, bool] = (False, False)) -> tuple[Array, int]:
+    """The Bayes estimate (total variation loss) of a two-variable table whose rows' conditionals share one prior.
+
+    The arguments are :func:`conditional_draws`'s.
+
+    Returns
+    -------
+    estimate : ndarray of shape (A, B)
+        Sums to 1: the cells at one common posterior quantile, those of ``other`` at their mean.
+    axis : int
+        The variable whose conditionals were modelled as exchangeable (0: ``P(b | a)``).
+    """
+    draws, at_mean, axis = conditional_draws(table, signed, covariance, rng, other=other)
+    return total_variation_estimate(draws, at_mean=at_mean).reshape(table.shape), axis
+
+
+def three_variable_estimate(draws: Array, at_mean: Array, splits: NestedSplit, boolean_axis: int,
+                            rng: np.random.Generator) -> Array:
+    """Two string variables and a boolean: the Bayes estimate (total variation loss) of their table.
+
+    Each draw of the string pair (:func:`conditional_draws`) is split between TRUE and FALSE by a
+    draw of every pair's split from its posterior (:func:`~rappor.analysis.association._shrinkage.
+    nested_split_posterior`: normal, clipped to [0, 1]; independent of the pair's draw), and the
+    table is the three-way cells' common posterior quantile (:func:`total_variation_estimate`),
+    not the pair's estimate times the splits' means: the rule for total variation acts on the
+    cells that total variation sums over.  Cells of an Other in ``at_mean`` keep their mean.
+
+    Parameters
+    ----------
+    draws : ndarray of shape (S, A * B)
+        The string pair's draws, in the order of the table's string axes.
+    at_mean : ndarray of bool of shape (A * B,)
+    splits : NestedSplit
+    boolean_axis : int
+        The boolean's axis in the returned table.
+    rng : numpy.random.Generator
+        Draws the splits.
+
+    Returns
+    -------
+    ndarray of shape (A, B, 2) with the boolean's axis at ``boolean_axis``
+        Sums to 1.
+    """
+    shape = splits.split.shape
+    pairs = draws.reshape((draws.shape[0],) + shape)
+    true = np.clip(splits.split + splits.std * rng.standard_normal(pairs.shape), 0.0, 1.0)
+    cells = np.stack([pairs * true, pairs * (1.0 - true)], axis=-1).reshape(draws.shape[0], -1)
+    table = total_variation_estimate(cells, at_mean=np.repeat(at_mean, 2)).reshape(shape + (2,))
+    return np.moveaxis(table, -1, boolean_axis)
+
+
+def string_pair_estimate(table: Array, ml: Array, signed: Array, covariance: Array, boolean_axis: int | None, *,
+                         other: tuple[bool, bool], splits: NestedSplit | None, rng: np.random.Generator) -> Array:
+    """The decoder's estimate of two string variables' table, or of theirs and a boolean's.
+
+    Two strings: :func:`shrink_conditionals`.  With a boolean and its splits' posterior:
+    :func:`three_variable_estimate`; without that posterior, the pair's estimate with ``table``'s
+    splits (:func:`with_pair_shares`).
+
+    Parameters
+    ----------
+    table : ndarray
+        The table so far (its splits are kept when ``splits`` is None).
+    ml : ndarray
+        The constrained maximum-likelihood table, same shape.
+    signed, covariance : ndarray
+        The signed maximum and its inverse information (all the table's cells).
+    boolean_axis : int or None
+    other : (bool, bool)
+        Whether each string's Other pools strings outside the candidates.
+    splits : NestedSplit or None
+    rng : numpy.random.Generator
+    """
+    pair, centre, cov = string_pair(ml, signed, covariance, boolean_axis)
+    draws, at_mean, _ = conditional_draws(pair, centre, cov, rng, other=other)
+    if boolean_axis is not None and splits is not None:
+        return three_variable_estimate(draws, at_mean, splits, boolean_axis, rng)
+    estimate = total_variation_estimate(draws, at_mean=at_mean).reshape(pair.shape)
+    return estimate if boolean_axis is None else with_pair_shares(table, boolean_axis, estimate)
 
 
 def string_pair(table: Array, signed: Array, covariance: Array, boolean_axis: int | None,

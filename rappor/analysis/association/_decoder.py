@@ -37,8 +37,8 @@ from ._other import (cross_fitted_proportions, marginal_other_share, other_bit_p
                      other_pools_outside_strings, undetected_bit_probabilities)
 from ._result import AssociationResult, IndependenceTest, check_variable_names
 from ._selection import marginal_other_table, selection_shift
-from ._conditionals import shrink_conditionals, string_pair, with_pair_shares
-from ._shrinkage import shrink_boolean_split, shrink_nested_boolean_split
+from ._conditionals import string_pair_estimate
+from ._shrinkage import nested_split_posterior, shrink_boolean_split, with_splits
 from ._signed import observed_covariance, signed_maximum
 from . import _threads
 from ._threads import shared_threads
@@ -132,13 +132,14 @@ class AssociationDecoder(CheckedParameters):
         empirical-Bayes factor ``tau^2 / (tau^2 + v_i)`` (Efron and Morris 1975; see
         :mod:`rappor.analysis.association._shrinkage`), keeping the categories' shares; for
         two string variables and a boolean, each pair's split is shrunk the same way towards
-        its parent category's shrunk split (the string variable whose splits vary more;
-        :func:`~rappor.analysis.association._shrinkage.shrink_nested_boolean_split`).
-        ``"conditionals"`` also estimates the two string variables' shares (the pairs' shares,
-        with a boolean) under one nonparametric prior of the rows' conditional values, fitted
-        to the table (empirical Bayes), by the Bayes rule for total variation: the cells at one
-        common posterior quantile (an Other that pools strings outside the candidates, by its
-        marginal decode, at its posterior mean; :mod:`rappor.analysis.association._conditionals`);
+        its parent category's shrunk split (the string variable around whose splits the pairs'
+        spread less; :func:`~rappor.analysis.association._shrinkage.nested_split_posterior`).
+        ``"conditionals"`` also estimates the two string variables' shares under one
+        nonparametric prior of the rows' conditional values, fitted to the table (empirical
+        Bayes), by the Bayes rule for total variation: the cells (with a boolean, the three-way
+        cells, each pair's draws split by draws of its split) at one common posterior quantile (an
+        Other that pools strings outside the candidates, by its marginal decode, at its posterior
+        mean; :mod:`rappor.analysis.association._conditionals`);
         ``"boolean-split"`` keeps their
         maximum-likelihood shares.  The maximum-likelihood table stays in
         :attr:`AssociationResult.maximum_likelihood` and sets the intervals (widened where
@@ -341,20 +342,21 @@ class AssociationDecoder(CheckedParameters):
                 mle, (table, clipped) = table, moved
         kinds = [v.kind for v in variables]
         split = self.shrinkage in ("conditionals", "boolean-split") and cov is not None
+        splits = None
         if split and sorted(kinds) == ["boolean", "string"]:
             mle = table if mle is None else mle
             table, _ = shrink_boolean_split(table, cov, kinds.index("string"))
         elif split and sorted(kinds) == ["boolean", "string", "string"]:
             mle = table if mle is None else mle
-            table, _ = shrink_nested_boolean_split(table, cov, kinds.index("boolean"))
+            splits = nested_split_posterior(table, cov, kinds.index("boolean"))
+            table = with_splits(table, splits, kinds.index("boolean"))
         if self.shrinkage == "conditionals" and signed is not None and kinds.count("string") == 2 and len(kinds) <= 3:
-            boolean = kinds.index("boolean") if len(kinds) == 3 else None
             ml = table if mle is None else mle
             pooled = [other_pools_outside_strings(sel) for sel, kind in zip(selections, kinds) if kind == "string"]
-            pair, _ = shrink_conditionals(*string_pair(ml, signed.table, signed.covariance, boolean), gen,
-                                          other=(pooled[0], pooled[1]))
+            table = string_pair_estimate(table, ml, signed.table, signed.covariance,
+                                         kinds.index("boolean") if len(kinds) == 3 else None,
+                                         other=(pooled[0], pooled[1]), splits=splits, rng=gen)
             mle = ml
-            table = pair if boolean is None else with_pair_shares(table, boolean, pair)
         diagnostics: dict[str, Any] = {
             "other_method": self.other,
             "std_error_method": se_method,

@@ -20,16 +20,28 @@ clients, 50 Zipf strings, seeds 100-102): total variation to the clients' joint 
 instead of 0.15-0.18 at f=0.5, 0.16-0.21 instead of 0.19-0.33 at f=0.75.  Applied to two
 variables, one string and one boolean; not to string x string tables, where the same rule
 moved estimates away from the truth (each string's conditional is far from the marginal).
+
+With two string variables and a boolean the model has two levels (:func:`nested_split_posterior`),
+and it gives each pair's split a posterior mean and standard deviation: the decoder draws the splits
+from it to estimate the three-way cells by the rule for total variation
+(:func:`~rappor.analysis.association._conditionals.three_variable_estimate`).  On design collections
+(20 x 10 strings x boolean, 200,000 clients, f=0.5 and 0.75, seeds 100-107), the parent chosen
+by the pairs' level-2 spread and the three-way rule together moved the TV by -0.020 to +0.002
+against the parent by the level-1 spread and the pair's rule times the mean splits (15 of 16
+closer; ``docs/notes/association-measurements.md``, *Round of 2026-11-27 (evening)*).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from ._inference import conditional_distribution
 
-__all__ = ["shrink_boolean_split", "shrink_nested_boolean_split"]
+__all__ = ["NestedSplit", "nested_split_posterior", "shrink_boolean_split", "shrink_nested_boolean_split",
+           "with_splits"]
 
 Array = npt.NDArray[np.float64]
 
@@ -69,51 +81,98 @@ def shrink_boolean_split(table: Array, cov: Array | None, string_axis: int) -> t
     return np.moveaxis(shrunk, 0, string_axis), factor
 
 
+def _spread(c_i: Array, v_i: Array, mass: Array, prior: Array) -> tuple[npt.NDArray[np.bool_], float]:
+    """The usable splits and the moment estimate of their spread around ``prior`` (before its positive part).
+
+    ``sum_i w_i ((c_i - prior_i)^2 - v_i) / sum_i w_i``, ``w_i`` the categories' shares; negative
+    when the splits lie closer to ``prior`` than their own noise says (Efron and Morris 1975).
+    """
+    usable = (mass > 0) & np.isfinite(c_i) & np.isfinite(v_i)
+    if not usable.any():
+        return usable, 0.0
+    w = mass[usable]
+    return usable, float(np.sum(w * ((c_i[usable] - prior[usable]) ** 2 - v_i[usable])) / w.sum())
+
+
 def _shrink_toward(c_i: Array, v_i: Array, mass: Array, prior: Array) -> tuple[Array | None, Array, float]:
     """Posterior means ``prior + tau^2 / (tau^2 + v_i) (c_i - prior)``, ``tau^2`` by the method of moments.
 
     Returns the shrunk splits (``None`` when fewer than three are usable), the factors and ``tau^2``.
     """
     factor = np.ones(c_i.shape[0])
-    usable = (mass > 0) & np.isfinite(c_i) & np.isfinite(v_i)
+    usable, raw = _spread(c_i, v_i, mass, prior)
     if usable.sum() < 3:
         return None, factor, 0.0
-    w = mass[usable]
-    tau2 = max(float(np.sum(w * ((c_i[usable] - prior[usable]) ** 2 - v_i[usable])) / w.sum()), 0.0)
+    tau2 = max(raw, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         factor[usable] = np.where(tau2 + v_i[usable] > 0, tau2 / (tau2 + v_i[usable]), 1.0)
     split = np.where(usable, prior + factor * (np.nan_to_num(c_i) - prior), np.where(np.isfinite(c_i), c_i, prior))
     return np.clip(split, 0.0, 1.0), factor, tau2
 
 
-def shrink_nested_boolean_split(table: Array, cov: Array | None, boolean_axis: int) -> tuple[Array, int | None]:
-    """Two string variables and a boolean: shrink ``P(TRUE | a, b)`` towards the shrunk ``P(TRUE | parent)``.
+@dataclass(frozen=True)
+class NestedSplit:
+    """The posterior of ``P(TRUE | a, b)`` under the two-level model of :func:`nested_split_posterior`.
+
+    ``split`` and ``std`` have the two string variables' axes in the table's order; ``parent`` is the
+    parent's axis in the table.
+    """
+
+    split: Array
+    std: Array
+    parent: int
+
+
+def _level_one(moved: Array, cov6: Array, position: int) -> tuple[Array, Array, float] | None:
+    """One string variable's shrunk splits ``P(TRUE | a)``, their posterior variances, and ``tau^2``.
+
+    A category whose split the data do not measure (no mass, infinite variance) keeps the prior,
+    ``N(P(TRUE), tau^2)``; the others' posterior variance is ``tau^2 v_a / (tau^2 + v_a)``
+    (the normal-normal model, Gelman et al., *Bayesian Data Analysis*, 3rd ed., section 5.4).
+    """
+    other = 1 - position
+    rows = moved.sum(axis=other)
+    cond, se = conditional_distribution(rows, cov6.sum(axis=(other, other + 3)).reshape(rows.size, rows.size), 0)
+    mass = rows.sum(axis=1)
+    c = float(rows[:, 0].sum() / mass.sum())
+    v = se[:, 0] ** 2
+    split, factor, tau2 = _shrink_toward(cond[:, 0], v, mass, np.full(rows.shape[0], c))
+    if split is None:
+        return None
+    measured = (mass > 0) & np.isfinite(cond[:, 0]) & np.isfinite(v)
+    variance = np.where(measured, factor * np.nan_to_num(v, posinf=0.0), tau2)
+    return split, variance, tau2
+
+
+def nested_split_posterior(table: Array, cov: Array | None, boolean_axis: int) -> NestedSplit | None:
+    """Two string variables and a boolean: the posterior of ``P(TRUE | a, b)`` in a two-level model.
 
     The two-level form of :func:`shrink_boolean_split` (a hierarchical empirical-Bayes model,
     Efron and Morris 1975, section 7; Gelman et al., *Bayesian Data Analysis*, 3rd ed., ch. 5):
     each string variable's own splits ``P(TRUE | a)`` are shrunk towards ``P(TRUE)`` as for
-    one string; the **parent** is the string variable whose splits vary more between its
-    categories (the larger ``tau^2``); then every pair's split ``P(TRUE | a, b)`` is shrunk
-    towards its parent category's shrunk split by ``tau_2^2 / (tau_2^2 + v_ab)``, with
-    ``tau_2^2`` the moment estimate of the pairs' spread around them.  The pairs' shares
-    ``P(a, b)`` are kept.
+    one string; every pair's split ``P(TRUE | a, b)`` is shrunk towards its **parent**
+    category's shrunk split by ``tau_2^2 / (tau_2^2 + v_ab)``, with ``tau_2^2`` the moment
+    estimate of the pairs' spread around them.  The parent is the string variable around whose
+    splits the pairs' splits spread less (the smaller moment estimate of ``tau_2^2``, before its
+    positive part: the level-2 model that fits the pairs better).  The posterior variance of a
+    pair's split is ``f v_ab + (1 - f)^2 s_a^2`` (``f`` its factor, ``s_a^2`` its parent's
+    posterior variance); a pair the data do not measure keeps its parent's split with variance
+    ``tau_2^2 + s_a^2``.
 
     Parameters
     ----------
     table : ndarray of shape (A, B, 2) with the boolean's axis anywhere
-    cov : ndarray of shape (4 A B / 2, ...) or None
-        Its covariance; without it the table is returned unchanged.
+    cov : ndarray of shape (2 A B, 2 A B) or None
+        Its covariance.
     boolean_axis : int
 
     Returns
     -------
-    table : ndarray
-        The shrunk table, same shape.
-    parent : int or None
-        The parent's axis in ``table`` (None: unchanged).
+    NestedSplit or None
+        ``None`` without a covariance, or when either level has fewer than three usable splits.
     """
     if cov is None or table.ndim != 3 or table.shape[boolean_axis] != 2 or not table.sum() > 0:
-        return table, None
+        return None
     axes = [a for a in range(3) if a != boolean_axis]
     order = axes + [boolean_axis]
     moved = np.transpose(table, order)
@@ -121,31 +180,57 @@ def shrink_nested_boolean_split(table: Array, cov: Array | None, boolean_axis: i
     cov_m = cov[np.ix_(index, index)]
     # cov_m's axes as (A, B, 2, A, B, 2): a string's (category, boolean) sums' covariance sums out the other string.
     cov6 = cov_m.reshape(moved.shape * 2)
-    best: tuple[float, int, Array] | None = None
-    for position in (0, 1):
-        rows = moved.sum(axis=1 - position)
-        other = 1 - position
-        cond, se = conditional_distribution(rows, cov6.sum(axis=(other, other + 3)).reshape(rows.size, rows.size), 0)
-        mass = rows.sum(axis=1)
-        c = float(rows[:, 0].sum() / mass.sum())
-        split, _, tau2 = _shrink_toward(cond[:, 0], se[:, 0] ** 2, mass, np.full(rows.shape[0], c))
-        if split is not None and (best is None or tau2 > best[0]):
-            best = (tau2, position, split)
-    if best is None:
-        return table, None
-    _, position, parent_split = best
-    pair = moved if position == 0 else moved.transpose(1, 0, 2)
-    cells = np.arange(moved.size).reshape(moved.shape)
-    perm = (cells if position == 0 else cells.transpose(1, 0, 2)).reshape(-1)
-    flat = pair.reshape(-1, 2)
-    cond, se = conditional_distribution(flat, cov_m[np.ix_(perm, perm)], 0)
+    flat = moved.reshape(-1, 2)
+    cond, se = conditional_distribution(flat, cov_m, 0)
     mass = flat.sum(axis=1)
-    prior = np.repeat(parent_split, pair.shape[1])
-    split, _, _ = _shrink_toward(cond[:, 0], se[:, 0] ** 2, mass, prior)
-    if split is None:
-        return table, None
-    shrunk = np.stack([mass * split, mass * (1.0 - split)], axis=1).reshape(pair.shape)
-    if position == 1:
-        shrunk = shrunk.transpose(1, 0, 2)
-    out = np.transpose(shrunk, np.argsort(order))
-    return out, axes[position]
+    v = se[:, 0] ** 2
+    best: tuple[float, int, Array, Array] | None = None
+    for position in (0, 1):
+        level_one = _level_one(moved, cov6, position)
+        if level_one is None:
+            continue
+        parent_split, parent_var, _ = level_one
+        shape = moved.shape[:2] if position == 0 else moved.shape[1::-1]
+        prior = np.broadcast_to(parent_split[:, None], shape)
+        prior_var = np.broadcast_to(parent_var[:, None], shape)
+        if position == 1:
+            prior, prior_var = prior.T, prior_var.T
+        prior, prior_var = prior.reshape(-1), prior_var.reshape(-1)
+        split, factor, tau2 = _shrink_toward(cond[:, 0], v, mass, prior)
+        if split is None:
+            continue
+        _, raw = _spread(cond[:, 0], v, mass, prior)
+        measured = (mass > 0) & np.isfinite(cond[:, 0]) & np.isfinite(v)
+        variance = np.where(measured, factor * np.nan_to_num(v, posinf=0.0) + (1.0 - factor) ** 2 * prior_var,
+                            tau2 + prior_var)
+        if best is None or raw < best[0]:
+            best = (raw, axes[position], split.reshape(moved.shape[:2]), np.sqrt(variance).reshape(moved.shape[:2]))
+    if best is None:
+        return None
+    _, parent, split, std = best
+    return NestedSplit(split=split, std=std, parent=parent)
+
+
+def shrink_nested_boolean_split(table: Array, cov: Array | None, boolean_axis: int) -> tuple[Array, int | None]:
+    """Two string variables and a boolean: every pair's share kept, its split the posterior mean.
+
+    See :func:`nested_split_posterior` for the model.
+
+    Returns
+    -------
+    table : ndarray
+        The shrunk table, same shape (unchanged without a posterior).
+    parent : int or None
+        The parent's axis in ``table`` (None: unchanged).
+    """
+    posterior = nested_split_posterior(table, cov, boolean_axis)
+    return with_splits(table, posterior, boolean_axis), None if posterior is None else posterior.parent
+
+
+def with_splits(table: Array, posterior: NestedSplit | None, boolean_axis: int) -> Array:
+    """``table`` with every pair's share kept and its split the posterior's mean (unchanged for None)."""
+    if posterior is None:
+        return table
+    pairs = np.expand_dims(table.sum(axis=boolean_axis), boolean_axis)
+    out: Array = pairs * np.stack([posterior.split, 1.0 - posterior.split], axis=boolean_axis)
+    return out

@@ -11,9 +11,11 @@ from rappor.analysis.association._conditionals import (
     GRID,
     shrink_conditionals,
     string_pair,
+    three_variable_estimate,
     total_variation_estimate,
     with_pair_shares,
 )
+from rappor.analysis.association._shrinkage import NestedSplit
 
 PARAMS = Params(num_bloombits=32, num_hashes=2, num_cohorts=32, prob_p=0.25, prob_q=0.75, prob_f=0.5)
 
@@ -146,16 +148,66 @@ def test_default_estimates_two_strings_under_the_prior_and_stays_inside_the_inte
     assert np.all((ci.low <= res.proportion + 1e-15) & (res.proportion <= ci.high + 1e-15))
 
 
-def test_three_variables_get_the_pairs_shares_from_the_prior_and_keep_the_splits() -> None:
+def test_three_variables_get_the_pairs_from_the_prior_and_stay_inside_the_intervals() -> None:
     res = _decode("ssb", "conditionals", 8000)
     plain = _decode("ssb", "boolean-split", 8000)
     assert res.maximum_likelihood is not None
     np.testing.assert_array_equal(res.maximum_likelihood, plain.maximum_likelihood)
-    keep = (plain.proportion.sum(axis=2) > 1e-12) & (res.proportion.sum(axis=2) > 1e-12)
-    assert keep.sum() >= 10
-    split = res.proportion[..., 0][keep] / res.proportion.sum(axis=2)[keep]
-    np.testing.assert_allclose(split, plain.proportion[..., 0][keep] / plain.proportion.sum(axis=2)[keep], rtol=1e-9)
+    assert abs(res.proportion.sum() - 1.0) < 1e-12 and (res.proportion >= 0).all()
     assert not np.allclose(res.proportion.sum(axis=2), plain.proportion.sum(axis=2))
+    ci = res.confidence_interval()
+    assert np.all((ci.low <= res.proportion + 1e-15) & (res.proportion <= ci.high + 1e-15))
+
+
+def _pair_draws_and_splits(rng: np.random.Generator, std: float) -> tuple[np.ndarray, NestedSplit]:
+    """200 normalized draws of a (4, 3) pair table, skewed like small cells' posteriors, and splits."""
+    base = rng.dirichlet(np.ones(12) * 0.7)
+    draws = rng.gamma(2.0, base / 2.0, size=(200, 12)) + 1e-9
+    draws /= draws.sum(axis=1, keepdims=True)
+    split = rng.uniform(0.1, 0.9, size=(4, 3))
+    return draws, NestedSplit(split=split, std=np.full((4, 3), std), parent=0)
+
+
+def test_three_variable_estimate_with_known_splits_is_the_pair_estimate_split() -> None:
+    # With every split known (std 0) each three-way cell is a fixed fraction of its pair, so its
+    # quantiles are the pair's scaled and the common level is the pair's: the same table up to the
+    # bisections' resolution (2^-60 in the level).
+    draws, splits = _pair_draws_and_splits(np.random.default_rng(5), 0.0)
+    at_mean = np.zeros(12, dtype=bool)
+    at_mean[-3:] = True  # the last string's row pools outside strings
+    out = three_variable_estimate(draws, at_mean, splits, 2, np.random.default_rng(0))
+    pair = total_variation_estimate(draws, at_mean=at_mean).reshape(4, 3)
+    expected = pair[..., None] * np.stack([splits.split, 1 - splits.split], axis=2)
+    np.testing.assert_allclose(out, expected, rtol=1e-9, atol=1e-15)
+    first = three_variable_estimate(draws, at_mean, splits, 0, np.random.default_rng(0))
+    np.testing.assert_allclose(first, np.moveaxis(out, 2, 0), rtol=0, atol=0)
+
+
+def test_three_variable_estimate_minimizes_the_three_way_total_variation() -> None:
+    # With uncertain splits, the estimate is the three-way cells' minimizer of the expected total
+    # variation: over the same draws, no lower than the pair's estimate times the mean splits, nor
+    # than random feasible moves away from it (the objective is convex, so a move can only add).
+    rng = np.random.default_rng(6)
+    draws, splits = _pair_draws_and_splits(rng, 0.15)
+    at_mean = np.zeros(12, dtype=bool)
+    out = three_variable_estimate(draws, at_mean, splits, 2, np.random.default_rng(1))
+    # the same split draws as the function made (same generator, same call)
+    true = np.clip(splits.split + splits.std * np.random.default_rng(1).standard_normal((200, 4, 3)), 0, 1)
+    pairs = draws.reshape(200, 4, 3)
+    cells = np.stack([pairs * true, pairs * (1 - true)], axis=-1).reshape(200, -1)
+
+    def expected_tv(table: np.ndarray) -> float:
+        return float(0.5 * np.abs(cells - table.reshape(-1)).sum(axis=1).mean())
+
+    pair = total_variation_estimate(draws).reshape(4, 3)
+    product = pair[..., None] * np.stack([splits.split, 1 - splits.split], axis=2)
+    assert expected_tv(out) < expected_tv(product)
+    best = expected_tv(out)
+    for _ in range(50):
+        direction = rng.normal(size=24)
+        direction -= direction.mean()
+        moved = np.clip(out.reshape(-1) + 1e-3 * direction, 0, None)
+        assert expected_tv(moved / moved.sum()) >= best - 1e-12
 
 
 @pytest.mark.slow
