@@ -72,13 +72,27 @@ def shrink_boolean_split(table: Array, cov: Array | None, string_axis: int) -> t
         return table, ones
     cond, se = conditional_distribution(table, cov, string_axis)
     c_i = np.moveaxis(cond, string_axis, 0)[:, 0]
-    v_i = np.moveaxis(se, string_axis, 0)[:, 0] ** 2
+    v_i = _split_variance(np.moveaxis(se, string_axis, 0)[:, 0])
     c = float(rows[:, 0].sum() / mass.sum())
     split, factor, _ = _shrink_toward(c_i, v_i, mass, np.full(rows.shape[0], c))
     if split is None:  # Stein's gain needs at least three means
         return table, ones
     shrunk = np.stack([mass * split, mass * (1.0 - split)], axis=1)
     return np.moveaxis(shrunk, 0, string_axis), factor
+
+
+#: A split lies in [0, 1], so its variance is at most 1/4 (Popoviciu's inequality); the delta method's
+#: is not bounded, and a category whose share is near 0 (an Other whose mass the marginal decode moved
+#: out, 1e-17) got 1e20 -- which, times its tiny weight, outweighed every other term of the moment
+#: estimate and pooled every split to the overall share (three variables, f=0.5, one collection in 12).
+MAX_SPLIT_VARIANCE = 0.25
+
+
+def _split_variance(se: Array) -> Array:
+    """The splits' variances from their standard errors, the finite ones capped at :data:`MAX_SPLIT_VARIANCE`."""
+    v = se**2
+    out: Array = np.where(np.isfinite(v), np.minimum(v, MAX_SPLIT_VARIANCE), v)
+    return out
 
 
 def _spread(c_i: Array, v_i: Array, mass: Array, prior: Array) -> tuple[npt.NDArray[np.bool_], float]:
@@ -135,7 +149,7 @@ def _level_one(moved: Array, cov6: Array, position: int) -> tuple[Array, Array, 
     cond, se = conditional_distribution(rows, cov6.sum(axis=(other, other + 3)).reshape(rows.size, rows.size), 0)
     mass = rows.sum(axis=1)
     c = float(rows[:, 0].sum() / mass.sum())
-    v = se[:, 0] ** 2
+    v = _split_variance(se[:, 0])
     split, factor, tau2 = _shrink_toward(cond[:, 0], v, mass, np.full(rows.shape[0], c))
     if split is None:
         return None
@@ -183,7 +197,7 @@ def nested_split_posterior(table: Array, cov: Array | None, boolean_axis: int) -
     flat = moved.reshape(-1, 2)
     cond, se = conditional_distribution(flat, cov_m, 0)
     mass = flat.sum(axis=1)
-    v = se[:, 0] ** 2
+    v = _split_variance(se[:, 0])
     best: tuple[float, int, Array, Array] | None = None
     for position in (0, 1):
         level_one = _level_one(moved, cov6, position)

@@ -166,3 +166,20 @@ def test_nested_split_posterior_leaves_an_unmeasured_pair_as_uncertain_as_any() 
     assert posterior.std[1, 2] >= measured.max() - 1e-15
     shrunk, _ = shrink_nested_boolean_split(table, cov, 2)
     assert np.all(shrunk[1, 2] == 0)
+
+
+def test_a_category_with_almost_no_mass_does_not_pool_every_split() -> None:
+    # A category at 1e-17 (an Other whose mass the marginal decode moved out) has a delta-method
+    # split variance of about 1e30; uncapped, its term in the moment estimate of tau^2 outweighed all
+    # the others and pooled every split to the overall share.  A split's variance is at most 1/4, so
+    # the category must change the other categories' shrunk splits by no more than its weight does.
+    rng = np.random.default_rng(4)
+    shares = rng.dirichlet(np.ones(6) * 4)
+    split = np.array([0.1, 0.3, 0.5, 0.6, 0.8, 0.9])
+    table = np.stack([shares * split, shares * (1 - split)], axis=1)
+    cov = np.eye(12) * 1e-4
+    alone, _ = shrink_boolean_split(table, cov, 0)
+    tiny = np.vstack([table, [[1e-17, 1e-17]]])
+    with_tiny, _ = shrink_boolean_split(tiny, np.eye(14) * 1e-4, 0)
+    np.testing.assert_allclose(with_tiny[:6, 0] / with_tiny[:6].sum(axis=1), alone[:, 0] / alone.sum(axis=1), atol=1e-9)
+    assert np.ptp(alone[:, 0] / alone.sum(axis=1)) > 0.5  # the splits were not pooled in the first place
