@@ -26,9 +26,9 @@ and it gives each pair's split a posterior mean and standard deviation: the deco
 from it to estimate the three-way cells by the rule for total variation
 (:func:`~rappor.analysis.association._conditionals.three_variable_estimate`).  On design collections
 (20 x 10 strings x boolean, 200,000 clients, f=0.5 and 0.75, seeds 100-107), the parent chosen
-by the pairs' level-2 spread and the three-way rule together moved the TV by -0.020 to +0.002
-against the parent by the level-1 spread and the pair's rule times the mean splits (15 of 16
-closer; ``docs/notes/association-measurements.md``, *Round of 2026-11-27 (evening)*).
+by the pairs' level-2 spread, the splits' variances capped, the pairs pooled and the three-way rule
+together gave a mean TV of 0.170 / 0.431 at f=0.5 / 0.75 against 0.173 / 0.437 before
+(``docs/notes/association-measurements.md``, *Session 13: the three variables' splits*).
 """
 
 from __future__ import annotations
@@ -158,20 +158,29 @@ def _level_one(moved: Array, cov6: Array, position: int) -> tuple[Array, Array, 
     return split, variance, tau2
 
 
-def nested_split_posterior(table: Array, cov: Array | None, boolean_axis: int) -> NestedSplit | None:
+def nested_split_posterior(table: Array, cov: Array | None, boolean_axis: int, *,
+                           pairs: str = "pool") -> NestedSplit | None:
     """Two string variables and a boolean: the posterior of ``P(TRUE | a, b)`` in a two-level model.
 
     The two-level form of :func:`shrink_boolean_split` (a hierarchical empirical-Bayes model,
     Efron and Morris 1975, section 7; Gelman et al., *Bayesian Data Analysis*, 3rd ed., ch. 5):
     each string variable's own splits ``P(TRUE | a)`` are shrunk towards ``P(TRUE)`` as for
-    one string; every pair's split ``P(TRUE | a, b)`` is shrunk towards its **parent**
-    category's shrunk split by ``tau_2^2 / (tau_2^2 + v_ab)``, with ``tau_2^2`` the moment
-    estimate of the pairs' spread around them.  The parent is the string variable around whose
-    splits the pairs' splits spread less (the smaller moment estimate of ``tau_2^2``, before its
-    positive part: the level-2 model that fits the pairs better).  The posterior variance of a
-    pair's split is ``f v_ab + (1 - f)^2 s_a^2`` (``f`` its factor, ``s_a^2`` its parent's
-    posterior variance); a pair the data do not measure keeps its parent's split with variance
-    ``tau_2^2 + s_a^2``.
+    one string; every pair's split ``P(TRUE | a, b)`` is its **parent** category's shrunk
+    split (``pairs="pool"``), or is shrunk towards it by ``tau_2^2 / (tau_2^2 + v_ab)``, with
+    ``tau_2^2`` the moment estimate of the pairs' spread around them (``pairs="shrink"``).  The
+    parent is the string variable around whose splits the pairs' splits spread less (the smaller
+    moment estimate of ``tau_2^2``, before its positive part: the level-2 model that fits the
+    pairs better).  Pooled, a pair's split has its parent's posterior variance ``s_a^2``; shrunk,
+    ``f v_ab + (1 - f)^2 s_a^2`` (``f`` its factor), and a pair the data do not measure keeps its
+    parent's split with variance ``tau_2^2 + s_a^2``.
+
+    The decoder pools.  The pairs' spread cannot be told from the constrained maximum's pair
+    splits: a pair with one cell at 0 has a split of exactly 0 or 1 and a delta-method variance that
+    ignores the boundary (Self and Liang 1987, JASA 82(398)), and those pairs alone made
+    ``tau_2^2`` 0.01-0.03 where the truth's is 0.  Until the variance is capped at 1/4, pairs of
+    almost no mass outweighed them and pooled every pair by accident; capped and shrunk, the table
+    was further from the truth on design collections (20 x 10 strings x boolean, 200,000 clients,
+    seeds 100-107: mean TV 0.182 against 0.170 pooled at f=0.5, 0.429 against 0.431 at f=0.75).
 
     Parameters
     ----------
@@ -179,12 +188,15 @@ def nested_split_posterior(table: Array, cov: Array | None, boolean_axis: int) -
     cov : ndarray of shape (2 A B, 2 A B) or None
         Its covariance.
     boolean_axis : int
+    pairs : {"pool", "shrink"}, default="pool"
 
     Returns
     -------
     NestedSplit or None
         ``None`` without a covariance, or when either level has fewer than three usable splits.
     """
+    if pairs not in ("pool", "shrink"):
+        raise ValueError(f"pairs must be 'pool' or 'shrink', not {pairs!r}")
     if cov is None or table.ndim != 3 or table.shape[boolean_axis] != 2 or not table.sum() > 0:
         return None
     axes = [a for a in range(3) if a != boolean_axis]
@@ -217,6 +229,8 @@ def nested_split_posterior(table: Array, cov: Array | None, boolean_axis: int) -
         measured = (mass > 0) & np.isfinite(cond[:, 0]) & np.isfinite(v)
         variance = np.where(measured, factor * np.nan_to_num(v, posinf=0.0) + (1.0 - factor) ** 2 * prior_var,
                             tau2 + prior_var)
+        if pairs == "pool":
+            split, variance = prior, prior_var
         if best is None or raw < best[0]:
             best = (raw, axes[position], split.reshape(moved.shape[:2]), np.sqrt(variance).reshape(moved.shape[:2]))
     if best is None:
@@ -225,10 +239,11 @@ def nested_split_posterior(table: Array, cov: Array | None, boolean_axis: int) -
     return NestedSplit(split=split, std=std, parent=parent)
 
 
-def shrink_nested_boolean_split(table: Array, cov: Array | None, boolean_axis: int) -> tuple[Array, int | None]:
+def shrink_nested_boolean_split(table: Array, cov: Array | None, boolean_axis: int, *,
+                                pairs: str = "pool") -> tuple[Array, int | None]:
     """Two string variables and a boolean: every pair's share kept, its split the posterior mean.
 
-    See :func:`nested_split_posterior` for the model.
+    See :func:`nested_split_posterior` for the model and ``pairs``.
 
     Returns
     -------
@@ -237,7 +252,7 @@ def shrink_nested_boolean_split(table: Array, cov: Array | None, boolean_axis: i
     parent : int or None
         The parent's axis in ``table`` (None: unchanged).
     """
-    posterior = nested_split_posterior(table, cov, boolean_axis)
+    posterior = nested_split_posterior(table, cov, boolean_axis, pairs=pairs)
     return with_splits(table, posterior, boolean_axis), None if posterior is None else posterior.parent
 
 

@@ -150,7 +150,7 @@ def test_nested_split_posterior_intervals_cover_the_true_splits() -> None:
     cov = np.eye(24) * 1e-4
     inside = []
     for noisy in noisy_tables(300):
-        posterior = nested_split_posterior(noisy, cov, 2)
+        posterior = nested_split_posterior(noisy, cov, 2, pairs="shrink")
         assert posterior is not None and posterior.parent == 0
         inside.append(np.abs(posterior.split - split) <= 1.96 * posterior.std)
     assert 0.90 <= np.mean(inside) <= 0.99
@@ -160,7 +160,7 @@ def test_nested_split_posterior_leaves_an_unmeasured_pair_as_uncertain_as_any() 
     table, cov = _nested_table(np.random.default_rng(3))
     table[1, 2] = 0.0  # no mass: the pair's split is its parent's, with the parent's and the pairs' spread
     table /= table.sum()
-    posterior = nested_split_posterior(table, cov, 2)
+    posterior = nested_split_posterior(table, cov, 2, pairs="shrink")
     assert posterior is not None and posterior.parent == 0
     measured = np.delete(posterior.std.reshape(-1), 5)
     assert posterior.std[1, 2] >= measured.max() - 1e-15
@@ -183,3 +183,15 @@ def test_a_category_with_almost_no_mass_does_not_pool_every_split() -> None:
     with_tiny, _ = shrink_boolean_split(tiny, np.eye(14) * 1e-4, 0)
     np.testing.assert_allclose(with_tiny[:6, 0] / with_tiny[:6].sum(axis=1), alone[:, 0] / alone.sum(axis=1), atol=1e-9)
     assert np.ptp(alone[:, 0] / alone.sum(axis=1)) > 0.5  # the splits were not pooled in the first place
+
+
+def test_pooled_pairs_take_their_parents_split_and_uncertainty() -> None:
+    table, cov = _nested_table(np.random.default_rng(3))
+    pooled = nested_split_posterior(table, cov, 2)
+    shrunk = nested_split_posterior(table, cov, 2, pairs="shrink")
+    assert pooled is not None and shrunk is not None and pooled.parent == shrunk.parent == 0
+    # every pair of a first-string category has one split and one std: the category's
+    assert np.ptp(pooled.split, axis=1).max() == 0 and np.ptp(pooled.std, axis=1).max() == 0
+    assert np.ptp(pooled.split[:, 0]) > 0.3  # the categories' splits differ (0.1 .. 0.9)
+    with pytest.raises(ValueError, match="pairs"):
+        nested_split_posterior(table, cov, 2, pairs="partial")
