@@ -30,9 +30,10 @@ and it gives each pair's split a posterior mean and standard deviation: the deco
 from it to estimate the three-way cells by the rule for total variation
 (:func:`~rappor.analysis.association._conditionals.three_variable_estimate`).  On design collections
 (20 x 10 strings x boolean, 200,000 clients, f=0.5 and 0.75, seeds 100-107), the parent chosen
-by the pairs' level-2 spread, the splits' variances capped, the pairs pooled and the three-way rule
-together gave a mean TV of 0.170 / 0.431 at f=0.5 / 0.75 against 0.173 / 0.437 before
-(``docs/notes/association-measurements.md``, *Session 13: the three variables' splits*).
+by the pairs' level-2 spread, the splits' variances capped, the random-effects level 1, the pairs
+pooled and the three-way rule together gave a mean TV of 0.167 / 0.430 at f=0.5 / 0.75 against
+0.173 / 0.437 before
+(``docs/notes/association-measurements.md``, *Session 13: the boolean's splits*).
 """
 
 from __future__ import annotations
