@@ -295,6 +295,11 @@ def string_pair_estimate(table: Array, ml: Array, signed: Array, covariance: Arr
         Whether each string's Other pools strings outside the candidates.
     splits : NestedSplit or None
     rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray
+        Same shape as ``table``; sums to 1.
     """
     pair, centre, cov = string_pair(ml, signed, covariance, boolean_axis)
     draws, at_mean, _ = conditional_draws(pair, centre, cov, rng, other=other)
