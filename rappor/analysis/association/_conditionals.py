@@ -171,7 +171,7 @@ def total_variation_estimate(draws: Array, *, at_mean: npt.NDArray[np.bool_] | N
 
 
 def conditional_draws(table: Array, signed: Array, covariance: Array, rng: np.random.Generator, *,
-                      other: tuple[bool, bool] = (False, False)) -> tuple[Array, Array, int]:
+                      other: tuple[bool, bool] = (False, False)) -> tuple[Array, npt.NDArray[np.bool_], int]:
     """Posterior draws of a two-variable table whose rows' conditionals share one prior.
 
     The model and sampler of the module's docstring; :func:`shrink_conditionals` gives their
@@ -239,7 +239,7 @@ def shrink_conditionals(table: Array, signed: Array, covariance: Array, rng: np.
     return total_variation_estimate(draws, at_mean=at_mean).reshape(table.shape), axis
 
 
-def three_variable_estimate(draws: Array, at_mean: Array, splits: NestedSplit, boolean_axis: int,
+def three_variable_estimate(draws: Array, at_mean: npt.NDArray[np.bool_], splits: NestedSplit, boolean_axis: int,
                             rng: np.random.Generator) -> Array:
     """Two string variables and a boolean: the Bayes estimate (total variation loss) of their table.
 
