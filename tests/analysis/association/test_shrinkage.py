@@ -171,10 +171,11 @@ def test_nested_split_posterior_leaves_an_unmeasured_pair_as_uncertain_as_any() 
 
 def test_a_category_with_almost_no_mass_does_not_pool_every_split() -> None:
     # A category at 1e-17 (an Other whose mass the marginal decode moved out) has a delta-method
-    # split variance of about 1e30; uncapped, it set the spread's estimate (0) and pooled every split
-    # to one value.  A split's variance is at most 1/4, so the category counts as one split measured
-    # with variance 1/4: the others' shrunk splits may move a little (measured 0.007), not
-    # collapse (their range 0.1 .. 0.9 becomes 0 when pooled).
+    # split variance of about 1e30; under the share-weighted moments used until session 13 it set the
+    # spread's estimate (0) and pooled every split to one value.  Now its variance is capped at 1/4 and
+    # the random-effects estimate weights it by its precision: it counts as one split measured with
+    # variance 1/4, and the others' shrunk splits may move a little (measured 0.007), not collapse
+    # (their range 0.1 .. 0.9 becomes 0 when pooled).  A guard against the collapse coming back.
     rng = np.random.default_rng(4)
     shares = rng.dirichlet(np.ones(6) * 4)
     split = np.array([0.1, 0.3, 0.5, 0.6, 0.8, 0.9])
