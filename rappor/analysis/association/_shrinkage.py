@@ -33,8 +33,10 @@ from it to estimate the three-way cells by the rule for total variation
 (20 x 10 strings x boolean, 200,000 clients, f=0.5 and 0.75, seeds 100-107), the parent chosen
 by the pairs' level-2 spread, the splits' variances capped, the random-effects level 1, the pairs
 pooled and the three-way rule together gave a mean TV of 0.167 / 0.430 at f=0.5 / 0.75 against
-0.173 / 0.437 before
-(``docs/notes/association-measurements.md``, *Session 13: the boolean's splits*).
+0.173 / 0.437 before; the default shrinks the pairs instead of pooling them, which is farther on
+those collections and much closer where the boolean depends on both strings
+(:func:`nested_split_posterior`; ``docs/notes/association-measurements.md``, *Session 13: the
+boolean's splits*).
 """
 
 from __future__ import annotations
@@ -221,7 +223,7 @@ def _level_one(moved: Array, cov6: Array, position: int) -> tuple[Array, Array, 
 
 
 def nested_split_posterior(table: Array, cov: Array | None, boolean_axis: int, *,
-                           pairs: str = "pool") -> NestedSplit | None:
+                           pairs: str = "shrink") -> NestedSplit | None:
     """Two string variables and a boolean: the posterior of ``P(TRUE | a, b)`` in a two-level model.
 
     The two-level form of :func:`shrink_boolean_split` (a hierarchical empirical-Bayes model,
@@ -236,13 +238,15 @@ def nested_split_posterior(table: Array, cov: Array | None, boolean_axis: int, *
     ``f v_ab + (1 - f)^2 s_a^2`` (``f`` its factor), and a pair the data do not measure keeps its
     parent's split with variance ``tau_2^2 + s_a^2``.
 
-    The decoder pools.  The pairs' spread cannot be told from the constrained maximum's pair
-    splits: a pair with one cell at 0 has a split of exactly 0 or 1 and a delta-method variance that
-    ignores the boundary (Self and Liang 1987, JASA 82(398)), and those pairs alone made
-    ``tau_2^2`` 0.01-0.03 where the truth's is 0.  Until the variance is capped at 1/4, pairs of
-    almost no mass outweighed them and pooled every pair by accident; capped and shrunk, the table
-    was further from the truth on design collections (20 x 10 strings x boolean, 200,000 clients,
-    seeds 100-107: mean TV 0.182 against 0.170 pooled at f=0.5, 0.429 against 0.431 at f=0.75).
+    The decoder shrinks.  The pairs' spread is overestimated where the truth has none: a pair with
+    one cell at 0 in the constrained maximum has a split of exactly 0 or 1 and a delta-method
+    variance that ignores the boundary (Self and Liang 1987, JASA 82(398)), which made ``tau_2^2``
+    0.01-0.03 where the truth's is 0, so pooling was closer there (design collections, 20 x 10
+    strings x boolean whose boolean depends on the first string only, 200,000 clients, seeds
+    100-107: mean TV 0.170 pooled against 0.182 shrunk at f=0.5, 0.431 against 0.429 at f=0.75).
+    But where the boolean depends on both strings (``P(TRUE)`` 0.2 + 0.1 (a mod 7) + 0.2 ((b mod 3)
+    - 1), seeds 120-121) pooling cost far more: 0.233 / 0.256 against 0.191 / 0.216 at f=0.5 (the
+    full recipe 0.209 / 0.221), 0.408 / 0.448 against 0.387 / 0.435 at f=0.75.
 
     Parameters
     ----------
@@ -250,7 +254,7 @@ def nested_split_posterior(table: Array, cov: Array | None, boolean_axis: int, *
     cov : ndarray of shape (2 A B, 2 A B) or None
         Its covariance.
     boolean_axis : int
-    pairs : {"pool", "shrink"}, default="pool"
+    pairs : {"shrink", "pool"}, default="shrink"
 
     Returns
     -------
@@ -302,7 +306,7 @@ def nested_split_posterior(table: Array, cov: Array | None, boolean_axis: int, *
 
 
 def shrink_nested_boolean_split(table: Array, cov: Array | None, boolean_axis: int, *,
-                                pairs: str = "pool") -> tuple[Array, int | None]:
+                                pairs: str = "shrink") -> tuple[Array, int | None]:
     """Two string variables and a boolean: every pair's share kept, its split the posterior mean.
 
     See :func:`nested_split_posterior` for the model and ``pairs``.

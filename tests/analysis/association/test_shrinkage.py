@@ -222,10 +222,22 @@ def test_a_pair_with_almost_no_mass_does_not_pool_the_pairs() -> None:
     table = np.stack([pairs * split, pairs * (1 - split)], axis=2) + rng.normal(0, 1e-3, size=(4, 3, 2))
     table[1, 2] = 1e-17
     posterior = nested_split_posterior(np.clip(table, 1e-9, None), np.eye(24) * 1e-6, 2, pairs="shrink")
-    pooled = nested_split_posterior(np.clip(table, 1e-9, None), np.eye(24) * 1e-6, 2)
+    pooled = nested_split_posterior(np.clip(table, 1e-9, None), np.eye(24) * 1e-6, 2, pairs="pool")
     assert posterior is not None and pooled is not None
     measured = np.ones((4, 3), dtype=bool)
     measured[1, 2] = False
     shrunk_error = np.abs(posterior.split - split)[measured].sum()
     pooled_error = np.abs(pooled.split - split)[measured].sum()
     assert shrunk_error < 0.5 * pooled_error, (shrunk_error, pooled_error)  # measured 0.10 against 0.69
+
+
+def test_pooled_pairs_take_their_parents_split_and_uncertainty() -> None:
+    table, cov = _nested_table(np.random.default_rng(3))
+    pooled = nested_split_posterior(table, cov, 2, pairs="pool")
+    shrunk = nested_split_posterior(table, cov, 2)
+    assert pooled is not None and shrunk is not None and pooled.parent == shrunk.parent == 0
+    # every pair of a first-string category has one split and one std: the category's
+    assert np.ptp(pooled.split, axis=1).max() == 0 and np.ptp(pooled.std, axis=1).max() == 0
+    assert np.ptp(pooled.split[:, 0]) > 0.3  # the categories' splits differ (0.1 .. 0.9)
+    with pytest.raises(ValueError, match="pairs"):
+        nested_split_posterior(table, cov, 2, pairs="partial")
