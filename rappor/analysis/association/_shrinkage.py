@@ -33,8 +33,8 @@ from it to estimate the three-way cells by the rule for total variation
 (20 x 10 strings x boolean, 200,000 clients, f=0.5 and 0.75, seeds 100-107), the parent chosen
 by the pairs' level-2 spread, the splits' variances capped, the random-effects level 1, the pairs
 pooled and the three-way rule together gave a mean TV of 0.167 / 0.430 at f=0.5 / 0.75 against
-0.173 / 0.437 before; the default shrinks the pairs instead of pooling them, which is farther on
-those collections and much closer where the boolean depends on both strings
+0.173 / 0.437 before; the default shrinks the pairs instead of pooling them (0.180 / 0.428 on
+those collections), which is much closer where the boolean depends on both strings
 (:func:`nested_split_posterior`; ``docs/notes/association-measurements.md``, *Session 13: the
 boolean's splits*).
 """
