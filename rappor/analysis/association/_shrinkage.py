@@ -102,13 +102,19 @@ def _split_variance(se: Array) -> Array:
     return out
 
 
+def _usable(c_i: Array, v_i: Array, mass: Array) -> npt.NDArray[np.bool_]:
+    """The splits the data measure: a category with mass, a finite split and a finite variance."""
+    out: npt.NDArray[np.bool_] = (mass > 0) & np.isfinite(c_i) & np.isfinite(v_i)
+    return out
+
+
 def _spread(c_i: Array, v_i: Array, mass: Array, prior: Array) -> tuple[npt.NDArray[np.bool_], float]:
     """The usable splits and the moment estimate of their spread around ``prior`` (before its positive part).
 
     ``sum_i w_i ((c_i - prior_i)^2 - v_i) / sum_i w_i``, ``w_i`` the categories' shares; negative
     when the splits lie closer to ``prior`` than their own noise says (Efron and Morris 1975).
     """
-    usable = (mass > 0) & np.isfinite(c_i) & np.isfinite(v_i)
+    usable = _usable(c_i, v_i, mass)
     if not usable.any():
         return usable, 0.0
     w = mass[usable]
@@ -180,7 +186,7 @@ def _shrink_toward_mean(c_i: Array, v_i: Array, mass: Array) -> tuple[Array | No
     ``mu``), the factors and ``tau^2``.
     """
     factor = np.ones(c_i.shape[0])
-    usable = (mass > 0) & np.isfinite(c_i) & np.isfinite(v_i)
+    usable = _usable(c_i, v_i, mass)
     if usable.sum() < 3:
         return None, factor, 0.0
     mu, tau2 = random_effects(c_i[usable], v_i[usable])
@@ -217,7 +223,7 @@ def _level_one(moved: Array, cov6: Array, position: int) -> tuple[Array, Array, 
     split, factor, tau2 = _shrink_toward_mean(cond[:, 0], v, mass)
     if split is None:
         return None
-    measured = (mass > 0) & np.isfinite(cond[:, 0]) & np.isfinite(v)
+    measured = _usable(cond[:, 0], v, mass)
     variance = np.where(measured, factor * np.nan_to_num(v, posinf=0.0), tau2)
     return split, variance, tau2
 
@@ -292,7 +298,7 @@ def nested_split_posterior(table: Array, cov: Array | None, boolean_axis: int, *
         if split is None:
             continue
         _, raw = _spread(cond[:, 0], v, mass, prior)
-        measured = (mass > 0) & np.isfinite(cond[:, 0]) & np.isfinite(v)
+        measured = _usable(cond[:, 0], v, mass)
         variance = np.where(measured, factor * np.nan_to_num(v, posinf=0.0) + (1.0 - factor) ** 2 * prior_var,
                             tau2 + prior_var)
         if pairs == "pool":
