@@ -10,7 +10,8 @@ bit) with maps from its hashing, over evaluation seeds (``--first-seed``, defaul
 no design choice was made on.
 
 Classes (``--classes``, comma-separated names of :data:`CLASSES`): string x boolean,
-string x string and three variables (string x string x boolean), with and without strings
+string x string and three variables (string x string x boolean: ``ssb``, the boolean depending on
+the first string only; ``ssbx``, on both strings, an interaction), with and without strings
 outside the candidates (every 5th value of each string variable left out of its
 candidate list), 100k to 1M clients, low and high privacy (``low``: k=32 h=2 m=32 p=0.25
 q=0.75 f=0.5, the issue's; ``high``: the same with f=0.75).  String x boolean also at 10M clients
@@ -72,7 +73,7 @@ PRIVACY = {
 class Case:
     """A scenario class: variables, strings per variable, outside strings, clients, privacy."""
 
-    kind: str  # "sb", "ss" or "ssb"
+    kind: str  # "sb", "ss", "ssb" or "ssbx" (three variables, the boolean depending on both strings)
     strings: tuple[int, ...]
     outside: bool
     n: int
@@ -87,6 +88,7 @@ def _classes() -> dict[str, Case]:
             out[f"sb50-100k-{privacy}{tag}"] = Case("sb", (50,), outside, 100_000, privacy)
             out[f"ss20x10-200k-{privacy}{tag}"] = Case("ss", (20, 10), outside, 200_000, privacy)
             out[f"ssb20x10-200k-{privacy}{tag}"] = Case("ssb", (20, 10), outside, 200_000, privacy)
+            out[f"ssbx20x10-200k-{privacy}{tag}"] = Case("ssbx", (20, 10), outside, 200_000, privacy)
             out[f"sb100-1m-{privacy}{tag}"] = Case("sb", (100,), outside, 1_000_000, privacy)
     for privacy in ("low", "high"):  # ours only (--no-recipe): the recipe's EM takes about an hour at 1 M
         for outside in (False, True):
@@ -104,9 +106,13 @@ def _scenario(case: Case) -> tuple[np.ndarray, list, list]:
     joint, values, cands = example_joint("string-string", case.strings[0], case.strings[1], remove_every=remove)
     if case.kind == "ss":
         return joint, values, cands
-    # three variables: the boolean depends on the first string as in string x boolean
-    p_true = 0.2 + 0.1 * (np.arange(case.strings[0]) % 7)
-    joint3 = joint[:, :, None] * np.stack([p_true, 1 - p_true], axis=1)[:, None, :]
+    a = np.arange(case.strings[0])[:, None]
+    if case.kind == "ssb":  # three variables: the boolean depends on the first string as in string x boolean
+        p_true = np.broadcast_to(0.2 + 0.1 * (a % 7), joint.shape)
+    else:  # "ssbx": an interaction, the boolean depends on both strings
+        b = np.arange(case.strings[1])[None, :]
+        p_true = np.clip(0.2 + 0.1 * (a % 7) + 0.2 * ((b % 3) - 1), 0.02, 0.98)
+    joint3 = joint[:, :, None] * np.stack([p_true, 1 - p_true], axis=2)
     return joint3, values + [None], cands + [None]
 
 
