@@ -131,9 +131,10 @@ class AssociationDecoder(CheckedParameters):
         category's split between TRUE and FALSE towards the categories' mean split by the
         empirical-Bayes factor ``tau^2 / (tau^2 + v_i)`` (Efron and Morris 1975; see
         :mod:`rappor.analysis.association._shrinkage`), keeping the categories' shares; for
-        two string variables and a boolean, each pair's split is its parent category's shrunk
-        split (the string variable around whose splits the pairs' spread less;
-        :func:`~rappor.analysis.association._shrinkage.nested_split_posterior`).
+        two string variables and a boolean, each pair's split is shrunk towards its parent
+        category's shrunk split (the string variable around whose splits the pairs' spread less)
+        plus the other string's shrunk effect
+        (:func:`~rappor.analysis.association._shrinkage.nested_split_posterior`).
         ``"conditionals"`` also estimates the two string variables' shares under one
         nonparametric prior of the rows' conditional values, fitted to the table (empirical
         Bayes), by the Bayes rule for total variation: the cells (with a boolean, the three-way
