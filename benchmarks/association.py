@@ -350,6 +350,7 @@ def speed(args: argparse.Namespace) -> None:
     print(f"covariance          {d['covariance_seconds']:8.2f} s  (intervals: {d['interval_method']}, "
           f"signed maximum in {d['signed_iterations']} Newton steps)")
     print(f"independence test   {d['independence_seconds']:8.2f} s  (marginal fits: {d['independence_iterations']} iterations)")
+    print(f"shrinkage           {d['shrinkage_seconds']:8.2f} s")
     print(f"decode total        {t2 - t1:8.2f} s wall, {c2 - c1:.2f} s CPU; load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores")
     print(f"peak RSS            {_peak_mb():8.0f} MB (after simulating: {base_mb:.0f} MB)")
