@@ -17,7 +17,7 @@ plus 80 geometric points from 1e-3 to 1.  ``g`` is the Kiefer-Wolfowitz NPMLE (J
 Ann. Statist. 37(4)) given each value's own normal ``x[a, b] / r_a ~ N(c[a, b], V[ab, ab] / r_a^2)``;
 the posterior of ``pi`` given ``x`` with the full covariance comes from Gibbs sampling on the
 grid (each value given the others is ``g`` times a normal; Geman and Geman 1984),
-16 chains of 180 sweeps from ``max(x, 0)``, the first 60 dropped, each draw normalized.  The
+four chains of 300 sweeps from ``max(x, 0)``, the first 60 dropped, each draw normalized.  The
 estimate is the Bayes rule for the total variation to the truth, not the posterior mean (the rule for
 squared error): every cell at one common posterior quantile, except an Other that pools strings
 outside the candidates, whose cells take their posterior mean (:func:`total_variation_estimate`).  ``V``
@@ -52,14 +52,14 @@ Array = npt.NDArray[np.float64]
 
 #: The prior's grid of a conditional value: 0 and 80 geometric points from 1e-3 to 1.
 GRID = np.concatenate([[0.0], np.geomspace(1e-3, 1.0, 80)])
-#: Gibbs chains, sweeps a chain and the sweeps dropped at its start.  The chains mix slowly (one chain
-#: of 150 sweeps moved the TV by up to 0.02 between runs on one collection), so the chains advance
-#: together, one array row each, where a sweep's Python loop costs about the same for 16 as for 4.
-#: Measured on design collections (string x string, 200,000 clients, seeds 100-105, four sampler
-#: seeds each): the sd of the TV between sampler seeds 0.0144 / 0.0028 (f=0.75 / 0.5) with four chains
-#: of 300 sweeps, 0.0083 / 0.0023 with these, at the same CPU (1.2-1.4 s for 231 cells); mean TV
-#: -0.009 (SE 0.009) / 0.000 (SE 0.001).
-CHAINS, SWEEPS, BURN = 16, 180, 60
+#: Gibbs chains, sweeps a chain and the sweeps dropped at its start (one chain of 150 sweeps
+#: moved the TV by up to 0.02 between chains on one collection; four of 300 by about 0.005).  More
+#: chains cost little (the chains are rows of one array) and lower the TV's spread between sampler
+#: seeds (16 of 180 sweeps: 0.0144 -> 0.0083 at f=0.75, string x string, 200,000 clients), but were
+#: measured farther from the truth at f=0.5 on new seeds (+0.002-0.003, 7-9 of 10 collections) and
+#: closer at f=0.75 (-0.004 to -0.007, within noise): not adopted (``docs/notes/association-measurements.md``,
+#: *Session 15*).
+CHAINS, SWEEPS, BURN = 4, 300, 60
 #: Values whose moves are gathered before the residual is brought up to date by one matrix product.
 BLOCK = 32
 #: Eigenvalues of the covariance below this fraction of its largest are taken as 0 when it is inverted.
