@@ -299,8 +299,7 @@ class AssociationDecoder(CheckedParameters):
         step(STAGES[3])
         shape = lik.shape
         cov = inverse_information = None
-        law = None
-        signed = None
+        law = signed = None
         se = np.full(shape, np.nan)
         se_method = "none"
         if self.std_errors and lik.size <= MAX_COVARIANCE_CELLS:
@@ -332,9 +331,7 @@ class AssociationDecoder(CheckedParameters):
         step(STAGES[4])
         test, test_iterations = self._independence(lik, factors, fit, gen) if self.independence_test else (None, [])
         t_test = time.perf_counter()
-        # The point estimate: Other's share, the boolean's splits, the prior of the conditionals (its
-        # Gibbs sampler takes 1-14 s for 231-2,048 cells).
-        step(STAGES[5])
+        step(STAGES[5])  # the point estimate: Other's share, the splits, the prior (its sampler: seconds)
         table = fit.table.reshape(shape)
         mle = None
         clipped = None
