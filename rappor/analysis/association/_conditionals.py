@@ -17,7 +17,9 @@ plus 80 geometric points from 1e-3 to 1.  ``g`` is the Kiefer-Wolfowitz NPMLE (J
 Ann. Statist. 37(4)) given each value's own normal ``x[a, b] / r_a ~ N(c[a, b], V[ab, ab] / r_a^2)``;
 the posterior of ``pi`` given ``x`` with the full covariance comes from Gibbs sampling on the
 grid (each value given the others is ``g`` times a normal; Geman and Geman 1984),
-four chains of 300 sweeps from ``max(x, 0)``, the first 60 dropped, each draw normalized.  The
+four chains of 160 sweeps from ``max(x, 0)``, the first 32 dropped, each draw normalized, each chain
+tempered (a ladder of 12 powers of the likelihood whose states swap; Geyer 1991), without which the
+chains stay near their start.  The
 estimate is the Bayes rule for the total variation to the truth, not the posterior mean (the rule for
 squared error): every cell at one common posterior quantile, except an Other that pools strings
 outside the candidates, whose cells take their posterior mean (:func:`total_variation_estimate`).  ``V``
@@ -52,14 +54,18 @@ Array = npt.NDArray[np.float64]
 
 #: The prior's grid of a conditional value: 0 and 80 geometric points from 1e-3 to 1.
 GRID = np.concatenate([[0.0], np.geomspace(1e-3, 1.0, 80)])
-#: Gibbs chains, sweeps a chain and the sweeps dropped at its start (one chain of 150 sweeps
-#: moved the TV by up to 0.02 between chains on one collection; four of 300 by about 0.005).  More
-#: chains cost little (the chains are rows of one array) and lower the TV's spread between sampler
-#: seeds (16 of 180 sweeps: 0.0144 -> 0.0083 at f=0.75, string x string, 200,000 clients), but were
-#: measured farther from the truth at f=0.5 on new seeds (+0.002-0.003, 7-9 of 10 collections) and
-#: closer at f=0.75 (-0.004 to -0.007, within noise): not adopted (``docs/notes/association-measurements.md``,
-#: *Session 15*).
-CHAINS, SWEEPS, BURN = 4, 300, 60
+#: Gibbs chains, sweeps a chain and the sweeps dropped at its start.  Tempered (below), 160 sweeps gave
+#: the same TV as 300 on design collections (string x string, 200,000 clients, seeds 100-105: 0.392 /
+#: 0.394 at f=0.75, 0.1387 / 0.1387 at f=0.5) at half the cost.  More untempered chains were measured,
+#: not adopted (``docs/notes/association-measurements.md``, *Session 15*).
+CHAINS, SWEEPS, BURN = 4, 160, 32
+#: Parallel tempering: each chain is a ladder of LEVELS chains whose likelihood is raised to the powers
+#: ``geomspace(1, BETA_MIN, LEVELS)`` (the prior is not tempered); the draws are those of the chains at
+#: power 1.  Without it the chains stay near their start: at f=0.75 on design collections, plain chains
+#: from ``max(x, 0)`` and from 0 ended 0.01-0.16 of TV apart (consistently over sampler seeds), tempered
+#: chains from either start within the sampler's noise (*Session 16*).  Adjacent powers differ by a
+#: factor 0.76, where 34-63% of the proposed swaps were accepted.  LEVELS = 1 is the plain sampler.
+LEVELS, BETA_MIN = 12, 0.05
 #: Values whose moves are gathered before the residual is brought up to date by one matrix product.
 BLOCK = 32
 #: Eigenvalues of the covariance below this fraction of its largest are taken as 0 when it is inverted.
@@ -84,37 +90,47 @@ def _npmle(z: Array, s: Array) -> tuple[Array, float]:
 def _gibbs_draws(x: Array, precision: Array, scale: Array, w: Array, rng: np.random.Generator) -> Array:
     """Posterior draws of ``scale * c``, each normalized, given ``x ~ N(scale * c, precision^-1)``, ``c_i ~ w``.
 
-    Single-site Gibbs sampling on :data:`GRID` (Geman and Geman 1984): with ``Q = precision``
-    in units of ``c`` and ``r = Q (c - x / scale)``, value ``i`` given the others is ``w`` times the
-    normal of mean ``c_i - r_i / Q_ii`` and precision ``Q_ii``, drawn by the inverse of its
-    distribution function.  The :data:`CHAINS` chains advance together, one array row each.  The
-    residual ``r`` is brought up to date once per block of :data:`BLOCK` values by one matrix
-    product; within a block, a value's own residual adds the block's earlier moves (exact, the
-    same ``r_i`` as an update after every move).
+    Single-site Gibbs sampling on :data:`GRID` (Geman and Geman 1984) with parallel tempering (Geyer
+    1991; Earl and Deem 2005, Phys. Chem. Chem. Phys. 7(23)): with ``Q = precision`` in units of ``c``
+    and ``r = Q (c - x / scale)``, value ``i`` given the others is ``w`` times the normal of mean ``c_i
+    - r_i / Q_ii`` and precision ``beta Q_ii``, drawn by the inverse of its distribution function;
+    ``beta`` is the chain's power of the likelihood.  Each of the :data:`CHAINS` chains is a ladder of
+    :data:`LEVELS` powers; after every sweep, adjacent powers of a ladder (even pairs, then odd pairs on
+    the next sweep) swap their states with probability ``min(1, exp((beta_a - beta_b) (E_a - E_b)))``,
+    ``E = (c - x / scale)' Q (c - x / scale) / 2``, which keeps every level's law invariant; the draws
+    are the states at power 1.  All the ladders' chains advance together, one array row each.  The
+    residual ``r`` is brought up to date once per block of :data:`BLOCK` values by one matrix product;
+    within a block, a value's own residual adds the block's earlier moves (exact, the same ``r_i`` as an
+    update after every move).
 
     Returns an array of shape ``(CHAINS * (SWEEPS - BURN), x.size)``, every row summing to 1.
     """
     xc = x / scale
     q = precision * np.outer(scale, scale)
     diag = np.diag(q).copy()
-    # log w - Q_ii g^2 / 2, per value and grid point: with + Q_ii m g added, the log density up to a
-    # constant of each chain (the normal's - Q_ii m^2 / 2 cancels in the normalization).
-    base = np.log(np.maximum(w, 1e-300))[None, :] - 0.5 * diag[:, None] * np.square(GRID)[None, :]
-    c = np.tile(np.clip(xc, 0.0, None), (CHAINS, 1))
+    log_w = np.log(np.maximum(w, 1e-300))[None, :]
+    betas = np.geomspace(1.0, BETA_MIN, LEVELS)
+    rows = CHAINS * LEVELS
+    # at[r, l]: the row holding ladder r's level l; beta[row]: its power
+    at = np.arange(rows).reshape(CHAINS, LEVELS)
+    beta = np.tile(betas, CHAINS)
+    c = np.tile(np.clip(xc, 0.0, None), (rows, 1))
     resid = (c - xc) @ q  # q (c - xc), one row a chain
     draws = np.empty((SWEEPS - BURN, CHAINS, x.size))
     last = GRID.size - 1
     for sweep in range(SWEEPS):
-        u = rng.random((x.size, CHAINS, 1))
+        u = rng.random((x.size, rows, 1))
+        power = beta[:, None]
         for lo in range(0, x.size, BLOCK):
             hi = min(x.size, lo + BLOCK)
             block = q[lo:hi]
-            moves = np.zeros((CHAINS, hi - lo))
+            moves = np.zeros((rows, hi - lo))
             for j in range(hi - lo):
                 i = lo + j
-                # Q_ii m = Q_ii c_i - r_i, with r_i including the block's earlier moves
+                # Q_ii m = Q_ii c_i - r_i, with r_i including the block's earlier moves; the log density
+                # up to a constant: log w + beta (Q_ii m g - Q_ii g^2 / 2)
                 pull = diag[i] * c[:, i] - resid[:, i] - moves[:, :j] @ block[:j, i]
-                lp = base[i] + pull[:, None] * GRID
+                lp = log_w + power * (pull[:, None] - 0.5 * diag[i] * GRID) * GRID
                 lp -= lp.max(axis=1, keepdims=True)
                 cum = np.cumsum(np.exp(lp), axis=1)
                 pick = np.minimum((cum < u[i] * cum[:, -1:]).sum(axis=1), last)
@@ -122,8 +138,15 @@ def _gibbs_draws(x: Array, precision: Array, scale: Array, w: Array, rng: np.ran
                 moves[:, j] = new - c[:, i]
                 c[:, i] = new
             resid += moves @ block
+        if LEVELS > 1:
+            energy = 0.5 * np.einsum("ri,ri->r", c - xc, resid)
+            lower = np.arange(sweep % 2, LEVELS - 1, 2)
+            a, b = at[:, lower], at[:, lower + 1]
+            accept = np.log(rng.random(a.shape)) < (betas[lower] - betas[lower + 1]) * (energy[a] - energy[b])
+            at[:, lower], at[:, lower + 1] = np.where(accept, b, a), np.where(accept, a, b)
+            beta[at] = betas[None, :]
         if sweep >= BURN:
-            draw = c * scale
+            draw = c[at[:, 0]] * scale
             draws[sweep - BURN] = draw / np.maximum(draw.sum(axis=1, keepdims=True), 1e-300)
     out: Array = draws.reshape(-1, x.size)
     return out
