@@ -19,7 +19,7 @@ the posterior of ``pi`` given ``x`` with the full covariance comes from Gibbs sa
 grid (each value given the others is ``g`` times a normal; Geman and Geman 1984),
 four chains of 160 sweeps from ``max(x, 0)``, the first 32 dropped, each draw normalized, each chain
 tempered (a ladder of 12 powers of the likelihood whose states swap; Geyer 1991), without which the
-chains stay near their start.  The
+chains can stay near their start.  The
 estimate is the Bayes rule for the total variation to the truth, not the posterior mean (the rule for
 squared error): every cell at one common posterior quantile, except an Other that pools strings
 outside the candidates, whose cells take their posterior mean (:func:`total_variation_estimate`).  ``V``
