@@ -71,7 +71,7 @@ def test_gibbs_draws_have_the_exact_posterior_mean(seed: int) -> None:
     # Three correlated values (correlations -0.6, 0.3, -0.5; standard errors 0.02) under a prior with
     # every grid point: the posterior mean of the normalized table, enumerated over all 81^3 grid
     # points, against the sampler's mean over 40 independent runs.  Tolerance: 4 standard errors of
-    # that mean (the runs' sd / sqrt(40)), plus 1e-4 for the 60 dropped sweeps' remaining start bias.
+    # that mean (the runs' sd / sqrt(40)), plus 1e-4 for the remaining start bias after the dropped sweeps.
     # A sampler that ignored the correlations misses by 10-40 standard errors (measured).
     rng = np.random.default_rng(seed)
     w = rng.dirichlet(np.full(GRID.size, 0.3))
