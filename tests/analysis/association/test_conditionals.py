@@ -134,6 +134,53 @@ def test_blocked_residual_updates_draw_what_updates_after_every_move_draw(monkey
     np.testing.assert_allclose(blocked, single, rtol=0, atol=1e-12)
 
 
+def _entropy(w: np.ndarray) -> float:
+    w = w[w > 0]
+    return float(-(w * np.log(w)).sum())
+
+
+def test_smoothed_npmle_keeps_the_mass_and_loses_likelihood_for_entropy() -> None:
+    rng = np.random.default_rng(3)
+    c = np.where(rng.random(300) < 0.5, 0.0, rng.uniform(0.05, 0.5, 300))
+    s = np.full(300, 0.05)
+    z = c + s * rng.standard_normal(300)
+    plain, ll_plain = _conditionals._npmle(z, s)
+    smooth, ll_smooth = _conditionals._npmle(z, s, 2.0)
+    assert smooth.sum() == pytest.approx(1.0, abs=1e-12) and (smooth >= 0).all()
+    # Smoothing is a constraint: it cannot raise the likelihood, and it raises the entropy.
+    assert ll_smooth <= ll_plain + 1e-9
+    assert _entropy(smooth) > _entropy(plain)
+
+
+def test_smoothest_prior_is_the_npmle_where_the_data_reject_smoothing() -> None:
+    # Values at two atoms measured precisely (s = 0.005): every smoothed prior loses far more than
+    # LR_SLACK of log-likelihood (it puts mass between the atoms, where no value lies), so the NPMLE
+    # is returned unchanged.
+    rng = np.random.default_rng(4)
+    c = rng.choice([0.0, 0.1, 0.4], size=200)
+    s = np.full(200, 0.005)
+    z = c + s * rng.standard_normal(200)
+    npmle = _conditionals._npmle(z, s)
+    assert _conditionals._npmle(z, s, _conditionals.SMOOTHING[0])[1] < npmle[1] - _conditionals.LR_SLACK
+    assert _conditionals._smoothest_prior(z, s, npmle) is npmle[0]
+
+
+def test_smoothest_prior_smooths_where_the_likelihood_hardly_prefers_the_atoms() -> None:
+    # Continuous values (log-uniform on [0.03, 0.6]) behind large errors (s = 0.15): the NPMLE still
+    # comes out as a few atoms, the likelihood hardly prefers it, and a smoothed prior within
+    # LR_SLACK of its log-likelihood is returned.
+    rng = np.random.default_rng(5)
+    c = np.exp(rng.uniform(np.log(0.03), np.log(0.6), 200))
+    s = np.full(200, 0.15)
+    z = c + s * rng.standard_normal(200)
+    npmle = _conditionals._npmle(z, s)
+    chosen = _conditionals._smoothest_prior(z, s, npmle)
+    assert chosen is not npmle[0]
+    lik = np.exp(-0.5 * np.square((z[:, None] - GRID[None, :]) / s[:, None])) / s[:, None]
+    assert np.log(lik @ chosen).sum() >= npmle[1] - _conditionals.LR_SLACK
+    assert _entropy(chosen) > _entropy(npmle[0])
+
+
 def test_estimate_with_little_noise_is_the_table_to_the_grids_resolution() -> None:
     # With standard errors far below every cell the posterior sits on the grid points next to each
     # conditional: within half a grid step (a factor 1000^(1/79) = 1.091 between points, so 4.5%) of
