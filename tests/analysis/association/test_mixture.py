@@ -129,3 +129,32 @@ def test_passes_give_the_same_bits_whatever_the_cores(monkeypatch: pytest.Monkey
     fewer = _every_pass(lik, table, v, sample)
     for a, b in zip(many, fewer):
         np.testing.assert_array_equal(b, a)
+
+
+@pytest.mark.parametrize("sparse_start", [False, True])
+def test_sqp_stops_when_its_steps_no_longer_move_the_table(monkeypatch: pytest.MonkeyPatch,
+                                                           sparse_start: bool) -> None:
+    # A step that leaves the table where it is (as at the gap's numerical floor: 10 M reports, the
+    # gap held at 0.44 for 900 steps of 1e-16) ends the fit after STALL_STEPS such steps, unconverged,
+    # instead of running to the iteration cap; from a sparse start the working set first takes in
+    # the cells its gradient asks for, then stops.
+    import rappor.analysis.association._mixture as mixture
+
+    gen = np.random.default_rng(11)
+    lik = ProductLikelihood([gen.random((400, 40)) ** 4, np.tile([[0.3, 0.8], [0.7, 0.2]], (200, 1))],
+                            gen.integers(1, 4, 400).astype(np.float64))
+
+    def still(lik_, x, d, grad, sample, scale):  # type: ignore[no-untyped-def]
+        return x.copy(), d, None
+
+    monkeypatch.setattr(mixture, "_sqp_step", still)
+    start = None
+    if sparse_start:
+        start = np.zeros(lik.size)
+        start[:4] = 0.25
+    fit = fit_mixture(lik, tolerance=-1.0, max_iterations=1000, start=start)
+    assert not fit.converged
+    if sparse_start:
+        assert mixture.STALL_STEPS <= fit.iterations < 1000 // 4
+    else:
+        assert fit.iterations == mixture.STALL_STEPS
