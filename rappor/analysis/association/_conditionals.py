@@ -293,17 +293,17 @@ def conditional_draws(table: Array, signed: Array, covariance: Array, rng: np.ra
     shape = table.shape
     x = np.asarray(signed, dtype=np.float64).reshape(-1)
     se = np.sqrt(np.maximum(np.diag(covariance), 1e-300))
-    best: tuple[float, int, Array, Array] | None = None
+    best: tuple[float, int, Array, tuple[Array, float]] | None = None
     for axis in (0, 1):
         shares = np.maximum(table.sum(axis=1 - axis), 1e-6)
         scale = np.repeat(shares, shape[1]) if axis == 0 else np.tile(shares, shape[0])
-        w, loglik = _npmle(x / scale, se / scale)
-        loglik -= float(np.log(scale).sum())  # the density of x, not of x / scale
+        npmle = _npmle(x / scale, se / scale)
+        loglik = npmle[1] - float(np.log(scale).sum())  # the density of x, not of x / scale
         if best is None or loglik > best[0]:
-            best = (loglik, axis, scale, w)
+            best = (loglik, axis, scale, npmle)
     assert best is not None
-    _, axis, scale, w = best
-    w = _smoothest_prior(x / scale, se / scale, (w, best[0] + float(np.log(scale).sum())))
+    _, axis, scale, npmle = best
+    w = _smoothest_prior(x / scale, se / scale, npmle)
     inverse: Array = np.asarray(np.linalg.pinv(covariance, rcond=PINV_RCOND, hermitian=True), dtype=np.float64)
     precision: Array = inverse + float(np.mean(np.diag(inverse))) / x.size
     at_mean = np.zeros(shape, dtype=bool)
