@@ -56,9 +56,8 @@ import numpy as np
 
 from ._util.bits import bitstrings_to_bits
 from .analysis.association import _threads
-from .analysis.association._decoder import _likelihood_factors
 from .analysis.association._inference import boundary_interval, projected_draws
-from .analysis.association._likelihood import CodedLikelihood, group_reports
+from .analysis.association._likelihood import CodedLikelihood, group_reports, likelihood_factors
 from .analysis.association._mixture import ProductLikelihood, fit_mixture
 from .analysis.association._reference import reference_conditional_probabilities, reference_em
 from .analysis.association._signed import observed_covariance
@@ -164,7 +163,7 @@ def candidate_likelihood(reports: Any, variables: Any) -> tuple[ProductLikelihoo
     patterns = group_reports(batches)
     selections = [(np.arange(len(v.candidate_map), dtype=np.intp), tuple(v.candidate_map.strings), None, None)
                   for v in variables]
-    factors, impossible = _likelihood_factors(patterns, variables, selections)
+    factors, impossible = likelihood_factors(patterns, variables, selections)
     keep = ~impossible
     factors = [f.select(keep) if isinstance(f, CodedLikelihood) else f[keep] for f in factors]
     return ProductLikelihood(factors, patterns.counts[keep].astype(np.float64)), [s[1] for s in selections]

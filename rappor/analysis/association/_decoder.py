@@ -30,15 +30,16 @@ from ...collect._aggregate import Aggregate
 from ...exceptions import ConvergenceWarning, DecodeError, IncompatibleParamsError, InvalidParameterError, RapporWarning
 from ...client._reports import ReportBatch
 from ._inference import independence_null_draws, projected_draws
-from ._likelihood import CodedLikelihood, Factor, Patterns, bit_index_table, group_reports, likelihoods
+from ._likelihood import CodedLikelihood, Factor, group_reports, likelihood_factors
 from ._mixture import HESSIAN_ROWS, FitResult, ProductLikelihood, _single_thread, fit_mixture
 from ._profile import profile_intervals
-from ._other import (cross_fitted_proportions, marginal_other_share, other_bit_probabilities,
-                     other_pools_outside_strings, undetected_bit_probabilities)
+from ._other import (OutsideNoise, marginal_other_share, other_bit_probabilities, other_pools_outside_strings, report_folds,
+                     undetected_other_probabilities)
 from ._result import AssociationResult, IndependenceTest, check_variable_names
 from ._selection import marginal_other_table, selection_shift
 from ._conditionals import string_pair_estimate
 from ._shrinkage import nested_split_posterior, shrink_boolean_split, with_splits
+from ._nuisance import with_nuisance
 from ._signed import observed_covariance, signed_maximum
 from . import _threads
 from ._threads import shared_threads
@@ -268,12 +269,16 @@ class AssociationDecoder(CheckedParameters):
             from ..decoder import Decoder
 
             decoder = Decoder()
-        selections = [self._categories(batch, var, decoder) for batch, var in zip(batches, variables)]
+        folds = report_folds(batches[0].cohorts) if self.other == "undetected" else None
+        chosen = [self._categories(batch, var, decoder, folds) for batch, var in zip(batches, variables)]
+        selections, noises = [c[0] for c in chosen], [c[1] for c in chosen]
         t_marginal = time.perf_counter()
         step(STAGES[1])
-        patterns = group_reports(batches)
+        by_fold = any(sel[3] is not None and sel[3].shape[0] > var.params.num_cohorts
+                      for sel, var in zip(selections, variables))
+        patterns = group_reports(batches, folds if by_fold else None)
         _check_fit_memory(len(patterns), [len(sel[0]) for sel in selections], variables)
-        factors, impossible = _likelihood_factors(patterns, variables, selections)
+        factors, impossible = likelihood_factors(patterns, variables, selections)
         dropped = int(patterns.counts[impossible].sum())
         if dropped:
             warnings.warn(f"{dropped} report tuple(s) are impossible under every category (a probability of 0 "
@@ -308,6 +313,9 @@ class AssociationDecoder(CheckedParameters):
             # law, only up to MAX_PROJECTED_CELLS cells.
             signed = signed_maximum(lik, fit.table, cov) \
                 if self.intervals == "signed" and lik.size <= MAX_PROJECTED_CELLS else None
+            if any(n is not None for n in noises):  # the outside strings' estimated rates (_nuisance)
+                cov, signed = with_nuisance(lik, fit.table, patterns, variables, selections, noises, cov, signed)
+                inverse_information = cov
             with _single_thread():
                 samples = projected_draws(fit.table, cov, gen, draws=PROJECTION_DRAWS) \
                     if lik.size <= MAX_PROJECTED_CELLS else None
@@ -391,12 +399,13 @@ class AssociationDecoder(CheckedParameters):
             signed_std_error=None if signed is None else np.sqrt(np.maximum(np.diag(signed.covariance), 0.0)).reshape(shape),
             signed_covariance=None if signed is None else signed.covariance, selection_shift=shift)
 
-    def _categories(self, batch: ReportBatch, var: Variable, decoder: Any,
-                    ) -> tuple[npt.NDArray[np.intp], tuple[str, ...], Any, npt.NDArray[np.float64] | None]:
-        """Columns of the map to use, category labels, the marginal decode and the other category's bit rates."""
+    def _categories(self, batch: ReportBatch, var: Variable, decoder: Any, folds: npt.NDArray[np.int64] | None,
+                    ) -> tuple[tuple[npt.NDArray[np.intp], tuple[str, ...], Any, npt.NDArray[np.float64] | None],
+                               OutsideNoise | None]:
+        """(Columns of the map to use, category labels, the marginal decode, Other's bit rates), and their noise."""
         cmap = var.candidate_map
         if var.kind == "boolean":
-            return np.arange(len(cmap), dtype=np.intp), cmap.strings, None, None
+            return (np.arange(len(cmap), dtype=np.intp), cmap.strings, None, None), None
         aggregate = Aggregate.from_reports(batch)
         marginal = decoder.decode(aggregate, cmap)
         if self.candidates == "all":
@@ -408,16 +417,15 @@ class AssociationDecoder(CheckedParameters):
             if columns.size == 0:
                 raise DecodeError(f"Nothing was detected in the marginal decode of variable {var.name!r}: "
                                   f"no category to associate (model the other strings with other='undetected').")
-            return columns, labels, marginal, None
+            return (columns, labels, marginal, None), None
+        noise = None
         if self.other == "undetected":
-            # Other's composition from the other cohorts' reports (sample splitting, see _other).
-            split = cross_fitted_proportions(aggregate, cmap, decoder) if columns.size < len(cmap) else None
-            probs = undetected_bit_probabilities(cmap, columns, np.asarray(marginal.proportion, dtype=np.float64)) \
-                if split is None else undetected_bit_probabilities(cmap, columns, *split)
+            # Other's composition from other reports than those it models (sample splitting, see _other).
+            probs, noise = undetected_other_probabilities(batch, aggregate, cmap, columns, marginal, decoder, folds)
         else:
             shares = np.nan_to_num(np.asarray(marginal.proportion, dtype=np.float64)[columns])
             probs = other_bit_probabilities(aggregate, cmap, columns, shares, self.other)
-        return columns, labels + (OTHER,), marginal, probs
+        return (columns, labels + (OTHER,), marginal, probs), noise
 
     def _independence(self, lik: ProductLikelihood, factors: list[Factor], joint: FitResult,
                       gen: np.random.Generator) -> tuple[IndependenceTest | None, list[int]]:
@@ -584,16 +592,3 @@ def _check_fit_memory(patterns: int, columns: Sequence[int], variables: Sequence
                  f"the association fit of {patterns:,} report tuples over {sizes} categories",
                  remedy="keep the detected candidates (candidates='detected', rappor decode-assoc --categories "
                         "detected) or use fewer candidates")
-
-
-def _likelihood_factors(patterns: Patterns, variables: Sequence[Variable],
-                        selections: Sequence[tuple[Any, ...]]) -> tuple[list[Factor], npt.NDArray[np.bool_]]:
-    factors: list[Factor] = []
-    impossible = np.zeros(len(patterns), dtype=bool)
-    for j, (var, sel) in enumerate(zip(variables, selections)):
-        columns, _, _, probs = sel
-        index, num_bits = bit_index_table(var.candidate_map, columns)
-        lik, bad = likelihoods(var.params, patterns.cohorts, patterns.words[j], index, num_bits, probs)
-        factors.append(lik)
-        impossible |= bad
-    return factors, impossible

@@ -40,6 +40,7 @@ from ...collect._design import CandidateMap
 from ...params import Params
 from ...client._reports import ReportBatch
 from ._pairs import PairSums, pays
+from ._variables import Variable
 from ._threads import in_ranges
 
 if TYPE_CHECKING:
@@ -47,7 +48,8 @@ if TYPE_CHECKING:
 else:  # imported on first use: keeps `import rappor` light
     special = lazy_module("scipy.special")
 
-__all__ = ["CodedLikelihood", "Factor", "Patterns", "bit_index_table", "group_reports", "likelihoods", "log_likelihoods",
+__all__ = ["CodedLikelihood", "Factor", "Patterns", "bit_index_table", "group_reports", "likelihood_factors", "likelihoods",
+           "log_likelihoods",
            "normalized_likelihoods"]
 
 #: Rows processed at once (bounds the temporaries: about ``CHUNK_ROWS * X * h`` bytes).
@@ -68,39 +70,53 @@ class Patterns:
         Packed bits of each variable (layout of :class:`~rappor.ReportBatch`).
     counts : ndarray of int64, shape (G,)
         Reports with that pattern.
+    folds : ndarray of int64, shape (G,), or None
+        The fold of the reports with that pattern, when the reports were split into folds
+        (:func:`group_reports`); a pattern holds the reports of one fold only.
     """
 
     cohorts: npt.NDArray[np.int64]
     words: tuple[npt.NDArray[np.uint64], ...]
     counts: npt.NDArray[np.int64]
+    folds: npt.NDArray[np.int64] | None = None
 
     def __len__(self) -> int:
         return int(self.cohorts.shape[0])
 
     def select(self, keep: npt.NDArray[np.bool_]) -> Patterns:
         """The patterns where ``keep`` is true."""
-        return Patterns(self.cohorts[keep], tuple(w[keep] for w in self.words), self.counts[keep])
+        return Patterns(self.cohorts[keep], tuple(w[keep] for w in self.words), self.counts[keep],
+                        None if self.folds is None else self.folds[keep])
 
 
-def group_reports(batches: Sequence[ReportBatch]) -> Patterns:
+def group_reports(batches: Sequence[ReportBatch], folds: npt.NDArray[np.int64] | None = None) -> Patterns:
     """Group the report tuples ``(cohort, batches[0][i], batches[1][i], ...)`` that are identical.
 
-    The batches must have the same length and the same cohorts (checked by the caller).
+    The batches must have the same length and the same cohorts (checked by the caller).  With
+    ``folds`` (one small non-negative integer per report), reports of different folds are
+    never grouped together, and each pattern keeps its fold.
     """
     cohorts = batches[0].cohorts
     n = cohorts.shape[0]
     widths = [b.words.shape[1] for b in batches]
     key = np.empty((n, 1 + sum(widths)), dtype=np.uint64)
-    key[:, 0] = cohorts.astype(np.uint64)
+    # The fold rides above the cohort in the same key (cohorts and folds are both small).
+    fold_shift = max(1, int(batches[0].params.num_cohorts - 1).bit_length())
+    with_fold = cohorts.astype(np.uint64)
+    if folds is not None:
+        with_fold |= np.asarray(folds, dtype=np.uint64) << np.uint64(fold_shift)
+    key[:, 0] = with_fold
     col = 1
     for b, w in zip(batches, widths):
         key[:, col:col + w] = b.words
         col += w
     total_bits = sum(b.params.num_bloombits for b in batches)
-    cohort_bits = max(1, int(batches[0].params.num_cohorts - 1).bit_length())
+    cohort_bits = fold_shift
+    if folds is not None:
+        cohort_bits += max(1, int(np.max(folds, initial=0)).bit_length())
     if total_bits + cohort_bits <= 64:
-        # One integer per report: cohort in the high bits, then each variable's bits.
-        flat = cohorts.astype(np.uint64) << np.uint64(total_bits)
+        # One integer per report: fold and cohort in the high bits, then each variable's bits.
+        flat = with_fold << np.uint64(total_bits)
         shift = 0
         for b in batches:
             k = b.params.num_bloombits
@@ -113,7 +129,7 @@ def group_reports(batches: Sequence[ReportBatch]) -> Patterns:
     order = np.argsort(cohorts[first], kind="stable")
     first, counts = first[order], counts[order]
     return Patterns(cohorts[first].astype(np.int64), tuple(b.words[first] for b in batches),
-                    counts.astype(np.int64))
+                    counts.astype(np.int64), None if folds is None else np.asarray(folds, dtype=np.int64)[first])
 
 
 def bit_index_table(cmap: CandidateMap, columns: npt.NDArray[np.intp]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -171,7 +187,8 @@ def _safe_log(p: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 
 def log_likelihoods(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArray[np.uint64],
                     index: npt.NDArray[np.int64], num_bits: npt.NDArray[np.int64],
-                    other: npt.NDArray[np.float64] | None) -> npt.NDArray[np.float64]:
+                    other: npt.NDArray[np.float64] | None,
+                    other_rows: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.float64]:
     """``log P(report | category)`` for each pattern (rows) and category (columns), up to a row constant.
 
     Parameters
@@ -183,9 +200,11 @@ def log_likelihoods(params: Params, cohorts: npt.NDArray[np.int64], words: npt.N
     words : ndarray of uint64, shape (G, W)
     index, num_bits :
         From :func:`bit_index_table`.
-    other : ndarray of float64, shape (m, k), or None
+    other : ndarray of float64, shape (m, k) or (R, k), or None
         Probability of a 1 in each (cohort, bit) for a report of the "other" category;
         ``None`` leaves the category out.
+    other_rows : ndarray of int64, shape (G,), optional
+        The row of ``other`` for each pattern (default: its cohort).
 
     Returns
     -------
@@ -198,7 +217,7 @@ def log_likelihoods(params: Params, cohorts: npt.NDArray[np.int64], words: npt.N
     codes, table = _codes(params, cohorts, words, index, num_bits)
     columns = [table[codes]]
     if other is not None:
-        columns.append(_other_log(params, cohorts, words, other)[None, :])
+        columns.append(_other_log(params, cohorts if other_rows is None else other_rows, words, other)[None, :])
     out: npt.NDArray[np.float64] = np.concatenate(columns).T
     return out
 
@@ -271,26 +290,29 @@ def _relative_coefficients(params: Params) -> tuple[float, float]:
     return math.log(p11 / p01) - math.log((1.0 - p11) / (1.0 - p01)), math.log((1.0 - p11) / (1.0 - p01))
 
 
-def _other_log(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArray[np.uint64],
+def _other_log(params: Params, rows: npt.NDArray[np.int64], words: npt.NDArray[np.uint64],
                other: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """``log P(report | other)`` per pattern (relative to an all-zero Bloom filter when the candidates' are)."""
+    """``log P(report | other)`` per pattern (relative to an all-zero Bloom filter when the candidates' are).
+
+    Pattern ``i`` uses row ``rows[i]`` of ``other`` (its cohort, or its (fold, cohort)).
+    """
     k = params.num_bloombits
     log1, log0 = _safe_log(other), _safe_log(1.0 - other)
     if _relative(params):
         log1 = log1 - math.log(params.p01)
         log0 = log0 - math.log(1.0 - params.p01)
-    out = np.empty(cohorts.shape[0])
+    out = np.empty(rows.shape[0])
 
     def fill(first: int, last: int) -> None:  # rows first:last, on one of the pass threads
         for lo in range(first, last, CHUNK_ROWS):
             hi = min(lo + CHUNK_ROWS, last)
             ones = unpack_bits(words[lo:hi], k).astype(np.float64)
-            c = cohorts[lo:hi]
+            c = rows[lo:hi]
             # Two products, not bits @ (log1 - log0) + sum(log0): a probability of exactly 0
             # or 1 (clamped to exp(-1e30)) would cancel the finite terms.
             out[lo:hi] = np.einsum("ij,ij->i", ones, log1[c]) + np.einsum("ij,ij->i", 1.0 - ones, log0[c])
 
-    in_ranges(fill, cohorts.shape[0], CHUNK_ROWS)
+    in_ranges(fill, rows.shape[0], CHUNK_ROWS)
     return out
 
 
@@ -382,16 +404,18 @@ Factor = Union[npt.NDArray[np.float64], CodedLikelihood]
 
 def likelihoods(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArray[np.uint64],
                 index: npt.NDArray[np.int64], num_bits: npt.NDArray[np.int64],
-                other: npt.NDArray[np.float64] | None) -> tuple[Factor, npt.NDArray[np.bool_]]:
+                other: npt.NDArray[np.float64] | None,
+                other_rows: npt.NDArray[np.int64] | None = None) -> tuple[Factor, npt.NDArray[np.bool_]]:
     """``P(report | category)`` up to a positive factor per row, and the impossible rows.
 
     Equal to ``normalized_likelihoods(log_likelihoods(...))`` up to row scaling.  When
     ``0 < p01, p11 < 1`` (every report possible for every candidate) the result is a
     :class:`CodedLikelihood`; rows whose "other" value would exceed ``exp(600)`` are
-    scaled down.  Otherwise a dense array, normalized by its row maxima.
+    scaled down.  Otherwise a dense array, normalized by its row maxima.  ``other`` and
+    ``other_rows`` as in :func:`log_likelihoods`.
     """
     if not _relative(params):
-        return normalized_likelihoods(log_likelihoods(params, cohorts, words, index, num_bits, other))
+        return normalized_likelihoods(log_likelihoods(params, cohorts, words, index, num_bits, other, other_rows))
     codes, table = _codes(params, cohorts, words, index, num_bits)
     impossible = np.zeros(cohorts.shape[0], dtype=bool)
     sums = None
@@ -404,7 +428,7 @@ def likelihoods(params: Params, cohorts: npt.NDArray[np.int64], words: npt.NDArr
         sums = PairSums(cohorts, ones, index, num_bits, *_relative_coefficients(params))
     if other is None:
         return CodedLikelihood(codes, np.exp(table), None, None, sums), impossible
-    log_other = _other_log(params, cohorts, words, other)
+    log_other = _other_log(params, cohorts if other_rows is None else other_rows, words, other)
     shift = np.where(log_other > 600.0, log_other, 0.0)
     with np.errstate(under="ignore"):
         other_values = np.exp(log_other - shift)
@@ -426,3 +450,24 @@ def normalized_likelihoods(log_lik: npt.NDArray[np.float64]) -> tuple[npt.NDArra
     np.exp(log_lik, out=log_lik)
     log_lik[impossible] = 0.0
     return log_lik, impossible
+
+
+def likelihood_factors(patterns: Patterns, variables: Sequence[Variable], selections: Sequence[tuple[Any, ...]],
+                       ) -> tuple[list[Factor], npt.NDArray[np.bool_]]:
+    """Each variable's :func:`likelihoods` over ``patterns``, and the patterns impossible under every category.
+
+    ``selections`` holds each variable's ``(columns, labels, marginal, other)``; an ``other``
+    with more rows than cohorts has a row per (fold, cohort), read with ``patterns.folds``.
+    """
+    factors: list[Factor] = []
+    impossible = np.zeros(len(patterns), dtype=bool)
+    for j, (var, sel) in enumerate(zip(variables, selections)):
+        columns, _, _, probs = sel
+        index, num_bits = bit_index_table(var.candidate_map, columns)
+        m = var.params.num_cohorts
+        by_fold = probs is not None and probs.shape[0] > m and patterns.folds is not None
+        rows = patterns.folds * m + patterns.cohorts if by_fold and patterns.folds is not None else None
+        lik, bad = likelihoods(var.params, patterns.cohorts, patterns.words[j], index, num_bits, probs, rows)
+        factors.append(lik)
+        impossible |= bad
+    return factors, impossible

@@ -130,6 +130,13 @@ class ProductLikelihood:
             out = (out[:, :, None] * nxt[:, None, :]).reshape(out.shape[0], -1)
         return out
 
+    def full_rows(self, lo: int, hi: int) -> Array:
+        """``L_i`` of patterns ``lo:hi``, shape (hi - lo, cells) (flat, C order), up to a factor per row."""
+        first = _block(self.factors[0], lo, hi)
+        rest = self._rest_block(lo, hi)
+        out: Array = first if rest is None else (first[:, :, None] * rest[:, None, :]).reshape(hi - lo, -1)
+        return out
+
     def _blocks(self, start: int = 0, stop: int | None = None) -> list[tuple[int, int]]:
         stop = self.rows if stop is None else stop
         step = self._block_rows()

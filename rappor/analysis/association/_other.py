@@ -51,21 +51,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from ...client._reports import ReportBatch
 from ...collect._aggregate import Aggregate
 from ...collect._design import CandidateMap
 from ...params import Params
 
-__all__ = ["OtherMethod", "cross_fitted_proportions", "other_bit_probabilities", "undetected_bit_probabilities"]
+__all__ = ["OtherMethod", "OutsideNoise", "cross_fitted_proportions", "other_bit_probabilities", "outside_bit_rates", "report_folds",
+           "undetected_bit_probabilities", "undetected_other_probabilities"]
 
 OtherMethod = Literal["shrunk", "reference"]
 
 #: Folds of cohorts for :func:`cross_fitted_proportions`.
 OTHER_FOLDS = 2
+#: Folds of each cohort's reports for :func:`outside_bit_rates` (:func:`report_folds`).
+REPORT_FOLDS = 2
+#: Seed of :func:`report_folds`' deal.
+REPORT_FOLD_SEED = 20_171_126
 
 
 class _Marginal(Protocol):
@@ -108,6 +114,157 @@ def cross_fitted_proportions(aggregate: Aggregate, cmap: CandidateMap, decoder: 
     return out, fold_of
 
 
+def report_folds(cohorts: npt.NDArray[np.int64], folds: int = REPORT_FOLDS) -> npt.NDArray[np.int64]:
+    """Each report's fold: each cohort's reports dealt at random into ``folds`` near-equal parts.
+
+    The deal is random (a fixed seed, :data:`REPORT_FOLD_SEED`) rather than by position, so
+    that reports stored in some order (sorted by their bits, say) still give folds whose
+    noise is independent; the fixed seed keeps a decode reproducible.
+    """
+    n = cohorts.shape[0]
+    keys = np.asarray(np.random.default_rng(REPORT_FOLD_SEED).random(n))
+    order = np.lexsort((keys, cohorts))
+    ordered = cohorts[order]
+    rank = np.arange(n) - np.searchsorted(ordered, ordered, side="left")
+    out = np.empty(n, dtype=np.int64)
+    out[order] = rank % folds
+    return out
+
+
+class OutsideNoise(NamedTuple):
+    """Sampling noise of Other's bit probabilities ``o`` (flat over rows and bits).
+
+    ``Cov(o) = diag(variance) + directions directions'``: the bit counts' own binomial noise,
+    and the marginal decode's share errors carried into the residual (one column a candidate).
+    """
+
+    variance: npt.NDArray[np.float64]
+    directions: npt.NDArray[np.float64]
+
+
+#: Largest ``m k x candidates`` array of share directions (:func:`outside_bit_rates`); above it the
+#: share errors' part of the noise is left out.
+MAX_DIRECTION_CELLS = 1 << 24
+
+
+def outside_bit_rates(aggregate: Aggregate, cmap: CandidateMap, shares: npt.NDArray[np.float64],
+                      share_std_errors: npt.NDArray[np.float64] | None = None,
+                      ) -> tuple[npt.NDArray[np.float64], OutsideNoise | None]:
+    """Bloom-bit rate of the strings outside the candidates, per (cohort, bit), shrunk towards a random string's.
+
+    The bit counts that no candidate explains, ``ones - N_c sum_x s_x (p01 + (p11 - p01) B[c, j, x])``,
+    come from the ``N_c (1 - S)`` reports of outside strings (``S = sum_x s_x``); debiased, that
+    is their Bloom-bit rate ``b[c, j]`` with binomial variance ``se[c, j]^2``.  Each is shrunk
+    towards the random string's rate ``u = 1 - (1 - 1/k)^h`` (the mean rate over a cohort's bits
+    of any string, whatever it is) by the empirical Bayes factor ``F = tau^2 / (tau^2 + se^2)``,
+    with ``tau^2 = max(mean((b - u)^2) - mean(se^2), 0)`` (method of moments; James and Stein
+    1961, Efron and Morris 1975, JASA 70(350)).  A few heavy outside strings show through where
+    the counts carry them; with ``tau^2 = 0`` every rate is ``u``, the random-string model.
+
+    Parameters
+    ----------
+    aggregate : Aggregate
+        Bit counts of the reports the rates are estimated from.
+    cmap : CandidateMap
+    shares : ndarray of float64, shape (n_candidates,)
+        Every candidate's share (the marginal decode; ``nan`` and negative count as 0).
+    share_std_errors : ndarray of float64, shape (n_candidates,), optional
+        Their standard errors: an error ``e_x`` in ``s_x`` moves ``b`` by
+        ``F (b - B[., ., x]) e_x / (1 - S)`` (the derivative of ``b``).
+
+    Returns
+    -------
+    (ndarray of float64 of shape (m, k), OutsideNoise or None)
+        The shrunk rates, in ``[0, 1]``, and their noise (flat over ``(c, j)``): ``F^2 se^2``, and
+        the share errors' directions when ``share_std_errors`` is given (none beyond
+        :data:`MAX_DIRECTION_CELLS`).  ``None`` with ``tau^2 = 0``.
+    """
+    params = aggregate.params
+    p11, p01 = params.p11, params.p01
+    uniform = _random_string_rate(params)
+    shape = (params.num_cohorts, params.num_bloombits)
+    rates = np.full(shape, uniform)
+    shares = np.clip(np.nan_to_num(np.asarray(shares, dtype=np.float64)), 0.0, None)
+    outside = 1.0 - float(shares.sum())
+    counts = aggregate.counts.astype(np.float64)
+    n_c, ones = counts[:, 0], counts[:, 1:]
+    present = n_c * outside >= 1.0
+    if outside <= 0.0 or not present.any() or p11 == p01:
+        return rates, None
+    known = _known_bits(cmap, np.arange(shares.size, dtype=np.intp), shares)
+    n = n_c[present, None]
+    expected = n * (float(shares.sum()) * p01 + known[present] * (p11 - p01))
+    rate = ((ones[present] - expected) / (n * outside) - p01) / (p11 - p01)
+    observed = ones[present] / n
+    var = observed * (1.0 - observed) / (n * (outside * (p11 - p01)) ** 2)
+    tau2 = max(float(np.mean((rate - uniform) ** 2) - np.mean(var)), 0.0)
+    if tau2 == 0.0:
+        return rates, None
+    factor = np.zeros(shape)
+    factor[present] = tau2 / (tau2 + var)
+    raw = np.full(shape, uniform)
+    raw[present] = rate
+    rates = np.clip(uniform + factor * (raw - uniform), 0.0, 1.0)
+    variance = np.zeros(shape)
+    variance[present] = factor[present] ** 2 * var
+    se = np.zeros(0) if share_std_errors is None else np.nan_to_num(np.asarray(share_std_errors, dtype=np.float64))
+    used = np.flatnonzero(se > 0)
+    if used.size * rates.size > MAX_DIRECTION_CELLS:
+        used = used[:0]
+    bits = np.asarray(cmap.matrix[:, used].toarray(), dtype=np.float64)  # (m k, used)
+    directions = (factor * present[:, None] / outside).reshape(-1, 1) * (raw.reshape(-1, 1) - bits) * se[used]
+    return rates, OutsideNoise(variance.reshape(-1), directions)
+
+
+def undetected_other_probabilities(batch: ReportBatch, aggregate: Aggregate, cmap: CandidateMap,
+                                   columns: npt.NDArray[np.intp], marginal: Any,
+                                   decoder: _Marginal, folds: npt.NDArray[np.int64] | None,
+                                   ) -> tuple[npt.NDArray[np.float64], OutsideNoise | None]:
+    """The ``"undetected"`` Other's bit probabilities, cross-fitted twice (see the module docstring).
+
+    The left-out candidates' shares come from the other fold of cohorts
+    (:func:`cross_fitted_proportions`); the outside strings' Bloom-bit rates from the other
+    folds of each cohort's reports (:func:`outside_bit_rates`, with ``folds`` from
+    :func:`report_folds`), where the marginal decode gives evidence of outside strings
+    (:func:`outside_evidence`); elsewhere a random string's.  ``marginal`` is the variable's
+    marginal decode (its ``proportion``, ``prop_std_error`` and diagnostics).
+
+    Returns
+    -------
+    (ndarray of float64 of shape (m, k) or (F m, k), OutsideNoise or None)
+        The probabilities: row ``c`` for cohort ``c``; or, where the outside strings' rates
+        differ from a random string's (``tau^2 > 0`` in some fold), row ``f m + c`` for the
+        reports of fold ``f`` in cohort ``c``, with the noise of those probabilities (flat over
+        rows and bits).
+    """
+    proportions = np.asarray(marginal.proportion, dtype=np.float64)
+    split = cross_fitted_proportions(aggregate, cmap, decoder) if columns.size < len(cmap) else None
+    by_fold, fold_of = (proportions, None) if split is None else split
+
+    def probabilities(outside: npt.NDArray[np.float64] | None) -> npt.NDArray[np.float64]:
+        return undetected_bit_probabilities(cmap, columns, by_fold, fold_of, outside=outside)
+
+    if folds is None or len(batch) == 0 or not outside_evidence(marginal):
+        return probabilities(None), None
+    share_se = getattr(marginal, "prop_std_error", None)
+    rows, noises = [], []
+    for f in range(int(folds.max()) + 1):
+        keep = folds != f
+        rest = ReportBatch(params=batch.params, cohorts=batch.cohorts[keep], words=batch.words[keep])
+        rates, noise = outside_bit_rates(Aggregate.from_reports(rest), cmap, proportions, share_se)
+        rows.append(probabilities(rates))
+        # The probability is linear in the rates: its slope from the rates 0 and 1.
+        slope = (probabilities(np.ones_like(rates)) - probabilities(np.zeros_like(rates))).reshape(-1)
+        noises.append(None if noise is None else OutsideNoise(slope ** 2 * noise.variance, slope[:, None] * noise.directions))
+    if all(noise is None for noise in noises):
+        return rows[0], None
+    width = max(n.directions.shape[1] for n in noises if n is not None)
+    size = rows[0].size
+    return np.concatenate(rows), OutsideNoise(
+        np.concatenate([np.zeros(size) if n is None else n.variance for n in noises]),
+        np.concatenate([np.zeros((size, width)) if n is None else n.directions for n in noises]))
+
+
 def _random_string_rate(params: Params) -> float:
     """Probability that a random string sets a given Bloom bit: ``1 - (1 - 1/k)^h``."""
     return 1.0 - (1.0 - 1.0 / params.num_bloombits) ** params.num_hashes
@@ -115,7 +272,8 @@ def _random_string_rate(params: Params) -> float:
 
 def undetected_bit_probabilities(cmap: CandidateMap, columns: npt.NDArray[np.intp],
                                  proportions: npt.NDArray[np.float64],
-                                 fold_of: npt.NDArray[np.intp] | None = None) -> npt.NDArray[np.float64]:
+                                 fold_of: npt.NDArray[np.intp] | None = None,
+                                 outside: npt.NDArray[np.float64] | None = None) -> npt.NDArray[np.float64]:
     """P(report bit = 1 | the client's string is not among ``columns``), per cohort and bit.
 
     Parameters
@@ -128,16 +286,19 @@ def undetected_bit_probabilities(cmap: CandidateMap, columns: npt.NDArray[np.int
         per fold of cohorts with ``fold_of`` (:func:`cross_fitted_proportions`).
     fold_of : ndarray of int, shape (m,), optional
         Each cohort's row of ``proportions``.
+    outside : ndarray of float64, shape (m, k), optional
+        The Bloom-bit rate of the strings outside the candidates (:func:`outside_bit_rates`);
+        by default a random string's.
 
     Returns
     -------
     ndarray of float64, shape (m, k)
         ``p01 + (p11 - p01) r`` with ``r`` the Bloom bit rate of the mixture of the other
-        candidates (weights: their shares) and of random strings (weight: the rest of
+        candidates (weights: their shares) and of the outside strings (weight: the rest of
         ``1 - sum(shares of columns)``).  See the module docstring.
     """
     if fold_of is not None:
-        per_fold = [undetected_bit_probabilities(cmap, columns, row) for row in np.asarray(proportions)]
+        per_fold = [undetected_bit_probabilities(cmap, columns, row, outside=outside) for row in np.asarray(proportions)]
         return np.stack([per_fold[f][c] for c, f in enumerate(fold_of)])
     params = cmap.params
     shares = np.clip(np.nan_to_num(np.asarray(proportions, dtype=np.float64)), 0.0, None)
@@ -150,7 +311,8 @@ def undetected_bit_probabilities(cmap: CandidateMap, columns: npt.NDArray[np.int
     if total <= 0.0:
         rate = np.full((params.num_cohorts, params.num_bloombits), uniform)
     else:
-        rate = (_known_bits(cmap, np.arange(shares.size, dtype=np.intp), weights) + rest * uniform) / total
+        rate = (_known_bits(cmap, np.arange(shares.size, dtype=np.intp), weights)
+                + rest * (uniform if outside is None else outside)) / total
     probabilities: npt.NDArray[np.float64] = params.p01 + (params.p11 - params.p01) * np.clip(rate, 0.0, 1.0)
     return probabilities
 
@@ -249,8 +411,11 @@ def other_pools_outside_strings(selection: tuple[Any, ...]) -> bool:
     with every candidate in its model) above 0 at the one-sided 5% level; unknown counts as evidence.
     """
     columns, labels, marginal, _ = selection
-    if len(labels) == len(columns):
-        return False
+    return len(labels) > len(columns) and outside_evidence(marginal)
+
+
+def outside_evidence(marginal: Any) -> bool:
+    """Whether a marginal decode's unexplained mass is above 0 at the one-sided 5% level (unknown: yes)."""
     diag = getattr(marginal, "diagnostics", None)
     mass = float(getattr(diag, "unexplained_mass_unclipped", math.nan))
     se = float(getattr(diag, "unexplained_std_error", math.nan))

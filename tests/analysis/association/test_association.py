@@ -154,6 +154,52 @@ def test_group_reports_keeps_every_report_once(k: int) -> None:
                     for c, w1, w2, cnt in zip(pat.cohorts, pat.words[0], pat.words[1], pat.counts)}
 
 
+@pytest.mark.parametrize("k", [16, 128])
+def test_group_reports_with_folds_never_pools_two_folds(k: int) -> None:
+    # Each (fold, cohort, bits) is one pattern with its count and fold; without folds the same
+    # reports group into the patterns of test_group_reports_keeps_every_report_once.
+    rng = np.random.default_rng(k + 1)
+    params = Params(num_bloombits=k, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    n = 3000
+    cohorts = rng.integers(0, 4, n)
+    batch = ReportBatch.from_bits(params, cohorts, rng.integers(0, 2, size=(5, k))[rng.integers(0, 5, n)])
+    folds = rng.integers(0, 2, n)
+    pat = group_reports([batch], folds)
+    assert pat.folds is not None and np.all(np.diff(pat.cohorts) >= 0)
+    full: dict[tuple[int, int, bytes], int] = {}
+    for f, c, w in zip(folds, cohorts, batch.words):
+        key = (int(f), int(c), w.tobytes())
+        full[key] = full.get(key, 0) + 1
+    assert full == {(int(f), int(c), w.tobytes()): int(cnt)
+                    for f, c, w, cnt in zip(pat.folds, pat.cohorts, pat.words[0], pat.counts)}
+    assert len(group_reports([batch])) < len(pat)
+    keep = pat.counts > 1
+    np.testing.assert_array_equal(pat.select(keep).folds, pat.folds[keep])
+
+
+def test_other_rows_choose_a_row_of_other_per_pattern() -> None:
+    # Other with a row per (fold, cohort): each pattern's value is that of the one-row-per-cohort
+    # likelihood built from its own row.
+    rng = np.random.default_rng(4)
+    params = Params(num_bloombits=6, num_hashes=3, num_cohorts=3, prob_p=0.3, prob_q=0.8, prob_f=0.4)
+    cmap = _colliding_map(params, 5, rng)
+    batch = _random_batch(params, 200, rng)
+    order = np.argsort(batch.cohorts, kind="stable")
+    cohorts, words = batch.cohorts[order], batch.words[order]
+    folds = rng.integers(0, 2, cohorts.size)
+    other = rng.uniform(0.05, 0.95, size=(6, 6))
+    index, num_bits = bit_index_table(cmap, np.array([0, 1, 4]))
+    rows = folds * 3 + cohorts
+    ours = log_likelihoods(params, cohorts, words, index, num_bits, other, rows)
+    coded, _ = likelihoods(params, cohorts, words, index, num_bits, other, rows)
+    for f in (0, 1):
+        mine = folds == f
+        alone = log_likelihoods(params, cohorts, words, index, num_bits, other[3 * f:3 * f + 3])
+        np.testing.assert_array_equal(ours[mine], alone[mine])
+        lik, _ = likelihoods(params, cohorts, words, index, num_bits, other[3 * f:3 * f + 3])
+        np.testing.assert_allclose(coded.dense()[mine], lik.dense()[mine], rtol=1e-12)
+
+
 # ----------------------------------------------------------------------------- the fit
 
 

@@ -15,8 +15,13 @@ from rappor.analysis.association import AssociationDecoder, AssociationSimulatio
 from rappor.analysis.association._other import (
     cross_fitted_proportions,
     other_pools_outside_strings,
+    outside_bit_rates,
+    report_folds,
     undetected_bit_probabilities,
+    undetected_other_probabilities,
 )
+from rappor.client._reports import ReportBatch
+from rappor.collect._design import CandidateMap, hash_candidates
 
 
 def _collection(seed: int, n: int) -> AssociationSimulation:
@@ -118,6 +123,100 @@ def test_a_marginal_decode_says_whether_strings_lie_outside_the_candidates() -> 
         sim = simulate_association(params, joint, values, 100_000, candidates=cands, rng=11)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            sel = AssociationDecoder()._categories(sim.reports[0], sim.variables[0], rappor.Decoder())
+            sel, _ = AssociationDecoder()._categories(sim.reports[0], sim.variables[0], rappor.Decoder(), None)
         assert len(sel[1]) == len(sel[0]) + 1  # Other is a category either way
         assert other_pools_outside_strings(sel) is outside
+
+
+# ----------------------------------------------------------------------------- outside strings' bit rates
+
+
+def test_report_folds_deal_each_cohorts_reports_at_random_into_halves() -> None:
+    rng = np.random.default_rng(0)
+    cohorts = np.sort(rng.integers(0, 16, 5001))
+    folds = report_folds(cohorts)
+    np.testing.assert_array_equal(folds, report_folds(cohorts))  # a fixed deal
+    for c in range(16):
+        mine = folds[cohorts == c]
+        assert abs(int(mine.sum()) * 2 - mine.size) <= 1
+    # Not by position: neighbours share a fold about half the time (0 for alternation, 1 for
+    # runs); 5,000 pairs, binomial SE 0.007, so 0.5 +- 0.03 is more than 4 SE.
+    same = np.mean(folds[1:] == folds[:-1])
+    assert 0.47 < same < 0.53
+
+
+def _exact_counts(params: Params, cmap: CandidateMap, weights: np.ndarray, n_c: float) -> rappor.Aggregate:
+    """Bit counts equal to their expectation (as floats) for Bloom-bit mixture ``weights`` of ``cmap``'s strings."""
+    m, k = params.num_cohorts, params.num_bloombits
+    rate = np.asarray(cmap.matrix @ weights).reshape(m, k)
+    counts = np.empty((m, k + 1))
+    counts[:, 0] = n_c
+    counts[:, 1:] = n_c * (params.p01 + (params.p11 - params.p01) * rate)
+    return types.SimpleNamespace(params=params, counts=counts)  # type: ignore[return-value]
+
+
+def _outside_setting() -> tuple[Params, CandidateMap, np.ndarray]:
+    params = Params(num_bloombits=32, num_hashes=2, num_cohorts=4, prob_p=0.25, prob_q=0.75, prob_f=0.5)
+    strings = [f"s{i}" for i in range(8)]
+    full = hash_candidates(strings + ["outside"], params)
+    return params, full, np.array([0.3, 0.15, 0.1, 0.08, 0.07, 0.05, 0.03, 0.02, 0.2])
+
+
+def test_outside_rates_show_a_heavy_outside_string_and_nothing_without_one() -> None:
+    params, full, weights = _outside_setting()
+    cmap = hash_candidates(full.strings[:8], params)
+    outside_bits = np.asarray(full.matrix[:, 8].toarray()).reshape(4, 32) > 0
+    rates, noise = outside_bit_rates(_exact_counts(params, full, weights, 1e6), cmap, weights[:8])
+    assert noise is not None and noise.directions.shape == (128, 0)
+    # The residual is exactly the outside string's Bloom filter: its bits near 1 (shrunk by a
+    # factor tau^2 / (tau^2 + se^2) > 0.99 at 1e6 reports a cohort), every other bit near 0.
+    assert rates[outside_bits].min() > 0.99 and rates[~outside_bits].max() < 0.01
+    # Without an outside string (the candidates' shares sum to 1) the rates are a random string's.
+    flat, none = outside_bit_rates(_exact_counts(params, cmap, weights[:8] / 0.8, 1e6), cmap, weights[:8] / 0.8)
+    assert none is None and np.ptp(flat) == 0 and flat[0, 0] == pytest.approx(1 - (31 / 32) ** 2)
+
+
+def test_outside_rates_move_with_the_shares_as_their_directions_say() -> None:
+    # directions[:, x] / se_x is the derivative of the rates in s_x: F (b - B_x) / (1 - S), with F
+    # within 1e-9 of 1 at 1e12 reports a cohort (so its own derivative is negligible).  Central
+    # differences with step 1e-6 are exact for the quadratic part and leave ~1e-12.
+    params, full, weights = _outside_setting()
+    cmap = hash_candidates(full.strings[:8], params)
+    counts = _exact_counts(params, full, weights, 1e12)
+    se = np.full(8, 0.01)
+    _, noise = outside_bit_rates(counts, cmap, weights[:8], se)
+    assert noise is not None and noise.directions.shape == (128, 8)
+    for x in (0, 5):
+        step = np.zeros(8)
+        step[x] = 1e-6
+        up, _ = outside_bit_rates(counts, cmap, weights[:8] + step)
+        down, _ = outside_bit_rates(counts, cmap, weights[:8] - step)
+        inside = ((up > 0) & (up < 1) & (down > 0) & (down < 1)).reshape(-1)  # away from the clip
+        derivative = ((up - down) / 2e-6).reshape(-1)
+        np.testing.assert_allclose(derivative[inside], noise.directions[inside, x] / 0.01, rtol=1e-5, atol=1e-6)
+
+
+def test_undetected_other_is_cross_fitted_across_report_folds_only_with_outside_strings() -> None:
+    params = Params(num_bloombits=32, num_hashes=2, num_cohorts=8, prob_p=0.25, prob_q=0.75, prob_f=0.5)
+    for remove, by_fold in ((3, True), (0, False)):
+        joint, values, cands = example_joint("string-bool", 12, remove_every=remove)
+        sim = simulate_association(params, joint, values, 200_000, candidates=cands, rng=5)
+        batch, cmap = sim.reports[0], sim.variables[0].candidate_map
+        agg = rappor.Aggregate.from_reports(batch)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            marginal = rappor.Decoder().decode(agg, cmap)
+        columns = np.flatnonzero(marginal.detected)
+        folds = report_folds(batch.cohorts)
+        probs, noise = undetected_other_probabilities(batch, agg, cmap, columns, marginal, rappor.Decoder(), folds)
+        assert (probs.shape[0] == 16) is by_fold and (noise is not None) is by_fold
+        if by_fold:
+            assert noise is not None and noise.variance.shape == (16 * 32,) and noise.directions.shape[0] == 16 * 32
+            # Fold 0's rows come from fold 1's reports: replacing fold 0's reports leaves them be.
+            other = simulate_association(params, joint, values, 200_000, candidates=cands, rng=6).reports[0]
+            words = batch.words.copy()
+            words[folds == 0] = other.words[: int((folds == 0).sum())]
+            mixed = ReportBatch(params=params, cohorts=batch.cohorts, words=words)
+            again, _ = undetected_other_probabilities(mixed, agg, cmap, columns, marginal, rappor.Decoder(), folds)
+            np.testing.assert_array_equal(again[:8], probs[:8])
+            assert np.abs(again[8:] - probs[8:]).max() > 1e-4
