@@ -115,19 +115,13 @@ def cross_fitted_proportions(aggregate: Aggregate, cmap: CandidateMap, decoder: 
 
 
 def report_folds(cohorts: npt.NDArray[np.int64], folds: int = REPORT_FOLDS) -> npt.NDArray[np.int64]:
-    """Each report's fold: each cohort's reports dealt at random into ``folds`` near-equal parts.
+    """Each report's fold, drawn uniformly at random (a fixed seed, :data:`REPORT_FOLD_SEED`).
 
-    The deal is random (a fixed seed, :data:`REPORT_FOLD_SEED`) rather than by position, so
-    that reports stored in some order (sorted by their bits, say) still give folds whose
-    noise is independent; the fixed seed keeps a decode reproducible.
+    At random rather than by position, so that reports stored in some order (sorted by their
+    bits, say) still give folds whose noise is independent; the fixed seed keeps a decode
+    reproducible.  A cohort's folds differ in size by the binomial spread only.
     """
-    n = cohorts.shape[0]
-    keys = np.asarray(np.random.default_rng(REPORT_FOLD_SEED).random(n))
-    order = np.lexsort((keys, cohorts))
-    ordered = cohorts[order]
-    rank = np.arange(n) - np.searchsorted(ordered, ordered, side="left")
-    out = np.empty(n, dtype=np.int64)
-    out[order] = rank % folds
+    out: npt.NDArray[np.int64] = np.random.default_rng(REPORT_FOLD_SEED).integers(0, folds, cohorts.shape[0])
     return out
 
 
