@@ -42,6 +42,9 @@ __all__ = ["nuisance_covariance", "nuisance_score_products", "with_nuisance"]
 
 Array = npt.NDArray[np.float64]
 
+#: Patterns a block (the block's likelihood rows: ``BLOCK x cells`` floats).
+BLOCK = 4096
+
 
 def nuisance_score_products(lik: ProductLikelihood, table: Array, patterns: Patterns,
                             others: Sequence[tuple[int, int, Array, OutsideNoise] | None]) -> Array:
@@ -66,40 +69,46 @@ def nuisance_score_products(lik: ProductLikelihood, table: Array, patterns: Patt
     """
     size = lik.size
     out = np.zeros((size, size))
-    if patterns.folds is None:
+    fold_of = patterns.folds
+    if fold_of is None:
         return out
     table = np.asarray(table, dtype=np.float64).reshape(-1)
     for axis, entry in enumerate(others):
         if entry is None:
             continue
         k, m, probs, noise = entry
-        row_of = patterns.folds * m + patterns.cohorts
+        row_of = fold_of * m + patterns.cohorts
         in_other = np.zeros(lik.shape, dtype=bool)
         in_other[(slice(None),) * axis + (-1,)] = True
         in_other = in_other.reshape(-1)
         log_ratio_1, log_ratio_0 = 1.0 / probs, 1.0 / (1.0 - probs)  # d log o, -d log(1 - o)
 
+        folds = int(probs.shape[0] // m)
+
         def work(start: int, stop: int) -> Array:
-            g = np.zeros((size, probs.shape[0], k))
-            for lo in range(start, stop, 4096):
-                hi = min(lo + 4096, stop)
+            g = np.zeros((size, folds, m, k))  # G's columns in the order of Other's rows (fold, cohort) and bits
+            for lo in range(start, stop, BLOCK):
+                hi = min(lo + BLOCK, stop)
                 rows = lik.full_rows(lo, hi)
                 d = rows @ table
                 with np.errstate(divide="ignore", invalid="ignore"):
                     weight = np.where(d > 0, lik.weights[lo:hi] / d, 0.0)
                     rho = np.where(d > 0, rows[:, in_other] @ table[in_other] / d, 0.0)
                 a = rows * weight[:, None]
-                a = a * (in_other[None, :] - rho[:, None])
+                a *= in_other[None, :] - rho[:, None]
                 r = row_of[lo:hi]
                 bits = unpack_bits(patterns.words[axis][lo:hi], k).astype(np.float64)
-                score = bits * log_ratio_1[r] - (1.0 - bits) * log_ratio_0[r]
-                order = np.argsort(r, kind="stable")
-                bounds = np.flatnonzero(np.diff(r[order])) + 1
-                for seg in np.split(order, bounds):
-                    g[:, r[seg[0]], :] += a[seg].T @ score[seg]
+                # The score of each pattern in its own fold's columns, 0 in the others'.
+                score = np.zeros((hi - lo, folds, k))
+                score[np.arange(hi - lo), fold_of[lo:hi]] = bits * log_ratio_1[r] - (1.0 - bits) * log_ratio_0[r]
+                cohorts = patterns.cohorts[lo:hi]  # sorted: each cohort's patterns are one run
+                cuts = np.concatenate(([0], np.flatnonzero(np.diff(cohorts)) + 1, [hi - lo])).tolist()
+                for first, last in zip(cuts[:-1], cuts[1:]):
+                    g[:, :, cohorts[first], :] += (a[first:last].T @ score[first:last].reshape(last - first, -1)
+                                                   ).reshape(size, folds, k)
             return g
 
-        g_total = np.add.reduce(in_ranges(work, lik.rows, 4096)).reshape(size, -1)
+        g_total = np.add.reduce(in_ranges(work, lik.rows, BLOCK)).reshape(size, -1)
         along = g_total @ noise.directions
         out += (g_total * noise.variance) @ g_total.T + along @ along.T
     return out

@@ -121,7 +121,7 @@ def report_folds(cohorts: npt.NDArray[np.int64], folds: int = REPORT_FOLDS) -> n
     bits, say) still give folds whose noise is independent; the fixed seed keeps a decode
     reproducible.  A cohort's folds differ in size by the binomial spread only.
     """
-    out: npt.NDArray[np.int64] = np.random.default_rng(REPORT_FOLD_SEED).integers(0, folds, cohorts.shape[0])
+    out: npt.NDArray[np.int64] = np.asarray(np.random.default_rng(REPORT_FOLD_SEED).integers(0, folds, cohorts.shape[0]))
     return out
 
 
