@@ -33,6 +33,7 @@ The package's modules (private), in the order a decode uses them:
 ``_inference``     standard errors, derived distributions, the independence test
 ``_profile``       profile-likelihood intervals of the cells
 ``_signed``        the likelihood's maximum over signed tables: the default intervals' centre
+``_nuisance``      the outside strings' estimated bit rates carried into the covariance
 ``_selection``     where choosing the categories on the same reports moves the table (the intervals cover it)
 ``_result``        :class:`AssociationResult`
 ``_decoder``       :class:`AssociationDecoder`: configuration, then reports to a table
