@@ -112,8 +112,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="categories of a string variable: the candidates its marginal decode detects, or all "
                           "[default: detected]")
     fit.add_argument("--other", choices=("undetected", "shrunk", "reference", "none"), default="undetected",
-                     help="the 'Other' category: the left-out candidates' and random strings' bit rates, shrunk "
-                          "residual rates, google/rappor's GetOtherProbs, or none "
+                     help="the 'Other' category: the left-out candidates' bit rates and the outside strings' "
+                          "(from the other half of the reports' unexplained counts where the marginal decode shows "
+                          "such strings, else a random string's), shrunk residual rates, google/rappor's "
+                          "GetOtherProbs, or none "
                           "[default: undetected]")
     fit.add_argument("--shrinkage", choices=("conditionals", "boolean-split", "none"), default="conditionals",
                      help="a boolean with one or two strings: shrink each string's (or pair's) TRUE/FALSE split "

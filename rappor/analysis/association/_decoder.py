@@ -90,7 +90,9 @@ class AssociationDecoder(CheckedParameters):
     other : {"undetected", "shrunk", "reference", "none"}, default="undetected"
         The category of strings that are not among them, with per-(cohort, bit)
         probabilities of a 1: those of the candidates left out of the table in their
-        marginal shares plus random strings for the rest (``"undetected"``); estimated
+        marginal shares plus, for the rest, the outside strings' rates estimated from the
+        other half of each cohort's reports where the marginal decode shows such strings,
+        else a random string's (``"undetected"``); estimated
         from the counts the candidates leave unexplained, shrunk towards their mean
         (``"shrunk"``: fitted to the same counts, it biases the table towards "Other");
         exactly as google/rappor's ``GetOtherProbs`` (``"reference"``); or no such

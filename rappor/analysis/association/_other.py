@@ -21,6 +21,16 @@
     f=0.75), about 0 with the clients' true composition, an independent collection's or the
     random string's (``docs/notes/association-measurements.md``).
 
+    Where the marginal decode shows strings outside the candidates (:func:`outside_evidence`),
+    ``u`` is replaced by their own Bloom-bit rates, estimated from the counts no candidate
+    explains and shrunk towards ``u`` (:func:`outside_bit_rates`).  Those ``m k`` rates are
+    fitted to counts, so they are cross-fitted too, across reports: each cohort's reports are
+    dealt at random into two folds (:func:`report_folds`), and a report is modelled with the
+    rates of the *other* fold's counts (:func:`undetected_other_probabilities`; Other has a
+    row per (fold, cohort)).  Their noise enters the table's covariance
+    (:mod:`~rappor.analysis.association._nuisance`).  At 10 M reports with outside strings
+    the random string left 0.87 of the 95% intervals covering, these rates 0.95.
+
 The two other estimates start from the counts that the candidates do not explain.  With ``N_c``
 reports in cohort ``c``, candidate shares ``s_x`` (the marginal decode) and ``B[c, j, x]``
 the candidates' Bloom bits, the candidates are expected to give
