@@ -464,9 +464,8 @@ def likelihood_factors(patterns: Patterns, variables: Sequence[Variable], select
     for j, (var, sel) in enumerate(zip(variables, selections)):
         columns, _, _, probs = sel
         index, num_bits = bit_index_table(var.candidate_map, columns)
-        m = var.params.num_cohorts
-        by_fold = probs is not None and probs.shape[0] > m and patterns.folds is not None
-        rows = patterns.folds * m + patterns.cohorts if by_fold and patterns.folds is not None else None
+        m, folds = var.params.num_cohorts, patterns.folds
+        rows = folds * m + patterns.cohorts if probs is not None and probs.shape[0] > m and folds is not None else None
         lik, bad = likelihoods(var.params, patterns.cohorts, patterns.words[j], index, num_bits, probs, rows)
         factors.append(lik)
         impossible |= bad
