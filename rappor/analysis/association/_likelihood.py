@@ -92,9 +92,10 @@ class Patterns:
 def group_reports(batches: Sequence[ReportBatch], folds: npt.NDArray[np.int64] | None = None) -> Patterns:
     """Group the report tuples ``(cohort, batches[0][i], batches[1][i], ...)`` that are identical.
 
-    The batches must have the same length and the same cohorts (checked by the caller).  With
-    ``folds`` (one small non-negative integer per report), reports of different folds are
-    never grouped together, and each pattern keeps its fold.
+    The batches must have the same length and the same cohorts (checked by the caller).  The
+    patterns come sorted by cohort.  With ``folds`` (one small non-negative integer per report),
+    reports of different folds are never grouped together, each pattern keeps its fold, and
+    within a cohort the patterns are sorted by fold.
     """
     cohorts = batches[0].cohorts
     n = cohorts.shape[0]
@@ -126,7 +127,8 @@ def group_reports(batches: Sequence[ReportBatch], folds: npt.NDArray[np.int64] |
     else:
         rows = np.ascontiguousarray(key).view(np.dtype((np.void, key.shape[1] * 8))).reshape(n)
         _, first, counts = np.unique(rows, return_index=True, return_counts=True)
-    order = np.argsort(cohorts[first], kind="stable")
+    # Sorted by cohort (and by fold within a cohort): each (fold, cohort) is one run of patterns.
+    order = np.argsort(cohorts[first], kind="stable") if folds is None else np.lexsort((folds[first], cohorts[first]))
     first, counts = first[order], counts[order]
     return Patterns(cohorts[first].astype(np.int64), tuple(b.words[first] for b in batches),
                     counts.astype(np.int64), None if folds is None else np.asarray(folds, dtype=np.int64)[first])

@@ -75,42 +75,44 @@ def nuisance_score_products(lik: ProductLikelihood, table: Array, patterns: Patt
     if fold_of is None:
         return out
     table = np.asarray(table, dtype=np.float64).reshape(-1)
+    parts = []
     for axis, entry in enumerate(others):
         if entry is None:
             continue
         k, m, probs, noise = entry
-        row_of = fold_of * m + patterns.cohorts
         in_other = np.zeros(lik.shape, dtype=bool)
         in_other[(slice(None),) * axis + (-1,)] = True
-        in_other = in_other.reshape(-1)
-        log_ratio_1, log_ratio_0 = 1.0 / probs, 1.0 / (1.0 - probs)  # d log o, -d log(1 - o)
+        # The score x / o - (1 - x) / (1 - o) is x alpha - beta: one product with the bits per run.
+        alpha, beta = (1.0 / probs + 1.0 / (1.0 - probs)).reshape(-1, m, k), (1.0 / (1.0 - probs)).reshape(-1, m, k)
+        parts.append((axis, k, m, in_other.reshape(-1), alpha, beta, fold_of * m + patterns.cohorts, noise))
 
-        folds = int(probs.shape[0] // m)
-
-        def work(start: int, stop: int) -> Array:
-            g = np.zeros((size, folds, m, k))  # G's columns in the order of Other's rows (fold, cohort) and bits
-            for lo in range(start, stop, BLOCK):
-                hi = min(lo + BLOCK, stop)
-                rows = lik.full_rows(lo, hi)
-                d = rows @ table
+    def work(start: int, stop: int) -> list[Array]:
+        # G's columns in the order of Other's rows (fold, cohort) and bits, one array a variable.
+        gs = [np.zeros((size, alpha.shape[0], m, k)) for _, k, m, _, alpha, _, _, _ in parts]
+        for lo in range(start, stop, BLOCK):
+            hi = min(lo + BLOCK, stop)
+            rows = np.ascontiguousarray(lik.full_rows(lo, hi))  # the coded factors' blocks come column-major
+            d = rows @ table
+            with np.errstate(divide="ignore", invalid="ignore"):
+                weight = np.where(d > 0, lik.weights[lo:hi] / d, 0.0)
+            for g, (axis, k, m, in_other, alpha, beta, row_of, _) in zip(gs, parts):
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    weight = np.where(d > 0, lik.weights[lo:hi] / d, 0.0)
                     rho = np.where(d > 0, rows[:, in_other] @ table[in_other] / d, 0.0)
                 a = rows * weight[:, None]
                 a *= in_other[None, :] - rho[:, None]
-                r = row_of[lo:hi]
                 bits = unpack_bits(patterns.words[axis][lo:hi], k).astype(np.float64)
-                # The score of each pattern in its own fold's columns, 0 in the others'.
-                score = np.zeros((hi - lo, folds, k))
-                score[np.arange(hi - lo), fold_of[lo:hi]] = bits * log_ratio_1[r] - (1.0 - bits) * log_ratio_0[r]
-                cohorts = patterns.cohorts[lo:hi]  # sorted: each cohort's patterns are one run
-                cuts = np.concatenate(([0], np.flatnonzero(np.diff(cohorts)) + 1, [hi - lo])).tolist()
+                r = row_of[lo:hi]  # sorted by (cohort, fold) (group_reports): each row one run
+                cuts = np.concatenate(([0], np.flatnonzero(np.diff(r)) + 1, [hi - lo])).tolist()
                 for first, last in zip(cuts[:-1], cuts[1:]):
-                    g[:, :, cohorts[first], :] += (a[first:last].T @ score[first:last].reshape(last - first, -1)
-                                                   ).reshape(size, folds, k)
-            return g
+                    f, c = divmod(int(r[first]), m)
+                    g[:, f, c, :] += (a[first:last].T @ bits[first:last]) * alpha[f, c] \
+                        - np.outer(a[first:last].sum(axis=0), beta[f, c])
+        return gs
 
-        g_total = np.add.reduce(in_ranges(work, lik.rows, BLOCK)).reshape(size, -1)
+    per_range = in_ranges(work, lik.rows, BLOCK)
+    for v, part in enumerate(parts):
+        g_total = np.add.reduce([gs[v] for gs in per_range]).reshape(size, -1)
+        noise = part[-1]
         along = g_total @ noise.directions
         out += (g_total * noise.variance) @ g_total.T + along @ along.T
     return out
