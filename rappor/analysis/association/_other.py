@@ -211,8 +211,8 @@ def outside_bit_rates(aggregate: Aggregate, cmap: CandidateMap, shares: npt.NDAr
     rates = np.clip(uniform + factor * (raw - uniform), 0.0, 1.0)
     variance = np.zeros(shape)
     variance[present] = factor[present] ** 2 * var
-    se = np.zeros(0) if share_std_errors is None else np.nan_to_num(np.asarray(share_std_errors, dtype=np.float64))
-    used = np.flatnonzero(se > 0)
+    se = np.zeros(0) if share_std_errors is None else np.asarray(share_std_errors, dtype=np.float64)
+    used = np.flatnonzero(np.isfinite(se) & (se > 0))  # an unknown or infinite error has no direction to carry
     if used.size * rates.size > MAX_DIRECTION_CELLS:
         used = used[:0]
     bits = np.asarray(cmap.matrix[:, used].toarray(), dtype=np.float64)  # (m k, used)

@@ -195,6 +195,9 @@ def test_outside_rates_move_with_the_shares_as_their_directions_say() -> None:
         inside = ((up > 0) & (up < 1) & (down > 0) & (down < 1)).reshape(-1)  # away from the clip
         derivative = ((up - down) / 2e-6).reshape(-1)
         np.testing.assert_allclose(derivative[inside], noise.directions[inside, x] / 0.01, rtol=1e-5, atol=1e-6)
+    # Errors that are unknown or infinite carry no direction (and no inf into the covariance).
+    _, partial = outside_bit_rates(counts, cmap, weights[:8], np.r_[se[:6], np.inf, np.nan])
+    assert partial is not None and partial.directions.shape == (128, 6) and np.isfinite(partial.directions).all()
 
 
 def test_undetected_other_is_cross_fitted_across_report_folds_only_with_outside_strings() -> None:
