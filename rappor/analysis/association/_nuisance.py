@@ -95,11 +95,11 @@ def nuisance_score_products(lik: ProductLikelihood, table: Array, patterns: Patt
             d = rows @ table
             with np.errstate(divide="ignore", invalid="ignore"):
                 weight = np.where(d > 0, lik.weights[lo:hi] / d, 0.0)
+            weighted = rows * weight[:, None]  # n_i L_i / d_i, shared by the variables
             for g, (axis, k, m, in_other, alpha, beta, row_of, _) in zip(gs, parts):
                 with np.errstate(divide="ignore", invalid="ignore"):
                     rho = np.where(d > 0, rows[:, in_other] @ table[in_other] / d, 0.0)
-                a = rows * weight[:, None]
-                a *= in_other[None, :] - rho[:, None]
+                a = weighted * (in_other[None, :] - rho[:, None])
                 bits = unpack_bits(patterns.words[axis][lo:hi], k).astype(np.float64)
                 r = row_of[lo:hi]  # sorted by (cohort, fold) (group_reports): each row one run
                 cuts = np.concatenate(([0], np.flatnonzero(np.diff(r)) + 1, [hi - lo])).tolist()

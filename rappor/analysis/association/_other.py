@@ -251,14 +251,15 @@ def undetected_other_probabilities(batch: ReportBatch, aggregate: Aggregate, cma
     if folds is None or len(batch) == 0 or not outside_evidence(marginal):
         return probabilities(None), None
     share_se = getattr(marginal, "prop_std_error", None)
+    # The probability is linear in the rates: its slope from the rates 0 and 1 (the same in every fold).
+    shape = (batch.params.num_cohorts, batch.params.num_bloombits)
+    slope = (probabilities(np.ones(shape)) - probabilities(np.zeros(shape))).reshape(-1)
     rows, noises = [], []
     for f in range(int(folds.max()) + 1):
         keep = folds != f
         rest = ReportBatch(params=batch.params, cohorts=batch.cohorts[keep], words=batch.words[keep])
         rates, noise = outside_bit_rates(Aggregate.from_reports(rest), cmap, proportions, share_se)
         rows.append(probabilities(rates))
-        # The probability is linear in the rates: its slope from the rates 0 and 1.
-        slope = (probabilities(np.ones_like(rates)) - probabilities(np.zeros_like(rates))).reshape(-1)
         noises.append(None if noise is None else OutsideNoise(slope ** 2 * noise.variance, slope[:, None] * noise.directions))
     if all(noise is None for noise in noises):
         return rows[0], None
