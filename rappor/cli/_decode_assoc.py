@@ -14,9 +14,12 @@ OUT/assoc-results.csv and assoc-metrics.json are written.
 
 The reports file is a CSV with a header: a 'cohort' column and one column per
 variable holding its IRR bit string (a boolean: one character); other columns are
-ignored (e.g. the output of 'rappor encode' with several value columns).  A .parquet
-file or a directory of them is read as Parquet.  A blank value is an error unless
---remove-bad-rows.
+ignored (e.g. the output of 'rappor encode' with several value columns), except a
+'client' column: rows with the same client id are one client's reports (a client that
+reports daily, under one permanent response), and the standard errors count them as
+such (clustered by client; without the column every row is its own client, and the
+intervals of repeated reports are too narrow).  A .parquet file or a directory of them
+is read as Parquet.  A blank value is an error unless --remove-bad-rows.
 
 Each string variable's categories are the candidates its marginal decode detects
 (--categories all: every candidate) plus "Other" (strings that are not among them).
@@ -330,7 +333,8 @@ def run(args: argparse.Namespace) -> int:
                                  decoder=Decoder(significance_level=args.level))
     with stage_bar(args.quiet) as progress:
         result = decode_collection(batches, variables, decoder=decoder, rng=args.seed, progress=progress,
-                                   sample_size=None if args.reports_sample_size == -1 else args.reports_sample_size)
+                                   sample_size=None if args.reports_sample_size == -1 else args.reports_sample_size,
+                                   clients=data.clients)
     summary = result.summary()
     summary.update(reports_read=n_total, reports_removed=data.removed, reports_sample_size=args.reports_sample_size,
                    parameter_check=checks, total_elapsed_time=round(time.perf_counter() - started, 4))

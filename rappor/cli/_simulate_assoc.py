@@ -1,8 +1,10 @@
 """Simulate a two-variable collection with a known joint distribution, decode it and compare.
 
 Draws N clients from a joint distribution, encodes one report per variable for each
-(same cohort, independent permanent responses), decodes the joint table with the
-association decoder and compares it with the clients' true joint.  Writes into DIR:
+(same cohort, independent permanent responses; with --reports-per-client R, R reports
+of each variable under one permanent response, as a client that reports daily),
+decodes the joint table with the association decoder (a client's reports clustered by
+its id) and compares it with the clients' true joint.  Writes into DIR:
 params.csv, reports.csv (client,cohort,<var1>,<var2>), map1.csv (and map2.csv),
 truth.csv, assoc-results.csv, metrics.json and report.html (heat maps of the
 estimate beside the truth), each atomically, and prints a summary.
@@ -31,6 +33,8 @@ from typing import Any
 from ._common import CommandFiles, add_params_argument, add_seed_argument, integer, json_text
 
 NAME = "simulate-assoc"
+USAGE = ("%(prog)s --out DIR [--params PATH] [--pair KIND]\n"
+         "       [--clients N] [--reports-per-client R] [--unique U] [OPTIONS]")
 HELP = "simulate a two-variable collection, decode the joint distribution, write a report"
 ORDER = 61
 
@@ -42,6 +46,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="kinds of the two variables [default: string-bool]")
     parser.add_argument("--clients", type=integer(1), default=100_000, metavar="N",
                         help="number of clients [default: 100000]")
+    parser.add_argument("--reports-per-client", dest="reports_per_client", type=integer(1), default=1, metavar="R",
+                        help="report tuples a client sends, its permanent responses memoized [default: 1]")
     parser.add_argument("--unique", type=integer(1), default=100, metavar="U",
                         help="values of the first variable [default: 100]")
     parser.add_argument("--unique2", type=integer(1), default=10, metavar="U2",
@@ -99,11 +105,14 @@ def run(args: argparse.Namespace) -> int:
     out = check_output_directory(args.out)  # before the work; created when the outputs are written
     joint, values, candidates = example_joint(args.pair, args.unique, args.unique2, remove_every=args.remove_every)
     names = ["value", "flag"] if args.pair == "string-bool" else ["first", "second"]
-    sim = simulate_association(params, joint, values, args.clients, candidates=candidates, names=names, rng=args.seed)
+    sim = simulate_association(params, joint, values, args.clients, candidates=candidates, names=names,
+                               reports_per_client=args.reports_per_client, rng=args.seed)
+    whose = np.arange(sim.n_clients) if sim.report_clients is None else sim.report_clients
     t_sim = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = AssociationDecoder(candidates=args.categories, other=args.other).decode(sim.reports, sim.variables)
+        result = AssociationDecoder(candidates=args.categories, other=args.other).decode(sim.reports, sim.variables,
+                                                                                         clients=whose)
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     t_dec = time.perf_counter()
@@ -117,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         "independence_pvalue": None if result.independence is None else result.independence.pvalue,
     }
     kinds = [v.kind for v in sim.variables]
-    details = {"pair": args.pair, "clients": args.clients, "values": " x ".join(str(len(v)) for v in sim.values),
+    details = {"pair": args.pair, "clients": args.clients, "reports per client": args.reports_per_client, "values": " x ".join(str(len(v)) for v in sim.values),
                "candidates": " x ".join(str(len(v.candidate_map)) for v in sim.variables),
                "remove every": args.remove_every, "categories": args.categories, "other": args.other,
                "seed": args.seed, "simulate seconds": round(t_sim - started, 3),
@@ -131,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
                                                                 f"{args.clients:,} clients")
     output_directory(out)
     write_params(params, out / "params.csv")
-    write_assoc_reports(out / "reports.csv", sim.reports, names, [f"client{i}" for i in range(sim.n_clients)])
+    write_assoc_reports(out / "reports.csv", sim.reports, names, [f"client{i}" for i in whose.tolist()])
     for j, var in enumerate(sim.variables):
         if var.kind == "string":
             write_map(var.candidate_map, out / f"map{j + 1}.csv")
@@ -147,8 +156,9 @@ def run(args: argparse.Namespace) -> int:
         with atomic_output(out / "report.html") as fh:
             fh.write(page)
     lines = [
-        f"simulated {args.clients:,} clients ({args.pair}, {' x '.join(str(len(v)) for v in sim.values)} values) "
-        f"in {time.perf_counter() - started:.1f} s",
+        f"simulated {args.clients:,} clients"
+        + (f" x {args.reports_per_client} reports" if args.reports_per_client > 1 else "")
+        + f" ({args.pair}, {' x '.join(str(len(v)) for v in sim.values)} values) in {time.perf_counter() - started:.1f} s",
         f"{'table':<26}{' x '.join(str(c) for c in result.shape):>12}",
         f"{'total variation':<26}{metrics['total_variation']:>12.4f}",
         f"{'interval coverage (95%)':<26}{metrics['interval_coverage']:>12.3f}",

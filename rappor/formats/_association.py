@@ -3,8 +3,10 @@
 Reports (google/rappor ``bin/decode_assoc.R``, ``tests/rappor_sim.py --assoc-testdata``)
     A CSV file with a header naming its columns: ``cohort`` and one column per variable,
     holding that variable's IRR as a bit string (character 0 = bit ``k - 1``; a boolean
-    is one character, ``0`` or ``1``).  Other columns (``client``) are ignored.  A blank
-    value is an error unless bad rows are removed (``--remove-bad-rows``).
+    is one character, ``0`` or ``1``).  A ``client`` column, when present, says whose each
+    row is: rows of one client (a client that reports daily) are decoded as such
+    (:attr:`AssocReports.clients`).  Other columns are ignored.  A blank value is an error
+    unless bad rows are removed (``--remove-bad-rows``).
 Parquet reports
     The same columns: ``cohort`` (integer) and, per variable, either the bit string
     (``string``) or the packed bits (``binary`` of ``ceil(k / 8)`` bytes, bit ``j`` is
@@ -45,10 +47,16 @@ __all__ = ["AssocReports", "SchemaRow", "read_assoc_reports", "read_schema", "wr
 
 @dataclass(frozen=True)
 class AssocReports:
-    """Report tuples read from a file: one batch per variable (rows aligned) and what was left out."""
+    """Report tuples read from a file: one batch per variable (rows aligned) and what was left out.
+
+    ``clients`` holds, when the file has a ``client`` column, a key of each kept row's client:
+    equal ids give equal keys (Python's string hash, 64 bits, salted per process: two distinct
+    ids among ``n`` share a key with probability about ``n^2 / 2^65``).
+    """
 
     batches: tuple[ReportBatch, ...]
     removed: int
+    clients: npt.NDArray[np.int64] | None = None
 
 
 @dataclass(frozen=True)
@@ -134,6 +142,7 @@ def _read_csv(rows: Iterator[tuple[int, list[str]]], names: Sequence[str], param
     _, header_cells = next(rows)
     header = [c.strip().strip('"').strip() for c in header_cells]
     index = _column_index(header, names, name)
+    client_at = header.index("client") if "client" in header and "client" not in names else None
     width = len(header)
     parts: list[AssocReports] = []
     block: list[tuple[int, list[str]]] = []
@@ -145,7 +154,8 @@ def _read_csv(rows: Iterator[tuple[int, list[str]]], names: Sequence[str], param
                 raise ReportFormatError(msg, path=name, line=line)
         lines = np.array([line for line, _ in block], dtype=np.int64)
         columns = [[cells[i] for _, cells in block] for i in index]
-        parts.append(_assemble(columns[0], columns[1:], names, params, remove_bad_rows, name, lines))
+        clients = None if client_at is None else [cells[client_at] for _, cells in block]
+        parts.append(_assemble(columns[0], columns[1:], names, params, remove_bad_rows, name, lines, clients=clients))
         block.clear()
 
     for row in rows:
@@ -164,7 +174,9 @@ def _concatenate(parts: list[AssocReports], params: Sequence[Params]) -> AssocRe
     cohorts = np.concatenate([p.batches[0].cohorts for p in parts])
     batches = tuple(ReportBatch(params=par, cohorts=cohorts, words=np.concatenate([p.batches[j].words for p in parts]))
                     for j, par in enumerate(params))
-    return AssocReports(batches=batches, removed=sum(p.removed for p in parts))
+    keys = [p.clients for p in parts]
+    clients = None if any(k is None for k in keys) else np.concatenate([k for k in keys if k is not None])
+    return AssocReports(batches=batches, removed=sum(p.removed for p in parts), clients=clients)
 
 
 def _column_index(header: list[str], names: Sequence[str], source: str) -> list[int]:
@@ -185,9 +197,9 @@ def _column_index(header: list[str], names: Sequence[str], source: str) -> list[
 
 def _assemble(cohort_text: list[str], values: list[list[str]], names: Sequence[str], params: Sequence[Params],
               remove_bad_rows: bool, source: str, lines: npt.NDArray[np.int64] | None,
-              first_row: int = 0) -> AssocReports:
+              first_row: int = 0, clients: list[str] | None = None) -> AssocReports:
     """Check and convert text columns; ``lines`` gives the line of each row (None: Parquet rows,
-    numbered from ``first_row + 1``)."""
+    numbered from ``first_row + 1``); ``clients``, the client column's text."""
     n = len(cohort_text)
 
     def where(i: int) -> dict[str, object]:
@@ -225,7 +237,9 @@ def _assemble(cohort_text: list[str], values: list[list[str]], names: Sequence[s
             msg = f"{prefix(i)}variable {var!r}: {exc}{hint}"
             raise ReportFormatError(msg, **where(i)) from None  # type: ignore[arg-type]
         batches.append(ReportBatch(params=par, cohorts=cohorts, words=pack_bits(bits)))
-    return AssocReports(batches=tuple(batches), removed=int(blank.sum()))
+    keys = None if clients is None else np.fromiter((hash(clients[i].strip()) for i in keep.tolist()),
+                                                    dtype=np.int64, count=keep.size)
+    return AssocReports(batches=tuple(batches), removed=int(blank.sum()), clients=keys)
 
 
 def _parse_cohorts(texts: list[str], m: int) -> npt.NDArray[np.int64] | int:
@@ -253,9 +267,10 @@ def _read_parquet(path: Path, names: Sequence[str], params: Sequence[Params], re
         source = display_name(f)
         pf, schema = _open(f)
         _column_index(list(schema.names), names, source)
+        client = ["client"] if "client" in schema.names and "client" not in names else []
         first_row = 0
         try:
-            for batch in pf.iter_batches(batch_size=_ASSEMBLE_ROWS, columns=["cohort", *names]):
+            for batch in pf.iter_batches(batch_size=_ASSEMBLE_ROWS, columns=["cohort", *names, *client]):
                 parts.append(_parquet_part(batch, names, params, remove_bad_rows, source, first_row))
                 first_row += batch.num_rows
         except RapporError:
@@ -290,7 +305,10 @@ def _parquet_part(batch: Any, names: Sequence[str], params: Sequence[Params], re
     if any(t == "" for t in cohort_text):
         i = cohort_text.index("")
         raise ReportFormatError(f"row {first_row + i + 1}: expected a cohort, found null", path=source)
-    return _assemble(cohort_text, values, names, params, remove_bad_rows, source, None, first_row)
+    clients = None
+    if "client" in batch.schema.names and "client" not in names:
+        clients = ["" if c is None else str(c) for c in batch.column("client").to_pylist()]
+    return _assemble(cohort_text, values, names, params, remove_bad_rows, source, None, first_row, clients)
 
 
 def _binary_to_bitstrings(cells: list[bytes | None], k: int, var: str, source: str, first_row: int = 0) -> list[str]:

@@ -93,6 +93,7 @@ BAD = [
     ("decode-assoc", "--seed", ["-1"]),
     ("simulate-assoc", "--clients", ["0", "1e5"]),
     ("simulate-assoc", "--unique", ["0"]),
+    ("simulate-assoc", "--reports-per-client", ["0", "-1", "2.5"]),
     ("simulate-assoc", "--unique2", ["0"]),
     ("simulate-assoc", "--remove-every", ["-1", "1"]),  # 1: NaN in metrics.json and an empty map1.csv
     ("simulate-assoc", "--seed", ["-1"]),

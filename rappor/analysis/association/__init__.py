@@ -23,6 +23,7 @@ The package's modules (private), in the order a decode uses them:
 
 =================  ================================================================
 ``_variables``     the variables: a name, an encoding and its categories (:class:`Variable`)
+``_inputs``        the decoder's inputs checked: a batch a variable, rows aligned, client ids
 ``_other``         the "Other" category's bit rates (non-candidate strings)
 ``_likelihood``    per-report likelihoods of each category, from packed bits
 ``_pairs``         many candidates' likelihood sums from per-cohort bit and bit-pair sums
@@ -34,6 +35,7 @@ The package's modules (private), in the order a decode uses them:
 ``_profile``       profile-likelihood intervals of the cells
 ``_signed``        the likelihood's maximum over signed tables: the default intervals' centre
 ``_nuisance``      the outside strings' estimated bit rates carried into the covariance
+``_clusters``      clients that report more than once: the covariance clustered by client
 ``_selection``     where choosing the categories on the same reports moves the table (the intervals cover it)
 ``_result``        :class:`AssociationResult`
 ``_decoder``       :class:`AssociationDecoder`: configuration, then reports to a table

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from ..._util.validation import RngLike, check_int, check_rng
 from ...client._reports import ReportBatch
@@ -21,27 +22,35 @@ __all__ = ["decode_collection", "sample_clients"]
 
 
 def sample_clients(reports: Sequence[ReportBatch], size: int, *, rng: RngLike = None) -> list[ReportBatch]:
-    """``size`` clients drawn without replacement, each with its report of every variable, in their order.
+    """``size`` report tuples drawn without replacement, each with its report of every variable, in their order.
 
     Parameters
     ----------
     reports : sequence of ReportBatch
         One batch per variable, row ``i`` of every batch from the same client.
     size : int
-        Clients to keep; all of them when there are no more than ``size``.
+        Tuples to keep (google/rappor's ``--reports-sample-size``); all of them when there are no more.
     rng : None, int or numpy.random.Generator
     """
+    return _sample(reports, None, size, rng)[0]
+
+
+def _sample(reports: Sequence[ReportBatch], clients: npt.ArrayLike | None, size: int,
+            rng: RngLike) -> tuple[list[ReportBatch], npt.ArrayLike | None]:
+    """:func:`sample_clients`, and the kept tuples' client ids when given."""
     size = check_int(size, "size", "sample_clients", low=1)
     n = len(reports[0]) if reports else 0
     if n <= size:
-        return list(reports)
+        return list(reports), clients
     rows = np.sort(check_rng(rng).choice(n, size, replace=False))
-    return [ReportBatch(params=b.params, cohorts=b.cohorts[rows], words=b.words[rows]) for b in reports]
+    kept = [ReportBatch(params=b.params, cohorts=b.cohorts[rows], words=b.words[rows]) for b in reports]
+    return kept, None if clients is None else np.asarray(clients)[rows]
 
 
 def decode_collection(reports: Sequence[ReportBatch], variables: Sequence[Variable], *,
                       decoder: AssociationDecoder | None = None, sample_size: int | None = None,
-                      rng: RngLike = None, progress: Callable[[str], None] | None = None) -> AssociationResult:
+                      clients: npt.ArrayLike | None = None, rng: RngLike = None,
+                      progress: Callable[[str], None] | None = None) -> AssociationResult:
     """Decode the joint distribution of ``variables`` from a sample of ``sample_size`` clients (all by default).
 
     Parameters
@@ -53,7 +62,10 @@ def decode_collection(reports: Sequence[ReportBatch], variables: Sequence[Variab
     decoder : AssociationDecoder, optional
         Default ``AssociationDecoder()``.
     sample_size : int, optional
-        Decode this many clients drawn at random (:func:`sample_clients`); None keeps all.
+        Decode this many report tuples drawn at random (:func:`sample_clients`); None keeps all.
+    clients : array-like of shape (n_reports,), optional
+        Each tuple's client id (a ``client`` column): where a client reported more than once,
+        the covariance is clustered by client (:meth:`AssociationDecoder.decode`).
     rng : None, int or numpy.random.Generator
         For the sample.
     progress : callable or None
@@ -64,5 +76,6 @@ def decode_collection(reports: Sequence[ReportBatch], variables: Sequence[Variab
     AssociationResult
     """
     if sample_size is not None:
-        reports = sample_clients(reports, sample_size, rng=rng)
-    return (AssociationDecoder() if decoder is None else decoder).decode(reports, variables, progress=progress)
+        reports, clients = _sample(reports, clients, sample_size, rng)
+    return (AssociationDecoder() if decoder is None else decoder).decode(reports, variables, clients=clients,
+                                                                         progress=progress)

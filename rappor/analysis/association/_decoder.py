@@ -27,19 +27,21 @@ from ..._util.validation import (
 )
 from ..._util.results import ConfidenceInterval
 from ...collect._aggregate import Aggregate
-from ...exceptions import ConvergenceWarning, DecodeError, IncompatibleParamsError, InvalidParameterError, RapporWarning
+from ...exceptions import ConvergenceWarning, DecodeError, InvalidParameterError, RapporWarning
 from ...client._reports import ReportBatch
-from ._inference import independence_null_draws, projected_draws
+from ._inference import design_effect_bound, independence_null_draws, projected_draws
 from ._likelihood import CodedLikelihood, Factor, group_reports, likelihood_factors
 from ._mixture import HESSIAN_ROWS, FitResult, ProductLikelihood, _single_thread, fit_mixture
 from ._profile import profile_intervals
 from ._other import (OutsideNoise, marginal_other_share, other_bit_probabilities, other_pools_outside_strings, report_folds,
                      undetected_other_probabilities)
-from ._result import AssociationResult, IndependenceTest, check_variable_names
+from ._result import AssociationResult, IndependenceTest
 from ._selection import marginal_other_table, selection_shift
 from ._conditionals import string_pair_estimate
 from ._shrinkage import nested_split_posterior, shrink_boolean_split, with_splits
-from ._nuisance import with_nuisance
+from ._nuisance import nuisance_covariance, with_nuisance
+from ._clusters import cluster_score_products, repeats_clients
+from ._inputs import check_inputs, client_codes
 from ._signed import observed_covariance, signed_maximum
 from . import _threads
 from ._threads import shared_threads
@@ -216,7 +218,8 @@ class AssociationDecoder(CheckedParameters):
         self.rng = rng
 
     def decode(self, reports: Sequence[ReportBatch], variables: Sequence[Variable], *,
-               progress: Callable[[str], None] | None = None) -> AssociationResult:
+               clients: npt.ArrayLike | None = None, progress: Callable[[str], None] | None = None,
+               ) -> AssociationResult:
         """Estimate the joint distribution.
 
         Parameters
@@ -226,6 +229,10 @@ class AssociationDecoder(CheckedParameters):
             length and the same cohort in every row.
         variables : sequence of Variable
             The variables, in the same order (two or three; one gives its marginal).
+        clients : array-like of shape (n_reports,), optional
+            Each report's client id.  Where a client reported more than once (under one
+            permanent response) the covariance is the sandwich clustered by client
+            (:mod:`~rappor.analysis.association._clusters`); by default every report is its own client.
         progress : callable or None, default=None
             Called with the name of each stage as it starts (:data:`STAGES`), e.g. to
             advance a progress bar (``rappor decode-assoc`` draws one on a terminal).
@@ -251,17 +258,18 @@ class AssociationDecoder(CheckedParameters):
             If some report tuples are impossible under every category (dropped).
         """
         self._check_parameters()
-        batches, variables = _check_inputs(reports, variables)
+        batches, variables = check_inputs(reports, variables)
+        codes = None if clients is None else client_codes(clients, len(batches[0]), "AssociationDecoder.decode")
         if self.candidates == "all":  # known before the marginal decodes: refuse at once
             _check_fit_memory(len(batches[0]), [len(v.candidate_map) for v in variables], variables)
         # One BLAS thread throughout: the passes are blocks of a few thousand rows, and on a
         # busy 2-core machine the default pool oversubscribed the cores (fit 21-23 s instead of 5 s).
         # The passes' own threads are started once for the decode (_threads.shared_threads).
         with _single_thread(), shared_threads():
-            return self._decode(batches, variables, progress or (lambda stage: None))
+            return self._decode(batches, variables, progress or (lambda stage: None), codes)
 
-    def _decode(self, batches: list[ReportBatch], variables: list[Variable],
-                step: Callable[[str], None]) -> AssociationResult:
+    def _decode(self, batches: list[ReportBatch], variables: list[Variable], step: Callable[[str], None],
+                codes: npt.NDArray[np.int64] | None) -> AssociationResult:
         """:meth:`decode` on checked inputs."""
         started = time.perf_counter()
         gen = check_rng(0 if self.rng is None else self.rng)
@@ -278,7 +286,8 @@ class AssociationDecoder(CheckedParameters):
         step(STAGES[1])
         by_fold = any(sel[3] is not None and sel[3].shape[0] > var.params.num_cohorts
                       for sel, var in zip(selections, variables))
-        patterns = group_reports(batches, folds if by_fold else None)
+        repeats = repeats_clients(codes)
+        patterns = group_reports(batches, folds if by_fold else None, index_reports=repeats)
         _check_fit_memory(len(patterns), [len(sel[0]) for sel in selections], variables)
         factors, impossible = likelihood_factors(patterns, variables, selections)
         dropped = int(patterns.counts[impossible].sum())
@@ -289,6 +298,8 @@ class AssociationDecoder(CheckedParameters):
             factors = [f.select(~impossible) if isinstance(f, CodedLikelihood) else f[~impossible] for f in factors]
         if len(patterns) == 0:
             raise DecodeError("No report is left to analyse.")
+        # (each report's pattern, its client) where some client reported more than once (_clusters)
+        clustered = (patterns.reports, codes) if patterns.reports is not None and codes is not None else None
         lik = ProductLikelihood(factors, patterns.counts.astype(np.float64))
         t_lik = time.perf_counter()
         step(STAGES[2])
@@ -315,8 +326,9 @@ class AssociationDecoder(CheckedParameters):
             # law, only up to MAX_PROJECTED_CELLS cells.
             signed = signed_maximum(lik, fit.table, cov) \
                 if self.intervals == "signed" and lik.size <= MAX_PROJECTED_CELLS else None
-            if any(n is not None for n in noises):  # the outside strings' estimated rates (_nuisance)
-                cov, signed = with_nuisance(lik, fit.table, patterns, variables, selections, noises, cov, signed)
+            if clustered is not None or any(n is not None for n in noises):  # outside strings' rates (_nuisance), repeats
+                extra = None if clustered is None else cluster_score_products(lik, fit.table, *clustered)
+                cov, signed = with_nuisance(lik, fit.table, patterns, variables, selections, noises, cov, signed, extra)
                 inverse_information = cov
             with _single_thread():
                 samples = projected_draws(fit.table, cov, gen, draws=PROJECTION_DRAWS) \
@@ -329,6 +341,7 @@ class AssociationDecoder(CheckedParameters):
                 else:
                     se_method = "inverse information"
             se = np.sqrt(np.maximum(np.diag(cov), 0.0)).reshape(shape)
+            se_method += ", clustered by client" if clustered is not None else ""
         excess = [_selection_excess(sel) for sel in selections] if self.candidates == "detected" else []
         shift = None if signed is None or not any(ex is not None for ex in excess) \
             else selection_shift(signed.covariance, shape, excess)
@@ -339,7 +352,8 @@ class AssociationDecoder(CheckedParameters):
             profile = ConfidenceInterval(low=low.reshape(shape), high=high.reshape(shape))
         t_cov = time.perf_counter()
         step(STAGES[4])
-        test, test_iterations = self._independence(lik, factors, fit, gen) if self.independence_test else (None, [])
+        test, test_iterations = self._independence(lik, factors, fit, gen, clustered) if self.independence_test \
+            else (None, [])
         t_test = time.perf_counter()
         step(STAGES[5])  # the point estimate: Other's share, the splits, the prior (its sampler: seconds)
         table = fit.table.reshape(shape)
@@ -372,6 +386,7 @@ class AssociationDecoder(CheckedParameters):
             "other_method": self.other,
             "std_error_method": se_method,
             "reports_dropped": dropped,
+            "clients": None if codes is None else int(np.unique(codes).size),
             "marginal_seconds": round(t_marginal - started, 4),
             "likelihood_seconds": round(t_lik - t_marginal, 4),
             "em_elapsed_time": round(t_fit - t_lik, 4),
@@ -429,8 +444,8 @@ class AssociationDecoder(CheckedParameters):
             probs = other_bit_probabilities(aggregate, cmap, columns, shares, self.other)
         return (columns, labels + (OTHER,), marginal, probs), noise
 
-    def _independence(self, lik: ProductLikelihood, factors: list[Factor], joint: FitResult,
-                      gen: np.random.Generator) -> tuple[IndependenceTest | None, list[int]]:
+    def _independence(self, lik: ProductLikelihood, factors: list[Factor], joint: FitResult, gen: np.random.Generator,
+                      clustered: tuple[Any, npt.NDArray[np.int64]] | None) -> tuple[IndependenceTest | None, list[int]]:
         """Likelihood-ratio test of independence, its p-value from the statistic's law at the boundary.
 
         The chi-square law of the statistic holds when no cell is near 0; with cells within a
@@ -439,7 +454,9 @@ class AssociationDecoder(CheckedParameters):
         chi-square p-value is an upper bound.  When that bound is already below what
         ``INDEPENDENCE_DRAWS`` draws can resolve it is reported as is (a valid, conservative
         p-value); otherwise the p-value is the share of draws at least as large as the
-        statistic, ``(1 + #{draws >= statistic}) / (1 + draws)``.
+        statistic, ``(1 + #{draws >= statistic}) / (1 + draws)``.  With ``clustered`` (reports,
+        clients) the draws come from the clustered covariance at the null, and the bound divides
+        the statistic by the largest design effect (:func:`design_effect_bound`).
         """
         if len(factors) < 2:
             return None, []
@@ -464,18 +481,31 @@ class AssociationDecoder(CheckedParameters):
         stat = max(2.0 * (joint_ll - total), 0.0)
         if df <= 0:
             return IndependenceTest(statistic=stat, df=df, pvalue=math.nan), iterations
-        pvalue = float(special.chdtrc(df, stat))
-        method = "likelihood-ratio, chi-square bound"
-        if pvalue * (INDEPENDENCE_DRAWS + 1) >= 1.0 and lik.size <= MAX_PROJECTED_CELLS:
-            null = marginals[0]
-            for m in marginals[1:]:
-                null = np.multiply.outer(null, m)
+        null = marginals[0]
+        for m in marginals[1:]:
+            null = np.multiply.outer(null, m)
+        cov = sampling = None
+        effect, method = 1.0, "likelihood-ratio, chi-square bound"
+        if clustered is not None and lik.size <= MAX_COVARIANCE_CELLS:
             cov = observed_covariance(lik, lik.forward(null.reshape(-1)))
+            sampling = nuisance_covariance(cov, cluster_score_products(lik, null.reshape(-1), *clustered))
+            if not (np.isfinite(cov).all() and np.isfinite(sampling).all()):
+                return IndependenceTest(statistic=stat, df=df, pvalue=math.nan, method="not computed: unresolved "
+                                        "cells with repeated reports"), iterations
+            effect = design_effect_bound(cov, sampling)
+            method += f" over the design effect {effect:.3g}"
+        elif clustered is not None:
+            method += f" (repeated reports not counted: more than {MAX_COVARIANCE_CELLS} cells)"
+        pvalue = float(special.chdtrc(df, stat / effect))
+        if pvalue * (INDEPENDENCE_DRAWS + 1) >= 1.0 and lik.size <= MAX_PROJECTED_CELLS:
+            if cov is None:
+                cov = observed_covariance(lik, lik.forward(null.reshape(-1)))
             with _single_thread():
-                draws = independence_null_draws(marginals, cov, gen, draws=INDEPENDENCE_DRAWS)
+                draws = independence_null_draws(marginals, cov, gen, draws=INDEPENDENCE_DRAWS, sampling=sampling)
             if draws is not None:
                 pvalue = (1.0 + float((draws >= stat).sum())) / (1.0 + draws.size)
-                method = f"likelihood-ratio, boundary-aware ({draws.size} draws)"
+                method = f"likelihood-ratio, boundary-aware ({draws.size} draws" \
+                    + (", clustered by client)" if sampling is not None else ")")
         return IndependenceTest(statistic=stat, df=df, pvalue=pvalue, method=method), iterations
 
 
@@ -523,46 +553,6 @@ def _product_start(batches: Sequence[ReportBatch], variables: Sequence[Variable]
         table = np.multiply.outer(table, guess).reshape(-1)
     out: npt.NDArray[np.float64] = table / table.sum()
     return out
-
-
-def _check_inputs(reports: Sequence[ReportBatch], variables: Sequence[Variable],
-                  ) -> tuple[list[ReportBatch], list[Variable]]:
-    owner = "AssociationDecoder.decode"
-    batches, variables = list(reports), list(variables)
-    if not 1 <= len(variables) <= 3:
-        msg = f"The 'variables' parameter of {owner} must hold 1 to 3 variables. Got {len(variables)} instead."
-        raise InvalidParameterError(msg)
-    if len(batches) != len(variables):
-        msg = f"The 'reports' parameter of {owner} must hold one batch per variable ({len(variables)}). Got {len(batches)} instead."
-        raise InvalidParameterError(msg)
-    for var in variables:
-        if not isinstance(var, Variable):
-            msg = f"The 'variables' parameter of {owner} must hold Variable objects. Got {type(var).__name__} instead."
-            raise InvalidParameterError(msg)
-    check_variable_names([v.name for v in variables])
-    first = batches[0]
-    for batch, var in zip(batches, variables):
-        if not isinstance(batch, ReportBatch):
-            msg = f"The 'reports' parameter of {owner} must hold ReportBatch objects. Got {type(batch).__name__} instead."
-            raise InvalidParameterError(msg)
-        if batch.params != var.params:
-            raise IncompatibleParamsError(f"The reports of variable {var.name!r} were made with {batch.params!r}, "
-                                          f"not with the variable's {var.params!r}.")
-        if batch.params.num_cohorts != first.params.num_cohorts:
-            raise IncompatibleParamsError(f"Variable {var.name!r} has {batch.params.num_cohorts} cohorts, "
-                                          f"{variables[0].name!r} has {first.params.num_cohorts}.")
-        if len(batch) != len(first):
-            msg = (f"Every variable needs one report per client: {variables[0].name!r} has {len(first)} reports, "
-                   f"{var.name!r} has {len(batch)}.")
-            raise InvalidParameterError(msg)
-        if not np.array_equal(batch.cohorts, first.cohorts):
-            row = int(np.flatnonzero(batch.cohorts != first.cohorts)[0])
-            msg = (f"The reports of one client must share its cohort: report {row} is in cohort "
-                   f"{int(first.cohorts[row])} for {variables[0].name!r} but {int(batch.cohorts[row])} for {var.name!r}.")
-            raise InvalidParameterError(msg)
-    if len(first) == 0:
-        raise DecodeError("No report to analyse.")
-    return batches, variables
 
 
 def fit_bytes(patterns: int, columns: Sequence[int], variables: Sequence[Variable]) -> int:

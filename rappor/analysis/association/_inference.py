@@ -314,8 +314,21 @@ def _independence_directions(marginals: Sequence[Array]) -> Array:
     return np.array(columns).T if columns else np.zeros((int(np.prod([m.size for m in marginals])), 0))
 
 
+def design_effect_bound(cov: Array, sampling: Array) -> float:
+    """The largest eigenvalue of ``sampling`` in the coordinates where ``cov`` is the identity (at least 1).
+
+    With ``z ~ N(pi0, sampling)`` the likelihood-ratio statistic in the metric ``cov^+`` is
+    ``sum_i lambda_i chi^2_1`` (Rao and Scott 1981, JASA 76(374): the design effects of a
+    clustered sample), at most ``lambda_max chi^2_df``: the chi-square tail of the statistic
+    divided by this bound is a conservative p-value.
+    """
+    proj = _SimplexProjection(cov)
+    inner = proj.whiten @ sampling @ proj.whiten.T
+    return max(1.0, float(np.linalg.eigvalsh(0.5 * (inner + inner.T)).max())) if inner.size else 1.0
+
+
 def independence_null_draws(marginals: Sequence[Array], cov: Array, rng: np.random.Generator, *,
-                            draws: int = 1000) -> Array | None:
+                            draws: int = 1000, sampling: Array | None = None) -> Array | None:
     """Draws of the likelihood-ratio statistic of independence under independence, boundary included.
 
     In the quadratic approximation of the log-likelihood around the independence estimate
@@ -328,7 +341,11 @@ def independence_null_draws(marginals: Sequence[Array], cov: Array, rng: np.rand
     share is within a few standard errors of 0 cannot go below it, the second term grows
     and the statistic is stochastically smaller (Self and Liang 1987, JASA 82(398); Andrews
     2001, "Testing when a parameter is on the boundary of the maintained hypothesis",
-    Econometrica 69(3)).  The projection is that of :func:`projected_covariance`.
+    Econometrica 69(3)).  The projection is that of :func:`projected_covariance`.  With
+    ``sampling`` (the covariance of the estimate when it is not ``V``: clients that report
+    more than once, :mod:`~rappor.analysis.association._clusters`) ``z ~ N(pi0, sampling)``,
+    the statistic still measured in the metric ``V^+``: its law under the clustered sample
+    (the simulated counterpart of Rao and Scott's correction).
 
     Returns
     -------
@@ -346,6 +363,10 @@ def independence_null_draws(marginals: Sequence[Array], cov: Array, rng: np.rand
     left, sing, _ = np.linalg.svd(directions, full_matrices=False)
     basis = left[:, sing > 1e-10 * max(float(sing.max()), 1e-300)] if sing.size else left
     noise = rng.standard_normal((draws, proj.rank))
+    if sampling is not None:  # whitened draws of N(0, sampling) instead of N(0, V)
+        inner = proj.whiten @ sampling @ proj.whiten.T
+        values, vectors = np.linalg.eigh(0.5 * (inner + inner.T))
+        noise = noise @ (vectors * np.sqrt(np.maximum(values, 0.0))).T
     # Residual of the null (a linear subspace in whitened coordinates): |e|^2 - |Q'e|^2.
     null_residual = (noise * noise).sum(axis=1) - ((noise @ basis) ** 2).sum(axis=1)
     z = centre + noise @ proj.root.T

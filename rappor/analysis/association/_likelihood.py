@@ -73,29 +73,39 @@ class Patterns:
     folds : ndarray of int64, shape (G,), or None
         The fold of the reports with that pattern, when the reports were split into folds
         (:func:`group_reports`); a pattern holds the reports of one fold only.
+    reports : ndarray of int64, shape (n_reports,), or None
+        The pattern of each report (-1: left out by :meth:`select`), when asked for
+        (:func:`group_reports`'s ``index_reports``).
     """
 
     cohorts: npt.NDArray[np.int64]
     words: tuple[npt.NDArray[np.uint64], ...]
     counts: npt.NDArray[np.int64]
     folds: npt.NDArray[np.int64] | None = None
+    reports: npt.NDArray[np.int64] | None = None
 
     def __len__(self) -> int:
         return int(self.cohorts.shape[0])
 
     def select(self, keep: npt.NDArray[np.bool_]) -> Patterns:
-        """The patterns where ``keep`` is true."""
+        """The patterns where ``keep`` is true (the others' reports left out)."""
+        reports = None
+        if self.reports is not None:
+            position = np.where(keep, np.cumsum(keep) - 1, -1)
+            reports = np.where(self.reports >= 0, position[np.maximum(self.reports, 0)], -1)
         return Patterns(self.cohorts[keep], tuple(w[keep] for w in self.words), self.counts[keep],
-                        None if self.folds is None else self.folds[keep])
+                        None if self.folds is None else self.folds[keep], reports)
 
 
-def group_reports(batches: Sequence[ReportBatch], folds: npt.NDArray[np.int64] | None = None) -> Patterns:
+def group_reports(batches: Sequence[ReportBatch], folds: npt.NDArray[np.int64] | None = None, *,
+                  index_reports: bool = False) -> Patterns:
     """Group the report tuples ``(cohort, batches[0][i], batches[1][i], ...)`` that are identical.
 
     The batches must have the same length and the same cohorts (checked by the caller).  The
     patterns come sorted by cohort.  With ``folds`` (one small non-negative integer per report),
     reports of different folds are never grouped together, each pattern keeps its fold, and
-    within a cohort the patterns are sorted by fold.
+    within a cohort the patterns are sorted by fold.  With ``index_reports`` the patterns keep
+    each report's pattern (:attr:`Patterns.reports`: which reports a client's are).
     """
     cohorts = batches[0].cohorts
     n = cohorts.shape[0]
@@ -123,15 +133,21 @@ def group_reports(batches: Sequence[ReportBatch], folds: npt.NDArray[np.int64] |
             k = b.params.num_bloombits
             flat |= b.words[:, 0] << np.uint64(shift)
             shift += k
-        _, first, counts = np.unique(flat, return_index=True, return_counts=True)
+        _, first, inverse, counts = np.unique(flat, return_index=True, return_inverse=True, return_counts=True)
     else:
         rows = np.ascontiguousarray(key).view(np.dtype((np.void, key.shape[1] * 8))).reshape(n)
-        _, first, counts = np.unique(rows, return_index=True, return_counts=True)
+        _, first, inverse, counts = np.unique(rows, return_index=True, return_inverse=True, return_counts=True)
     # Sorted by cohort (and by fold within a cohort): each (fold, cohort) is one run of patterns.
     order = np.argsort(cohorts[first], kind="stable") if folds is None else np.lexsort((folds[first], cohorts[first]))
     first, counts = first[order], counts[order]
+    reports = None
+    if index_reports:
+        rank = np.empty(order.size, dtype=np.int64)
+        rank[order] = np.arange(order.size)
+        reports = rank[inverse.reshape(-1)]
     return Patterns(cohorts[first].astype(np.int64), tuple(b.words[first] for b in batches),
-                    counts.astype(np.int64), None if folds is None else np.asarray(folds, dtype=np.int64)[first])
+                    counts.astype(np.int64), None if folds is None else np.asarray(folds, dtype=np.int64)[first],
+                    reports)
 
 
 def bit_index_table(cmap: CandidateMap, columns: npt.NDArray[np.intp]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

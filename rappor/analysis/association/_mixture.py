@@ -137,6 +137,16 @@ class ProductLikelihood:
         out: Array = first if rest is None else (first[:, :, None] * rest[:, None, :]).reshape(hi - lo, -1)
         return out
 
+    def take_rows(self, rows: npt.NDArray[np.intp]) -> Array:
+        """``L_i`` of the patterns ``rows`` (any order, repeats allowed), shape (len(rows), cells), row-major,
+        up to a factor per row."""
+        first = _take(self.factors[0], rows)
+        if len(self.factors) == 1:
+            return np.ascontiguousarray(first)
+        rest = self._rest_rows(0, 0, rows)
+        out: Array = (first[:, :, None] * rest[:, None, :]).reshape(rows.size, -1)
+        return out
+
     def _blocks(self, start: int = 0, stop: int | None = None) -> list[tuple[int, int]]:
         stop = self.rows if stop is None else stop
         step = self._block_rows()

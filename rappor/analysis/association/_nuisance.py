@@ -85,6 +85,8 @@ def nuisance_score_products(lik: ProductLikelihood, table: Array, patterns: Patt
         # The score x / o - (1 - x) / (1 - o) is x alpha - beta: one product with the bits per run.
         alpha, beta = (1.0 / probs + 1.0 / (1.0 - probs)).reshape(-1, m, k), (1.0 / (1.0 - probs)).reshape(-1, m, k)
         parts.append((axis, k, m, in_other.reshape(-1), alpha, beta, fold_of * m + patterns.cohorts, noise))
+    if not parts:
+        return out
 
     def work(start: int, stop: int) -> list[Array]:
         # G's columns in the order of Other's rows (fold, cohort) and bits, one array a variable.
@@ -129,15 +131,19 @@ def nuisance_covariance(covariance: Array, products: Array) -> Array:
 
 def with_nuisance(lik: ProductLikelihood, table: Array, patterns: Patterns, variables: Sequence[Variable],
                   selections: Sequence[tuple[Any, ...]], noises: Sequence[OutsideNoise | None], covariance: Array,
-                  signed: SignedMaximum | None) -> tuple[Array, SignedMaximum | None]:
+                  signed: SignedMaximum | None, extra: Array | None = None) -> tuple[Array, SignedMaximum | None]:
     """The covariance of the table, and of its signed maximum, with the rates' noise carried through.
 
     ``noises`` holds, per variable, the :class:`~rappor.analysis.association._other.OutsideNoise`
-    of Other's bit probabilities (the fourth entry of its selection) or ``None``.
+    of Other's bit probabilities (the fourth entry of its selection) or ``None``.  ``extra``, when
+    given, is added to the products ``G Cov(o) G'`` (the clients' repeated reports:
+    :func:`~rappor.analysis.association._clusters.cluster_score_products`).
     """
     products = nuisance_score_products(lik, table, patterns, [
         None if noise is None else (var.params.num_bloombits, var.params.num_cohorts, sel[3], noise)
         for var, sel, noise in zip(variables, selections, noises)])
+    if extra is not None:
+        products += extra
     if signed is not None:
         signed = signed._replace(covariance=nuisance_covariance(signed.covariance, products))
     return nuisance_covariance(covariance, products), signed

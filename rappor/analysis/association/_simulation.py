@@ -43,6 +43,9 @@ class AssociationSimulation:
         The population's joint distribution over ``values``.
     held : ndarray of int64, shape (n_clients, n_variables)
         Each client's value of each variable (index into ``values``).
+    report_clients : ndarray of int64, shape (n_reports,), or None
+        The client (row of ``held``) of each report tuple, when clients report more than once
+        (:func:`simulate_association`'s ``reports_per_client``); ``None``: report ``i`` is client ``i``'s.
     """
 
     variables: tuple[Variable, ...]
@@ -50,10 +53,11 @@ class AssociationSimulation:
     values: tuple[tuple[str, ...], ...]
     joint: npt.NDArray[np.float64]
     held: npt.NDArray[np.int64]
+    report_clients: npt.NDArray[np.int64] | None = None
 
     @property
     def n_clients(self) -> int:
-        """Number of clients (one report per variable each)."""
+        """Number of clients."""
         return int(self.held.shape[0])
 
     def truth(self, categories: Sequence[Sequence[str]]) -> npt.NDArray[np.float64]:
@@ -81,8 +85,9 @@ def total_variation(estimate: npt.ArrayLike, truth: npt.ArrayLike) -> float:
 
 def simulate_association(params: Params, joint: npt.ArrayLike, values: Sequence[Sequence[str] | None],
                          n_clients: int, *, candidates: Sequence[Sequence[str] | None] | None = None,
-                         names: Sequence[str] | None = None, rng: RngLike = None) -> AssociationSimulation:
-    """Draw clients from a known joint distribution and encode one report per variable each.
+                         names: Sequence[str] | None = None, reports_per_client: int = 1,
+                         rng: RngLike = None) -> AssociationSimulation:
+    """Draw clients from a known joint distribution and encode their reports of every variable.
 
     Parameters
     ----------
@@ -99,6 +104,10 @@ def simulate_association(params: Params, joint: npt.ArrayLike, values: Sequence[
         list without some of them leaves those strings outside the candidates).
     names : sequence of str, optional
         Variable names (default ``var1``, ``var2``, ...).
+    reports_per_client : int, default=1
+        Report tuples a client sends (a daily report of the same values): each variable's
+        reports of one client share one permanent response, as RAPPOR's memoized client
+        (:attr:`AssociationSimulation.report_clients` says whose each tuple is).
     rng : numpy.random.Generator, int or None
 
     Returns
@@ -113,9 +122,11 @@ def simulate_association(params: Params, joint: npt.ArrayLike, values: Sequence[
     """
     gen = check_rng(rng)
     n = check_int(n_clients, "n_clients", "simulate_association", low=1)
-    # Checked before drawing: 256 bytes a client per variable (measured peaks: 360 bytes a
+    repeats = check_int(reports_per_client, "reports_per_client", "simulate_association", low=1)
+    # Checked before drawing: 256 bytes a report tuple per variable (measured peaks: 360 bytes a
     # client for a string and a boolean, 460 for two strings, k = 16).
-    check_memory(256 * len(values) * n, f"simulating {n:,} clients x {len(values)} variables",
+    check_memory(256 * len(values) * n * repeats,
+                 f"simulating {n:,} clients x {repeats} report(s) x {len(values)} variables",
                  remedy="simulate fewer clients")
     probs = np.asarray(joint, dtype=np.float64)
     if probs.ndim != len(values) or not 1 <= probs.ndim <= 3 or (probs < 0).any() or not probs.sum() > 0:
@@ -132,21 +143,25 @@ def simulate_association(params: Params, joint: npt.ArrayLike, values: Sequence[
     held = np.stack(np.unravel_index(cells, probs.shape), axis=1).astype(np.int64)
     cohorts = gen.integers(0, params.num_cohorts, size=n, dtype=np.int64)
     names = [f"var{j + 1}" for j in range(len(values))] if names is None else list(names)
+    # A client's reports share its permanent responses (one PRR unit a client and variable).
+    whose = np.repeat(np.arange(n, dtype=np.int64), repeats) if repeats > 1 else None
+    report_cohorts = cohorts if whose is None else cohorts[whose]
     variables, batches = [], []
     for j, vals in enumerate(values):
         if vals is None:
             bparams = boolean_params(params)
             table = np.array([[1], [0]], dtype=np.uint8)  # TRUE sets the bit
-            words = _encode_rows(bparams, table, held[:, j], None, gen)
-            batches.append(ReportBatch(params=bparams, cohorts=cohorts, words=words))
+            words = _encode_rows(bparams, table, held[:, j], whose, gen)
+            batches.append(ReportBatch(params=bparams, cohorts=report_cohorts, words=words))
             variables.append(Variable.boolean(names[j], params))
         else:
-            batches.append(simulate_reports(params, list(vals), held[:, j], cohorts, rng=gen))
+            rows = held[:, j] if whose is None else held[whose, j]
+            batches.append(simulate_reports(params, list(vals), rows, report_cohorts, prr_units=whose, rng=gen))
             given = None if candidates is None else candidates[j]
             cand = list(vals) if given is None else list(given)
             variables.append(Variable.string(names[j], hash_candidates(cand, params)))
     return AssociationSimulation(variables=tuple(variables), reports=tuple(batches), values=tuple(labels),
-                                 joint=probs, held=held)
+                                 joint=probs, held=held, report_clients=whose)
 
 
 def example_joint(kind: str, num_unique: int = 100, num_unique2: int = 10, *, remove_every: int = 0,

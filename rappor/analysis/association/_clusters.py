@@ -1,0 +1,97 @@
+"""Clients that report more than once: the cluster-robust covariance of the table (private).
+
+RAPPOR is deployed with clients that report the same value again and again (a daily
+report), every report an instantaneous response drawn from one memoized permanent response
+(Erlingsson, Pihur and Korolova 2014, *RAPPOR*, Sec. 3): a client's reports are not
+independent.  The likelihood that multiplies the reports' likelihoods (the model of
+google/rappor's ``association.R``) is then a working-independence likelihood.  Its maximum is
+still consistent, since each report's own law is right, but its inverse information ``C``
+counts the permanent response's noise once a report instead of once a client, and understates
+the covariance.  The sandwich clustered by client (Huber 1967; White 1982, *Econometrica*
+50(1); Liang and Zeger 1986, *Biometrika* 73(1)) corrects it::
+
+    C J C,    J = sum_i s_i s_i',    s_i = sum_{r in client i} g_r,    g_r = L_r / (L_r . pi)
+
+with ``g_r`` report ``r``'s score in the table (``L_r`` its likelihood row).  At the maximum
+the information is ``sum_r g_r g_r'`` (the mixture's Hessian), and ``C`` its inverse on the
+simplex, so ``C J C = C + C D C`` with::
+
+    D = sum_i (s_i s_i' - sum_{r in client i} g_r g_r')
+
+the cross products of a client's distinct reports only: nothing changes when every client
+reports once.  The decoder adds ``D`` to the products it carries into the covariance
+(:func:`~rappor.analysis.association._nuisance.with_nuisance`).  Measured on string x boolean
+and string x string collections of 10 reports a client (``docs/association.md``, *Repeated
+reports*).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from ._mixture import ProductLikelihood
+from ._threads import in_ranges
+
+__all__ = ["cluster_score_products", "repeats_clients"]
+
+Array = npt.NDArray[np.float64]
+
+#: Reports a block (its likelihood rows: ``BLOCK x cells`` floats).
+BLOCK = 4096
+
+
+def repeats_clients(codes: npt.NDArray[np.int64] | None) -> bool:
+    """Whether some client has more than one report."""
+    return codes is not None and codes.size > 0 and int(np.bincount(codes).max()) > 1
+
+
+def cluster_score_products(lik: ProductLikelihood, table: Array, report_patterns: npt.NDArray[np.int64],
+                           codes: npt.NDArray[np.int64]) -> Array:
+    """``D = sum_i (s_i s_i' - sum_{r in i} g_r g_r')`` over the clients with more than one report.
+
+    Parameters
+    ----------
+    lik : ProductLikelihood
+        Over the patterns that ``report_patterns`` indexes.
+    table : ndarray of float64, shape (cells,)
+        The table at which to take the scores (the maximum).
+    report_patterns : ndarray of int64, shape (n_reports,)
+        Each report's pattern; -1 for a report left out of the fit.
+    codes : ndarray of int64, shape (n_reports,)
+        Each report's client (:func:`client_codes`).
+
+    Returns
+    -------
+    ndarray of float64, shape (cells, cells)
+    """
+    table = np.asarray(table, dtype=np.float64).reshape(-1)
+    size = lik.size
+    kept = np.flatnonzero(report_patterns >= 0)
+    per_client = np.bincount(codes[kept])
+    rows = kept[per_client[codes[kept]] > 1]
+    if rows.size == 0:
+        return np.zeros((size, size))
+    rows = rows[np.argsort(codes[rows], kind="stable")]
+    client = codes[rows]
+    starts = np.flatnonzero(np.concatenate(([True], client[1:] != client[:-1])))
+    bounds = np.append(starts, rows.size)
+
+    def work(first: int, last: int) -> Array:  # clients first:last (of the repeated ones)
+        acc = np.zeros((size, size))
+        lo = first
+        while lo < last:
+            # whole clients, about BLOCK reports (one client may be more)
+            hi = max(lo + 1, min(last, int(np.searchsorted(bounds, bounds[lo] + BLOCK, side="right")) - 1))
+            picked = rows[bounds[lo]:bounds[hi]]
+            block = lik.take_rows(report_patterns[picked])
+            d = block @ table
+            with np.errstate(divide="ignore", invalid="ignore"):
+                g = np.where(d[:, None] > 0, block / d[:, None], 0.0)
+            s = np.add.reduceat(g, bounds[lo:hi] - bounds[lo], axis=0)
+            acc += s.T @ s - g.T @ g
+            lo = hi
+        return acc
+
+    out: Array = np.add.reduce(in_ranges(work, starts.size, 64))
+    return out

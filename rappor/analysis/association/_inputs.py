@@ -1,0 +1,82 @@
+"""The association decoder's inputs checked: one batch a variable, rows aligned by client (private)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from ...client._reports import ReportBatch
+from ...exceptions import DecodeError, IncompatibleParamsError, InvalidParameterError
+from ._result import check_variable_names
+from ._variables import Variable
+
+__all__ = ["check_inputs", "client_codes"]
+
+
+def check_inputs(reports: Sequence[ReportBatch], variables: Sequence[Variable],
+                 ) -> tuple[list[ReportBatch], list[Variable]]:
+    """The batches and variables as lists, checked: as many, matching parameters, same lengths and cohorts.
+
+    Raises
+    ------
+    InvalidParameterError, IncompatibleParamsError
+        Naming the variable or the report that does not match.
+    DecodeError
+        If there is no report.
+    """
+    owner = "AssociationDecoder.decode"
+    batches, variables = list(reports), list(variables)
+    if not 1 <= len(variables) <= 3:
+        msg = f"The 'variables' parameter of {owner} must hold 1 to 3 variables. Got {len(variables)} instead."
+        raise InvalidParameterError(msg)
+    if len(batches) != len(variables):
+        msg = f"The 'reports' parameter of {owner} must hold one batch per variable ({len(variables)}). Got {len(batches)} instead."
+        raise InvalidParameterError(msg)
+    for var in variables:
+        if not isinstance(var, Variable):
+            msg = f"The 'variables' parameter of {owner} must hold Variable objects. Got {type(var).__name__} instead."
+            raise InvalidParameterError(msg)
+    check_variable_names([v.name for v in variables])
+    first = batches[0]
+    for batch, var in zip(batches, variables):
+        if not isinstance(batch, ReportBatch):
+            msg = f"The 'reports' parameter of {owner} must hold ReportBatch objects. Got {type(batch).__name__} instead."
+            raise InvalidParameterError(msg)
+        if batch.params != var.params:
+            raise IncompatibleParamsError(f"The reports of variable {var.name!r} were made with {batch.params!r}, "
+                                          f"not with the variable's {var.params!r}.")
+        if batch.params.num_cohorts != first.params.num_cohorts:
+            raise IncompatibleParamsError(f"Variable {var.name!r} has {batch.params.num_cohorts} cohorts, "
+                                          f"{variables[0].name!r} has {first.params.num_cohorts}.")
+        if len(batch) != len(first):
+            msg = (f"Every variable needs one report per client: {variables[0].name!r} has {len(first)} reports, "
+                   f"{var.name!r} has {len(batch)}.")
+            raise InvalidParameterError(msg)
+        if not np.array_equal(batch.cohorts, first.cohorts):
+            row = int(np.flatnonzero(batch.cohorts != first.cohorts)[0])
+            msg = (f"The reports of one client must share its cohort: report {row} is in cohort "
+                   f"{int(first.cohorts[row])} for {variables[0].name!r} but {int(batch.cohorts[row])} for {var.name!r}.")
+            raise InvalidParameterError(msg)
+    if len(first) == 0:
+        raise DecodeError("No report to analyse.")
+    return batches, variables
+
+
+def client_codes(clients: npt.ArrayLike, n_reports: int, owner: str) -> npt.NDArray[np.int64]:
+    """Each report's client as an integer code (equal ids, equal codes), checked against the reports.
+
+    Raises
+    ------
+    InvalidParameterError
+        If there is not one id a report.
+    """
+    ids = np.asarray(clients)
+    if ids.ndim != 1 or ids.shape[0] != n_reports:
+        msg = (f"The 'clients' parameter of {owner} must hold one client id a report ({n_reports:,}). "
+               f"Got shape {ids.shape} instead.")
+        raise InvalidParameterError(msg)
+    _, codes = np.unique(ids, return_inverse=True)
+    out: npt.NDArray[np.int64] = codes.reshape(-1).astype(np.int64)
+    return out
