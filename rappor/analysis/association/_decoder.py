@@ -317,6 +317,7 @@ class AssociationDecoder(CheckedParameters):
         step(STAGES[3])
         shape = lik.shape
         cov = inverse_information = None
+        effect: float | None = None  # the largest design effect of repeated reports at the fit
         law = signed = None
         se = np.full(shape, np.nan)
         se_method = "none"
@@ -328,8 +329,11 @@ class AssociationDecoder(CheckedParameters):
                 if self.intervals == "signed" and lik.size <= MAX_PROJECTED_CELLS else None
             if clustered is not None or any(n is not None for n in noises):  # outside strings' rates (_nuisance), repeats
                 extra = None if clustered is None else cluster_score_products(lik, fit.table, *clustered)
+                plain = cov
                 cov, signed = with_nuisance(lik, fit.table, patterns, variables, selections, noises, cov, signed, extra)
                 inverse_information = cov
+                if clustered is not None and np.isfinite(cov).all():  # the test's bound, before its draws
+                    effect = design_effect_bound(plain, cov)
             with _single_thread():
                 samples = projected_draws(fit.table, cov, gen, draws=PROJECTION_DRAWS) \
                     if lik.size <= MAX_PROJECTED_CELLS else None
@@ -352,8 +356,8 @@ class AssociationDecoder(CheckedParameters):
             profile = ConfidenceInterval(low=low.reshape(shape), high=high.reshape(shape))
         t_cov = time.perf_counter()
         step(STAGES[4])
-        test, test_iterations = self._independence(lik, factors, fit, gen, clustered) if self.independence_test \
-            else (None, [])
+        test, test_iterations = self._independence(lik, factors, fit, gen, clustered, effect) \
+            if self.independence_test else (None, [])
         t_test = time.perf_counter()
         step(STAGES[5])  # the point estimate: Other's share, the splits, the prior (its sampler: seconds)
         table = fit.table.reshape(shape)
@@ -445,7 +449,8 @@ class AssociationDecoder(CheckedParameters):
         return (columns, labels + (OTHER,), marginal, probs), noise
 
     def _independence(self, lik: ProductLikelihood, factors: list[Factor], joint: FitResult, gen: np.random.Generator,
-                      clustered: tuple[Any, npt.NDArray[np.int64]] | None) -> tuple[IndependenceTest | None, list[int]]:
+                      clustered: tuple[Any, npt.NDArray[np.int64]] | None,
+                      effect_at_fit: float | None) -> tuple[IndependenceTest | None, list[int]]:
         """Likelihood-ratio test of independence, its p-value from the statistic's law at the boundary.
 
         The chi-square law of the statistic holds when no cell is near 0; with cells within a
@@ -456,7 +461,9 @@ class AssociationDecoder(CheckedParameters):
         p-value); otherwise the p-value is the share of draws at least as large as the
         statistic, ``(1 + #{draws >= statistic}) / (1 + draws)``.  With ``clustered`` (reports,
         clients) the draws come from the clustered covariance at the null, and the bound divides
-        the statistic by the largest design effect (:func:`design_effect_bound`).
+        the statistic by the largest design effect (:func:`design_effect_bound`): at the fit when
+        known (``effect_at_fit``; under independence the fit and the null are alike), so that a
+        p-value below the draws' resolution costs no pass at the null.
         """
         if len(factors) < 2:
             return None, []
@@ -485,21 +492,19 @@ class AssociationDecoder(CheckedParameters):
         for m in marginals[1:]:
             null = np.multiply.outer(null, m)
         cov = sampling = None
-        effect, method = 1.0, "likelihood-ratio, chi-square bound"
-        if clustered is not None and lik.size <= MAX_COVARIANCE_CELLS:
+        effect, method = effect_at_fit or 1.0, "likelihood-ratio, chi-square bound"
+        if clustered is not None and effect_at_fit is None and lik.size <= MAX_COVARIANCE_CELLS:
             cov = observed_covariance(lik, lik.forward(null.reshape(-1)))
             sampling = nuisance_covariance(cov, cluster_score_products(lik, null.reshape(-1), *clustered))
-            if not (np.isfinite(cov).all() and np.isfinite(sampling).all()):
-                return IndependenceTest(statistic=stat, df=df, pvalue=math.nan, method="not computed: unresolved "
-                                        "cells with repeated reports"), iterations
             effect = design_effect_bound(cov, sampling)
-            method += f" over the design effect {effect:.3g}"
-        elif clustered is not None:
-            method += f" (repeated reports not counted: more than {MAX_COVARIANCE_CELLS} cells)"
+        if clustered is not None:
+            method += f" over the design effect {effect:.3g}" if effect_at_fit is not None or sampling is not None \
+                else f" (repeated reports not counted: more than {MAX_COVARIANCE_CELLS} cells)"
         pvalue = float(special.chdtrc(df, stat / effect))
         if pvalue * (INDEPENDENCE_DRAWS + 1) >= 1.0 and lik.size <= MAX_PROJECTED_CELLS:
-            if cov is None:
-                cov = observed_covariance(lik, lik.forward(null.reshape(-1)))
+            cov = observed_covariance(lik, lik.forward(null.reshape(-1))) if cov is None else cov
+            if clustered is not None and sampling is None:
+                sampling = nuisance_covariance(cov, cluster_score_products(lik, null.reshape(-1), *clustered))
             with _single_thread():
                 draws = independence_null_draws(marginals, cov, gen, draws=INDEPENDENCE_DRAWS, sampling=sampling)
             if draws is not None:

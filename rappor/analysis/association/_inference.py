@@ -33,6 +33,8 @@ Independence
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -322,6 +324,8 @@ def design_effect_bound(cov: Array, sampling: Array) -> float:
     clustered sample), at most ``lambda_max chi^2_df``: the chi-square tail of the statistic
     divided by this bound is a conservative p-value.
     """
+    if not (np.isfinite(cov).all() and np.isfinite(sampling).all()):
+        return math.inf  # unresolved cells: no bound (the p-value is then 1)
     proj = _SimplexProjection(cov)
     inner = proj.whiten @ sampling @ proj.whiten.T
     return max(1.0, float(np.linalg.eigvalsh(0.5 * (inner + inner.T)).max())) if inner.size else 1.0
@@ -350,13 +354,13 @@ def independence_null_draws(marginals: Sequence[Array], cov: Array, rng: np.rand
     Returns
     -------
     ndarray of shape (draws,) or None
-        ``None`` when ``V`` has infinite entries (unresolved cells).
+        ``None`` when ``V`` (or ``sampling``) has infinite entries (unresolved cells).
     """
     pi0 = marginals[0]
     for m in marginals[1:]:
         pi0 = np.multiply.outer(pi0, m)
     centre = np.asarray(pi0, dtype=np.float64).reshape(-1)
-    if centre.size == 1 or not np.isfinite(cov).all():
+    if centre.size == 1 or not np.isfinite(cov).all() or (sampling is not None and not np.isfinite(sampling).all()):
         return None
     proj = _SimplexProjection(cov)
     directions = proj.whiten @ _independence_directions(marginals)
