@@ -279,14 +279,15 @@ class AssociationDecoder(CheckedParameters):
             from ..decoder import Decoder
 
             decoder = Decoder()
-        folds = report_folds(batches[0].cohorts) if self.other == "undetected" else None
-        chosen = [self._categories(batch, var, decoder, folds) for batch, var in zip(batches, variables)]
+        repeats = repeats_clients(codes)
+        repeated = codes if repeats else None
+        folds = report_folds(batches[0].cohorts, clients=repeated) if self.other == "undetected" else None
+        chosen = [self._categories(batch, var, decoder, folds, repeated) for batch, var in zip(batches, variables)]
         selections, noises = [c[0] for c in chosen], [c[1] for c in chosen]
         t_marginal = time.perf_counter()
         step(STAGES[1])
         by_fold = any(sel[3] is not None and sel[3].shape[0] > var.params.num_cohorts
                       for sel, var in zip(selections, variables))
-        repeats = repeats_clients(codes)
         patterns = group_reports(batches, folds if by_fold else None, index_reports=repeats)
         _check_fit_memory(len(patterns), [len(sel[0]) for sel in selections], variables)
         factors, impossible = likelihood_factors(patterns, variables, selections)
@@ -421,9 +422,11 @@ class AssociationDecoder(CheckedParameters):
             signed_covariance=None if signed is None else signed.covariance, selection_shift=shift)
 
     def _categories(self, batch: ReportBatch, var: Variable, decoder: Any, folds: npt.NDArray[np.int64] | None,
+                    clients: npt.NDArray[np.int64] | None = None,
                     ) -> tuple[tuple[npt.NDArray[np.intp], tuple[str, ...], Any, npt.NDArray[np.float64] | None],
                                OutsideNoise | None]:
-        """(Columns of the map to use, category labels, the marginal decode, Other's bit rates), and their noise."""
+        """(Columns of the map to use, category labels, the marginal decode, Other's bit rates), and their noise;
+        ``clients``: each report's client where some client reports more than once."""
         cmap = var.candidate_map
         if var.kind == "boolean":
             return (np.arange(len(cmap), dtype=np.intp), cmap.strings, None, None), None
@@ -442,7 +445,8 @@ class AssociationDecoder(CheckedParameters):
         noise = None
         if self.other == "undetected":
             # Other's composition from other reports than those it models (sample splitting, see _other).
-            probs, noise = undetected_other_probabilities(batch, aggregate, cmap, columns, marginal, decoder, folds)
+            probs, noise = undetected_other_probabilities(batch, aggregate, cmap, columns, marginal, decoder, folds,
+                                                          clients)
         else:
             shares = np.nan_to_num(np.asarray(marginal.proportion, dtype=np.float64)[columns])
             probs = other_bit_probabilities(aggregate, cmap, columns, shares, self.other)

@@ -66,6 +66,7 @@ from typing import Any, Literal, NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from ..._util.bits import unpack_bits
 from ...client._reports import ReportBatch
 from ...collect._aggregate import Aggregate
 from ...collect._design import CandidateMap
@@ -124,14 +125,61 @@ def cross_fitted_proportions(aggregate: Aggregate, cmap: CandidateMap, decoder: 
     return out, fold_of
 
 
-def report_folds(cohorts: npt.NDArray[np.int64], folds: int = REPORT_FOLDS) -> npt.NDArray[np.int64]:
+def report_folds(cohorts: npt.NDArray[np.int64], folds: int = REPORT_FOLDS, *,
+                 clients: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.int64]:
     """Each report's fold, drawn uniformly at random (a fixed seed, :data:`REPORT_FOLD_SEED`).
 
     At random rather than by position, so that reports stored in some order (sorted by their
     bits, say) still give folds whose noise is independent; the fixed seed keeps a decode
-    reproducible.  A cohort's folds differ in size by the binomial spread only.
+    reproducible.  A cohort's folds differ in size by the binomial spread only.  With
+    ``clients`` (each report's client code, :func:`~rappor.analysis.association._inputs.client_codes`)
+    a client's reports share a fold: they share a permanent response, so reports of one client
+    in two folds would tie the folds' noise together.
     """
-    out: npt.NDArray[np.int64] = np.asarray(np.random.default_rng(REPORT_FOLD_SEED).integers(0, folds, cohorts.shape[0]))
+    gen = np.random.default_rng(REPORT_FOLD_SEED)
+    if clients is not None:
+        by_client = gen.integers(0, folds, int(clients.max(initial=-1)) + 1)
+        return np.asarray(by_client[clients], dtype=np.int64)
+    out: npt.NDArray[np.int64] = np.asarray(gen.integers(0, folds, cohorts.shape[0]))
+    return out
+
+
+def bit_count_design_effect(batch: ReportBatch, clients: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """Variance of each (cohort, bit) count of ones over its binomial variance, a client's reports together.
+
+    A client's reports share one permanent response, so its ``R_i`` reports' ones ``S_ij`` in
+    bit ``j`` vary together; the count's variance is estimated clustered by client,
+    ``sum_i (S_ij - R_i p_cj)^2`` over the clients of cohort ``c`` (``p_cj`` the cohort's rate of
+    ones; Liang and Zeger 1986), and divided by the binomial ``N_c p_cj (1 - p_cj)``.  1 where
+    every client reports once (in expectation), or the binomial variance is 0.
+
+    Returns
+    -------
+    ndarray of float64, shape (m, k)
+    """
+    params = batch.params
+    m, k = params.num_cohorts, params.num_bloombits
+    order = np.argsort(clients, kind="stable")
+    code = clients[order]
+    starts = np.flatnonzero(np.concatenate(([True], code[1:] != code[:-1]))) if code.size else np.zeros(0, np.intp)
+    bounds = np.append(starts, code.size)
+    per_client = np.diff(bounds).astype(np.float64)
+    cohort = batch.cohorts[order][starts]
+    ones = np.zeros((starts.size, k))
+    step = 1 << 16  # clients a block: their reports' bits unpacked at once
+    for lo in range(0, starts.size, step):
+        hi = min(lo + step, starts.size)
+        rows = order[bounds[lo]:bounds[hi]]
+        bits = unpack_bits(batch.words[rows], k).astype(np.float64)
+        ones[lo:hi] = np.add.reduceat(bits, bounds[lo:hi] - bounds[lo], axis=0)
+    reports = np.bincount(cohort, weights=per_client, minlength=m)
+    rate = np.zeros((m, k))
+    np.add.at(rate, cohort, ones)
+    rate /= np.maximum(reports, 1.0)[:, None]
+    robust = np.zeros((m, k))
+    np.add.at(robust, cohort, (ones - per_client[:, None] * rate[cohort]) ** 2)
+    binomial = reports[:, None] * rate * (1.0 - rate)
+    out: npt.NDArray[np.float64] = np.where(binomial > 0, robust / np.where(binomial > 0, binomial, 1.0), 1.0)
     return out
 
 
@@ -153,6 +201,7 @@ MAX_DIRECTION_CELLS = 1 << 24
 
 def outside_bit_rates(aggregate: Aggregate, cmap: CandidateMap, shares: npt.NDArray[np.float64],
                       share_std_errors: npt.NDArray[np.float64] | None = None,
+                      design_effect: npt.NDArray[np.float64] | None = None,
                       ) -> tuple[npt.NDArray[np.float64], OutsideNoise | None]:
     """Bloom-bit rate of the strings outside the candidates, per (cohort, bit), shrunk towards a random string's.
 
@@ -175,6 +224,9 @@ def outside_bit_rates(aggregate: Aggregate, cmap: CandidateMap, shares: npt.NDAr
     share_std_errors : ndarray of float64, shape (n_candidates,), optional
         Their standard errors: an error ``e_x`` in ``s_x`` moves ``b`` by
         ``F (b - B[., ., x]) e_x / (1 - S)`` (the derivative of ``b``).
+    design_effect : ndarray of float64, shape (m, k), optional
+        Each count's variance over its binomial variance (clients that report more than
+        once: :func:`bit_count_design_effect`); it scales ``se^2``.
 
     Returns
     -------
@@ -201,6 +253,8 @@ def outside_bit_rates(aggregate: Aggregate, cmap: CandidateMap, shares: npt.NDAr
     rate = ((ones[present] - expected) / (n * outside) - p01) / (p11 - p01)
     observed = ones[present] / n
     var = observed * (1.0 - observed) / (n * (outside * (p11 - p01)) ** 2)
+    if design_effect is not None:
+        var = var * design_effect[present]
     tau2 = max(float(np.mean((rate - uniform) ** 2) - np.mean(var)), 0.0)
     if tau2 == 0.0:
         return rates, None
@@ -223,6 +277,7 @@ def outside_bit_rates(aggregate: Aggregate, cmap: CandidateMap, shares: npt.NDAr
 def undetected_other_probabilities(batch: ReportBatch, aggregate: Aggregate, cmap: CandidateMap,
                                    columns: npt.NDArray[np.intp], marginal: Any,
                                    decoder: _Marginal, folds: npt.NDArray[np.int64] | None,
+                                   clients: npt.NDArray[np.int64] | None = None,
                                    ) -> tuple[npt.NDArray[np.float64], OutsideNoise | None]:
     """The ``"undetected"`` Other's bit probabilities, cross-fitted twice (see the module docstring).
 
@@ -231,7 +286,9 @@ def undetected_other_probabilities(batch: ReportBatch, aggregate: Aggregate, cma
     folds of each cohort's reports (:func:`outside_bit_rates`, with ``folds`` from
     :func:`report_folds`), where the marginal decode gives evidence of outside strings
     (:func:`outside_evidence`); elsewhere a random string's.  ``marginal`` is the variable's
-    marginal decode (its ``proportion``, ``prop_std_error`` and diagnostics).
+    marginal decode (its ``proportion``, ``prop_std_error`` and diagnostics).  ``clients``
+    (each report's client code, where some client reports more than once) scales the rates'
+    binomial noise by the counts' design effect (:func:`bit_count_design_effect`).
 
     Returns
     -------
@@ -258,7 +315,8 @@ def undetected_other_probabilities(batch: ReportBatch, aggregate: Aggregate, cma
     for f in range(int(folds.max()) + 1):
         keep = folds != f
         rest = ReportBatch(params=batch.params, cohorts=batch.cohorts[keep], words=batch.words[keep])
-        rates, noise = outside_bit_rates(Aggregate.from_reports(rest), cmap, proportions, share_se)
+        effect = None if clients is None else bit_count_design_effect(rest, clients[keep])
+        rates, noise = outside_bit_rates(Aggregate.from_reports(rest), cmap, proportions, share_se, effect)
         rows.append(probabilities(rates))
         noises.append(None if noise is None else OutsideNoise(slope ** 2 * noise.variance, slope[:, None] * noise.directions))
     if all(noise is None for noise in noises):

@@ -151,3 +151,29 @@ def test_the_independence_test_keeps_its_level_with_repeated_reports() -> None:
             naive += plain.independence.pvalue <= 0.05
     assert rejected <= 7
     assert naive >= 3
+
+
+def test_a_client_s_reports_share_a_fold() -> None:
+    from rappor.analysis.association._other import report_folds
+
+    codes = np.repeat(np.arange(1000), 7)
+    folds = report_folds(np.zeros(7000, dtype=np.int64), clients=codes)
+    assert (folds.reshape(1000, 7) == folds[::7, None]).all()
+    # Each client's fold is a fair coin: 1000 clients, 4 binomial standard errors of 500.
+    assert abs(int((folds[::7] == 0).sum()) - 500) <= 4 * np.sqrt(250)
+
+
+def test_the_counts_design_effect_is_one_for_single_reports_and_r_for_copies() -> None:
+    # Sum of squared deviations of 0/1 values from their mean is exactly N p (1 - p): ratio 1.
+    # R identical reports a client (p = 0, q = 1: the IRR is the PRR) multiply both the
+    # deviations (by R, squared) and the count (by R): ratio R.
+    from rappor.analysis.association._other import bit_count_design_effect
+
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.0, prob_q=1.0, prob_f=0.5)
+    for repeats in (1, 3):
+        sim = simulate_association(params, np.full((3, 2), 1 / 6), [["a", "b", "c"], None], 2000,
+                                   reports_per_client=repeats, rng=5)
+        clients = np.arange(2000) if sim.report_clients is None else sim.report_clients
+        effect = bit_count_design_effect(sim.reports[0], clients)
+        assert effect.shape == (4, 16)
+        np.testing.assert_allclose(effect, repeats, rtol=1e-12)
