@@ -286,12 +286,15 @@ def _irr(prr: np.ndarray, params: rappor.Params, gen: np.random.Generator) -> np
 
 
 def simulate_google(params: rappor.Params, joint: np.ndarray, values: Sequence[Sequence[str] | None], n: int, *,
-                    candidates: Sequence[Sequence[str] | None], rng: int) -> AssociationSimulation:
-    """Draw ``n`` clients from ``joint`` and encode one report per variable by google/rappor's client rules.
+                    candidates: Sequence[Sequence[str] | None], rng: int,
+                    reports_per_client: int = 1) -> AssociationSimulation:
+    """Draw ``n`` clients from ``joint`` and encode their reports of every variable by google/rappor's client rules.
 
     Client ``i``'s secret is ``c<i>`` (as google/rappor's simulator), its cohort uniform;
     every variable gets its own PRR under that secret (keyed by the Bloom filter, so
-    two variables with the same Bloom filter share it, as its client does).
+    two variables with the same Bloom filter share it, as its client does).  With
+    ``reports_per_client`` R, each client sends R report tuples: R IRRs of each PRR (the
+    memoized client of a daily report); ``report_clients`` says whose each tuple is.
     """
     gen = np.random.default_rng(rng)
     probs = np.asarray(joint, dtype=np.float64)
@@ -300,13 +303,19 @@ def simulate_google(params: rappor.Params, joint: np.ndarray, values: Sequence[S
     held = np.stack(np.unravel_index(cells, probs.shape), axis=1).astype(np.int64)
     cohorts = gen.integers(0, params.num_cohorts, size=n, dtype=np.int64)
     secrets = [f"c{i}".encode() for i in range(n)]
+    whose = np.repeat(np.arange(n, dtype=np.int64), reports_per_client) if reports_per_client > 1 else None
+    per_report = cohorts if whose is None else cohorts[whose]
+
+    def repeated(prr: np.ndarray) -> np.ndarray:  # a client's PRR in each of its reports
+        return prr if whose is None else prr[whose]
+
     variables, batches, labels = [], [], []
     for j, vals in enumerate(values):
         if vals is None:
             bparams = boolean_params(params)
             bloom = (held[:, j] == 0).astype(np.uint8)[:, None]  # index 0 is TRUE: the bit set
-            prr = google_prr_batch(secrets, bloom, bparams)
-            batches.append(rappor.ReportBatch.from_bits(bparams, cohorts, _irr(prr, bparams, gen)))
+            prr = repeated(google_prr_batch(secrets, bloom, bparams))
+            batches.append(rappor.ReportBatch.from_bits(bparams, per_report, _irr(prr, bparams, gen)))
             variables.append(Variable.boolean(f"var{j + 1}", params))
             labels.append(BOOLEAN_CATEGORIES)
             continue
@@ -314,11 +323,11 @@ def simulate_google(params: rappor.Params, joint: np.ndarray, values: Sequence[S
         table = google_bloom_bits_table(list(vals), params)  # (U, m, h)
         weights = np.left_shift(np.uint64(1), table.astype(np.uint64))
         blooms = np.bitwise_or.reduce(weights, axis=2)  # (U, m): each value's Bloom filter per cohort
-        prr = google_prr_batch(secrets, blooms[held[:, j], cohorts], params)
+        prr = repeated(google_prr_batch(secrets, blooms[held[:, j], cohorts], params))
         irr = _irr(prr, params, gen)
-        batches.append(rappor.ReportBatch.from_bits(params, cohorts, irr[:, :k]))
+        batches.append(rappor.ReportBatch.from_bits(params, per_report, irr[:, :k]))
         cand = list(vals) if candidates[j] is None else list(candidates[j])
         variables.append(Variable.string(f"var{j + 1}", hash_candidates_google(cand, params)))
         labels.append(tuple(vals))
     return AssociationSimulation(variables=tuple(variables), reports=tuple(batches), values=tuple(labels),
-                                 joint=probs, held=held)
+                                 joint=probs, held=held, report_clients=whose)

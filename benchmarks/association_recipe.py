@@ -32,6 +32,7 @@ Usage::
     python benchmarks/association_recipe.py --no-recipe [--classes ...] [--seeds 10] [--first-seed 9002] [--json FILE]
     python benchmarks/association_recipe.py --summarize FILE [FILE ...]
     python benchmarks/association_recipe.py --no-recipe --baseline-shrinkage boolean-split ...   # paired, ours twice
+    python benchmarks/association_recipe.py --reports-per-client 10 [--baseline-no-clients] ...  # daily reports
 
 ``--no-recipe`` simulates the same collections and decodes them with ours only (seconds a collection
 where the recipe takes minutes to an hour): it prints ours' TV and coverage, pooled over the seeds and
@@ -128,13 +129,13 @@ def _covered(res, truth: np.ndarray) -> list:
     return inside.reshape(-1).astype(int).tolist()
 
 
-def _ours(sim, shrinkage: str | None = None) -> dict:
+def _ours(sim, shrinkage: str | None = None, clients: bool = True) -> dict:
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started, cpu = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         decoder = AssociationDecoder() if shrinkage is None else AssociationDecoder(shrinkage=shrinkage)
-        res = decoder.decode(sim.reports, sim.variables)
+        res = decoder.decode(sim.reports, sim.variables, clients=sim.report_clients if clients else None)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     # The process's peak resident size (kB on Linux) before and after the decode: the decode's own
     # peak is the second when it is larger than the first (the simulation's is the first).
@@ -176,13 +177,19 @@ def run(args: argparse.Namespace) -> None:
                 row = json.loads(line)
                 stored[(row["class"], row["seed"])] = row["recipe"]
     rows = []
-    for name in names:
-        case = CLASSES[name]
+    repeats = args.reports_per_client
+    labels = []
+    for base in names:
+        case = CLASSES[base]
+        # R reports a client: the class's reports from n / R clients (memoized PRRs), named <class>-r<R>
+        name = base if repeats == 1 else f"{base}-r{repeats}"
+        labels.append(name)
         joint, values, cands = _scenario(case)
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             if args.recipe_from and (name, seed) not in stored:
                 continue  # only the stored collections
-            sim = recipe.simulate_google(PRIVACY[case.privacy], joint, values, case.n, candidates=cands, rng=seed)
+            sim = recipe.simulate_google(PRIVACY[case.privacy], joint, values, case.n // repeats, candidates=cands,
+                                         rng=seed, reports_per_client=repeats)
             if args.no_recipe:
                 recipe_run = None
             else:
@@ -190,6 +197,8 @@ def run(args: argparse.Namespace) -> None:
             out = {"class": name, "seed": seed, "ours": _ours(sim, args.shrinkage), "recipe": recipe_run}
             if args.baseline_shrinkage:
                 out["baseline"] = _ours(sim, args.baseline_shrinkage)
+            elif args.baseline_no_clients:
+                out["baseline"] = _ours(sim, args.shrinkage, clients=False)
             rows.append(out)
             brief = {"class": name, "seed": seed,
                      **{m: {f: v for f, v in out[m].items() if not f.startswith("cell_")}
@@ -198,9 +207,9 @@ def run(args: argparse.Namespace) -> None:
             if args.json:
                 with open(args.json, "a") as fh:
                     fh.write(json.dumps(out) + "\n")
-    _print_table(rows, names)
-    _print_coverage(rows, names)
-    _print_paired(rows, names)
+    _print_table(rows, labels)
+    _print_coverage(rows, labels)
+    _print_paired(rows, labels)
 
 
 def _by_class(rows: list, names: list):
@@ -212,12 +221,13 @@ def _by_class(rows: list, names: list):
 
 
 def _print_paired(rows: list, names: list) -> None:
-    """Ours against the same decoder with ``--baseline-shrinkage`` on the same collections: mean TVs, the
+    """Ours against the same decoder with ``--baseline-shrinkage`` (or without client ids) on the same collections: mean TVs, the
     standard error of the mean difference, and both coverages per band."""
     rows = [r for r in rows if r.get("baseline") is not None]
     if not rows:
         return
-    print("paired against --baseline-shrinkage: TV ours / baseline (se of the mean difference); coverage by band")
+    print("paired against the baseline (--baseline-shrinkage, or --baseline-no-clients): TV ours / baseline (se of the "
+          "mean difference); coverage by band")
     for name, sel in _by_class(rows, names):
         ours = np.array([r["ours"]["tv"] for r in sel])
         base = np.array([r["baseline"]["tv"] for r in sel])
@@ -297,6 +307,13 @@ def main() -> None:
     parser.add_argument("--baseline-shrinkage", default=None, metavar="S",
                         help="also decode each collection with AssociationDecoder(shrinkage=S) and print the paired "
                              "difference (e.g. boolean-split: the default before the conditionals' prior)")
+    parser.add_argument("--reports-per-client", type=int, default=1, metavar="R",
+                        help="each client sends R report tuples under one PRR (a daily report), the class's reports "
+                             "coming from 1/R as many clients; ours is told whose each tuple is; classes named "
+                             "<class>-r<R> [default: 1]")
+    parser.add_argument("--baseline-no-clients", action="store_true",
+                        help="also decode each collection without the client ids (every tuple its own client) and "
+                             "print the paired difference")
     parser.add_argument("--no-recipe", action="store_true",
                         help="decode the collections with ours only (no recipe run, no TV ratio): coverage per band "
                              "pooled over the seeds, with binomial standard errors, and per seed")
@@ -311,7 +328,7 @@ def main() -> None:
                 for line in fh:
                     row = json.loads(line)
                     latest[(row["class"], row["seed"])] = row
-        names = [n for n in CLASSES if any(c == n for c, _ in latest)]
+        names = list(dict.fromkeys(c for c, _ in latest))
         _print_table(list(latest.values()), names)
         _print_coverage(list(latest.values()), names)
         _print_paired(list(latest.values()), names)
