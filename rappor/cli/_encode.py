@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     if args.on_error == "raise":
         written = encode()
         if several:
-            sys.stderr.write(f"rappor: encoded {written} clients\n")
+            sys.stderr.write(f"rappor: encoded {written} rows (report tuples)\n")
         return 0
     rejects_path = resolve_rejects_path(args.output, args.rejects, "reports")
     # Both files are committed only if the whole input was read: a fatal error leaves neither.

@@ -515,7 +515,9 @@ def test_simulated_daily_reports_are_decoded_clustered_by_client(tmp_path: Path,
     args[args.index(str(tmp_path / "sim" / "reports.csv"))] = str(tmp_path / "anon.csv")
     args[args.index(str(tmp_path / "s.json"))] = str(tmp_path / "s2.json")
     args[args.index(str(tmp_path / "r.csv"))] = str(tmp_path / "r2.csv")
+    capsys.readouterr()
     assert main(args) == 0
+    assert "look like repeated reports" in capsys.readouterr().err  # the counts' dispersion says so
     anon = json.loads((tmp_path / "s2.json").read_text())
     assert anon["clients"] is None and "clustered" not in anon["std_error_method"]
     wide = np.array([float(r["std_error"]) for r in _rows(tmp_path / "r.csv")])

@@ -40,7 +40,7 @@ from ._selection import marginal_other_table, selection_shift
 from ._conditionals import string_pair_estimate
 from ._shrinkage import nested_split_posterior, shrink_boolean_split, with_splits
 from ._nuisance import nuisance_covariance, with_nuisance
-from ._clusters import cluster_score_products, repeats_clients
+from ._clusters import cluster_score_products, repeats_clients, repeats_without_ids
 from ._inputs import check_inputs, client_codes
 from ._signed import observed_covariance, signed_maximum
 from . import _threads
@@ -284,6 +284,8 @@ class AssociationDecoder(CheckedParameters):
         folds = report_folds(batches[0].cohorts, clients=repeated) if self.other == "undetected" else None
         chosen = [self._categories(batch, var, decoder, folds, repeated) for batch, var in zip(batches, variables)]
         selections, noises = [c[0] for c in chosen], [c[1] for c in chosen]
+        if codes is None and (why := repeats_without_ids(batches, selections, [v.name for v in variables])):
+            warnings.warn(why, RapporWarning, stacklevel=3)
         t_marginal = time.perf_counter()
         step(STAGES[1])
         by_fold = any(sel[3] is not None and sel[3].shape[0] > var.params.num_cohorts
