@@ -374,18 +374,26 @@ def write_assoc_reports(path: PathLike, batches: Sequence[ReportBatch], names: S
             out.write(",".join([csv_field(ids[i]), str(cohorts[i]), *(col[i] for col in columns)]) + "\n")
 
 
-def write_assoc_parquet(path: PathLike, batches: Sequence[ReportBatch], names: Sequence[str]) -> None:
-    """Write report tuples as Parquet: ``cohort`` (int32) and one packed-bytes column per variable."""
+def write_assoc_parquet(path: PathLike, batches: Sequence[ReportBatch], names: Sequence[str],
+                        client_ids: Sequence[str] | None = None) -> None:
+    """Write report tuples as Parquet: ``cohort`` (int32) and one packed-bytes column per variable; first a
+    ``client`` column (strings) when ``client_ids`` are given (a client's rows keep its id)."""
     from ._arrow import _pyarrow
 
     pa = _pyarrow()
     import pyarrow.parquet as pq
 
     arrays = [pa.array(batches[0].cohorts.astype(np.int32))]
+    columns = ["cohort", *names]
+    if client_ids is not None:
+        if len(client_ids) != len(batches[0]):
+            raise ValueError(f"{len(client_ids)} client ids for {len(batches[0])} report tuples")
+        arrays.insert(0, pa.array([str(c) for c in client_ids], type=pa.string()))
+        columns.insert(0, "client")
     for b in batches:
         nbytes = (b.params.num_bloombits + 7) // 8
         data = np.ascontiguousarray(b.words.astype("<u8")).view(np.uint8).reshape(len(b), -1)[:, :nbytes]
         arrays.append(pa.array([row.tobytes() for row in data], type=pa.binary(nbytes)))
-    table = pa.table(arrays, names=["cohort", *names])
+    table = pa.table(arrays, names=columns)
     with atomic_output(path, binary=True) as fh:
         pq.write_table(table, fh, compression="zstd")

@@ -523,3 +523,16 @@ def test_simulated_daily_reports_are_decoded_clustered_by_client(tmp_path: Path,
     wide = np.array([float(r["std_error"]) for r in _rows(tmp_path / "r.csv")])
     narrow = np.array([float(r["std_error"]) for r in _rows(tmp_path / "r2.csv")])
     assert np.median(wide / narrow) > 1.1, np.median(wide / narrow)  # measured 1.26
+
+
+def test_parquet_reports_keep_their_client_column(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    params = rappor.formats.read_params(GOOGLE / "m_params.csv")
+    names = ["domain", "flag..HTTPS"]
+    data = read_assoc_reports(GOOGLE / "reports.csv", names, [params, boolean_params(params)])
+    ids = [f"u{i // 5}" for i in range(len(data.batches[0]))]  # five rows a client
+    write_assoc_parquet(tmp_path / "r.parquet", data.batches, names, ids)
+    back = read_assoc_reports(tmp_path / "r.parquet", names, [b.params for b in data.batches])
+    assert back.clients is not None
+    assert (back.clients.reshape(-1, 5) == back.clients[::5, None]).all()
+    assert np.unique(back.clients).size == len(ids) // 5
