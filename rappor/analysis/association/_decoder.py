@@ -29,7 +29,7 @@ from ..._util.results import ConfidenceInterval
 from ...collect._aggregate import Aggregate
 from ...exceptions import ConvergenceWarning, DecodeError, InvalidParameterError, RapporWarning
 from ...client._reports import ReportBatch
-from ._inference import design_effect_bound, independence_null_draws, projected_draws
+from ._inference import clustered_tail_bound, design_effects, independence_null_draws, projected_draws
 from ._likelihood import CodedLikelihood, Factor, group_reports, likelihood_factors
 from ._mixture import HESSIAN_ROWS, FitResult, ProductLikelihood, _single_thread, fit_mixture
 from ._profile import profile_intervals
@@ -320,7 +320,7 @@ class AssociationDecoder(CheckedParameters):
         step(STAGES[3])
         shape = lik.shape
         cov = inverse_information = None
-        effect: float | None = None  # the largest design effect of repeated reports at the fit
+        effects: npt.NDArray[np.float64] | None = None  # the design effects of repeated reports at the fit
         law = signed = None
         se = np.full(shape, np.nan)
         se_method = "none"
@@ -336,7 +336,7 @@ class AssociationDecoder(CheckedParameters):
                 cov, signed = with_nuisance(lik, fit.table, patterns, variables, selections, noises, cov, signed, extra)
                 inverse_information = cov
                 if clustered is not None and np.isfinite(cov).all():  # the test's bound, before its draws
-                    effect = design_effect_bound(plain, cov)
+                    effects = design_effects(plain, cov)
             with _single_thread():
                 samples = projected_draws(fit.table, cov, gen, draws=PROJECTION_DRAWS) \
                     if lik.size <= MAX_PROJECTED_CELLS else None
@@ -359,7 +359,7 @@ class AssociationDecoder(CheckedParameters):
             profile = ConfidenceInterval(low=low.reshape(shape), high=high.reshape(shape))
         t_cov = time.perf_counter()
         step(STAGES[4])
-        test, test_iterations = self._independence(lik, factors, fit, gen, clustered, effect) \
+        test, test_iterations = self._independence(lik, factors, fit, gen, clustered, effects) \
             if self.independence_test else (None, [])
         t_test = time.perf_counter()
         step(STAGES[5])  # the point estimate: Other's share, the splits, the prior (its sampler: seconds)
@@ -456,7 +456,7 @@ class AssociationDecoder(CheckedParameters):
 
     def _independence(self, lik: ProductLikelihood, factors: list[Factor], joint: FitResult, gen: np.random.Generator,
                       clustered: tuple[Any, npt.NDArray[np.int64]] | None,
-                      effect_at_fit: float | None) -> tuple[IndependenceTest | None, list[int]]:
+                      effects_at_fit: npt.NDArray[np.float64] | None) -> tuple[IndependenceTest | None, list[int]]:
         """Likelihood-ratio test of independence, its p-value from the statistic's law at the boundary.
 
         The chi-square law of the statistic holds when no cell is near 0; with cells within a
@@ -467,9 +467,9 @@ class AssociationDecoder(CheckedParameters):
         p-value); otherwise the p-value is the share of draws at least as large as the
         statistic, ``(1 + #{draws >= statistic}) / (1 + draws)``.  With ``clustered`` (reports,
         clients) the draws come from the clustered covariance at the null, and the bound divides
-        the statistic by the largest design effect (:func:`design_effect_bound`): at the fit when
-        known (``effect_at_fit``; under independence the fit and the null are alike), so that a
-        p-value below the draws' resolution costs no pass at the null.
+        is that of the design effects (:func:`clustered_tail_bound`): those at the fit when known
+        (``effects_at_fit``; under independence the fit and the null are alike), so that a p-value
+        below the draws' resolution costs no pass at the null.
         """
         if len(factors) < 2:
             return None, []
@@ -498,15 +498,17 @@ class AssociationDecoder(CheckedParameters):
         for m in marginals[1:]:
             null = np.multiply.outer(null, m)
         cov = sampling = None
-        effect, method = effect_at_fit or 1.0, "likelihood-ratio, chi-square bound"
-        if clustered is not None and effect_at_fit is None and lik.size <= MAX_COVARIANCE_CELLS:
+        effects, method = effects_at_fit, "likelihood-ratio, chi-square bound"
+        if clustered is not None and effects is None and lik.size <= MAX_COVARIANCE_CELLS:
             cov = observed_covariance(lik, lik.forward(null.reshape(-1)))
             sampling = nuisance_covariance(cov, cluster_score_products(lik, null.reshape(-1), *clustered))
-            effect = design_effect_bound(cov, sampling)
-        if clustered is not None:
-            method += f" over the design effect {effect:.3g}" if effect_at_fit is not None or sampling is not None \
-                else f" (repeated reports not counted: more than {MAX_COVARIANCE_CELLS} cells)"
-        pvalue = float(special.chdtrc(df, stat / effect))
+            effects = design_effects(cov, sampling)
+        if effects is not None:
+            method = "likelihood-ratio, bound under the clustered sample"
+            pvalue = clustered_tail_bound(stat, effects, df)
+        else:
+            method += f" (repeated reports not counted: over {MAX_COVARIANCE_CELLS} cells)" if clustered else ""
+            pvalue = float(special.chdtrc(df, stat))
         if pvalue * (INDEPENDENCE_DRAWS + 1) >= 1.0 and lik.size <= MAX_PROJECTED_CELLS:
             cov = observed_covariance(lik, lik.forward(null.reshape(-1))) if cov is None else cov
             if clustered is not None and sampling is None:

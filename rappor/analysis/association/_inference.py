@@ -34,7 +34,6 @@ Independence
 from __future__ import annotations
 
 import math
-
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -45,9 +44,10 @@ from ..._util import tails
 from ..._util.lazy import lazy_module
 
 if TYPE_CHECKING:
-    from scipy import optimize
+    from scipy import optimize, special
 else:  # imported on first use: keeps `import rappor` light
     optimize = lazy_module("scipy.optimize")
+    special = lazy_module("scipy.special")
 
 __all__ = ["boundary_interval", "conditional_distribution", "constrained_covariance", "independence_null_draws",
            "marginal_distribution", "projected_covariance", "projected_draws"]
@@ -316,19 +316,50 @@ def _independence_directions(marginals: Sequence[Array]) -> Array:
     return np.array(columns).T if columns else np.zeros((int(np.prod([m.size for m in marginals])), 0))
 
 
-def design_effect_bound(cov: Array, sampling: Array) -> float:
-    """The largest eigenvalue of ``sampling`` in the coordinates where ``cov`` is the identity (at least 1).
+def design_effects(cov: Array, sampling: Array) -> Array:
+    """The eigenvalues of ``sampling`` in the coordinates where ``cov`` is the identity: the design effects.
 
-    With ``z ~ N(pi0, sampling)`` the likelihood-ratio statistic in the metric ``cov^+`` is
-    ``sum_i lambda_i chi^2_1`` (Rao and Scott 1981, JASA 76(374): the design effects of a
-    clustered sample), at most ``lambda_max chi^2_df``: the chi-square tail of the statistic
-    divided by this bound is a conservative p-value.
+    With ``z ~ N(pi0, sampling)`` (clients that report more than once,
+    :mod:`~rappor.analysis.association._clusters`) the likelihood-ratio statistic in the metric
+    ``cov^+`` is ``sum_i lambda_i chi^2_1`` over the directions it measures (Rao and Scott 1981,
+    JASA 76(374)).  Infinite where either matrix has unresolved cells.
     """
     if not (np.isfinite(cov).all() and np.isfinite(sampling).all()):
-        return math.inf  # unresolved cells: no bound (the p-value is then 1)
+        return np.full(1, math.inf)
     proj = _SimplexProjection(cov)
     inner = proj.whiten @ sampling @ proj.whiten.T
-    return max(1.0, float(np.linalg.eigvalsh(0.5 * (inner + inner.T)).max())) if inner.size else 1.0
+    out: Array = np.clip(np.linalg.eigvalsh(0.5 * (inner + inner.T)), 0.0, None) if inner.size else np.ones(1)
+    return out
+
+
+def clustered_tail_bound(statistic: float, effects: Array, df: int, *, steps: int = 100) -> float:
+    """An upper bound on ``P(T >= statistic)`` for the independence statistic ``T`` under clustered sampling.
+
+    ``T`` is the squared length of the whitened estimate's projection on ``df`` of the directions,
+    so ``T <= sum_i lambda_i chi^2_1`` over all of them (``lambda`` the :func:`design_effects`) and
+    ``T <= lambda_max chi^2_df``; the boundary only makes it smaller.  The bound is the smaller of
+    that chi-square tail and the Chernoff bound ``min_t exp(-t s) prod_i (1 - 2 t lambda_i)^(-1/2)``
+    over ``0 < t < 1 / (2 lambda_max)`` (its exponent is convex in ``t``: the minimum is where its
+    derivative ``-s + sum_i lambda_i / (1 - 2 t lambda_i)`` is 0, found by bisection).  1 when some
+    effect is infinite.
+    """
+    lam = np.asarray(effects, dtype=np.float64)
+    if not np.isfinite(lam).all():
+        return 1.0
+    top = max(float(lam.max(initial=0.0)), 1.0)
+    best = float(special.chdtrc(df, statistic / top)) if df > 0 else 1.0
+    lam = lam[lam > 1e-12 * top]
+    if statistic <= float(lam.sum()):
+        return best
+    lo, hi = 0.0, 0.5 / float(lam.max())
+    for _ in range(steps):
+        t = 0.5 * (lo + hi)
+        if float(np.sum(lam / (1.0 - 2.0 * t * lam))) < statistic:
+            lo = t
+        else:
+            hi = t
+    exponent = -lo * statistic - 0.5 * float(np.sum(np.log1p(-2.0 * lo * lam)))
+    return min(best, math.exp(exponent))
 
 
 def independence_null_draws(marginals: Sequence[Array], cov: Array, rng: np.random.Generator, *,
