@@ -23,7 +23,7 @@ The package's modules (private), in the order a decode uses them:
 
 =================  ================================================================
 ``_variables``     the variables: a name, an encoding and its categories (:class:`Variable`)
-``_inputs``        the decoder's inputs checked: a batch a variable, rows aligned, client ids
+``_inputs``        the decoder's inputs checked: a batch a variable, rows aligned, client ids, the fit's memory
 ``_other``         the "Other" category's bit rates (non-candidate strings)
 ``_likelihood``    per-report likelihoods of each category, from packed bits
 ``_pairs``         many candidates' likelihood sums from per-cohort bit and bit-pair sums

@@ -12,7 +12,6 @@ import numpy as np
 import numpy.typing as npt
 
 from ..._util.lazy import lazy_module
-from ..._util.memory import check_memory
 from ..._util.validation import (
     CheckedParameters,
     ParameterCheck,
@@ -31,7 +30,7 @@ from ...exceptions import ConvergenceWarning, DecodeError, InvalidParameterError
 from ...client._reports import ReportBatch
 from ._inference import clustered_tail_bound, design_effects, independence_null_draws, projected_draws
 from ._likelihood import CodedLikelihood, Factor, group_reports, likelihood_factors
-from ._mixture import HESSIAN_ROWS, FitResult, ProductLikelihood, _single_thread, fit_mixture
+from ._mixture import FitResult, ProductLikelihood, _single_thread, fit_mixture
 from ._profile import profile_intervals
 from ._other import (OutsideNoise, marginal_other_share, other_bit_probabilities, other_pools_outside_strings, report_folds,
                      undetected_other_probabilities)
@@ -41,9 +40,8 @@ from ._conditionals import string_pair_estimate
 from ._shrinkage import nested_split_posterior, shrink_boolean_split, with_splits
 from ._nuisance import nuisance_covariance, with_nuisance
 from ._clusters import cluster_score_products, repeats_clients, repeats_without_ids
-from ._inputs import check_inputs, client_codes
+from ._inputs import check_fit_memory, check_inputs, client_codes
 from ._signed import observed_covariance, signed_maximum
-from . import _threads
 from ._threads import shared_threads
 from ._variables import OTHER, Variable
 
@@ -261,7 +259,7 @@ class AssociationDecoder(CheckedParameters):
         batches, variables = check_inputs(reports, variables)
         codes = None if clients is None else client_codes(clients, len(batches[0]), "AssociationDecoder.decode")
         if self.candidates == "all":  # known before the marginal decodes: refuse at once
-            _check_fit_memory(len(batches[0]), [len(v.candidate_map) for v in variables], variables)
+            check_fit_memory(len(batches[0]), [len(v.candidate_map) for v in variables], variables)
         # One BLAS thread throughout: the passes are blocks of a few thousand rows, and on a
         # busy 2-core machine the default pool oversubscribed the cores (fit 21-23 s instead of 5 s).
         # The passes' own threads are started once for the decode (_threads.shared_threads).
@@ -291,7 +289,7 @@ class AssociationDecoder(CheckedParameters):
         by_fold = any(sel[3] is not None and sel[3].shape[0] > var.params.num_cohorts
                       for sel, var in zip(selections, variables))
         patterns = group_reports(batches, folds if by_fold else None, index_reports=repeats)
-        _check_fit_memory(len(patterns), [len(sel[0]) for sel in selections], variables)
+        check_fit_memory(len(patterns), [len(sel[0]) for sel in selections], variables)
         factors, impossible = likelihood_factors(patterns, variables, selections)
         dropped = int(patterns.counts[impossible].sum())
         if dropped:
@@ -398,8 +396,9 @@ class AssociationDecoder(CheckedParameters):
             "likelihood_seconds": round(t_lik - t_marginal, 4),
             "em_elapsed_time": round(t_fit - t_lik, 4),
             "covariance_seconds": round(t_cov - t_fit, 4),
-            "interval_method": (f"profile likelihood at {profile_level:g}" if profile_level is not None
-                                else "signed maximum" if signed is not None
+            "interval_method": (f"profile likelihood at {profile_level:g}" + (", repeated reports not counted"
+                                                                               if clustered else "")
+                                if profile_level is not None else "signed maximum" if signed is not None
                                 else "projected" if law is not None else "wald"),
             "signed_iterations": None if signed is None else signed.iterations,
             "selection_excess": [None if ex is None else round(float(ex.sum()), 6) for ex in excess],
@@ -566,34 +565,3 @@ def _product_start(batches: Sequence[ReportBatch], variables: Sequence[Variable]
         table = np.multiply.outer(table, guess).reshape(-1)
     out: npt.NDArray[np.float64] = table / table.sum()
     return out
-
-
-def fit_bytes(patterns: int, columns: Sequence[int], variables: Sequence[Variable]) -> int:
-    """Peak bytes of the likelihoods and the fit for ``patterns`` report tuples and ``columns`` candidates a variable.
-
-    One byte per (candidate, pattern) for a string variable's coded likelihoods (four when
-    ``h > 8``); the SQP step's Hessian sample (up to ``HESSIAN_ROWS`` patterns x cells,
-    float64) and three ``cells x cells`` matrices (the Hessian, its factor, the
-    covariance) plus one Hessian accumulator per row range of a pass
-    (:data:`~rappor.analysis.association._threads.MAX_THREADS`); 16 float64 vectors per
-    pattern.  A string variable's categories are its candidates plus Other.  An estimate of
-    the arrays, not of every temporary.
-    """
-    cells = 1
-    coded = 0
-    for count, var in zip(columns, variables):
-        categories = count if var.kind == "boolean" else count + 1
-        cells *= max(categories, 1)
-        if var.kind == "string":
-            coded += patterns * count * (1 if var.params.num_hashes <= 8 else 4)
-    sample = min(patterns, HESSIAN_ROWS)
-    return coded + 8 * sample * cells + (3 + _threads.MAX_THREADS) * 8 * cells * cells + 16 * 8 * patterns
-
-
-def _check_fit_memory(patterns: int, columns: Sequence[int], variables: Sequence[Variable]) -> None:
-    """Refuse a table whose likelihoods and fit cannot fit in memory, naming the sizes and the remedy."""
-    sizes = " x ".join(f"{c + (var.kind == 'string')} ({var.name})" for c, var in zip(columns, variables))
-    check_memory(fit_bytes(patterns, columns, variables),
-                 f"the association fit of {patterns:,} report tuples over {sizes} categories",
-                 remedy="keep the detected candidates (candidates='detected', rappor decode-assoc --categories "
-                        "detected) or use fewer candidates")

@@ -1,4 +1,4 @@
-"""The association decoder's inputs checked: one batch a variable, rows aligned by client (private)."""
+"""The association decoder's inputs checked: one batch a variable, rows aligned by client, a fit that fits (private)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,15 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from ..._util.memory import check_memory
 from ...client._reports import ReportBatch
 from ...exceptions import DecodeError, IncompatibleParamsError, InvalidParameterError
+from . import _threads
+from ._mixture import HESSIAN_ROWS
 from ._result import check_variable_names
 from ._variables import Variable
 
-__all__ = ["check_inputs", "client_codes"]
+__all__ = ["check_fit_memory", "check_inputs", "client_codes", "fit_bytes"]
 
 
 def check_inputs(reports: Sequence[ReportBatch], variables: Sequence[Variable],
@@ -80,3 +83,34 @@ def client_codes(clients: npt.ArrayLike, n_reports: int, owner: str) -> npt.NDAr
     _, codes = np.unique(ids, return_inverse=True)
     out: npt.NDArray[np.int64] = codes.reshape(-1).astype(np.int64)
     return out
+
+
+def fit_bytes(patterns: int, columns: Sequence[int], variables: Sequence[Variable]) -> int:
+    """Peak bytes of the likelihoods and the fit for ``patterns`` report tuples and ``columns`` candidates a variable.
+
+    One byte per (candidate, pattern) for a string variable's coded likelihoods (four when
+    ``h > 8``); the SQP step's Hessian sample (up to ``HESSIAN_ROWS`` patterns x cells,
+    float64) and three ``cells x cells`` matrices (the Hessian, its factor, the
+    covariance) plus one Hessian accumulator per row range of a pass
+    (:data:`~rappor.analysis.association._threads.MAX_THREADS`); 16 float64 vectors per
+    pattern.  A string variable's categories are its candidates plus Other.  An estimate of
+    the arrays, not of every temporary.
+    """
+    cells = 1
+    coded = 0
+    for count, var in zip(columns, variables):
+        categories = count if var.kind == "boolean" else count + 1
+        cells *= max(categories, 1)
+        if var.kind == "string":
+            coded += patterns * count * (1 if var.params.num_hashes <= 8 else 4)
+    sample = min(patterns, HESSIAN_ROWS)
+    return coded + 8 * sample * cells + (3 + _threads.MAX_THREADS) * 8 * cells * cells + 16 * 8 * patterns
+
+
+def check_fit_memory(patterns: int, columns: Sequence[int], variables: Sequence[Variable]) -> None:
+    """Refuse a table whose likelihoods and fit cannot fit in memory, naming the sizes and the remedy."""
+    sizes = " x ".join(f"{c + (var.kind == 'string')} ({var.name})" for c, var in zip(columns, variables))
+    check_memory(fit_bytes(patterns, columns, variables),
+                 f"the association fit of {patterns:,} report tuples over {sizes} categories",
+                 remedy="keep the detected candidates (candidates='detected', rappor decode-assoc --categories "
+                        "detected) or use fewer candidates")
