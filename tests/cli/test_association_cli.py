@@ -487,12 +487,13 @@ def test_a_client_column_groups_each_client_s_reports(tmp_path: Path) -> None:
     assert read_assoc_reports(without, ["domain", "flag..HTTPS"], [params, bparams]).clients is None
 
 
-def test_simulated_daily_reports_are_decoded_clustered_by_client(tmp_path: Path,
+def test_simulated_daily_reports_are_decoded_by_client(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     # simulate-assoc --reports-per-client writes each client's id on each of its rows; decode-assoc
-    # reads them and clusters the covariance by client (the summary says so and counts the clients).
+    # reads them and fits each client's reports' exact likelihood (the summary says so and counts
+    # the clients).
     # google/rappor's benchmark privacy (p=0.25 q=0.75 f=0.5), where the permanent response's noise
-    # is a large share of a report's: 10 reports a client widen the standard errors by a median 1.26 here.
+    # is a large share of a report's (the honesty of the errors: tests/analysis/association/test_clusters.py).
     (tmp_path / "p.csv").write_text("k,h,m,p,q,f\n32,2,32,0.25,0.75,0.5\n")
     assert main(["simulate-assoc", "--params", str(tmp_path / "p.csv"), "--clients", "3000", "--reports-per-client",
                  "10", "--unique", "10", "--no-report", "--out", str(tmp_path / "sim")]) == 0
@@ -500,16 +501,15 @@ def test_simulated_daily_reports_are_decoded_clustered_by_client(tmp_path: Path,
     rows = _rows(tmp_path / "sim" / "reports.csv")
     assert len(rows) == 30000 and rows[0]["client"] == rows[9]["client"] != rows[10]["client"]
     metrics = json.loads((tmp_path / "sim" / "metrics.json").read_text())
-    assert metrics["simulation"]["reports per client"] == 10 and "clustered" in metrics["fit"]["std_error_method"]
+    assert metrics["simulation"]["reports per client"] == 10 and metrics["fit"]["likelihood_rows"].startswith("clients")
     args = ["decode-assoc", "--params", str(tmp_path / "sim" / "params.csv"), "--reports",
             str(tmp_path / "sim" / "reports.csv"), "--var1", "value", "--map1", str(tmp_path / "sim" / "map1.csv"),
             "--var2", "flag", "--bool", "-o", str(tmp_path / "r.csv"), "--summary", str(tmp_path / "s.json"), "--quiet"]
     assert main(args) == 0
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["clients"] == 3000 and summary["num_reports"] == 30000
-    assert summary["std_error_method"].endswith("clustered by client")
-    assert "clustered by client" in summary["independence"]["method"]
-    # The same rows without their ids: every row its own client, narrower intervals.
+    assert summary["likelihood_rows"].startswith("clients")  # each client's reports' exact likelihood
+    # The same rows without their ids: every row its own client, and a warning.
     (tmp_path / "anon.csv").write_text("\n".join(line.split(",", 1)[1] for line in
                                                  (tmp_path / "sim" / "reports.csv").read_text().splitlines()) + "\n")
     args[args.index(str(tmp_path / "sim" / "reports.csv"))] = str(tmp_path / "anon.csv")
@@ -519,10 +519,7 @@ def test_simulated_daily_reports_are_decoded_clustered_by_client(tmp_path: Path,
     assert main(args) == 0
     assert "look like repeated reports" in capsys.readouterr().err  # the counts' dispersion says so
     anon = json.loads((tmp_path / "s2.json").read_text())
-    assert anon["clients"] is None and "clustered" not in anon["std_error_method"]
-    wide = np.array([float(r["std_error"]) for r in _rows(tmp_path / "r.csv")])
-    narrow = np.array([float(r["std_error"]) for r in _rows(tmp_path / "r2.csv")])
-    assert np.median(wide / narrow) > 1.1, np.median(wide / narrow)  # measured 1.26
+    assert anon["clients"] is None and anon["likelihood_rows"] == "report patterns"
 
 
 def test_parquet_reports_keep_their_client_column(tmp_path: Path) -> None:

@@ -35,7 +35,8 @@ The package's modules (private), in the order a decode uses them:
 ``_profile``       profile-likelihood intervals of the cells
 ``_signed``        the likelihood's maximum over signed tables: the default intervals' centre
 ``_nuisance``      the outside strings' estimated bit rates carried into the covariance
-``_clusters``      clients that report more than once: the covariance clustered by client
+``_repeats``       clients that report more than once: the exact likelihood of a client's reports
+``_clusters``      the same, where that likelihood is not used: the covariance clustered by client
 ``_selection``     where choosing the categories on the same reports moves the table (the intervals cover it)
 ``_result``        :class:`AssociationResult`
 ``_decoder``       :class:`AssociationDecoder`: configuration, then reports to a table

@@ -40,6 +40,7 @@ from ._conditionals import string_pair_estimate
 from ._shrinkage import nested_split_posterior, shrink_boolean_split, with_splits
 from ._nuisance import nuisance_covariance, with_nuisance
 from ._clusters import cluster_score_products, repeats_clients, repeats_without_ids
+from ._repeats import client_factor_bytes, client_factors
 from ._inputs import check_fit_memory, check_inputs, client_codes
 from ._signed import observed_covariance, signed_maximum
 from ._threads import shared_threads
@@ -57,6 +58,9 @@ __all__ = ["AssociationDecoder"]
 #: Largest table (cells) for which standard errors are computed by default (the
 #: information matrix is cells x cells and costs patterns x cells^2 to form).
 MAX_COVARIANCE_CELLS = 2048
+#: Largest dense per-client factors (bytes) for the exact likelihood of repeated reports (_repeats); above it
+#: the reports' patterns are fitted and the covariance clustered by client (_clusters).
+MAX_CLIENT_FACTOR_BYTES = 1 << 30
 #: Largest table whose standard errors account for the boundary (projected normal); larger
 #: tables get the inverse information, which overstates them near the boundary.
 MAX_PROJECTED_CELLS = 512
@@ -228,9 +232,11 @@ class AssociationDecoder(CheckedParameters):
         variables : sequence of Variable
             The variables, in the same order (two or three; one gives its marginal).
         clients : array-like of shape (n_reports,), optional
-            Each report's client id.  Where a client reported more than once (under one
-            permanent response) the covariance is the sandwich clustered by client
-            (:mod:`~rappor.analysis.association._clusters`); by default every report is its own client.
+            Each report's client id; by default every report is its own client.  Where a client
+            reported more than once (under one permanent response) the likelihood is that of each
+            client's reports together (:mod:`~rappor.analysis.association._repeats`), or, with
+            outside strings' estimated rates or too many clients for its factors, that of the
+            reports with the covariance clustered by client (:mod:`~rappor.analysis.association._clusters`).
         progress : callable or None, default=None
             Called with the name of each stage as it starts (:data:`STAGES`), e.g. to
             advance a progress bar (``rappor decode-assoc`` draws one on a terminal).
@@ -288,20 +294,35 @@ class AssociationDecoder(CheckedParameters):
         step(STAGES[1])
         by_fold = any(sel[3] is not None and sel[3].shape[0] > var.params.num_cohorts
                       for sel, var in zip(selections, variables))
-        patterns = group_reports(batches, folds if by_fold else None, index_reports=repeats)
-        check_fit_memory(len(patterns), [len(sel[0]) for sel in selections], variables)
-        factors, impossible = likelihood_factors(patterns, variables, selections)
-        dropped = int(patterns.counts[impossible].sum())
+        # Repeated reports without estimated outside rates: the exact likelihood of each client's reports
+        # (_repeats; rows are clients), where its dense factors fit; else the reports' patterns and the
+        # covariance clustered by client (_clusters).
+        by_client = repeats and codes is not None and not by_fold and all(n is None for n in noises) \
+            and client_factor_bytes(int(codes.max()) + 1, selections) <= MAX_CLIENT_FACTOR_BYTES
+        patterns = None if by_client else group_reports(batches, folds if by_fold else None, index_reports=repeats)
+        factors: list[Factor]
+        if patterns is None:
+            assert codes is not None
+            dense, impossible = client_factors(batches, variables, selections, codes)
+            factors = list(dense)
+            weights = np.ones(impossible.size)
+            reports_of = np.bincount(codes, minlength=impossible.size).astype(np.float64)
+        else:
+            check_fit_memory(len(patterns), [len(sel[0]) for sel in selections], variables)
+            factors, impossible = likelihood_factors(patterns, variables, selections)
+            weights = reports_of = patterns.counts.astype(np.float64)
+        dropped = int(reports_of[impossible].sum())
         if dropped:
             warnings.warn(f"{dropped} report tuple(s) are impossible under every category (a probability of 0 "
                           f"for each) and were left out", RapporWarning, stacklevel=3)
-            patterns = patterns.select(~impossible)
+            patterns = None if patterns is None else patterns.select(~impossible)
             factors = [f.select(~impossible) if isinstance(f, CodedLikelihood) else f[~impossible] for f in factors]
-        if len(patterns) == 0:
+            weights, reports_of = weights[~impossible], reports_of[~impossible]
+        if weights.size == 0:
             raise DecodeError("No report is left to analyse.")
         # (each report's pattern, its client) where some client reported more than once (_clusters)
-        clustered = (patterns.reports, codes) if patterns.reports is not None and codes is not None else None
-        lik = ProductLikelihood(factors, patterns.counts.astype(np.float64))
+        clustered = None if patterns is None or patterns.reports is None or codes is None else (patterns.reports, codes)
+        lik = ProductLikelihood(factors, weights)
         t_lik = time.perf_counter()
         step(STAGES[2])
         # SQP starts from the product of the marginal estimates (EM from the uniform table, as
@@ -331,6 +352,7 @@ class AssociationDecoder(CheckedParameters):
             if clustered is not None or any(n is not None for n in noises):  # outside strings' rates (_nuisance), repeats
                 extra = None if clustered is None else cluster_score_products(lik, fit.table, *clustered)
                 plain = cov
+                assert patterns is not None  # the exact client likelihood has neither
                 cov, signed = with_nuisance(lik, fit.table, patterns, variables, selections, noises, cov, signed, extra)
                 inverse_information = cov
                 if clustered is not None and np.isfinite(cov).all():  # the test's bound, before its draws
@@ -392,6 +414,7 @@ class AssociationDecoder(CheckedParameters):
             "std_error_method": se_method,
             "reports_dropped": dropped,
             "clients": None if codes is None else int(np.unique(codes).size),
+            "likelihood_rows": "clients (their reports' exact likelihood)" if patterns is None else "report patterns",
             "marginal_seconds": round(t_marginal - started, 4),
             "likelihood_seconds": round(t_lik - t_marginal, 4),
             "em_elapsed_time": round(t_fit - t_lik, 4),
@@ -413,7 +436,7 @@ class AssociationDecoder(CheckedParameters):
             variables=tuple(v.name for v in variables),
             categories=tuple(sel[1] for sel in selections),
             proportion=table, std_error=se, covariance=cov,
-            n_reports=int(patterns.counts.sum()), n_patterns=len(patterns), method=self.method,
+            n_reports=int(reports_of.sum()), n_patterns=int(weights.size), method=self.method,
             iterations=fit.iterations, max_iterations=self.max_iterations, converged=fit.converged,
             gap=fit.gap, tolerance=self.tolerance, log_likelihood=fit.log_likelihood, independence=test,
             marginal_results=tuple(sel[2] for sel in selections), diagnostics=diagnostics,

@@ -102,19 +102,30 @@ def test_one_report_a_client_decodes_as_without_ids() -> None:
     assert plain.independence.pvalue == ided.independence.pvalue
 
 
-def test_repeated_reports_get_honest_standard_errors_when_clustered_by_client() -> None:
+@pytest.mark.parametrize("path", ["exact", "clustered"])
+def test_repeated_reports_get_honest_standard_errors(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # 3,000 clients x 30 reports under one PRR each (string x boolean, 50 Zipf strings, k=32 m=32
-    # f=0.5; seeds 20-25, 117 cells of 0.005 and above).  The signed maximum's z against the
-    # truth: measured mean z^2 0.84 and +-1.96 coverage 0.957 clustered; 2.35 and 0.829 with every
-    # report its own client.  Bounds: 4 standard errors of each statistic for independent cells
-    # (z^2 mean: sqrt(2 / cells); coverage: binomial), which the unclustered errors miss.
+    # f=0.5; seeds 20-25, about 117 cells of 0.005 and above).  The signed maximum's z against the
+    # truth: with every report its own client, mean z^2 2.35 and +-1.96 coverage 0.829 (measured);
+    # clustered by client (the sandwich over the reports' patterns, forced here by a factor budget of
+    # 0) 0.84 and 0.957; with the exact likelihood of each client's reports (the default) the model
+    # is right and its information honest.  Bounds: 4 standard errors of each statistic for
+    # independent cells (z^2 mean: sqrt(2 / cells); coverage: binomial).
+    from rappor.analysis.association import _decoder
+
+    if path == "clustered":
+        monkeypatch.setattr(_decoder, "MAX_CLIENT_FACTOR_BYTES", 0)
     joint, values, _ = example_joint("string-bool", 50)
     z, covered = [], []
     for seed in range(20, 26):
         sim = simulate_association(BENCH, joint, values, 3000, reports_per_client=30, rng=seed)
         res = AssociationDecoder(rng=0).decode(sim.reports, sim.variables, clients=sim.report_clients)
         assert res.signed_maximum is not None and res.signed_std_error is not None
-        assert "clustered by client" in res.diagnostics["std_error_method"] and res.diagnostics["clients"] == 3000
+        assert res.diagnostics["clients"] == 3000
+        if path == "clustered":
+            assert "clustered by client" in res.diagnostics["std_error_method"]
+        else:
+            assert res.diagnostics["likelihood_rows"].startswith("clients") and res.n_patterns == 3000
         truth = sim.truth(res.categories)
         big = truth >= 0.005
         z.extend(((res.signed_maximum - truth) / res.signed_std_error)[big].tolist())
@@ -128,29 +139,81 @@ def test_repeated_reports_get_honest_standard_errors_when_clustered_by_client() 
     assert np.mean(covered) >= 0.95 - 4 * np.sqrt(0.95 * 0.05 / cells)
 
 
-def test_the_independence_test_keeps_its_level_with_repeated_reports() -> None:
+def test_the_exact_client_likelihood_is_the_report_likelihood_for_single_reports() -> None:
+    # With one report a client, P(reports | category) is the report's own likelihood: the rows of
+    # client_factors equal the report patterns' rows up to a factor a row (both are scaled).
+    from rappor.analysis.association._repeats import client_factors
+
+    joint, values, cands = example_joint("string-bool", 6, remove_every=3)
+    sim = simulate_association(PARAMS, joint, values, 500, candidates=cands, rng=4)
+    patterns = group_reports(sim.reports, index_reports=True)
+    string, boolean = sim.variables
+    # Other's report-level rates as the model makes them: p01 + (p11 - p01) x a Bloom-bit rate.
+    other = PARAMS.p01 + (PARAMS.p11 - PARAMS.p01) * np.random.default_rng(0).uniform(0.0, 1.0, size=(8, 16))
+    selections = [(np.arange(4, dtype=np.intp), tuple(string.candidate_map.strings) + ("Other",), None, other),
+                  (np.arange(2, dtype=np.intp), tuple(boolean.candidate_map.strings), None, None)]
+    by_pattern, _ = likelihood_factors(patterns, sim.variables, selections)
+    by_client, impossible = client_factors(sim.reports, sim.variables, selections, np.arange(500))
+    assert not impossible.any()
+    assert patterns.reports is not None
+    for mine, theirs in zip(by_client, by_pattern):
+        rows = theirs.take(patterns.reports) if hasattr(theirs, "take") else np.asarray(theirs)[patterns.reports]
+        ratio = mine / rows
+        np.testing.assert_allclose(ratio, np.broadcast_to(ratio[:, :1], ratio.shape), rtol=1e-9)
+
+
+def test_the_exact_client_likelihood_is_closer_than_the_clustered_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 3,000 clients x 30 reports (string x boolean as above, seeds 30-35): TV to the clients' joint,
+    # measured 0.095 with each client's exact likelihood against 0.109 with the reports' patterns
+    # clustered by client (closer on 5 of 6).  Checked: closer on average, and on at least 4 of 6.
+    from rappor.analysis.association import _decoder, total_variation
+
+    joint, values, _ = example_joint("string-bool", 50)
+    exact, clustered = [], []
+    for seed in range(30, 36):
+        sim = simulate_association(BENCH, joint, values, 3000, reports_per_client=30, rng=seed)
+        for budget, out in ((1 << 30, exact), (0, clustered)):
+            monkeypatch.setattr(_decoder, "MAX_CLIENT_FACTOR_BYTES", budget)
+            res = AssociationDecoder(rng=0).decode(sim.reports, sim.variables, clients=sim.report_clients)
+            out.append(total_variation(res.proportion, sim.truth(res.categories)))
+    assert np.mean(exact) < np.mean(clustered)
+    assert sum(a < b for a, b in zip(exact, clustered)) >= 4
+
+
+def test_the_independence_test_keeps_its_level_with_repeated_reports(monkeypatch: pytest.MonkeyPatch) -> None:
     # Independent string x boolean (8 strings, P(TRUE) = 0.4 whatever the string), 2,000 clients x
     # 30 reports, k=32 m=32 f=0.5.  Measured over 60 collections (seeds 100-159): rejected at 5% in
-    # 1.7% clustered by client, in 68% with every report its own client.  Here 40 collections
-    # clustered: at a level of 0.05 the rejections are Binomial(40, 0.05), and 8 or more has
-    # probability 0.005; and 10 unclustered, which reject 3 or more unless the level were right
-    # (at 0.68, 2 or fewer has probability 0.004).
+    # 1.7% with the reports' patterns clustered by client, in 68% with every report its own client.
+    # Here 40 collections with each client's exact likelihood (the default): at a level of 0.05 the
+    # rejections are Binomial(40, 0.05), and 8 or more has probability 0.005; 20 with the clustered
+    # patterns; and 10 with every report a client, which reject 3 or more unless the level were
+    # right (at 0.68, 2 or fewer has probability 0.004).
     values = [f"v{i}" for i in range(8)]
     share = np.array([0.3, 0.2, 0.15, 0.1, 0.1, 0.05, 0.05, 0.05])
     joint = np.outer(share, [0.4, 0.6])
-    rejected = naive = 0
+    rejected = rejected_fallback = naive = 0
     for seed in range(40):
         sim = simulate_association(BENCH, joint, [values, None], 2000, reports_per_client=30, rng=seed)
         res = AssociationDecoder(candidates="all", other="none", rng=seed).decode(
             sim.reports, sim.variables, clients=sim.report_clients)
-        assert res.independence is not None and "clustered by client" in res.independence.method
+        assert res.independence is not None and res.diagnostics["likelihood_rows"].startswith("clients")
         rejected += res.independence.pvalue <= 0.05
+        if seed < 20:  # the reports' patterns clustered by client (the fallback), forced
+            from rappor.analysis.association import _decoder
+
+            with monkeypatch.context() as patch:
+                patch.setattr(_decoder, "MAX_CLIENT_FACTOR_BYTES", 0)
+                fallback = AssociationDecoder(candidates="all", other="none", rng=seed).decode(
+                    sim.reports, sim.variables, clients=sim.report_clients)
+            assert fallback.independence is not None and "clustered by client" in fallback.independence.method
+            rejected_fallback += fallback.independence.pvalue <= 0.05
         if seed < 10:
             with pytest.warns(RapporWarning, match="look like repeated reports"):
                 plain = AssociationDecoder(candidates="all", other="none", rng=seed).decode(sim.reports, sim.variables)
             assert plain.independence is not None
             naive += plain.independence.pvalue <= 0.05
     assert rejected <= 7
+    assert rejected_fallback <= 4  # of 20: 5 or more has probability 0.016 at a level of 0.05
     assert naive >= 3
 
 

@@ -1,0 +1,130 @@
+"""The exact likelihood of a client's repeated reports under its one permanent response (private).
+
+A client that sends ``R`` reports of one value draws its PRR once and an IRR per report
+(*RAPPOR*, Sec. 3).  Given its value's Bloom filter ``B`` in its cohort, the PRR's bits are
+independent (``P(PRR_j = 1) = f/2 + (1 - f) B_j``), and given the PRR the reports' bits are
+independent (``q`` where the PRR is 1, ``p`` where it is 0).  So with ``s_j`` the client's ones
+in bit ``j`` over its ``R`` reports::
+
+    P(reports | B) = prod_j [ P_j q^s_j (1 - q)^(R - s_j) + (1 - P_j) p^s_j (1 - p)^(R - s_j) ]
+
+which depends on ``B`` only through ``P_j`` (``f/2`` or ``1 - f/2``): the log-likelihood of a
+candidate is a per-client constant plus the sum, over the bits the candidate sets, of
+``log term(1 - f/2) - log term(f/2)``.  Other's bits are taken as independent, each with the
+PRR rate its report-level rate ``o`` implies (``f/2 + (1 - f) (o - p01) / (p11 - p01)``), as the
+per-report model takes them.  The joint table's likelihood multiplies these over the variables
+(each has its own PRR) and over clients: the model of the collection, of which the per-report
+product is a working-independence approximation that counts a PRR's noise once a report.
+
+Measured, maximum likelihood against maximum likelihood with every candidate a category and no
+Other (design seeds 9100-9102, google/rappor's client rules): string x string 200k reports at 30
+a client (f=0.5) 0.229 -> 0.147 of TV; at 10 a client (f=0.75) 0.458 -> 0.360; three variables at
+10 a client (f=0.5) 0.304 -> 0.200; string x boolean at 10 a client (f=0.5) 0.231 -> 0.187; at 30 a
+client and f=0.75 little (0.502 -> 0.504 string x boolean, 0.605 -> 0.568 three variables).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..._util.bits import unpack_bits
+from ...client._reports import ReportBatch
+from ...collect._design import CandidateMap
+from ...params import Params
+from ._variables import Variable
+
+__all__ = ["ClientSums", "client_bit_sums", "client_factors", "client_factor_bytes"]
+
+Array = npt.NDArray[np.float64]
+
+
+class ClientSums:
+    """Per client (codes ``0..C-1`` in order): its cohort, its reports and its ones in each bit of a variable."""
+
+    def __init__(self, cohorts: npt.NDArray[np.int64], reports: Array, ones: Array) -> None:
+        self.cohorts = cohorts
+        self.reports = reports
+        self.ones = ones
+
+
+def client_bit_sums(batch: ReportBatch, clients: npt.NDArray[np.int64]) -> ClientSums:
+    """Each client's reports and ones per bit; ``clients`` holds dense codes ``0..C-1`` (one a report).
+
+    A client's reports are in one cohort (a client belongs to one cohort for good); the first
+    report's cohort is taken.
+    """
+    k = batch.params.num_bloombits
+    order = np.argsort(clients, kind="stable")
+    code = clients[order]
+    starts = np.flatnonzero(np.concatenate(([True], code[1:] != code[:-1]))) if code.size else np.zeros(0, np.intp)
+    bounds = np.append(starts, code.size)
+    ones = np.zeros((starts.size, k))
+    step = 1 << 16  # clients a block: their reports' bits unpacked at once
+    for lo in range(0, starts.size, step):
+        hi = min(lo + step, starts.size)
+        bits = unpack_bits(batch.words[order[bounds[lo]:bounds[hi]]], k).astype(np.float64)
+        ones[lo:hi] = np.add.reduceat(bits, bounds[lo:hi] - bounds[lo], axis=0)
+    return ClientSums(batch.cohorts[order][starts].astype(np.int64), np.diff(bounds).astype(np.float64), ones)
+
+
+def _log_terms(params: Params, sums: ClientSums, prr_one: Array) -> Array:
+    """``log [P q^s (1 - q)^(R - s) + (1 - P) p^s (1 - p)^(R - s)]`` for ``P = prr_one`` (broadcast with ``s``)."""
+    p, q = params.prob_p, params.prob_q
+    s, rest = sums.ones, sums.reports[:, None] - sums.ones
+    with np.errstate(divide="ignore", invalid="ignore"):
+        high = np.log(prr_one) + np.where(s > 0, s * np.log(q), 0.0) + np.where(rest > 0, rest * np.log1p(-q), 0.0)
+        low = np.log1p(-prr_one) + np.where(s > 0, s * np.log(p), 0.0) + np.where(rest > 0, rest * np.log1p(-p), 0.0)
+    out: Array = np.logaddexp(high, low)
+    return out
+
+
+def _variable_log_factor(params: Params, cmap: CandidateMap, columns: npt.NDArray[np.intp],
+                         other: Array | None, sums: ClientSums) -> Array:
+    """``log P(client's reports | category)`` up to a per-client constant, shape (C, len(columns) [+ 1])."""
+    m, k = params.num_cohorts, params.num_bloombits
+    half = params.prob_f / 2.0
+    zero = _log_terms(params, sums, np.full((1, k), half))
+    gain = _log_terms(params, sums, np.full((1, k), 1.0 - half)) - zero  # (C, k): a set Bloom bit's log ratio
+    bloom = np.asarray(cmap.matrix[:, columns].toarray(), dtype=np.float64).reshape(m, k, columns.size)
+    out = np.empty((sums.cohorts.size, columns.size + (other is not None)))
+    for c in range(m):  # a cohort's clients share its Bloom filters
+        mine = sums.cohorts == c
+        out[mine, :columns.size] = gain[mine] @ bloom[c]
+    if other is not None:
+        rate = np.clip((np.asarray(other, dtype=np.float64) - params.p01) / (params.p11 - params.p01), 0.0, 1.0)
+        prr_one = np.clip(half + (1.0 - params.prob_f) * rate, 1e-12, 1.0 - 1e-12)[sums.cohorts]
+        out[:, -1] = (_log_terms(params, sums, prr_one) - zero).sum(axis=1)
+    return out
+
+
+def client_factor_bytes(clients: int, selections: Sequence[tuple[Any, ...]]) -> int:
+    """Bytes of the dense per-client factors (float64) and their work arrays: 16 a client and category."""
+    return 16 * clients * sum(len(sel[1]) for sel in selections)
+
+
+def client_factors(batches: Sequence[ReportBatch], variables: Sequence[Variable],
+                   selections: Sequence[tuple[Any, ...]], clients: npt.NDArray[np.int64],
+                   ) -> tuple[list[Array], npt.NDArray[np.bool_]]:
+    """Each variable's likelihood of every client's reports (rows: client codes in order), and the impossible clients.
+
+    ``selections`` holds each variable's ``(columns, labels, marginal, other)`` with ``other``
+    Other's report-level bit probabilities of shape (m, k) or None (no Other).  Each row is scaled
+    by its largest entry (the fit is invariant to a factor a row).  A client is impossible when
+    every category of some variable has probability 0 (``p`` or ``q`` of 0 or 1).
+    """
+    factors: list[Array] = []
+    impossible: npt.NDArray[np.bool_] | None = None
+    for batch, var, sel in zip(batches, variables, selections):
+        columns, _, _, other = sel
+        sums = client_bit_sums(batch, clients)
+        log_factor = _variable_log_factor(var.params, var.candidate_map, np.asarray(columns, dtype=np.intp), other, sums)
+        top = log_factor.max(axis=1, keepdims=True)
+        bad = ~np.isfinite(top[:, 0])
+        impossible = bad if impossible is None else impossible | bad
+        factors.append(np.exp(log_factor - np.where(np.isfinite(top), top, 0.0)))
+    assert impossible is not None
+    return factors, impossible
