@@ -533,3 +533,13 @@ def test_parquet_reports_keep_their_client_column(tmp_path: Path) -> None:
     assert back.clients is not None
     assert (back.clients.reshape(-1, 5) == back.clients[::5, None]).all()
     assert np.unique(back.clients).size == len(ids) // 5
+
+
+def test_a_client_in_two_cohorts_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A client belongs to one cohort for good: an id whose rows are in two cohorts names two clients.
+    good = (GOOGLE / "reports.csv").read_text().splitlines()[1:]
+    path = _bad_reports(tmp_path, good + ["c0,7,10101010,1"])  # c0's first row is in cohort 41
+    assert main(_google_args(path, tmp_path)) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "in two cohorts (41 and 7, report tuple 5001" in err, err
+    assert not (tmp_path / "assoc-results.csv").exists()

@@ -263,7 +263,7 @@ class AssociationDecoder(CheckedParameters):
         """
         self._check_parameters()
         batches, variables = check_inputs(reports, variables)
-        codes = None if clients is None else client_codes(clients, len(batches[0]), "AssociationDecoder.decode")
+        codes = None if clients is None else client_codes(clients, batches[0].cohorts, "AssociationDecoder.decode")
         if self.candidates == "all":  # known before the marginal decodes: refuse at once
             check_fit_memory(len(batches[0]), [len(v.candidate_map) for v in variables], variables)
         # One BLAS thread throughout: the passes are blocks of a few thousand rows, and on a

@@ -67,14 +67,16 @@ def check_inputs(reports: Sequence[ReportBatch], variables: Sequence[Variable],
     return batches, variables
 
 
-def client_codes(clients: npt.ArrayLike, n_reports: int, owner: str) -> npt.NDArray[np.int64]:
-    """Each report's client as an integer code (equal ids, equal codes), checked against the reports.
+def client_codes(clients: npt.ArrayLike, cohorts: npt.NDArray[np.int64], owner: str) -> npt.NDArray[np.int64]:
+    """Each report's client as an integer code (equal ids, equal codes), checked against the reports' cohorts.
 
     Raises
     ------
     InvalidParameterError
-        If there is not one id a report.
+        If there is not one id a report, or a client's reports are in two cohorts (a client
+        belongs to one cohort for good: its id names two clients, or the reports are mixed up).
     """
+    n_reports = int(cohorts.shape[0])
     ids = np.asarray(clients)
     if ids.ndim != 1 or ids.shape[0] != n_reports:
         msg = (f"The 'clients' parameter of {owner} must hold one client id a report ({n_reports:,}). "
@@ -82,6 +84,15 @@ def client_codes(clients: npt.ArrayLike, n_reports: int, owner: str) -> npt.NDAr
         raise InvalidParameterError(msg)
     _, codes = np.unique(ids, return_inverse=True)
     out: npt.NDArray[np.int64] = codes.reshape(-1).astype(np.int64)
+    first = np.full(int(out.max(initial=-1)) + 1, -1, dtype=np.int64)
+    first[out[::-1]] = cohorts[::-1]  # each client's first report's cohort (the last write wins)
+    moved = np.flatnonzero(first[out] != cohorts)
+    if moved.size:
+        row = int(moved[0])
+        msg = (f"The reports of one client are in two cohorts ({int(first[out[row]])} and {int(cohorts[row])}, "
+               f"report tuple {row + 1} in file order): a client belongs to one cohort for good, so a client id "
+               f"must not name two clients.")
+        raise InvalidParameterError(msg)
     return out
 
 

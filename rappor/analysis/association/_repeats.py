@@ -54,8 +54,8 @@ class ClientSums:
 def client_bit_sums(batch: ReportBatch, clients: npt.NDArray[np.int64]) -> ClientSums:
     """Each client's reports and ones per bit; ``clients`` holds dense codes ``0..C-1`` (one a report).
 
-    A client's reports are in one cohort (a client belongs to one cohort for good); the first
-    report's cohort is taken.
+    A client's reports are in one cohort (a client belongs to one cohort for good): checked by
+    :func:`~rappor.analysis.association._inputs.client_codes`.
     """
     k = batch.params.num_bloombits
     order = np.argsort(clients, kind="stable")
@@ -89,11 +89,12 @@ def _variable_log_factor(params: Params, cmap: CandidateMap, columns: npt.NDArra
     half = params.prob_f / 2.0
     zero = _log_terms(params, sums, np.full((1, k), half))
     gain = _log_terms(params, sums, np.full((1, k), 1.0 - half)) - zero  # (C, k): a set Bloom bit's log ratio
-    bloom = np.asarray(cmap.matrix[:, columns].toarray(), dtype=np.float64).reshape(m, k, columns.size)
+    bloom = cmap.matrix[:, columns].tocsr()  # rows c k + j: cohort c's bit j; sparse (h bits a candidate)
     out = np.empty((sums.cohorts.size, columns.size + (other is not None)))
     for c in range(m):  # a cohort's clients share its Bloom filters
         mine = sums.cohorts == c
-        out[mine, :columns.size] = gain[mine] @ bloom[c]
+        if mine.any():
+            out[mine, :columns.size] = np.asarray((bloom[c * k:(c + 1) * k].T @ gain[mine].T).T)
     if other is not None:
         rate = np.clip((np.asarray(other, dtype=np.float64) - params.p01) / (params.p11 - params.p01), 0.0, 1.0)
         prr_one = np.clip(half + (1.0 - params.prob_f) * rate, 1e-12, 1.0 - 1e-12)[sums.cohorts]

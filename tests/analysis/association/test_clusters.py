@@ -63,7 +63,7 @@ def test_group_reports_keeps_each_report_s_pattern() -> None:
 def test_the_products_are_the_cross_products_of_each_client_s_reports() -> None:
     # D = sum_i (s_i s_i' - sum_r g_r g_r'), g_r = L_r / (L_r . pi): against a loop over the clients.
     sim, patterns, lik = _problem(400, 3)
-    codes = client_codes(sim.report_clients, 1200, "test")
+    codes = client_codes(sim.report_clients, sim.reports[0].cohorts, "test")
     # Some clients report once: drop two of the reports of every fifth client.
     keep = np.ones(1200, dtype=bool)
     keep[np.flatnonzero(codes % 5 == 0)[np.arange(np.sum(codes % 5 == 0)) % 3 != 0]] = False
@@ -84,11 +84,14 @@ def test_the_products_are_the_cross_products_of_each_client_s_reports() -> None:
 
 
 def test_client_ids_are_checked_and_coded() -> None:
-    codes = client_codes(["b", "a", "b", "c"], 4, "owner")
+    cohorts = np.array([4, 1, 4, 0])
+    codes = client_codes(["b", "a", "b", "c"], cohorts, "owner")
     assert codes[0] == codes[2] and len(set(codes.tolist())) == 3
-    assert repeats_clients(codes) and not repeats_clients(client_codes([1, 2, 3], 3, "owner"))
+    assert repeats_clients(codes) and not repeats_clients(client_codes([1, 2, 3], cohorts[:3], "owner"))
     with pytest.raises(InvalidParameterError, match="one client id a report"):
-        client_codes(["a", "b"], 3, "owner")
+        client_codes(["a", "b"], cohorts[:3], "owner")
+    with pytest.raises(InvalidParameterError, match=r"in two cohorts \(4 and 0, report tuple 4"):
+        client_codes(["b", "a", "c", "b"], cohorts, "owner")
 
 
 def test_one_report_a_client_decodes_as_without_ids() -> None:
