@@ -16,8 +16,8 @@ The reports file is a CSV with a header: a 'cohort' column and one column per
 variable holding its IRR bit string (a boolean: one character); other columns are
 ignored (e.g. the output of 'rappor encode' with several value columns), except a
 'client' column: rows with the same client id are one client's reports (a client that
-reports daily, under one permanent response), and the standard errors count them as
-such (clustered by client; without the column every row is its own client, and the
+reports daily, under one permanent response), decoded with the likelihood of all of
+a client's reports together (without the column every row is its own client, and the
 intervals of repeated reports are too narrow).  A .parquet file or a directory of them
 is read as Parquet.  A blank value is an error unless --remove-bad-rows.
 
