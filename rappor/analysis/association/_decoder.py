@@ -303,6 +303,7 @@ class AssociationDecoder(CheckedParameters):
         factors: list[Factor]
         if patterns is None:
             assert codes is not None
+            check_fit_memory(int(codes.max()) + 1, [len(sel[0]) for sel in selections], variables)  # the fit's arrays
             dense, impossible = client_factors(batches, variables, selections, codes)
             factors = list(dense)
             weights = np.ones(impossible.size)
