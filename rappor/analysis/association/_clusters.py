@@ -20,12 +20,11 @@ simplex, so ``C J C = C + C D C`` with::
 
 the cross products of a client's distinct reports only: nothing changes when every client
 reports once.  The decoder adds ``D`` to the products it carries into the covariance
-(:func:`~rappor.analysis.association._nuisance.with_nuisance`) where it fits the reports' patterns:
-with the outside strings' estimated rates (whose noise is carried in per pattern), or when the
-exact likelihood of each client's reports (:mod:`~rappor.analysis.association._repeats`, the
-default otherwise: closer to the truth, its information honest) would not fit in memory.  Measured on string x boolean
-and string x string collections of 10 reports a client (``docs/association.md``, *Repeated
-reports*).
+(:func:`~rappor.analysis.association._nuisance.with_nuisance`) where it fits the reports'
+patterns: with the outside strings' estimated rates (whose noise is carried in per pattern), or
+when the exact likelihood of each client's reports (:mod:`~rappor.analysis.association._repeats`,
+the default otherwise: closer to the truth, its information honest) would not fit in memory.
+Measured with 10 and 30 reports a client in ``docs/association.md``, *Repeated reports*.
 """
 
 from __future__ import annotations
@@ -73,7 +72,7 @@ def cluster_score_products(lik: ProductLikelihood, table: Array, report_patterns
     report_patterns : ndarray of int64, shape (n_reports,)
         Each report's pattern; -1 for a report left out of the fit.
     codes : ndarray of int64, shape (n_reports,)
-        Each report's client (:func:`client_codes`).
+        Each report's client (:func:`~rappor.analysis.association._inputs.client_codes`).
 
     Returns
     -------

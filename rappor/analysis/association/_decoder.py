@@ -356,7 +356,7 @@ class AssociationDecoder(CheckedParameters):
                 assert patterns is not None  # the exact client likelihood has neither
                 cov, signed = with_nuisance(lik, fit.table, patterns, variables, selections, noises, cov, signed, extra)
                 inverse_information = cov
-                if clustered is not None and np.isfinite(cov).all():  # the test's bound, before its draws
+                if clustered is not None and self.independence_test and np.isfinite(cov).all():  # the test's bound
                     effects = design_effects(plain, cov)
             with _single_thread():
                 samples = projected_draws(fit.table, cov, gen, draws=PROJECTION_DRAWS) \

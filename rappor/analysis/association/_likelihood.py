@@ -133,10 +133,10 @@ def group_reports(batches: Sequence[ReportBatch], folds: npt.NDArray[np.int64] |
             k = b.params.num_bloombits
             flat |= b.words[:, 0] << np.uint64(shift)
             shift += k
-        _, first, inverse, counts = np.unique(flat, return_index=True, return_inverse=True, return_counts=True)
+        first, inverse, counts = _distinct(flat, index_reports)
     else:
         rows = np.ascontiguousarray(key).view(np.dtype((np.void, key.shape[1] * 8))).reshape(n)
-        _, first, inverse, counts = np.unique(rows, return_index=True, return_inverse=True, return_counts=True)
+        first, inverse, counts = _distinct(rows, index_reports)
     # Sorted by cohort (and by fold within a cohort): each (fold, cohort) is one run of patterns.
     order = np.argsort(cohorts[first], kind="stable") if folds is None else np.lexsort((folds[first], cohorts[first]))
     first, counts = first[order], counts[order]
@@ -144,10 +144,21 @@ def group_reports(batches: Sequence[ReportBatch], folds: npt.NDArray[np.int64] |
     if index_reports:
         rank = np.empty(order.size, dtype=np.int64)
         rank[order] = np.arange(order.size)
+        assert inverse is not None
         reports = rank[inverse.reshape(-1)]
     return Patterns(cohorts[first].astype(np.int64), tuple(b.words[first] for b in batches),
                     counts.astype(np.int64), None if folds is None else np.asarray(folds, dtype=np.int64)[first],
                     reports)
+
+
+def _distinct(keys: npt.NDArray[Any], with_inverse: bool) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp] | None,
+                                                                    npt.NDArray[np.intp]]:
+    """``np.unique``'s first index and count of each distinct key, and each key's distinct one when asked."""
+    if with_inverse:
+        _, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
+        return first, inverse, counts
+    _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+    return first, None, counts
 
 
 def bit_index_table(cmap: CandidateMap, columns: npt.NDArray[np.intp]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

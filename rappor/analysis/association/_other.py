@@ -66,11 +66,11 @@ from typing import Any, Literal, NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from ..._util.bits import unpack_bits
 from ...client._reports import ReportBatch
 from ...collect._aggregate import Aggregate
 from ...collect._design import CandidateMap
 from ...params import Params
+from ._repeats import client_bit_sums
 
 __all__ = ["OtherMethod", "OutsideNoise", "cross_fitted_proportions", "other_bit_probabilities", "outside_bit_rates", "report_folds",
            "undetected_bit_probabilities", "undetected_other_probabilities"]
@@ -159,19 +159,8 @@ def bit_count_design_effect(batch: ReportBatch, clients: npt.NDArray[np.int64]) 
     """
     params = batch.params
     m, k = params.num_cohorts, params.num_bloombits
-    order = np.argsort(clients, kind="stable")
-    code = clients[order]
-    starts = np.flatnonzero(np.concatenate(([True], code[1:] != code[:-1]))) if code.size else np.zeros(0, np.intp)
-    bounds = np.append(starts, code.size)
-    per_client = np.diff(bounds).astype(np.float64)
-    cohort = batch.cohorts[order][starts]
-    ones = np.zeros((starts.size, k))
-    step = 1 << 16  # clients a block: their reports' bits unpacked at once
-    for lo in range(0, starts.size, step):
-        hi = min(lo + step, starts.size)
-        rows = order[bounds[lo]:bounds[hi]]
-        bits = unpack_bits(batch.words[rows], k).astype(np.float64)
-        ones[lo:hi] = np.add.reduceat(bits, bounds[lo:hi] - bounds[lo], axis=0)
+    sums = client_bit_sums(batch, clients)
+    cohort, per_client, ones = sums.cohorts, sums.reports, sums.ones
     reports = np.bincount(cohort, weights=per_client, minlength=m)
     rate = np.zeros((m, k))
     np.add.at(rate, cohort, ones)

@@ -26,7 +26,7 @@ client and f=0.75 little (0.502 -> 0.504 string x boolean, 0.605 -> 0.568 three 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -37,31 +37,38 @@ from ...collect._design import CandidateMap
 from ...params import Params
 from ._variables import Variable
 
-__all__ = ["ClientSums", "client_bit_sums", "client_factors", "client_factor_bytes"]
+__all__ = ["ClientSums", "client_bit_sums", "client_factor_bytes", "client_factors", "client_runs"]
 
 Array = npt.NDArray[np.float64]
 
 
-class ClientSums:
-    """Per client (codes ``0..C-1`` in order): its cohort, its reports and its ones in each bit of a variable."""
+class ClientSums(NamedTuple):
+    """Per client (its distinct code, in increasing order): its cohort, its reports and its ones in each bit."""
 
-    def __init__(self, cohorts: npt.NDArray[np.int64], reports: Array, ones: Array) -> None:
-        self.cohorts = cohorts
-        self.reports = reports
-        self.ones = ones
+    cohorts: npt.NDArray[np.int64]
+    reports: Array
+    ones: Array
 
 
-def client_bit_sums(batch: ReportBatch, clients: npt.NDArray[np.int64]) -> ClientSums:
-    """Each client's reports and ones per bit; ``clients`` holds dense codes ``0..C-1`` (one a report).
-
-    A client's reports are in one cohort (a client belongs to one cohort for good): checked by
-    :func:`~rappor.analysis.association._inputs.client_codes`.
-    """
-    k = batch.params.num_bloombits
+def client_runs(clients: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """The reports sorted by client (a stable order) and the bounds of each client's run in it."""
     order = np.argsort(clients, kind="stable")
     code = clients[order]
     starts = np.flatnonzero(np.concatenate(([True], code[1:] != code[:-1]))) if code.size else np.zeros(0, np.intp)
-    bounds = np.append(starts, code.size)
+    return order, np.append(starts, code.size)
+
+
+def client_bit_sums(batch: ReportBatch, clients: npt.NDArray[np.int64],
+                    runs: tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]] | None = None) -> ClientSums:
+    """Each client's reports and ones per bit, one row a distinct code of ``clients`` (one a report) in increasing order.
+
+    ``runs`` is :func:`client_runs` of ``clients`` when already known.  A client's reports are in
+    one cohort (a client belongs to one cohort for good: checked by
+    :func:`~rappor.analysis.association._inputs.client_codes`); its first report's is taken.
+    """
+    k = batch.params.num_bloombits
+    order, bounds = client_runs(clients) if runs is None else runs
+    starts = bounds[:-1]
     ones = np.zeros((starts.size, k))
     step = 1 << 16  # clients a block: their reports' bits unpacked at once
     for lo in range(0, starts.size, step):
@@ -119,9 +126,10 @@ def client_factors(batches: Sequence[ReportBatch], variables: Sequence[Variable]
     """
     factors: list[Array] = []
     impossible: npt.NDArray[np.bool_] | None = None
+    runs = client_runs(clients)  # one sort for every variable
     for batch, var, sel in zip(batches, variables, selections):
         columns, _, _, other = sel
-        sums = client_bit_sums(batch, clients)
+        sums = client_bit_sums(batch, clients, runs)
         log_factor = _variable_log_factor(var.params, var.candidate_map, np.asarray(columns, dtype=np.intp), other, sums)
         top = log_factor.max(axis=1, keepdims=True)
         bad = ~np.isfinite(top[:, 0])
