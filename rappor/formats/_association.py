@@ -37,7 +37,7 @@ from .._util.inputs import open_input_binary, read_input_bytes
 from .._util.outputs import atomic_output
 from .._util.paths import display_name, PathLike
 from .._util.keyfile import looks_like_key_file, not_a_key_file_error
-from ..exceptions import ReportFormatError
+from ..exceptions import InvalidParameterError, ReportFormatError
 from ..params import Params
 from ..client._reports import ReportBatch
 
@@ -387,7 +387,8 @@ def write_assoc_parquet(path: PathLike, batches: Sequence[ReportBatch], names: S
     columns = ["cohort", *names]
     if client_ids is not None:
         if len(client_ids) != len(batches[0]):
-            raise ValueError(f"{len(client_ids)} client ids for {len(batches[0])} report tuples")
+            raise InvalidParameterError(f"The 'client_ids' parameter of write_assoc_parquet must hold one id a report "
+                                        f"tuple ({len(batches[0]):,}). Got {len(client_ids):,} instead.")
         arrays.insert(0, pa.array([str(c) for c in client_ids], type=pa.string()))
         columns.insert(0, "client")
     for b in batches:
