@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -144,7 +144,7 @@ def _read_csv(rows: Iterator[tuple[int, list[str]]], names: Sequence[str], param
     index = _column_index(header, names, name)
     client_at = header.index("client") if "client" in header and "client" not in names else None
     width = len(header)
-    parts: list[AssocReports] = []
+    parts: list[_Part] = []
     block: list[tuple[int, list[str]]] = []
 
     def assemble() -> None:
@@ -155,7 +155,9 @@ def _read_csv(rows: Iterator[tuple[int, list[str]]], names: Sequence[str], param
         lines = np.array([line for line, _ in block], dtype=np.int64)
         columns = [[cells[i] for _, cells in block] for i in index]
         clients = None if client_at is None else [cells[client_at] for _, cells in block]
-        parts.append(_assemble(columns[0], columns[1:], names, params, remove_bad_rows, name, lines, clients=clients))
+        reports, positions = _assemble(columns[0], columns[1:], names, params, remove_bad_rows, name, lines,
+                                       clients=clients)
+        parts.append(_Part(reports, name, positions, True))
         block.clear()
 
     for row in rows:
@@ -167,16 +169,63 @@ def _read_csv(rows: Iterator[tuple[int, list[str]]], names: Sequence[str], param
     return _concatenate(parts, params)
 
 
-def _concatenate(parts: list[AssocReports], params: Sequence[Params]) -> AssocReports:
-    """One :class:`AssocReports` of consecutive parts (the rows of a file, block by block)."""
+class _Part(NamedTuple):
+    """A block of rows read: its reports, its file, and each kept row's line (CSV) or row number (Parquet)."""
+
+    reports: AssocReports
+    source: str
+    positions: npt.NDArray[np.int64]
+    lines: bool
+
+
+def _concatenate(parts: list[_Part], params: Sequence[Params]) -> AssocReports:
+    """One :class:`AssocReports` of consecutive parts (the rows of a file, block by block), its clients checked."""
     if len(parts) == 1:
-        return parts[0]
-    cohorts = np.concatenate([p.batches[0].cohorts for p in parts])
-    batches = tuple(ReportBatch(params=par, cohorts=cohorts, words=np.concatenate([p.batches[j].words for p in parts]))
-                    for j, par in enumerate(params))
-    keys = [p.clients for p in parts]
-    clients = None if any(k is None for k in keys) else np.concatenate([k for k in keys if k is not None])
-    return AssocReports(batches=batches, removed=sum(p.removed for p in parts), clients=clients)
+        out = parts[0].reports
+    else:
+        cohorts = np.concatenate([p.reports.batches[0].cohorts for p in parts])
+        batches = tuple(ReportBatch(params=par, cohorts=cohorts,
+                                    words=np.concatenate([p.reports.batches[j].words for p in parts]))
+                        for j, par in enumerate(params))
+        keys = [p.reports.clients for p in parts]
+        clients = None if any(k is None for k in keys) else np.concatenate([k for k in keys if k is not None])
+        out = AssocReports(batches=batches, removed=sum(p.reports.removed for p in parts), clients=clients)
+    if out.clients is not None:
+        _check_client_cohorts(out.clients, out.batches[0].cohorts, parts)
+    return out
+
+
+def _check_client_cohorts(keys: npt.NDArray[np.int64], cohorts: npt.NDArray[np.int64], parts: list[_Part]) -> None:
+    """Refuse a client id whose rows are in two cohorts, naming the file and line of both rows.
+
+    A client belongs to one cohort for good (its hash functions are its cohort's), so such an id
+    names two clients, or the rows are mixed up.
+    """
+    if keys.size == 0:
+        return
+    _, codes = np.unique(keys, return_inverse=True)
+    codes = codes.reshape(-1)
+    first = np.empty(int(codes.max()) + 1, dtype=np.int64)
+    first[codes[::-1]] = np.arange(codes.size - 1, -1, -1)  # each client's first row (the last write wins)
+    moved = np.flatnonzero(cohorts[first[codes]] != cohorts)
+    if not moved.size:
+        return
+    row = int(moved[0])
+    earlier = int(first[codes[row]])
+    ends = np.cumsum([p.positions.size for p in parts])
+
+    def locate(i: int) -> tuple[_Part, int]:
+        j = int(np.searchsorted(ends, i, side="right"))
+        return parts[j], int(parts[j].positions[i - (int(ends[j - 1]) if j else 0)])
+
+    part, position = locate(row)
+    before, at = locate(earlier)
+    there = (f"line {at}" if before.lines else f"row {at}") + ("" if before.source == part.source
+                                                               else f" of {before.source}")
+    msg = (f"{'' if part.lines else f'row {position}: '}this row's client has a report in cohort {int(cohorts[row])} "
+           f"and one in cohort {int(cohorts[earlier])} ({there}): a client belongs to one cohort for good, "
+           f"so a client id must not name two clients")
+    raise ReportFormatError(msg, path=part.source, line=position if part.lines else None)
 
 
 def _column_index(header: list[str], names: Sequence[str], source: str) -> list[int]:
@@ -197,9 +246,10 @@ def _column_index(header: list[str], names: Sequence[str], source: str) -> list[
 
 def _assemble(cohort_text: list[str], values: list[list[str]], names: Sequence[str], params: Sequence[Params],
               remove_bad_rows: bool, source: str, lines: npt.NDArray[np.int64] | None,
-              first_row: int = 0, clients: list[str] | None = None) -> AssocReports:
+              first_row: int = 0, clients: list[str] | None = None) -> tuple[AssocReports, npt.NDArray[np.int64]]:
     """Check and convert text columns; ``lines`` gives the line of each row (None: Parquet rows,
-    numbered from ``first_row + 1``); ``clients``, the client column's text."""
+    numbered from ``first_row + 1``); ``clients``, the client column's text.  Returns the reports
+    and the line (CSV) or row number (Parquet) of each kept row."""
     n = len(cohort_text)
 
     def where(i: int) -> dict[str, object]:
@@ -239,7 +289,8 @@ def _assemble(cohort_text: list[str], values: list[list[str]], names: Sequence[s
         batches.append(ReportBatch(params=par, cohorts=cohorts, words=pack_bits(bits)))
     keys = None if clients is None else np.fromiter((hash(clients[i].strip()) for i in keep.tolist()),
                                                     dtype=np.int64, count=keep.size)
-    return AssocReports(batches=tuple(batches), removed=int(blank.sum()), clients=keys)
+    positions = (lines[keep] if lines is not None else first_row + 1 + keep).astype(np.int64)
+    return AssocReports(batches=tuple(batches), removed=int(blank.sum()), clients=keys), positions
 
 
 def _parse_cohorts(texts: list[str], m: int) -> npt.NDArray[np.int64] | int:
@@ -262,7 +313,7 @@ def _read_parquet(path: Path, names: Sequence[str], params: Sequence[Params], re
     from ._parquet import _open, parquet_files
 
     pa = _pyarrow()
-    parts: list[AssocReports] = []
+    parts: list[_Part] = []
     for f in parquet_files(path):
         source = display_name(f)
         pf, schema = _open(f)
@@ -271,20 +322,22 @@ def _read_parquet(path: Path, names: Sequence[str], params: Sequence[Params], re
         first_row = 0
         try:
             for batch in pf.iter_batches(batch_size=_ASSEMBLE_ROWS, columns=["cohort", *names, *client]):
-                parts.append(_parquet_part(batch, names, params, remove_bad_rows, source, first_row))
+                reports, positions = _parquet_part(batch, names, params, remove_bad_rows, source, first_row)
+                parts.append(_Part(reports, source, positions, False))
                 first_row += batch.num_rows
         except RapporError:
             raise
         except (pa.ArrowException, OSError, ValueError) as exc:  # corrupt pages
             raise ReportFormatError(f"cannot read Parquet data: {exc}", path=source) from None
     if not parts:
-        parts.append(_assemble([], [[] for _ in names], names, params, remove_bad_rows, display_name(path), None))
+        empty, positions = _assemble([], [[] for _ in names], names, params, remove_bad_rows, display_name(path), None)
+        parts.append(_Part(empty, display_name(path), positions, False))
     return _concatenate(parts, params)
 
 
 def _parquet_part(batch: Any, names: Sequence[str], params: Sequence[Params], remove_bad_rows: bool, source: str,
-                  first_row: int) -> AssocReports:
-    """The reports of one Arrow record batch (rows ``first_row + 1 ...`` of ``source``)."""
+                  first_row: int) -> tuple[AssocReports, npt.NDArray[np.int64]]:
+    """The reports of one Arrow record batch (rows ``first_row + 1 ...`` of ``source``) and their row numbers."""
     from ._arrow import _pyarrow
 
     pa = _pyarrow()

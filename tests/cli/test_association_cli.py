@@ -527,12 +527,52 @@ def test_parquet_reports_keep_their_client_column(tmp_path: Path) -> None:
     params = rappor.formats.read_params(GOOGLE / "m_params.csv")
     names = ["domain", "flag..HTTPS"]
     data = read_assoc_reports(GOOGLE / "reports.csv", names, [params, boolean_params(params)])
-    ids = [f"u{i // 5}" for i in range(len(data.batches[0]))]  # five rows a client
+    cohorts = data.batches[0].cohorts
+    rank = np.zeros(cohorts.size, dtype=np.int64)  # each row's place among its cohort's rows
+    order = np.argsort(cohorts, kind="stable")
+    starts = np.searchsorted(cohorts[order], cohorts[order])
+    rank[order] = np.arange(cohorts.size) - starts
+    ids = [f"u{c}-{r // 5}" for c, r in zip(cohorts.tolist(), rank.tolist())]  # five rows a client, one cohort
     write_assoc_parquet(tmp_path / "r.parquet", data.batches, names, ids)
     back = read_assoc_reports(tmp_path / "r.parquet", names, [b.params for b in data.batches])
     assert back.clients is not None
-    assert (back.clients.reshape(-1, 5) == back.clients[::5, None]).all()
-    assert np.unique(back.clients).size == len(ids) // 5
+    _, first, inverse = np.unique(np.array(ids), return_index=True, return_inverse=True)
+    assert (back.clients == back.clients[first][inverse.reshape(-1)]).all()  # equal ids, equal keys
+    assert np.unique(back.clients).size == len(set(ids)) < len(ids)
+
+
+def test_a_client_in_two_cohorts_is_found_across_blocks_and_files(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # The reader checks every client once the file is read, whatever block or file each row came from,
+    # and names the row's file and line (Parquet: row) and where the client's other cohort was seen.
+    import rappor.formats._association as assoc_io
+
+    monkeypatch.setattr(assoc_io, "_ASSEMBLE_ROWS", 7)  # many blocks
+    params = rappor.formats.read_params(GOOGLE / "m_params.csv")
+    names = ["domain", "flag..HTTPS"]
+    both = [params, boolean_params(params)]
+    rows = [f"u{i % 10},{i % 10},10101010,1" for i in range(40)]  # client u<j> always in cohort j
+    path = _bad_reports(tmp_path, rows + ["u3,5,10101010,0"] + rows)
+    with pytest.raises(rappor.ReportFormatError) as caught:
+        read_assoc_reports(path, names, both)
+    assert caught.value.line == 42 and caught.value.path is not None and caught.value.path.endswith("reports.csv")
+    assert "cohort 5 and one in cohort 3 (line 5)" in str(caught.value)
+    # Blank rows left out keep the lines of the rest.
+    blank = _bad_reports(tmp_path, ["u3,3,,1", "u3,3,10101010,1", "u3,4,10101010,1"])
+    with pytest.raises(rappor.ReportFormatError, match=r"reports.csv:4: .*cohort 4 and one in cohort 3 \(line 3\)"):
+        read_assoc_reports(blank, names, both, remove_bad_rows=True)
+    assert read_assoc_reports(_bad_reports(tmp_path, rows), names, both).clients is not None  # consistent: read
+
+    pytest.importorskip("pyarrow")
+    data = read_assoc_reports(_bad_reports(tmp_path, rows), names, both)
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    write_assoc_parquet(folder / "a.parquet", data.batches, names, [f"u{i % 10}" for i in range(40)])
+    moved = read_assoc_reports(_bad_reports(tmp_path, ["u0,9,10101010,1"]), names, both)
+    write_assoc_parquet(folder / "b.parquet", moved.batches, names, ["u0"])
+    with pytest.raises(rappor.ReportFormatError,
+                       match=r"b.parquet: row 1: .*cohort 9 and one in cohort 0 \(row 1 of .*a.parquet\)"):
+        read_assoc_reports(folder, names, both)
 
 
 def test_a_client_in_two_cohorts_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -541,5 +581,7 @@ def test_a_client_in_two_cohorts_is_refused(tmp_path: Path, capsys: pytest.Captu
     path = _bad_reports(tmp_path, good + ["c0,7,10101010,1"])  # c0's first row is in cohort 41
     assert main(_google_args(path, tmp_path)) == 1
     err = capsys.readouterr().err
-    assert "Traceback" not in err and "in two cohorts (41 and 7, report tuple 5001" in err, err
+    # The file and line of the row, and where the client's other cohort was seen.
+    assert "Traceback" not in err and "reports.csv:5002: this row's client has a report in cohort 7 and one in " \
+        "cohort 41 (line 2)" in err, err
     assert not (tmp_path / "assoc-results.csv").exists()
