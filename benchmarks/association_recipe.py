@@ -33,6 +33,7 @@ Usage::
     python benchmarks/association_recipe.py --summarize FILE [FILE ...]
     python benchmarks/association_recipe.py --no-recipe --baseline-shrinkage boolean-split ...   # paired, ours twice
     python benchmarks/association_recipe.py --reports-per-client 10 [--baseline-no-clients] ...  # daily reports
+    python benchmarks/association_recipe.py --reports-per-client 30 --clients 200000 ...  # the class's clients, 30 each
 
 ``--no-recipe`` simulates the same collections and decodes them with ours only (seconds a collection
 where the recipe takes minutes to an hour): it prints ours' TV and coverage, pooled over the seeds and
@@ -181,14 +182,18 @@ def run(args: argparse.Namespace) -> None:
     labels = []
     for base in names:
         case = CLASSES[base]
-        # R reports a client: the class's reports from n / R clients (memoized PRRs), named <class>-r<R>
+        # R reports a client: the class's reports from n / R clients (memoized PRRs), named <class>-r<R>;
+        # --clients N: N clients whatever R (<class>[-r<R>]-n<N>)
         name = base if repeats == 1 else f"{base}-r{repeats}"
+        n_clients = case.n // repeats if args.clients is None else args.clients
+        if args.clients is not None:
+            name += f"-n{args.clients}"
         labels.append(name)
         joint, values, cands = _scenario(case)
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             if args.recipe_from and (name, seed) not in stored:
                 continue  # only the stored collections
-            sim = recipe.simulate_google(PRIVACY[case.privacy], joint, values, case.n // repeats, candidates=cands,
+            sim = recipe.simulate_google(PRIVACY[case.privacy], joint, values, n_clients, candidates=cands,
                                          rng=seed, reports_per_client=repeats)
             if args.no_recipe:
                 recipe_run = None
@@ -311,6 +316,10 @@ def main() -> None:
                         help="each client sends R report tuples under one PRR (a daily report), the class's reports "
                              "coming from 1/R as many clients; ours is told whose each tuple is; classes named "
                              "<class>-r<R> [default: 1]")
+    parser.add_argument("--clients", type=int, default=None, metavar="N",
+                        help="the number of clients, whatever --reports-per-client (e.g. the class's own with "
+                             "30 reports each, or a single report from as few clients as 30 a client leaves); "
+                             "classes named <class>[-r<R>]-n<N> [default: the class's reports over R]")
     parser.add_argument("--baseline-no-clients", action="store_true",
                         help="also decode each collection without the client ids (every tuple its own client) and "
                              "print the paired difference")
