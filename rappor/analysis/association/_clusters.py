@@ -21,9 +21,8 @@ simplex, so ``C J C = C + C D C`` with::
 the cross products of a client's distinct reports only: nothing changes when every client
 reports once.  The decoder adds ``D`` to the products it carries into the covariance
 (:func:`~rappor.analysis.association._nuisance.with_nuisance`) where it fits the reports'
-patterns: with the outside strings' estimated rates (whose noise is carried in per pattern), or
-when the exact likelihood of each client's reports (:mod:`~rappor.analysis.association._repeats`,
-the default otherwise: closer to the truth, its information honest) would not fit in memory.
+patterns: when the exact likelihood of each client's reports (:mod:`~rappor.analysis.association._repeats`,
+the default: closer to the truth, its information honest) would not fit in memory.
 Measured with 10 and 30 reports a client in ``docs/association.md``, *Repeated reports*.
 """
 

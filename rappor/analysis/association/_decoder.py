@@ -38,7 +38,7 @@ from ._result import AssociationResult, IndependenceTest
 from ._selection import marginal_other_table, selection_shift
 from ._conditionals import string_pair_estimate
 from ._shrinkage import nested_split_posterior, shrink_boolean_split, with_splits
-from ._nuisance import nuisance_covariance, with_nuisance
+from ._nuisance import client_nuisance_products, nuisance_covariance, with_nuisance
 from ._clusters import cluster_score_products, repeats_clients, repeats_without_ids
 from ._repeats import client_factor_bytes, client_factors
 from ._inputs import check_fit_memory, check_inputs, client_codes
@@ -235,8 +235,8 @@ class AssociationDecoder(CheckedParameters):
             Each report's client id; by default every report is its own client.  Where a client
             reported more than once (under one permanent response) the likelihood is that of each
             client's reports together (:mod:`~rappor.analysis.association._repeats`), or, with
-            outside strings' estimated rates or too many clients for its factors, that of the
-            reports with the covariance clustered by client (:mod:`~rappor.analysis.association._clusters`).
+            too many clients for its factors, that of the reports with the covariance clustered
+            by client (:mod:`~rappor.analysis.association._clusters`).
         progress : callable or None, default=None
             Called with the name of each stage as it starts (:data:`STAGES`), e.g. to
             advance a progress bar (``rappor decode-assoc`` draws one on a terminal).
@@ -294,17 +294,16 @@ class AssociationDecoder(CheckedParameters):
         step(STAGES[1])
         by_fold = any(sel[3] is not None and sel[3].shape[0] > var.params.num_cohorts
                       for sel, var in zip(selections, variables))
-        # Repeated reports without estimated outside rates: the exact likelihood of each client's reports
-        # (_repeats; rows are clients), where its dense factors fit; else the reports' patterns and the
-        # covariance clustered by client (_clusters).
-        by_client = repeats and codes is not None and not by_fold and all(n is None for n in noises) \
+        # Repeated reports: the exact likelihood of each client's reports (_repeats; rows are clients), where
+        # its dense factors fit; else the reports' patterns and the covariance clustered by client (_clusters).
+        by_client = repeats and codes is not None \
             and client_factor_bytes(int(codes.max()) + 1, selections) <= MAX_CLIENT_FACTOR_BYTES
         patterns = None if by_client else group_reports(batches, folds if by_fold else None, index_reports=repeats)
         factors: list[Factor]
         if patterns is None:
             assert codes is not None
             check_fit_memory(int(codes.max()) + 1, [len(sel[0]) for sel in selections], variables)  # the fit's arrays
-            dense, impossible = client_factors(batches, variables, selections, codes)
+            dense, impossible = client_factors(batches, variables, selections, codes, folds if by_fold else None)
             factors = list(dense)
             weights = np.ones(impossible.size)
             reports_of = np.bincount(codes, minlength=impossible.size).astype(np.float64)
@@ -352,8 +351,11 @@ class AssociationDecoder(CheckedParameters):
                 if self.intervals == "signed" and lik.size <= MAX_PROJECTED_CELLS else None
             if clustered is not None or any(n is not None for n in noises):  # outside strings' rates (_nuisance), repeats
                 extra = None if clustered is None else cluster_score_products(lik, fit.table, *clustered)
+                if patterns is None:  # rows are clients: the outside rates' noise through each client's likelihood
+                    assert codes is not None
+                    extra = client_nuisance_products(lik, fit.table, batches, variables, selections, noises, codes,
+                                                     folds if by_fold else None, ~impossible)
                 plain = cov
-                assert patterns is not None  # the exact client likelihood has neither
                 cov, signed = with_nuisance(lik, fit.table, patterns, variables, selections, noises, cov, signed, extra)
                 inverse_information = cov
                 if clustered is not None and self.independence_test and np.isfinite(cov).all():  # the test's bound

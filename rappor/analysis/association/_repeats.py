@@ -15,6 +15,9 @@ PRR rate its report-level rate ``o`` implies (``f/2 + (1 - f) (o - p01) / (p11 -
 per-report model takes them.  The joint table's likelihood multiplies these over the variables
 (each has its own PRR) and over clients: the model of the collection, of which the per-report
 product is a working-independence approximation that counts a PRR's noise once a report.
+Where Other's rates are estimated per fold of clients (outside strings: a row per (fold, cohort)),
+a client takes its fold's row, and :func:`other_rate_scores` gives the derivatives that carry those
+rates' noise into the table's covariance (:func:`~rappor.analysis.association._nuisance.client_nuisance_products`).
 
 Measured, maximum likelihood against maximum likelihood with every candidate a category and no
 Other (design seeds 9100-9102, google/rappor's client rules): string x string 200k reports at 30
@@ -37,7 +40,8 @@ from ...collect._design import CandidateMap
 from ...params import Params
 from ._variables import Variable
 
-__all__ = ["ClientSums", "client_bit_sums", "client_factor_bytes", "client_factors", "client_runs"]
+__all__ = ["ClientSums", "client_bit_sums", "client_factor_bytes", "client_factors", "client_folds", "client_runs",
+           "other_rate_scores", "other_rows"]
 
 Array = npt.NDArray[np.float64]
 
@@ -89,8 +93,25 @@ def _log_terms(params: Params, sums: ClientSums, prr_one: Array) -> Array:
     return out
 
 
+def _prr_rates(params: Params, other: Array) -> tuple[Array, npt.NDArray[np.bool_]]:
+    """The PRR rate of a 1 that Other's report-level rates ``o`` imply, and where ``o`` is inside ``(p01, p11)``."""
+    rate = (np.asarray(other, dtype=np.float64) - params.p01) / (params.p11 - params.p01)
+    prr_one = np.clip(params.prob_f / 2.0 + (1.0 - params.prob_f) * np.clip(rate, 0.0, 1.0), 1e-12, 1.0 - 1e-12)
+    return prr_one, (rate > 0.0) & (rate < 1.0)
+
+
+def other_rows(params: Params, other: Array, sums: ClientSums, fold: npt.NDArray[np.int64] | None) -> npt.NDArray[np.int64]:
+    """Each client's row of Other's rates: its cohort, or ``fold m + cohort`` where the rates have a row per fold."""
+    m = params.num_cohorts
+    if other.shape[0] == m:
+        return sums.cohorts
+    assert fold is not None, "Other's rates by fold need each client's fold"
+    rows: npt.NDArray[np.int64] = fold * m + sums.cohorts
+    return rows
+
+
 def _variable_log_factor(params: Params, cmap: CandidateMap, columns: npt.NDArray[np.intp],
-                         other: Array | None, sums: ClientSums) -> Array:
+                         other: Array | None, sums: ClientSums, fold: npt.NDArray[np.int64] | None) -> Array:
     """``log P(client's reports | category)`` up to a per-client constant, shape (C, len(columns) [+ 1])."""
     m, k = params.num_cohorts, params.num_bloombits
     half = params.prob_f / 2.0
@@ -103,9 +124,33 @@ def _variable_log_factor(params: Params, cmap: CandidateMap, columns: npt.NDArra
         if mine.any():
             out[mine, :columns.size] = np.asarray((bloom[c * k:(c + 1) * k].T @ gain[mine].T).T)
     if other is not None:
-        rate = np.clip((np.asarray(other, dtype=np.float64) - params.p01) / (params.p11 - params.p01), 0.0, 1.0)
-        prr_one = np.clip(half + (1.0 - params.prob_f) * rate, 1e-12, 1.0 - 1e-12)[sums.cohorts]
-        out[:, -1] = (_log_terms(params, sums, prr_one) - zero).sum(axis=1)
+        prr_one, _ = _prr_rates(params, other)
+        out[:, -1] = (_log_terms(params, sums, prr_one[other_rows(params, other, sums, fold)]) - zero).sum(axis=1)
+    return out
+
+
+def other_rate_scores(params: Params, other: Array, sums: ClientSums, row: int) -> Array:
+    """``d log P(client's reports | Other) / d o[row, j]`` for clients ``sums`` (all in Other's row ``row``), shape (C, k).
+
+    With ``A = q^s (1 - q)^(R - s)``, ``B = p^s (1 - p)^(R - s)`` and ``P`` the PRR rate
+    (:func:`_prr_rates`), the derivative of ``log(P A + (1 - P) B)`` in ``o`` is
+    ``(A - B) / (P A + (1 - P) B) (1 - f) / (p11 - p01)``; 0 where the rate is clipped.
+    """
+    k = params.num_bloombits
+    prr_one, inside = _prr_rates(params, other)
+    mix = _log_terms(params, sums, prr_one[row][None, :])
+    high = _log_terms(params, sums, np.ones((1, k)))
+    low = _log_terms(params, sums, np.zeros((1, k)))
+    slope = (1.0 - params.prob_f) / (params.p11 - params.p01)
+    out: Array = slope * (np.exp(high - mix) - np.exp(low - mix)) * inside[row][None, :]
+    return out
+
+
+def client_folds(folds: npt.NDArray[np.int64], runs: tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]],
+                 ) -> npt.NDArray[np.int64]:
+    """Each client's fold (of its first report: a client's reports share one), from the reports' ``folds``."""
+    order, bounds = runs
+    out: npt.NDArray[np.int64] = np.asarray(folds, dtype=np.int64)[order[bounds[:-1]]]
     return out
 
 
@@ -116,21 +161,24 @@ def client_factor_bytes(clients: int, selections: Sequence[tuple[Any, ...]]) -> 
 
 def client_factors(batches: Sequence[ReportBatch], variables: Sequence[Variable],
                    selections: Sequence[tuple[Any, ...]], clients: npt.NDArray[np.int64],
-                   ) -> tuple[list[Array], npt.NDArray[np.bool_]]:
+                   folds: npt.NDArray[np.int64] | None = None) -> tuple[list[Array], npt.NDArray[np.bool_]]:
     """Each variable's likelihood of every client's reports (rows: client codes in order), and the impossible clients.
 
     ``selections`` holds each variable's ``(columns, labels, marginal, other)`` with ``other``
-    Other's report-level bit probabilities of shape (m, k) or None (no Other).  Each row is scaled
-    by its largest entry (the fit is invariant to a factor a row).  A client is impossible when
+    Other's report-level bit probabilities of shape (m, k), (F m, k) (a row per fold and cohort:
+    each report's fold in ``folds``, shared by a client's reports) or None (no Other).  Each row is
+    scaled by its largest entry (the fit is invariant to a factor a row).  A client is impossible when
     every category of some variable has probability 0 (``p`` or ``q`` of 0 or 1).
     """
     factors: list[Array] = []
     impossible: npt.NDArray[np.bool_] | None = None
     runs = client_runs(clients)  # one sort for every variable
+    fold = None if folds is None else client_folds(folds, runs)
     for batch, var, sel in zip(batches, variables, selections):
         columns, _, _, other = sel
         sums = client_bit_sums(batch, clients, runs)
-        log_factor = _variable_log_factor(var.params, var.candidate_map, np.asarray(columns, dtype=np.intp), other, sums)
+        log_factor = _variable_log_factor(var.params, var.candidate_map, np.asarray(columns, dtype=np.intp), other, sums,
+                                          fold)
         top = log_factor.max(axis=1, keepdims=True)
         bad = ~np.isfinite(top[:, 0])
         impossible = bad if impossible is None else impossible | bad

@@ -142,6 +142,33 @@ def test_repeated_reports_get_honest_standard_errors(path: str, monkeypatch: pyt
     assert np.mean(covered) >= 0.95 - 4 * np.sqrt(0.95 * 0.05 / cells)
 
 
+def test_repeated_reports_with_outside_strings_use_each_client_s_likelihood_and_cover() -> None:
+    # 3,000 clients x 30 reports, string x boolean, 50 Zipf strings of which every third is outside
+    # the candidates (k=32 m=32 f=0.5; seeds 20-25): Other's outside rates are estimated by fold, a
+    # client takes its fold's row and the rates' noise enters through each client's likelihood
+    # (_nuisance.client_nuisance_products).  The signed maximum's z against the truth and the
+    # intervals over the cells of 0.005 and above: bounds of 4 standard errors as above.
+    joint, values, cands = example_joint("string-bool", 50, remove_every=3)
+    z, covered, by_fold = [], [], 0
+    for seed in range(20, 26):
+        sim = simulate_association(BENCH, joint, values, 3000, candidates=cands, reports_per_client=30, rng=seed)
+        res = AssociationDecoder(rng=0).decode(sim.reports, sim.variables, clients=sim.report_clients)
+        assert res.diagnostics["likelihood_rows"].startswith("clients")
+        assert res.signed_maximum is not None and res.signed_std_error is not None
+        by_fold += res.diagnostics["other_probabilities"][0].shape[0] > BENCH.num_cohorts
+        truth = sim.truth(res.categories)
+        big = truth >= 0.005
+        z.extend(((res.signed_maximum - truth) / res.signed_std_error)[big].tolist())
+        ci = res.confidence_interval()
+        covered.extend(((ci.low <= truth) & (truth <= ci.high))[big].tolist())
+    assert by_fold >= 4  # the outside strings show in the marginal decode of most collections (5 of 6)
+    z_arr = np.array(z)
+    cells = z_arr.size
+    assert cells > 60
+    assert abs(float(np.mean(z_arr ** 2)) - 1.0) <= 4 * np.sqrt(2 / cells), np.mean(z_arr ** 2)
+    assert np.mean(covered) >= 0.95 - 4 * np.sqrt(0.95 * 0.05 / cells)
+
+
 def test_the_exact_client_likelihood_is_the_report_likelihood_for_single_reports() -> None:
     # With one report a client, P(reports | category) is the report's own likelihood: the rows of
     # client_factors equal the report patterns' rows up to a factor a row (both are scaled).
@@ -163,6 +190,37 @@ def test_the_exact_client_likelihood_is_the_report_likelihood_for_single_reports
         rows = theirs.take(patterns.reports) if hasattr(theirs, "take") else np.asarray(theirs)[patterns.reports]
         ratio = mine / rows
         np.testing.assert_allclose(ratio, np.broadcast_to(ratio[:, :1], ratio.shape), rtol=1e-9)
+
+
+def test_the_outside_rates_noise_through_each_client_is_the_per_report_term_for_single_reports() -> None:
+    # With one report a client the derivative of log P(client's reports | Other) in o[r, j] is the
+    # report's x / o - (1 - x) / (1 - o), so G Cov(o) G' over the clients (rows in code order, Other's
+    # rates by (fold, cohort)) equals the report patterns' (_nuisance), up to rounding.
+    from rappor.analysis.association._nuisance import client_nuisance_products, nuisance_score_products
+    from rappor.analysis.association._other import OutsideNoise, report_folds
+    from rappor.analysis.association._repeats import client_factors
+
+    joint, values, cands = example_joint("string-bool", 6, remove_every=3)
+    sim = simulate_association(PARAMS, joint, values, 600, candidates=cands, rng=5)
+    folds = report_folds(sim.reports[0].cohorts)
+    patterns = group_reports(sim.reports, folds, index_reports=True)
+    string, boolean = sim.variables
+    gen = np.random.default_rng(1)
+    other = PARAMS.p01 + (PARAMS.p11 - PARAMS.p01) * gen.uniform(0.05, 0.95, size=(16, 16))  # (fold, cohort) rows
+    noise = OutsideNoise(variance=gen.uniform(0.0, 1e-3, size=other.size), directions=gen.normal(0, 0.01, (other.size, 3)))
+    selections = [(np.arange(4, dtype=np.intp), tuple(string.candidate_map.strings) + ("Other",), None, other),
+                  (np.arange(2, dtype=np.intp), tuple(boolean.candidate_map.strings), None, None)]
+    table = gen.dirichlet(np.ones(10))
+    by_pattern, _ = likelihood_factors(patterns, sim.variables, selections)
+    theirs = nuisance_score_products(ProductLikelihood(by_pattern, patterns.counts.astype(np.float64)), table, patterns,
+                                     [(16, 8, other, noise), None])
+    by_client, impossible = client_factors(sim.reports, sim.variables, selections, np.arange(600), folds)
+    assert not impossible.any()
+    lik = ProductLikelihood(list(by_client), np.ones(600))
+    mine = client_nuisance_products(lik, table, sim.reports, sim.variables, selections, [noise, None],
+                                    np.arange(600), folds, ~impossible)
+    assert np.abs(theirs).max() > 0
+    np.testing.assert_allclose(mine, theirs, rtol=1e-8, atol=1e-10 * np.abs(theirs).max())
 
 
 def test_the_exact_client_likelihood_is_closer_than_the_clustered_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
