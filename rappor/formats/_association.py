@@ -289,7 +289,9 @@ def _assemble(cohort_text: list[str], values: list[list[str]], names: Sequence[s
         batches.append(ReportBatch(params=par, cohorts=cohorts, words=pack_bits(bits)))
     keys = None if clients is None else np.fromiter((hash(clients[i].strip()) for i in keep.tolist()),
                                                     dtype=np.int64, count=keep.size)
-    positions = (lines[keep] if lines is not None else first_row + 1 + keep).astype(np.int64)
+    # each kept row's line or row number, kept only for the client check (_check_client_cohorts)
+    positions = np.zeros(0, dtype=np.int64) if clients is None \
+        else (lines[keep] if lines is not None else first_row + 1 + keep).astype(np.int64)
     return AssocReports(batches=tuple(batches), removed=int(blank.sum()), clients=keys), positions
 
 

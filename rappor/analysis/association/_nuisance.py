@@ -19,11 +19,12 @@ variable ``v``'s Other::
 
 (``x_ij`` the report's bit).  With the exact likelihood of each client's reports (rows are
 clients, :mod:`~rappor.analysis.association._repeats`) the last factor is the derivative of the
-client's ``log P(reports | Other)`` in ``o[r, j]`` (:func:`client_nuisance_products`).  The independence is an approximation: the rates of one fold come
-from the other fold's reports, but the marginal shares in them from every report.  On the 10 M
-design collection with outside strings, the intervals covered 0.864 of the cells without this
-term, 0.886 with the binomial part alone and 0.920 with both; with the true rates, 0.966
-(``docs/notes/association-measurements.md``, *Session 18*).
+client's ``log P(reports | Other)`` in ``o[r, j]`` (:func:`client_nuisance_products`).  The
+independence is an approximation: the rates of one fold come from the other fold's reports,
+but the marginal shares in them from every report.  On the 10 M design collection with outside
+strings, the intervals covered 0.864 of the cells without this term, 0.886 with the binomial part
+alone and 0.920 with both; with the true rates, 0.966 (``docs/notes/association-measurements.md``,
+*Session 18*).
 """
 
 from __future__ import annotations
@@ -203,9 +204,9 @@ def with_nuisance(lik: ProductLikelihood, table: Array, patterns: Patterns | Non
     (the likelihood's rows are clients) ``extra`` holds the products
     (:func:`client_nuisance_products`).
     """
-    products = nuisance_score_products(lik, table, patterns, [
+    products = np.zeros(covariance.shape) if patterns is None else nuisance_score_products(lik, table, patterns, [
         None if noise is None else (var.params.num_bloombits, var.params.num_cohorts, sel[3], noise)
-        for var, sel, noise in zip(variables, selections, noises)]) if patterns is not None else np.zeros(covariance.shape)
+        for var, sel, noise in zip(variables, selections, noises)])
     if extra is not None:
         products += extra
     if signed is not None:

@@ -100,7 +100,8 @@ def _prr_rates(params: Params, other: Array) -> tuple[Array, npt.NDArray[np.bool
     return prr_one, (rate > 0.0) & (rate < 1.0)
 
 
-def other_rows(params: Params, other: Array, sums: ClientSums, fold: npt.NDArray[np.int64] | None) -> npt.NDArray[np.int64]:
+def other_rows(params: Params, other: Array, sums: ClientSums,
+               fold: npt.NDArray[np.int64] | None) -> npt.NDArray[np.int64]:
     """Each client's row of Other's rates: its cohort, or ``fold m + cohort`` where the rates have a row per fold."""
     m = params.num_cohorts
     if other.shape[0] == m:
@@ -130,7 +131,7 @@ def _variable_log_factor(params: Params, cmap: CandidateMap, columns: npt.NDArra
 
 
 def other_rate_scores(params: Params, other: Array, sums: ClientSums, row: int) -> Array:
-    """``d log P(client's reports | Other) / d o[row, j]`` for clients ``sums`` (all in Other's row ``row``), shape (C, k).
+    """``d log P(client's reports | Other) / d o[row, j]``, shape (C, k), for clients ``sums`` of Other's row ``row``.
 
     With ``A = q^s (1 - q)^(R - s)``, ``B = p^s (1 - p)^(R - s)`` and ``P`` the PRR rate
     (:func:`_prr_rates`), the derivative of ``log(P A + (1 - P) B)`` in ``o`` is
