@@ -3,8 +3,9 @@
 Draws N clients from a joint distribution, encodes one report per variable for each
 (same cohort, independent permanent responses; with --reports-per-client R, R reports
 of each variable under one permanent response, as a client that reports daily),
-decodes the joint table with the association decoder (a client's reports clustered by
-its id) and compares it with the clients' true joint.  Writes into DIR:
+decodes the joint table with the association decoder (a client's reports together, by
+its id: their exact likelihood under one permanent response) and compares it with the
+clients' true joint.  Writes into DIR:
 params.csv, reports.csv (client,cohort,<var1>,<var2>), map1.csv (and map2.csv),
 truth.csv, assoc-results.csv, metrics.json and report.html (heat maps of the
 estimate beside the truth), each atomically, and prints a summary.
