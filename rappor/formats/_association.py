@@ -29,6 +29,7 @@ from typing import IO, Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from .._util.clients import cohort_conflict
 from .._util.bits import BitStringError, bits_to_bitstrings, bitstrings_to_bits, pack_bits
 from .._util.csv_blocks import iter_csv_records
 from .._util.excerpt import excerpt
@@ -201,17 +202,11 @@ def _check_client_cohorts(keys: npt.NDArray[np.int64], cohorts: npt.NDArray[np.i
     A client belongs to one cohort for good (its hash functions are its cohort's), so such an id
     names two clients, or the rows are mixed up.
     """
-    if keys.size == 0:
-        return
     _, codes = np.unique(keys, return_inverse=True)
-    codes = codes.reshape(-1)
-    first = np.empty(int(codes.max()) + 1, dtype=np.int64)
-    first[codes[::-1]] = np.arange(codes.size - 1, -1, -1)  # each client's first row (the last write wins)
-    moved = np.flatnonzero(cohorts[first[codes]] != cohorts)
-    if not moved.size:
+    conflict = cohort_conflict(codes.reshape(-1).astype(np.int64), cohorts)
+    if conflict is None:
         return
-    row = int(moved[0])
-    earlier = int(first[codes[row]])
+    row, earlier = conflict
     ends = np.cumsum([p.positions.size for p in parts])
 
     def locate(i: int) -> tuple[_Part, int]:

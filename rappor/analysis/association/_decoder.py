@@ -40,7 +40,7 @@ from ._conditionals import string_pair_estimate
 from ._shrinkage import nested_split_posterior, shrink_boolean_split, with_splits
 from ._nuisance import client_nuisance_products, nuisance_covariance, with_nuisance
 from ._clusters import cluster_score_products, repeats_clients, repeats_without_ids
-from ._repeats import client_factor_bytes, client_factors
+from ._repeats import client_factor_bytes, client_factors, client_reports
 from ._inputs import check_fit_memory, check_inputs, client_codes
 from ._signed import observed_covariance, signed_maximum
 from ._threads import shared_threads
@@ -303,8 +303,11 @@ class AssociationDecoder(CheckedParameters):
         if patterns is None:
             assert codes is not None
             check_fit_memory(int(codes.max()) + 1, [len(sel[0]) for sel in selections], variables)  # the fit's arrays
-            dense, impossible = client_factors(batches, variables, selections, codes, folds if by_fold else None)
+            per_client = client_reports(batches, codes, folds if by_fold else None)
+            dense, impossible = client_factors(variables, selections, per_client)
             factors = list(dense)
+            if all(n is None for n in noises):  # kept (C x k floats a variable) only for the outside rates' noise
+                del per_client
             weights = np.ones(impossible.size)
             reports_of = np.bincount(codes, minlength=impossible.size).astype(np.float64)
         else:
@@ -352,9 +355,8 @@ class AssociationDecoder(CheckedParameters):
             if clustered is not None or any(n is not None for n in noises):  # outside strings' rates (_nuisance), repeats
                 extra = None if clustered is None else cluster_score_products(lik, fit.table, *clustered)
                 if patterns is None:  # rows are clients: the outside rates' noise through each client's likelihood
-                    assert codes is not None
-                    extra = client_nuisance_products(lik, fit.table, batches, variables, selections, noises, codes,
-                                                     folds if by_fold else None, ~impossible)
+                    extra = client_nuisance_products(lik, fit.table, variables, selections, noises, per_client,
+                                                     ~impossible)
                 plain = cov
                 cov, signed = with_nuisance(lik, fit.table, patterns, variables, selections, noises, cov, signed, extra)
                 inverse_information = cov

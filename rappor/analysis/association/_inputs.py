@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from ..._util.clients import cohort_conflict
 from ..._util.memory import check_memory
 from ...client._reports import ReportBatch
 from ...exceptions import DecodeError, IncompatibleParamsError, InvalidParameterError
@@ -84,12 +85,10 @@ def client_codes(clients: npt.ArrayLike, cohorts: npt.NDArray[np.int64], owner: 
         raise InvalidParameterError(msg)
     _, codes = np.unique(ids, return_inverse=True)
     out: npt.NDArray[np.int64] = codes.reshape(-1).astype(np.int64)
-    first = np.full(int(out.max(initial=-1)) + 1, -1, dtype=np.int64)
-    first[out[::-1]] = cohorts[::-1]  # each client's first report's cohort (the last write wins)
-    moved = np.flatnonzero(first[out] != cohorts)
-    if moved.size:
-        row = int(moved[0])
-        msg = (f"The reports of one client are in two cohorts ({int(first[out[row]])} and {int(cohorts[row])}, "
+    conflict = cohort_conflict(out, cohorts)
+    if conflict is not None:
+        row, earlier = conflict
+        msg = (f"The reports of one client are in two cohorts ({int(cohorts[earlier])} and {int(cohorts[row])}, "
                f"report tuple {row + 1} in file order): a client belongs to one cohort for good, so a client id "
                f"must not name two clients.")
         raise InvalidParameterError(msg)

@@ -36,11 +36,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ..._util.bits import unpack_bits
-from ...client._reports import ReportBatch
 from ._likelihood import Patterns
 from ._mixture import ProductLikelihood
 from ._other import OutsideNoise
-from ._repeats import ClientSums, client_bit_sums, client_folds, client_runs, other_rate_scores, other_rows
+from ._repeats import ClientReports, ClientSums, other_rate_scores, other_rows
 from ._signed import SignedMaximum
 from ._variables import Variable
 from ._threads import in_ranges
@@ -129,10 +128,9 @@ def _noise_products(g: Array, noise: OutsideNoise) -> Array:
     return out
 
 
-def client_nuisance_products(lik: ProductLikelihood, table: Array, batches: Sequence[ReportBatch],
-                             variables: Sequence[Variable], selections: Sequence[tuple[Any, ...]],
-                             noises: Sequence[OutsideNoise | None], clients: npt.NDArray[np.int64],
-                             folds: npt.NDArray[np.int64] | None, kept: npt.NDArray[np.bool_]) -> Array:
+def client_nuisance_products(lik: ProductLikelihood, table: Array, variables: Sequence[Variable],
+                             selections: Sequence[tuple[Any, ...]], noises: Sequence[OutsideNoise | None],
+                             reports: ClientReports, kept: npt.NDArray[np.bool_]) -> Array:
     """``G Cov(o) G'`` where the likelihood's rows are clients (the exact likelihood of their reports).
 
     Parameters
@@ -140,26 +138,24 @@ def client_nuisance_products(lik: ProductLikelihood, table: Array, batches: Sequ
     lik : ProductLikelihood
         Rows: the clients of ``kept`` in the order of their codes.
     table : ndarray of float64, shape (cells,)
-    batches, variables, selections, noises
-        Per variable: the reports, the variable, its ``(columns, labels, marginal, other)`` and
-        the noise of ``other`` (None: no estimated rates).
-    clients : ndarray of int64
-        Each report's client code; ``folds`` each report's fold (Other's rows by fold), or None.
+    variables, selections, noises
+        Per variable: the variable, its ``(columns, labels, marginal, other)`` and the noise of
+        ``other`` (None: no estimated rates).
+    reports : ClientReports
+        Each variable's per-client sums and each client's fold (Other's rows by fold), as the
+        factors were made from (:func:`~rappor.analysis.association._repeats.client_reports`).
     kept : ndarray of bool
         Per client code: whether it is a row of ``lik`` (not impossible under every category).
     """
     size = lik.size
     out = np.zeros((size, size))
     table = np.asarray(table, dtype=np.float64).reshape(-1)
-    runs = client_runs(clients)
-    fold = None if folds is None else client_folds(folds, runs)
     code_of_row = np.flatnonzero(kept)
-    for axis, (batch, var, sel, noise) in enumerate(zip(batches, variables, selections, noises)):
+    for axis, (var, sel, noise, sums) in enumerate(zip(variables, selections, noises, reports.sums)):
         if noise is None:
             continue
         params, probs = var.params, np.asarray(sel[3], dtype=np.float64)
-        sums = client_bit_sums(batch, clients, runs)
-        row_of = other_rows(params, probs, sums, fold)[code_of_row]
+        row_of = other_rows(params, probs, sums, reports.fold)[code_of_row]
         in_other = np.zeros(lik.shape, dtype=bool)
         in_other[(slice(None),) * axis + (-1,)] = True
         in_other = in_other.reshape(-1)

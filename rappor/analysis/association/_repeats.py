@@ -40,8 +40,8 @@ from ...collect._design import CandidateMap
 from ...params import Params
 from ._variables import Variable
 
-__all__ = ["ClientSums", "client_bit_sums", "client_factor_bytes", "client_factors", "client_folds", "client_runs",
-           "other_rate_scores", "other_rows"]
+__all__ = ["ClientReports", "ClientSums", "client_bit_sums", "client_factor_bytes", "client_factors", "client_folds",
+           "client_reports", "client_runs", "other_rate_scores", "other_rows"]
 
 Array = npt.NDArray[np.float64]
 
@@ -160,24 +160,37 @@ def client_factor_bytes(clients: int, selections: Sequence[tuple[Any, ...]]) -> 
     return 16 * clients * sum(len(sel[1]) for sel in selections)
 
 
-def client_factors(batches: Sequence[ReportBatch], variables: Sequence[Variable],
-                   selections: Sequence[tuple[Any, ...]], clients: npt.NDArray[np.int64],
-                   folds: npt.NDArray[np.int64] | None = None) -> tuple[list[Array], npt.NDArray[np.bool_]]:
+class ClientReports(NamedTuple):
+    """Each variable's :class:`ClientSums` (clients in the order of their codes) and each client's fold, or None."""
+
+    sums: tuple[ClientSums, ...]
+    fold: npt.NDArray[np.int64] | None
+
+
+def client_reports(batches: Sequence[ReportBatch], clients: npt.NDArray[np.int64],
+                   folds: npt.NDArray[np.int64] | None = None) -> ClientReports:
+    """Every variable's per-client sums (one sort of the reports for all) and, with ``folds`` (one a report), each
+    client's fold."""
+    runs = client_runs(clients)
+    return ClientReports(tuple(client_bit_sums(batch, clients, runs) for batch in batches),
+                         None if folds is None else client_folds(folds, runs))
+
+
+def client_factors(variables: Sequence[Variable], selections: Sequence[tuple[Any, ...]],
+                   reports: ClientReports) -> tuple[list[Array], npt.NDArray[np.bool_]]:
     """Each variable's likelihood of every client's reports (rows: client codes in order), and the impossible clients.
 
     ``selections`` holds each variable's ``(columns, labels, marginal, other)`` with ``other``
     Other's report-level bit probabilities of shape (m, k), (F m, k) (a row per fold and cohort:
-    each report's fold in ``folds``, shared by a client's reports) or None (no Other).  Each row is
-    scaled by its largest entry (the fit is invariant to a factor a row).  A client is impossible when
-    every category of some variable has probability 0 (``p`` or ``q`` of 0 or 1).
+    a client's fold in ``reports.fold``) or None (no Other).  Each row is scaled by its largest
+    entry (the fit is invariant to a factor a row).  A client is impossible when every category of
+    some variable has probability 0 (``p`` or ``q`` of 0 or 1).
     """
     factors: list[Array] = []
     impossible: npt.NDArray[np.bool_] | None = None
-    runs = client_runs(clients)  # one sort for every variable
-    fold = None if folds is None else client_folds(folds, runs)
-    for batch, var, sel in zip(batches, variables, selections):
+    fold = reports.fold
+    for var, sel, sums in zip(variables, selections, reports.sums):
         columns, _, _, other = sel
-        sums = client_bit_sums(batch, clients, runs)
         log_factor = _variable_log_factor(var.params, var.candidate_map, np.asarray(columns, dtype=np.intp), other, sums,
                                           fold)
         top = log_factor.max(axis=1, keepdims=True)

@@ -172,7 +172,7 @@ def test_repeated_reports_with_outside_strings_use_each_client_s_likelihood_and_
 def test_the_exact_client_likelihood_is_the_report_likelihood_for_single_reports() -> None:
     # With one report a client, P(reports | category) is the report's own likelihood: the rows of
     # client_factors equal the report patterns' rows up to a factor a row (both are scaled).
-    from rappor.analysis.association._repeats import client_factors
+    from rappor.analysis.association._repeats import client_factors, client_reports
 
     joint, values, cands = example_joint("string-bool", 6, remove_every=3)
     sim = simulate_association(PARAMS, joint, values, 500, candidates=cands, rng=4)
@@ -183,7 +183,7 @@ def test_the_exact_client_likelihood_is_the_report_likelihood_for_single_reports
     selections = [(np.arange(4, dtype=np.intp), tuple(string.candidate_map.strings) + ("Other",), None, other),
                   (np.arange(2, dtype=np.intp), tuple(boolean.candidate_map.strings), None, None)]
     by_pattern, _ = likelihood_factors(patterns, sim.variables, selections)
-    by_client, impossible = client_factors(sim.reports, sim.variables, selections, np.arange(500))
+    by_client, impossible = client_factors(sim.variables, selections, client_reports(sim.reports, np.arange(500)))
     assert not impossible.any()
     assert patterns.reports is not None
     for mine, theirs in zip(by_client, by_pattern):
@@ -198,7 +198,7 @@ def test_the_outside_rates_noise_through_each_client_is_the_per_report_term_for_
     # rates by (fold, cohort)) equals the report patterns' (_nuisance), up to rounding.
     from rappor.analysis.association._nuisance import client_nuisance_products, nuisance_score_products
     from rappor.analysis.association._other import OutsideNoise, report_folds
-    from rappor.analysis.association._repeats import client_factors
+    from rappor.analysis.association._repeats import client_factors, client_reports
 
     joint, values, cands = example_joint("string-bool", 6, remove_every=3)
     sim = simulate_association(PARAMS, joint, values, 600, candidates=cands, rng=5)
@@ -214,11 +214,11 @@ def test_the_outside_rates_noise_through_each_client_is_the_per_report_term_for_
     by_pattern, _ = likelihood_factors(patterns, sim.variables, selections)
     theirs = nuisance_score_products(ProductLikelihood(by_pattern, patterns.counts.astype(np.float64)), table, patterns,
                                      [(16, 8, other, noise), None])
-    by_client, impossible = client_factors(sim.reports, sim.variables, selections, np.arange(600), folds)
+    per_client = client_reports(sim.reports, np.arange(600), folds)
+    by_client, impossible = client_factors(sim.variables, selections, per_client)
     assert not impossible.any()
     lik = ProductLikelihood(list(by_client), np.ones(600))
-    mine = client_nuisance_products(lik, table, sim.reports, sim.variables, selections, [noise, None],
-                                    np.arange(600), folds, ~impossible)
+    mine = client_nuisance_products(lik, table, sim.variables, selections, [noise, None], per_client, ~impossible)
     assert np.abs(theirs).max() > 0
     np.testing.assert_allclose(mine, theirs, rtol=1e-8, atol=1e-10 * np.abs(theirs).max())
 
