@@ -45,11 +45,15 @@ Array = npt.NDArray[np.float64]
 
 #: Reports a block (its likelihood rows: ``BLOCK x cells`` floats).
 BLOCK = 4096
-#: The reports a client that a marginal decode's dispersion must point to before :func:`repeats_without_ids`
-#: warns.  Strings outside the candidates spread the counts too: with every fifth string outside
-#: (string x boolean, 100,000 single reports, k=32 m=32 f=0.5) the dispersion pointed to about 2
-#: (1.15-1.20) on three of four collections, as 2 reports a client did (1.16-1.29), where 3 gave
-#: 2.7-3.7 and 10 gave 10-12.
+#: The reports a client that a marginal decode's dispersion must point to, at the low end that
+#: chance leaves (``reports_per_client_low`` of :func:`rappor.analysis.decoder.explain_dispersion`), before
+#: :func:`repeats_without_ids` warns.  Strings outside the candidates spread the counts too: with
+#: every fifth string outside (string x boolean, 100,000 single reports, k=32 m=32 f=0.5) the
+#: dispersion pointed to about 2 (1.15-1.20) on three of four collections, as 2 reports a client
+#: did (1.16-1.29), where 3 gave 2.7-3.7 and 10 gave 10-12 (low ends: 3 a client 2.0-3.1, 10 a
+#: client 9.7-11.4, 30 a client 30.3-34.3).  The low end, not the point: at k=16 m=64 p=0.5 q=0.75
+#: f=0.5 with 6 of 100 strings listed, one collection of twenty single-report ones pointed to 4.3
+#: (dispersion 1.157, chi-square p 4e-4) with a low end of 1.4.
 WARN_REPORTS = 2.5
 
 
@@ -116,8 +120,8 @@ def repeats_without_ids(batches: Sequence[ReportBatch], selections: Sequence[tup
     Each string variable's marginal decode says what its residual dispersion points to
     (:func:`rappor.analysis.decoder.explain_dispersion`: symmetric residuals and the bits a report
     sets as expected point to clients that report more than once); without the clients' ids the
-    joint table's intervals and independence test count every report as a client.  Only from
-    :data:`WARN_REPORTS` reports a client on (fewer, outside strings look the same).
+    joint table's intervals and independence test count every report as a client.  Only where
+    chance leaves at least :data:`WARN_REPORTS` reports a client (fewer, outside strings look the same).
     """
     from ..decoder import explain_dispersion
 
@@ -129,7 +133,7 @@ def repeats_without_ids(batches: Sequence[ReportBatch], selections: Sequence[tup
         counts = Aggregate.from_reports(batch).counts
         check = explain_dispersion(counts, batch.params, diag.residuals, diag.dispersion, diag.chi2_pvalue,
                                    diag.unexplained_mass)
-        if check is not None and check.cause == "repeated reports" and check.reports_per_client >= WARN_REPORTS:
+        if check is not None and check.cause == "repeated reports" and check.reports_per_client_low >= WARN_REPORTS:
             return (f"the reports of variable {name!r} look like repeated reports of one value (residual dispersion "
                     f"{check.dispersion:.2f} with symmetric residuals, as about {check.reports_per_client:.0f} reports "
                     "a client would give), and no client ids were given: if clients report more than once, the "

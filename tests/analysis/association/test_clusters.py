@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
+import rappor
 from rappor import Params
 from rappor.analysis.association import AssociationDecoder, example_joint, simulate_association
 from rappor.analysis.association._clusters import cluster_score_products, repeats_clients
@@ -308,7 +311,6 @@ def test_repeated_reports_without_ids_are_warned_of() -> None:
     # 3,000 clients x 30 reports decoded without their ids: the marginal decode's dispersion
     # (measured 6.9-7.7, as about 31-35 reports a client) says so; with the ids, or with one
     # report a client, nothing is said.
-    import warnings
 
     joint, values, _ = example_joint("string-bool", 50)
 
@@ -324,6 +326,27 @@ def test_repeated_reports_without_ids_are_warned_of() -> None:
     assert said(repeated, repeated.report_clients) == []
     single = simulate_association(BENCH, joint, values, 90_000, rng=0)
     assert said(single, None) == []
+
+
+def test_a_dispersion_just_past_the_alarm_is_not_called_repeated_reports() -> None:
+    # One report a client, 6 of 100 Zipf strings listed, k=16 m=64 p=0.5 q=0.75 f=0.5: kappa is
+    # small there (0.047), so this collection's dispersion (1.157, chi-square p 4e-4; a chance
+    # high with outside strings) reads as 4.3 reports a client, and warned before; the low end
+    # that chance leaves is 1.4, below WARN_REPORTS.
+    from rappor.analysis.association._clusters import WARN_REPORTS
+    from rappor.analysis.decoder import explain_dispersion
+
+    joint, values, _ = example_joint("string-bool", 100)
+    weak = Params(num_bloombits=16, num_hashes=2, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    sim = simulate_association(weak, joint, values, 100_000, candidates=[list(values[0][:6]), None], rng=902)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RapporWarning)
+        res = AssociationDecoder(candidates="all", independence_test=False).decode(sim.reports, sim.variables)
+    d = res.marginal_results[0].diagnostics
+    counts = rappor.Aggregate.from_reports(sim.reports[0]).counts
+    check = explain_dispersion(counts, weak, d.residuals, d.dispersion, d.chi2_pvalue, d.unexplained_mass)
+    assert check is not None and check.cause == "repeated reports"
+    assert check.reports_per_client >= WARN_REPORTS > check.reports_per_client_low  # the old rule warned
 
 
 def test_the_clustered_tail_bound_holds_and_decides_strong_dependence() -> None:

@@ -57,6 +57,20 @@ def test_explain_dispersion_repeated_reports() -> None:
     # (the value draw adds its own spread: measured 10-14 here).
     assert 5 <= check.reports_per_client <= 20
     assert "memoized PRR" in check.text
+    # The low end: the same formula at the dispersion less z sqrt(2 / n), z the normal quantile
+    # of the alarm's p-value and n the residuals (the model's chi-square spread over its df).
+    n = int(np.isfinite(_residuals(agg, strings)).sum())
+    shrunk = check.dispersion - 3.090232306167813 * math.sqrt(2.0 / n)
+    kappa = (check.dispersion - 1.0) / (check.reports_per_client - 1.0)
+    assert check.reports_per_client_low == pytest.approx(1.0 + (shrunk - 1.0) / kappa, rel=1e-9)
+    assert 1.0 < check.reports_per_client_low < check.reports_per_client
+
+
+def _residuals(agg: rappor.Aggregate, strings: list[str]) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = rappor.Decoder().decode(agg, rappor.hash_candidates(strings, agg.params))
+    return np.asarray(res.diagnostics.residuals)
 
 
 def test_explain_dispersion_missing_strings() -> None:
