@@ -41,7 +41,7 @@ from ._shrinkage import nested_split_posterior, shrink_boolean_split, with_split
 from ._nuisance import client_nuisance_products, nuisance_covariance, with_nuisance
 from ._clusters import cluster_score_products, repeats_clients, repeats_without_ids
 from ._repeats import client_factor_bytes, client_factors, client_reports
-from ._inputs import check_fit_memory, check_inputs, client_codes
+from ._inputs import check_fit_memory, check_inputs, client_codes, client_rows
 from ._signed import observed_covariance, signed_maximum
 from ._threads import shared_threads
 from ._variables import OTHER, Variable
@@ -58,8 +58,9 @@ __all__ = ["AssociationDecoder"]
 #: Largest table (cells) for which standard errors are computed by default (the
 #: information matrix is cells x cells and costs patterns x cells^2 to form).
 MAX_COVARIANCE_CELLS = 2048
-#: Largest dense per-client factors (bytes) for the exact likelihood of repeated reports (_repeats); above it
-#: the reports' patterns are fitted and the covariance clustered by client (_clusters).
+#: Dense per-client factors (bytes) always taken for the exact likelihood of repeated reports (_repeats); above
+#: it only while no larger than the reports' patterns (_inputs.client_rows), else those patterns are fitted and
+#: the covariance clustered by client (_clusters).
 MAX_CLIENT_FACTOR_BYTES = 1 << 30
 #: Largest table whose standard errors account for the boundary (projected normal); larger
 #: tables get the inverse information, which overstates them near the boundary.
@@ -297,12 +298,13 @@ class AssociationDecoder(CheckedParameters):
         # Repeated reports: the exact likelihood of each client's reports (_repeats; rows are clients), where
         # its dense factors fit; else the reports' patterns and the covariance clustered by client (_clusters).
         by_client = repeats and codes is not None \
-            and client_factor_bytes(int(codes.max()) + 1, selections) <= MAX_CLIENT_FACTOR_BYTES
+            and client_rows(int(codes.max()) + 1, int(codes.size), selections, variables, MAX_CLIENT_FACTOR_BYTES)
         patterns = None if by_client else group_reports(batches, folds if by_fold else None, index_reports=repeats)
         factors: list[Factor]
         if patterns is None:
             assert codes is not None
-            check_fit_memory(int(codes.max()) + 1, [len(sel[0]) for sel in selections], variables)  # the fit's arrays
+            check_fit_memory(int(codes.max()) + 1, [len(sel[0]) for sel in selections], variables,  # the fit's arrays
+                             client_factor_bytes(int(codes.max()) + 1, selections))
             per_client = client_reports(batches, codes, folds if by_fold else None)
             dense, impossible = client_factors(variables, selections, per_client)
             factors = list(dense)

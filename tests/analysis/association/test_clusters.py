@@ -113,14 +113,13 @@ def test_repeated_reports_get_honest_standard_errors(path: str, monkeypatch: pyt
     # 3,000 clients x 30 reports under one PRR each (string x boolean, 50 Zipf strings, k=32 m=32
     # f=0.5; seeds 20-25, about 117 cells of 0.005 and above).  The signed maximum's z against the
     # truth: with every report its own client, mean z^2 2.35 and +-1.96 coverage 0.829 (measured);
-    # clustered by client (the sandwich over the reports' patterns, forced here by a factor budget of
-    # 0) 0.84 and 0.957; with the exact likelihood of each client's reports (the default) the model
+    # clustered by client (the sandwich over the reports' patterns, forced here) 0.84 and 0.957; with the exact likelihood of each client's reports (the default) the model
     # is right and its information honest.  Bounds: 4 standard errors of each statistic for
     # independent cells (z^2 mean: sqrt(2 / cells); coverage: binomial).
     from rappor.analysis.association import _decoder
 
     if path == "clustered":
-        monkeypatch.setattr(_decoder, "MAX_CLIENT_FACTOR_BYTES", 0)
+        monkeypatch.setattr(_decoder, "client_rows", lambda *args: False)
     joint, values, _ = example_joint("string-bool", 50)
     z, covered = [], []
     for seed in range(20, 26):
@@ -236,8 +235,8 @@ def test_the_exact_client_likelihood_is_closer_than_the_clustered_patterns(monke
     exact, clustered = [], []
     for seed in range(30, 36):
         sim = simulate_association(BENCH, joint, values, 3000, reports_per_client=30, rng=seed)
-        for budget, out in ((1 << 30, exact), (0, clustered)):
-            monkeypatch.setattr(_decoder, "MAX_CLIENT_FACTOR_BYTES", budget)
+        for by_client, out in ((True, exact), (False, clustered)):
+            monkeypatch.setattr(_decoder, "client_rows", lambda *args, use=by_client: use)
             res = AssociationDecoder(rng=0).decode(sim.reports, sim.variables, clients=sim.report_clients)
             out.append(total_variation(res.proportion, sim.truth(res.categories)))
     assert np.mean(exact) < np.mean(clustered)
@@ -266,7 +265,7 @@ def test_the_independence_test_keeps_its_level_with_repeated_reports(monkeypatch
             from rappor.analysis.association import _decoder
 
             with monkeypatch.context() as patch:
-                patch.setattr(_decoder, "MAX_CLIENT_FACTOR_BYTES", 0)
+                patch.setattr(_decoder, "client_rows", lambda *args: False)
                 fallback = AssociationDecoder(candidates="all", other="none", rng=seed).decode(
                     sim.reports, sim.variables, clients=sim.report_clients)
             assert fallback.independence is not None and "clustered by client" in fallback.independence.method
@@ -326,6 +325,24 @@ def test_repeated_reports_without_ids_are_warned_of() -> None:
     assert said(repeated, repeated.report_clients) == []
     single = simulate_association(BENCH, joint, values, 90_000, rng=0)
     assert said(single, None) == []
+
+
+def test_client_rows_beyond_the_budget_while_no_larger_than_the_patterns() -> None:
+    # String x boolean, 90 detected strings + Other, k=32 m=32 (1 byte a coded candidate): a
+    # million clients' dense factors take 16 x 1e6 x 93 = 1.49 GB.  With 10 reports a client the
+    # patterns' fit would take about 2.2 GB (90 bytes + 16 float64 a pattern): clients' rows, though
+    # above a 1 GB budget.  With 1.2 reports a client (1.2 M patterns, 0.27 GB) the patterns.
+    from rappor.analysis.association._inputs import client_rows, fit_bytes
+    from rappor.analysis.association._repeats import client_factor_bytes
+
+    joint, values, _ = example_joint("string-bool", 50)
+    variables = simulate_association(BENCH, joint, values, 10, rng=0).variables
+    selections = [(np.arange(90), tuple(range(91)), None, None), (np.arange(2), ("TRUE", "FALSE"), None, None)]
+    assert client_factor_bytes(1_000_000, selections) == 16 * 1_000_000 * 93
+    assert fit_bytes(10_000_000, [90, 2], variables) > client_factor_bytes(1_000_000, selections) > 1 << 30
+    assert client_rows(1_000_000, 10_000_000, selections, variables, 1 << 30)
+    assert not client_rows(1_000_000, 1_200_000, selections, variables, 1 << 30)
+    assert client_rows(1_000_000, 1_200_000, selections, variables, 2 << 30)  # within the budget
 
 
 def test_a_dispersion_just_past_the_alarm_is_not_called_repeated_reports() -> None:
