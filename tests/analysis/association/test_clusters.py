@@ -327,6 +327,29 @@ def test_repeated_reports_without_ids_are_warned_of() -> None:
     assert said(single, None) == []
 
 
+@pytest.mark.parametrize("table_limit", [None, 0])
+def test_the_terms_looked_up_are_those_computed_element_by_element(table_limit: int | None,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # log [P q^s (1-q)^(R-s) + (1-P) p^s (1-p)^(R-s)] over (row, bit, R, s) computed once and
+    # gathered: the same expression on the same numbers, so equal to the last bit (P = 0 and 1
+    # included); with no room for a table (limit 0), computed element by element.
+    from rappor.analysis.association import _repeats
+
+    if table_limit is not None:
+        monkeypatch.setattr(_repeats, "MAX_TERM_TABLE", table_limit)
+    rng = np.random.default_rng(3)
+    reports = rng.choice([1, 2, 10, 30], size=500).astype(np.float64)
+    ones = rng.binomial(reports[:, None].astype(int), 0.4, size=(500, 16)).astype(np.float64)
+    sums = _repeats.ClientSums(np.zeros(500, np.int64), reports, ones)
+    for prr in (np.full((1, 16), 0.25), np.ones((1, 16)), np.zeros((1, 16)), rng.uniform(0.01, 0.99, (1, 16))):
+        expected = _repeats._direct_log_terms(PARAMS, ones, reports[:, None] - ones, np.broadcast_to(prr, ones.shape))
+        np.testing.assert_array_equal(_repeats._log_terms(PARAMS, sums, prr), expected)
+    rows = rng.integers(0, 8, size=500)
+    prr = rng.uniform(0.01, 0.99, (8, 16))
+    expected = _repeats._direct_log_terms(PARAMS, ones, reports[:, None] - ones, prr[rows])
+    np.testing.assert_array_equal(_repeats._log_terms(PARAMS, sums, prr, rows), expected)
+
+
 def test_client_rows_beyond_the_budget_while_no_larger_than_the_patterns() -> None:
     # String x boolean, 90 detected strings + Other, k=32 m=32 (1 byte a coded candidate): a
     # million clients' dense factors take 16 x 1e6 x 93 = 1.49 GB.  With 10 reports a client the
