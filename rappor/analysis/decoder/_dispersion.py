@@ -190,7 +190,8 @@ def explain_dispersion(counts: npt.NDArray[np.int64], params: Params, residuals:
                "strings (rappor discover finds candidates) to explain them. ")
     else:
         cause = "repeated reports"
-        many = f" (about {reports:.0f} reports per client would give it)" if math.isfinite(reports) else ""
+        many = (f" (about {reports:.0f} reports per client would give it; at least {reports_low:.1f} beyond what "
+                "chance allows)") if math.isfinite(reports) and math.isfinite(reports_low) else ""
         why = (f"Repeated reports are the likely cause{many}: clients that report the same value several times "
                "under one memoized PRR add its noise once per client, so the counts spread evenly more than for "
                "independent reports (symmetric residuals, bits per report as expected); the widened standard "

@@ -64,6 +64,7 @@ def test_explain_dispersion_repeated_reports() -> None:
     kappa = (check.dispersion - 1.0) / (check.reports_per_client - 1.0)
     assert check.reports_per_client_low == pytest.approx(1.0 + (shrunk - 1.0) / kappa, rel=1e-9)
     assert 1.0 < check.reports_per_client_low < check.reports_per_client
+    assert f"at least {check.reports_per_client_low:.1f} beyond what chance allows" in check.text
 
 
 def _residuals(agg: rappor.Aggregate, strings: list[str]) -> np.ndarray:
