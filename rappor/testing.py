@@ -35,7 +35,11 @@ analysis
     the association fit's passes (``association.py``); :func:`candidate_likelihood`, the association
     likelihood over every candidate without Other, with :func:`fit_mixture`, :func:`observed_covariance`
     and :func:`projected_draws`, its maximum, inverse information and the maximum's boundary law
-    (``association_oracle.py``'s bounds); :class:`ConfirmationNull`,
+    (``association_oracle.py``'s bounds); :func:`association_other`, Other's per-client likelihood and
+    outside rates replaced, with :class:`ClientSums`, :func:`client_bit_sums`, :func:`client_runs`,
+    :func:`client_folds`, :func:`report_folds`, :func:`client_log_terms`, :func:`other_prr_rates` and
+    :class:`OutsideNoise`, the pieces they are built from (``association_other_rates.py``'s oracles);
+    :class:`ConfirmationNull`,
     :func:`tilted_tail_probability` and :func:`discovery_settings`, discovery's confirmation
     law and the search's limits (``discovery_pvalues.py``).
 formats
@@ -49,7 +53,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -58,8 +62,13 @@ from ._util.bits import bitstrings_to_bits
 from .analysis.association import _threads
 from .analysis.association._inference import boundary_interval, projected_draws
 from .analysis.association._likelihood import CodedLikelihood, group_reports, likelihood_factors
+from .analysis.association import _other, _repeats
 from .analysis.association._mixture import ProductLikelihood, fit_mixture
+from .analysis.association._other import OutsideNoise, report_folds
 from .analysis.association._reference import reference_conditional_probabilities, reference_em
+from .analysis.association._repeats import ClientSums, client_bit_sums, client_folds, client_runs
+from .analysis.association._repeats import _log_terms as client_log_terms
+from .analysis.association._repeats import _prr_rates as other_prr_rates
 from .analysis.association._signed import observed_covariance
 from .analysis.decoder import _estimate, _shares
 from .analysis.decoder._adjust import CORRECTIONS
@@ -86,6 +95,15 @@ from .simulation._reports import _encode_rows as encode_rows
 __all__ = [
     "BAGGING_GRID",
     "CLEAR_Z",
+    "ClientSums",
+    "OutsideNoise",
+    "association_other",
+    "client_bit_sums",
+    "client_folds",
+    "client_log_terms",
+    "client_runs",
+    "other_prr_rates",
+    "report_folds",
     "CORRECTIONS",
     "KEPT_Z",
     "NULLS",
@@ -151,6 +169,38 @@ def association_pass_threads(threads: int) -> Iterator[None]:
         yield
     finally:
         _threads.MAX_THREADS = limit
+
+
+@contextlib.contextmanager
+def association_other(*, client_log_factor: Callable[..., Any] | None = None,
+                      outside_rates: Callable[..., Any] | None = None) -> Iterator[None]:
+    """Within the block, the association decoder builds Other with the functions given; each gets the default first.
+
+    Parameters
+    ----------
+    client_log_factor : callable, optional
+        ``client_log_factor(default, params, cmap, columns, other, sums, fold)``: a variable's
+        ``log P(client's reports | category)`` up to a per-client constant, shape (clients,
+        len(columns) [+ 1]), Other last (the exact likelihood of repeated reports).
+    outside_rates : callable, optional
+        ``outside_rates(default, aggregate, cmap, shares, share_std_errors, design_effect)``: the
+        Bloom-bit rates of the strings outside the candidates, shape (m, k), and their
+        :class:`OutsideNoise` or None.
+    """
+    log_factor, rates = _repeats._variable_log_factor, _other.outside_bit_rates
+    if client_log_factor is not None:
+        def patched_factor(*args: Any) -> Any:
+            return client_log_factor(log_factor, *args)
+        _repeats._variable_log_factor = patched_factor  # type: ignore[assignment]
+    if outside_rates is not None:
+        def patched_rates(aggregate: Any, cmap: Any, shares: Any, share_std_errors: Any = None,
+                          design_effect: Any = None) -> Any:
+            return outside_rates(rates, aggregate, cmap, shares, share_std_errors, design_effect)
+        _other.outside_bit_rates = patched_rates
+    try:
+        yield
+    finally:
+        _repeats._variable_log_factor, _other.outside_bit_rates = log_factor, rates
 
 
 def candidate_likelihood(reports: Any, variables: Any) -> tuple[ProductLikelihood, list[tuple[str, ...]]]:

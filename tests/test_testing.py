@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -34,3 +36,34 @@ def test_ascent_prior_records_the_last_prior_and_changes_nothing() -> None:
     # The hooks are undone after the block: a later ascent records nothing more.
     coordinate_ascent(a, b, 2 * sq, np.zeros(12))
     np.testing.assert_array_equal(record["grid"], grid)
+
+
+def test_association_other_routes_each_decode_through_the_functions_given_then_undoes() -> None:
+    # Repeated reports with strings outside the candidates (as tests/analysis/association/test_clusters.py,
+    # one collection): the decoder's Other reaches both functions, which here return the default's
+    # result, so the decode is the same to the bit; after the block the defaults are back.
+    import rappor
+    from rappor.analysis.association import AssociationDecoder, example_joint, simulate_association
+    from rappor.analysis.association import _other, _repeats
+    from rappor.testing import association_other
+
+    params = rappor.Params(num_bloombits=32, num_hashes=2, num_cohorts=32, prob_p=0.25, prob_q=0.75, prob_f=0.5)
+    joint, values, cands = example_joint("string-bool", 50, remove_every=3)
+    sim = simulate_association(params, joint, values, 3000, candidates=cands, reports_per_client=30, rng=21)
+    plain = AssociationDecoder(rng=0).decode(sim.reports, sim.variables, clients=sim.report_clients)
+    before = (_repeats._variable_log_factor, _other.outside_bit_rates)
+    calls: list[str] = []
+
+    def factor(default: Any, *args: Any) -> Any:
+        calls.append("factor")
+        return default(*args)
+
+    def rates(default: Any, *args: Any) -> Any:
+        calls.append("rates")
+        return default(*args)
+
+    with association_other(client_log_factor=factor, outside_rates=rates):
+        routed = AssociationDecoder(rng=0).decode(sim.reports, sim.variables, clients=sim.report_clients)
+    assert "factor" in calls and "rates" in calls  # Other by fold: the outside strings showed
+    np.testing.assert_array_equal(routed.proportion, plain.proportion)
+    assert (_repeats._variable_log_factor, _other.outside_bit_rates) == before

@@ -1,0 +1,262 @@
+"""Association with repeated reports and outside strings: what limits the small cells? Other's rates, by oracle.
+
+At a million clients x 10 reports with strings outside the candidates (``sb100-1m-low-out`` of
+:mod:`association_recipe`, f=0.5), the smallest cells' 95% intervals covered 19 of 24 in session 21.
+This script decodes each collection several ways, every one the default decoder except for how
+Other's per-client likelihood is built, and prints TV and coverage per band of true share:
+
+``main``
+    the default: Other's outside-string Bloom-bit rates estimated from the counts no candidate
+    explains, shrunk towards a random string's (James-Stein), cross-fitted over two folds of clients;
+``mixture``
+    oracle: Other's likelihood is the exact mixture of its true strings (the left-out candidates and
+    the outside strings at their realized shares, their true Bloom filters) -- no product of bits;
+``product``
+    oracle: the same true composition as a product of per-bit rates (the model's form, true rates);
+``outside-true``
+    oracle: only the outside strings' rates are the truth; the left-out candidates' shares and
+    Other's mass are the default's;
+``unshrunk``
+    the counts' debiased residual rates, clipped to [0, 1], not shrunk (their binomial noise, times
+    the design effect, and the share errors' directions carried into the covariance as the default does);
+``npmle``
+    the same residual rates shrunk by an empirical-Bayes prior over [0, 1] (Kiefer-Wolfowitz NPMLE on
+    201 points, posterior mean; noise by Tweedie's slope), for the sparse bumps heavy outside strings make;
+``em``
+    the outside rates estimated from the *clients* of the other fold: a mixture over every candidate
+    and an Other of free per-bit PRR rates, fitted by EM to the clients' reports (30 steps from the
+    marginal shares and the default's rates).
+
+The variants replace Other's parts through :func:`rappor.testing.association_other`: a diagnostic, not
+a method.
+
+Usage::
+
+    python benchmarks/association_other_rates.py --modes main,mixture,product --seeds 9300-9305 [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import warnings
+from contextlib import AbstractContextManager
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _google_recipe as recipe  # noqa: E402
+from association_recipe import BANDS, CLASSES, PRIVACY, _ours, _scenario  # noqa: E402
+
+from rappor.testing import (ClientSums, OutsideNoise, association_other, client_bit_sums, client_folds,  # noqa: E402
+                            client_log_terms, client_runs, other_prr_rates, report_folds)
+
+MODES = ("main", "mixture", "product", "outside-true", "unshrunk", "npmle", "em")
+
+
+def _residual_rates(aggregate, cmap, shares, effect) -> tuple[np.ndarray, np.ndarray, float]:
+    """The debiased Bloom-bit rate of the outside strings per (cohort, bit), its variance, the outside mass."""
+    params = aggregate.params
+    p11, p01 = params.p11, params.p01
+    sh = np.clip(np.nan_to_num(np.asarray(shares, dtype=float)), 0.0, None)
+    outside = 1.0 - sh.sum()
+    counts = aggregate.counts.astype(float)
+    n = counts[:, :1]
+    known = np.asarray(cmap.matrix @ sh).reshape(params.num_cohorts, params.num_bloombits)
+    rate = ((counts[:, 1:] - n * (sh.sum() * p01 + known * (p11 - p01))) / (n * outside) - p01) / (p11 - p01)
+    observed = counts[:, 1:] / n
+    var = observed * (1 - observed) / (n * (outside * (p11 - p01)) ** 2) * (1.0 if effect is None else effect)
+    return rate, var, float(outside)
+
+
+def _share_directions(cmap, rate: np.ndarray, outside: float, slope: np.ndarray, se) -> np.ndarray:
+    """The share errors' directions in the rates (as ``outside_bit_rates``), with the estimator's slope."""
+    sev = np.zeros(0) if se is None else np.asarray(se, dtype=float)
+    used = np.flatnonzero(np.isfinite(sev) & (sev > 0))
+    bits = np.asarray(cmap.matrix[:, used].toarray(), dtype=float)
+    return (slope.reshape(-1, 1) / outside) * (rate.reshape(-1, 1) - bits) * sev[used]
+
+
+def _npmle_posterior(x: np.ndarray, v: np.ndarray, grid: np.ndarray, steps: int = 500) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior mean and variance of each ``x ~ N(theta, v)`` under the NPMLE prior of theta on ``grid``."""
+    like = np.exp(-(x[:, None] - grid[None, :]) ** 2 / (2 * v[:, None]))
+    prior = np.full(grid.size, 1.0 / grid.size)
+    for _ in range(steps):
+        post = like * prior
+        post /= post.sum(axis=1, keepdims=True)
+        prior = post.mean(axis=0)
+    post = like * prior
+    post /= post.sum(axis=1, keepdims=True)
+    mean = post @ grid
+    return mean, post @ grid ** 2 - mean ** 2
+
+
+class _ClientEM:
+    """The outside rates from the other fold's clients: EM over candidates + an Other of free per-bit PRR rates."""
+
+    def __init__(self, sim, params) -> None:
+        self.params = params
+        codes = np.unique(sim.report_clients, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        report_fold = report_folds(sim.reports[0].cohorts, clients=codes)
+        self.sums = client_bit_sums(sim.reports[0], codes)
+        self.fold = client_folds(report_fold, client_runs(codes))
+        m, k = params.num_cohorts, params.num_bloombits
+        half = params.prob_f / 2
+        self.zero = client_log_terms(params, self.sums, np.full((1, k), half))
+        gain = client_log_terms(params, self.sums, np.full((1, k), 1 - half)) - self.zero
+        bloom = sim.variables[0].candidate_map.matrix.tocsr()
+        self.cand = np.empty((self.sums.cohorts.size, bloom.shape[1]))
+        for c in range(m):
+            mine = self.sums.cohorts == c
+            self.cand[mine] = np.asarray((bloom[c * k:(c + 1) * k].T @ gain[mine].T).T)
+        self.calls = 0
+
+    def rates(self, start: np.ndarray, shares, steps: int = 30) -> tuple[np.ndarray, np.ndarray]:
+        params, fold = self.params, self.calls
+        self.calls += 1
+        m, k = params.num_cohorts, params.num_bloombits
+        half = params.prob_f / 2
+        keep = self.fold != fold
+        sums = ClientSums(self.sums.cohorts[keep], self.sums.reports[keep], self.sums.ones[keep])
+        cand, zero, coh = self.cand[keep], self.zero[keep], sums.cohorts
+        sh = np.clip(np.nan_to_num(np.asarray(shares, dtype=float)), 1e-4, None)
+        weights = np.append(sh, max(1.0 - sh.sum(), 0.01))
+        weights /= weights.sum()
+        prr = half + (1 - 2 * half) * start
+        high = client_log_terms(params, sums, np.ones((1, k)))
+        den = np.ones(m)
+        for _ in range(steps):
+            prr = np.clip(prr, 1e-6, 1 - 1e-6)
+            terms = client_log_terms(params, sums, prr, coh)
+            logs = np.concatenate([cand, (terms - zero).sum(axis=1)[:, None]], axis=1) + np.log(weights)[None, :]
+            resp = np.exp(logs - logs.max(axis=1, keepdims=True))
+            resp /= resp.sum(axis=1, keepdims=True)
+            weights = resp.mean(axis=0)
+            other = resp[:, -1]
+            num = np.zeros((m, k))
+            np.add.at(num, coh, other[:, None] * prr[coh] * np.exp(high - terms))  # E[PRR bit | reports, Other]
+            den = np.bincount(coh, weights=other, minlength=m)
+            prr = num / np.maximum(den, 1e-12)[:, None]
+        bloom = np.clip((prr - half) / (1 - 2 * half), 0.0, 1.0)
+        return bloom, prr * (1 - prr) / np.maximum(den, 1.0)[:, None] / (1 - 2 * half) ** 2
+
+
+def _install(mode: str, sim, params, values, cands) -> AbstractContextManager[None]:
+    """The decoder's Other for ``mode``, as a context."""
+    all_values, candidates = list(values[0]), list(cands[0])
+    full = recipe.hash_candidates_google(all_values, params).matrix.tocsr()
+    realized = np.bincount(sim.held[:, 0], minlength=len(all_values)).astype(float)
+    cand_index = np.array([all_values.index(c) for c in candidates])
+    m, k = params.num_cohorts, params.num_bloombits
+    outside = np.ones(len(all_values), dtype=bool)
+    outside[cand_index] = False
+    out_rates = np.asarray(full @ (realized * outside / (realized * outside).sum())).reshape(m, k)
+    def true_other(log_factor, params_, cmap, columns, other, sums, fold):  # noqa: ANN001, ANN202
+        out = log_factor(params_, cmap, columns, other, sums, fold)
+        if other is None or params_.num_bloombits == 1:
+            return out
+        half = params_.prob_f / 2
+        zero = client_log_terms(params_, sums, np.full((1, k), half))
+        in_other = np.ones(len(all_values), dtype=bool)
+        in_other[cand_index[np.asarray(columns)]] = False
+        weights = realized * in_other / (realized * in_other).sum()
+        if mode == "product":
+            rates = params_.p01 + (params_.p11 - params_.p01) * np.asarray(full @ weights).reshape(m, k)
+            prr, _ = other_prr_rates(params_, rates)
+            out[:, -1] = (client_log_terms(params_, sums, prr, sums.cohorts) - zero).sum(axis=1)
+            return out
+        gain = client_log_terms(params_, sums, np.full((1, k), 1 - half)) - zero
+        each = np.empty((sums.cohorts.size, len(all_values)))
+        for c in range(m):
+            mine = sums.cohorts == c
+            each[mine] = np.asarray((full[c * k:(c + 1) * k].T @ gain[mine].T).T)
+        held = weights > 0
+        logs = each[:, held] + np.log(weights[held])[None, :]
+        top = logs.max(axis=1)
+        out[:, -1] = top + np.log(np.exp(logs - top[:, None]).sum(axis=1))
+        return out
+
+    em = _ClientEM(sim, params) if mode == "em" else None
+
+    def rates(outside_bit_rates, aggregate, cmap, shares, share_se, effect):  # noqa: ANN001, ANN202
+        if mode == "outside-true":
+            return out_rates.copy(), None
+        rate, var, mass = _residual_rates(aggregate, cmap, shares, effect)
+        if mode == "unshrunk":
+            slope = np.ones_like(rate)
+            est = np.clip(rate, 0.0, 1.0)
+        elif mode == "npmle":
+            mean, post_var = _npmle_posterior(rate.ravel(), var.ravel(), np.linspace(0.0, 1.0, 201))
+            slope = (post_var / var.ravel()).reshape(rate.shape)
+            est = mean.reshape(rate.shape)
+        else:  # em
+            assert em is not None
+            start, _ = outside_bit_rates(aggregate, cmap, shares, share_se, effect)
+            est, em_var = em.rates(start, shares)
+            return est, OutsideNoise(em_var.reshape(-1), np.zeros((em_var.size, 0)))
+        return est, OutsideNoise((slope ** 2 * var).reshape(-1), _share_directions(cmap, rate, mass, slope, share_se))
+
+    if mode in ("mixture", "product"):
+        return association_other(client_log_factor=true_other)
+    return association_other(outside_rates=None if mode == "main" else rates)
+
+
+def _summary(rows: list[dict[str, Any]], modes: list[str]) -> None:
+    main = {r["seed"]: r["tv"] for r in rows if r["mode"] == "main"}
+    print("mode           seeds  TV      paired vs main (SE)  coverage by band of true share [cells]  pooled")
+    for mode in modes:
+        sel = [r for r in rows if r["mode"] == mode]
+        if not sel:
+            continue
+        tv = np.array([r["tv"] for r in sel])
+        diff = np.array([r["tv"] - main[r["seed"]] for r in sel if r["seed"] in main])
+        se = diff.std(ddof=1) / np.sqrt(diff.size) if diff.size > 1 else float("nan")
+        truth = np.concatenate([r["cell_truth"] for r in sel])
+        covered = np.concatenate([r["cell_covered"] for r in sel]).astype(float)
+        bands = "  ".join(f"{covered[(truth >= lo) & (truth < hi)].mean():.3f} [{int(((truth >= lo) & (truth < hi)).sum())}]"
+                          for lo, hi in BANDS)
+        print(f"{mode:<14}{len(sel):>6}  {tv.mean():.4f}  {diff.mean() if diff.size else float('nan'):+.4f} ({se:.4f})     "
+              f"{bands}  {covered.mean():.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--class", dest="name", default="sb100-1m-low-out", help="a string x boolean class of association_recipe")
+    parser.add_argument("--modes", default="main,mixture,product", help=f"comma-separated, of: {', '.join(MODES)}")
+    parser.add_argument("--seeds", default="9300-9305", help="first-last")
+    parser.add_argument("--reports-per-client", type=int, default=10)
+    parser.add_argument("--json", default=None, help="append every run (with per-cell coverage) to this file")
+    parser.add_argument("--summarize", nargs="+", default=None, metavar="FILE")
+    args = parser.parse_args()
+    modes = args.modes.split(",")
+    if args.summarize:
+        rows = [json.loads(line) for path in args.summarize for line in open(path)]
+        _summary(rows, [m for m in MODES if any(r["mode"] == m for r in rows)])
+        return
+    case = CLASSES[args.name]
+    assert case.kind == "sb", "string x boolean classes only"
+    joint, values, cands = _scenario(case)
+    params = PRIVACY[case.privacy]
+    first, last = (int(s) for s in args.seeds.split("-"))
+    rows = []
+    for seed in range(first, last + 1):
+        sim = recipe.simulate_google(params, joint, values, case.n, candidates=cands, rng=seed,
+                                     reports_per_client=args.reports_per_client)
+        for mode in modes:
+            with _install(mode, sim, params, values, cands), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                row = {"mode": mode, "seed": seed, "class": args.name, **_ours(sim)}
+            rows.append(row)
+            print(json.dumps({f: v for f, v in row.items() if not f.startswith("cell_")}), file=sys.stderr, flush=True)
+            if args.json:
+                with open(args.json, "a") as fh:
+                    fh.write(json.dumps(row) + "\n")
+    _summary(rows, modes)
+
+
+if __name__ == "__main__":
+    main()
