@@ -25,7 +25,8 @@ Other's per-client likelihood is built, and prints TV and coverage per band of t
 ``em``
     the outside rates estimated from the *clients* of the other fold: a mixture over every candidate
     and an Other of free per-bit PRR rates, fitted by EM to the clients' reports (30 steps from the
-    marginal shares and the default's rates).
+    marginal shares and the default's rates); ``em-fixed`` the same with the mixture's weights held at
+    the marginal decode's shares (Other = the rest), only Other's rates fitted.
 
 The variants replace Other's parts through :func:`rappor.testing.association_other`: a diagnostic, not
 a method.
@@ -55,7 +56,7 @@ from association_recipe import BANDS, CLASSES, PRIVACY, _ours, _scenario  # noqa
 from rappor.testing import (ClientSums, OutsideNoise, association_other, client_bit_sums, client_folds,  # noqa: E402
                             client_log_terms, client_runs, other_prr_rates, report_folds)
 
-MODES = ("main", "mixture", "product", "outside-true", "unshrunk", "npmle", "em")
+MODES = ("main", "mixture", "product", "outside-true", "unshrunk", "npmle", "em", "em-fixed")
 
 
 def _residual_rates(aggregate, cmap, shares, effect) -> tuple[np.ndarray, np.ndarray, float]:
@@ -115,7 +116,7 @@ class _ClientEM:
             self.cand[mine] = np.asarray((bloom[c * k:(c + 1) * k].T @ gain[mine].T).T)
         self.calls = 0
 
-    def rates(self, start: np.ndarray, shares, steps: int = 30) -> tuple[np.ndarray, np.ndarray]:
+    def rates(self, start: np.ndarray, shares, steps: int = 30, fixed: bool = False) -> tuple[np.ndarray, np.ndarray]:
         params, fold = self.params, self.calls
         self.calls += 1
         m, k = params.num_cohorts, params.num_bloombits
@@ -135,7 +136,8 @@ class _ClientEM:
             logs = np.concatenate([cand, (terms - zero).sum(axis=1)[:, None]], axis=1) + np.log(weights)[None, :]
             resp = np.exp(logs - logs.max(axis=1, keepdims=True))
             resp /= resp.sum(axis=1, keepdims=True)
-            weights = resp.mean(axis=0)
+            if not fixed:  # with ``fixed`` the weights stay the marginal decode's: Other cannot take candidates' clients
+                weights = resp.mean(axis=0)
             other = resp[:, -1]
             num = np.zeros((m, k))
             np.add.at(num, coh, other[:, None] * prr[coh] * np.exp(high - terms))  # E[PRR bit | reports, Other]
@@ -180,7 +182,7 @@ def _install(mode: str, sim, params, values, cands) -> AbstractContextManager[No
         out[:, -1] = top + np.log(np.exp(logs - top[:, None]).sum(axis=1))
         return out
 
-    em = _ClientEM(sim, params) if mode == "em" else None
+    em = _ClientEM(sim, params) if mode in ("em", "em-fixed") else None
 
     def rates(outside_bit_rates, aggregate, cmap, shares, share_se, effect):  # noqa: ANN001, ANN202
         if mode == "outside-true":
@@ -196,7 +198,7 @@ def _install(mode: str, sim, params, values, cands) -> AbstractContextManager[No
         else:  # em
             assert em is not None
             start, _ = outside_bit_rates(aggregate, cmap, shares, share_se, effect)
-            est, em_var = em.rates(start, shares)
+            est, em_var = em.rates(start, shares, fixed=mode == "em-fixed")
             return est, OutsideNoise(em_var.reshape(-1), np.zeros((em_var.size, 0)))
         return est, OutsideNoise((slope ** 2 * var).reshape(-1), _share_directions(cmap, rate, mass, slope, share_se))
 
