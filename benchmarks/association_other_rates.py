@@ -25,7 +25,8 @@ Other's per-client likelihood is built, and prints TV and coverage per band of t
 ``em``
     the outside rates estimated from the *clients* of the other fold: a mixture over every candidate
     and an Other of free per-bit PRR rates, fitted by EM to the clients' reports (30 steps from the
-    marginal shares and the default's rates); ``em-fixed`` the same with the mixture's weights held at
+    marginal shares and the default's rates; their noise binomial in Other's clients, with the share
+    errors' directions of the count-based rates); ``em-fixed`` the same with the mixture's weights held at
     the marginal decode's shares (Other = the rest), only Other's rates fitted.
 
 The variants replace Other's parts through :func:`rappor.testing.association_other`: a diagnostic, not
@@ -199,7 +200,8 @@ def _install(mode: str, sim, params, values, cands) -> AbstractContextManager[No
             assert em is not None
             start, _ = outside_bit_rates(aggregate, cmap, shares, share_se, effect)
             est, em_var = em.rates(start, shares, fixed=mode == "em-fixed")
-            return est, OutsideNoise(em_var.reshape(-1), np.zeros((em_var.size, 0)))
+            # The share errors' directions as the count-based rates carry them (slope 1), with the EM's rates.
+            return est, OutsideNoise(em_var.reshape(-1), _share_directions(cmap, est, mass, np.ones_like(est), share_se))
         return est, OutsideNoise((slope ** 2 * var).reshape(-1), _share_directions(cmap, rate, mass, slope, share_se))
 
     if mode in ("mixture", "product"):
