@@ -118,8 +118,9 @@ class _ClientEM:
         self.calls = 0
 
     def rates(self, start: np.ndarray, shares, steps: int = 30, fixed: bool = False) -> tuple[np.ndarray, np.ndarray]:
-        params, fold = self.params, self.calls
+        params, fold = self.params, self.calls  # the decoder asks for fold 0's rates, then fold 1's
         self.calls += 1
+        assert fold <= int(self.fold.max()), "more calls than folds: the decoder's order of calls changed"
         m, k = params.num_cohorts, params.num_bloombits
         half = params.prob_f / 2
         keep = self.fold != fold
