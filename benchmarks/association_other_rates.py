@@ -55,32 +55,10 @@ import _google_recipe as recipe  # noqa: E402
 from association_recipe import BANDS, CLASSES, PRIVACY, _ours, _scenario  # noqa: E402
 
 from rappor.testing import (ClientSums, OutsideNoise, association_other, client_bit_sums, client_folds,  # noqa: E402
-                            client_log_terms, client_runs, other_prr_rates, report_folds)
+                            client_log_factor, client_log_terms, client_runs, other_prr_rates, outside_residual,
+                            report_folds, share_directions)
 
 MODES = ("main", "mixture", "product", "outside-true", "unshrunk", "npmle", "em", "em-fixed")
-
-
-def _residual_rates(aggregate, cmap, shares, effect) -> tuple[np.ndarray, np.ndarray, float]:
-    """The debiased Bloom-bit rate of the outside strings per (cohort, bit), its variance, the outside mass."""
-    params = aggregate.params
-    p11, p01 = params.p11, params.p01
-    sh = np.clip(np.nan_to_num(np.asarray(shares, dtype=float)), 0.0, None)
-    outside = 1.0 - sh.sum()
-    counts = aggregate.counts.astype(float)
-    n = counts[:, :1]
-    known = np.asarray(cmap.matrix @ sh).reshape(params.num_cohorts, params.num_bloombits)
-    rate = ((counts[:, 1:] - n * (sh.sum() * p01 + known * (p11 - p01))) / (n * outside) - p01) / (p11 - p01)
-    observed = counts[:, 1:] / n
-    var = observed * (1 - observed) / (n * (outside * (p11 - p01)) ** 2) * (1.0 if effect is None else effect)
-    return rate, var, float(outside)
-
-
-def _share_directions(cmap, rate: np.ndarray, outside: float, slope: np.ndarray, se) -> np.ndarray:
-    """The share errors' directions in the rates (as ``outside_bit_rates``), with the estimator's slope."""
-    sev = np.zeros(0) if se is None else np.asarray(se, dtype=float)
-    used = np.flatnonzero(np.isfinite(sev) & (sev > 0))
-    bits = np.asarray(cmap.matrix[:, used].toarray(), dtype=float)
-    return (slope.reshape(-1, 1) / outside) * (rate.reshape(-1, 1) - bits) * sev[used]
 
 
 def _npmle_posterior(x: np.ndarray, v: np.ndarray, grid: np.ndarray, steps: int = 500) -> tuple[np.ndarray, np.ndarray]:
@@ -106,15 +84,10 @@ class _ClientEM:
         report_fold = report_folds(sim.reports[0].cohorts, clients=codes)
         self.sums = client_bit_sums(sim.reports[0], codes)
         self.fold = client_folds(report_fold, client_runs(codes))
-        m, k = params.num_cohorts, params.num_bloombits
-        half = params.prob_f / 2
-        self.zero = client_log_terms(params, self.sums, np.full((1, k), half))
-        gain = client_log_terms(params, self.sums, np.full((1, k), 1 - half)) - self.zero
-        bloom = sim.variables[0].candidate_map.matrix.tocsr()
-        self.cand = np.empty((self.sums.cohorts.size, bloom.shape[1]))
-        for c in range(m):
-            mine = self.sums.cohorts == c
-            self.cand[mine] = np.asarray((bloom[c * k:(c + 1) * k].T @ gain[mine].T).T)
+        k = params.num_bloombits
+        self.zero = client_log_terms(params, self.sums, np.full((1, k), params.prob_f / 2))
+        cmap = sim.variables[0].candidate_map  # every candidate's log-likelihood of each client's reports
+        self.cand = client_log_factor(params, cmap, np.arange(len(cmap), dtype=np.intp), None, self.sums, None)
         self.calls = 0
 
     def rates(self, start: np.ndarray, shares, steps: int = 30, fixed: bool = False) -> tuple[np.ndarray, np.ndarray]:
@@ -152,7 +125,8 @@ class _ClientEM:
 def _install(mode: str, sim, params, values, cands) -> AbstractContextManager[None]:
     """The decoder's Other for ``mode``, as a context."""
     all_values, candidates = list(values[0]), list(cands[0])
-    full = recipe.hash_candidates_google(all_values, params).matrix.tocsr()
+    full_map = recipe.hash_candidates_google(all_values, params)
+    full = full_map.matrix.tocsr()
     realized = np.bincount(sim.held[:, 0], minlength=len(all_values)).astype(float)
     cand_index = np.array([all_values.index(c) for c in candidates])
     m, k = params.num_cohorts, params.num_bloombits
@@ -163,21 +137,16 @@ def _install(mode: str, sim, params, values, cands) -> AbstractContextManager[No
         out = log_factor(params_, cmap, columns, other, sums, fold)
         if other is None or params_.num_bloombits == 1:
             return out
-        half = params_.prob_f / 2
-        zero = client_log_terms(params_, sums, np.full((1, k), half))
         in_other = np.ones(len(all_values), dtype=bool)
         in_other[cand_index[np.asarray(columns)]] = False
         weights = realized * in_other / (realized * in_other).sum()
         if mode == "product":
+            zero = client_log_terms(params_, sums, np.full((1, k), params_.prob_f / 2))
             rates = params_.p01 + (params_.p11 - params_.p01) * np.asarray(full @ weights).reshape(m, k)
             prr, _ = other_prr_rates(params_, rates)
             out[:, -1] = (client_log_terms(params_, sums, prr, sums.cohorts) - zero).sum(axis=1)
             return out
-        gain = client_log_terms(params_, sums, np.full((1, k), 1 - half)) - zero
-        each = np.empty((sums.cohorts.size, len(all_values)))
-        for c in range(m):
-            mine = sums.cohorts == c
-            each[mine] = np.asarray((full[c * k:(c + 1) * k].T @ gain[mine].T).T)
+        each = log_factor(params_, full_map, np.arange(len(all_values), dtype=np.intp), None, sums, fold)
         held = weights > 0
         logs = each[:, held] + np.log(weights[held])[None, :]
         top = logs.max(axis=1)
@@ -189,21 +158,25 @@ def _install(mode: str, sim, params, values, cands) -> AbstractContextManager[No
     def rates(outside_bit_rates, aggregate, cmap, shares, share_se, effect):  # noqa: ANN001, ANN202
         if mode == "outside-true":
             return out_rates.copy(), None
-        rate, var, mass = _residual_rates(aggregate, cmap, shares, effect)
+        residual = outside_residual(aggregate, cmap, shares, effect)
+        if residual is None:  # nothing left outside the candidates: the default's random-string rates
+            return outside_bit_rates(aggregate, cmap, shares, share_se, effect)
+        rate, var, mass = residual.rate, residual.variance, residual.outside
+        inside = residual.present[:, None] & np.ones_like(rate, dtype=bool)  # cohorts with an estimate
         if mode == "unshrunk":
-            slope = np.ones_like(rate)
+            slope = inside.astype(float)
             est = np.clip(rate, 0.0, 1.0)
         elif mode == "npmle":
-            mean, post_var = _npmle_posterior(rate.ravel(), var.ravel(), np.linspace(0.0, 1.0, 201))
-            slope = (post_var / var.ravel()).reshape(rate.shape)
-            est = mean.reshape(rate.shape)
+            mean, post_var = _npmle_posterior(rate[inside], var[inside], np.linspace(0.0, 1.0, 201))
+            slope, est = np.zeros_like(rate), rate.copy()
+            slope[inside], est[inside] = post_var / var[inside], mean
         else:  # em
             assert em is not None
             start, _ = outside_bit_rates(aggregate, cmap, shares, share_se, effect)
             est, em_var = em.rates(start, shares, fixed=mode == "em-fixed")
             # The share errors' directions as the count-based rates carry them (slope 1), with the EM's rates.
-            return est, OutsideNoise(em_var.reshape(-1), _share_directions(cmap, est, mass, np.ones_like(est), share_se))
-        return est, OutsideNoise((slope ** 2 * var).reshape(-1), _share_directions(cmap, rate, mass, slope, share_se))
+            return est, OutsideNoise(em_var.reshape(-1), share_directions(cmap, inside.astype(float), est, mass, share_se))
+        return est, OutsideNoise((slope ** 2 * var).reshape(-1), share_directions(cmap, slope, rate, mass, share_se))
 
     if mode in ("mixture", "product"):
         return association_other(client_log_factor=true_other)

@@ -37,8 +37,9 @@ analysis
     and :func:`projected_draws`, its maximum, inverse information and the maximum's boundary law
     (``association_oracle.py``'s bounds); :func:`association_other`, Other's per-client likelihood and
     outside rates replaced, with :class:`ClientSums`, :func:`client_bit_sums`, :func:`client_runs`,
-    :func:`client_folds`, :func:`report_folds`, :func:`client_log_terms`, :func:`other_prr_rates` and
-    :class:`OutsideNoise`, the pieces they are built from (``association_other_rates.py``'s oracles);
+    :func:`client_folds`, :func:`report_folds`, :func:`client_log_terms`, :func:`client_log_factor`,
+    :func:`other_prr_rates`, :func:`outside_residual`, :func:`share_directions` and :class:`OutsideNoise`,
+    the pieces they are built from (``association_other_rates.py``'s oracles);
     :class:`ConfirmationNull`,
     :func:`tilted_tail_probability` and :func:`discovery_settings`, discovery's confirmation
     law and the search's limits (``discovery_pvalues.py``).
@@ -64,10 +65,11 @@ from .analysis.association._inference import boundary_interval, projected_draws
 from .analysis.association._likelihood import CodedLikelihood, group_reports, likelihood_factors
 from .analysis.association import _other, _repeats
 from .analysis.association._mixture import ProductLikelihood, fit_mixture
-from .analysis.association._other import OutsideNoise, report_folds
+from .analysis.association._other import OutsideNoise, outside_residual, report_folds, share_directions
 from .analysis.association._reference import reference_conditional_probabilities, reference_em
 from .analysis.association._repeats import ClientSums, client_bit_sums, client_folds, client_runs
 from .analysis.association._repeats import _log_terms as client_log_terms
+from .analysis.association._repeats import _variable_log_factor as client_log_factor
 from .analysis.association._repeats import _prr_rates as other_prr_rates
 from .analysis.association._signed import observed_covariance
 from .analysis.decoder import _estimate, _shares
@@ -100,10 +102,13 @@ __all__ = [
     "association_other",
     "client_bit_sums",
     "client_folds",
+    "client_log_factor",
     "client_log_terms",
     "client_runs",
     "other_prr_rates",
+    "outside_residual",
     "report_folds",
+    "share_directions",
     "CORRECTIONS",
     "KEPT_Z",
     "NULLS",

@@ -72,8 +72,9 @@ from ...collect._design import CandidateMap
 from ...params import Params
 from ._repeats import client_bit_sums
 
-__all__ = ["OtherMethod", "OutsideNoise", "cross_fitted_proportions", "other_bit_probabilities", "outside_bit_rates", "report_folds",
-           "undetected_bit_probabilities", "undetected_other_probabilities"]
+__all__ = ["OtherMethod", "OutsideNoise", "OutsideResidual", "cross_fitted_proportions", "other_bit_probabilities",
+           "outside_bit_rates", "outside_residual", "report_folds", "share_directions", "undetected_bit_probabilities",
+           "undetected_other_probabilities"]
 
 OtherMethod = Literal["shrunk", "reference"]
 
@@ -225,42 +226,92 @@ def outside_bit_rates(aggregate: Aggregate, cmap: CandidateMap, shares: npt.NDAr
         :data:`MAX_DIRECTION_CELLS`).  ``None`` with ``tau^2 = 0``.
     """
     params = aggregate.params
-    p11, p01 = params.p11, params.p01
     uniform = _random_string_rate(params)
     shape = (params.num_cohorts, params.num_bloombits)
     rates = np.full(shape, uniform)
+    residual = outside_residual(aggregate, cmap, shares, design_effect)
+    if residual is None:
+        return rates, None
+    present = residual.present
+    rate, var = residual.rate[present], residual.variance[present]
+    tau2 = max(float(np.mean((rate - uniform) ** 2) - np.mean(var)), 0.0)
+    if tau2 == 0.0:
+        return rates, None
+    factor = np.zeros(shape)
+    factor[present] = tau2 / (tau2 + var)
+    raw = residual.rate
+    rates = np.clip(uniform + factor * (raw - uniform), 0.0, 1.0)
+    variance = np.zeros(shape)
+    variance[present] = factor[present] ** 2 * var
+    directions = share_directions(cmap, factor * present[:, None], raw, residual.outside, share_std_errors)
+    return rates, OutsideNoise(variance.reshape(-1), directions)
+
+
+class OutsideResidual(NamedTuple):
+    """The counts no candidate explains, read as the outside strings' Bloom-bit rates (:func:`outside_residual`)."""
+
+    rate: npt.NDArray[np.float64]
+    variance: npt.NDArray[np.float64]
+    outside: float
+    present: npt.NDArray[np.bool_]
+
+
+def outside_residual(aggregate: Aggregate, cmap: CandidateMap, shares: npt.NDArray[np.float64],
+                     design_effect: npt.NDArray[np.float64] | None = None) -> OutsideResidual | None:
+    """The outside strings' debiased Bloom-bit rate per (cohort, bit) and its variance, before any shrinkage.
+
+    ``b[c, j] = ((ones - N_c sum_x s_x (p01 + (p11 - p01) B[c, j, x])) / (N_c (1 - S)) - p01) / (p11 - p01)``
+    with binomial variance ``o (1 - o) / (N_c ((1 - S) (p11 - p01))^2)`` (``o`` the cell's rate of
+    ones), times ``design_effect`` when given; see :func:`outside_bit_rates`.
+
+    Returns
+    -------
+    OutsideResidual or None
+        ``rate`` and ``variance`` of shape (m, k): the estimate in the cohorts ``present`` (at least
+        one expected report of an outside string), the random string's rate and 0 elsewhere;
+        ``outside`` the mass ``1 - S``.  ``None`` when no mass is left outside the candidates, no
+        cohort is present, or ``p11 == p01``.
+    """
+    params = aggregate.params
+    p11, p01 = params.p11, params.p01
     shares = np.clip(np.nan_to_num(np.asarray(shares, dtype=np.float64)), 0.0, None)
     outside = 1.0 - float(shares.sum())
     counts = aggregate.counts.astype(np.float64)
     n_c, ones = counts[:, 0], counts[:, 1:]
     present = n_c * outside >= 1.0
     if outside <= 0.0 or not present.any() or p11 == p01:
-        return rates, None
+        return None
     known = _known_bits(cmap, np.arange(shares.size, dtype=np.intp), shares)
     n = n_c[present, None]
     expected = n * (float(shares.sum()) * p01 + known[present] * (p11 - p01))
-    rate = ((ones[present] - expected) / (n * outside) - p01) / (p11 - p01)
     observed = ones[present] / n
     var = observed * (1.0 - observed) / (n * (outside * (p11 - p01)) ** 2)
     if design_effect is not None:
         var = var * design_effect[present]
-    tau2 = max(float(np.mean((rate - uniform) ** 2) - np.mean(var)), 0.0)
-    if tau2 == 0.0:
-        return rates, None
-    factor = np.zeros(shape)
-    factor[present] = tau2 / (tau2 + var)
-    raw = np.full(shape, uniform)
-    raw[present] = rate
-    rates = np.clip(uniform + factor * (raw - uniform), 0.0, 1.0)
+    shape = (params.num_cohorts, params.num_bloombits)
+    rate = np.full(shape, _random_string_rate(params))
+    rate[present] = ((ones[present] - expected) / (n * outside) - p01) / (p11 - p01)
     variance = np.zeros(shape)
-    variance[present] = factor[present] ** 2 * var
+    variance[present] = var
+    return OutsideResidual(rate, variance, outside, present)
+
+
+def share_directions(cmap: CandidateMap, slope: npt.NDArray[np.float64], raw: npt.NDArray[np.float64], outside: float,
+                     share_std_errors: npt.NDArray[np.float64] | None) -> npt.NDArray[np.float64]:
+    """How the share errors move rates estimated from the residual: ``slope (raw - B[., ., x]) e_x / (1 - S)``.
+
+    ``slope`` (m, k) is the estimator's derivative in the residual rate ``raw`` (the shrinkage
+    factor, 0 outside the present cohorts), ``e_x`` each candidate's standard error; flat over
+    ``(c, j)``, a column per candidate with a finite positive error (none beyond
+    :data:`MAX_DIRECTION_CELLS`).
+    """
     se = np.zeros(0) if share_std_errors is None else np.asarray(share_std_errors, dtype=np.float64)
     used = np.flatnonzero(np.isfinite(se) & (se > 0))  # an unknown or infinite error has no direction to carry
-    if used.size * rates.size > MAX_DIRECTION_CELLS:
+    if used.size * raw.size > MAX_DIRECTION_CELLS:
         used = used[:0]
     bits = np.asarray(cmap.matrix[:, used].toarray(), dtype=np.float64)  # (m k, used)
-    directions = (factor * present[:, None] / outside).reshape(-1, 1) * (raw.reshape(-1, 1) - bits) * se[used]
-    return rates, OutsideNoise(variance.reshape(-1), directions)
+    directions: npt.NDArray[np.float64] = (slope / outside).reshape(-1, 1) * (raw.reshape(-1, 1) - bits) * se[used]
+    return directions
 
 
 def undetected_other_probabilities(batch: ReportBatch, aggregate: Aggregate, cmap: CandidateMap,
