@@ -76,6 +76,7 @@ from rappor.analysis import evaluate_result
 DEFAULT_PRIOR_MIX = float(inspect.signature(discover).parameters["prior_mix"].default)
 #: discover's default rescue budget (provisional prefixes; 0: none, as before them).
 DEFAULT_RESCUE = float(inspect.signature(discover).parameters["rescue"].default)
+DEFAULT_HOLD = float(inspect.signature(discover).parameters["hold"].default)
 
 
 def _params(eps: float, k: int, m: int) -> Params:
@@ -147,7 +148,7 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
             slot_weights: tuple[int, ...] | None = None, final: bool = True,
             prior_mix: float = DEFAULT_PRIOR_MIX, rescue: float = DEFAULT_RESCUE,
             max_false: int = 0, weighting: str = "uniform", rescue_split: str = "even",
-            prior_values: str = "none") -> dict[str, Any]:
+            prior_values: str = "none", hold: float = DEFAULT_HOLD) -> dict[str, Any]:
     """One collection: simulate, discover, decode (and PEM); returns the figures."""
     if split == "clients":
         full_p, disc_p = _params(eps, 128, 64), _params(eps, 256, 32)
@@ -164,7 +165,7 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
                            "alphabet": alphabet, "population": population, "max_length": max_length,
                            "slot_weights": slot_weights, "prior_mix": prior_mix, "rescue": rescue,
                            "max_false": max_false, "weighting": weighting, "rescue_split": rescue_split,
-                           "prior_values": prior_values}
+                           "prior_values": prior_values, "hold": hold}
     known = {"none": [], "stale": stale, "other": list(POPULATIONS[population](seed + 100_000).strings)}[prior_values]
     t0 = time.perf_counter()
     sim = simulate_discovery(full_p, spec, pop, n, discovery_share=share, split=split, method=method,
@@ -175,7 +176,7 @@ def run_one(n: int, eps: float, seed: int, share: float, split: str, fraction: f
     t0 = time.perf_counter()
     t_cpu = time.process_time()
     res = discover(sim.discovery, spec, beam=beam, prior_mix=prior_mix, rescue=rescue, max_false=max_false,
-                   weighting=weighting, rescue_split=rescue_split, prior_values=known, trace=[s.encode("utf-8") for s in top10] if trace else ())
+                   weighting=weighting, rescue_split=rescue_split, prior_values=known, hold=hold, trace=[s.encode("utf-8") for s in top10] if trace else ())
     out["discover_s"] = time.perf_counter() - t0
     out["discover_cpu_s"] = time.process_time() - t_cpu
     out["prior_perplexity"] = [row.get("prior_perplexity") for row in res.diagnostics["slots"]]
@@ -359,6 +360,8 @@ def main() -> None:
     ap.add_argument("--prior-values", choices=("none", "stale", "other"), default="none",
                     help="values the search's byte prior learns before slot 0 (discover's prior_values): the stale "
                          "candidate list, or the values of another population of the same kind (seed + 100,000)")
+    ap.add_argument("--hold", type=float, default=DEFAULT_HOLD,
+                    help="complete values held a slot per prefix for a second chance (discover's hold; 0: none)")
     ap.add_argument("--json", metavar="PATH", help="append one JSON line per run")
     ap.add_argument("--from-json", nargs="+", metavar="PATH",
                     help="print markdown tables (mean ± sd over seeds) of earlier --json runs and exit")
@@ -379,7 +382,7 @@ def main() -> None:
                                               args.trace, args.population, args.max_length,
                                               weights, not args.no_final, args.prior_mix, args.rescue,
                                               args.max_false, args.weighting, args.rescue_split,
-                                              args.prior_values).result()
+                                              args.prior_values, args.hold).result()
                         print(json.dumps({k: (round(v, 5) if isinstance(v, float) else v) for k, v in row.items()}),
                               flush=True)
                         if args.json:

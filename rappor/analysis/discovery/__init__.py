@@ -15,6 +15,7 @@ The package's modules (private), in the order a discovery uses them:
 ``_levels``        the z-scores the search's extensions need, per tail by the prior
 ``_confirmation``  the null distribution a found string is confirmed against
 ``_rescue``        the search's provisional prefixes: their budgets and their children
+``_held``          the search's held values: a short value's second chance after a weak slot
 ``_scores``        every fragment a slot's search scores (extensions, pooled, fitted)
 ``_search``        the search (:func:`discover`) and its result
 ``_decode``        discover, then decode with the candidates (:func:`discover_and_decode`,

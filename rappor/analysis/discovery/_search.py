@@ -71,6 +71,7 @@ from ._levels import _thresholds as _thresholds
 from ._levels import _normal_isf, _normal_sf, _tail_levels, _tails
 from ._prior import TailPrior
 from ._scores import _SlotScores, _uniform_weights
+from ._held import DEFAULT_HOLD, DEFAULT_HOLD_FALSE, HeldValue, held_values, score_held
 from ._rescue import DEFAULT_RESCUE, DEFAULT_RESCUE_FALSE, _RESCUE_BEAM, _provisional_children, provisional_budgets
 from ._spec import COMPLETE, PARTIAL, DiscoverySpec
 
@@ -238,7 +239,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
              false_children: float = DEFAULT_FALSE_CHILDREN, reserve: float = DEFAULT_RESERVE,
              pending: float = DEFAULT_PENDING, z_extend: float | None = None, prior_mix: float = DEFAULT_PRIOR_MIX,
              rescue: float = DEFAULT_RESCUE, rescue_false: float = DEFAULT_RESCUE_FALSE, rescue_split: str = "even",
-             prior_values: Iterable[bytes | str] = (),
+             hold: float = DEFAULT_HOLD, hold_false: float = DEFAULT_HOLD_FALSE, prior_values: Iterable[bytes | str] = (),
              significance_level: float = 0.05, max_false: int = 0, weighting: str = "uniform", max_candidates: int = 1 << 28, explain: int = 256,
              trace: Sequence[bytes] = (), progress: Callable[[int], None] | None = None) -> DiscoveryResult:
     """Find frequent values in discovery reports (see the module docstring).
@@ -301,6 +302,18 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
         first link (Fisher's product of the two links' p-values; measured at 10 M: no gain
         on new seeds for 13% more CPU time, notes 6.17).  Their complete children get
         ``pending / false_children`` times as much.
+    hold : float, default=20.0
+        Complete children *held* a slot per prefix extended (at most 20,000), from slot 1 on:
+        those that missed ``z_pending`` but are most likely by the prior (plain z-score at
+        least 1.5, ranked by ``(1 - Phi(z)) / pi_t``).  The later slots score a held value
+        whole; once they hold half its weight in the holding slot, it is pooled if their
+        pooled z-score passes the level of ``hold_false``: a short value, which can be found
+        in one slot only, survives one weak finding slot
+        (:mod:`rappor.analysis.discovery._held`).  0 turns it off (so does ``z_extend``).
+    hold_false : float, default=0.05
+        Chance that an absent held value is pooled (level 1.645): the held values add
+        ``hold_false x hold`` absent values per prefix and slot to the pool, against up to
+        ``pending`` of the regular ones.
     prior_values : iterable of bytes or str, optional
         Values known from outside the reports (a candidate list, last period's values),
         whose bytes the prior learns before slot 0 (``str`` as UTF-8); the fragments fitted
@@ -368,6 +381,9 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
     k_false = check_int(max_false, "max_false", "discover", low=0)
     weighted = check_options(weighting, "weighting", "discover", ("uniform", "finding")) == "finding"
     split = check_options(rescue_split, "rescue_split", "discover", ("even", "evidence"))
+    n_hold = check_real(hold, "hold", "discover", low=0.0)
+    h_false = check_probability(hold_false, "hold_false", "discover", open_low=True, open_high=True)
+    held: dict[bytes, HeldValue] = {}  # complete children held in earlier slots (scored again in every one)
     provisional: list[bytes] = []
     provisional_rank: list[float] = []  # (1 - Phi(z)) / pi_t of each provisional prefix's first link
     n_regular = 0  # regular prefixes of the slot before (those that could have provisional children)
@@ -454,6 +470,17 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
                     found += 1
             info["provisional"] = len(provisional)
             info["provisional_cpu_s"] = time.process_time() - t_prov
+        if slot == spec.levels - 1:  # no slot left to confirm a held value
+            held.clear()
+        if held:  # complete children held in earlier slots: pooled once their wait is over, if strong
+            info["held"] = len(held)
+            passed = score_held(oracle, held)
+            for value, share, s_e, lv_held in passed:
+                if value not in pool:
+                    pool[value] = _Pooled.found(slot, share, s_e, len(tested))
+                    tested.append((share / s_e, lv_held))
+                    found += 1
+            info["held_pooled"] = len(passed)
         for (head, tail), (e, s) in final.items():
             z = e / s if s > 0 else 0.0
             value = head + tail[1:]
@@ -474,6 +501,11 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
                 pool[value] = _Pooled.found(slot, e / n, s / n, len(tested))
                 tested.append((z, z_pend))
                 found += 1
+        if n_hold > 0 and slot > 0 and z_extend is None:
+            t_held = time.process_time()
+            held.update(held_values(oracle, scores.frontier + provisional, tails, weights, n_hold, pool, h_false,
+                                    likely=prior.active))
+            info["held_cpu_s"] = time.process_time() - t_held
         dropped = 0
         fitted = np.array([scores.fitted.get(pair, 0.0) for pair in scores.known_pairs], dtype=np.float64)
         evidence = chance.statistic(slot, scores.known_bits, fitted).tolist()

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
 from scipy import special
 
 from rappor import Params
-from rappor.analysis.discovery import DiscoverySpec, discover, simulate_discovery
+from rappor.analysis.discovery import DiscoverySpec, discover
 from rappor.analysis.discovery._levels import _likely_tails, _tail_levels, _tails, _thresholds
 from rappor.analysis.discovery._oracle import SlotOracle
 from rappor.analysis.discovery._prior import TailPrior
 from rappor.analysis.discovery._rescue import _provisional_children, provisional_budgets
 from rappor.analysis.discovery._spec import COMPLETE, PARTIAL
 from rappor.exceptions import InvalidParameterError
-from rappor.simulation import Population
 
 EPS4_F = 2.0 / (1.0 + math.exp(2.0))  # h = 1: epsilon_inf = 4
 
@@ -82,48 +82,34 @@ def test_rescue_levels_spend_the_deeper_budget() -> None:
     assert _sf(np.minimum(deep, low)).sum() - _sf(low).sum() == pytest.approx(16.0, rel=1e-3)
 
 
-def _dip_collection(seed: int) -> tuple[DiscoverySpec, object, object]:
-    # 'quickfox' holds 2% of 105,000 clients; slot 2 (its 6-byte prefix) holds 1/51 of the
-    # reports, the other slots 10/51 each: its z-score is about 2 in slot 2 and about 6 in
-    # the others (measured on seeds 0-5: 0.9-3.0 in slot 2, 4.2-8.6 elsewhere).
-    spec = DiscoverySpec(params=_params(), max_length=10, segment=2, alphabet="lowercase",
-                         slot_weights=(10, 10, 1, 10, 10, 10))
-    rng = np.random.default_rng(0)
-    fill = tuple("".join(chr(97 + c) for c in rng.integers(0, 26, size=rng.integers(5, 11))) for _ in range(300))
-    pop = Population(strings=("quickfox", "lazydog", "brownbear") + fill,
-                     probabilities=np.array([0.02, 0.1, 0.1] + [0.78 / 300] * 300))
-    return spec, simulate_discovery(_params(), spec, pop, 105_000, discovery_share=1.0, rng=seed), pop
+#: 'quickfox' (conftest) with slot 2 (its 6-byte prefix) holding 1/51 of the reports, the other
+#: slots 10/51 each: its z-score is about 2 in slot 2 and about 6 in the others (measured on
+#: seeds 0-5: 0.9-3.0 in slot 2, 4.2-8.6 elsewhere).
+_DIP = (10, 10, 1, 10, 10, 10)
 
 
 @pytest.mark.slow
-def test_a_prefix_that_dips_in_one_slot_is_rescued_by_a_strong_next_slot() -> None:
+def test_a_prefix_that_dips_in_one_slot_is_rescued_by_a_strong_next_slot(quickfox_found: Any) -> None:
     # Without reserves, a prefix needs z_extend (3.4 over 676 lowercase tails, less for
     # likely ones) in every slot: 'quickfox' is lost in slot 2 on every seed.  With a rescue
     # budget, its 6-byte prefix is kept provisionally, and its strong continuation in slot 3
     # finds it.  Its z-score in slot 2 falls below the rescue band (about 1 here) on some
     # seeds, so it is found on most, not all: at least 4 of 6 (5 measured).
-    found = {"off": 0, "on": 0}
-    for seed in range(6):
-        spec, sim, _ = _dip_collection(seed)
-        for name, rescue in (("off", 0.0), ("on", 100.0)):
-            res = discover(sim.discovery, spec, reserve=0.0, rescue=rescue)  # type: ignore[attr-defined]
-            significant = {s for s, keep in zip(res.strings, res.significant) if keep}
-            found[name] += "quickfox" in significant
-            assert significant <= set(sim.truth)  # type: ignore[attr-defined]
+    found = quickfox_found(range(6), _DIP, off={"reserve": 0.0, "rescue": 0.0}, on={"reserve": 0.0, "rescue": 100.0})
     assert found["off"] == 0
     assert found["on"] >= 4
 
 
-def test_discover_checks_the_rescue_and_max_false() -> None:
-    spec, sim, _ = _dip_collection(0)
+def test_discover_checks_the_rescue_and_max_false(quickfox: Any) -> None:
+    spec, sim = quickfox(0, _DIP)
     for key, bad in (("rescue", -1.0), ("rescue_false", 0.0), ("max_false", -1), ("rescue_split", "fisher")):
         with pytest.raises(InvalidParameterError, match=key):
             discover(sim.discovery, spec, **{key: bad})  # type: ignore[attr-defined, arg-type]
 
 
-def test_max_false_doubles_the_cutoff_and_only_widens_the_significant_set() -> None:
+def test_max_false_doubles_the_cutoff_and_only_widens_the_significant_set(quickfox: Any) -> None:
     # Lehmann and Romano's generalized Bonferroni: cutoff (max_false + 1) alpha / n_tested.
-    spec, sim, _ = _dip_collection(0)
+    spec, sim = quickfox(0, _DIP)
     one = discover(sim.discovery, spec, max_false=1)  # type: ignore[attr-defined]
     zero = discover(sim.discovery, spec)  # type: ignore[attr-defined]
     assert one.n_tested == zero.n_tested and one.strings == zero.strings
@@ -142,7 +128,7 @@ def test_provisional_budgets_spend_the_whole_rescue_budget_by_the_first_link() -
     np.testing.assert_array_equal(provisional_budgets(ranks, 37, 0.1, "even", 16.0), np.full(4, 0.1 / 16.0))
 
 
-def test_provisional_children_of_absent_heads_spend_each_heads_budget() -> None:
+def test_provisional_children_of_absent_heads_spend_each_heads_budget(absent_heads: Any) -> None:
     # The control of the provisional prefixes: given their budgets (chosen from earlier slots),
     # an absent child of head j passes with chance at most b_j w_u, so absent heads leave at
     # most sum_j b_j absent children of each kind on average, however the sum is spread.
@@ -150,16 +136,8 @@ def test_provisional_children_of_absent_heads_spend_each_heads_budget() -> None:
     # the counts kept are Poisson-like, at most 4 standard deviations above the sum (the
     # trimmed z-scores' null tail is a little lighter than the normal one: 155 of 200 here),
     # and alike for both spreads; far above when every head gets the largest budget.
-    spec = DiscoverySpec(params=_params(k=256, m=32), max_length=8, segment=2, alphabet="lowercase")
-    rng = np.random.default_rng(3)
-    strings = tuple("".join(chr(97 + c) for c in rng.integers(0, 26, size=8)) for _ in range(400))
-    pop = Population(strings=strings, probabilities=np.full(400, 1.0 / 400))
-    sim = simulate_discovery(_params(k=256, m=32), spec, pop, 200_000, discovery_share=1.0, rng=3)
-    heads = sorted({bytes(rng.integers(97, 123, size=4).astype(np.uint8)) for _ in range(1500)}
-                   - {s[:4].encode() for s in strings})
+    spec, sim, heads, tails, rng = absent_heads(3)
     oracle = SlotOracle(sim.discovery, spec, 2)
-    tails = ([PARTIAL + t for t in _tails(spec.symbols, 2)]
-             + [COMPLETE + t for i in (1, 2) for t in _tails(spec.symbols, i)])
     weights = _learnt_prior(spec.symbols).weights(tails)
     budgets = provisional_budgets(1.0 / rng.uniform(1.0, 8.0, size=len(heads)), 2000, 0.1, "evidence")  # 200 in all
 
