@@ -34,6 +34,9 @@ The search walks the slots in order (:mod:`rappor.analysis.discovery`).  It keep
    value whole), and values whose evidence falls back are dropped.  This is where the
    method departs from PEM (Wang et al. 2017), which pads every value to the longest
    length, keeps a fixed top-k per group and has no test.
+   A complete candidate that misses ``z_pending`` in its one finding slot may be *held*
+   instead (:mod:`._held`): the later slots score it whole and pool it if they confirm it
+   (a short value's second chance after a weak slot).
 4. A value is *found* in one slot and *confirmed* by the later ones: different clients
    and hash seeds, so the confirmation is independent of the selection.  Its
    ``proportion``, standard error and z-score pool the confirming slots' trimmed
