@@ -259,12 +259,14 @@ _TABLES = [
 
 
 def _layout(key: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A run's key with the search's options (prior, rescue, max_false) folded into its slot weights' label."""
-    *head, weights, mix, rescue, max_false, known = key
+    """A run's key with the search's options (prior, rescue, max_false, held values) folded into its slot weights'
+    label."""
+    *head, weights, mix, rescue, max_false, known, hold = key
     weights += f", prior {mix:g}" if mix < 1.0 else ""
     weights += f", rescue {rescue:g}" if rescue > 0 else ""
     weights += f", max_false {max_false}" if max_false else ""
     weights += f", prior values {known}" if known != "none" else ""
+    weights += f", hold {hold:g}" if hold > 0 else ""
     return (*head, weights)
 
 
@@ -281,7 +283,7 @@ def summarize(paths: list[str]) -> str:
                            row.get("population", "realistic"), row.get("max_length", 30),
                            ",".join(map(str, row.get("slot_weights") or ())) or "uniform",
                            row.get("prior_mix", 1.0), row.get("rescue", 0.0), row.get("max_false", 0),
-                           row.get("prior_values", "none"))
+                           row.get("prior_values", "none"), float(row.get("hold", 0.0)))
                     rows.setdefault(key, []).append(row)
     out = []
     for title, cols in _TABLES:

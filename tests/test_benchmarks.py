@@ -6,6 +6,7 @@ the helper that picks the fastest run.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -79,3 +80,22 @@ def test_option_grid_share_of_decoys_without_decoys(load_by_path: Callable[[Path
     option_grid = load_by_path(_RUN.parent / "option_grid.py")
     assert option_grid._worst([0, 0, 0], 0) == "(no decoys in this class)"
     assert option_grid._worst([1, 3, 0], 300) == "max 1.0% of the decoys"
+
+
+def test_discovery_summary_keeps_runs_with_and_without_held_values_apart(tmp_path: Path,
+                                                                        load_by_path: Callable[[Path], Any]) -> None:
+    """`--from-json` pools runs over seeds only when the search's options match: runs with held values
+    (`--hold`) and without (`--hold 0`, or rows written before the option) are two rows of each table."""
+    bench = load_by_path(Path(__file__).parent.parent / "benchmarks" / "discovery.py")
+    base = {"clients": 10_000_000, "eps": 4.0, "split": "clients", "share": 0.75, "population": "long-rare",
+            "slot_weights": [1, 2], "prior_mix": 0.1, "rescue": 16.0}
+    rows = [{**base, "seed": 1, "ours_recall@10": 0.8, "ours_false": 0},  # written before --hold: none held
+            {**base, "seed": 2, "hold": 0.0, "ours_recall@10": 0.9, "ours_false": 0},
+            {**base, "seed": 1, "hold": 20.0, "ours_recall@10": 1.0, "ours_false": 0}]
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    first = bench.summarize([str(path)]).split("\n\n")[1]  # discovery alone, one row per setting
+    lines = [line for line in first.splitlines() if line.startswith("| long-rare")]
+    assert len(lines) == 2
+    assert "| 1,2, prior 0.1, rescue 16 | 2 | 0.85 ± 0.071 |" in lines[0]  # seeds 1 and 2, no held values
+    assert "| 1,2, prior 0.1, rescue 16, hold 20 | 1 | 1 |" in lines[1]
