@@ -27,7 +27,6 @@ pooled value; at 10 M clients they add about 3% to the 270,000-610,000 values po
 held value is *found* in the slot where its wait ends and confirmed by the slots after it.
 """
 
-
 from __future__ import annotations
 
 import math
@@ -37,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._levels import _likely_tails, _normal_isf, _normal_sf
+from ._levels import _likely_tails, _normal_sf
 from ._oracle import SlotOracle
 from ._spec import COMPLETE
 
@@ -69,10 +68,9 @@ _WAIT = 0.5
 @dataclass
 class HeldValue:
     """A held value's evidence so far: inverse-variance weight and weighted share over the slots after
-    the one that held it, the weight it waits for, and the z-score it must then reach."""
+    the one that held it, and the weight it waits for."""
 
     target: float
-    level: float
     weight: float = 0.0
     weighted: float = 0.0
 
@@ -83,7 +81,7 @@ class HeldValue:
 
 
 def held_values(oracle: SlotOracle, heads: list[bytes], tails: list[bytes], weights: Array, hold: float,
-                pooled: Container[bytes], hold_false: float, *, likely: bool = True) -> dict[bytes, HeldValue]:
+                pooled: Container[bytes], *, likely: bool = True) -> dict[bytes, HeldValue]:
     """The ``hold x len(heads)`` (at most :data:`_HELD_BEAM`) complete children of ``heads`` most likely by the
     prior among those with a plain z-score of at least :data:`_HELD_FLOOR`, leaving out values already ``pooled``.
 
@@ -91,8 +89,7 @@ def held_values(oracle: SlotOracle, heads: list[bytes], tails: list[bytes], weig
     (:meth:`TailPrior.weights`); only the complete ones are used, and with ``likely`` only the
     :data:`_LIKELY_TAILS` heaviest of each length (``False`` while the prior is uniform, which
     would pick them arbitrarily).  Each waits for
-    :data:`_WAIT` of its weight in this slot, and must then reach the z-score ``z`` with
-    ``1 - Phi(z) = hold_false``.
+    :data:`_WAIT` of its weight in this slot (:func:`score_held`).
     """
     count = min(_HELD_BEAM, int(round(hold * len(heads))))
     if count <= 0:
@@ -116,27 +113,26 @@ def held_values(oracle: SlotOracle, heads: list[bytes], tails: list[bytes], weig
             picked.append((value, float(se[j]) / n))
             if len(picked) >= count:
                 break
-    level = _normal_isf(min(hold_false, 0.5))
-    return {v: HeldValue(target=_WAIT / (s * s), level=level) for v, s in picked}
+    return {v: HeldValue(target=_WAIT / (s * s)) for v, s in picked}
 
 
-def score_held(oracle: SlotOracle, held: dict[bytes, HeldValue]) -> list[tuple[bytes, float, float, float]]:
+def score_held(oracle: SlotOracle, held: dict[bytes, HeldValue], level: float) -> list[tuple[bytes, float, float]]:
     """Add this slot's (trimmed) evidence to every held value; remove those whose wait is over and return
-    the ones that pass: ``(value, share, std_error, level)``, share and standard error over the slots
-    since it was held."""
+    the ones whose z-score over the slots since they were held reaches ``level`` (``1 - Phi(level) =
+    hold_false``): ``(value, share, std_error)`` over those slots."""
     if not held:
         return []
     spec = oracle.spec
     values = list(held)
     est, se = oracle.trimmed(spec.fragment_bits([spec.split(v, oracle.slot) for v in values], oracle.slot))
     n = max(float(oracle.n_reports), 1.0)
-    out: list[tuple[bytes, float, float, float]] = []
+    out: list[tuple[bytes, float, float]] = []
     for v, e, s in zip(values, est.tolist(), se.tolist()):
         entry = held[v]
         entry.add(e / n, s / n)
         if entry.weight >= entry.target:
             del held[v]
             share, std = entry.weighted / entry.weight, 1.0 / math.sqrt(entry.weight)
-            if share >= entry.level * std:
-                out.append((v, share, std, entry.level))
+            if share >= level * std:
+                out.append((v, share, std))
     return out

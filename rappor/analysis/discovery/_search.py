@@ -385,7 +385,8 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
     weighted = check_options(weighting, "weighting", "discover", ("uniform", "finding")) == "finding"
     split = check_options(rescue_split, "rescue_split", "discover", ("even", "evidence"))
     n_hold = check_real(hold, "hold", "discover", low=0.0)
-    h_false = check_probability(hold_false, "hold_false", "discover", open_low=True, open_high=True)
+    lv_held = _normal_isf(min(check_probability(hold_false, "hold_false", "discover", open_low=True, open_high=True),
+                              0.5))  # the z-score a held value's later slots must reach
     held: dict[bytes, HeldValue] = {}  # complete children held in earlier slots (scored again in every one)
     provisional: list[bytes] = []
     provisional_rank: list[float] = []  # (1 - Phi(z)) / pi_t of each provisional prefix's first link
@@ -477,8 +478,8 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
             held.clear()
         if held:  # complete children held in earlier slots: pooled once their wait is over, if strong
             info["held"] = len(held)
-            passed = score_held(oracle, held)
-            for value, share, s_e, lv_held in passed:
+            passed = score_held(oracle, held, lv_held)
+            for value, share, s_e in passed:
                 if value not in pool:
                     pool[value] = _Pooled.found(slot, share, s_e, len(tested))
                     tested.append((share / s_e, lv_held))
@@ -506,7 +507,7 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
                 found += 1
         if n_hold > 0 and slot > 0 and z_extend is None:
             t_held = time.process_time()
-            held.update(held_values(oracle, scores.frontier + provisional, tails, weights, n_hold, pool, h_false,
+            held.update(held_values(oracle, scores.frontier + provisional, tails, weights, n_hold, pool,
                                     likely=prior.active))
             info["held_cpu_s"] = time.process_time() - t_held
         dropped = 0

@@ -40,47 +40,48 @@ def test_held_absent_values_are_pooled_at_the_hold_false_rate(absent_heads: Any)
     # lighter than the normal one, so the count may fall short of 5%, not far above it).
     spec, sim, heads, tails, _ = absent_heads(5)
     weights = np.ones(len(tails)) / 702.0
-    held = held_values(SlotOracle(sim.discovery, spec, 2), heads, tails, weights, 5.0, set(), 0.05,
-                       likely=False)
+    held = held_values(SlotOracle(sim.discovery, spec, 2), heads, tails, weights, 5.0, set(), likely=False)
     n_held = len(held)
     assert n_held == 5 * len(heads)
     assert all(v[:4] in set(heads) and 5 <= len(v) <= 6 for v in held)
-    assert all(e.level == pytest.approx(1.6448536, abs=1e-6) for e in held.values())
-    passed = score_held(SlotOracle(sim.discovery, spec, 3), held)
+    level = 1.6448536269514722  # 1 - Phi(level) = 0.05
+    passed = score_held(SlotOracle(sim.discovery, spec, 3), held, level)
     assert not held  # equal slots: every wait ends in the next one
     expected = 0.05 * n_held
     sd = math.sqrt(n_held * 0.05 * 0.95)
     assert expected / 2 <= len(passed) <= expected + 4 * sd
-    assert all(share >= level * se for _, share, se, level in passed)
+    assert all(share >= level * se for _, share, se in passed)
 
 
 def test_a_held_value_waits_for_half_its_weight(quickfox: Any) -> None:
-    # 'quickfox' held in slot 3 (weight 2) is tested in slot 4 (weight 10 >= half of 2); a value
-    # held in slot 2 (weight 10) waits through slot 3 (2 < 5) and is tested in slot 4 on both.
+    # 'quickfox' as if held in slot 2 (weight 10): it waits for half its weight there.  Slot 3 holds
+    # 2/10 of it (its inverse variance grows with the reports), so the wait goes on and nothing is
+    # returned; slot 4 adds 10/10 and ends it.  Its share then pools slots 3 and 4 (inverse-variance
+    # weights) and is 2%, within 4 standard errors.
     spec, sim = quickfox(1, _WEAK)
-    entry = HeldValue(target=0.5 / (0.004**2), level=1.645)
+    n_2 = SlotOracle(sim.discovery, spec, 2).n_reports  # type: ignore[attr-defined]
+    _, se_2 = SlotOracle(sim.discovery, spec, 2).trimmed(spec.bloom_bits([b"quickfox"], 2))  # type: ignore[attr-defined]
+    entry = HeldValue(target=0.5 / float(se_2[0] / n_2) ** 2)
     held = {b"quickfox": entry}
-    assert score_held(SlotOracle(sim.discovery, spec, 3), held) == [] or not held  # type: ignore[attr-defined]
+    assert score_held(SlotOracle(sim.discovery, spec, 3), held, 1.645) == []  # type: ignore[attr-defined]
+    assert held == {b"quickfox": entry} and 0.1 * entry.target < entry.weight < 0.8 * entry.target
     weight_3 = entry.weight
-    assert 0 < weight_3
-    out = score_held(SlotOracle(sim.discovery, spec, 4), held)  # type: ignore[attr-defined]
-    assert not held
-    (value, share, se, level), = out
-    assert value == b"quickfox" and level == 1.645
-    assert se == pytest.approx(1.0 / math.sqrt(entry.weight)) and entry.weight > weight_3
-    assert share == pytest.approx(0.02, abs=4 * se)  # its share, within 4 standard errors
+    out = score_held(SlotOracle(sim.discovery, spec, 4), held, 1.645)  # type: ignore[attr-defined]
+    assert held == {} and entry.weight > entry.target > weight_3
+    (value, share, se), = out
+    assert value == b"quickfox" and se == pytest.approx(1.0 / math.sqrt(entry.weight))
+    assert share == pytest.approx(0.02, abs=4 * se)
 
 
 def test_held_values_below_the_floor_are_not_held(quickfox: Any) -> None:
     spec, sim = quickfox(0, _WEAK)
     oracle = SlotOracle(sim.discovery, spec, 3)  # type: ignore[attr-defined]
     tails = [COMPLETE + t for i in (1, 2) for t in _tails(spec.symbols, i)]
-    held = held_values(oracle, [b"quickf", b"lazydo"], tails, np.ones(len(tails)), 1e6, set(), 0.05, likely=False)
+    held = held_values(oracle, [b"quickf", b"lazydo"], tails, np.ones(len(tails)), 1e6, set(), likely=False)
     est, se = oracle.score_pairs([spec.split(v, 3) for v in held])
     assert np.all(est >= (_HELD_FLOOR - 1e-9) * se)
-    assert held_values(oracle, [b"quickf"], tails, np.ones(len(tails)), 0.0, set(), 0.05) == {}
-    assert held_values(oracle, [b"quickf"], tails, np.ones(len(tails)), 1e6, set(held), 0.05,
-                       likely=False) == {}
+    assert held_values(oracle, [b"quickf"], tails, np.ones(len(tails)), 0.0, set()) == {}
+    assert held_values(oracle, [b"quickf"], tails, np.ones(len(tails)), 1e6, set(held), likely=False) == {}
 
 
 def test_discover_checks_hold(quickfox: Any) -> None:
