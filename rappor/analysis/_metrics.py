@@ -354,6 +354,17 @@ def _spread_bits(k: int, h: int) -> float:
     return k * (1.0 - (1.0 - 1.0 / k) ** h)
 
 
+def _weight_rates(aggregate: Aggregate, candidate_map: CandidateMap) -> npt.NDArray[np.float64]:
+    """The report rates of the decoder's row weights (``_problem.model_rates``), nan for empty cohorts."""
+    from .decoder import _problem
+
+    params = aggregate.params
+    deb = _problem.debias(aggregate.counts, params.p11, params.p01)
+    out = np.full(aggregate.bit_counts.shape, np.nan)
+    out.reshape(-1)[deb.rows] = _problem.model_rates(deb, _problem.select_rows(candidate_map.matrix, deb.rows), params)
+    return out
+
+
 def _standardized(aggregate: Aggregate, rate: npt.NDArray[np.float64],
                   var_rate: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     n_c = aggregate.reports_per_cohort.astype(np.float64)[:, None]
@@ -401,8 +412,8 @@ def fit_residuals(result: Any, aggregate: Aggregate, candidate_map: CandidateMap
     FitResiduals
         ``(y_cb - N_c r_cb) / sqrt(N_c r^_cb (1 - r^_cb))``: the modelled rate ``r_cb`` of
         :func:`bit_residuals` with the non-candidate column added, over the decoder's
-        weights, the smoothed observed rate ``r^ = (y + 1/2) / (N + 1)``
-        (``rappor._estimation.debias``).  These are the
+        weights: ``r^`` the rate the candidates predict for the row, smoothed
+        (``rappor.analysis.decoder._problem.model_rates``).  These are the
         whitened residuals of the decoder's final fit, whose sum of squares is the
         summary's ``residual["chi2"]``.
 
@@ -424,10 +435,7 @@ def fit_residuals(result: Any, aggregate: Aggregate, candidate_map: CandidateMap
     group = getattr(result, "group", None)
     if group is not None:
         shares[np.asarray(group) != np.arange(s)] = 0.0  # a group's share, counted once
-    ones = aggregate.bit_counts.astype(np.float64)
-    n_c = aggregate.reports_per_cohort.astype(np.float64)[:, None]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        observed = (ones + 0.5) / (n_c + 1.0)
+    observed = _weight_rates(aggregate, candidate_map)
     rate = _report_rate(aggregate, candidate_map, shares, 0.0)
     unexplained = 0.0
     if _diagnostic(result, "modelled_unexplained", False):

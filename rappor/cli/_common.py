@@ -29,6 +29,15 @@ def _typed(text: str) -> str:
     return repr(text) if len(text) <= 40 else f"{text[:20]!r}\u2026 ({len(text):,} characters)"
 
 
+def remove_every(text: str) -> int:
+    """argparse ``type`` of --remove-every: 0 (keep all) or an integer >= 2 (1 removes every candidate)."""
+    value = integer(0)(text)
+    if value == 1:
+        raise argparse.ArgumentTypeError("expected 0 (keep every value) or an integer >= 2, got '1' (it would leave "
+                                         "no candidate)")
+    return value
+
+
 def integer(low: int, high: int | None = None) -> Callable[[str], int]:
     """An argparse ``type``: an integer ``>= low`` (and ``<= high``)."""
     expected = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"

@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         diag = result.diagnostics
         known = math.isfinite(diag.residual_skewness_se)  # computed by the decode (else left to the check)
         spread = explain_dispersion(aggregate.counts, params, diag.residuals, diag.dispersion, diag.chi2_pvalue,
-                                    diag.unexplained_mass,
+                                    diag.unexplained_mass, unexplained_std_error=diag.unexplained_std_error,
                                     skewness=(diag.residual_skewness, diag.residual_skewness_se) if known else None)
         step.start("write")
         _write(args, result, found, spread)

@@ -40,7 +40,7 @@ from ..formats import read_params, write_params
 from ..params import Params
 from .._util.progress import steps
 from ._common import (CommandFiles, add_estimator_argument, add_params_argument, add_quiet_argument, add_seed_argument,
-                      integer, json_text, real)
+                      integer, json_text, real, remove_every)
 
 NAME = "simulate"
 USAGE = "%(prog)s --out DIR [--params PATH] [--clients N] [--unique U]\n       [--decoys D] [OPTIONS]"
@@ -87,8 +87,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "[default: none]")
     parser.add_argument("--decoys", type=integer(0), default=0, metavar="D",
                         help="candidates no client holds [default: 0]")
-    parser.add_argument("--remove-every", type=integer(0), default=0, metavar="R",
-                        help="leave every R-th true string out of the candidates [default: 0, keep all]")
+    parser.add_argument("--remove-every", type=remove_every, default=None, metavar="R",
+                        help="leave every R-th true string out of the candidates, 0 to keep all [default: 0; "
+                             "2 with --discover, a stale list for the discovered values to complete]")
     parser.add_argument("--reports-per-client", type=integer(1), default=1, metavar="R",
                         help="reports per client [default: 1]")
     parser.add_argument("--values-per-client", type=integer(1), default=1, metavar="V",
@@ -117,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
     check_estimator(args.estimator, cli=True)
     started = time.perf_counter()  # the command's own work (imports and start-up before run() excluded)
     params = DEFAULT_PARAMS if args.params is None else read_params(args.params)
+    if args.remove_every is None:
+        args.remove_every = 2 if args.discover else 0
     if args.discover:
         from ._discover_simulate import run as run_discovery
 

@@ -31,7 +31,7 @@ import time
 import warnings
 from typing import Any
 
-from ._common import CommandFiles, add_params_argument, add_seed_argument, integer, json_text
+from ._common import CommandFiles, add_params_argument, add_seed_argument, integer, json_text, remove_every
 
 NAME = "simulate-assoc"
 USAGE = ("%(prog)s --out DIR [--params PATH] [--pair KIND]\n"
@@ -53,7 +53,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="values of the first variable [default: 100]")
     parser.add_argument("--unique2", type=integer(1), default=10, metavar="U2",
                         help="values of the second variable (string-string) [default: 10]")
-    parser.add_argument("--remove-every", type=_remove_every, default=0, metavar="R",
+    parser.add_argument("--remove-every", type=remove_every, default=0, metavar="R",
                         help="leave every R-th value out of the candidates (0: keep all; 1 would leave no candidate) "
                              "[default: 0]")
     parser.add_argument("--categories", choices=("detected", "all"), default="detected",
@@ -68,15 +68,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 #: The files a run writes into --out.
 OUTPUT_NAMES = ("params.csv", "reports.csv", "map1.csv", "map2.csv", "truth.csv", "assoc-results.csv", "metrics.json",
                 "report.html")
-
-
-def _remove_every(text: str) -> int:
-    """argparse ``type`` of --remove-every: 0 (keep all) or an integer >= 2 (1 removes every candidate)."""
-    value = integer(0)(text)
-    if value == 1:
-        raise argparse.ArgumentTypeError("expected 0 (keep every value) or an integer >= 2, got '1' (it would leave "
-                                         "no candidate: an empty map that decode-assoc refuses)")
-    return value
 
 
 def _pvalue_text(pvalue: float | None, shape: tuple[int, ...]) -> str:

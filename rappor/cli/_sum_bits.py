@@ -19,7 +19,10 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
 
 from .._util.outputs import atomic_output
 from .._util.paths import STDIO, display_name
@@ -29,8 +32,10 @@ from ..collect import Aggregate, check_cohort_balance
 from ..engines import aggregate_files
 from ..exceptions import InvalidParameterError, RapporIOError
 from ..formats import write_counts
-from ._common import (CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument,
-                      load_params)
+
+if TYPE_CHECKING:
+    from ..params import Params
+from ._common import CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument
 
 NAME = "sum-bits"
 HELP = "sum report bits per cohort (reports CSV -> counts.csv)"
@@ -112,12 +117,12 @@ def _engine_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Sum the reports of every input and write counts.csv (:func:`rappor.engines.aggregate_files`)."""
-    params = load_params(args)
+    params, shares = _params_and_shares(args.params)
     options = _engine_options(args)
     if args.on_error == "raise":
         with progress_bar(args.reports) as progress:
             aggregate = aggregate_files(args.reports, params, engine=args.engine, progress=progress, **options)
-        _write(aggregate, args.output)
+        _write(aggregate, args.output, shares)
         return 0
     rejects_path = resolve_rejects_path(args.output, args.rejects, "counts")
     # Both files are committed only if every input was read: a fatal error leaves neither.
@@ -125,14 +130,34 @@ def run(args: argparse.Namespace) -> int:
         sink = RejectsWriter(fh)
         aggregate = aggregate_files(args.reports, params, engine=args.engine, progress=progress,
                                     on_error="skip", rejects=sink, **options)
-        _write(aggregate, args.output)
+        _write(aggregate, args.output, shares)
     where = display_name(rejects_path) if rejects_path != STDIO else "<stdout>"
     sys.stderr.write(f"rappor: skipped {sink.count} bad row(s); {aggregate.total_reports} reports counted; "
                      f"rejected rows are in {where}\n")
     return 0
 
 
-def _write(aggregate: Aggregate, output: str) -> None:
+def _params_and_shares(path: str) -> tuple[Params, npt.NDArray[np.float64] | None]:
+    """The report files' parameters and each cohort's expected share of the reports (None: equal).
+
+    A discovery parameters file (one slot's, with the clients' layout: ``rappor plan
+    --discovery-params-out``) gives the wire parameters (``levels x m`` cohorts) and the shares
+    its slot weights set (a slot's weight over its ``m`` cohorts); a plain ``k,h,m,p,q,f`` file
+    gives itself, every cohort alike.
+    """
+    from ..analysis.discovery import DiscoverySpec
+    from ..formats import read_discovery_params
+
+    params, layout = read_discovery_params(path)
+    if not layout:
+        return params, None
+    spec = DiscoverySpec(params=params, **layout)
+    return spec.wire_params, np.repeat(spec.slot_shares / params.num_cohorts, params.num_cohorts)
+
+
+def _write(aggregate: Aggregate, output: str, shares: npt.NDArray[np.float64] | None) -> None:
     """Warn about unbalanced cohorts (google/rappor's check), then write counts.csv."""
-    check_cohort_balance(aggregate)
+    check_cohort_balance(aggregate, expected_shares=shares,
+                         note="" if shares is not None else "; discovery reports with slot weights: give --params "
+                         "the discovery parameters file, whose weights set each cohort's share")
     write_counts(aggregate, output)

@@ -235,7 +235,8 @@ class Aggregate:
 BALANCE_LEVEL = 1e-6
 
 
-def check_cohort_balance(aggregate: Aggregate, *, stacklevel: int = 2, level: float = BALANCE_LEVEL) -> bool:
+def check_cohort_balance(aggregate: Aggregate, *, stacklevel: int = 2, level: float = BALANCE_LEVEL,
+                         expected_shares: npt.ArrayLike | None = None, note: str = "") -> bool:
     """Warn when the cohorts hold more different numbers of reports than chance allows.
 
     Clients draw their cohorts uniformly, so with ``N`` reports over ``m`` cohorts the
@@ -254,6 +255,12 @@ def check_cohort_balance(aggregate: Aggregate, *, stacklevel: int = 2, level: fl
         Passed to :func:`warnings.warn`.
     level : float, default=1e-6
         Chance probability below which the spread is reported.
+    expected_shares : array-like of shape (num_cohorts,), optional
+        Each cohort's expected share of the reports when they are not equal (discovery
+        reports: a slot's weight over its cohorts, :attr:`DiscoverySpec.slot_shares`); the
+        statistic is then ``sum_c (n_c - N e_c)**2 / (N e_c)``.
+    note : str, default=""
+        Appended to the warning's closing question (what the caller knows of the likely cause).
 
     Returns
     -------
@@ -277,14 +284,24 @@ def check_cohort_balance(aggregate: Aggregate, *, stacklevel: int = 2, level: fl
     total, m = aggregate.total_reports, aggregate.params.num_cohorts
     if total <= 0 or m < 2:
         return True
-    expected = total / m
-    statistic = float(((n_per_cohort - expected) ** 2).sum() / expected)
+    if expected_shares is None:
+        shares = np.full(m, 1.0 / m)
+    else:
+        shares = np.asarray(expected_shares, dtype=np.float64)
+        if shares.shape != (m,) or not (np.all(shares > 0) and abs(shares.sum() - 1.0) < 1e-9):
+            raise InvalidParameterError(f"check_cohort_balance: expected_shares must be {m} positive shares summing "
+                                        "to 1.")
+    expected = total * shares
+    statistic = float(((n_per_cohort - expected) ** 2 / expected).sum())
     pvalue = float(special.chdtrc(m - 1, statistic))
     if pvalue >= level:
         return True
-    lo, hi = int(np.argmin(n_per_cohort)), int(np.argmax(n_per_cohort))
+    ratio = n_per_cohort / expected
+    lo, hi = int(np.argmin(ratio)), int(np.argmax(ratio))
+    each = (f"{expected[0]:.6g} expected in each" if expected_shares is None else
+            f"{expected[hi]:.6g} and {expected[lo]:.6g} expected")
     msg = (f"cohorts are unbalanced beyond chance: cohort {hi} has {int(n_per_cohort[hi])} reports and cohort {lo} "
-           f"has {int(n_per_cohort[lo])} ({expected:.6g} expected in each); chi-square {statistic:.6g} on {m - 1} "
-           f"degrees of freedom, p = {pvalue:.3g} < {level:g} (lost or duplicated reports?)")
+           f"has {int(n_per_cohort[lo])} ({each}); chi-square {statistic:.6g} on {m - 1} "
+           f"degrees of freedom, p = {pvalue:.3g} < {level:g} (lost or duplicated reports?{note})")
     warnings.warn(msg, UnbalancedCohortsWarning, stacklevel=stacklevel)
     return False

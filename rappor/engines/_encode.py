@@ -16,17 +16,20 @@ output.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import os
-from collections.abc import Callable, Iterator, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .._util.csv_text import csv_field
 from .._util.memory import check_encode
 from .._util.outputs import atomic_output
-from .._util.paths import PathLike
+from .._util.paths import PathLike, display_name
 from .._util.rejects import OnError, RejectSink, check_on_error
 from .._util.validation import check_int
 from ..client import encode_clients
@@ -291,6 +294,55 @@ def encode_variables_file(input: PathLike, output: PathLike, params: Params, key
                           (params, key, seed, names, bools), progress)
 
 
+class _DiscoveryInputTally:
+    """What a discovery search cannot use in a ``client,value`` input: empty values, values longer than
+    the layout's ``max_length`` bytes, and clients with more than one row (the accounting of
+    ``docs/discovery.md``, section 4, is for one report a client).
+
+    Client ids are kept as 64-bit hashes (8 bytes a row), so a repeat is found whatever its chunk.
+    """
+
+    def __init__(self, max_length: int) -> None:
+        self.max_length = max_length
+        self.empty = 0
+        self.long = 0
+        self.hashes: list[npt.NDArray[np.uint64]] = []
+
+    def watch(self, chunks: Iterable[tuple[list[str], list[str]]]) -> Iterator[tuple[list[str], list[str]]]:
+        for clients, values in chunks:
+            lengths = [len(v.encode("utf-8", "surrogatepass")) for v in values]
+            self.empty += sum(1 for n in lengths if n == 0)
+            self.long += sum(1 for n in lengths if n > self.max_length)
+            digests = [hashlib.blake2b(c.encode("utf-8", "surrogatepass"), digest_size=8).digest() for c in clients]
+            self.hashes.append(np.frombuffer(b"".join(digests), dtype=np.uint64).copy())
+            yield clients, values
+
+    def repeated(self) -> int:
+        """Rows whose client has an earlier row."""
+        if not self.hashes:
+            return 0
+        ids = np.sort(np.concatenate(self.hashes))
+        return int(np.count_nonzero(ids[1:] == ids[:-1]))
+
+    def warn(self, where: str) -> None:
+        from ..exceptions import RapporWarning
+
+        if self.empty:
+            warnings.warn(f"{where}: {self.empty:,} empty value(s): discovery finds strings of at least one byte, "
+                          "so their reports count only towards the total", RapporWarning, stacklevel=3)
+        if self.long:
+            warnings.warn(f"{where}: {self.long:,} value(s) longer than max_length {self.max_length} bytes: their "
+                          f"reports carry the first {self.max_length} bytes, which discovery cannot confirm as a "
+                          "whole value (raise max_length in the discovery parameters to find them)",
+                          RapporWarning, stacklevel=3)
+        repeats = self.repeated()
+        if repeats:
+            warnings.warn(f"{where}: {repeats:,} row(s) repeat an earlier row's client: each client should send "
+                          "one discovery report (the privacy accounting of 'rappor privacy --discovery-params' "
+                          "is per report; a client's several values spend its budget several times)",
+                          RapporWarning, stacklevel=3)
+
+
 def encode_discovery_file(input: PathLike, output: PathLike, spec: DiscoverySpec, key: bytes, *,  # noqa: A002
                           share: float | None = None, params: Params | None = None,
                           full_output: PathLike | None = None, seed: int | None = None, jobs: int | None = 1,
@@ -346,5 +398,8 @@ def encode_discovery_file(input: PathLike, output: PathLike, spec: DiscoverySpec
     check_encode(widest, rows, processes=workers)
     chunks = iter_client_values(input, chunk_size=rows, on_error=on_error, rejects=sink)
     outputs = [output] if full_output is None else [output, full_output]
-    return _encode_chunks(chunks, outputs, lambda: HEADER, _encode_discovery_chunk, workers,
-                          (params, key, seed, (), (), spec, share), progress)
+    tally = _DiscoveryInputTally(spec.max_length)
+    written = _encode_chunks(tally.watch(chunks), outputs, lambda: HEADER, _encode_discovery_chunk, workers,
+                             (params, key, seed, (), (), spec, share), progress)
+    tally.warn(display_name(input))
+    return written

@@ -149,9 +149,9 @@ def read_params(path: PathLike) -> Params:
     if DISCOVERY_COLUMNS[0] in raw:
         msg = ("expected the header 'k,h,m,p,q,f', found a discovery parameters file (one slot of "
                f"{raw['m']} cohorts, with max_length, segment and slot_weights): it is for 'rappor encode "
-               "--discovery-params', 'rappor discover --params' and 'rappor decode --discovery-params'; the "
-               "discovery report files need the wire parameters (slots x cohorts: 'rappor plan "
-               "--discovery-wire-params-out')")
+               "--discovery-params', 'rappor discover --params', 'rappor decode --discovery-params' and 'rappor "
+               "sum-bits --params' (which derives the report files' layout from it); elsewhere the discovery report "
+               "files need the wire parameters (slots x cohorts: 'rappor plan --discovery-wire-params-out')")
         raise ReportFormatError(msg, path=name, line=row_no - 1)
     return _params_of(raw, name, row_no)
 

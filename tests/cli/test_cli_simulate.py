@@ -219,3 +219,24 @@ def test_simulate_discover_truth_and_remove_every_zero(tmp_path: Path, capsys: p
     # --remove-every 0 keeps every true string in the candidate list (it was turned into 2).
     candidates = (out / "candidates.txt").read_text(encoding="utf-8").splitlines()
     assert {r["string"] for r in rows} <= set(candidates)
+
+
+def test_simulate_discover_defaults_to_a_stale_list(tmp_path: Path) -> None:
+    """Without --remove-every, --discover leaves every other true string out of the list (docs/discovery.md,
+    section 5: a stale list), so the runs with and without the discovered values differ; 0 keeps all."""
+    out = tmp_path / "run"
+    assert main(["simulate", "--discover", "--clients", "20000", "--unique", "50", "--max-length", "14",
+                 "--alphabet", "printable", "--seed", "3", "--quiet", "--out", str(out)]) == 0
+    with open(out / "truth.csv", newline="") as fh:
+        by_share = [r["string"] for r in sorted(csv.DictReader(fh), key=lambda r: -int(r["clients"]))]
+    candidates = set((out / "candidates.txt").read_text(encoding="utf-8").splitlines())
+    assert by_share[0] in candidates and by_share[1] not in candidates  # the 2nd, 4th, ... left out
+
+
+def test_simulate_refuses_remove_every_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """1 would leave no candidate: refused at the option, naming it (it failed inside the planner's outlook)."""
+    with pytest.raises(SystemExit) as exc:
+        main(["simulate", "--clients", "1000", "--remove-every", "1", "--out", str(tmp_path / "run")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--remove-every" in err and "it would leave no candidate" in err and not (tmp_path / "run").exists()

@@ -184,7 +184,9 @@ def random_string_null(weighted_resid: Array, k: int, h: int, rng: np.random.Gen
         ratio = np.exp(tails.norm_logpdf(w) - tails.norm_logsf(w))
         log_sf = tails.norm_logsf(w) + np.log(np.clip(1.0 + ratio * (1.0 / uu - 1.0 / w), 1e-300, None))
     ok = np.isfinite(log_sf) & np.isfinite(x_c) & (k2 > 1e-12 * var)
-    if not np.any(ok):
+    # Whitened residuals have unit variance under the model, so sd is about sqrt(cohorts) x O(1);
+    # below 1e-9 of that the residual is rounding, not noise (counts that fit exactly).
+    if not np.any(ok) or sd < 1e-9 * math.sqrt(len(v)):
         # Degenerate residual (e.g. an exact fit): every random string scores ``mean``.
         eps = 1e-9 * (1.0 + abs(mean))
         return RandomStringNull(x=np.array([mean, mean + eps]), log_sf=np.array([0.0, -745.0]), mean=mean,

@@ -1,4 +1,4 @@
-"""Tests of rappor.analysis.decoder._problem: debiasing and the grouping of identical candidate columns."""
+"""Tests of rappor.analysis.decoder._problem: debiasing, the rows' variances and the grouping of identical columns."""
 
 from __future__ import annotations
 
@@ -177,3 +177,40 @@ def test_weighted_design_norms_equal_column_sq_norms(values):
     # product w_i * w_i once instead of twice: a column's at most m h = 16 positive terms then agree
     # within 16 eps relative (3.6e-15).  1e-13 leaves margin and still fails a wrong weight or power.
     np.testing.assert_allclose(wd.col_sq_norms, _problem.column_sq_norms(wd.a), rtol=1e-13, atol=0.0)
+
+
+def test_model_variance_does_not_follow_a_rows_own_count():
+    """A row's variance is at the rate the candidates predict, not at its own count's.
+
+    Two candidates with 60 and 140 reports in each of 64 cohorts (k=16 h=1, no IRR, f=0.25).
+    Raising one count of a bit that neither sets (from 25 to 65 ones of 200) leaves that row's
+    variance where it was, to 1% of the plug-in variance's move (its background is its cohort's
+    other bits).  And the rates are the
+    true ones: every row's variance within 25% of the binomial variance at its true rate.  The
+    error is that of a mean over 15 rows (a background's) or 64 (a candidate's), at most about
+    4% of the variance (1.5% of the rate), so 25% is 6 of its SDs; a row's own rate is off by
+    16% of the variance per SD, and the plug-in variances miss by more than 25% on about 12% of
+    the rows.
+    """
+    from rappor import Params, hash_candidates, simulation
+
+    params = Params(num_bloombits=16, num_hashes=1, num_cohorts=64, prob_p=0.0, prob_q=1.0, prob_f=0.25)
+    values = ["a", "b"]
+    cmap = hash_candidates(values, params)
+    by_cohort = np.array([[60] * 64, [140] * 64])
+    agg = simulation.simulate_counts(params, values, by_cohort, np.random.default_rng(5))
+    deb = _problem.debias(agg.counts, params.p11, params.p01)
+    x = _problem.select_rows(cmap.matrix, deb.rows)
+    model = _problem.with_model_variance(deb, x, params).var
+    gap = params.p11 - params.p01
+    rate = params.p01 + gap * (simulation.true_ones(params, values, by_cohort) / 200).ravel()
+    want = rate * (1 - rate) / gap**2 / 200
+    assert np.max(np.abs(model / want - 1)) < 0.25, np.max(np.abs(model / want - 1))
+    assert np.mean(np.abs(deb.var / want - 1) > 0.25) > 0.05  # the plug-in's miss, for contrast
+    free = int(np.flatnonzero(np.asarray(cmap.matrix.sum(axis=1)).ravel()[:16] == 0)[0])  # cohort 0, no candidate
+    counts = agg.counts.copy()
+    counts[0, 1 + free] += 40
+    again = _problem.debias(counts, params.p11, params.p01)
+    # it moves only through the candidates' pooled means, which the row enters as 1 of 15 x 64
+    change = abs(_problem.with_model_variance(again, x, params).var[free] - model[free])
+    assert change < 0.01 * abs(again.var[free] - deb.var[free]), change

@@ -31,9 +31,11 @@ def _check(agg: rappor.Aggregate, strings: list[str]) -> object:
     d = res.diagnostics
     # The decode's skewness is that of its residuals, to the bit; handing it over gives the same check.
     assert (d.residual_skewness, d.residual_skewness_se) == residual_skewness(d.residuals)
-    check = explain_dispersion(agg.counts, agg.params, d.residuals, d.dispersion, d.chi2_pvalue, d.unexplained_mass)
+    se = d.unexplained_std_error  # as rappor decode passes it
+    check = explain_dispersion(agg.counts, agg.params, d.residuals, d.dispersion, d.chi2_pvalue, d.unexplained_mass,
+                               unexplained_std_error=se)
     given = explain_dispersion(agg.counts, agg.params, d.residuals, d.dispersion, d.chi2_pvalue, d.unexplained_mass,
-                               skewness=(d.residual_skewness, d.residual_skewness_se))
+                               skewness=(d.residual_skewness, d.residual_skewness_se), unexplained_std_error=se)
     assert given == check
     return check
 
@@ -120,3 +122,26 @@ def test_residual_skewness() -> None:
     assert abs(normal) < 4 * se
     assert residual_skewness(np.zeros(32)) == (0.0, math.sqrt(6.0 / 32))
     assert all(math.isnan(v) for v in residual_skewness([1.0, np.nan]))
+
+
+def test_explain_dispersion_many_missing_strings_without_skew() -> None:
+    """The demo's 100 Zipf strings with only the first listed: 0.7 of the mass outside the list.
+
+    The 99 missing strings spread their ones over every bit, so the residuals are not skewed
+    (measured -0.02 +- 0.08 on the demo) and the skewness alone read the dispersion as
+    repeated reports ("about 24 reports per client"); the unexplained mass, 0.71 +- 0.009 (80
+    of its SEs above 0), says strings are missing.  Without its SE the check reads the skewness
+    alone, as the association's warning of unmarked repeats does.
+    """
+    pop = Population.zipf(100)
+    sim = simulate(PARAMS, pop, 100_000, rng=3)
+    strings = list(pop.strings[:1])
+    check = _check(sim.aggregate, strings)
+    assert check is not None and check.cause == "missing strings"
+    assert "Here the unexplained mass" in check.text
+    d = rappor.Decoder().decode(sim.aggregate, rappor.hash_candidates(strings, PARAMS)).diagnostics
+    assert d.unexplained_mass > 4.0 * d.unexplained_std_error
+    plain = explain_dispersion(sim.aggregate.counts, PARAMS, d.residuals, d.dispersion, d.chi2_pvalue,
+                               d.unexplained_mass)
+    assert abs(d.residual_skewness) < 4 * d.residual_skewness_se
+    assert plain is not None and plain.cause == "repeated reports"

@@ -111,6 +111,7 @@ def _read(path: Path, params: Params) -> tuple[list[str], ReportBatch]:
 
 
 def _files(tmp_path: Path, spec: DiscoverySpec, rows: list[tuple[str, str]]) -> tuple[Path, Path, Path]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     key = tmp_path / "client.key"
     write_key_file(key, KEY)
     dparams = tmp_path / "disc-params.csv"
@@ -271,3 +272,28 @@ def test_roles_at_the_edges_of_the_share() -> None:
     ids = [f"client {i}" for i in range(100)]
     assert discovery_roles(KEY, ids, 1.0).all()
     assert not discovery_roles(KEY, ids, 0.0).any()
+
+
+def test_cli_encode_discovery_warns_of_what_discovery_cannot_use(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """An empty value, a value over max_length and a client with two rows are encoded and counted aloud.
+
+    Discovery cannot find an empty value or confirm one longer than max_length, and its
+    accounting is for one report a client: each is named with its count (they were accepted
+    silently), and the reports are written all the same (one per row).
+    """
+    spec = _spec(h=1, p=0.25, q=0.75)
+    rows = [("a", "x"), ("a", "y"), ("b", ""), ("c", "z" * 13), ("d", "hello"), ("e", "w" * 13)]
+    key, dparams, inp = _files(tmp_path, spec, rows)
+    out = tmp_path / "disc-reports.csv"
+    assert main(["encode", "--discovery-params", str(dparams), "--max-length", "12", "--key-file", str(key),
+                 str(inp), "-o", str(out), "--jobs", "1"]) == 0
+    err = capsys.readouterr().err
+    assert f"{inp}: 1 empty value(s)" in err
+    assert f"{inp}: 2 value(s) longer than max_length 12 bytes" in err
+    assert f"{inp}: 1 row(s) repeat an earlier row's client" in err
+    assert len(_read(out, spec.wire_params)[0]) == len(rows)
+    key, dparams, inp = _files(tmp_path / "clean", spec, [("a", "x"), ("b", "y" * 12)])
+    assert main(["encode", "--discovery-params", str(dparams), "--max-length", "12", "--key-file", str(key),
+                 str(inp), "-o", str(out), "--jobs", "1"]) == 0
+    assert "warning" not in capsys.readouterr().err  # 12 bytes fit; one row a client
