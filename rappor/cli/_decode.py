@@ -48,6 +48,7 @@ import sys
 from typing import Any
 
 from .._util.outputs import atomic_output
+from .._util.paths import display_name
 from .._util.progress import steps
 from . import _discover_decode
 from ._common import (CommandFiles, add_estimator_argument, add_level_argument, add_output_argument,
@@ -140,6 +141,11 @@ def run(args: argparse.Namespace) -> int:
         step.start("read counts")
         params = load_params(args)
         aggregate = read_counts(args.counts, params)
+        if aggregate.total_reports == 0:
+            from ..exceptions import ReportFormatError
+
+            raise ReportFormatError("expected at least one report, found every cohort's number of reports 0 "
+                                    "(nothing to decode)", path=display_name(args.counts))
         step.start("read candidates")
         cmap = None
         if args.map is not None:

@@ -69,6 +69,20 @@ def test_cli_decode_bad_counts_is_error(interop_dir, tmp_path, capsys):
     assert not (tmp_path / "r.csv").exists()
 
 
+def test_cli_decode_counts_without_reports_name_the_file(interop_dir, tmp_path, capsys):
+    """Every cohort with 0 reports: an error naming the counts file (the decoder's own message named none)."""
+    params = (interop_dir / "params.csv").read_text().splitlines()[1].split(",")
+    k, m = int(params[0]), int(params[2])
+    empty = tmp_path / "counts.csv"
+    empty.write_text(("0," * k + "0\n") * m)
+    rc = main(["decode", "--params", str(interop_dir / "params.csv"), "--counts", str(empty),
+               "--map", str(interop_dir / "map.csv"), "-o", str(tmp_path / "r.csv")])
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert f"rappor: error: {empty}: expected at least one report" in err and "Traceback" not in err
+    assert not (tmp_path / "r.csv").exists()
+
+
 def test_cli_decode_level_and_its_deprecated_alias(interop_dir, tmp_path, capsys):
     """--level sets the significance level; --alpha still does, with a warning naming the new flag."""
     import json
