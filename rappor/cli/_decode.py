@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         if aggregate.total_reports == 0:
             from ..exceptions import ReportFormatError
 
-            raise ReportFormatError("expected at least one report, found every cohort's number of reports 0 "
+            raise ReportFormatError("expected at least one report, found no reports in any cohort "
                                     "(nothing to decode)", path=display_name(args.counts))
         step.start("read candidates")
         cmap = None

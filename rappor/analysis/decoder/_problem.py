@@ -19,9 +19,10 @@ map and ``pi_s`` the share of string ``s``.  Rows are weighted by the inverse of
 variance), with ``r`` the report rate the candidates predict (:func:`with_model_variance`),
 not the row's own observed rate: weights from the observed counts (Neyman's minimum
 chi-square) favour the rows that came out low, which biases every share down by about
-``(1 - 2 r) / N_c`` of a row (Berkson 1980, Ann. Statist. 8(3)); with a few hundred
-reports a cohort (``rappor plan``'s k=256 m=256 at 200,000 reports) that put the mass
-outside the list at 0 for a truth of 0.42 (z = -49) and the top shares 14% low.  The
+``(1 - 2 r) / N_c`` of a rate per row (Berkson 1980, Ann. Statist. 8(3)); with a few
+hundred reports a cohort (``rappor plan``'s k=256 h=1 m=256 at 37,500 reports, 146 a cohort)
+that put the mass outside the list at 0 for a truth of 0.42 (z = -49) and the top shares
+14% low.  The
 estimand is the share among the reports received, so the random spread of clients over
 cohorts is not counted as noise (it cancels when cohorts are pooled; adding it made the
 boolean SE 22% too large at f=0).
