@@ -354,14 +354,18 @@ def _spread_bits(k: int, h: int) -> float:
     return k * (1.0 - (1.0 - 1.0 / k) ** h)
 
 
-def _weight_rates(aggregate: Aggregate, candidate_map: CandidateMap) -> npt.NDArray[np.float64]:
-    """The report rates of the decoder's row weights (``_problem.model_rates``), nan for empty cohorts."""
+def _weight_rates(result: Any, aggregate: Aggregate) -> npt.NDArray[np.float64]:
+    """The report rates of the decoder's row weights: the result's (``diagnostics.weight_rates``), else the
+    background rates a decode starts from (``_problem.background_rates``); nan for empty cohorts."""
+    given = getattr(getattr(result, "diagnostics", None), "weight_rates", None)
+    if given is not None:
+        return np.asarray(given, dtype=np.float64)
     from .decoder import _problem
 
     params = aggregate.params
     deb = _problem.debias(aggregate.counts, params.p11, params.p01)
     out = np.full(aggregate.bit_counts.shape, np.nan)
-    out.reshape(-1)[deb.rows] = _problem.model_rates(deb, _problem.select_rows(candidate_map.matrix, deb.rows), params)
+    out.reshape(-1)[deb.rows] = _problem.background_rates(deb, params)
     return out
 
 
@@ -412,8 +416,9 @@ def fit_residuals(result: Any, aggregate: Aggregate, candidate_map: CandidateMap
     FitResiduals
         ``(y_cb - N_c r_cb) / sqrt(N_c r^_cb (1 - r^_cb))``: the modelled rate ``r_cb`` of
         :func:`bit_residuals` with the non-candidate column added, over the decoder's
-        weights: ``r^`` the rate the candidates predict for the row, smoothed
-        (``rappor.analysis.decoder._problem.model_rates``).  These are the
+        weights: ``r^`` the report rate of the row's weight (the result's
+        ``diagnostics.weight_rates``; for a result without them, the rate of the row's
+        cohort's other bits).  These are the
         whitened residuals of the decoder's final fit, whose sum of squares is the
         summary's ``residual["chi2"]``.
 
@@ -435,7 +440,7 @@ def fit_residuals(result: Any, aggregate: Aggregate, candidate_map: CandidateMap
     group = getattr(result, "group", None)
     if group is not None:
         shares[np.asarray(group) != np.arange(s)] = 0.0  # a group's share, counted once
-    observed = _weight_rates(aggregate, candidate_map)
+    observed = _weight_rates(result, aggregate)
     rate = _report_rate(aggregate, candidate_map, shares, 0.0)
     unexplained = 0.0
     if _diagnostic(result, "modelled_unexplained", False):

@@ -39,7 +39,7 @@ from ._dispersion import residual_skewness
 from ._fit import (closed_form_fit, fit_support, free_column_coefficient, in_span, max_std_residual, orthogonal_part,
                    whitened_residuals)
 from ._null import RandomStringNull, normal_pvalues, null_pvalues
-from ._problem import Array, IntArray, WeightedDesign, WeightedProblem, weighted_problem
+from ._problem import Array, IntArray, WeightedDesign, WeightedProblem, fitted_rates, weighted_problem
 from ._result import DecodeDiagnostics
 from ._screen import cv_lasso_alpha, lasso_screen
 from ._shares import fixed_unexplained, regression_shares
@@ -122,6 +122,12 @@ def estimate(options: DecodeOptions, counts: npt.NDArray[np.int64], matrix: sp.c
     # One whitened copy of the design serves the fit and the shares (1.5 GB at 1 M candidates).
     design = None if problem.orthogonal else problem.weighted_design()
     fitted = _closed_form(problem) if design is None else _constrained(problem, design, options)
+    rates = fitted_rates(problem, whitened_residuals(problem, fitted.coef, fitted.unexplained[0]
+                                                     if fitted.modelled_unexplained else None))
+    if rates is not None:  # the rows' variances at the first fit's rates: one reweighting step
+        problem = weighted_problem(counts, matrix, params, rates=rates)
+        design = None if problem.orthogonal else problem.weighted_design()
+        fitted = _closed_form(problem) if design is None else _constrained(problem, design, options)
     dof = max(problem.n_rows - fitted.n_parameters, 1)
     fit_unexplained = fitted.unexplained[0]
     raw, raw_se = fitted.reported_unexplained or fitted.unexplained
@@ -139,7 +145,7 @@ def estimate(options: DecodeOptions, counts: npt.NDArray[np.int64], matrix: sp.c
         null_law=fitted.null_law, null_mean=None if null is None else null.mean,
         null_sd=None if null is None else null.sd, null_skewness=None if null is None else null.skewness,
         null_exact=None if null is None else null.exact, pvalue_floor=None if null is None else null.floor,
-        residual_skewness=skew, residual_skewness_se=skew_se,
+        residual_skewness=skew, residual_skewness_se=skew_se, weight_rates=_by_cohort_and_bit(problem.rate, problem),
     )
     coef = fitted.coef
     adjusted = options.rule.adjust(fitted.pvalue)

@@ -16,13 +16,15 @@ is an unbiased estimate of the number of clients of cohort ``c`` whose Bloom fil
 bit ``b`` set, and ``E[t_cb / N_c] = sum_s X[cb, s] pi_s`` where ``X`` is the candidate
 map and ``pi_s`` the share of string ``s``.  Rows are weighted by the inverse of
 ``Var(t_cb / N_c) = r (1 - r) / ((p11 - p01)^2 N_c)`` (decode.R uses the same binomial
-variance), with ``r`` the report rate the candidates predict (:func:`with_model_variance`),
-not the row's own observed rate: weights from the observed counts (Neyman's minimum
-chi-square) favour the rows that came out low, which biases every share down by about
-``(1 - 2 r) / N_c`` of a rate per row (Berkson 1980, Ann. Statist. 8(3)); with a few
-hundred reports a cohort (``rappor plan``'s k=256 h=1 m=256 at 37,500 reports, 146 a cohort)
-that put the mass outside the list at 0 for a truth of 0.42 (z = -49) and the top shares
-14% low.  The
+variance), with ``r`` not the row's own observed rate: weights from the observed counts
+(Neyman's minimum chi-square) favour the rows that came out low, which biases every share
+down by about ``(1 - 2 r) / N_c`` of a rate per row (Berkson 1980, Ann. Statist. 8(3)); with
+a few hundred reports a cohort (``rappor plan``'s k=256 h=1 m=256 at 37,500 reports, 146 a
+cohort) that put the mass outside the list at 0 for a truth of 0.42 (z = -49) and the top
+shares 14% low.  ``r`` is the rate of the cohort's other bits (:func:`background_rates`),
+then, where the rates the first fit predicts give variances more than :data:`REWEIGHT` apart
+from those, the fitted rates (:func:`fitted_rates`: one step of iteratively reweighted least
+squares).  The
 estimand is the share among the reports received, so the random spread of clients over
 cohorts is not counted as noise (it cancels when cohorts are pooled; adding it made the
 boolean SE 22% too large at f=0).
@@ -80,6 +82,10 @@ class WeightedProblem:
     orthogonal : bool
         Every row holds at most one candidate (booleans, identity maps): the fit has a
         closed form.
+    rate : ndarray of shape (n_rows,)
+        The report rate at which each row's binomial variance (its weight) was taken.
+    n_c : ndarray of shape (n_rows,)
+        The reports of each row's cohort.
     """
 
     params: Params
@@ -91,6 +97,8 @@ class WeightedProblem:
     group: IntArray
     slot: IntArray
     orthogonal: bool
+    rate: Array
+    n_c: Array
 
     @property
     def n_rows(self) -> int:
@@ -175,15 +183,20 @@ class WeightedDesign:
         return int(self.candidates.shape[1])
 
 
-def weighted_problem(counts: npt.NDArray[np.int64], matrix: sp.csc_matrix, params: Params) -> WeightedProblem:
+def weighted_problem(counts: npt.NDArray[np.int64], matrix: sp.csc_matrix, params: Params,
+                     rates: Array | None = None) -> WeightedProblem:
     """Debias ``counts``, keep the cohorts with reports and merge indistinguishable candidates.
 
     ``counts`` is an :class:`~rappor.collect.Aggregate`'s table (shape (m, k + 1)),
     ``matrix`` a :class:`~rappor.collect.CandidateMap`'s (shape (m k, n_candidates)).
+    ``rates``: the report rate of each kept row at which its variance is taken (default
+    :func:`background_rates`).
     """
     deb = debias(counts, params.p11, params.p01)
+    rate = background_rates(deb, params) if rates is None else rates
+    deb = Debiased(rows=deb.rows, y=deb.y, var=debiased_variance(rate, deb.n_c, params.p11 - params.p01),
+                   n_c=deb.n_c)
     x = select_rows(matrix, deb.rows)
-    deb = with_model_variance(deb, x, params)
     rep, zero = column_groups(x)
     s = x.shape[1]
     is_zero = np.zeros(s, dtype=bool)
@@ -196,7 +209,7 @@ def weighted_problem(counts: npt.NDArray[np.int64], matrix: sp.csc_matrix, param
     orthogonal = bool(len(uniq) == 0 or max_entries_per_row(xu) <= 1)
     return WeightedProblem(params=params, rows=deb.rows, weight=weight, b=weight * deb.y, design=xu,
                            distinct=uniq.astype(np.int64), group=np.where(is_zero, np.arange(s), rep).astype(np.int64),
-                           slot=pos[rep], orthogonal=orthogonal)
+                           slot=pos[rep], orthogonal=orthogonal, rate=rate, n_c=deb.n_c)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -213,69 +226,59 @@ class Debiased:
     n_c: Array
 
 
-#: The z-score above which a candidate's pooled mean counts in :func:`with_model_variance`'s rates.
-STRONG_Z = 3.0
+#: A first fit's rates replace the background rates when some row's variance moves by more than this.
+REWEIGHT = 0.05
 
 
-def with_model_variance(deb: Debiased, x: sp.csc_matrix, params: Params) -> Debiased:
-    """``deb`` with each row's variance at the report rate the candidates predict (:func:`model_rates`)."""
-    gap = params.p11 - params.p01
-    return Debiased(rows=deb.rows, y=deb.y, var=debiased_variance(model_rates(deb, x, params), deb.n_c, gap),
-                    n_c=deb.n_c)
+def background_rates(deb: Debiased, params: Params) -> Array:
+    """Each row's report rate from its cohort's *other* bits (the other cohorts' when ``k = 1``), smoothed.
 
-
-def model_rates(deb: Debiased, x: sp.csc_matrix, params: Params) -> Array:
-    """Each row's report rate as the candidates predict it, smoothed as :func:`debias`'s (Pearson's weights).
-
-    A row's predicted share of ones is the sum of the pooled means of the strong candidates
-    that set its bit plus its cohort's background: the mean of the cohort's *other* bits after
-    those candidates (0 when ``k = 1``).  A candidate's pooled mean is the mean over every row
-    it sets of ``y`` minus that row's cohort background, and it counts when it exceeds
-    :data:`STRONG_Z` standard errors (so that thousands of absent candidates add no noise).
-    A row's own count enters its rate only through candidates pooled over ``h m`` rows, so the
-    weights no longer follow the counts' noise: the iteratively reweighted least squares of a
-    binomial model with fitted means (McCullagh and Nelder 1989, *Generalized Linear Models*,
-    2nd ed., section 2.5), one step from a cheap fit.
-
-    Parameters
-    ----------
-    deb : Debiased
-        From :func:`debias`.
-    x : scipy.sparse.csc_matrix
-        The candidate map's rows ``deb.rows`` (0/1 entries).
-    params : Params
-
-    Returns
-    -------
-    ndarray of shape (n_rows,)
-        ``(r N + 1/2) / (N + 1)`` of the predicted rate ``r``, strictly inside ``(0, 1)``.
+    The mean debiased share of the other bits, as a report rate ``p01 + (p11 - p01) y``, then
+    ``(r N + 1/2) / (N + 1)`` as :func:`debias` smooths, strictly inside ``(0, 1)``.  A row's
+    own count does not enter it, so weights from it do not follow the row's noise (the module
+    docstring); it ignores what the candidates add to their own bits, which
+    :func:`fitted_rates` puts back where that matters.
     """
     k = params.num_bloombits
     y = deb.y.reshape(-1, k)
-
-    def background(a: Array) -> Array:  # the mean of each bit's cohort's other bits
-        if k == 1:
-            return np.zeros_like(a)
-        out: Array = (a.sum(axis=1, keepdims=True) - a) / (k - 1)
-        return out
-
-    hits = np.asarray(x.T @ np.ones(x.shape[0]), dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mean = np.asarray(x.T @ (y - background(y)).ravel()) / hits
-        se = np.sqrt(np.asarray(x.T @ deb.var)) / hits
-    strong = np.flatnonzero((hits > 0) & (mean > STRONG_Z * se))
-    fitted = np.asarray(x[:, strong] @ mean[strong]).reshape(-1, k) if strong.size else np.zeros_like(y)
-    rate = np.clip(params.p01 + (params.p11 - params.p01) * (fitted + background(y - fitted)).ravel(), 0.0, 1.0)
+    if k > 1:
+        other: Array = (y.sum(axis=1, keepdims=True) - y) / (k - 1)
+    elif y.shape[0] > 1:  # one bit: the other cohorts', all of which estimate the same share
+        other = (y.sum() - y) / (y.shape[0] - 1)
+    else:
+        other = y
+    rate = np.clip(params.p01 + (params.p11 - params.p01) * other.ravel(), 0.0, 1.0)
     out: Array = (rate * deb.n_c + 0.5) / (deb.n_c + 1.0)
     return out
+
+
+def fitted_rates(problem: WeightedProblem, whitened_residual: Array) -> Array | None:
+    """The report rates a fit of ``problem`` predicts, where they move some row's variance by more than :data:`REWEIGHT`.
+
+    The fitted share of row ``r`` is ``(b_r - e_r) / w_r`` (``e`` the fit's whitened
+    residual), as a rate ``p01 + (p11 - p01) y``, smoothed as :func:`background_rates`.  The
+    decoder refits once with them: one step of iteratively reweighted least squares of a
+    binomial model (McCullagh and Nelder 1989, *Generalized Linear Models*, 2nd ed., section
+    2.5).  ``None`` when every row's variance stays within :data:`REWEIGHT` of the one it
+    had: with instantaneous noise the rates stay near 1/2 and the variance barely moves (k=16
+    p=0.5 q=0.75 f=0.5: 1.6% for a share of 0.2); without it (``rappor plan --no-irr``) a
+    string's own bits can have twice the background's variance.
+    """
+    params = problem.params
+    gap = params.p11 - params.p01
+    y = (problem.b - whitened_residual) / problem.weight
+    rate = np.clip(params.p01 + gap * y, 0.0, 1.0)
+    rate = (rate * problem.n_c + 0.5) / (problem.n_c + 1.0)
+    ratio = rate * (1.0 - rate) / (problem.rate * (1.0 - problem.rate))
+    return rate if float(np.max(np.abs(ratio - 1.0), initial=0.0)) > REWEIGHT else None
 
 
 def debias(counts: npt.NDArray[np.int64], p11: float, p01: float) -> Debiased:
     """Debias ``counts`` (shape (m, k+1)) and give each (cohort, bit) its variance.
 
     Empty cohorts are left out.  The variance uses the row's own smoothed rate
-    ``r = (y + 1/2) / (N + 1)``, strictly inside ``(0, 1)`` (the plug-in; a decode replaces it
-    by :func:`with_model_variance`'s, which do not follow the row's own noise).
+    ``r = (y + 1/2) / (N + 1)``, strictly inside ``(0, 1)`` (the plug-in; a decode takes it at
+    :func:`background_rates` instead, which do not follow the row's own noise).
     """
     m, k1 = counts.shape
     k = k1 - 1

@@ -77,6 +77,11 @@ class DecodeDiagnostics:
     residual_skewness, residual_skewness_se : float
         Skewness of the finite ``residuals`` and its standard error ``sqrt(6 / n)``
         (positive when strings are missing from the list; nan below 3 residuals).
+    weight_rates : ndarray of shape (num_cohorts, num_bloombits) or None
+        The report rate at which each row's binomial variance (its weight) was taken: the
+        rate of its cohort's other bits, or the first fit's where that moves a variance by
+        more than 5% (``docs/decoder.md``, Method 1).  ``nan`` for cohorts without reports;
+        read-only.
     pvalue_floor : float or None
         The smallest p-value the random-string null can give on this decode (None for
         the normal null): no random string scores beyond about the top score of every
@@ -129,12 +134,14 @@ class DecodeDiagnostics:
     pvalue_floor: float | None = None
     residual_skewness: float = math.nan
     residual_skewness_se: float = math.nan
+    weight_rates: Array | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if self.residuals is not None:
-            arr = np.array(self.residuals, dtype=np.float64, copy=True)
-            arr.flags.writeable = False
-            object.__setattr__(self, "residuals", arr)
+        for name in ("residuals", "weight_rates"):
+            if getattr(self, name) is not None:
+                arr = np.array(getattr(self, name), dtype=np.float64, copy=True)
+                arr.flags.writeable = False
+                object.__setattr__(self, name, arr)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)

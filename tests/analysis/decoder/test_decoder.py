@@ -417,9 +417,9 @@ def test_standard_errors_reach_the_information_bound():
     cmap = hash_candidates([f"v{i}" for i in range(1, 101)] + [f"decoy{i}" for i in range(900)], params)
     sc = scenario.zipf_scenario(params, n_reports=100_000, n_values=100, rng=0)
     res = Decoder().decode(sc.aggregate, cmap)
-    deb = _problem.with_model_variance(_problem.debias(sc.aggregate.counts, params.p11, params.p01), cmap.matrix,
-                                       params)  # the decode's own row variances (every cohort has reports)
-    w = 1.0 / deb.var
+    rate = res.diagnostics.weight_rates.ravel()  # the decode's own row variances (every cohort has reports)
+    n = np.repeat(sc.aggregate.counts[:, 0], params.num_bloombits)
+    w = (params.p11 - params.p01) ** 2 * n / (rate * (1.0 - rate))
     info = np.asarray(cmap.matrix.T @ w).ravel()  # 0/1 columns: a' W a = W summed over the column's rows
     bound = 1.0 / np.sqrt(info - info**2 / w.sum())
     dispersion = res.diagnostics.dispersion

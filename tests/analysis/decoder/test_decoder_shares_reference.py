@@ -7,7 +7,7 @@ candidates; a screened list with more idle candidates than ``MAX_IDLE``, sampled
 whose moved candidates' Gram matrix is a sparse product; ``correction="lfdr"``, whose
 NPMLE is the shares' EM), as computed at commit 603c054, before the speed pass of
 ``docs/notes/decoder-rounds.md`` ("Speed"), and regenerated in session 24 when the rows' weights
-became those of the rates the candidates predict (``_problem.model_rates``).  Regenerate (only for a deliberate change of results, saying
+no longer followed their own counts (``_problem.background_rates``, ``fitted_rates``).  Regenerate (only for a deliberate change of results, saying
 so in the commit) with ``python tests/analysis/decoder/test_decoder_shares_reference.py``.
 
 Tolerances follow from the computation's conditioning, not from one machine's last digits.
