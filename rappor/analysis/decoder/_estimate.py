@@ -125,6 +125,7 @@ def estimate(options: DecodeOptions, counts: npt.NDArray[np.int64], matrix: sp.c
     rates = fitted_rates(problem, whitened_residuals(problem, fitted.coef, fitted.unexplained[0]
                                                      if fitted.modelled_unexplained else None))
     if rates is not None:  # the rows' variances at the first fit's rates: one reweighting step
+        design = None  # the first fit's whitened design goes before the second is built (1.5 GB at 1 M candidates)
         problem = weighted_problem(counts, matrix, params, rates=rates)
         design = None if problem.orthogonal else problem.weighted_design()
         fitted = _closed_form(problem) if design is None else _constrained(problem, design, options)
