@@ -32,10 +32,10 @@ from ..collect import Aggregate, check_cohort_balance
 from ..engines import aggregate_files
 from ..exceptions import InvalidParameterError, RapporIOError
 from ..formats import write_counts
+from ._common import CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument
 
 if TYPE_CHECKING:
     from ..params import Params
-from ._common import CommandFiles, add_on_error_arguments, add_output_argument, add_params_argument
 
 NAME = "sum-bits"
 HELP = "sum report bits per cohort (reports CSV -> counts.csv)"

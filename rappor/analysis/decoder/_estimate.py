@@ -39,7 +39,7 @@ from ._dispersion import residual_skewness
 from ._fit import (closed_form_fit, fit_support, free_column_coefficient, in_span, max_std_residual, orthogonal_part,
                    whitened_residuals)
 from ._null import RandomStringNull, normal_pvalues, null_pvalues
-from ._problem import Array, IntArray, WeightedDesign, WeightedProblem, fitted_rates, weighted_problem
+from ._problem import Array, IntArray, WeightedDesign, WeightedProblem, fitted_rates, reweighted, weighted_problem
 from ._result import DecodeDiagnostics
 from ._screen import cv_lasso_alpha, lasso_screen
 from ._shares import fixed_unexplained, regression_shares
@@ -126,7 +126,7 @@ def estimate(options: DecodeOptions, counts: npt.NDArray[np.int64], matrix: sp.c
                                                      if fitted.modelled_unexplained else None))
     if rates is not None:  # the rows' variances at the first fit's rates: one reweighting step
         design = None  # the first fit's whitened design goes before the second is built (1.5 GB at 1 M candidates)
-        problem = weighted_problem(counts, matrix, params, rates=rates)
+        problem = reweighted(problem, rates)
         design = None if problem.orthogonal else problem.weighted_design()
         fitted = _closed_form(problem) if design is None else _constrained(problem, design, options)
     dof = max(problem.n_rows - fitted.n_parameters, 1)

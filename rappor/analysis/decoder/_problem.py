@@ -32,6 +32,7 @@ boolean SE 22% too large at f=0).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -183,19 +184,15 @@ class WeightedDesign:
         return int(self.candidates.shape[1])
 
 
-def weighted_problem(counts: npt.NDArray[np.int64], matrix: sp.csc_matrix, params: Params,
-                     rates: Array | None = None) -> WeightedProblem:
+def weighted_problem(counts: npt.NDArray[np.int64], matrix: sp.csc_matrix, params: Params) -> WeightedProblem:
     """Debias ``counts``, keep the cohorts with reports and merge indistinguishable candidates.
 
     ``counts`` is an :class:`~rappor.collect.Aggregate`'s table (shape (m, k + 1)),
-    ``matrix`` a :class:`~rappor.collect.CandidateMap`'s (shape (m k, n_candidates)).
-    ``rates``: the report rate of each kept row at which its variance is taken (default
-    :func:`background_rates`).
+    ``matrix`` a :class:`~rappor.collect.CandidateMap`'s (shape (m k, n_candidates)).  Each
+    row's variance is taken at :func:`background_rates` (:func:`reweighted` changes them).
     """
     deb = debias(counts, params.p11, params.p01)
-    rate = background_rates(deb, params) if rates is None else rates
-    deb = Debiased(rows=deb.rows, y=deb.y, var=debiased_variance(rate, deb.n_c, params.p11 - params.p01),
-                   n_c=deb.n_c)
+    rate = background_rates(deb, params)
     x = select_rows(matrix, deb.rows)
     rep, zero = column_groups(x)
     s = x.shape[1]
@@ -203,7 +200,7 @@ def weighted_problem(counts: npt.NDArray[np.int64], matrix: sp.csc_matrix, param
     is_zero[zero] = True
     uniq = np.flatnonzero((rep == np.arange(s)) & ~is_zero)
     xu = x if len(uniq) == s else contiguous_values(x)[:, uniq]  # usually every column: no copy
-    weight = 1.0 / np.sqrt(deb.var)
+    weight = 1.0 / np.sqrt(debiased_variance(rate, deb.n_c, params.p11 - params.p01))
     pos = np.full(s, -1, dtype=np.int64)
     pos[uniq] = np.arange(len(uniq))
     orthogonal = bool(len(uniq) == 0 or max_entries_per_row(xu) <= 1)
@@ -271,6 +268,13 @@ def fitted_rates(problem: WeightedProblem, whitened_residual: Array) -> Array | 
     rate = (rate * problem.n_c + 0.5) / (problem.n_c + 1.0)
     ratio = rate * (1.0 - rate) / (problem.rate * (1.0 - problem.rate))
     return rate if float(np.max(np.abs(ratio - 1.0), initial=0.0)) > REWEIGHT else None
+
+
+def reweighted(problem: WeightedProblem, rates: Array) -> WeightedProblem:
+    """``problem`` with each row's variance taken at ``rates`` (its rows, design and groups unchanged)."""
+    params = problem.params
+    weight = 1.0 / np.sqrt(debiased_variance(rates, problem.n_c, params.p11 - params.p01))
+    return dataclasses.replace(problem, weight=weight, b=weight * (problem.b / problem.weight), rate=rates)
 
 
 def debias(counts: npt.NDArray[np.int64], p11: float, p01: float) -> Debiased:
