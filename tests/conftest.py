@@ -62,13 +62,17 @@ def run_limited_python() -> Callable[..., subprocess.CompletedProcess[str]]:
 
 @pytest.fixture
 def one_report() -> tuple[Params, list[list[int]], list[str]]:
-    """A decode whose standard errors are partly infinite: one report in all (cohort 0 of 4, k=16)
-    against 24 candidates, more than its 16 rows (issue 13, item 6).  ``(params, counts, candidates)``."""
-    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
-    counts = [[1, 1, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 1]] + [[0] * 17] * 3
-    candidates = ["v10", "v9", "v2", "decoy4", "v17", "v14", "v1", "v20", "decoy7", "decoy2", "decoy1", "decoy3",
-                  "v4", "v12", "v11", "v8", "decoy10", "v19", "decoy9", "v7", "v15", "v16", "v18", "decoy8"]
-    return params, counts, candidates
+    """A decode whose standard errors are partly infinite: 20 strings of equal share in one cohort
+    (k=16, 200,000 reports), decoded against those 20, more than its 16 rows (issue 13, item 6).
+    ``(params, counts, candidates)``.  (It was one report in all; since the random-string null no
+    longer detects every candidate of counts that hold no signal, one report detects nothing.)"""
+    from rappor.simulation import Population, simulate
+
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=1, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    candidates = [f"v{i}" for i in range(20)]
+    sim = simulate(params, Population.from_counts(dict.fromkeys(candidates, 1.0), name="flat"), 200_000,
+                   rng=np.random.default_rng(0))
+    return params, np.asarray(sim.aggregate.counts).tolist(), candidates
 
 
 @pytest.fixture

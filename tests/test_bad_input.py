@@ -394,6 +394,9 @@ CASES: list[Case] = [
     Case("simulate/population-bad", {"pop.csv": b"string,count\na,1\nb,many\n"},
          ["simulate", "--population", "{d}/pop.csv", "--out", "{d}/out", "--no-report", "--clients", "100"],
          bad="pop.csv", line=3, expected="expected"),
+    Case("simulate/population-blank-string", {"pop.csv": b'string,count\n"",5\nb,3\n'},
+         ["simulate", "--population", "{d}/pop.csv", "--out", "{d}/out", "--no-report", "--clients", "100"],
+         bad="pop.csv", line=2, expected="non-blank string"),  # found by a tester: failed after simulating
     Case("simulate/out-is-a-file", {"file": b"x"}, ["simulate", "--out", "{d}/file", "--no-report"],
          bad="file", expected="not a directory"),
     Case("keygen/exists", {}, ["keygen", "-o", "{d}/key"], bad="key", expected="already exists"),

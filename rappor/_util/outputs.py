@@ -8,6 +8,9 @@
   content, whatever its name, through symbolic and hard links): :func:`atomic_output`
   calls it before it writes, and the command line before a command runs, so no command
   but ``rappor keygen --force`` ever replaces a key.
+* :func:`outputs_together` makes the outputs written inside it one set: each is complete
+  on disk (written, flushed, synced) before any is renamed into place, so a failure
+  while writing any of them (a full disk, a bad path) leaves none of the new files.
 * :func:`output_directory` creates a command's output directory;
   :func:`remove_temporary_files` deletes uncommitted temporary outputs (and directories
   left empty) after a signal.
@@ -34,12 +37,16 @@ from .keyfile import MAX_KEY_FILE_BYTES, looks_like_key_file
 from .paths import STDIO, PathLike
 
 __all__ = ["atomic_output", "check_output_directory", "forget_created_directories", "naming_write_errors",
-           "output_directory", "output_target", "refuse_replacing_key", "remove_temporary_files"]
+           "output_directory", "output_target", "outputs_together", "refuse_replacing_key", "remove_temporary_files"]
 
 
 #: Temporary files of outputs not yet committed: removed by :func:`remove_temporary_files`
 #: after a signal, even one that arrived while a file was being created.
 _PENDING: set[Path] = set()
+
+
+#: The outputs of an open :func:`outputs_together`, written and synced, waiting to be renamed.
+_TOGETHER: list[_AtomicFile] | None = None
 
 
 #: Output directories this process created (:func:`output_directory`), parents first.
@@ -109,6 +116,11 @@ class _AtomicFile:
             self.fh = os.fdopen(fd, mode, encoding="utf-8", newline=newline)
 
     def commit(self) -> None:
+        self.finish()
+        self.rename()
+
+    def finish(self) -> None:
+        """Write everything to the temporary file and sync it (what can fail for lack of space)."""
         self.fh.flush()
         fd = self.fh.fileno()
         if self.owner is not None and hasattr(os, "fchown"):
@@ -118,6 +130,8 @@ class _AtomicFile:
         os.fchmod(fd, self.file_mode)
         os.fsync(fd)
         self.fh.close()
+
+    def rename(self) -> None:
         os.replace(self.tmp, self.path)
         _PENDING.discard(self.tmp)
 
@@ -346,12 +360,47 @@ def atomic_output(path: PathLike | None, *, binary: bool = False, newline: str |
         handle.abort()
         raise
     try:
-        handle.commit()
+        handle.finish()
+        if _TOGETHER is not None:  # renamed with the rest of the set
+            _TOGETHER.append(handle)
+            return
+        handle.rename()
     except BaseException as exc:
         handle.abort()
         if isinstance(exc, OSError):
             raise _write_error(path, exc) from None
         raise
+
+
+@contextlib.contextmanager
+def outputs_together() -> Iterator[None]:
+    """The :func:`atomic_output` files written inside the block appear together or not at all.
+
+    Each is written and synced to its temporary file when its own block ends; none is
+    renamed into place until this block ends without error, and an error anywhere in it
+    removes them all.  (Renaming is the one step left after the block: it needs no space.)
+    Nested inside another, a block joins the outer set.
+    """
+    global _TOGETHER
+    if _TOGETHER is not None:
+        yield
+        return
+    _TOGETHER = []
+    try:
+        yield
+    except BaseException:
+        for handle in _TOGETHER:
+            handle.abort()
+        _TOGETHER = None
+        raise
+    pending, _TOGETHER = _TOGETHER, None
+    for i, handle in enumerate(pending):
+        try:
+            handle.rename()
+        except OSError as exc:
+            for rest in pending[i:]:
+                rest.abort()
+            raise _write_error(handle.path, exc) from None
 
 
 def _write_straight(path: PathLike, target: Path, binary: bool, newline: str | None) -> Iterator[IO[Any]]:

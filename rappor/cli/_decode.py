@@ -47,7 +47,7 @@ import math
 import sys
 from typing import Any
 
-from .._util.outputs import atomic_output
+from .._util.outputs import atomic_output, outputs_together
 from .._util.paths import display_name
 from .._util.progress import steps
 from . import _discover_decode
@@ -188,10 +188,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write(args: argparse.Namespace, result: Any, found: Any, spread: Any) -> None:
-    """results.csv, the summary and --found: a bad path for the summary or --found leaves no results file."""
+    """results.csv, the summary and --found: all of them or none (a bad path, a full disk)."""
     from ..formats import write_found, write_results
 
-    with _discover_decode.found_output(args, found) as found_out:
+    with outputs_together(), _discover_decode.found_output(args, found) as found_out:
         if found_out is not None and found is not None:
             write_found(found, found_out)
         if args.summary is None:

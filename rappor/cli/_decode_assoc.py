@@ -362,13 +362,13 @@ def _write_both(result: Any, results_path: Any, layout: Literal["rappor", "googl
                 summary: dict[str, Any]) -> None:
     """The results CSV and the JSON summary: both files or neither.
 
-    The summary's file is opened first and committed last, so a bad summary path leaves
-    no results file behind (the results were written, then the summary failed).
+    Written as one set (:func:`~rappor._util.outputs.outputs_together`): neither is renamed
+    into place until both are on disk, so a bad summary path or a full disk leaves neither.
     """
-    from .._util.outputs import atomic_output
+    from .._util.outputs import atomic_output, outputs_together
     from ..formats import write_assoc_results
 
     text = json_text(summary)
-    with atomic_output(summary_path) as fh:
+    with outputs_together(), atomic_output(summary_path) as fh:
         write_assoc_results(result, results_path, layout=layout)
         fh.write(text)

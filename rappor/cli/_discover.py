@@ -224,7 +224,7 @@ def spec_from_args(args: argparse.Namespace) -> DiscoverySpec:
 
 def run(args: argparse.Namespace) -> int:
     from .._util.csv_text import spreadsheet_text
-    from .._util.outputs import atomic_output
+    from .._util.outputs import atomic_output, outputs_together
     from ..analysis.discovery import discover, listed_strings
     from ..formats import read_candidates, write_found
 
@@ -237,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
                           progress=update, prior_values=known)
     listed = listed_strings(result)
     # Open every extra output first: a bad path must not leave a partial set behind.
-    with atomic_output(args.list) if args.list else _nothing() as list_out, \
+    with outputs_together(), atomic_output(args.list) if args.list else _nothing() as list_out, \
             atomic_output(args.summary) if args.summary else _nothing() as summary:
         write_found(result, args.output)
         if list_out is not None:

@@ -55,7 +55,7 @@ def _refuse_options(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace, params: Params) -> int:
     from .._util.csv_text import csv_text_field
-    from .._util.outputs import atomic_output
+    from .._util.outputs import atomic_output, outputs_together
     from ..analysis.decoder import Decoder
     from ..analysis.discovery import discovery_params, evaluate_discovery, realistic_population
     from ..formats import (read_discovery_params, read_population, write_candidates, write_counts,
@@ -86,26 +86,27 @@ def run(args: argparse.Namespace, params: Params) -> int:
     sim, found, listed, results, rows, disc_scores = (ev.simulation, ev.found, list(ev.listed), ev.results,
                                                       ev.scores, ev.discovery_scores)
     sig = found.significant
-    write_params(params, out / "params.csv")
-    write_discovery_params(spec, out / "discovery-params.csv")
-    write_counts(sim.full, out / "counts.csv")
-    write_counts(sim.discovery, out / "discovery-counts.csv")
-    write_found(found, out / "found.csv")
-    write_candidates(listed, out / "found.txt")  # empty when nothing is significant
-    write_candidates(known, out / "candidates.txt")
-    write_results(results["with discovery"], out / "results.csv")
-    with atomic_output(out / "truth.csv") as fh:
-        # Every client's value, and how many of its holders sent their full-string report
-        # (the truth the final decode estimates; the others sent a discovery report).
-        fh.write("string,clients,full_string_clients\n")
-        full_of = sim.full_truth
-        for s, c in sorted(sim.truth.items(), key=lambda kv: -kv[1]):
-            fh.write(f"{csv_text_field(s)},{c},{full_of.get(s, 0)}\n")
-    summary = {"params": params.as_dict(), "discovery": spec.as_dict(), "clients": sim.n_clients,
-               "discovery_share": args.discovery_share, "seed": args.seed, "discovery_scores": disc_scores,
-               "final": rows, "seconds": round(time.perf_counter() - started, 2)}
-    with atomic_output(out / "metrics.json") as fh:
-        fh.write(json_text(summary))
+    with outputs_together():  # the whole set or none of it
+        write_params(params, out / "params.csv")
+        write_discovery_params(spec, out / "discovery-params.csv")
+        write_counts(sim.full, out / "counts.csv")
+        write_counts(sim.discovery, out / "discovery-counts.csv")
+        write_found(found, out / "found.csv")
+        write_candidates(listed, out / "found.txt")  # empty when nothing is significant
+        write_candidates(known, out / "candidates.txt")
+        write_results(results["with discovery"], out / "results.csv")
+        with atomic_output(out / "truth.csv") as fh:
+            # Every client's value, and how many of its holders sent their full-string report
+            # (the truth the final decode estimates; the others sent a discovery report).
+            fh.write("string,clients,full_string_clients\n")
+            full_of = sim.full_truth
+            for s, c in sorted(sim.truth.items(), key=lambda kv: -kv[1]):
+                fh.write(f"{csv_text_field(s)},{c},{full_of.get(s, 0)}\n")
+        summary = {"params": params.as_dict(), "discovery": spec.as_dict(), "clients": sim.n_clients,
+                   "discovery_share": args.discovery_share, "seed": args.seed, "discovery_scores": disc_scores,
+                   "final": rows, "seconds": round(time.perf_counter() - started, 2)}
+        with atomic_output(out / "metrics.json") as fh:
+            fh.write(json_text(summary))
     w = sys.stdout.write
     w(f"simulated {sim.n_clients:,} clients ({population.name}, {len(population)} strings): "
       f"{sim.full.total_reports:,} full-string and {sim.discovery.total_reports:,} discovery reports\n")

@@ -12,6 +12,7 @@ of its 0.95 s CPU, before any work.  Only the program does this; importing
 from __future__ import annotations
 
 import os
+import sys
 
 __all__ = ["run"]
 
@@ -19,6 +20,19 @@ __all__ = ["run"]
 def run() -> int:
     """Run the ``rappor`` command line (one BLAS thread unless ``OPENBLAS_NUM_THREADS`` says otherwise)."""
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from ._main import main
-
+    try:
+        from ._main import main
+    except KeyboardInterrupt:  # Ctrl-C while the modules load (the first few tenths of a second)
+        return _interrupted_while_loading()
+    except ImportError as exc:
+        # An interrupt inside an extension's import surfaces as that module's ImportError
+        # (NumPy's says the installation is broken): it is the interrupt, not the install.
+        if isinstance(exc.__context__, KeyboardInterrupt) or isinstance(exc.__cause__, KeyboardInterrupt):
+            return _interrupted_while_loading()
+        raise
     return main()
+
+
+def _interrupted_while_loading() -> int:
+    sys.stderr.write("rappor: interrupted\n")
+    return 130

@@ -180,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
                                  title=f"RAPPOR simulation: {population.name}, {sim.n_clients:,} clients")
 
         step.start("write")
-        from .._util.outputs import atomic_output
+        from .._util.outputs import atomic_output, outputs_together
         from ..formats import write_results
 
         def write_text(name: str, text: str) -> None:
@@ -200,8 +200,9 @@ def run(args: argparse.Namespace) -> int:
         }
         if page is not None:
             writers["report.html"] = lambda path: write_text(path.name, page)
-        for name, write in writers.items():
-            write(out / name)
+        with outputs_together():  # the whole set or none of it
+            for name, write in writers.items():
+                write(out / name)
     _print_results(result, sim, outlook)
     _print_summary(sim, metrics, details, outlook, time.perf_counter() - started)
     sys.stdout.write(f"wrote {out}{os.sep}: {', '.join(writers)}\n")

@@ -70,6 +70,16 @@ OUTPUT_NAMES = ("params.csv", "reports.csv", "map1.csv", "map2.csv", "truth.csv"
                 "report.html")
 
 
+def _coverage_text(coverage: float | None, shape: tuple[int, ...]) -> str:
+    """The intervals' coverage, or why there is none (tables above the covariance's size get no standard errors)."""
+    if coverage is not None:
+        return f"{coverage:.3f}"
+    cells = 1
+    for size in shape:
+        cells *= size
+    return f"n/a ({cells:,} cells: too many for standard errors)"
+
+
 def _pvalue_text(pvalue: float | None, shape: tuple[int, ...]) -> str:
     """The independence p-value, or why there is none (a table with one row or column has no test)."""
     if pvalue is not None and pvalue == pvalue:
@@ -87,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     """Simulate, decode, score and write the files."""
     import numpy as np
 
-    from .._util.outputs import atomic_output, check_output_directory, output_directory
+    from .._util.outputs import atomic_output, check_output_directory, output_directory, outputs_together
     from ..analysis.association import AssociationDecoder, example_joint, simulate_association, total_variation
     from ..formats import read_params, write_assoc_reports, write_assoc_results, write_map, write_params
     from ._simulate import DEFAULT_PARAMS
@@ -111,9 +121,10 @@ def run(args: argparse.Namespace) -> int:
     truth = sim.truth(result.categories)
     ci = result.confidence_interval()
     covered = (ci.low <= truth) & (truth <= ci.high)
+    has_interval = np.isfinite(ci.low) & np.isfinite(ci.high)  # none above the covariance's size limit
     metrics = {
         "total_variation": total_variation(result.proportion, truth),
-        "interval_coverage": float(covered.mean()),
+        "interval_coverage": float(covered[has_interval].mean()) if has_interval.any() else None,
         "true_other_mass": _other_mass(truth, result.categories),
         "independence_pvalue": None if result.independence is None else result.independence.pvalue,
     }
@@ -131,29 +142,30 @@ def run(args: argparse.Namespace) -> int:
                                          details=details, title=f"RAPPOR association simulation: {args.pair}, "
                                                                 f"{args.clients:,} clients")
     output_directory(out)
-    write_params(params, out / "params.csv")
-    write_assoc_reports(out / "reports.csv", sim.reports, names, [f"client{i}" for i in whose.tolist()])
-    for j, var in enumerate(sim.variables):
-        if var.kind == "string":
-            write_map(var.candidate_map, out / f"map{j + 1}.csv")
-    with atomic_output(out / "truth.csv") as fh:
-        fh.write(",".join(names) + ",proportion\n")
-        for idx in np.ndindex(*sim.joint.shape):
-            fh.write(",".join(sim.values[a][i] for a, i in enumerate(idx)) + f",{sim.joint[idx]:.10g}\n")
-    write_assoc_results(result, out / "assoc-results.csv")
-    with atomic_output(out / "metrics.json") as fh:
-        fh.write(json_text({"params": params.as_dict(), "simulation": details, "metrics": metrics,
-                            "fit": {k: v for k, v in result.summary().items() if k not in ("categories",)}}))
-    if page is not None:
-        with atomic_output(out / "report.html") as fh:
-            fh.write(page)
+    with outputs_together():  # the whole set or none of it
+        write_params(params, out / "params.csv")
+        write_assoc_reports(out / "reports.csv", sim.reports, names, [f"client{i}" for i in whose.tolist()])
+        for j, var in enumerate(sim.variables):
+            if var.kind == "string":
+                write_map(var.candidate_map, out / f"map{j + 1}.csv")
+        with atomic_output(out / "truth.csv") as fh:
+            fh.write(",".join(names) + ",proportion\n")
+            for idx in np.ndindex(*sim.joint.shape):
+                fh.write(",".join(sim.values[a][i] for a, i in enumerate(idx)) + f",{sim.joint[idx]:.10g}\n")
+        write_assoc_results(result, out / "assoc-results.csv")
+        with atomic_output(out / "metrics.json") as fh:
+            fh.write(json_text({"params": params.as_dict(), "simulation": details, "metrics": metrics,
+                                "fit": {k: v for k, v in result.summary().items() if k not in ("categories",)}}))
+        if page is not None:
+            with atomic_output(out / "report.html") as fh:
+                fh.write(page)
     lines = [
         f"simulated {args.clients:,} clients"
         + (f" x {args.reports_per_client} reports" if args.reports_per_client > 1 else "")
         + f" ({args.pair}, {' x '.join(str(len(v)) for v in sim.values)} values) in {time.perf_counter() - started:.1f} s",
         f"{'table':<26}{' x '.join(str(c) for c in result.shape):>12}",
         f"{'total variation':<26}{metrics['total_variation']:>12.4f}",
-        f"{'interval coverage (95%)':<26}{metrics['interval_coverage']:>12.3f}",
+        f"{'interval coverage (95%)':<26}{_coverage_text(metrics['interval_coverage'], result.shape):>12}",
         f"{'true Other mass':<26}{metrics['true_other_mass']:>12.4f}",
         f"{'independence p-value':<26}{_pvalue_text(metrics['independence_pvalue'], result.shape):>12}",
         f"{'fit':<26}{result.method + ', ' + str(result.iterations) + ' iterations':>12}",

@@ -24,7 +24,7 @@ def read_population(path: PathLike) -> Population:
     Raises
     ------
     ReportFormatError
-        Naming the file and line of a malformed row, a negative count or a repeated string.
+        Naming the file and line of a malformed row, a blank string, a negative count or a repeated string.
     """
     name = display_name(path)
     counts: dict[str, float] = {}
@@ -48,6 +48,9 @@ def read_population(path: PathLike) -> Population:
             raise ReportFormatError(msg, path=name, line=lineno) from None
         if not math.isfinite(count) or count < 0:
             raise ReportFormatError(f"expected a count >= 0, found {excerpt(count_text)}", path=name, line=lineno)
+        if not value.strip():  # it could not be a candidate (a candidate list holds non-blank strings)
+            raise ReportFormatError(f"expected a non-blank string before the count, found {excerpt(value)}",
+                                    path=name, line=lineno)
         if value in counts:
             raise ReportFormatError(f"the string {excerpt(value)} appears twice", path=name, line=lineno)
         counts[value] = count

@@ -228,3 +228,41 @@ def test_atomic_output_never_replaces_a_key_file(tmp_path: Path) -> None:
     other.write_text("abcd\n")
     write_params(params, other)
     assert other.read_text().startswith("k,h,m,p,q,f")
+
+
+def test_outputs_together_appear_together_or_not_at_all(tmp_path: Path) -> None:
+    from rappor._util.outputs import outputs_together
+
+    first, second = tmp_path / "results.csv", tmp_path / "summary.json"
+    first.write_text("old results\n")
+    with pytest.raises(Boom), outputs_together():
+        with atomic_output(first) as fh:
+            fh.write("new results\n")
+        assert first.read_text() == "old results\n"  # written and synced, not yet renamed
+        with atomic_output(second) as fh:
+            fh.write("{}")
+        raise Boom
+    assert first.read_text() == "old results\n" and not second.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv"]  # no temporary file left
+    with outputs_together():
+        with atomic_output(first) as fh:
+            fh.write("new results\n")
+        with outputs_together():  # nested: joins the outer set
+            with atomic_output(second) as fh:
+                fh.write("{}")
+        assert not second.exists()
+    assert first.read_text() == "new results\n" and second.read_text() == "{}"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_outputs_together_keep_no_file_when_one_cannot_be_written(tmp_path: Path) -> None:
+    # A full disk for the second file (/dev/full) after the first was complete: neither is kept.
+    from rappor._util.outputs import outputs_together
+
+    first = tmp_path / "results.csv"
+    with pytest.raises(RapporIOError), outputs_together():
+        with atomic_output(first) as fh:
+            fh.write("results\n")
+        with atomic_output("/dev/full") as fh:
+            fh.write("x" * 100_000)
+    assert list(tmp_path.iterdir()) == []

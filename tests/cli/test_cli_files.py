@@ -304,3 +304,16 @@ def test_cli_files_failed_write_names_the_output_not_the_input(tmp_path: Path, m
         expected = "rappor: error: /dev/full: cannot write: No space left on device\n"
     assert main(argv) == 1
     assert capsys.readouterr().err.endswith(expected)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_decode_keeps_no_results_when_the_summary_cannot_be_written(interop_dir: Path, tmp_path: Path,
+                                                                    capsys) -> None:
+    """Found by a tester: with ``--summary`` on a full disk, results.csv was kept (renamed before the summary failed)."""
+    from rappor.cli import main
+
+    argv = ["decode", "--params", str(interop_dir / "params.csv"), "--counts", str(interop_dir / "counts.csv"),
+            "--map", str(interop_dir / "map.csv"), "-o", str(tmp_path / "results.csv"), "--summary", "/dev/full"]
+    assert main(argv) == 1
+    assert "/dev/full" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

@@ -342,7 +342,7 @@ class AssociationDecoder(CheckedParameters):
                           f"(tolerance {self.tolerance:g})", ConvergenceWarning, stacklevel=3)
         t_fit = time.perf_counter()
         step(STAGES[3])
-        shape = lik.shape
+        shape, kinds = lik.shape, [v.kind for v in variables]
         cov = inverse_information = None
         effects: npt.NDArray[np.float64] | None = None  # the design effects of repeated reports at the fit
         law = signed = None
@@ -352,8 +352,10 @@ class AssociationDecoder(CheckedParameters):
             cov = inverse_information = observed_covariance(lik, lik.forward(fit.table))
             # Each Newton step forms the information again (cells^2 a pattern): as the projected
             # law, only up to MAX_PROJECTED_CELLS cells.
+            # The signed maximum sets the intervals and, for a string pair, the estimate (whatever the intervals).
+            pair = self.shrinkage == "conditionals" and kinds.count("string") == 2 and len(kinds) <= 3
             signed = signed_maximum(lik, fit.table, cov) \
-                if self.intervals == "signed" and lik.size <= MAX_PROJECTED_CELLS else None
+                if (self.intervals == "signed" or pair) and lik.size <= MAX_PROJECTED_CELLS else None
             if clustered is not None or any(n is not None for n in noises):  # outside strings' rates (_nuisance), repeats
                 extra = None if clustered is None else cluster_score_products(lik, fit.table, *clustered)
                 if patterns is None:  # rows are clients: the outside rates' noise through each client's likelihood
@@ -377,8 +379,9 @@ class AssociationDecoder(CheckedParameters):
             se = np.sqrt(np.maximum(np.diag(cov), 0.0)).reshape(shape)
             se_method += ", clustered by client" if clustered is not None else ""
         excess = [_selection_excess(sel) for sel in selections] if self.candidates == "detected" else []
-        shift = None if signed is None or not any(ex is not None for ex in excess) \
-            else selection_shift(signed.covariance, shape, excess)
+        bounds = signed if self.intervals == "signed" else None  # the signed maximum of the intervals
+        shift = None if bounds is None or not any(ex is not None for ex in excess) \
+            else selection_shift(bounds.covariance, shape, excess)
         profile = None
         profile_level = None if self.profile_level is None else float(self.profile_level)
         if profile_level is not None:
@@ -399,7 +402,6 @@ class AssociationDecoder(CheckedParameters):
             moved = marginal_other_table(table, inverse_information, others)
             if moved is not None:
                 mle, (table, clipped) = table, moved
-        kinds = [v.kind for v in variables]
         split = self.shrinkage in ("conditionals", "boolean-split") and cov is not None
         splits = None
         if split and sorted(kinds) == ["boolean", "string"]:
@@ -428,7 +430,7 @@ class AssociationDecoder(CheckedParameters):
             "covariance_seconds": round(t_cov - t_fit, 4),
             "interval_method": (f"profile likelihood at {profile_level:g}" + (", repeated reports not counted"
                                                                                if clustered else "")
-                                if profile_level is not None else "signed maximum" if signed is not None
+                                if profile_level is not None else "signed maximum" if bounds is not None
                                 else "projected" if law is not None else "wald"),
             "signed_iterations": None if signed is None else signed.iterations,
             "selection_excess": [None if ex is None else round(float(ex.sum()), 6) for ex in excess],
@@ -448,9 +450,9 @@ class AssociationDecoder(CheckedParameters):
             gap=fit.gap, tolerance=self.tolerance, log_likelihood=fit.log_likelihood, independence=test,
             marginal_results=tuple(sel[2] for sel in selections), diagnostics=diagnostics,
             profile_interval=profile, profile_level=profile_level, projected_law=law, maximum_likelihood=mle,
-            signed_maximum=None if signed is None else signed.table.reshape(shape),
-            signed_std_error=None if signed is None else np.sqrt(np.maximum(np.diag(signed.covariance), 0.0)).reshape(shape),
-            signed_covariance=None if signed is None else signed.covariance, selection_shift=shift)
+            signed_maximum=None if bounds is None else bounds.table.reshape(shape),
+            signed_std_error=None if bounds is None else np.sqrt(np.maximum(np.diag(bounds.covariance), 0.0)).reshape(shape),
+            signed_covariance=None if bounds is None else bounds.covariance, selection_shift=shift)
 
     def _categories(self, batch: ReportBatch, var: Variable, decoder: Any, folds: npt.NDArray[np.int64] | None,
                     clients: npt.NDArray[np.int64] | None = None,
@@ -489,9 +491,8 @@ class AssociationDecoder(CheckedParameters):
         """Likelihood-ratio test of independence, its p-value from the statistic's law at the boundary.
 
         The chi-square law of the statistic holds when no cell is near 0; with cells within a
-        few standard errors of 0 the statistic is stochastically smaller (every draw of
-        :func:`independence_null_draws` is at most its chi-square counterpart), so the
-        chi-square p-value is an upper bound.  When that bound is already below what
+        few standard errors of 0 the statistic is stochastically smaller (the boundary takes part
+        of it: :func:`independence_null_draws`), so the chi-square p-value is taken as an upper bound.  When that bound is already below what
         ``INDEPENDENCE_DRAWS`` draws can resolve it is reported as is (a valid, conservative
         p-value); otherwise the p-value is the share of draws at least as large as the
         statistic, ``(1 + #{draws >= statistic}) / (1 + draws)``.  With ``clustered`` (reports,

@@ -127,7 +127,7 @@ class _SimplexProjection:
 
     def project(self, z: Array) -> Array:
         """The points of the simplex nearest to the rows of ``z`` (shape (B, n)) in the metric."""
-        return _project_batch(self, np.atleast_2d(z))
+        return _project_batch(self.metric, self.inverse_metric, self.chol, np.atleast_2d(z))
 
 
 #: Iterations of the batched active-set method before a point falls back to Lawson-Hanson.
@@ -167,8 +167,11 @@ def _solve_on_subsets(matrix: Array, subsets: npt.NDArray[np.bool_], rhs: Array)
     return out
 
 
-def _project_batch(proj: _SimplexProjection, z: Array) -> Array:
-    """Rows of ``z`` projected by :class:`_SimplexProjection`'s quadratic program, all at once.
+def _project_batch(metric: Array, inverse: Array, chol: Array, z: Array) -> Array:
+    """Rows of ``z`` projected onto ``y >= 0`` in the metric ``metric``, all at once.
+
+    ``inverse`` is the metric's inverse and ``chol`` its upper Cholesky factor; with
+    :class:`_SimplexProjection`'s metric (``rho 1 1'`` added) the projection is onto the simplex.
 
     Primal-dual active-set iteration (Hintermueller, Ito and Kunisch 2002, "The primal-dual
     active set strategy as a semismooth Newton method", SIAM J. Optim. 13(3)), every point
@@ -184,7 +187,6 @@ def _project_batch(proj: _SimplexProjection, z: Array) -> Array:
     M-matrices) is solved by NNLS.
     """
     rows, n = z.shape
-    metric, inverse = proj.metric, proj.inverse_metric
     tol = 1e-12 * max(float(np.abs(z).max()) if z.size else 0.0, 1e-300)
     active = z < 0
     out = np.empty_like(z)
@@ -207,7 +209,7 @@ def _project_batch(proj: _SimplexProjection, z: Array) -> Array:
         active[todo] = new
         todo = todo[~settled]
     for b in todo:
-        out[b], _ = optimize.nnls(proj.chol, proj.chol @ z[b], maxiter=max(30 * n, 300))
+        out[b], _ = optimize.nnls(chol, chol @ z[b], maxiter=max(30 * n, 300))
     return out
 
 
@@ -298,22 +300,61 @@ def boundary_interval(table: Array, std_error: Array, samples: npt.NDArray[np.fl
     return low, high
 
 
-def _independence_directions(marginals: Sequence[Array]) -> Array:
-    """Tangent space at ``outer(marginals)`` of the independence tables: one column per direction.
+def _independence_directions(marginals: Sequence[Array]) -> tuple[Array, Array]:
+    """Tangent space at ``outer(marginals)`` of the independence tables, and the bounds of its coordinates.
 
     Moving marginal ``j`` by ``u`` (``sum u = 0``) moves the table by the outer product of
-    ``u`` with the other marginals: ``sum_j (C_j - 1)`` directions.
+    ``u`` with the other marginals: ``sum_j (C_j - 1)`` directions, one per category ``c``
+    but the largest ``r`` of each marginal, ``(e_c - e_r)`` times the other marginals, so
+    that a coordinate is the move of its category's share.  A marginal stays a distribution
+    (the null hypothesis is a product of distributions) while each coordinate is at least
+    minus its category's share: the second array, ``-marginals[j][c]`` per column.
     """
-    columns = []
+    columns, lower = [], []
     for j, mj in enumerate(marginals):
-        basis = _tangent_basis(mj.size)
-        for u in basis.T:
+        top = int(np.argmax(mj))
+        for c in range(mj.size):
+            if c == top:
+                continue
+            u = np.zeros(mj.size)
+            u[c], u[top] = 1.0, -1.0
             factors = [u if i == j else m for i, m in enumerate(marginals)]
             vec = factors[0]
             for f in factors[1:]:
                 vec = np.multiply.outer(vec, f)
             columns.append(np.asarray(vec, dtype=np.float64).reshape(-1))
-    return np.array(columns).T if columns else np.zeros((int(np.prod([m.size for m in marginals])), 0))
+            lower.append(-float(mj[c]))
+    if not columns:
+        return np.zeros((int(np.prod([m.size for m in marginals])), 0)), np.zeros(0)
+    return np.array(columns).T, np.array(lower)
+
+
+def _bounded_null_residual(directions: Array, lower: Array, noise: Array) -> Array:
+    """``min ||e - B u||^2`` over ``u >= lower`` for every row ``e`` of ``noise``: the null's residual.
+
+    ``B`` (``directions``) is the null's tangent space in whitened coordinates.  With ``a``
+    the unconstrained least-squares coefficients, ``||e - B u||^2 = ||e - B a||^2 + (u - a)'
+    G (u - a)`` (``G = B'B``), so the bounded minimum adds to the unconstrained residual the
+    projection of ``a - lower`` onto ``u >= 0`` in the metric ``G`` (:func:`_project_batch`).
+    """
+    gram = directions.T @ directions
+    p = gram.shape[0]
+    if p == 0:
+        out: Array = (noise * noise).sum(axis=1)
+        return out
+    gram = 0.5 * (gram + gram.T)
+    gram[np.diag_indices(p)] += 1e-12 * max(float(np.trace(gram)) / p, 1e-300)
+    chol: Array = np.asarray(np.linalg.cholesky(gram), dtype=np.float64)
+    coef = np.linalg.solve(chol.T, np.linalg.solve(chol, directions.T @ noise.T)).T   # (draws, p)
+    fitted = coef @ directions.T
+    residual: Array = ((noise - fitted) ** 2).sum(axis=1)
+    shifted = coef - lower
+    outside = (shifted < 0).any(axis=1)
+    if outside.any():
+        root_inverse = np.linalg.inv(chol)
+        moved = _project_batch(gram, root_inverse.T @ root_inverse, chol.T, shifted[outside]) - shifted[outside]
+        residual[outside] += np.einsum("bi,ij,bj->b", moved, gram, moved)
+    return residual
 
 
 def design_effects(cov: Array, sampling: Array) -> Array:
@@ -370,7 +411,10 @@ def independence_null_draws(marginals: Sequence[Array], cov: Array, rng: np.rand
     ``pi0 = outer(marginals)`` with covariance ``V`` (the inverse information on the simplex,
     :func:`constrained_covariance`), the unconstrained estimate is ``z ~ N(pi0, V)`` and
     ``2 (l_joint - l_indep) = min_{y in H0} ||z - y||^2 - min_{y in simplex} ||z - y||^2`` in
-    the metric ``V^+``; ``H0`` is linearized at ``pi0`` (:func:`_independence_directions`).
+    the metric ``V^+``; ``H0`` is linearized at ``pi0`` (:func:`_independence_directions`),
+    each marginal kept a distribution (no category's share below 0: :func:`_bounded_null_residual`;
+    without that bound the draws were too small wherever the marginal fit holds categories at 0,
+    and independent data with many candidates nobody reports were rejected at p = 0.001).
     Without the constraint ``y >= 0`` this is chi-square with
     ``prod C_j - 1 - sum (C_j - 1)`` degrees of freedom (Wilks 1938); with it, a cell whose
     share is within a few standard errors of 0 cannot go below it, the second term grows
@@ -394,16 +438,15 @@ def independence_null_draws(marginals: Sequence[Array], cov: Array, rng: np.rand
     if centre.size == 1 or not np.isfinite(cov).all() or (sampling is not None and not np.isfinite(sampling).all()):
         return None
     proj = _SimplexProjection(cov)
-    directions = proj.whiten @ _independence_directions(marginals)
-    left, sing, _ = np.linalg.svd(directions, full_matrices=False)
-    basis = left[:, sing > 1e-10 * max(float(sing.max()), 1e-300)] if sing.size else left
+    tangent, lower = _independence_directions(marginals)
+    directions = proj.whiten @ tangent
     noise = rng.standard_normal((draws, proj.rank))
     if sampling is not None:  # whitened draws of N(0, sampling) instead of N(0, V)
         inner = proj.whiten @ sampling @ proj.whiten.T
         values, vectors = np.linalg.eigh(0.5 * (inner + inner.T))
         noise = noise @ (vectors * np.sqrt(np.maximum(values, 0.0))).T
-    # Residual of the null (a linear subspace in whitened coordinates): |e|^2 - |Q'e|^2.
-    null_residual = (noise * noise).sum(axis=1) - ((noise @ basis) ** 2).sum(axis=1)
+    # Residual of the null: its tangent space in whitened coordinates, each marginal kept >= 0.
+    null_residual = _bounded_null_residual(directions, lower, noise)
     z = centre + noise @ proj.root.T
     w = (z - proj.project(z)) @ proj.whiten.T
     result: Array = np.maximum(null_residual - (w * w).sum(axis=1), 0.0)

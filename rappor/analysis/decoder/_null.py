@@ -182,8 +182,12 @@ def random_string_null(weighted_resid: Array, k: int, h: int, rng: np.random.Gen
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # Lugannani-Rice, in logs for the far tail: sf = Phi(-w) [1 + phi(w)/Phi(-w) (1/u - 1/w)].
         ratio = np.exp(tails.norm_logpdf(w) - tails.norm_logsf(w))
-        log_sf = tails.norm_logsf(w) + np.log(np.clip(1.0 + ratio * (1.0 / uu - 1.0 / w), 1e-300, None))
-    ok = np.isfinite(log_sf) & np.isfinite(x_c) & (k2 > 1e-12 * var)
+        factor = 1.0 + ratio * (1.0 / uu - 1.0 / w)
+        log_sf = tails.norm_logsf(w) + np.log(np.where(factor > 0, factor, np.nan))
+    # A tilt where the approximation breaks down (at a lattice law's edge, where K'' -> 0 and
+    # the correction's 1/u diverges, it gives a factor <= 0 or a tail above 1) is left out:
+    # kept, its value would be carried to every larger x by the monotone envelope below.
+    ok = np.isfinite(log_sf) & np.isfinite(x_c) & (k2 > 1e-12 * var) & (log_sf <= 1e-9)
     # Whitened residuals have unit variance under the model, so sd is about sqrt(cohorts) x O(1);
     # below 1e-9 of that the residual is rounding, not noise (counts that fit exactly).
     if not np.any(ok) or sd < 1e-9 * math.sqrt(len(v)):
