@@ -289,7 +289,14 @@ def _stdout(binary: bool) -> IO[Any]:
     stream: Any = sys.stdout
     if stream is None:  # the process was started with its standard output closed (`>&-`)
         raise RapporIOError("cannot write: standard output is closed", path="<stdout>", errno=errno.EBADF)
-    return stream.buffer if binary else stream  # type: ignore[no-any-return]
+    if binary:
+        return stream.buffer  # type: ignore[no-any-return]
+    # The files' encoding, whatever the locale's: `-o -` writes what the file would hold
+    # (an ASCII or cp1252 standard output cannot encode every value otherwise).
+    encoding = str(getattr(stream, "encoding", "utf-8") or "utf-8").lower().replace("_", "-")
+    if encoding not in ("utf-8", "utf8") and hasattr(stream, "reconfigure"):
+        stream.reconfigure(encoding="utf-8")
+    return stream  # type: ignore[no-any-return]
 
 
 @contextlib.contextmanager

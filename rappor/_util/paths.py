@@ -88,8 +88,14 @@ def check_distinct_files(inputs: Sequence[tuple[str, PathLike]], outputs: Sequen
     ------
     InvalidParameterError
         If an output is the same file (see :func:`file_identity`) as an input, as another
-        output, or if two summed inputs are the same file; the message names both paths.
+        output, if two summed inputs are the same file, or if two inputs are standard input;
+        the message names both paths.
     """
+    from_stdin = [role for role, path in [*inputs, *summed] if os.fspath(path) == STDIO]
+    if len(from_stdin) > 1 and from_stdin[0] in {role for role, _ in inputs}:
+        # The second would find standard input read to its end (two summed inputs: counted twice, below).
+        raise InvalidParameterError(f"standard input ('-') can feed one input only, not both {from_stdin[0]} and "
+                                    f"{from_stdin[1]}: give the other as a file")
     # One pass over the paths with a table from each identity key to the first path that has
     # it: linear in the number of paths (pairwise comparisons took 4 s for 10,000 inputs).
     read: dict[tuple[Any, ...], tuple[int, str, PathLike]] = {}

@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.on_error == "raise":
         written = encode()
-        if several:
+        if several and not args.quiet:
             sys.stderr.write(f"rappor: encoded {written} rows (report tuples)\n")
         return 0
     rejects_path = resolve_rejects_path(args.output, args.rejects, "reports")

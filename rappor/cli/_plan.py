@@ -95,7 +95,7 @@ LEGEND = """\
 
 def run(args: argparse.Namespace) -> int:
     from ..report import detectable_share_note
-    from .._util.outputs import atomic_output
+    from .._util.outputs import atomic_output, outputs_together
     from ..formats import write_discovery_params, write_params
     from ..privacy import plan
 
@@ -123,31 +123,34 @@ def run(args: argparse.Namespace) -> int:
                                                     discovery_values=_discover_plan.found_values(args), **options)
     best = result.best.as_dict()
     others = [p.as_dict() for p in result.plans if p is not result.best][:args.top]
-    with atomic_output(args.output) as out:
-        if args.json:
-            clean = {key: (v if not isinstance(v, float) or math.isfinite(v) else str(v)) for key, v in best.items()}
-            data = {"recommended": clean, "alternatives": others, "n_reports": result.n_reports,
-                    "n_candidates": result.n_candidates}
-            if discovery is not None:
-                data["discovery"] = _discover_plan.as_json(discovery)
-            out.write(json_text(data))
-        else:
-            out.write(f"# {result.n_reports} reports, {result.n_candidates} candidates, level={args.level:g}\n")
-            out.write("recommended: " + _fmt(best) + "\n")
-            note = detectable_share_note(result.best.prediction.frequency, result.n_reports, result.best.params)
-            if note is not None:  # high privacy or few reports: say what that share means
-                out.write(textwrap.fill(note, width=100, initial_indent="# note: ", subsequent_indent="#       ") + "\n")
-            if others:
-                out.write(f"next {len(others)} designs:\n")
-            for row in others:
-                out.write("  " + _fmt(row) + "\n")
-            if discovery is not None:
-                _discover_plan.write_text(out, discovery)
-            out.write(LEGEND)
-    if args.params_out:
-        write_params(result.best.params, args.params_out)
-    if discovery is not None and args.discovery_params_out:
-        write_discovery_params(discovery.spec, args.discovery_params_out)
-    if discovery is not None and args.discovery_wire_params_out:
-        write_params(discovery.spec.wire_params, args.discovery_wire_params_out)
+    # The parameter files first, the plan last, as one set: a bad path for any of them fails
+    # before the plan is printed, and leaves none of the files.
+    with outputs_together():
+        if args.params_out:
+            write_params(result.best.params, args.params_out)
+        if discovery is not None and args.discovery_params_out:
+            write_discovery_params(discovery.spec, args.discovery_params_out)
+        if discovery is not None and args.discovery_wire_params_out:
+            write_params(discovery.spec.wire_params, args.discovery_wire_params_out)
+        with atomic_output(args.output) as out:
+            if args.json:
+                clean = {key: (v if not isinstance(v, float) or math.isfinite(v) else str(v)) for key, v in best.items()}
+                data = {"recommended": clean, "alternatives": others, "n_reports": result.n_reports,
+                        "n_candidates": result.n_candidates}
+                if discovery is not None:
+                    data["discovery"] = _discover_plan.as_json(discovery)
+                out.write(json_text(data))
+            else:
+                out.write(f"# {result.n_reports} reports, {result.n_candidates} candidates, level={args.level:g}\n")
+                out.write("recommended: " + _fmt(best) + "\n")
+                note = detectable_share_note(result.best.prediction.frequency, result.n_reports, result.best.params)
+                if note is not None:  # high privacy or few reports: say what that share means
+                    out.write(textwrap.fill(note, width=100, initial_indent="# note: ", subsequent_indent="#       ") + "\n")
+                if others:
+                    out.write(f"next {len(others)} designs:\n")
+                for row in others:
+                    out.write("  " + _fmt(row) + "\n")
+                if discovery is not None:
+                    _discover_plan.write_text(out, discovery)
+                out.write(LEGEND)
     return 0

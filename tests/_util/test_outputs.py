@@ -266,3 +266,14 @@ def test_outputs_together_keep_no_file_when_one_cannot_be_written(tmp_path: Path
         with atomic_output("/dev/full") as fh:
             fh.write("x" * 100_000)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_standard_output_gets_the_files_encoding_whatever_the_locale(tmp_path: Path) -> None:
+    # Found by a tester: `-o -` with an ASCII standard output raised UnicodeEncodeError (a traceback).
+    (tmp_path / "values.txt").write_text("café\n", encoding="utf-8")
+    (tmp_path / "params.csv").write_text("k,h,m,p,q,f\n16,2,4,0.5,0.75,0.5\n")
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    done = subprocess.run([sys.executable, "-m", "rappor", "hash-candidates", "--params", str(tmp_path / "params.csv"),
+                           str(tmp_path / "values.txt"), "-o", "-"], capture_output=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    assert done.stdout.decode("utf-8").startswith("café,")

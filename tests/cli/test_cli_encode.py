@@ -436,3 +436,13 @@ def test_encode_progress_bar_on_a_terminal_only(tmp_path: Path, monkeypatch: pyt
     assert "encode" in capsys.readouterr().err  # the bar, on stderr
     assert _run(params, key, inp, tmp_path / "out.csv", "--quiet") == 0
     assert capsys.readouterr().err == ""
+
+
+def test_encode_quiet_says_nothing_with_several_variables(tmp_path: Path, capsys) -> None:
+    # Found by a tester: -q silenced one value column but not "encoded N rows (report tuples)".
+    params, key, _ = _setup(tmp_path, [])
+    (tmp_path / "in.csv").write_text(MULTI)
+    assert _run(params, key, tmp_path / "in.csv", tmp_path / "out.csv", "--bool", "b", "-q") == 0
+    assert capsys.readouterr().err == ""
+    assert _run(params, key, tmp_path / "in.csv", tmp_path / "out.csv", "--bool", "b") == 0
+    assert "encoded 50 rows" in capsys.readouterr().err

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import io
+import json
 import os
 import stat
 import subprocess
@@ -316,4 +317,29 @@ def test_decode_keeps_no_results_when_the_summary_cannot_be_written(interop_dir:
             "--map", str(interop_dir / "map.csv"), "-o", str(tmp_path / "results.csv"), "--summary", "/dev/full"]
     assert main(argv) == 1
     assert "/dev/full" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plan_prints_nothing_when_a_parameter_file_cannot_be_written(tmp_path: Path, capsys) -> None:
+    """Found by a tester: the whole plan was printed, then --params-out failed (exit 1 after a full answer)."""
+    from rappor.cli import main
+
+    argv = ["plan", "--reports", "100000", "--candidates", "100", "--json", "--params-out",
+            str(tmp_path / "missing" / "p.csv")]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and "p.csv" in captured.err
+    assert main(argv[:-1] + [str(tmp_path / "p.csv")]) == 0
+    assert json.loads(capsys.readouterr().out)["recommended"]
+    assert (tmp_path / "p.csv").read_text().startswith("k,h,m,p,q,f\n")
+
+
+def test_standard_input_feeds_one_input_only(interop_dir: Path, tmp_path: Path, capsys) -> None:
+    """Found by a tester: ``--counts - --map -`` read the counts, then failed on an 'empty' map."""
+    from rappor.cli import main
+
+    argv = ["decode", "--params", str(interop_dir / "params.csv"), "--counts", "-", "--map", "-",
+            "-o", str(tmp_path / "r.csv")]
+    assert main(argv) == 1
+    assert "standard input ('-') can feed one input only, not both --counts and --map" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
