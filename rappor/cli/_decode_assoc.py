@@ -199,6 +199,14 @@ def _check_args(args: argparse.Namespace) -> None:
         flag = next(f for f, g in other.items() if g)
         raise InvalidParameterError(f"{flag} belongs to google/rappor's form (--schema): with --params the "
                                     "results go to -o (and --summary)")
+    names = [(f"--var{j}", getattr(args, f"var{j}", None)) for j in (1, 2, 3)]
+    seen: dict[str, str] = {}
+    for flag, name in names:
+        if name is not None and name in seen:  # before the reports are read with two layouts for one column
+            raise InvalidParameterError(f"{seen[name]} and {flag} name the same column {name!r}: the variables "
+                                        "must differ")
+        if name is not None:
+            seen[name] = flag
 
 
 def _parameter_checks(batches: list[Any], variables: list[Any], args: argparse.Namespace) -> dict[str, Any]:

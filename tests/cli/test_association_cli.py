@@ -585,3 +585,13 @@ def test_a_client_in_two_cohorts_is_refused(tmp_path: Path, capsys: pytest.Captu
     assert "Traceback" not in err and "reports.csv:5002: this row's client has a report in cohort 7 and one in " \
         "cohort 41 (line 2)" in err, err
     assert not (tmp_path / "assoc-results.csv").exists()
+
+
+def test_one_column_named_twice_is_refused_before_reading(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Found by a tester: with --bool the error was about a bit string's length, read with two layouts.
+    out = tmp_path / "r.csv"
+    code = main(["decode-assoc", "--params", str(GOOGLE / "m_params.csv"), "--reports", str(GOOGLE / "reports.csv"),
+                 "--var1", "domain", "--map1", str(GOOGLE / "domain_map.csv"), "--var2", "domain", "--bool",
+                 "-o", str(out)])
+    assert code == 1 and not out.exists()
+    assert "--var1 and --var2 name the same column 'domain': the variables must differ" in capsys.readouterr().err
