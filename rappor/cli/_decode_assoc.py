@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 import time
@@ -360,10 +361,34 @@ def run(args: argparse.Namespace) -> int:
         from ..formats import write_assoc_results
 
         write_assoc_results(result, args.output, layout=args.layout)
+    for note in _outside_strings_notes(result, args.other):
+        sys.stderr.write(note)
     tell(args, f"decoded the joint table of {', '.join(result.variables)} "
                f"({' x '.join(str(c) for c in result.shape)} cells) from {result.n_reports:,} reports; "
                f"wrote {', '.join(shown(path) for path in written)}")
     return 0
+
+
+def _outside_strings_notes(result: Any, other: str) -> list[str]:
+    """A note for each string variable whose reports its candidates leave largely unexplained.
+
+    The marginal decode's unexplained mass (``rappor decode`` says the same of its counts)
+    is the share of reports from strings outside the list; more than 4 of its standard
+    errors above 0 and above 5%, it is said, with where the table puts that share.
+    """
+    notes = []
+    for name, marginal in zip(result.variables, result.marginal_results):
+        diag = getattr(marginal, "diagnostics", None)
+        mass, se = getattr(diag, "unexplained_mass", math.nan), getattr(diag, "unexplained_std_error", math.nan)
+        if not (math.isfinite(mass) and math.isfinite(se)) or mass < 0.05 or mass < 4.0 * se:
+            continue
+        where = ("with --other none the table has no category for them, so the candidates' shares are too high"
+                 if other == "none" else "the table counts them in Other")
+        notes.append(f"rappor: note: about {mass:.0%} (SE {se:.1%}) of the reports of {name!r} come from strings "
+                     f"outside its candidate list (its marginal decode's unexplained mass); {where}. A candidate "
+                     f"that shares their bits can be detected with a share it does not have: add the missing "
+                     f"strings (rappor discover finds candidates)\n")
+    return notes
 
 
 def _write_both(result: Any, results_path: Any, layout: Literal["rappor", "google"], summary_path: Any,

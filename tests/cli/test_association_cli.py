@@ -595,3 +595,20 @@ def test_one_column_named_twice_is_refused_before_reading(tmp_path: Path, capsys
                  "-o", str(out)])
     assert code == 1 and not out.exists()
     assert "--var1 and --var2 name the same column 'domain': the variables must differ" in capsys.readouterr().err
+
+
+def test_strings_outside_the_list_are_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Found by a tester: against a list holding none of the clients' strings, decode-assoc said nothing
+    # (rappor decode notes the unexplained mass).  One candidate of the shared sample's domains: the rest
+    # of the reports are outside it.
+    first = (GOOGLE / "domain_map.csv").read_text().splitlines()[0]
+    one = tmp_path / "one_map.csv"
+    one.write_text(first + "\n")
+    out = tmp_path / "r.csv"
+    base = ["decode-assoc", "--params", str(GOOGLE / "m_params.csv"), "--reports", str(GOOGLE / "reports.csv"),
+            "--var2", "flag..HTTPS", "--bool", "-o", str(out)]
+    assert main([*base, "--var1", "domain", "--map1", str(one)]) == 0
+    err = capsys.readouterr().err
+    assert "of the reports of 'domain' come from strings outside its candidate list" in err
+    assert main([*base, "--var1", "domain", "--map1", str(GOOGLE / "domain_map.csv")]) == 0
+    assert "outside its candidate list" not in capsys.readouterr().err
