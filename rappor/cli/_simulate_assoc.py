@@ -5,10 +5,11 @@ Draws N clients from a joint distribution, encodes one report per variable for e
 of each variable under one permanent response, as a client that reports daily),
 decodes the joint table with the association decoder (a client's reports together, by
 its id: their exact likelihood under one permanent response) and compares it with the
-clients' true joint.  Writes into DIR:
-params.csv, reports.csv (client,cohort,<var1>,<var2>), map1.csv (and map2.csv),
-truth.csv, assoc-results.csv, metrics.json and report.html (heat maps of the
-estimate beside the truth), each atomically, and prints a summary.
+clients' true joint (the realized shares of the N clients drawn).  Writes into DIR,
+as one set: params.csv, reports.csv (client,cohort,<var1>,<var2>), map1.csv (and
+map2.csv), truth.csv (the joint law the clients are drawn from, which the realized
+shares scatter around), assoc-results.csv, metrics.json and report.html (heat maps
+of the estimate beside the truth), and prints a summary.
 
 Joint distributions (--pair):
   string-bool    v1..vU, Zipf(1); P(TRUE | v_i) = 0.2 + 0.1 (i mod 7)
@@ -162,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
     lines = [
         f"simulated {args.clients:,} clients"
         + (f" x {args.reports_per_client} reports" if args.reports_per_client > 1 else "")
-        + f" ({args.pair}, {' x '.join(str(len(v)) for v in sim.values)} values) in {time.perf_counter() - started:.1f} s",
+        + f" ({args.pair}, {' x '.join(str(len(v)) for v in sim.values)} values) and decoded them:"
+        f" {time.perf_counter() - started:.1f} s in all",
         f"{'table':<26}{' x '.join(str(c) for c in result.shape):>12}",
         f"{'total variation':<26}{metrics['total_variation']:>12.4f}",
         f"{'interval coverage (95%)':<26}{_coverage_text(metrics['interval_coverage'], result.shape):>12}",
