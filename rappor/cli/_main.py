@@ -115,7 +115,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         # own pattern knows only -1 and -.5, and said "expected one argument".
         cmd._negative_number_matcher = _NEGATIVE_NUMBER
         module.configure(cmd)
-        cmd.set_defaults(_run=module.run, _files=getattr(module, "files", None))
+        cmd.set_defaults(_run=module.run, _files=getattr(module, "files", None), _command_parser=cmd)
     return parser
 
 
@@ -217,7 +217,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The first word names the command (the top level has no option taking a value): only
     # its module is imported; ``rappor --help`` and an unknown command see them all.
     parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named by the command's own parser, with its usage (the top level's says nothing of it)
+        command = getattr(args, "_command_parser", None)
+        (command or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     run: Any = getattr(args, "_run", None)
     if run is None:
         parser.print_help(sys.stderr)
