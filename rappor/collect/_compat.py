@@ -140,7 +140,7 @@ def google_bloom_bits(value: str | bytes, cohort: int, params: Params) -> npt.ND
     params = _check_hashing_params(params, "google_bloom_bits")
     c = check_cohort(cohort, params.num_cohorts, "google_bloom_bits")
     digest = np.frombuffer(_md5_digests([value_bytes(value)], c), dtype=np.uint8)
-    return (digest[: params.num_hashes] % params.num_bloombits).astype(np.int64)
+    return digest[: params.num_hashes].astype(np.int64) % params.num_bloombits  # (k >= 256: only bits < 256)
 
 
 def google_bloom_filter(value: str | bytes, cohort: int, params: Params) -> npt.NDArray[np.uint8]:
@@ -174,7 +174,7 @@ def google_bloom_bits_table(values: Sequence[str | bytes], params: Params) -> np
     out = np.empty((len(encoded), m, h), dtype=np.int32)
     for c in range(m):
         digests = np.frombuffer(_md5_digests(encoded, c), dtype=np.uint8).reshape(len(encoded), 16)
-        out[:, c, :] = digests[:, :h] % k
+        out[:, c, :] = digests[:, :h].astype(np.int32) % k  # a byte mod k: with k >= 256, the byte itself
     return out
 
 

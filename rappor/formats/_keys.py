@@ -62,19 +62,24 @@ def read_key_file(path: PathLike) -> bytes:
         mode = os.stat(path).st_mode
     except OSError:  # pragma: no cover - the file was just read
         mode = 0
-    exposure = _key_file_exposure(mode)
-    if exposure:
-        warnings.warn(f"{name}: the key file can be {exposure}; restrict it with 'chmod 600 {name}'",
-                      InsecureKeyFileWarning, stacklevel=2)
     if raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark, accepted as in every other file
         raw = raw[3:]
     key = parse_key_text(raw)
-    if key is None:
-        msg = "expected a key as hexadecimal text (e.g. from 'rappor keygen'), found other content"
+    if key is None:  # checked before the permissions: 'chmod 600' is no advice for a file that is not a key
+        found = "an empty file" if not raw.strip() else "other content"
+        msg = f"expected a key as hexadecimal text (e.g. from 'rappor keygen'), found {found}"
         raise ReportFormatError(msg, path=name)
     if len(key) < MIN_SECRET_BYTES:
         msg = f"expected a key of at least {MIN_SECRET_BYTES} bytes ({2 * MIN_SECRET_BYTES} hex digits), found {len(key)} bytes"
         raise ReportFormatError(msg, path=name)
+    exposure = _key_file_exposure(mode)
+    if exposure:
+        warnings.warn(f"{name}: the key file can be {exposure}; restrict it with 'chmod 600 {name}'",
+                      InsecureKeyFileWarning, stacklevel=2)
+    if len(set(key)) <= 2:  # all one byte, or two repeated: no secret (rappor keygen's 32 random bytes have ~30)
+        warnings.warn(f"{name}: the key has {len(set(key))} distinct byte value(s) in {len(key)} bytes, so it is "
+                      "guessable and the permanent responses it keys protect nothing; make a key with "
+                      "'rappor keygen'", InsecureKeyFileWarning, stacklevel=2)
     return key
 
 

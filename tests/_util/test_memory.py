@@ -115,7 +115,7 @@ def test_huge_params_cli_clear_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     (tmp_path / "c.csv").write_text("0,0\n")
     (tmp_path / "cand.txt").write_text("a\n")
     (tmp_path / "in.csv").write_text("client,value\nc,a\n")
-    (tmp_path / "key").write_text("00" * 32 + "\n")
+    (tmp_path / "key").write_text(bytes(range(32)).hex() + "\n")
     os.chmod(tmp_path / "key", 0o600)
     # encode: one report of k = 2**32 bits needs 64 GiB; it was killed by the kernel, without a word.
     inputs = {"sum-bits": ["{d}/r.csv"], "merge-counts": ["{d}/c.csv"], "hash-candidates": ["{d}/cand.txt"],

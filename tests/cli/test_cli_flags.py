@@ -109,7 +109,7 @@ CONFLICTS = [
 
 
 def _argv(command: str, tmp_path: Path, extra: list[str]) -> list[str]:
-    (tmp_path / "key").write_text("00" * 32 + "\n")
+    (tmp_path / "key").write_text(bytes(range(32)).hex() + "\n")
     (tmp_path / "key").chmod(0o600)
     (tmp_path / "in.csv").write_text("client,value\na,v1\n")
     return [arg.format(tmp=tmp_path) for arg in BASE[command]] + extra

@@ -307,3 +307,21 @@ def test_hash_candidates_cli_fail_unknown_hashing(interop_dir: Path, capsys: pyt
               str(interop_dir / "candidates.txt")])
     assert info.value.code == 2
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_google_bits_with_k_of_256_and_more_are_the_digest_bytes() -> None:
+    # Found by a tester: k >= 256 raised OverflowError (a uint8 byte mod a Python int 256 in numpy 2).
+    # A byte mod k >= 256 is the byte itself: only bits below 256 are reachable, as google/rappor's.
+    import hashlib
+
+    from rappor import Params
+    from rappor.collect import google_bloom_bits_table, google_bloom_filter
+
+    for k in (256, 300):
+        params = Params(num_bloombits=k, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+        table = google_bloom_bits_table(["a", "b"], params)
+        for s, value in enumerate(["a", "b"]):
+            for c in range(4):
+                digest = hashlib.md5(c.to_bytes(4, "big") + value.encode()).digest()  # uint32_be(cohort) || value
+                assert table[s, c].tolist() == [digest[0], digest[1]]
+        assert set(google_bloom_filter("a", 0, params).nonzero()[0]) == set(table[0, 0].tolist())

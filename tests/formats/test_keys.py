@@ -78,3 +78,35 @@ def test_read_key_file_accepts_whitespace_and_uppercase(tmp_path: Path) -> None:
 def test_read_key_file_fail_stdin() -> None:
     with pytest.raises(InvalidParameterError, match="<stdin>: .*not standard input"):
         read_key_file("-")
+
+
+def test_a_guessable_key_is_warned_of_and_a_file_that_is_no_key_gets_no_chmod_advice(tmp_path: Path) -> None:
+    # Found by a tester: 32 zero bytes were accepted silently, and /etc/passwd (mode 644) was first told to
+    # 'chmod 600', then refused.
+    import warnings
+
+    from rappor.exceptions import InsecureKeyFileWarning, ReportFormatError
+
+    zero = tmp_path / "zero.key"
+    zero.write_text("00" * 32 + "\n")
+    zero.chmod(0o600)
+    with pytest.warns(InsecureKeyFileWarning, match="1 distinct byte value"):
+        assert read_key_file(zero) == bytes(32)
+    other = tmp_path / "passwd"
+    other.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    other.chmod(0o644)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning before the error
+        with pytest.raises(ReportFormatError, match="found other content"):
+            read_key_file(other)
+    empty = tmp_path / "empty.key"
+    empty.write_text("")
+    empty.chmod(0o600)
+    with pytest.raises(ReportFormatError, match="found an empty file"):
+        read_key_file(empty)
+    good = tmp_path / "good.key"
+    good.write_text(bytes(range(32)).hex() + "\n")
+    good.chmod(0o600)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert read_key_file(good) == bytes(range(32))

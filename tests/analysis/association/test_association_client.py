@@ -110,7 +110,7 @@ def test_privacy_command_prints_the_sum(tmp_path: Path, capsys: pytest.CaptureFi
 
 def _key(tmp_path: Path) -> Path:
     path = tmp_path / "key.hex"
-    path.write_text("ab" * 32 + "\n")
+    path.write_text(bytes(range(7, 39)).hex() + "\n")
     path.chmod(0o600)
     return path
 
