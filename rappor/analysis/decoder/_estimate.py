@@ -6,7 +6,7 @@ candidates (:class:`_DistinctFit`) and the per-candidate result (:class:`Estimat
 
 1. :func:`~._problem.weighted_problem`: debias and whiten the counts, merge the
    candidates that set the same bits in every cohort (they cannot be told apart);
-2. orthogonal designs (every row holds at most one candidate): the closed form,
+2. orthogonal designs (every row holds exactly one candidate): the closed form,
    :func:`~._fit.closed_form_fit`, tested against the normal;
 3. otherwise add one column for the strings that are *not* candidates (their ones
    spread evenly over the bits), whose coefficient is the unexplained mass; when there

@@ -6,7 +6,7 @@ This module owns the least-squares solution of a :class:`~._problem.WeightedProb
   ``sum(w) <= 1`` on the Gram system (:func:`_active_set_qp`);
 * :func:`fit_support`: that fit on a set of columns, the covariance on its positive
   support, Wald statistics on it and score statistics off it (:class:`Fit`);
-* :func:`closed_form_fit`, the orthogonal case (every row holds at most one candidate);
+* :func:`closed_form_fit`, the orthogonal case (every row holds exactly one candidate);
 * the Frisch-Waugh-Lovell helpers :func:`orthogonal_part`, :func:`in_span` and
   :func:`free_column_coefficient` (the unconstrained unexplained mass), and the
   residuals of the final fit (:func:`whitened_residuals`, :func:`max_std_residual`).
@@ -447,7 +447,7 @@ class ClosedFormFit:
 
 
 def closed_form_fit(problem: WeightedProblem) -> ClosedFormFit:
-    """Closed form when every row holds at most one candidate (booleans, identity maps).
+    """Closed form when every row holds exactly one candidate (booleans, identity maps).
 
     Each share is the inverse-variance weighted mean of its rows' debiased shares; it is
     left unclamped (it may be negative, as decode.R's estimates), so it is unbiased.

@@ -81,8 +81,9 @@ class WeightedProblem:
         Column of ``design`` that estimates each candidate (its group's), ``-1`` for a
         candidate that sets no bit of any cohort with reports.
     orthogonal : bool
-        Every row holds at most one candidate (booleans, identity maps): the fit has a
-        closed form.
+        Every row holds exactly one candidate (booleans, one-hot maps): the fit has a
+        closed form.  (A row with none would need the non-candidate column, which the
+        closed form does not fit.)
     rate : ndarray of shape (n_rows,)
         The report rate at which each row's binomial variance (its weight) was taken.
     n_c : ndarray of shape (n_rows,)
@@ -203,7 +204,10 @@ def weighted_problem(counts: npt.NDArray[np.int64], matrix: sp.csc_matrix, param
     weight = 1.0 / np.sqrt(debiased_variance(rate, deb.n_c, params.p11 - params.p01))
     pos = np.full(s, -1, dtype=np.int64)
     pos[uniq] = np.arange(len(uniq))
-    orthogonal = bool(len(uniq) == 0 or max_entries_per_row(xu) <= 1)
+    # The closed form fits no non-candidate column, so it is taken only where no row is free of
+    # candidates (a one-hot map, a boolean's bit): elsewhere mass outside the list lands on the
+    # candidates' rows (a single absent candidate came out at 0.11, p = 1e-33).
+    orthogonal = bool(len(uniq) == 0 or (max_entries_per_row(xu) <= 1 and _every_row_held(xu)))
     return WeightedProblem(params=params, rows=deb.rows, weight=weight, b=weight * deb.y, design=xu,
                            distinct=uniq.astype(np.int64), group=np.where(is_zero, np.arange(s), rep).astype(np.int64),
                            slot=pos[rep], orthogonal=orthogonal, rate=rate, n_c=deb.n_c)
@@ -315,6 +319,12 @@ def max_entries_per_row(matrix: sp.csc_matrix, *, stop_above: int = 1) -> int:
         if counts.max(initial=0) > stop_above:
             break
     return int(counts.max(initial=0))
+
+
+def _every_row_held(matrix: sp.csc_matrix) -> bool:
+    """Whether every row of ``matrix`` has a non-zero entry (asked of designs with at most one a row)."""
+    held = matrix.indices[matrix.data != 0]
+    return bool(held.size >= matrix.shape[0] and np.bincount(held, minlength=matrix.shape[0]).min() >= 1)
 
 
 #: Stored entries per block in :func:`max_entries_per_row`.
