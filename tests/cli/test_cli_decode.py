@@ -260,3 +260,23 @@ def test_cli_decode_explains_a_dispersion_from_repeated_reports(tmp_path, capsys
         explanation = json.loads((tmp_path / "s.json").read_text())["residual"].get("explanation")
         assert ("Repeated reports are the likely cause" in err) is noted
         assert (explanation is not None and explanation["cause"] == "repeated reports") is noted
+
+
+def test_counts_of_other_parameters_are_warned_of_even_when_the_fit_looks_fine(tmp_path, capsys):
+    """Found by a tester: h=1 counts decoded with h=2 fitted with dispersion 1.1 and said nothing,
+    while every share came out at about half its truth.  The bit count check (-16.7 SE there) now
+    runs on every decode; with the clients' own parameters it passes (z = -0.8 on this collection)."""
+    import rappor
+
+    h1 = rappor.Params(num_bloombits=16, num_hashes=1, num_cohorts=64, prob_p=0.5, prob_q=0.75, prob_f=0.5)
+    sim = rappor.simulate(h1, rappor.Population.zipf(100), 100_000, rng=3)
+    (tmp_path / "counts.csv").write_text("".join(",".join(map(str, row)) + "\n" for row in sim.aggregate.counts))
+    (tmp_path / "candidates.txt").write_text("".join(f"v{i}\n" for i in range(1, 101)))
+    for h, warned in ((2, True), (1, False)):
+        (tmp_path / "params.csv").write_text(f"k,h,m,p,q,f\n16,{h},64,0.5,0.75,0.5\n")
+        assert main(["decode", "--params", str(tmp_path / "params.csv"), "--counts", str(tmp_path / "counts.csv"),
+                     "--candidates", str(tmp_path / "candidates.txt"), "-o", str(tmp_path / "r.csv"),
+                     "--summary", str(tmp_path / "s.json")]) == 0
+        err = capsys.readouterr().err
+        assert ("do not fit their parameters" in err) is warned
+        assert json.loads((tmp_path / "s.json").read_text())["parameter_check"]["fits"] is not warned
