@@ -191,8 +191,8 @@ class FloorTie:
 def floor_tie(result: Any) -> FloorTie | None:
     """The candidates sharing the smallest p-value when the null is the random-string law.
 
-    Returns None unless two or more distinguishable candidates share it exactly.  Such a
-    tie is the floor of the null (module docstring): it says those strings score beyond
+    Returns None unless two or more distinguishable candidates share it exactly and it is the
+    null's floor (``diagnostics.pvalue_floor``, when known).  Such a tie is the floor of the null (module docstring): it says those strings score beyond
     any random string, not that the evidence for them is equal.
     """
     if (_diagnostic(result, "null_law") or "random-strings") != "random-strings":
@@ -203,8 +203,9 @@ def floor_tie(result: Any) -> FloorTie | None:
         return None
     lowest = float(pvalue[candidates].min())
     tied = candidates[pvalue[candidates] == lowest]
-    if tied.size < 2:
-        return None
+    floor = _diagnostic(result, "pvalue_floor")
+    if tied.size < 2 or (floor is not None and lowest > floor * (1.0 + 1e-9)):
+        return None  # a tie elsewhere (e.g. every candidate at p = 1) is not the floor
     strings = tuple(result.strings[i] for i in tied)
     cohorts = int(_diagnostic(result, "cohorts_used") or getattr(getattr(result, "params", None), "num_cohorts", 0))
     shown = ", ".join(strings[:5]) + (f" and {len(strings) - 5} more" if len(strings) > 5 else "")

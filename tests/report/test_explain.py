@@ -48,3 +48,17 @@ def test_floor_tie_on_four_cohorts():
     assert tie.pvalue == result.pvalue.min() and "floor of the random-string null with 4 cohorts" in tie.text
     assert floor_tie(_sample(null="normal")) is None  # no floor under the normal null
     assert floor_tie(_zipf()) is None  # 64 cohorts: distinct p-values
+
+
+def test_a_tie_away_from_the_floor_is_not_called_the_floor():
+    """Found by a tester: counts at the background (no signal) tie every candidate at a large p-value,
+    and the note called that tie 'the floor of the random-string null'."""
+    from rappor import Aggregate
+
+    params = Params(k=16, h=2, m=4, p=0.5, q=0.75, f=0.5)
+    ones = round(16_000 * (params.prob_p * (1 - params.prob_f / 2) + params.prob_q * params.prob_f / 2))
+    counts = np.array([[16_000] + [ones] * 16] * 4)
+    result = Decoder().decode(Aggregate(params=params, counts=counts), hash_candidates([f"v{i}" for i in range(20)],
+                                                                                      params))
+    assert result.pvalue.min() > 0.01  # no candidate has any evidence
+    assert floor_tie(result) is None
