@@ -207,7 +207,7 @@ def _write(args: argparse.Namespace, result: Any, found: Any, spread: Any, check
             return
         with atomic_output(args.summary) as out:
             write_results(result, args.output, all=args.all, adjust=_ADJUST[args.intervals])
-            summary = result.summary()
+            summary = result.summary(all=args.all)  # its rows and allocated mass are the file's
             if spread is not None:  # what the dispersion points to (repeats, missing strings, parameters)
                 summary["residual"]["explanation"] = spread.as_dict()
             summary["parameter_check"] = None if check is None else check.as_dict()

@@ -280,3 +280,17 @@ def test_counts_of_other_parameters_are_warned_of_even_when_the_fit_looks_fine(t
         err = capsys.readouterr().err
         assert ("do not fit their parameters" in err) is warned
         assert json.loads((tmp_path / "s.json").read_text())["parameter_check"]["fits"] is not warned
+
+
+@pytest.mark.parametrize("shares", ["all", "detected"])
+def test_summary_rows_and_mass_are_the_files_with_all(interop_dir, tmp_path, shares):
+    """Found by a tester: with --all the summary counted the rows (and their mass) of a decode without it."""
+    import csv
+
+    assert main(_args(interop_dir, tmp_path, "--map", str(interop_dir / "map.csv"), "--all", "--shares", shares,
+                      "--summary", str(tmp_path / "s.json"))) == 0
+    summary = json.loads((tmp_path / "s.json").read_text())
+    with (tmp_path / "results.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert summary["rows"] == len(rows) == summary["candidates"]
+    assert summary["allocated_mass"] == pytest.approx(sum(float(r["proportion"]) for r in rows), abs=1e-9)

@@ -431,8 +431,11 @@ class DecodeResult:
         pd = import_optional("pandas", "DecodeResult.to_pandas", note=" (or use DecodeResult.table())")
         return pd.DataFrame(self.table_array(adjust=adjust))
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, all: bool = False) -> dict[str, Any]:  # noqa: A002
         """A JSON-ready summary: counts, masses, residual diagnostics, privacy and timing.
+
+        ``all``: the rows are every candidate, as ``results.csv`` written with ``all=True``
+        (``rappor decode --all``).
 
         Keys: ``candidates``, ``detected``, ``rows`` (rows of ``results.csv``: with
         ``shares="all"`` the candidates with a positive share or detected), ``reports``,
@@ -457,7 +460,7 @@ class DecodeResult:
         """
         d = self.diagnostics
         rows = np.zeros(len(self.strings), dtype=bool)
-        rows[self.ranking()] = True
+        rows[self.ranking(all)] = True
         allocated = float(np.nansum(np.where(rows, self.proportion, 0.0)[_first_of_group(self.group)]))
         return {
             "candidates": len(self.strings),
