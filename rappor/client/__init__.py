@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         client_secret,
         derive_cohort,
         generate_key,
+        prr_parameter_tag,
         prr_uniforms,
         prr_uniforms_of_variable,
     )
@@ -82,6 +83,7 @@ __all__ = [
     "irr_thresholds",
     "permanent_response",
     "permanent_response_from_words",
+    "prr_parameter_tag",
     "prr_threshold",
     "prr_uniforms",
     "prr_uniforms_of_variable",

@@ -110,7 +110,7 @@ def encode_clients(params: Params, key: bytes, client_ids: Sequence[str], values
     rows, secrets = client_secrets(key, client_ids, "encode_clients")
     client_cohorts = [_cohort_of_key(s, m) for s in secrets]
     pack = struct.Struct(">I").pack
-    head = _prr_label(variable) + pack(32)  # _prr_key_prefix of a 32-byte secret is head || secret
+    head = _prr_label(variable, params) + pack(32)  # _prr_key_prefix of a 32-byte secret is head || secret
     prefixes = [head + s + pack(c) for s, c in zip(secrets, client_cohorts)]
     if boolean:
         datas = _boolean_values(values, params)

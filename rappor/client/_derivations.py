@@ -24,14 +24,19 @@ The exact derivations (byte strings, byte order, thresholds) are specified in
     ``c = floor(U64 * m / 2**64)`` with ``U64`` the first 8 bytes, big-endian, of
     ``HMAC-SHA256(secret, b"rappor/cohort")``.
 ``PRR``
-    ``X = SHAKE256(b"rappor/prr/v2" || uint32_be(len(secret)) || secret || uint32_be(c)
+    ``X = SHAKE256(b"rappor/prr/v3:" || T || uint32_be(len(secret)) || secret || uint32_be(c)
     || value)`` (FIPS 202, a keyed sponge used as a PRF), read ``4k`` bytes; bit ``j``
     uses the big-endian uint32 ``u`` at bytes ``4j .. 4j + 3`` of ``X``.  With
     ``t = min(round(f 2**31), 2**31)``: ``u < t`` gives 1, ``t <= u < 2t`` gives 0 and
     otherwise the Bloom bit is kept (:func:`rappor.client.permanent_response_from_words`).
+    ``T = uint64_be(k) || uint64_be(h) || uint32_be(t)`` (:func:`prr_parameter_tag`): the
+    parameters that make the PRR from the words, so that one secret under two parameter
+    sets draws independent words (with shared words, the two PRRs together gave away
+    true Bloom bits: v2, before session 25).
 ``PRR of one of several variables`` (association analysis; see ``docs/client.md``)
-    the same with the label ``b"rappor/prr/v2/var" || uint32_be(len(name)) || utf8(name)``
-    in place of ``b"rappor/prr/v2"``; a boolean's value bytes are ``b"TRUE"`` or ``b"FALSE"``.
+    the same with the label ``b"rappor/prr/v3/var" || uint32_be(len(name)) || utf8(name) || T``
+    (``T`` of the variable's parameters) in place of ``b"rappor/prr/v3:" || T``; a boolean's
+    value bytes are ``b"TRUE"`` or ``b"FALSE"``.
 ``IRR``
     a fresh uniform uint32 ``v`` per bit: bit is 1 iff ``v < round(q 2**32)`` where the
     PRR bit is 1 and iff ``v < round(p 2**32)`` where it is 0.  ``round`` is Python's
@@ -65,9 +70,10 @@ import numpy.typing as npt
 from .._util.keyfile import MIN_KEY_BYTES
 from .._util.validation import RngLike, check_rng
 from ..exceptions import InvalidParameterError
+from ..params import Params
 from ._hashing import raise_not_utf8, utf8_problem, value_bytes
 from ._hmac import keyed_hmac_sha256
-from ._randomizer import WORD_SPAN
+from ._randomizer import WORD_SPAN, prr_threshold
 
 __all__ = [
     "MIN_SECRET_BYTES",
@@ -76,6 +82,7 @@ __all__ = [
     "client_secrets",
     "derive_cohort",
     "generate_key",
+    "prr_parameter_tag",
     "prr_uniforms",
     "prr_uniforms_of_variable",
 ]
@@ -84,10 +91,10 @@ __all__ = [
 MIN_SECRET_BYTES = MIN_KEY_BYTES
 
 _COHORT_LABEL = b"rappor/cohort"
-_PRR_LABEL = b"rappor/prr/v2"
+_PRR_LABEL = b"rappor/prr/v3:"
 #: Label of the PRRs of a named variable (several variables per client); differs from
-#: ``_PRR_LABEL || uint32_be(len(secret))`` at byte 14 (``/`` against a length byte < 0x2f).
-VARIABLE_PRR_LABEL = b"rappor/prr/v2/var"
+#: ``_PRR_LABEL`` at byte 13 (``/`` against ``:``).
+VARIABLE_PRR_LABEL = b"rappor/prr/v3/var"
 _CLIENT_LABEL = b"rappor/client/"
 
 
@@ -149,22 +156,37 @@ def derive_cohort(secret: bytes, num_cohorts: int) -> int:
     return _cohort_of_key(key, int(num_cohorts))
 
 
-def _prr_label(variable: str | None) -> bytes:
-    """The PRR label of one of several variables: ``VARIABLE_PRR_LABEL || uint32_be(len(name)) || utf8(name)``
-    (independent PRRs per variable; ``None`` gives the one-variable label, unchanged)."""
+def prr_parameter_tag(params: Params) -> bytes:
+    """``uint64_be(k) || uint64_be(h) || uint32_be(t)``, ``t = min(round(f 2**31), 2**31)``.
+
+    The parameters that turn a PRR's words into its bits (how many words, which bits the
+    value sets, the thresholds), absorbed with the label so that a secret used under two
+    parameter sets (a re-planned collection, two metrics of different ``k``) draws
+    independent words for each: with the same words, bit ``j``'s two PRRs are functions of
+    one ``u_j`` and together give away the Bloom bit (at ``f`` 0.5 and 0.25, "0 then 1"
+    happens only where the bit is 1; RAPPOR's Theorem 1 bounds one PRR, not two of one
+    word).  Their costs then add as the privacy accounting assumes.
+    """
+    return struct.pack(">QQI", params.num_bloombits, params.num_hashes, prr_threshold(params.prob_f))
+
+
+def _prr_label(variable: str | None, params: Params) -> bytes:
+    """The PRR label: ``_PRR_LABEL || T`` or, for one of several variables,
+    ``VARIABLE_PRR_LABEL || uint32_be(len(name)) || utf8(name) || T`` (``T``: :func:`prr_parameter_tag`)."""
+    tag = prr_parameter_tag(params)
     if variable is None:
-        return _PRR_LABEL
+        return _PRR_LABEL + tag
     if not isinstance(variable, str) or not variable:
         msg = f"The 'variable' parameter must be a non-empty str or None. Got {variable!r} instead."
         raise InvalidParameterError(msg)
     name = variable.encode("utf-8")
-    return VARIABLE_PRR_LABEL + struct.pack(">I", len(name)) + name
+    return VARIABLE_PRR_LABEL + struct.pack(">I", len(name)) + name + tag
 
 
-def _prr_key_prefix(secret: bytes, label: bytes = _PRR_LABEL) -> bytes:
+def _prr_key_prefix(secret: bytes, label: bytes) -> bytes:
     """``label || uint32_be(len(secret)) || secret``: the keyed part of the PRR's SHAKE-256 input.
 
-    ``label`` is ``b"rappor/prr/v2"`` for full-string reports; discovery reports use
+    ``label`` is :func:`_prr_label`'s for full-string reports; discovery reports use
     their own (:mod:`rappor.analysis.discovery`), so the two PRRs of one client are
     independent.
     """
@@ -181,12 +203,13 @@ def _uniforms_from_stream(raw: bytes, n: int, num_bloombits: int) -> npt.NDArray
     return np.frombuffer(raw, dtype=">u4").reshape(n, num_bloombits).astype(np.uint32)
 
 
-def prr_uniforms(secret: bytes, cohort: int, value: str | bytes, num_bloombits: int) -> npt.NDArray[np.uint32]:
-    """The ``k`` uniform 32-bit words that decide the permanent response of ``value``.
+def prr_uniforms(secret: bytes, cohort: int, value: str | bytes, params: Params) -> npt.NDArray[np.uint32]:
+    """The ``k`` uniform 32-bit words that decide the permanent response of ``value`` under ``params``.
 
     Word ``j`` is the big-endian uint32 at bytes ``4j`` to ``4j + 3`` of the SHAKE-256
-    output of ``b"rappor/prr/v2" || uint32_be(len(secret)) || secret ||
-    uint32_be(cohort) || value``; ``value`` is UTF-8 for ``str``.  See ``docs/client.md``.
+    output of ``b"rappor/prr/v3:" || T || uint32_be(len(secret)) || secret ||
+    uint32_be(cohort) || value``, ``T`` = :func:`prr_parameter_tag` of ``params``;
+    ``value`` is UTF-8 for ``str``.  See ``docs/client.md``.
 
     Returns
     -------
@@ -201,10 +224,18 @@ def prr_uniforms(secret: bytes, cohort: int, value: str | bytes, num_bloombits: 
     encoding of ``(secret, cohort, value)``.
     """
     key = _check_secret(secret, "secret", "prr_uniforms")
-    message = _prr_key_prefix(key) + _prr_message(int(cohort), value_bytes(value))
-    uniforms: npt.NDArray[np.uint32] = _uniforms_from_stream(
-        hashlib.shake_256(message).digest(4 * num_bloombits), 1, num_bloombits)[0]
+    params = _check_params_of(params, "prr_uniforms")
+    k = params.num_bloombits
+    message = _prr_key_prefix(key, _prr_label(None, params)) + _prr_message(int(cohort), value_bytes(value))
+    uniforms: npt.NDArray[np.uint32] = _uniforms_from_stream(hashlib.shake_256(message).digest(4 * k), 1, k)[0]
     return uniforms
+
+
+def _check_params_of(params: Any, owner: str) -> Params:
+    if not isinstance(params, Params):
+        msg = f"The 'params' parameter of {owner} must be a Params (the PRR depends on k, h and f). Got {params!r} instead."
+        raise InvalidParameterError(msg)
+    return params
 
 
 def _noise(shape: tuple[int, ...], rng: np.random.Generator | None) -> npt.NDArray[np.uint32]:
@@ -232,12 +263,13 @@ class _VariablePrrs:
 
     def __init__(self, secret: bytes) -> None:
         self._secret = secret
-        self._states: dict[str, Any] = {}
+        self._states: dict[tuple[str, bytes], Any] = {}
 
-    def digest(self, variable: str, cohort: int, data: bytes, size: int) -> bytes:
-        state = self._states.get(variable)
+    def digest(self, variable: str, params: Params, cohort: int, data: bytes, size: int) -> bytes:
+        label = _prr_label(variable, params)
+        state = self._states.get((variable, label))
         if state is None:
-            state = self._states[variable] = hashlib.shake_256(_prr_key_prefix(self._secret, _prr_label(variable)))
+            state = self._states[(variable, label)] = hashlib.shake_256(_prr_key_prefix(self._secret, label))
         xof = state.copy()
         xof.update(_prr_message(cohort, data))
         return xof.digest(size)
@@ -247,16 +279,18 @@ class _VariablePrrs:
 
 
 def prr_uniforms_of_variable(secret: bytes, variable: str, cohort: int, value: str | bytes | bool,
-                             num_bloombits: int) -> npt.NDArray[np.uint32]:
-    """:func:`prr_uniforms` of one of several variables (label ``b"rappor/prr/v2/var"`` and the name).
+                             params: Params) -> npt.NDArray[np.uint32]:
+    """:func:`prr_uniforms` of one of several variables (label ``b"rappor/prr/v3/var"``, the name, the tag).
 
-    A boolean value's bytes are ``b"TRUE"`` or ``b"FALSE"``.
+    ``params`` are the variable's (a boolean's: ``boolean_params``); a boolean value's bytes
+    are ``b"TRUE"`` or ``b"FALSE"``.
     """
     key = _check_secret(secret, "secret", "prr_uniforms_of_variable")
+    params = _check_params_of(params, "prr_uniforms_of_variable")
+    k = params.num_bloombits
     data = (_TRUE if value else _FALSE) if isinstance(value, (bool, np.bool_)) else value_bytes(value)
-    message = _prr_key_prefix(key, _prr_label(variable)) + _prr_message(int(cohort), data)
-    uniforms: npt.NDArray[np.uint32] = _uniforms_from_stream(
-        hashlib.shake_256(message).digest(4 * num_bloombits), 1, num_bloombits)[0]
+    message = _prr_key_prefix(key, _prr_label(variable, params)) + _prr_message(int(cohort), data)
+    uniforms: npt.NDArray[np.uint32] = _uniforms_from_stream(hashlib.shake_256(message).digest(4 * k), 1, k)[0]
     return uniforms
 
 

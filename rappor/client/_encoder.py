@@ -31,6 +31,7 @@ from ._derivations import (
     _noise,
     _normalize_rng,
     _prr_key_prefix,
+    _prr_label,
     _prr_message,
     _uniforms_from_stream,
     _VariablePrrs,
@@ -137,7 +138,7 @@ class Encoder:
         self._params = _check_params(params, "Encoder")
         key = _check_secret(secret, "secret", "Encoder")
         # The PRR's SHAKE-256 with the key already absorbed; copied for each value.
-        self._prr_xof = hashlib.shake_256(_prr_key_prefix(key))
+        self._prr_xof = hashlib.shake_256(_prr_key_prefix(key, _prr_label(None, self._params)))
         self._variable_xofs = _VariablePrrs(key)
         m = params.num_cohorts
         if cohort is None:
@@ -250,7 +251,7 @@ class Encoder:
                 data = value_bytes(value)  # type: ignore[arg-type]
                 idx = bloom_indices_of_rows([data], np.array([self._cohort], dtype=np.int64), params)
                 bloom = bloom_matrix(idx, k)
-            u = _uniforms_from_stream(self._variable_xofs.digest(name, self._cohort, data, 4 * k), 1, k)
+            u = _uniforms_from_stream(self._variable_xofs.digest(name, params, self._cohort, data, 4 * k), 1, k)
             prr = permanent_response_from_words(bloom, u, params.prob_f)
             out[name] = Report(cohort=self._cohort, bits=self._irr(prr)[0])
         return out

@@ -117,7 +117,7 @@ def client_sampler(params: Params) -> Sampler:
         key = rng.bytes(32)
         ids = [f"client{i}" for i in range(n)]
         irr = encode_clients(one_cohort, key, ids, [value] * n, rng=rng).bits()
-        u = np.stack([prr_uniforms(client_secret(key, cid), 0, value, k) for cid in ids]) if n else \
+        u = np.stack([prr_uniforms(client_secret(key, cid), 0, value, one_cohort) for cid in ids]) if n else \
             np.zeros((0, k), dtype=np.uint32)
         prr = permanent_response_from_words(np.broadcast_to(bloom, (n, k)), u, params.prob_f)
         return AuditSample(bloom=bloom, prr=prr, irr=irr)

@@ -15,9 +15,10 @@ def _ref_cohort(secret: bytes, m: int) -> int:
     return (word * m) >> 64
 
 
-def _ref_prr(secret: bytes, cohort: int, value: bytes, bloom: list[int], f: float) -> list[int]:
+def _ref_prr(secret: bytes, cohort: int, value: bytes, bloom: list[int], f: float, h: int) -> list[int]:
     t = min(round(f * 2**31), 2**31)
-    msg = b"rappor/prr/v2" + struct.pack(">I", len(secret)) + secret + struct.pack(">I", cohort) + value
+    tag = struct.pack(">Q", len(bloom)) + struct.pack(">Q", h) + struct.pack(">I", t)  # k, h, t
+    msg = b"rappor/prr/v3:" + tag + struct.pack(">I", len(secret)) + secret + struct.pack(">I", cohort) + value
     out = []
     for j, b in enumerate(bloom):
         stream = hashlib.shake_256(msg).digest(4 * (j + 1))  # an XOF: shorter outputs are prefixes
@@ -29,5 +30,5 @@ def _ref_prr(secret: bytes, cohort: int, value: bytes, bloom: list[int], f: floa
 @pytest.fixture(scope="session")
 def reference() -> SimpleNamespace:
     """Independent implementations of ``docs/client.md`` (plain hmac/hashlib/struct, one bit at a time):
-    ``cohort(secret, m)`` and ``prr(secret, cohort, value, bloom, f)`` (bloom and result as lists of bits)."""
+    ``cohort(secret, m)`` and ``prr(secret, cohort, value, bloom, f, h)`` (bloom and result as lists of bits)."""
     return SimpleNamespace(cohort=_ref_cohort, prr=_ref_prr)

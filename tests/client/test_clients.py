@@ -80,7 +80,7 @@ def test_encode_clients_matches_reference(m: int, reference: SimpleNamespace) ->
         assert batch.cohorts[i] == cohort
         data = value.encode() if isinstance(value, str) else value
         bloom = bloom_filter(data, cohort, params).tolist()
-        assert batch.bits()[i].tolist() == reference.prr(secret, cohort, data, bloom, params.f)
+        assert batch.bits()[i].tolist() == reference.prr(secret, cohort, data, bloom, params.f, params.h)
 
 
 def test_encode_clients_fail_client_id_names_index() -> None:

@@ -64,7 +64,7 @@ def test_golden_prr_vectors_match_library_and_reference(reference: SimpleNamespa
         assert bits_to_bitstrings(bloom)[0] == row["bloom"]
         trace = Encoder(params, secret, cohort=cohort, rng=0).trace(value)
         assert bits_to_bitstrings(trace.prr)[0] == row["prr"], row
-        assert reference.prr(secret, cohort, value, _bitstring_to_list(row["bloom"]), f) == _bitstring_to_list(row["prr"])
+        assert reference.prr(secret, cohort, value, _bitstring_to_list(row["bloom"]), f, h) == _bitstring_to_list(row["prr"])
 
 
 def test_golden_f_zero_prr_equals_bloom() -> None:
@@ -73,14 +73,20 @@ def test_golden_f_zero_prr_equals_bloom() -> None:
     assert all(r["prr"] == r["bloom"] for r in rows)
 
 
-def test_prr_depends_on_secret_value_and_cohort() -> None:
-    k = 64
-    base = prr_uniforms(SECRET, 0, "v", k)
-    assert not np.array_equal(base, prr_uniforms(SECRET, 1, "v", k))
-    assert not np.array_equal(base, prr_uniforms(SECRET, 0, "w", k))
-    assert not np.array_equal(base, prr_uniforms(bytes(32), 0, "v", k))
-    # k is a prefix: the first words do not depend on k.
-    np.testing.assert_array_equal(prr_uniforms(SECRET, 0, "v", 10), base[:10])
+def test_prr_depends_on_secret_value_cohort_and_parameters() -> None:
+    params = _params(k=64, h=2, m=8, f=0.5)
+    base = prr_uniforms(SECRET, 0, "v", params)
+    assert base.shape == (64,)
+    assert not np.array_equal(base, prr_uniforms(SECRET, 1, "v", params))
+    assert not np.array_equal(base, prr_uniforms(SECRET, 0, "w", params))
+    assert not np.array_equal(base, prr_uniforms(bytes(range(1, 33)), 0, "v", params))
+    # Found by a tester: with v2's words shared across parameter sets, one secret's PRRs under f = 0.5 and
+    # f = 0.25 (or k = 16 and 32) together gave away Bloom bits.  Every parameter that makes the PRR from
+    # the words now changes them: k, h, f (not p, q, m, which the words do not meet).
+    for changed in (dict(k=32), dict(h=1), dict(f=0.25)):
+        other = prr_uniforms(SECRET, 0, "v", _params(**{**dict(k=64, h=2, m=8, f=0.5), **changed}))
+        assert not np.array_equal(base[:other.size], other[:base.size])
+    np.testing.assert_array_equal(prr_uniforms(SECRET, 0, "v", _params(k=64, h=2, m=16, f=0.5, p=0.1)), base)
 
 
 def test_prr_uniforms_uniform_and_independent_across_clients() -> None:
@@ -89,7 +95,7 @@ def test_prr_uniforms_uniform_and_independent_across_clients() -> None:
     # uniform (KS); word 0 is independent of another client's word 0 and of the same
     # client's word 34 (2x2 "below 1/2" contingency).  Combined false failure <= 6e-6.
     secrets = [hashlib.sha256(b"client" + i.to_bytes(4, "big")).digest() for i in range(8000)]
-    u = np.array([prr_uniforms(s, 0, "v", 40) for s in secrets], dtype=np.float64) / 2**32
+    u = np.array([prr_uniforms(s, 0, "v", _params(k=40, h=2, m=1, f=0.5)) for s in secrets], dtype=np.float64) / 2**32
     for j in (0, 7, 34, 39):
         assert stats.kstest(u[:, j], "uniform").pvalue > ALPHA
     for a, b in ((u[:4000, 0] < 0.5, u[4000:, 0] < 0.5), (u[:, 0] < 0.5, u[:, 34] < 0.5)):
@@ -187,9 +193,32 @@ def test_worked_example_in_docs_client_md() -> None:
     params = _params(k=16, h=2, m=8, p=0.25, q=0.75, f=0.5)
     trace = Encoder(params, secret, rng=0).trace("v1")
     assert bits_to_bitstrings(trace.bloom)[0] == "0000010000000010"
-    assert bits_to_bitstrings(trace.prr)[0] == "0100010000100010"
-    assert prr_uniforms(secret, 2, "v1", 16)[[0, 7, 15]].tolist() == [0x9CDE5BA9, 0x5A90F25F, 0x92BC7297]
+    assert bits_to_bitstrings(trace.prr)[0] == "0010110001000010"
+    assert prr_uniforms(secret, 2, "v1", params)[[0, 7, 15]].tolist() == [0xC43E587E, 0x45131D33, 0xFFCB664D]
     text = (Path(__file__).parents[2] / "docs" / "client.md").read_text()
-    assert secret.hex() in text and "0100010000100010" in text
-    for word in ("9cde5ba9", "5a90f25f", "92bc7297"):
+    assert secret.hex() in text and "0010110001000010" in text
+    for word in ("c43e587e", "45131d33", "ffcb664d"):
         assert word in text
+
+
+def test_one_secret_under_two_parameter_sets_gives_independent_prrs() -> None:
+    # Found by a tester (the v2 words did not depend on the parameters): with one secret at f = 0.5 and
+    # then f = 0.25, "PRR 0 then PRR 1" never happened where the Bloom bit is 0 and happened at 0.25 where it
+    # is 1, so the pair gave the bit away.  Independent PRRs give (1 - f/2) * f'/2 = 0.75 * 0.125 = 0.094
+    # where the bit is 0 and 0.25 * 0.875 = 0.219 where it is 1.  Over 3,000 secrets x 16 bits (about 42,000
+    # zero bits: SE 0.0014) both rates are within 6 SE of those (false failure below 1e-8).
+    from rappor import Encoder
+
+    rng = np.random.default_rng(5)
+    old, new = _params(k=16, h=2, m=1, f=0.5), _params(k=16, h=2, m=1, f=0.25)
+    hits, totals = np.zeros(2), np.zeros(2)
+    for _ in range(3000):
+        secret = rng.bytes(32)
+        a, b = Encoder(old, secret).trace("v1"), Encoder(new, secret).trace("v1")
+        pattern = (a.prr == 0) & (b.prr == 1)
+        for bit in (0, 1):
+            hits[bit] += pattern[a.bloom == bit].sum()
+            totals[bit] += (a.bloom == bit).sum()
+    rate = hits / totals
+    for bit, expected in ((0, 0.75 * 0.125), (1, 0.25 * 0.875)):
+        assert abs(rate[bit] - expected) < 6 * np.sqrt(expected * (1 - expected) / totals[bit])

@@ -19,11 +19,12 @@ Specification (additions to ``docs/client.md``; the full-string report is unchan
     of the fragment (:meth:`DiscoverySpec.bloom_bits`, the split head/tail hash).
 ``PRR``
     as the full-string PRR (``docs/client.md``) with the label
-    ``b"rappor/prr/discovery/v1"`` instead of ``b"rappor/prr/v2"`` and the fragment bytes
-    ``marker || prefix`` (:meth:`DiscoverySpec.fragment`) as the value, with the wire
-    cohort.  The different label makes the discovery PRR independent of every
-    full-string PRR of the same client, which the privacy accounting assumes; full-string
-    PRRs are unchanged (``data/golden`` still passes).
+    ``b"rappor/prr/discovery/v2:" || T`` (``T`` the wire parameters'
+    :func:`~rappor.client.prr_parameter_tag`) instead of ``b"rappor/prr/v3:" || T`` and the
+    fragment bytes ``marker || prefix`` (:meth:`DiscoverySpec.fragment`) as the value, with
+    the wire cohort.  The different label makes the discovery PRR independent of every
+    full-string PRR of the same client, which the privacy accounting assumes; the tag, of
+    PRRs of the same client under other discovery parameters.
 ``IRR``
     as for full strings, from the operating system's CSPRNG by default.
 """
@@ -51,6 +52,7 @@ from ...client._derivations import (
     _prr_message,
     _uniforms_from_stream,
     client_secrets,
+    prr_parameter_tag,
 )
 from ...exceptions import InvalidParameterError
 from ...client._hashing import raise_not_utf8, split_bit_indices, value_bytes
@@ -69,7 +71,12 @@ __all__ = ["DiscoveryEncoder", "discovery_cohort", "discovery_role", "discovery_
 _CLIENT_LABEL = b"rappor/discovery/client"
 #: Reports whose SHAKE-256 outputs (4k bytes each) are turned into PRRs at once.
 _BLOCK_ROWS = 1024
-_DISCOVERY_PRR_LABEL = b"rappor/prr/discovery/v1"
+_DISCOVERY_PRR_LABEL = b"rappor/prr/discovery/v2:"
+
+
+def _discovery_label(spec: DiscoverySpec) -> bytes:
+    """The discovery PRR's label: ``_DISCOVERY_PRR_LABEL || T`` of the wire parameters."""
+    return _DISCOVERY_PRR_LABEL + prr_parameter_tag(spec.wire_params)
 
 
 def _client_words(secret: bytes) -> tuple[int, int, int]:
@@ -151,7 +158,7 @@ class DiscoveryEncoder:
         slot_word, cohort_word, _ = _client_words(key)
         self._slot = spec.slot_of_word(slot_word)
         self._cohort = (cohort_word * spec.params.num_cohorts) >> 64
-        self._prr_xof = hashlib.shake_256(_prr_key_prefix(key, _DISCOVERY_PRR_LABEL))
+        self._prr_xof = hashlib.shake_256(_prr_key_prefix(key, _discovery_label(spec)))
         self._rng = _normalize_rng(rng)
 
     def __repr__(self) -> str:
@@ -252,7 +259,7 @@ def encode_discovery_clients(spec: DiscoverySpec, key: bytes, client_ids: Sequen
     wires = (slots * m + scale_words(words[:, 1], m)).tolist()
     row_index = np.array(rows, dtype=np.intp)
     pack = struct.Struct(">I").pack
-    head = _DISCOVERY_PRR_LABEL + pack(32)  # _prr_key_prefix of a 32-byte secret is head || secret
+    head = _discovery_label(spec) + pack(32)  # _prr_key_prefix of a 32-byte secret is head || secret
     prefixes = [head + secret + pack(w) for secret, w in zip(secrets, wires)]
     try:
         datas = [v.encode("utf-8") if type(v) is str else value_bytes(v) for v in values]

@@ -26,19 +26,20 @@ SECRET = b"0123456789abcdef0123456789abcdef"
 
 
 def test_variable_prr_follows_the_spec_and_is_domain_separated() -> None:
-    # docs/client.md: SHAKE256(b"rappor/prr/v2/var" || uint32(len(name)) || name || uint32(len(secret))
-    # || secret || uint32(cohort) || value).
+    # docs/client.md: SHAKE256(b"rappor/prr/v3/var" || uint32(len(name)) || name || T || uint32(len(secret))
+    # || secret || uint32(cohort) || value), T = uint64(k) || uint64(h) || uint32(round(f 2**31)).
     name, cohort, value = "domain", 3, "google.com"
-    message = (b"rappor/prr/v2/var" + struct.pack(">I", len(name)) + name.encode() + struct.pack(">I", len(SECRET))
+    tag = struct.pack(">QQI", 16, 2, 2**30)
+    message = (b"rappor/prr/v3/var" + struct.pack(">I", len(name)) + name.encode() + tag + struct.pack(">I", len(SECRET))
                + SECRET + struct.pack(">I", cohort) + value.encode())
     expected = np.frombuffer(hashlib.shake_256(message).digest(64), dtype=">u4")
-    np.testing.assert_array_equal(prr_uniforms_of_variable(SECRET, name, cohort, value, 16), expected)
-    single = prr_uniforms(SECRET, cohort, value, 16)
-    other_var = prr_uniforms_of_variable(SECRET, "other", cohort, value, 16)
+    np.testing.assert_array_equal(prr_uniforms_of_variable(SECRET, name, cohort, value, PARAMS), expected)
+    single = prr_uniforms(SECRET, cohort, value, PARAMS)
+    other_var = prr_uniforms_of_variable(SECRET, "other", cohort, value, PARAMS)
     assert not np.array_equal(single, expected) and not np.array_equal(other_var, expected)
-    boolean = prr_uniforms_of_variable(SECRET, "flag", cohort, True, 1)
-    message = (b"rappor/prr/v2/var" + struct.pack(">I", 4) + b"flag" + struct.pack(">I", len(SECRET)) + SECRET
-               + struct.pack(">I", cohort) + b"TRUE")
+    boolean = prr_uniforms_of_variable(SECRET, "flag", cohort, True, boolean_params(PARAMS))
+    message = (b"rappor/prr/v3/var" + struct.pack(">I", 4) + b"flag" + struct.pack(">QQI", 1, 1, 2**30)
+               + struct.pack(">I", len(SECRET)) + SECRET + struct.pack(">I", cohort) + b"TRUE")
     np.testing.assert_array_equal(boolean, np.frombuffer(hashlib.shake_256(message).digest(4), dtype=">u4"))
 
 

@@ -289,8 +289,9 @@ def test_client_report_carries_its_fragment_bloom_bits() -> None:
 
 def test_client_prr_follows_its_specification() -> None:
     # PRR bit j: u_j < t -> 1, t <= u_j < 2t -> 0, else the Bloom bit, with u_j the big-endian
-    # uint32 j of SHAKE-256(b"rappor/prr/discovery/v1" || uint32_be(len(secret)) || secret ||
-    # uint32_be(wire cohort) || fragment), t = round(f 2**31).  p = 0, q = 1: report = PRR.
+    # uint32 j of SHAKE-256(b"rappor/prr/discovery/v2:" || T || uint32_be(len(secret)) || secret ||
+    # uint32_be(wire cohort) || fragment), t = round(f 2**31), T = uint64_be(k) || uint64_be(h) || uint32_be(t)
+    # of the wire parameters.  p = 0, q = 1: report = PRR.
     params = Params(num_bloombits=64, num_hashes=1, num_cohorts=2, prob_p=0.0, prob_q=1.0, prob_f=0.6)
     spec = DiscoverySpec(params=params, max_length=4, segment=2)
     secret = b"s" * 32
@@ -299,7 +300,10 @@ def test_client_prr_follows_its_specification() -> None:
     report = enc.encode(value)
     assert np.array_equal(report.bits, enc.encode(value).bits)  # memoized
     wire = spec.wire_cohort(enc.slot, enc.cohort)
-    stream = hashlib.shake_256(b"rappor/prr/discovery/v1" + (32).to_bytes(4, "big") + secret
+    wire_params = spec.wire_params
+    tag = (wire_params.num_bloombits.to_bytes(8, "big") + wire_params.num_hashes.to_bytes(8, "big")
+           + round(0.6 * 2**31).to_bytes(4, "big"))
+    stream = hashlib.shake_256(b"rappor/prr/discovery/v2:" + tag + (32).to_bytes(4, "big") + secret
                                + wire.to_bytes(4, "big") + spec.fragment(value, enc.slot)).digest(4 * 64)
     u = np.frombuffer(stream, dtype=">u4").astype(np.int64)
     bloom = np.zeros(64, dtype=np.int64)
