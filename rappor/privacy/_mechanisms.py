@@ -69,7 +69,13 @@ class FrequencyEstimate:
         Estimated number of clients holding the value (or each category).  Unbiased and
         unclamped: it can be negative or exceed ``n_reports``.
     std_error : float or ndarray
-        Standard error of ``estimate``.
+        Standard error of ``estimate``, from the binomial variance of the observed rate:
+        the clients as a random sample of a population whose share is estimated.  For a
+        fixed set of clients (their own count the estimand) it overstates the spread, since
+        part of that variance is the draw of the values: measured over 2,000 repetitions of
+        5,000 fixed clients, 2.6 times the spread for k-ary randomized response at
+        epsilon 4, 2.3 for basic RAPPOR, 1.6 for binary randomized response at 0.9 (the
+        95% intervals covered 100%; with the values drawn afresh, 0.95-0.96).
     proportion : float or ndarray
         ``estimate / n_reports``.
     prop_std_error : float or ndarray
