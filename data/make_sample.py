@@ -19,7 +19,7 @@ HERE = Path(__file__).parent
 def main() -> None:
     params = Params(num_bloombits=16, num_hashes=2, num_cohorts=4, prob_p=0.5, prob_q=0.75, prob_f=0.5)
     population = Population.zipf(20, exponent=1.5)
-    sim = simulate(params, population, 8_000, method="client", rng=20240101)
+    sim = simulate(params, population, 20_000, method="client", rng=20240101)
     sample = HERE / "sample"
     sample.mkdir(exist_ok=True)
     write_params(params, sample / "params.csv")

@@ -1,6 +1,6 @@
 """Decode a collection: reports -> per-cohort bit counts -> estimated frequencies of candidates.
 
-Uses the sample in data/sample/ (8,000 reports made by the real client; see data/README.md)
+Uses the sample in data/sample/ (20,000 reports made by the real client; see data/README.md)
 and compares the result with the truth that only a simulation knows.
 
 Run:  python examples/decode_collection.py
