@@ -69,7 +69,7 @@ BAD = [
     ("simulate", "--reports-per-client", ["0"]),
     ("simulate", "--values-per-client", ["0"]),
     ("simulate", "--seed", ["-1"]),
-    ("simulate", "--discovery-share", ["-0.1", "1.5", "nan"]),
+    ("simulate", "--discovery-share", ["-0.1", "1.5", "nan", "0", "1"]),  # 0 and 1: nothing to discover or decode
     ("simulate", "--max-length", ["0"]),
     ("simulate", "--segment", ["0", "4"]),
     ("discover", "--max-length", ["0", "x"]),

@@ -238,6 +238,10 @@ _PRUNE_Z = 1.5
 _SHOW_Z = 3.0
 
 
+#: Most tails scored per prefix in one slot (a segment's extensions): 256**2 + 256 fits, 256**3 does not.
+MAX_TAILS = 1 << 18
+
+
 def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
              false_children: float = DEFAULT_FALSE_CHILDREN, reserve: float = DEFAULT_RESERVE,
              pending: float = DEFAULT_PENDING, z_extend: float | None = None, prior_mix: float = DEFAULT_PRIOR_MIX,
@@ -392,6 +396,12 @@ def discover(aggregate: Aggregate, spec: DiscoverySpec, *, beam: int = 1000,
     provisional_rank: list[float] = []  # (1 - Phi(z)) / pi_t of each provisional prefix's first link
     n_regular = 0  # regular prefixes of the slot before (those that could have provisional children)
     symbols = spec.symbols
+    per_prefix = sum(len(symbols) ** i for i in range(1, spec.segment + 1)) + len(symbols) ** spec.segment
+    if per_prefix > MAX_TAILS:  # found by a tester: segment 3 over bytes grew to 23 GB and was killed
+        msg = (f"discover: a segment of {spec.segment} bytes over an alphabet of {len(symbols)} symbols gives "
+               f"{per_prefix:,} tails to score per prefix (more than {MAX_TAILS:,}: tens of GB of memory); use "
+               f"segment 2 (--segment 2) or a smaller alphabet (--alphabet lowercase, hostname, url, ...)")
+        raise InvalidParameterError(msg)
     prior = TailPrior(symbols, mix=mix)
     prior.learn(v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in prior_values)
     learnt: set[tuple[bytes, bytes]] = set()

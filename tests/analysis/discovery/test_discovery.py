@@ -400,3 +400,17 @@ def test_discover_refuses_what_is_not_an_aggregate() -> None:
                                        prob_f=0.25), max_length=4)
     with pytest.raises(InvalidParameterError, match="The 'aggregate' parameter of discover must be an Aggregate"):
         discover(None, spec)  # type: ignore[arg-type]
+
+
+def test_a_segment_too_wide_for_its_alphabet_is_refused_before_the_search() -> None:
+    # Found by a tester: segment 3 over every byte value gives 2 x 256**3 tails a prefix; the search grew to
+    # 23 GB and was killed.  It is refused at once, naming both settings; segment 3 over 26 letters runs.
+    from rappor import Aggregate
+    from rappor.analysis.discovery import discover
+
+    params = Params(num_bloombits=16, num_hashes=2, num_cohorts=8, prob_p=0.0, prob_q=1.0, prob_f=0.25)
+    wide = DiscoverySpec(params=params, max_length=6, segment=3)
+    with pytest.raises(InvalidParameterError, match=r"segment of 3 bytes over an alphabet of 256 symbols.*--segment 2"):
+        discover(Aggregate.empty(wide.wire_params), wide)
+    narrow = DiscoverySpec(params=params, max_length=6, segment=3, alphabet="lowercase")
+    assert len(discover(Aggregate.empty(narrow.wire_params), narrow)) == 0
