@@ -249,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
                     "parameter_check": check, "diagnostics": result.diagnostics}
             summary.write(json_text(data))
     sys.stderr.write(left_out_note(result, len(listed) if args.list else None) + misfit)
-    if args.output not in (None, "-"):
+    if args.output not in (None, "-") and not args.quiet:  # -q: the line saying what was written goes
         sys.stderr.write(f"rappor: found {int(result.significant.sum())} significant values "
                          f"({len(result)} kept) in {result.n_reports:,} discovery reports\n")
     return 0

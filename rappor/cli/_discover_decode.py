@@ -77,8 +77,9 @@ def discover_and_decode(args: argparse.Namespace, aggregate: Aggregate, cmap: Ca
         combined = run(aggregate, cmap, discovery_aggregate(spec, args.discover, None), spec, decoder=decoder,
                        beam=args.beam, significance_level=args.level, max_false=args.max_false, progress=update)
     sys.stderr.write(left_out_note(combined.found))
-    sys.stderr.write(f"rappor: discovery found {int(combined.found.significant.sum())} significant values, "
-                     f"{len(combined.new_strings)} not among the candidates\n")
+    if not args.quiet:
+        sys.stderr.write(f"rappor: discovery found {int(combined.found.significant.sum())} significant values, "
+                         f"{len(combined.new_strings)} not among the candidates\n")
     return combined
 
 

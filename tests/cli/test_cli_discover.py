@@ -371,3 +371,15 @@ def test_sum_bits_takes_the_discovery_parameters_and_their_slot_weights(tmp_path
     err = capsys.readouterr().err
     assert "unbalanced beyond chance" in err and "give --params the discovery parameters file" in err
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+
+
+def test_discover_quiet_leaves_out_the_line_saying_what_was_written(collection: Path, tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    # Found by a tester: -q (documented to remove that line) still printed "rappor: found N significant values".
+    d = collection
+    args = ["discover", "--params", str(d / "disc-params.csv"), "--counts", str(d / "counts.csv"), "--max-length",
+            "14", "--alphabet", "printable", "-o", str(tmp_path / "f.csv")]
+    assert main(args) == 0
+    assert "rappor: found " in capsys.readouterr().err
+    assert main([*args, "-q"]) == 0
+    assert "rappor: found " not in capsys.readouterr().err
