@@ -104,4 +104,8 @@ def unexplained_report(combined: DiscoverDecode) -> str:
     if math.isfinite(floor):
         text += (f"; discovery confirms values above about {floor:.2%} of the discovery reports, "
                  "rarer ones stay unexplained")
+    if d.unexplained_std_error > 0.25:  # found by a tester: "0.0000 (SE 0.3751)" with about 0.76 outside
+        text += ("; with a standard error this large the unexplained mass says nothing (too few full-string "
+                 "reports a cohort: the parameters should come from rappor plan --reports with the real number "
+                 "of clients)")
     return text + "\n"

@@ -383,3 +383,19 @@ def test_discover_quiet_leaves_out_the_line_saying_what_was_written(collection: 
     assert "rappor: found " in capsys.readouterr().err
     assert main([*args, "-q"]) == 0
     assert "rappor: found " not in capsys.readouterr().err
+
+
+def test_an_unexplained_mass_with_a_huge_standard_error_is_said_to_say_nothing() -> None:
+    # Found by a tester: with parameters planned for 1 M clients and 29,500 clients, "unexplained mass
+    # 0.0000 (SE 0.3751)" where about 0.76 of the mass was outside the list.
+    import math
+    from types import SimpleNamespace
+
+    from rappor.cli._discover_decode import unexplained_report
+
+    def combined(se: float) -> SimpleNamespace:
+        diagnostics = SimpleNamespace(unexplained_mass=0.0, unexplained_std_error=se)
+        return SimpleNamespace(without=None, result=SimpleNamespace(diagnostics=diagnostics), detection_floor=math.nan)
+
+    assert "says nothing" in unexplained_report(combined(0.375))  # type: ignore[arg-type]
+    assert "says nothing" not in unexplained_report(combined(0.05))  # type: ignore[arg-type]
