@@ -22,7 +22,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--discover", metavar="PATH", default=None,
                        help="discovery counts (sum-bits of the discovery reports): find the frequent values they "
                             "hold and decode them with the candidates (--map or --candidates, optional with "
-                            "--discover); a found.csv of 'rappor discover' goes to --candidates [default: none]")
+                            "--discover; they also serve the search as known values of its prior, as 'rappor "
+                            "discover --prior-values' does: run 'rappor discover' without it to search from the "
+                            "bytes alone); a found.csv of 'rappor discover' goes to --candidates [default: none]")
     group.add_argument("--discovery-params", metavar="PATH", default=None,
                        help="parameters of one discovery slot (required with --discover) [default: none]")
     group.add_argument("--found", metavar="PATH", default=None,
