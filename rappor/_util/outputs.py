@@ -97,7 +97,7 @@ def _umask() -> int:
 
 
 class _AtomicFile:
-    """A temporary file beside ``path``, renamed over it by :meth:`commit`.
+    """A temporary file beside ``path``: :meth:`finish` writes and syncs it, :meth:`rename` puts it over ``path``.
 
     The file gets ``mode`` (the replaced file's permission bits, or those of a new
     file) before it is renamed; ``owner`` (uid, gid) is restored where allowed.
@@ -114,10 +114,6 @@ class _AtomicFile:
             self.fh: IO[Any] = os.fdopen(fd, mode)
         else:
             self.fh = os.fdopen(fd, mode, encoding="utf-8", newline=newline)
-
-    def commit(self) -> None:
-        self.finish()
-        self.rename()
 
     def finish(self) -> None:
         """Write everything to the temporary file and sync it (what can fail for lack of space)."""

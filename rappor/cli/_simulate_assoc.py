@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -75,10 +76,7 @@ def _coverage_text(coverage: float | None, shape: tuple[int, ...]) -> str:
     """The intervals' coverage, or why there is none (tables above the covariance's size get no standard errors)."""
     if coverage is not None:
         return f"{coverage:.3f}"
-    cells = 1
-    for size in shape:
-        cells *= size
-    return f"n/a ({cells:,} cells: too many for standard errors)"
+    return f"n/a ({math.prod(shape):,} cells: too many for standard errors)"
 
 
 def _pvalue_text(pvalue: float | None, shape: tuple[int, ...]) -> str:

@@ -23,6 +23,7 @@ from ..params import Params
 from ._derivations import (
     _FALSE,
     _TRUE,
+    _check_params,
     _cohort_of_key,
     _noise,
     _normalize_rng,
@@ -30,7 +31,6 @@ from ._derivations import (
     _uniforms_from_stream,
     client_secrets,
 )
-from ._encoder import _check_params
 from ._hashing import bloom_indices_of_rows, bloom_matrix, raise_not_utf8, value_bytes
 from ._randomizer import instantaneous_response_from_words, permanent_response_from_words
 from ._reports import ReportBatch

@@ -224,16 +224,16 @@ def prr_uniforms(secret: bytes, cohort: int, value: str | bytes, params: Params)
     encoding of ``(secret, cohort, value)``.
     """
     key = _check_secret(secret, "secret", "prr_uniforms")
-    params = _check_params_of(params, "prr_uniforms")
+    params = _check_params(params, "prr_uniforms")
     k = params.num_bloombits
     message = _prr_key_prefix(key, _prr_label(None, params)) + _prr_message(int(cohort), value_bytes(value))
     uniforms: npt.NDArray[np.uint32] = _uniforms_from_stream(hashlib.shake_256(message).digest(4 * k), 1, k)[0]
     return uniforms
 
 
-def _check_params_of(params: Any, owner: str) -> Params:
+def _check_params(params: Any, owner: str) -> Params:
     if not isinstance(params, Params):
-        msg = f"The 'params' parameter of {owner} must be a Params (the PRR depends on k, h and f). Got {params!r} instead."
+        msg = f"The 'params' parameter of {owner} must be a Params. Got a {type(params).__name__} instead."
         raise InvalidParameterError(msg)
     return params
 
@@ -286,7 +286,7 @@ def prr_uniforms_of_variable(secret: bytes, variable: str, cohort: int, value: s
     are ``b"TRUE"`` or ``b"FALSE"``.
     """
     key = _check_secret(secret, "secret", "prr_uniforms_of_variable")
-    params = _check_params_of(params, "prr_uniforms_of_variable")
+    params = _check_params(params, "prr_uniforms_of_variable")
     k = params.num_bloombits
     data = (_TRUE if value else _FALSE) if isinstance(value, (bool, np.bool_)) else value_bytes(value)
     message = _prr_key_prefix(key, _prr_label(variable, params)) + _prr_message(int(cohort), data)

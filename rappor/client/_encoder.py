@@ -21,11 +21,11 @@ import numpy.typing as npt
 
 from .._util.bits import pack_bits
 from .._util.validation import RngLike, check_cohort
-from ..exceptions import InvalidParameterError
 from ..params import Params, boolean_params
 from ._derivations import (
     _FALSE,
     _TRUE,
+    _check_params,
     _check_secret,
     _cohort_of_key,
     _noise,
@@ -41,13 +41,6 @@ from ._randomizer import instantaneous_response_from_words, permanent_response_f
 from ._reports import Report, ReportBatch
 
 __all__ = ["EncodeTrace", "Encoder"]
-
-
-def _check_params(params: Any, owner: str) -> Params:
-    if not isinstance(params, Params):
-        msg = f"The 'params' parameter of {owner} must be a Params. Got a {type(params).__name__} instead."
-        raise InvalidParameterError(msg)
-    return params
 
 
 def _readonly(arr: npt.NDArray[Any]) -> npt.NDArray[Any]:
