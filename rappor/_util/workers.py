@@ -146,17 +146,23 @@ class WorkerPool:
         for index in range(len(self._workers)):
             if following is _END:
                 break
-            self._workers[index][1].send(following)
+            self._send(index, following)
             in_flight.append(index)
             following = next(source, _END)
         while in_flight:
             index = in_flight.popleft()
             result = self._receive(index)
             if following is not _END:
-                self._workers[index][1].send(following)
+                self._send(index, following)
                 in_flight.append(index)
                 following = next(source, _END)
             yield result
+
+    def _send(self, index: int, item: tuple[Any, ...]) -> None:
+        try:
+            self._workers[index][1].send(item)
+        except (BrokenPipeError, ConnectionResetError):  # the worker is gone
+            raise self._died(index) from None
 
     def _receive(self, index: int) -> Any:
         process, conn = self._workers[index]
@@ -165,14 +171,17 @@ class WorkerPool:
             if conn not in ready:
                 raise EOFError
             status, value = conn.recv()
-        except EOFError:
-            process.join(1.0)
-            msg = (f"a worker process ended without returning its result (exit status {process.exitcode}; "
-                   f"a negative status is the signal that killed it, e.g. -9 when out of memory)")
-            raise WorkerDied(msg) from None
+        except (EOFError, ConnectionResetError):  # reset: it died with our item still unread
+            raise self._died(index) from None
         if status == "error":
             raise value
         return value
+
+    def _died(self, index: int) -> WorkerDied:
+        process = self._workers[index][0]
+        process.join(1.0)
+        return WorkerDied(f"a worker process ended without returning its result (exit status {process.exitcode}; "
+                          f"a negative status is the signal that killed it, e.g. -9 when out of memory)")
 
     def close(self) -> None:
         """Ask every worker to stop, and wait for it."""

@@ -63,6 +63,20 @@ def test_worker_pool_dead_worker_is_an_error_not_a_hang() -> None:
             list(pool.imap((i, 3) for i in range(10)))
 
 
+def _die_before_reading(delay: float) -> None:
+    time.sleep(delay)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_worker_pool_worker_killed_with_its_item_unread_is_worker_died() -> None:
+    """Killed before reading the item the parent had sent: the socket is reset, not closed, and
+    the parent's read raises ConnectionResetError rather than EOFError (seen in CI as
+    "rappor: error: Connection reset by peer"); it is the same death and the same error."""
+    with pytest.raises(WorkerDied, match="exit status -9"):
+        with WorkerPool(1, _slow_square, setup=_die_before_reading, setup_args=(0.3,)) as pool:
+            list(pool.imap((i, 0.0) for i in range(3)))
+
+
 def test_worker_pool_terminate_on_error_while_busy() -> None:
     started = time.monotonic()
     with pytest.raises(RuntimeError, match="stop"):
