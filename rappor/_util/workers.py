@@ -158,7 +158,7 @@ class WorkerPool:
                 following = next(source, _END)
             yield result
 
-    def _send(self, index: int, item: tuple[Any, ...]) -> None:
+    def _send(self, index: int, item: object) -> None:
         try:
             self._workers[index][1].send(item)
         except (BrokenPipeError, ConnectionResetError):  # the worker is gone
