@@ -319,6 +319,11 @@ CASES: list[Case] = [
     _cands("directory", None, None, "is a directory"),
     _cands("lone-cr-line-endings", b"apple\rbanana\rcherry\r", 1, "found a carriage return inside the line"),
     _cands("cr-inside-a-candidate", b"apple\r\nba\rnana\r\n", 2, "found a carriage return inside the line"),
+    _cands("found-csv-utf8-column", b"string,proportion,prop_std_error,zscore,pvalue,significant,first_slot,slots,utf8\n"
+           b"apple,0.5,0.01,9,1e-9,true,0,1,yes\n", 2, "expected 'true' or 'false' in the utf8 column"),
+    _cands("found-csv-stray-backslash", b"string,proportion,prop_std_error,zscore,pvalue,significant,first_slot,slots,"
+           b"utf8\napple,0.5,0.01,9,1e-9,true,0,1,true\nx\\q\xc3\xa6,0.2,0.01,9,1e-9,true,0,1,false\n", 3,
+           "expected only \\\\ and \\xNN escapes"),
     # ---------------------------------------------------------------- encode: input and key file
     Case("encode/bom-crlf", {"params.csv": PARAMS_CSV, "in.csv": crlf_bom(b"client,value\na,x\nb,y\n"),
                              "plain.csv": b"client,value\na,x\nb,y\n"},

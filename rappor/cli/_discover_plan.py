@@ -58,12 +58,12 @@ def found_values(args: argparse.Namespace) -> dict[str, float] | None:
     text = args.discovery_lengths
     if text is None or re.fullmatch(r"(\d+)-(\d+)", text.strip()):
         return None
-    from ..formats import read_found_shares
+    from ..formats import read_found_rows
 
     out: dict[str, float] = {}
-    for value, share in read_found_shares(text):
-        if share > 0:
-            out[value] = out.get(value, 0.0) + share
+    for row in read_found_rows(text):
+        if row.significant and row.text is not None and row.proportion > 0:  # the credit reads text
+            out[row.text] = out.get(row.text, 0.0) + row.proportion
     return out
 
 
@@ -83,13 +83,13 @@ def length_prior(args: argparse.Namespace) -> dict[int, float] | None:
             raise InvalidParameterError(f"--discovery-lengths {text}: expected A-B with 1 <= A <= B <= "
                                         f"--discovery-max-length ({longest}).")
         return {length: 1.0 for length in range(low, high + 1)}
-    from ..formats import read_found_shares
+    from ..formats import read_found_rows
 
     prior: dict[int, float] = {}
-    for value, share in read_found_shares(text):
-        size = len(value.encode("utf-8"))
-        if 1 <= size <= longest and share > 0:
-            prior[size] = prior.get(size, 0.0) + share
+    for row in read_found_rows(text):
+        size = len(row.value)  # the clients' bytes, whether or not they are text
+        if row.significant and 1 <= size <= longest and row.proportion > 0:
+            prior[size] = prior.get(size, 0.0) + row.proportion
     if not prior:
         raise InvalidParameterError(f"--discovery-lengths {text}: no significant value of 1 to {longest} "
                                     "bytes with a positive share.")

@@ -28,7 +28,7 @@
 ``_assoc_results``         an association analysis's table, ours or google/rappor's
                            ``assoc-results.csv``: :func:`write_assoc_results`
 ``_found``                 the values ``rappor discover`` found, ``found.csv``: :func:`write_found`,
-                           :func:`read_found`
+                           :func:`read_found_rows` (:class:`FoundRow`), :func:`read_found`
 =========================  ===================================================================
 
 The modules are listed in the order a collection meets its files.  A reader names the
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from ._candidates import read_candidates, write_candidates
     from ._client_values import iter_client_values, read_client_values, write_client_values
     from ._counts import read_counts, write_counts
-    from ._found import is_found_file, read_found, read_found_shares, write_found
+    from ._found import FoundRow, is_found_file, read_found, read_found_rows, read_found_shares, write_found
     from ._keys import read_key_file, write_key_file
     from ._map import read_map, write_map, write_map_positions
     from ._params import read_discovery_params, read_params, write_discovery_params, write_params
@@ -71,6 +71,7 @@ else:
     del lazy_face, TYPE_CHECKING  # plumbing, not names of the face
 
 __all__ = [
+    "FoundRow",
     "ParquetReportWriter",
     "aggregate_parquet",
     "is_found_file",
@@ -83,6 +84,7 @@ __all__ = [
     "read_client_values",
     "read_counts",
     "read_found",
+    "read_found_rows",
     "read_found_shares",
     "read_key_file",
     "read_map",

@@ -19,22 +19,22 @@ open and every string reads back exactly.
 
 The CSV that ``rappor discover -o`` writes (header :data:`rappor.formats._found.FOUND_HEADER`) is a candidate
 list too: its significant values are read, whatever they hold (line breaks, commas,
-quotes), so a discovered value never depends on the one-per-line list.
+quotes), so a discovered value never depends on the one-per-line list.  A significant
+value that is not UTF-8 (its ``utf8`` column is ``false``) is left out with a warning:
+candidates are hashed as UTF-8 text, so no candidate can stand for it.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import warnings
 from collections.abc import Iterable, Iterator
 
 from .._util.excerpt import excerpt
 from .._util.csv_text import restore_text, spreadsheet_text
-from .._util.inputs import iter_text_lines, open_input_binary, read_first_line
+from .._util.inputs import iter_text_lines
 from .._util.outputs import atomic_output
 from .._util.paths import display_name, PathLike
-from ._found import FOUND_HEADER
+from ._found import is_found_file, read_found_rows
 from ..exceptions import InvalidParameterError, ReportFormatError, RapporWarning
 
 __all__ = ["read_candidates", "write_candidates"]
@@ -68,12 +68,13 @@ def read_candidates(path: PathLike, *, allow_duplicates: bool = False) -> list[s
     Warns
     -----
     RapporWarning
-        When ``allow_duplicates=True`` and repeats were dropped.
+        When ``allow_duplicates=True`` and repeats were dropped, or when a found.csv holds
+        significant values that are not UTF-8 (left out).
     """
     name = display_name(path)
     first_seen: dict[str, int] = {}
     repeats: list[tuple[int, str, int]] = []
-    found = read_first_line(path).removeprefix(b"\xef\xbb\xbf").rstrip(b"\r\n") == FOUND_HEADER.encode()
+    found = is_found_file(path)
     for lineno, text in _found_values(path) if found else _lines(path):
         if "\r" in text and not found:
             msg = ("expected one candidate per line, lines ending in LF or CRLF, found a carriage return inside "
@@ -109,31 +110,22 @@ def _lines(path: PathLike) -> Iterator[tuple[int, str]]:
 
 
 def _found_values(path: PathLike) -> Iterator[tuple[int, str]]:
-    """``(line number, value)`` of the significant rows of a discovered values CSV.
+    """``(line number, value)`` of the significant rows of a found.csv that are UTF-8 text.
 
-    Read with the csv module from the raw text (``newline=""``), so quoted fields keep
-    every line break and carriage return they hold.
+    The others are left out with one warning naming their lines: no candidate can stand
+    for a value that is not UTF-8.
     """
-    name = display_name(path)
-    with open_input_binary(path) as fh:
-        stream = io.TextIOWrapper(fh, encoding="utf-8-sig", newline="")
-        reader = csv.reader(stream, strict=True)
-        try:
-            next(reader)  # the header
-            start = reader.line_num + 1
-            for row in reader:
-                if len(row) != 8 or row[5] not in ("true", "false"):
-                    msg = f"expected a row of 8 fields ({FOUND_HEADER}), found {excerpt(','.join(row))}"
-                    raise ReportFormatError(msg, path=name, line=start)
-                if row[5] == "true":
-                    yield start, restore_text(row[0])
-                start = reader.line_num + 1
-        except csv.Error as exc:
-            raise ReportFormatError(f"expected CSV ({exc})", path=name, line=start) from None
-        except UnicodeDecodeError as exc:
-            raise ReportFormatError(f"expected UTF-8 text ({exc.reason})", path=name) from None
-        finally:
-            stream.detach()
+    rows = [row for row in read_found_rows(path) if row.significant]
+    left_out = [row for row in rows if row.text is None]
+    if left_out:
+        shown = ", ".join(f"line {row.line}: {excerpt(row.string)}" for row in left_out[:5])
+        more = f", and {len(left_out) - 5} more" if len(left_out) > 5 else ""
+        msg = (f"{display_name(path)}: left out {len(left_out)} significant value(s) that are not UTF-8 text "
+               f"({shown}{more}): candidates are hashed as UTF-8, so none can stand for them")
+        warnings.warn(msg, RapporWarning, stacklevel=3)
+    for row in rows:
+        if row.text is not None:
+            yield row.line, row.text
 
 
 def write_candidates(candidates: Iterable[str], path: PathLike) -> None:
