@@ -263,13 +263,13 @@ class _VariablePrrs:
 
     def __init__(self, secret: bytes) -> None:
         self._secret = secret
-        self._states: dict[tuple[str, bytes], Any] = {}
+        self._states: dict[tuple[str, Params], Any] = {}
 
     def digest(self, variable: str, params: Params, cohort: int, data: bytes, size: int) -> bytes:
-        label = _prr_label(variable, params)
-        state = self._states.get((variable, label))
-        if state is None:
-            state = self._states[(variable, label)] = hashlib.shake_256(_prr_key_prefix(self._secret, label))
+        state = self._states.get((variable, params))
+        if state is None:  # the label (name and parameter tag) is built once per variable and Params
+            label = _prr_label(variable, params)
+            state = self._states[(variable, params)] = hashlib.shake_256(_prr_key_prefix(self._secret, label))
         xof = state.copy()
         xof.update(_prr_message(cohort, data))
         return xof.digest(size)
